@@ -1,0 +1,188 @@
+/*
+ * diag.c -- source files and diagnostics.
+ *
+ * Every user-facing message is "FILE:LINE:COL: error: message", then the source
+ * line and a caret under the column, the way C compilers print them.  Errors are
+ * counted; the caller decides what to do about them.  pg_bug() is for internal
+ * invariants only: it aborts.
+ */
+#include "pgcc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Inputs past this size are refused before reading: a sanity limit, far above any
+ * real capture (a 1M-node verbose dump is about 500 MB). */
+#define MAX_INPUT_BYTES ((size_t)2 << 30)
+
+PgSource *pg_source_from_string(PgArena *a, const char *name, const char *text) {
+  PgSource *s = pg_arena_alloc(a, sizeof *s);
+  size_t n = strlen(text);
+  char *buf = pg_arena_alloc(a, n + 2); /* two NULs: flex's yy_scan_buffer wants them */
+  memcpy(buf, text, n);
+  s->name = pg_arena_strdup(a, name);
+  s->text = buf;
+  s->len = n;
+  return s;
+}
+
+static void file_error(PgDiag *d, const char *path, const char *what) {
+  fprintf(d->out, "%s: error: %s\n", path, what);
+  d->errors++;
+}
+
+PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    file_error(d, path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0) {
+    file_error(d, path, strerror(errno));
+    fclose(f);
+    return NULL;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    file_error(d, path, "is a directory, not a graph description");
+    fclose(f);
+    return NULL;
+  }
+  if (S_ISREG(st.st_mode) && (size_t)st.st_size > MAX_INPUT_BYTES) {
+    file_error(d, path, "input is larger than 2 GiB");
+    fclose(f);
+    return NULL;
+  }
+  /* Read to EOF (works for pipes too), growing as needed. */
+  size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 65536, len = 0;
+  char *buf = pg_arena_alloc(a, cap);
+  for (;;) {
+    if (cap - len < 2) {
+      size_t ncap = cap * 2;
+      char *nb = pg_arena_alloc(a, ncap);
+      memcpy(nb, buf, len);
+      buf = nb, cap = ncap;
+    }
+    size_t got = fread(buf + len, 1, cap - len - 2, f);
+    len += got;
+    if (got == 0) break;
+    if (len > MAX_INPUT_BYTES) {
+      file_error(d, path, "input is larger than 2 GiB");
+      fclose(f);
+      return NULL;
+    }
+  }
+  if (ferror(f)) {
+    file_error(d, path, strerror(errno ? errno : EIO));
+    fclose(f);
+    return NULL;
+  }
+  fclose(f);
+  buf[len] = buf[len + 1] = 0;
+
+  PgSource *s = pg_arena_alloc(a, sizeof *s);
+  s->name = pg_arena_strdup(a, path);
+  s->text = buf;
+  s->len = len;
+
+  /* Text only: a NUL or a control byte other than whitespace means this is not a
+   * graph description (a cubin, a core file, random bytes). */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)buf[i];
+    if (c == 0 || (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') ||
+        c == 0x7f) {
+      PgLoc start = {s, 1, 1};
+      pg_error(d, pg_loc_advance(start, buf, i),
+               "binary data (byte 0x%02x) in input; expected a DOT or .graph text file", c);
+      return NULL;
+    }
+  }
+  return s;
+}
+
+PgLoc pg_loc_advance(PgLoc loc, const char *text, size_t offset) {
+  for (size_t i = 0; i < offset; i++) {
+    if (text[i] == '\n') {
+      loc.line++;
+      loc.col = 1;
+    } else {
+      loc.col++;
+    }
+  }
+  return loc;
+}
+
+/* Prints the source line of `loc` and a caret under its column. */
+static void show_line(FILE *out, PgLoc loc) {
+  const PgSource *s = loc.src;
+  if (!s || loc.line < 1) return;
+  const char *p = s->text, *end = s->text + s->len;
+  for (int line = 1; line < loc.line && p < end; p++)
+    if (*p == '\n') line++;
+  if (p >= end && loc.line > 1) return;
+  const char *e = memchr(p, '\n', (size_t)(end - p));
+  if (!e) e = end;
+  int len = (int)(e - p);
+  if (len > 0 && p[len - 1] == '\r') len--;
+  /* Very long lines (mangled names, one-line files): show a window around the column. */
+  int from = 0, width = 160;
+  if (len > width && loc.col > width / 2) from = loc.col - 1 - width / 2;
+  int shown = len - from < width ? len - from : width;
+  fprintf(out, " %s%.*s%s\n ", from ? "..." : "", shown, p + from, from + shown < len ? "..." : "");
+  if (from) fputs("   ", out);
+  for (int i = from; i < loc.col - 1 && i < len; i++) fputc(p[i] == '\t' ? '\t' : ' ', out);
+  fputs("^\n", out);
+}
+
+static void report(PgDiag *d, const char *sev, PgLoc loc, const char *fmt, va_list ap) {
+  if (loc.src)
+    fprintf(d->out, "%s:%d:%d: %s: ", loc.src->name, loc.line, loc.col, sev);
+  else
+    fprintf(d->out, "pgcc: %s: ", sev);
+  vfprintf(d->out, fmt, ap);
+  fputc('\n', d->out);
+  show_line(d->out, loc);
+}
+
+bool pg_too_many_errors(const PgDiag *d) { return d->max_errors > 0 && d->errors >= d->max_errors; }
+
+void pg_error(PgDiag *d, PgLoc loc, const char *fmt, ...) {
+  if (pg_too_many_errors(d)) {
+    d->errors++;
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  report(d, "error", loc, fmt, ap);
+  va_end(ap);
+  if (++d->errors == d->max_errors && d->max_errors > 0)
+    fprintf(d->out, "pgcc: too many errors (%d), stopping\n", d->max_errors);
+}
+
+void pg_warning(PgDiag *d, PgLoc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report(d, "warning", loc, fmt, ap);
+  va_end(ap);
+  d->warnings++;
+}
+
+void pg_note(PgDiag *d, PgLoc loc, const char *fmt, ...) {
+  if (pg_too_many_errors(d)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  report(d, "note", loc, fmt, ap);
+  va_end(ap);
+}
+
+void pg_bug(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "pgcc: internal error at %s:%d: ", file, line);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  abort();
+}

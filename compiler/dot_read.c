@@ -1,0 +1,803 @@
+/*
+ * dot_read.c -- the DOT frontend: cudaGraphDebugDotPrint output -> IR.
+ *
+ * grammar/dot.y recognises DOT's structure and calls the dot_* hooks below for each
+ * statement; they only record slices of the source.  pg_dot_read() then builds the
+ * program in four steps:
+ *
+ *   1. graphs:  each `subgraph cluster_N { label="graph_N" ... }` becomes a graph;
+ *   2. nodes:   each node statement's label is interpreted (plain labels are lines,
+ *               shape=record labels are tables, see record.c) into a node of its kind;
+ *   3. edges:   endpoints resolve to node statements of the same graph;
+ *   4. bodies:  child-graph and conditional nodes find their body graphs by name,
+ *               and the one graph that is nobody's body is the root.
+ *
+ * What a dump does not say stays unknown in the IR: kernel arguments (bound by the
+ * caller at init), launch dimensions without the kernel-params flag, copy operands
+ * without the memcpy-params flag.  Addresses a dump does show (copy operands,
+ * graph allocations) become buffers named after the address, sized by their use.
+ */
+#include "parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dot_parse(DotCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /* dot.y */
+
+typedef struct {
+  PgStr key, val;
+  bool quoted;
+  PgLoc loc;
+} DotAttr;
+
+/* A field of a node's label: its text and where it is. */
+typedef struct {
+  const char *text;
+  PgLoc loc;
+} Field;
+typedef PG_VEC(Field) Fields;
+
+typedef struct {
+  PgStr id;
+  PgLoc loc;
+} DotPoint;
+
+typedef struct {
+  PgStr id; /* s == NULL: anonymous */
+  PgLoc loc;
+  PgStr label;
+  bool has_label;
+  PgGraph *graph;
+  bool is_body;
+} DotCluster;
+
+typedef struct {
+  PgStr id;
+  PgLoc loc;
+  DotCluster *cluster;
+  DotAttr label, shape;
+  bool has_label, has_shape;
+} DotNodeStmt;
+
+typedef struct {
+  DotPoint from, to;
+  DotCluster *cluster;
+} DotEdgeStmt;
+
+/* A child or conditional node and the names of its body graphs, in label order. */
+typedef struct {
+  PgNode *node;
+  Fields names;
+} BodyRefs;
+
+struct DotCtx {
+  PgArena *a;
+  PgDiag *d;
+  PgProgram *p;
+  PG_VEC(DotAttr) attrs;
+  PG_VEC(DotPoint) chain;
+  PG_VEC(DotCluster *) stack;
+  PG_VEC(DotCluster *) clusters;
+  PG_VEC(DotNodeStmt) nodes;
+  PG_VEC(DotEdgeStmt) edges;
+  PgMap *node_ids;   /* DOT node id -> PgNode */
+  PgMap *graph_ids;  /* "graph_N" -> DotCluster */
+  PgMap *kernels;    /* symbol -> PgKernel */
+  PgMap *kernel_names;
+  PgMap *buffers;    /* address -> PgBuffer */
+  PgMap *events;     /* handle -> PgEvent */
+  PG_VEC(BodyRefs) pending; /* child and conditional nodes, with the graphs they name */
+};
+
+PgDiag *dot_diag(DotCtx *c) { return c->d; }
+
+/* ---- parser hooks ---- */
+
+static DotCluster *current(DotCtx *c) {
+  for (size_t i = c->stack.n; i-- > 0;)
+    if (c->stack.v[i]) return c->stack.v[i];
+  return NULL;
+}
+
+void dot_subgraph_begin(DotCtx *c, const PgStr *id, PgLoc loc) {
+  DotCluster *cl = pg_arena_alloc(c->a, sizeof *cl);
+  if (id) cl->id = *id;
+  cl->loc = loc;
+  pg_vec_push(c->a, c->stack, cl);
+  pg_vec_push(c->a, c->clusters, cl);
+}
+
+void dot_subgraph_end(DotCtx *c) {
+  if (c->stack.n == 0) PG_BUG("subgraph stack underflow");
+  c->stack.n--;
+}
+
+void dot_attr(DotCtx *c, PgStr key, PgStr val, bool quoted, PgLoc loc) {
+  DotAttr at = {key, val, quoted, loc};
+  pg_vec_push(c->a, c->attrs, at);
+}
+
+void dot_set(DotCtx *c, PgStr key, PgStr val, bool quoted, PgLoc loc) {
+  (void)quoted, (void)loc;
+  DotCluster *cl = current(c);
+  if (cl && pg_str_eq(key, "label")) {
+    cl->label = val;
+    cl->has_label = true;
+  }
+}
+
+void dot_attr_stmt(DotCtx *c) { c->attrs.n = 0; }
+
+void dot_node_stmt(DotCtx *c, PgStr id, PgLoc loc) {
+  DotNodeStmt n = {.id = id, .loc = loc, .cluster = current(c)};
+  for (size_t i = 0; i < c->attrs.n; i++) { /* a repeated attribute: the last one counts */
+    if (pg_str_eq(c->attrs.v[i].key, "label")) n.label = c->attrs.v[i], n.has_label = true;
+    if (pg_str_eq(c->attrs.v[i].key, "shape")) n.shape = c->attrs.v[i], n.has_shape = true;
+  }
+  c->attrs.n = 0;
+  pg_vec_push(c->a, c->nodes, n);
+}
+
+void dot_edge_point(DotCtx *c, PgStr id, PgLoc loc) {
+  DotPoint pt = {id, loc};
+  pg_vec_push(c->a, c->chain, pt);
+}
+
+void dot_edge_stmt(DotCtx *c) {
+  for (size_t i = 0; i + 1 < c->chain.n; i++) {
+    DotEdgeStmt e = {c->chain.v[i], c->chain.v[i + 1], current(c)};
+    pg_vec_push(c->a, c->edges, e);
+  }
+  c->chain.n = 0;
+  c->attrs.n = 0;
+}
+
+/* ---- small helpers ---- */
+
+static char *str_dup(DotCtx *c, PgStr s) { return pg_arena_strndup(c->a, s.s, s.len); }
+
+/* Parses all of `s` as an unsigned number (decimal or 0x hex). */
+static bool parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s || *s == '-' || isspace((unsigned char)*s)) return false;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_u32(const char *s, uint32_t *out) {
+  uint64_t v;
+  if (!parse_u64(s, &v) || v > UINT32_MAX) return false;
+  *out = (uint32_t)v;
+  return true;
+}
+
+typedef struct {
+  DotCtx *c;
+  PgNode *node;
+  bool record;
+  PgRecPairs pairs; /* record labels */
+  Fields lines; /* plain labels: the lines after the kind line */
+  bool failed;
+} Label;
+
+/* "key" from a record table, or "key: value" from a plain label's lines. */
+static bool label_get(Label *l, const char *key, Field *out) {
+  if (l->record) {
+    const PgRecField *f = pg_record_get(&l->pairs, key);
+    if (!f) return false;
+    *out = (Field){f->text, f->loc};
+    return true;
+  }
+  size_t kl = strlen(key);
+  for (size_t i = 0; i < l->lines.n; i++) {
+    const char *t = l->lines.v[i].text;
+    if (strncmp(t, key, kl) == 0 && t[kl] == ':') {
+      const char *v = t + kl + 1;
+      while (*v == ' ') v++;
+      *out = (Field){v, pg_loc_advance(l->lines.v[i].loc, t, (size_t)(v - t))};
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool label_u64(Label *l, const char *key, uint64_t *out) {
+  Field f;
+  if (!label_get(l, key, &f)) return false;
+  if (!parse_u64(f.text, out)) {
+    pg_error(l->c->d, f.loc, "expected a number for '%s', found '%s'", key, f.text);
+    l->failed = true;
+    return false;
+  }
+  return true;
+}
+
+static bool label_u32(Label *l, const char *key, uint32_t *out) {
+  uint64_t v;
+  if (!label_u64(l, key, &v)) return false;
+  if (v > UINT32_MAX) {
+    Field f;
+    label_get(l, key, &f);
+    pg_error(l->c->d, f.loc, "'%s' is out of range: %s", key, f.text);
+    l->failed = true;
+    return false;
+  }
+  *out = (uint32_t)v;
+  return true;
+}
+
+/* The first plain-label line starting with `prefix` ("(" or "<<<"). */
+static const Field *label_line(Label *l, const char *prefix) {
+  for (size_t i = 0; i < l->lines.n; i++)
+    if (strncmp(l->lines.v[i].text, prefix, strlen(prefix)) == 0) return &l->lines.v[i];
+  return NULL;
+}
+
+/* ---- buffers and events named by captured addresses ---- */
+
+static PgBuffer *buffer_at(DotCtx *c, uint64_t addr, uint64_t extent, PgLoc loc) {
+  char key[32];
+  snprintf(key, sizeof key, "%" PRIx64, addr);
+  PgBuffer *b = pg_map_get(c->buffers, key);
+  if (!b) {
+    b = pg_arena_alloc(c->a, sizeof *b);
+    b->name = pg_arena_printf(c->a, "p%s", key);
+    b->role = PG_ROLE_UNKNOWN;
+    b->has_addr = true;
+    b->addr = addr;
+    b->loc = loc;
+    pg_map_put(c->buffers, pg_arena_strdup(c->a, key), b);
+    pg_vec_push(c->a, c->p->buffers, b);
+  }
+  if (extent > b->size) b->size = extent;
+  return b;
+}
+
+static PgPtr ptr_at(DotCtx *c, uint64_t addr, uint64_t extent, PgLoc loc) {
+  if (addr == 0) return (PgPtr){NULL, 0};
+  return (PgPtr){buffer_at(c, addr, extent, loc), 0};
+}
+
+static PgEvent *event_at(DotCtx *c, uint64_t handle, PgLoc loc) {
+  char key[32];
+  snprintf(key, sizeof key, "%" PRIx64, handle);
+  PgEvent *e = pg_map_get(c->events, key);
+  if (!e) {
+    e = pg_arena_alloc(c->a, sizeof *e);
+    e->name = pg_arena_printf(c->a, "ev%s", key);
+    e->has_handle = true;
+    e->handle = handle;
+    e->loc = loc;
+    pg_map_put(c->events, pg_arena_strdup(c->a, key), e);
+    pg_vec_push(c->a, c->p->events, e);
+  }
+  return e;
+}
+
+/* ---- kernels ---- */
+
+/* A short readable name from a symbol: the last one or two names of an Itanium
+ * mangled name (_Z5scalePffi -> scale, _ZN8internal5gemvx6kernelI... -> gemvx_kernel),
+ * or the symbol itself when it is already a plain identifier. */
+static const char *short_name(PgArena *a, const char *sym) {
+  const char *names[2] = {0};
+  size_t lens[2] = {0};
+  const char *s = sym;
+  if (strncmp(s, "_Z", 2) == 0) {
+    s += 2;
+    if (*s == 'N') s++;
+    while (*s == 'K' || *s == 'V') s++;
+    while (isdigit((unsigned char)*s)) {
+      char *end;
+      unsigned long n = strtoul(s, &end, 10);
+      if (n == 0 || strlen(end) < n) break;
+      names[0] = names[1], lens[0] = lens[1];
+      names[1] = end, lens[1] = n;
+      s = end + n;
+    }
+    if (names[1]) {
+      if (names[0])
+        return pg_ident(a, "", pg_arena_printf(a, "%.*s_%.*s", (int)lens[0], names[0], (int)lens[1], names[1]));
+      return pg_ident(a, "", pg_arena_strndup(a, names[1], lens[1]));
+    }
+  }
+  if (strlen(sym) > 96) return pg_ident(a, "", pg_arena_strndup(a, sym, 64));
+  return pg_ident(a, "", sym);
+}
+
+static PgKernel *kernel_for(DotCtx *c, const char *sym, PgLoc loc) {
+  PgKernel *k = pg_map_get(c->kernels, sym);
+  if (k) return k;
+  k = pg_arena_alloc(c->a, sizeof *k);
+  k->symbol = sym;
+  k->loc = loc;
+  const char *base = short_name(c->a, sym), *name = base;
+  for (int i = 2; pg_map_get(c->kernel_names, name); i++) name = pg_arena_printf(c->a, "%s_%d", base, i);
+  k->name = name;
+  pg_map_put(c->kernel_names, name, k);
+  pg_map_put(c->kernels, sym, k);
+  pg_vec_push(c->a, c->p->kernels, k);
+  return k;
+}
+
+/* dim := N | {N} | {N,N} | {N,N,N} */
+static const char *parse_dim(const char *s, uint32_t d[3]) {
+  d[0] = d[1] = d[2] = 1;
+  bool brace = *s == '{';
+  if (brace) s++;
+  for (int i = 0; i < 3; i++) {
+    if (!isdigit((unsigned char)*s)) return NULL;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (v == 0 || v > UINT32_MAX) return NULL;
+    d[i] = (uint32_t)v;
+    s = end;
+    if (!brace || *s != ',') break;
+    s++;
+  }
+  if (brace && *s++ != '}') return NULL;
+  return s;
+}
+
+/* "<<<grid,block,smem>>>" as the whole of `s` */
+static bool parse_launch(const char *s, PgNode *n) {
+  if (strncmp(s, "<<<", 3) != 0) return false;
+  s = parse_dim(s + 3, n->u.kernel.grid);
+  if (!s || *s++ != ',') return false;
+  s = parse_dim(s, n->u.kernel.block);
+  if (!s || *s++ != ',') return false;
+  if (!isdigit((unsigned char)*s)) return false;
+  char *end;
+  unsigned long smem = strtoul(s, &end, 10);
+  if (smem > UINT32_MAX || strcmp(end, ">>>") != 0) return false;
+  n->u.kernel.smem = (uint32_t)smem;
+  return true;
+}
+
+static void read_kernel(Label *l, const char *name, PgLoc name_loc) {
+  PgNode *n = l->node;
+  DotCtx *c = l->c;
+  const char *launch = strstr(name, "<<<");
+  PgLoc launch_loc = name_loc;
+  const char *sym = name;
+  if (launch) {
+    sym = pg_arena_strndup(c->a, name, (size_t)(launch - name));
+  } else {
+    const Field *f = label_line(l, "<<<");
+    if (f) launch = f->text, launch_loc = f->loc;
+  }
+  if (!*sym) {
+    pg_error(c->d, name_loc, "kernel node has no kernel name");
+    l->failed = true;
+    return;
+  }
+  n->u.kernel.kernel = kernel_for(c, sym, name_loc);
+  if (launch && !parse_launch(launch, n)) {
+    pg_error(c->d, launch_loc, "malformed launch dimensions '%s'; expected <<<grid,block,shared-bytes>>>",
+             launch);
+    l->failed = true;
+  }
+  uint32_t v;
+  if (label_u32(l, "cooperative", &v)) n->u.kernel.cooperative = v != 0;
+  if (label_u32(l, "priority", &v)) n->u.kernel.priority = (int)v;
+}
+
+/* ---- the other kinds ---- */
+
+static bool copy_dir(const char *s, PgCopyDir *out) {
+  static const struct {
+    const char *word;
+    PgCopyDir dir;
+  } dirs[] = {{"HtoD", PG_DIR_HTOD}, {"DtoH", PG_DIR_DTOH}, {"DtoD", PG_DIR_DTOD},
+              {"HtoH", PG_DIR_HTOH}, {"Default", PG_DIR_DEFAULT}};
+  size_t len = strcspn(s, " ,)");
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+    if (strlen(dirs[i].word) == len && strncmp(s, dirs[i].word, len) == 0) {
+      *out = dirs[i].dir;
+      return true;
+    }
+  return false;
+}
+
+/* "(a,b)" -> its two parts */
+static bool parse_pair(DotCtx *c, const char *s, char **a, char **b) {
+  size_t n = strlen(s);
+  if (n < 5 || s[0] != '(' || s[n - 1] != ')') return false;
+  const char *comma = strchr(s, ',');
+  if (!comma) return false;
+  *a = pg_arena_strndup(c->a, s + 1, (size_t)(comma - s - 1));
+  *b = pg_arena_strndup(c->a, comma + 1, (size_t)(s + n - 1 - comma - 1));
+  return true;
+}
+
+static void read_memcpy(Label *l) {
+  PgNode *n = l->node;
+  DotCtx *c = l->c;
+  n->u.memcpy.height = n->u.memcpy.depth = 1;
+  if (l->record) {
+    Field kind;
+    if (!label_get(l, "kind", &kind)) {
+      pg_error(c->d, n->loc, "memcpy record has no 'kind'");
+      l->failed = true;
+      return;
+    }
+    if (!copy_dir(kind.text, &n->u.memcpy.dir)) {
+      pg_error(c->d, kind.loc, "unknown memcpy kind '%s'", kind.text);
+      l->failed = true;
+      return;
+    }
+    label_u64(l, "Extent.Width", &n->u.memcpy.width);
+    label_u64(l, "Extent.Height", &n->u.memcpy.height);
+    label_u64(l, "Extent.Depth", &n->u.memcpy.depth);
+    label_u64(l, "srcPtr.pitch", &n->u.memcpy.src_pitch);
+    label_u64(l, "dstPtr.pitch", &n->u.memcpy.dst_pitch);
+    uint64_t src, dst, sx = 0, dx = 0;
+    if (label_u64(l, "srcPtr.ptr", &src) && label_u64(l, "dstPtr.ptr", &dst)) {
+      label_u64(l, "srcPos.x", &sx);
+      label_u64(l, "dstPos.x", &dx);
+      uint64_t rows = n->u.memcpy.height * n->u.memcpy.depth;
+      uint64_t sp = n->u.memcpy.src_pitch ? n->u.memcpy.src_pitch : n->u.memcpy.width;
+      uint64_t dp = n->u.memcpy.dst_pitch ? n->u.memcpy.dst_pitch : n->u.memcpy.width;
+      n->u.memcpy.src = ptr_at(c, src, sx + sp * (rows - 1) + n->u.memcpy.width, n->loc);
+      n->u.memcpy.dst = ptr_at(c, dst, dx + dp * (rows - 1) + n->u.memcpy.width, n->loc);
+      n->u.memcpy.src.offset = sx;
+      n->u.memcpy.dst.offset = dx;
+      n->u.memcpy.has_ptrs = true;
+    }
+    return;
+  }
+  const Field *f = label_line(l, "(");
+  char *dir, *bytes;
+  if (!f) return; /* the dump did not say */
+  if (!parse_pair(c, f->text, &dir, &bytes) || !copy_dir(dir, &n->u.memcpy.dir) ||
+      !parse_u64(bytes, &n->u.memcpy.width)) {
+    pg_error(c->d, f->loc, "malformed memcpy summary '%s'; expected (kind,bytes)", f->text);
+    l->failed = true;
+  }
+}
+
+static void read_memset(Label *l) {
+  PgNode *n = l->node;
+  DotCtx *c = l->c;
+  n->u.memset.height = 1;
+  if (l->record) {
+    uint64_t dptr;
+    label_u32(l, "value", &n->u.memset.value);
+    label_u32(l, "elementSize", &n->u.memset.elem);
+    label_u64(l, "width", &n->u.memset.width);
+    label_u64(l, "height", &n->u.memset.height);
+    label_u64(l, "pitch", &n->u.memset.pitch);
+    if (label_u64(l, "dptr", &dptr)) {
+      uint64_t row = n->u.memset.width * n->u.memset.elem;
+      uint64_t pitch = n->u.memset.pitch ? n->u.memset.pitch : row;
+      n->u.memset.dst = ptr_at(c, dptr, pitch * (n->u.memset.height - 1) + row, n->loc);
+      n->u.memset.has_dst = true;
+    }
+    return;
+  }
+  const Field *f = label_line(l, "(");
+  char *value, *bytes;
+  if (!f) return;
+  if (!parse_pair(c, f->text, &value, &bytes) || !parse_u32(value, &n->u.memset.value) ||
+      !parse_u64(bytes, &n->u.memset.width)) {
+    pg_error(c->d, f->loc, "malformed memset summary '%s'; expected (value,bytes)", f->text);
+    l->failed = true;
+  }
+  /* The summary gives bytes; the element size is not in the dump. */
+  n->u.memset.elem = 0;
+}
+
+static void read_event(Label *l) {
+  uint64_t h;
+  if (label_u64(l, "event", &h)) l->node->u.event.event = event_at(l->c, h, l->node->loc);
+}
+
+static void read_mem(Label *l, bool alloc) {
+  uint64_t dptr, bytes = 0;
+  if (alloc) label_u64(l, "bytesize", &bytes);
+  if (!label_u64(l, "dptr", &dptr)) return;
+  PgBuffer *b = buffer_at(l->c, dptr, bytes, l->node->loc);
+  if (alloc) b->role = PG_ROLE_INTERMEDIATE; /* memory the graph owns */
+  l->node->u.mem.buf = b;
+}
+
+static bool is_graph_name(const char *s) {
+  if (strncmp(s, "graph_", 6) != 0 || !s[6]) return false;
+  for (s += 6; *s; s++)
+    if (!isdigit((unsigned char)*s)) return false;
+  return true;
+}
+
+static void read_conditional(Label *l) {
+  PgNode *n = l->node;
+  DotCtx *c = l->c;
+  Field f;
+  if (label_get(l, "Conditional Type", &f)) {
+    int t;
+    for (t = 0; t < PG_COND_COUNT; t++)
+      if (strcasecmp(f.text, pg_cond_names[t]) == 0) break;
+    if (t == PG_COND_COUNT) {
+      pg_error(c->d, f.loc, "unknown conditional type '%s'", f.text);
+      l->failed = true;
+      return;
+    }
+    n->u.cond.type = (PgCondType)t;
+  }
+  n->u.cond.has_handle = label_u64(l, "Conditional Handle", &n->u.cond.handle);
+  /* bodies: every value naming a graph ("True|graph_4", one per case of a switch) */
+  BodyRefs refs = {n, {0}};
+  for (size_t i = 0; i < l->pairs.n; i++) {
+    const PgRecField *v = l->pairs.v[i].val;
+    if (is_graph_name(v->text)) {
+      Field name = {v->text, v->loc};
+      pg_vec_push(c->a, refs.names, name);
+    }
+  }
+  pg_vec_push(c->a, c->pending, refs);
+}
+
+/* CUDA's words for node kinds, as its dumps print them. */
+static const struct {
+  const char *word;
+  PgNodeKind kind;
+} cuda_kinds[] = {
+    {"KERNEL", PG_KERNEL},           {"MEMCPY", PG_MEMCPY},         {"MEMSET", PG_MEMSET},
+    {"HOST", PG_HOST},               {"EMPTY", PG_EMPTY},           {"EVENT_RECORD", PG_EVENT_RECORD},
+    {"EVENT_WAIT", PG_EVENT_WAIT},   {"MEM_ALLOC", PG_MEM_ALLOC},   {"MEM_FREE", PG_MEM_FREE},
+    {"CONDITIONAL", PG_CONDITIONAL},
+};
+
+static bool is_upper_word(const char *s) {
+  if (!isupper((unsigned char)*s)) return false;
+  for (; *s; s++)
+    if (!isupper((unsigned char)*s) && !isdigit((unsigned char)*s) && *s != '_') return false;
+  return true;
+}
+
+/* Splits a plain label into lines: literal newlines and \n \l \r escapes end a line. */
+static void split_lines(DotCtx *c, PgStr raw, PgLoc loc, Fields *out) {
+  size_t start = 0;
+  PgLoc start_loc = loc;
+  for (size_t i = 0; i <= raw.len; i++) {
+    bool end = i == raw.len, esc = false;
+    if (!end && raw.s[i] == '\\' && i + 1 < raw.len && strchr("nlr", raw.s[i + 1])) esc = true;
+    if (end || raw.s[i] == '\n' || esc) {
+      char *t = pg_label_unescape(c->a, raw.s + start, i - start);
+      size_t lead = strspn(t, " \t\r");
+      Field f = {t + lead, pg_loc_advance(start_loc, raw.s + start, lead)};
+      size_t n = strlen(f.text);
+      while (n > 0 && strchr(" \t\r", f.text[n - 1])) ((char *)f.text)[--n] = 0;
+      if (n > 0) pg_vec_push(c->a, *out, f);
+      size_t next = i + (esc ? 2 : 1);
+      if (next <= raw.len) start_loc = pg_loc_advance(start_loc, raw.s + start, next - start);
+      start = next;
+      if (esc) i++;
+    }
+  }
+}
+
+static const char *node_name(DotCtx *c, const char *id) {
+  unsigned g, n;
+  int used = 0;
+  if (sscanf(id, "graph_%u_node_%u%n", &g, &n, &used) == 2 && id[used] == 0)
+    return pg_arena_printf(c->a, "g%u.n%u", g, n);
+  return pg_ident(c->a, "", id);
+}
+
+static void read_node(DotCtx *c, DotNodeStmt *s) {
+  const char *id = pg_label_unescape(c->a, s->id.s, s->id.len);
+  if (!s->cluster) {
+    pg_error(c->d, s->loc, "node '%s' is outside any graph cluster (subgraph cluster_N)", id);
+    return;
+  }
+  PgNode *prev = pg_map_get(c->node_ids, id);
+  if (prev) {
+    pg_error(c->d, s->loc, "duplicate node '%s'", id);
+    pg_note(c->d, prev->loc, "'%s' was first defined here", id);
+    return;
+  }
+  if (!s->has_label) {
+    pg_error(c->d, s->loc, "node '%s' has no label, so its kind is unknown", id);
+    return;
+  }
+  PgLoc lloc = pg_loc_advance(s->label.loc, s->label.key.s, (size_t)(s->label.val.s - s->label.key.s));
+  PgStr raw = s->label.val;
+  size_t lead = 0;
+  while (lead < raw.len && strchr(" \t\r\n", raw.s[lead])) lead++;
+  bool record = (lead < raw.len && raw.s[lead] == '{') ||
+                (s->has_shape && (pg_str_eq(s->shape.val, "record") || pg_str_eq(s->shape.val, "Mrecord")));
+
+  Label l = {.c = c, .record = record};
+  const char *word; /* the kind word, kernel name or child graph name */
+  PgLoc word_loc;
+  if (record) {
+    const PgRecField *rec = pg_record_parse(c->a, c->d, str_dup(c, raw), lloc);
+    if (!rec) return;
+    if (rec->kids.n == 1 && rec->kids.v[0]->is_group) rec = rec->kids.v[0];
+    if (rec->kids.n == 0 || rec->kids.v[0]->is_group || !*rec->kids.v[0]->text) {
+      pg_error(c->d, lloc, "record label of node '%s' does not start with a node kind", id);
+      return;
+    }
+    word = rec->kids.v[0]->text;
+    word_loc = rec->kids.v[0]->loc;
+    pg_record_pairs(c->a, rec, &l.pairs);
+  } else {
+    split_lines(c, raw, lloc, &l.lines);
+    if (l.lines.n < 2) {
+      pg_error(c->d, lloc, "label of node '%s' has no node kind (expected \"ID\\nKIND...\")", id);
+      return;
+    }
+    word = l.lines.v[1].text;
+    word_loc = l.lines.v[1].loc;
+    l.lines.v += 2, l.lines.n -= 2, l.lines.cap -= 2;
+  }
+
+  PgNodeKind kind = PG_KERNEL;
+  bool known = false;
+  for (size_t i = 0; i < sizeof cuda_kinds / sizeof cuda_kinds[0]; i++)
+    if (strcmp(word, cuda_kinds[i].word) == 0) kind = cuda_kinds[i].kind, known = true;
+  bool octagon = s->has_shape && pg_str_eq(s->shape.val, "octagon");
+  if (!known && is_graph_name(word)) kind = PG_CHILD, known = true;
+  if (!known && !octagon && is_upper_word(word)) {
+    pg_warning(c->d, word_loc, "unknown node kind '%s'; kept as an opaque node", word);
+    kind = PG_OPAQUE;
+  }
+  PgGraph *g = s->cluster->graph;
+  PgNode *n = pg_node_new(c->p, g, kind, node_name(c, id), s->loc);
+  n->origin = id;
+  l.node = n;
+  pg_map_put(c->node_ids, id, n);
+
+  switch (kind) {
+  case PG_KERNEL:
+    if (record && strcmp(word, "KERNEL") == 0) {
+      Field f;
+      if (!label_get(&l, "ID.1", &f)) {
+        pg_error(c->d, word_loc, "kernel record has no kernel name");
+        return;
+      }
+      read_kernel(&l, f.text, f.loc);
+    } else {
+      read_kernel(&l, word, word_loc);
+    }
+    break;
+  case PG_MEMCPY: read_memcpy(&l); break;
+  case PG_MEMSET: read_memset(&l); break;
+  case PG_HOST:
+    label_u64(&l, "fn", &n->u.host.fn);
+    label_u64(&l, "userData", &n->u.host.data);
+    break;
+  case PG_CHILD: {
+    BodyRefs refs = {n, {0}};
+    Field name = {word, word_loc};
+    pg_vec_push(c->a, refs.names, name);
+    pg_vec_push(c->a, c->pending, refs);
+    break;
+  }
+  case PG_EVENT_RECORD:
+  case PG_EVENT_WAIT: read_event(&l); break;
+  case PG_MEM_ALLOC: read_mem(&l, true); break;
+  case PG_MEM_FREE: read_mem(&l, false); break;
+  case PG_CONDITIONAL: read_conditional(&l); break;
+  case PG_OPAQUE: n->u.opaque.what = word; break;
+  case PG_EMPTY: break;
+  case PG_LIBCALL:
+  case PG_HOSTOP:
+  case PG_NODE_KIND_COUNT: PG_BUG("DOT has no %s nodes", pg_kinds[kind].name);
+  }
+}
+
+/* Links child and conditional nodes to the body graphs their labels name. */
+static void link_bodies(DotCtx *c) {
+  for (size_t i = 0; i < c->pending.n; i++) {
+    PgNode *n = c->pending.v[i].node;
+    for (size_t k = 0; k < c->pending.v[i].names.n; k++) {
+      const Field *ref = &c->pending.v[i].names.v[k];
+      DotCluster *cl = pg_map_get(c->graph_ids, ref->text);
+      if (!cl) {
+        pg_error(c->d, ref->loc, "body graph '%s' is not in the dump", ref->text);
+        continue;
+      }
+      if (cl->graph->owner) {
+        pg_error(c->d, ref->loc, "graph '%s' is the body of more than one node", ref->text);
+        continue;
+      }
+      cl->graph->owner = n;
+      cl->is_body = true;
+      if (n->kind == PG_CHILD)
+        n->u.child.body = cl->graph;
+      else
+        pg_vec_push(c->a, n->u.cond.bodies, cl->graph);
+    }
+  }
+}
+
+PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src) {
+  DotCtx *c = pg_arena_alloc(a, sizeof *c);
+  c->a = a;
+  c->d = d;
+  int errors = d->errors;
+  if (dot_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
+
+  PgProgram *p = c->p = pg_program_new(a);
+  c->node_ids = pg_map_new(a);
+  c->graph_ids = pg_map_new(a);
+  c->kernels = pg_map_new(a);
+  c->kernel_names = pg_map_new(a);
+  c->buffers = pg_map_new(a);
+  c->events = pg_map_new(a);
+
+  /* 1. graphs */
+  for (size_t i = 0; i < c->clusters.n; i++) {
+    DotCluster *cl = c->clusters.v[i];
+    const char *label = cl->has_label ? str_dup(c, cl->label) : cl->id.s ? str_dup(c, cl->id) : "graph";
+    unsigned num;
+    int used = 0;
+    const char *name = sscanf(label, "graph_%u%n", &num, &used) == 1 && !label[used]
+                           ? pg_arena_printf(a, "g%u", num)
+                           : pg_ident(a, "", label);
+    if (pg_map_get(c->graph_ids, label)) {
+      pg_error(d, cl->loc, "duplicate graph '%s'", label);
+      continue;
+    }
+    pg_map_put(c->graph_ids, label, cl);
+    cl->graph = pg_graph_new(p, name, cl->loc);
+  }
+  if (d->errors > errors) return NULL;
+  if (c->clusters.n == 0) {
+    pg_error(d, (PgLoc){src, 1, 1}, "no graph in the dump (expected 'subgraph cluster_N { ... }')");
+    return NULL;
+  }
+
+  /* 2. nodes */
+  for (size_t i = 0; i < c->nodes.n && !pg_too_many_errors(d); i++) read_node(c, &c->nodes.v[i]);
+
+  /* 3. edges */
+  for (size_t i = 0; i < c->edges.n && !pg_too_many_errors(d); i++) {
+    DotEdgeStmt *e = &c->edges.v[i];
+    const DotPoint *pts[2] = {&e->from, &e->to};
+    PgNode *ends[2];
+    for (int k = 0; k < 2; k++) {
+      const char *id = pg_label_unescape(a, pts[k]->id.s, pts[k]->id.len);
+      ends[k] = pg_map_get(c->node_ids, id);
+      if (!ends[k]) pg_error(d, pts[k]->loc, "edge endpoint '%s' has no node statement", id);
+    }
+    if (!ends[0] || !ends[1]) continue;
+    if (ends[0]->graph != ends[1]->graph) {
+      pg_error(d, e->from.loc, "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
+      continue;
+    }
+    pg_edge_add(p, ends[0]->graph, ends[0], ends[1], e->from.loc);
+  }
+
+  /* 4. bodies and the root */
+  link_bodies(c);
+  if (d->errors > errors) return NULL;
+  PgGraph *root = NULL;
+  for (size_t i = 0; i < p->graphs.n; i++) {
+    PgGraph *g = p->graphs.v[i];
+    if (g->owner) continue;
+    if (root) {
+      pg_error(d, g->loc, "graph '%s' is nobody's body, but '%s' is already the root graph", g->name,
+               root->name);
+      return NULL;
+    }
+    root = g;
+  }
+  if (!root) {
+    pg_error(d, p->graphs.v[0]->loc, "no root graph: every graph is the body of a node");
+    return NULL;
+  }
+  size_t r = 0; /* the root goes first; the others keep their order */
+  while (p->graphs.v[r] != root) r++;
+  memmove(p->graphs.v + 1, p->graphs.v, r * sizeof *p->graphs.v);
+  p->graphs.v[0] = root;
+  pg_program_link(p);
+  return p;
+}

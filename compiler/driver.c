@@ -1,0 +1,181 @@
+/*
+ * driver.c -- the command line and the pipeline, as a flat list:
+ *
+ *   load -> detect dialect -> frontend -> verify -> [passes, each followed by
+ *   verify] -> emit
+ *
+ * pgcc_main() returns the exit status; it never calls exit(), so tests run it
+ * in-process with their own streams.  Outputs are written to a temporary file
+ * beside the destination and renamed into place only when complete.
+ */
+#include "pgcc.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
+
+typedef enum { EMIT_NONE, EMIT_C, EMIT_GRAPH, EMIT_DOT } Emit;
+
+typedef struct {
+  const char *input;
+  const char *output; /* NULL or "-": standard output */
+  Emit emit;
+  bool stats;
+  int max_errors;
+} Options;
+
+static const char usage_text[] =
+    "usage: pgcc [options] INPUT\n"
+    "\n"
+    "Reads a captured GPU graph (a .graph file, or DOT written by cudaGraphDebugDotPrint)\n"
+    "and writes what --emit asks for.\n"
+    "\n"
+    "options:\n"
+    "  -o FILE            write the output to FILE (default: standard output)\n"
+    "  --emit=KIND        graph: pgcc's .graph format; dot: DOT for Graphviz;\n"
+    "                     c: C launch code\n"
+    "  --stats            print 'nodes=N edges=E graphs=G kernels=K '\n"
+    "  --max-errors=N     stop after N errors (default 20; 0: no limit)\n"
+    "  -h, --help         show this help\n"
+    "  --version          show the version\n"
+    "\n"
+    "The input dialect is detected from its content.  Exit status: 0 success,\n"
+    "1 errors in the input, 2 usage errors.\n";
+
+static int usage_error(FILE *err, const char *fmt, const char *arg) {
+  fputs("pgcc: error: ", err);
+  fprintf(err, fmt, arg);
+  fputs("\nTry 'pgcc --help' for more information.\n", err);
+  return EXIT_USAGE;
+}
+
+/* Returns -1 when the options are good, else the exit status. */
+static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err) {
+  static const struct option longs[] = {
+      {"output", required_argument, 0, 'o'}, {"emit", required_argument, 0, 'e'},
+      {"stats", no_argument, 0, 's'},        {"max-errors", required_argument, 0, 'm'},
+      {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
+      {0, 0, 0, 0},
+  };
+  *o = (Options){.max_errors = 20};
+  optind = 0; /* reset getopt: pgcc_main may run many times in one process */
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
+    switch (c) {
+    case 'o': o->output = optarg; break;
+    case 'e':
+      if (strcmp(optarg, "c") == 0) o->emit = EMIT_C;
+      else if (strcmp(optarg, "graph") == 0) o->emit = EMIT_GRAPH;
+      else if (strcmp(optarg, "dot") == 0) o->emit = EMIT_DOT;
+      else return usage_error(err, "unknown --emit kind '%s' (expected c, graph or dot)", optarg);
+      break;
+    case 's': o->stats = true; break;
+    case 'm': {
+      char *end;
+      long n = strtol(optarg, &end, 10);
+      if (*end || n < 0 || n > 1000000) return usage_error(err, "bad --max-errors '%s'", optarg);
+      o->max_errors = (int)n;
+      break;
+    }
+    case 'h': fputs(usage_text, out); return 0;
+    case 'V': fprintf(out, "pgcc %s (.graph format %d)\n", PGCC_VERSION, PG_GRAPH_FORMAT_VERSION); return 0;
+    case ':': return usage_error(err, "option '%s' needs an argument", argv[optind - 1]);
+    default: return usage_error(err, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind == argc) return usage_error(err, "no input file%s", "");
+  if (argc - optind > 1) return usage_error(err, "more than one input file ('%s' ...)", argv[optind + 1]);
+  o->input = argv[optind];
+  if (o->emit == EMIT_NONE && !o->stats) o->emit = EMIT_C;
+  if (o->emit == EMIT_NONE && o->output) return usage_error(err, "-o '%s' given, but nothing to emit", o->output);
+  return -1;
+}
+
+typedef void (*Writer)(const PgProgram *, FILE *);
+
+/* Writes through a temporary file renamed into place, so that no partial output is
+ * ever left behind. */
+static int write_output(const char *path, Writer w, const PgProgram *p, FILE *out, FILE *err) {
+  if (!path || strcmp(path, "-") == 0) {
+    w(p, out);
+    return fflush(out) == 0 ? 0 : EXIT_INPUT;
+  }
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 16);
+  if (!tmp) PG_BUG("out of memory");
+  snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    fprintf(err, "pgcc: error: cannot write '%s': %s\n", path, strerror(errno));
+    if (fd >= 0) close(fd), unlink(tmp);
+    free(tmp);
+    return EXIT_INPUT;
+  }
+  w(p, f);
+  bool ok = !ferror(f);
+  ok = fclose(f) == 0 && ok;
+  if (ok && rename(tmp, path) != 0) ok = false;
+  if (!ok) {
+    fprintf(err, "pgcc: error: cannot write '%s': %s\n", path, strerror(errno));
+    unlink(tmp);
+  }
+  free(tmp);
+  return ok ? 0 : EXIT_INPUT;
+}
+
+static PgProgram *read_input(PgArena *a, PgDiag *d, const char *path) {
+  PgSource *src = pg_source_load(a, d, path);
+  if (!src) return NULL;
+  PgLoc where;
+  switch (pg_detect_dialect(src, &where)) {
+  case PG_DIALECT_DOT: return pg_dot_read(a, d, src);
+  case PG_DIALECT_GRAPH: return pg_graph_read(a, d, src);
+  case PG_DIALECT_UNKNOWN:
+    if (pg_source_is_blank(src))
+      pg_error(d, where, "empty input; expected a DOT graph or a .graph file");
+    else
+      pg_error(d, where, "unrecognised input: expected 'digraph' (DOT) or 'pgcc' (.graph)");
+    return NULL;
+  }
+  return NULL;
+}
+
+int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
+  Options o;
+  int status = parse_options(argc, argv, &o, out, err);
+  if (status >= 0) return status;
+
+  PgArena *arena = pg_arena_new();
+  PgDiag diag = {.out = err, .max_errors = o.max_errors};
+  PgProgram *p = read_input(arena, &diag, o.input);
+  if (p && diag.errors == 0) pg_verify(p, &diag);
+  if (!p || diag.errors > 0) {
+    pg_arena_free(arena);
+    return EXIT_INPUT;
+  }
+
+  status = 0;
+  if (o.stats) {
+    PgStats s = pg_program_stats(p);
+    fprintf(out, "nodes=%zu edges=%zu graphs=%zu kernels=%zu \n", s.nodes, s.edges, s.graphs, s.kernels);
+  }
+  switch (o.emit) {
+  case EMIT_NONE: break;
+  case EMIT_GRAPH: status = write_output(o.output, pg_graph_write, p, out, err); break;
+  case EMIT_DOT: status = write_output(o.output, pg_dot_write, p, out, err); break;
+  case EMIT_C:
+    fputs("pgcc: error: --emit=c: C code generation is not implemented in this version; "
+          "use --emit=graph or --emit=dot\n",
+          err);
+    status = EXIT_USAGE;
+    break;
+  }
+  pg_arena_free(arena);
+  return status;
+}

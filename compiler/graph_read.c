@@ -1,0 +1,872 @@
+/*
+ * graph_read.c -- the .graph frontend: gives meaning to the statements that
+ * grammar/graph.y recognises, as each one is reduced (docs/graph-format.md).
+ *
+ * A statement is a keyword, usually a name, then attributes: `key value` pairs
+ * and bare flags, checked against a small table per statement (Spec).  Names are
+ * declared before use, except body graphs (a child graph's block may follow its
+ * parent's) and edge endpoints (resolved when their graph's block closes).
+ */
+#include "graph_read.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /* graph.y */
+
+typedef struct {
+  PgStr from, to;
+  PgLoc from_loc, to_loc;
+} PendingEdge;
+
+typedef struct {
+  PgNode *node;
+  const char *name;
+  PgLoc loc;
+} PendingBody;
+
+typedef enum { IN_TOP, IN_GRAPH, IN_KERNEL, IN_SKIPPED } Block;
+
+struct GfCtx {
+  PgArena *a;
+  PgDiag *d;
+  PgProgram *p;
+  PG_VEC(GfWord) pool;
+  bool seen_header, header_error;
+  Block block;
+  int depth;
+  PgGraph *graph;
+  PgKernel *kernel;
+  PgMap *modules, *kernels, *values, *events, *graphs, *nodes; /* values: buffers and scalars */
+  PgMap *is_scalar;
+  PG_VEC(PendingEdge) edges;
+  PG_VEC(PendingBody) bodies;
+};
+
+PgDiag *gf_diag(GfCtx *c) { return c->d; }
+
+/* ---- the word pool (called by the parser) ---- */
+
+static int push_word(GfCtx *c, GfWord w) {
+  w.next = -1;
+  pg_vec_push(c->a, c->pool, w);
+  return (int)c->pool.n - 1;
+}
+
+int gf_word(GfCtx *c, GfWordKind kind, PgStr text, PgLoc loc) {
+  return push_word(c, (GfWord){.kind = kind, .text = text, .loc = loc, .first = -1});
+}
+
+int gf_ref(GfCtx *c, PgStr name, PgStr num, PgLoc loc) {
+  return push_word(c, (GfWord){.kind = GF_REF, .text = name, .num = num, .loc = loc, .first = -1});
+}
+
+int gf_listword(GfCtx *c, GfList items, PgLoc loc) {
+  return push_word(c, (GfWord){.kind = GF_LIST, .loc = loc, .first = items.head});
+}
+
+GfList gf_list(GfCtx *c, int word) {
+  (void)c;
+  return (GfList){word, word};
+}
+
+GfList gf_append(GfCtx *c, GfList l, int word) {
+  c->pool.v[l.tail].next = word;
+  l.tail = word;
+  return l;
+}
+
+void gf_words_reset(GfCtx *c) { c->pool.n = 0; }
+
+static GfWord *W(GfCtx *c, int i) { return i < 0 ? NULL : &c->pool.v[i]; }
+
+/* ---- reading words ---- */
+
+static const char *kind_text(GfWordKind k) {
+  static const char *const names[] = {"a name", "a number", "a string", "a reference", "a list"};
+  return names[k];
+}
+
+static char *name_of(GfCtx *c, const GfWord *w) { return pg_arena_strndup(c->a, w->text.s, w->text.len); }
+
+static bool word_is(const GfWord *w, const char *s) { return w->kind == GF_NAME && pg_str_eq(w->text, s); }
+
+/* The value of a STRING word, unescaped. */
+static char *string_of(GfCtx *c, const GfWord *w) {
+  char *out = pg_arena_alloc(c->a, w->text.len);
+  size_t n = 0;
+  for (size_t i = 1; i + 1 < w->text.len; i++) {
+    char ch = w->text.s[i];
+    if (ch == '\\') {
+      ch = w->text.s[++i];
+      if (ch == 'n') ch = '\n';
+      else if (ch == 't') ch = '\t';
+      else if (ch == 'x' && i + 2 < w->text.len - 1 && isxdigit((unsigned char)w->text.s[i + 1]) &&
+               isxdigit((unsigned char)w->text.s[i + 2])) {
+        char hex[3] = {w->text.s[i + 1], w->text.s[i + 2], 0};
+        ch = (char)strtol(hex, NULL, 16);
+        i += 2;
+      }
+    }
+    out[n++] = ch;
+  }
+  out[n] = 0;
+  return out;
+}
+
+/* An unsigned integer: decimal, or hexadecimal with 0x. */
+static bool u64_of(GfCtx *c, const GfWord *w, const char *what, uint64_t *out) {
+  PgStr t = w->kind == GF_REF ? w->num : w->text;
+  char buf[32];
+  if ((w->kind == GF_NUMBER || w->kind == GF_REF) && t.len < sizeof buf && t.s[0] != '-') {
+    memcpy(buf, t.s, t.len);
+    buf[t.len] = 0;
+    bool hex = t.len > 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(buf, &end, hex ? 16 : 10);
+    if (!errno && !*end) {
+      *out = v;
+      return true;
+    }
+  }
+  pg_error(c->d, w->loc, "%s: expected a non-negative integer, found %s", what, kind_text(w->kind));
+  return false;
+}
+
+static bool u32_of(GfCtx *c, const GfWord *w, const char *what, uint32_t *out) {
+  uint64_t v;
+  if (!u64_of(c, w, what, &v)) return false;
+  if (v > UINT32_MAX) {
+    pg_error(c->d, w->loc, "%s: %" PRIu64 " is too large", what, v);
+    return false;
+  }
+  *out = (uint32_t)v;
+  return true;
+}
+
+/* ---- attributes ---- */
+
+typedef enum { A_U64, A_INT, A_NAME, A_STRING, A_REF, A_LIST, A_FLAG } AttrType;
+
+typedef struct {
+  const char *key;
+  AttrType type;
+  bool required;
+} Spec;
+
+#define MAX_ATTRS 16
+
+/* Matches the words from `w` on against `spec`; found[i] is the value word of
+ * spec[i] (the key itself for a flag), or NULL. */
+static bool read_attrs(GfCtx *c, int w, const char *what, PgLoc loc, const Spec *spec, int nspec,
+                       const GfWord **found) {
+  bool ok = true;
+  for (int i = 0; i < nspec; i++) found[i] = NULL;
+  while (w >= 0) {
+    const GfWord *key = W(c, w);
+    if (key->kind != GF_NAME) {
+      pg_error(c->d, key->loc, "%s: expected an attribute name, found %s", what, kind_text(key->kind));
+      return false;
+    }
+    int i;
+    for (i = 0; i < nspec; i++)
+      if (pg_str_eq(key->text, spec[i].key)) break;
+    if (i == nspec) {
+      pg_error(c->d, key->loc, "%s has no attribute '%.*s'", what, (int)key->text.len, key->text.s);
+      return false;
+    }
+    if (found[i]) {
+      pg_error(c->d, key->loc, "%s: attribute '%s' given twice", what, spec[i].key);
+      return false;
+    }
+    if (spec[i].type == A_FLAG) {
+      found[i] = key;
+      w = key->next;
+      continue;
+    }
+    const GfWord *v = W(c, key->next);
+    if (!v) {
+      pg_error(c->d, key->loc, "%s: attribute '%s' needs a value", what, spec[i].key);
+      return false;
+    }
+    bool fits = false;
+    switch (spec[i].type) {
+    case A_U64:
+    case A_INT: fits = v->kind == GF_NUMBER; break;
+    case A_NAME: fits = v->kind == GF_NAME; break;
+    case A_STRING: fits = v->kind == GF_STRING; break;
+    case A_REF: fits = v->kind == GF_NAME || v->kind == GF_REF; break;
+    case A_LIST: fits = v->kind == GF_LIST; break;
+    case A_FLAG: fits = true; break;
+    }
+    if (!fits) {
+      static const char *const want[] = {"a number", "an integer", "a name", "a string",
+                                         "a buffer reference", "a list", ""};
+      pg_error(c->d, v->loc, "%s: attribute '%s' expects %s, found %s", what, spec[i].key,
+               want[spec[i].type], kind_text(v->kind));
+      ok = false;
+    }
+    found[i] = v;
+    w = v->next;
+  }
+  for (int i = 0; i < nspec; i++)
+    if (spec[i].required && !found[i]) {
+      pg_error(c->d, loc, "%s needs attribute '%s'", what, spec[i].key);
+      ok = false;
+    }
+  return ok;
+}
+
+/* ---- declarations ---- */
+
+static bool declare(GfCtx *c, PgMap *m, const GfWord *name, void *obj, const char *what) {
+  char *n = name_of(c, name);
+  if (pg_map_get(m, n)) {
+    pg_error(c->d, name->loc, "%s '%s' is already declared", what, n);
+    return false;
+  }
+  pg_map_put(m, n, obj);
+  return true;
+}
+
+static void *lookup(GfCtx *c, PgMap *m, const GfWord *name, const char *what) {
+  void *obj = pg_map_getn(m, name->text.s, name->text.len);
+  if (!obj) pg_error(c->d, name->loc, "unknown %s '%.*s'", what, (int)name->text.len, name->text.s);
+  return obj;
+}
+
+/* A buffer reference: `name`, `name+offset` or `null`. */
+static bool ptr_of(GfCtx *c, const GfWord *w, PgPtr *out) {
+  if (word_is(w, "null")) {
+    *out = (PgPtr){NULL, 0};
+    return true;
+  }
+  if (w->kind != GF_NAME && w->kind != GF_REF) {
+    pg_error(c->d, w->loc, "expected a buffer reference, found %s", kind_text(w->kind));
+    return false;
+  }
+  PgBuffer *b = lookup(c, c->values, w, "buffer");
+  if (!b) return false;
+  if (pg_map_getn(c->is_scalar, w->text.s, w->text.len)) {
+    pg_error(c->d, w->loc, "'%.*s' is a scalar, not a buffer", (int)w->text.len, w->text.s);
+    return false;
+  }
+  out->buf = b;
+  out->offset = 0;
+  return w->kind == GF_NAME || u64_of(c, w, "buffer offset", &out->offset);
+}
+
+static bool is_float_text(PgStr t) {
+  if (t.len > 2 && t.s[0 + (t.s[0] == '-')] == '0' && (t.s[1 + (t.s[0] == '-')] | 0x20) == 'x') return false;
+  for (size_t i = 0; i < t.len; i++)
+    if (t.s[i] == '.' || t.s[i] == 'e' || t.s[i] == 'E') return true;
+  return false;
+}
+
+static bool read_args(GfCtx *c, const GfWord *list, PgArgs *args) {
+  bool ok = true;
+  for (const GfWord *w = W(c, list->first); w; w = W(c, w->next)) {
+    PgArg a = {.loc = w->loc};
+    switch (w->kind) {
+    case GF_NUMBER:
+      a.kind = is_float_text(w->text) ? PG_ARG_FLOAT : PG_ARG_INT;
+      a.lit = name_of(c, w);
+      break;
+    case GF_NAME:
+      if (!word_is(w, "null") && pg_map_getn(c->is_scalar, w->text.s, w->text.len)) {
+        a.kind = PG_ARG_SCALAR;
+        a.scalar = pg_map_getn(c->values, w->text.s, w->text.len);
+        break;
+      }
+      /* a buffer */
+      a.kind = PG_ARG_PTR;
+      ok = ptr_of(c, w, &a.ptr) && ok;
+      break;
+    case GF_REF:
+      a.kind = PG_ARG_PTR;
+      ok = ptr_of(c, w, &a.ptr) && ok;
+      break;
+    case GF_LIST: {
+      a.kind = PG_ARG_BYTES;
+      const GfWord *hex = W(c, w->first);
+      if (!hex || hex->kind != GF_STRING) {
+        pg_error(c->d, w->loc, "a by-value argument is [\"hex bytes\", pointers...]");
+        ok = false;
+        break;
+      }
+      a.lit = string_of(c, hex);
+      for (const char *h = a.lit; *h; h++)
+        if (!isxdigit((unsigned char)*h)) {
+          pg_error(c->d, hex->loc, "by-value argument bytes must be hexadecimal digits");
+          ok = false;
+          break;
+        }
+      for (const GfWord *q = W(c, hex->next); q; q = W(c, q->next)) {
+        PgPtr ptr;
+        if (ptr_of(c, q, &ptr))
+          pg_vec_push(c->a, a.ptrs, ptr);
+        else
+          ok = false;
+      }
+      break;
+    }
+    case GF_STRING:
+      pg_error(c->d, w->loc, "a string is not a kernel argument");
+      ok = false;
+      break;
+    }
+    pg_vec_push(c->a, *args, a);
+  }
+  return ok;
+}
+
+static bool dims_of(GfCtx *c, const GfWord *list, const char *what, uint32_t d[3]) {
+  d[0] = d[1] = d[2] = 1;
+  int i = 0;
+  for (const GfWord *w = W(c, list->first); w; w = W(c, w->next), i++) {
+    if (i == 3) {
+      pg_error(c->d, w->loc, "%s has at most 3 dimensions", what);
+      return false;
+    }
+    if (!u32_of(c, w, what, &d[i])) return false;
+    if (d[i] == 0) {
+      pg_error(c->d, w->loc, "%s dimensions must be at least 1", what);
+      return false;
+    }
+  }
+  if (i == 0) {
+    pg_error(c->d, list->loc, "%s needs 1 to 3 dimensions", what);
+    return false;
+  }
+  return true;
+}
+
+static void stmt_module(GfCtx *c, const GfWord *name, PgLoc loc) {
+  const GfWord *kind = W(c, name->next);
+  if (!kind || kind->kind != GF_NAME) {
+    pg_error(c->d, kind ? kind->loc : name->loc, "module needs a kind (cubin, fatbin, ptx, cuda or library)");
+    return;
+  }
+  PgModule *m = pg_arena_alloc(c->a, sizeof *m);
+  int k;
+  for (k = 0; k < PG_MOD_KIND_COUNT; k++)
+    if (pg_str_eq(kind->text, pg_module_kind_names[k])) break;
+  if (k == PG_MOD_KIND_COUNT) {
+    pg_error(c->d, kind->loc, "unknown module kind '%.*s' (expected cubin, fatbin, ptx, cuda or library)",
+             (int)kind->text.len, kind->text.s);
+    return;
+  }
+  static const Spec spec[] = {{"file", A_STRING, false}, {"library", A_STRING, false}, {"sha256", A_STRING, false}};
+  const GfWord *f[3];
+  if (!read_attrs(c, kind->next, "module", loc, spec, 3, f)) return;
+  m->kind = (PgModuleKind)k;
+  m->name = name_of(c, name);
+  m->loc = name->loc;
+  if (f[0]) m->file = string_of(c, f[0]);
+  if (f[1]) m->library = string_of(c, f[1]);
+  if (f[2]) m->sha256 = string_of(c, f[2]);
+  if (m->kind == PG_MOD_LIBRARY ? !m->library : !m->file) {
+    pg_error(c->d, loc, "a %s module needs attribute '%s'", pg_module_kind_names[k],
+             m->kind == PG_MOD_LIBRARY ? "library" : "file");
+    return;
+  }
+  if (declare(c, c->modules, name, m, "module")) pg_vec_push(c->a, c->p->modules, m);
+}
+
+static void stmt_kernel(GfCtx *c, const GfWord *name, PgLoc loc, bool block) {
+  static const Spec spec[] = {{"symbol", A_STRING, true}, {"module", A_NAME, false}};
+  const GfWord *f[2];
+  if (!read_attrs(c, name->next, "kernel", loc, spec, 2, f)) return;
+  PgKernel *k = pg_arena_alloc(c->a, sizeof *k);
+  k->name = name_of(c, name);
+  k->symbol = string_of(c, f[0]);
+  k->loc = name->loc;
+  k->has_layout = block;
+  if (f[1] && !(k->module = lookup(c, c->modules, f[1], "module"))) return;
+  if (!declare(c, c->kernels, name, k, "kernel")) return;
+  pg_vec_push(c->a, c->p->kernels, k);
+  if (block) c->block = IN_KERNEL, c->kernel = k;
+}
+
+static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
+  const GfWord *off = W(c, kw->next), *size = off ? W(c, off->next) : NULL, *type = size ? W(c, size->next) : NULL;
+  if (!type || type->kind != GF_NAME) {
+    pg_error(c->d, loc, "param needs an offset, a size and a type: 'param 0 8 ptr;'");
+    return;
+  }
+  PgParam pa = {0};
+  if (!u32_of(c, off, "param offset", &pa.offset) || !u32_of(c, size, "param size", &pa.size)) return;
+  char *tn = name_of(c, type);
+  if (!pg_type_from_name(tn, &pa.type)) {
+    pg_error(c->d, type->loc, "unknown type '%s'", tn);
+    return;
+  }
+  static const Spec spec[] = {{"ptrs", A_LIST, false}};
+  const GfWord *f[1];
+  if (!read_attrs(c, type->next, "param", loc, spec, 1, f)) return;
+  if (f[0]) {
+    if (pa.type != PG_T_BYTES) {
+      pg_error(c->d, f[0]->loc, "only a 'bytes' parameter has inner pointers");
+      return;
+    }
+    for (const GfWord *w = W(c, f[0]->first); w; w = W(c, w->next)) {
+      uint32_t at;
+      if (!u32_of(c, w, "pointer offset", &at)) return;
+      pg_vec_push(c->a, pa.ptrs, at);
+    }
+  }
+  pg_vec_push(c->a, c->kernel->params, pa);
+}
+
+static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
+  static const Spec spec[] = {{"size", A_U64, true},  {"align", A_U64, false}, {"role", A_NAME, false},
+                              {"dtype", A_NAME, false}, {"shape", A_LIST, false}, {"addr", A_U64, false}};
+  const GfWord *f[6];
+  if (!read_attrs(c, name->next, "buffer", loc, spec, 6, f)) return;
+  PgBuffer *b = pg_arena_alloc(c->a, sizeof *b);
+  b->name = name_of(c, name);
+  b->loc = name->loc;
+  if (!u64_of(c, f[0], "buffer size", &b->size)) return;
+  if (f[1] && !u64_of(c, f[1], "buffer alignment", &b->align)) return;
+  if (f[2]) {
+    int r;
+    for (r = 0; r < PG_ROLE_COUNT; r++)
+      if (pg_str_eq(f[2]->text, pg_role_names[r])) break;
+    if (r == PG_ROLE_COUNT) {
+      pg_error(c->d, f[2]->loc,
+               "unknown buffer role '%.*s' (expected input, output, weight, intermediate, workspace or unknown)",
+               (int)f[2]->text.len, f[2]->text.s);
+      return;
+    }
+    b->role = (PgRole)r;
+  }
+  if (f[3]) {
+    char *t = name_of(c, f[3]);
+    if (!pg_type_from_name(t, &b->dtype) || b->dtype == PG_T_PTR || b->dtype == PG_T_BYTES) {
+      pg_error(c->d, f[3]->loc, "unknown dtype '%s'", t);
+      return;
+    }
+    b->has_dtype = true;
+  }
+  if (f[4])
+    for (const GfWord *w = W(c, f[4]->first); w; w = W(c, w->next)) {
+      uint64_t d;
+      if (!u64_of(c, w, "shape", &d)) return;
+      pg_vec_push(c->a, b->shape, (int64_t)d);
+    }
+  if (f[5]) {
+    if (!u64_of(c, f[5], "buffer address", &b->addr)) return;
+    b->has_addr = true;
+  }
+  if (declare(c, c->values, name, b, "buffer or scalar")) pg_vec_push(c->a, c->p->buffers, b);
+}
+
+static void stmt_scalar(GfCtx *c, const GfWord *name, PgLoc loc) {
+  static const Spec spec[] = {{"type", A_NAME, true}, {"input", A_FLAG, false}, {"value", A_INT, false}};
+  const GfWord *f[3];
+  if (!read_attrs(c, name->next, "scalar", loc, spec, 3, f)) return;
+  PgScalar *s = pg_arena_alloc(c->a, sizeof *s);
+  s->name = name_of(c, name);
+  s->loc = name->loc;
+  char *t = name_of(c, f[0]);
+  if (!pg_type_from_name(t, &s->type) || s->type == PG_T_BYTES) {
+    pg_error(c->d, f[0]->loc, "unknown scalar type '%s'", t);
+    return;
+  }
+  s->is_input = f[1] != NULL;
+  if (f[2]) s->value = name_of(c, f[2]);
+  if (!declare(c, c->values, name, s, "buffer or scalar")) return;
+  pg_map_put(c->is_scalar, s->name, s);
+  pg_vec_push(c->a, c->p->scalars, s);
+}
+
+static void stmt_event(GfCtx *c, const GfWord *name, PgLoc loc) {
+  static const Spec spec[] = {{"handle", A_U64, false}};
+  const GfWord *f[1];
+  if (!read_attrs(c, name->next, "event", loc, spec, 1, f)) return;
+  PgEvent *e = pg_arena_alloc(c->a, sizeof *e);
+  e->name = name_of(c, name);
+  e->loc = name->loc;
+  if (f[0]) {
+    if (!u64_of(c, f[0], "event handle", &e->handle)) return;
+    e->has_handle = true;
+  }
+  if (declare(c, c->events, name, e, "event")) pg_vec_push(c->a, c->p->events, e);
+}
+
+static void stmt_graph(GfCtx *c, const GfWord *name, bool block) {
+  if (!block) {
+    pg_error(c->d, name->loc, "graph '%.*s' needs a body: graph NAME { ... }", (int)name->text.len, name->text.s);
+    return;
+  }
+  if (name->next >= 0) {
+    pg_error(c->d, W(c, name->next)->loc, "a graph has no attributes");
+    return;
+  }
+  PgGraph *g = pg_graph_new(c->p, name_of(c, name), name->loc);
+  if (!declare(c, c->graphs, name, g, "graph")) {
+    c->p->graphs.n--;
+    return;
+  }
+  c->block = IN_GRAPH;
+  c->graph = g;
+  c->edges.n = 0;
+}
+
+/* ---- nodes ---- */
+
+static void pend_body(GfCtx *c, PgNode *n, const GfWord *w) {
+  PendingBody pb = {n, name_of(c, w), w->loc};
+  pg_vec_push(c->a, c->bodies, pb);
+}
+
+static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
+  const GfWord *kw = W(c, name->next);
+  PgNodeKind kind;
+  if (!kw || kw->kind != GF_NAME || !pg_kind_from_name(name_of(c, kw), &kind)) {
+    pg_error(c->d, kw ? kw->loc : name->loc, "node needs a kind (kernel, memcpy, memset, host, empty, child, "
+                                             "event_record, event_wait, mem_alloc, mem_free, conditional, "
+                                             "libcall, hostop or opaque)");
+    return;
+  }
+  /* Each kind's attributes; every kind also takes `origin`, always last. */
+  static const Spec specs[PG_NODE_KIND_COUNT][10] = {
+      [PG_KERNEL] = {{"grid", A_LIST, false}, {"block", A_LIST, false},
+                     {"smem", A_U64, false}, {"args", A_LIST, false}, {"cooperative", A_U64, false},
+                     {"priority", A_INT, false}},
+      [PG_MEMCPY] = {{"dir", A_NAME, true}, {"src", A_REF, false}, {"dst", A_REF, false},
+                     {"width", A_U64, true}, {"height", A_U64, false}, {"depth", A_U64, false},
+                     {"src_pitch", A_U64, false}, {"dst_pitch", A_U64, false}},
+      [PG_MEMSET] = {{"dst", A_REF, false}, {"value", A_U64, true}, {"elem", A_U64, false},
+                     {"width", A_U64, true}, {"height", A_U64, false}, {"pitch", A_U64, false}},
+      [PG_HOST] = {{"fn", A_U64, false}, {"data", A_U64, false}},
+      [PG_CHILD] = {{"body", A_NAME, true}},
+      [PG_EVENT_RECORD] = {{"event", A_NAME, false}},
+      [PG_EVENT_WAIT] = {{"event", A_NAME, false}},
+      [PG_MEM_ALLOC] = {{"buffer", A_NAME, false}},
+      [PG_MEM_FREE] = {{"buffer", A_NAME, false}},
+      [PG_CONDITIONAL] = {{"type", A_NAME, true}, {"handle", A_U64, false}, {"bodies", A_LIST, true}},
+      [PG_LIBCALL] = {{"fn", A_STRING, true}, {"args", A_LIST, false}},
+      [PG_HOSTOP] = {{"op", A_NAME, true}, {"reason", A_STRING, true}},
+      [PG_OPAQUE] = {{"what", A_STRING, true}},
+  };
+  Spec spec[11];
+  int ns = 0;
+  while (ns < 10 && specs[kind][ns].key) spec[ns] = specs[kind][ns], ns++;
+  spec[ns++] = (Spec){"origin", A_STRING, false};
+  const GfWord *f[11];
+  const char *what = pg_arena_printf(c->a, "%s node", pg_kinds[kind].name);
+  const GfWord *kname = NULL; /* a kernel node names its kernel right after the kind */
+  int attrs = kw->next;
+  if (kind == PG_KERNEL) {
+    kname = W(c, kw->next);
+    if (!kname || kname->kind != GF_NAME) {
+      pg_error(c->d, kname ? kname->loc : kw->loc, "a kernel node names its kernel: 'node n kernel K ...;'");
+      return;
+    }
+    attrs = kname->next;
+  }
+  if (!read_attrs(c, attrs, what, loc, spec, ns, f)) return;
+
+  char *nm = name_of(c, name);
+  if (pg_map_get(c->nodes, nm)) {
+    pg_error(c->d, name->loc, "node '%s' is already declared", nm);
+    pg_note(c->d, ((PgNode *)pg_map_get(c->nodes, nm))->loc, "'%s' was first declared here", nm);
+    return;
+  }
+  PgNode *n = pg_node_new(c->p, c->graph, kind, nm, name->loc);
+  pg_map_put(c->nodes, nm, n);
+  if (f[ns - 1]) n->origin = string_of(c, f[ns - 1]);
+
+  switch (kind) {
+  case PG_KERNEL:
+    if (!(n->u.kernel.kernel = lookup(c, c->kernels, kname, "kernel"))) return;
+    if (f[0] || f[1] || f[2]) {
+      if (!f[0] || !f[1]) {
+        pg_error(c->d, loc, "a kernel node gives grid and block together");
+        return;
+      }
+      if (!dims_of(c, f[0], "grid", n->u.kernel.grid) || !dims_of(c, f[1], "block", n->u.kernel.block)) return;
+      if (f[2] && !u32_of(c, f[2], "smem", &n->u.kernel.smem)) return;
+    }
+    if (f[3]) {
+      n->u.kernel.has_args = true;
+      read_args(c, f[3], &n->u.kernel.args);
+    }
+    if (f[4]) {
+      uint32_t v;
+      if (u32_of(c, f[4], "cooperative", &v)) n->u.kernel.cooperative = v != 0;
+    }
+    if (f[5]) n->u.kernel.priority = atoi(name_of(c, f[5]));
+    break;
+  case PG_MEMCPY: {
+    int d;
+    for (d = 0; d < PG_DIR_COUNT; d++)
+      if (pg_str_eq(f[0]->text, pg_dir_names[d])) break;
+    if (d == PG_DIR_COUNT) {
+      pg_error(c->d, f[0]->loc, "unknown copy direction '%.*s' (expected htod, dtoh, dtod, htoh or default)",
+               (int)f[0]->text.len, f[0]->text.s);
+      return;
+    }
+    n->u.memcpy.dir = (PgCopyDir)d;
+    if (!f[1] != !f[2]) {
+      pg_error(c->d, loc, "a memcpy node gives src and dst together");
+      return;
+    }
+    if (f[1]) {
+      n->u.memcpy.has_ptrs = true;
+      if (!ptr_of(c, f[1], &n->u.memcpy.src) || !ptr_of(c, f[2], &n->u.memcpy.dst)) return;
+    }
+    n->u.memcpy.height = n->u.memcpy.depth = 1;
+    u64_of(c, f[3], "width", &n->u.memcpy.width);
+    if (f[4]) u64_of(c, f[4], "height", &n->u.memcpy.height);
+    if (f[5]) u64_of(c, f[5], "depth", &n->u.memcpy.depth);
+    if (f[6]) u64_of(c, f[6], "src_pitch", &n->u.memcpy.src_pitch);
+    if (f[7]) u64_of(c, f[7], "dst_pitch", &n->u.memcpy.dst_pitch);
+    break;
+  }
+  case PG_MEMSET:
+    if (f[0]) {
+      n->u.memset.has_dst = true;
+      if (!ptr_of(c, f[0], &n->u.memset.dst)) return;
+    }
+    n->u.memset.height = 1;
+    u32_of(c, f[1], "value", &n->u.memset.value);
+    if (f[2]) u32_of(c, f[2], "elem", &n->u.memset.elem);
+    u64_of(c, f[3], "width", &n->u.memset.width);
+    if (f[4]) u64_of(c, f[4], "height", &n->u.memset.height);
+    if (f[5]) u64_of(c, f[5], "pitch", &n->u.memset.pitch);
+    break;
+  case PG_HOST:
+    if (f[0]) u64_of(c, f[0], "fn", &n->u.host.fn);
+    if (f[1]) u64_of(c, f[1], "data", &n->u.host.data);
+    break;
+  case PG_CHILD: pend_body(c, n, f[0]); break;
+  case PG_EVENT_RECORD:
+  case PG_EVENT_WAIT:
+    if (f[0]) n->u.event.event = lookup(c, c->events, f[0], "event");
+    break;
+  case PG_MEM_ALLOC:
+  case PG_MEM_FREE:
+    if (f[0]) {
+      PgPtr ptr;
+      if (ptr_of(c, f[0], &ptr)) n->u.mem.buf = ptr.buf;
+    }
+    break;
+  case PG_CONDITIONAL: {
+    int t;
+    for (t = 0; t < PG_COND_COUNT; t++)
+      if (pg_str_eq(f[0]->text, pg_cond_names[t])) break;
+    if (t == PG_COND_COUNT) {
+      pg_error(c->d, f[0]->loc, "unknown conditional type '%.*s' (expected if, while or switch)",
+               (int)f[0]->text.len, f[0]->text.s);
+      return;
+    }
+    n->u.cond.type = (PgCondType)t;
+    if (f[1]) n->u.cond.has_handle = u64_of(c, f[1], "handle", &n->u.cond.handle);
+    for (const GfWord *w = W(c, f[2]->first); w; w = W(c, w->next)) {
+      if (w->kind != GF_NAME) {
+        pg_error(c->d, w->loc, "bodies: expected a graph name, found %s", kind_text(w->kind));
+        return;
+      }
+      pend_body(c, n, w);
+    }
+    break;
+  }
+  case PG_LIBCALL:
+    n->u.libcall.fn = string_of(c, f[0]);
+    if (f[1]) read_args(c, f[1], &n->u.libcall.args);
+    break;
+  case PG_HOSTOP:
+    n->u.hostop.op = name_of(c, f[0]);
+    n->u.hostop.reason = string_of(c, f[1]);
+    break;
+  case PG_OPAQUE: n->u.opaque.what = string_of(c, f[0]); break;
+  case PG_EMPTY: break;
+  case PG_NODE_KIND_COUNT: PG_BUG("bad node kind");
+  }
+}
+
+/* ---- statements ---- */
+
+void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
+  const GfWord *kw = W(c, words.head);
+  PgLoc loc = kw->loc;
+  if (opens_block) c->depth++;
+  if (opens_block && c->depth > 1) {
+    if (c->block != IN_SKIPPED) pg_error(c->d, loc, "blocks do not nest: close the enclosing block first");
+    c->block = IN_SKIPPED;
+    goto done;
+  }
+  if (c->block == IN_SKIPPED) goto done;
+  Block was = c->block;
+  if (opens_block) c->block = IN_SKIPPED; /* until the header below is accepted */
+
+  if (kw->kind != GF_NAME) {
+    pg_error(c->d, loc, "a statement starts with a keyword, not %s", kind_text(kw->kind));
+    goto done;
+  }
+  if (!c->seen_header) {
+    uint64_t v;
+    const GfWord *ver = W(c, kw->next);
+    if (!word_is(kw, "pgcc") || !ver || ver->next >= 0 || opens_block) {
+      if (!c->header_error) pg_error(c->d, loc, "a .graph file starts with 'pgcc %d;'", PG_GRAPH_FORMAT_VERSION);
+      c->header_error = true;
+      goto done;
+    }
+    c->seen_header = true;
+    if (!u64_of(c, ver, "format version", &v)) goto done;
+    if (v != PG_GRAPH_FORMAT_VERSION)
+      pg_error(c->d, ver->loc, "unsupported .graph format version %" PRIu64 " (this pgcc reads version %d)", v,
+               PG_GRAPH_FORMAT_VERSION);
+    goto done;
+  }
+
+  const GfWord *name = W(c, kw->next);
+  bool named = name && name->kind == GF_NAME;
+  if (was == IN_KERNEL) {
+    if (!word_is(kw, "param") || opens_block)
+      pg_error(c->d, loc, "a kernel block holds only 'param' statements");
+    else
+      stmt_param(c, kw, loc);
+    goto done;
+  }
+  if (was == IN_GRAPH) {
+    if (!word_is(kw, "node") || opens_block)
+      pg_error(c->d, loc, "a graph holds only 'node' statements and edges 'a -> b;'");
+    else if (!named)
+      pg_error(c->d, name ? name->loc : loc, "node needs a name");
+    else
+      stmt_node(c, name, loc);
+    goto done;
+  }
+
+  if (word_is(kw, "pgcc")) {
+    pg_error(c->d, loc, "the 'pgcc' header appears twice");
+  } else if (word_is(kw, "arch")) {
+    if (!named || name->next >= 0)
+      pg_error(c->d, loc, "arch takes one name, e.g. 'arch sm_90;'");
+    else
+      c->p->arch = name_of(c, name);
+  } else if (!named && (word_is(kw, "module") || word_is(kw, "kernel") || word_is(kw, "buffer") ||
+                        word_is(kw, "scalar") || word_is(kw, "event") || word_is(kw, "graph"))) {
+    pg_error(c->d, name ? name->loc : loc, "%.*s needs a name", (int)kw->text.len, kw->text.s);
+  } else if (word_is(kw, "graph")) {
+    stmt_graph(c, name, opens_block);
+  } else if (word_is(kw, "kernel")) {
+    stmt_kernel(c, name, loc, opens_block);
+  } else if (opens_block) {
+    pg_error(c->d, loc, "'%.*s' takes no block", (int)kw->text.len, kw->text.s);
+  } else if (word_is(kw, "module")) {
+    stmt_module(c, name, loc);
+  } else if (word_is(kw, "buffer")) {
+    stmt_buffer(c, name, loc);
+  } else if (word_is(kw, "scalar")) {
+    stmt_scalar(c, name, loc);
+  } else if (word_is(kw, "event")) {
+    stmt_event(c, name, loc);
+  } else if (word_is(kw, "node")) {
+    pg_error(c->d, loc, "a node belongs inside a graph block");
+  } else {
+    pg_error(c->d, loc, "unknown statement '%.*s'", (int)kw->text.len, kw->text.s);
+  }
+done:
+  gf_words_reset(c);
+}
+
+void gf_edge(GfCtx *c, PgStr from, PgLoc from_loc, PgStr to, PgLoc to_loc) {
+  gf_words_reset(c);
+  if (c->block == IN_SKIPPED) return;
+  if (c->block != IN_GRAPH) {
+    pg_error(c->d, from_loc, "an edge belongs inside a graph block");
+    return;
+  }
+  PendingEdge e = {from, to, from_loc, to_loc};
+  pg_vec_push(c->a, c->edges, e);
+}
+
+void gf_block_end(GfCtx *c, PgLoc loc) {
+  (void)loc;
+  if (--c->depth > 0) return;
+  if (c->block == IN_GRAPH) {
+    for (size_t i = 0; i < c->edges.n; i++) {
+      PendingEdge *e = &c->edges.v[i];
+      PgNode *ends[2];
+      PgStr names[2] = {e->from, e->to};
+      PgLoc locs[2] = {e->from_loc, e->to_loc};
+      for (int k = 0; k < 2; k++) {
+        ends[k] = pg_map_getn(c->nodes, names[k].s, names[k].len);
+        if (!ends[k])
+          pg_error(c->d, locs[k], "edge endpoint '%.*s' is not a node", (int)names[k].len, names[k].s);
+        else if (ends[k]->graph != c->graph) {
+          pg_error(c->d, locs[k], "edge endpoint '%.*s' is a node of graph '%s', not of '%s'", (int)names[k].len,
+                   names[k].s, ends[k]->graph->name, c->graph->name);
+          ends[k] = NULL;
+        }
+      }
+      if (ends[0] && ends[1]) pg_edge_add(c->p, c->graph, ends[0], ends[1], e->from_loc);
+    }
+    c->edges.n = 0;
+  }
+  c->block = IN_TOP;
+  c->graph = NULL;
+  c->kernel = NULL;
+}
+
+PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
+  GfCtx *c = pg_arena_alloc(a, sizeof *c);
+  c->a = a;
+  c->d = d;
+  c->p = pg_program_new(a);
+  c->modules = pg_map_new(a);
+  c->kernels = pg_map_new(a);
+  c->values = pg_map_new(a);
+  c->is_scalar = pg_map_new(a);
+  c->events = pg_map_new(a);
+  c->graphs = pg_map_new(a);
+  c->nodes = pg_map_new(a);
+  int errors = d->errors;
+  if (gf_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
+  PgProgram *p = c->p;
+  PgLoc end = pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len);
+  if (!c->seen_header) {
+    pg_error(d, end, "a .graph file starts with 'pgcc %d;'", PG_GRAPH_FORMAT_VERSION);
+    return NULL;
+  }
+  if (p->graphs.n == 0) {
+    pg_error(d, end, "no graph in the file");
+    return NULL;
+  }
+  for (size_t i = 0; i < c->bodies.n; i++) {
+    PendingBody *b = &c->bodies.v[i];
+    PgGraph *g = pg_map_get(c->graphs, b->name);
+    if (!g) {
+      pg_error(d, b->loc, "unknown graph '%s'", b->name);
+      continue;
+    }
+    if (g == p->graphs.v[0]) {
+      pg_error(d, b->loc, "graph '%s' is the root graph (the first one), so it cannot be a body", b->name);
+      continue;
+    }
+    if (g->owner) {
+      pg_error(d, b->loc, "graph '%s' is already the body of node '%s'", b->name, g->owner->name);
+      continue;
+    }
+    g->owner = b->node;
+    if (b->node->kind == PG_CHILD)
+      b->node->u.child.body = g;
+    else
+      pg_vec_push(a, b->node->u.cond.bodies, g);
+  }
+  for (size_t i = 1; i < p->graphs.n; i++)
+    if (!p->graphs.v[i]->owner && d->errors == errors)
+      pg_error(d, p->graphs.v[i]->loc, "graph '%s' is not the body of any node (only the first graph is the root)",
+               p->graphs.v[i]->name);
+  if (d->errors > errors) return NULL;
+  pg_program_link(p);
+  return p;
+}

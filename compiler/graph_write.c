@@ -1,0 +1,221 @@
+/*
+ * graph_write.c -- prints a program in pgcc's .graph format (docs/graph-format.md).
+ *
+ * The output is deterministic (declaration order, one statement per line) so that
+ * it diffs well, and graph_read.c reads it back to the same program: writing,
+ * reading and writing again gives the same bytes.
+ */
+#include "pgcc.h"
+
+#include <inttypes.h>
+
+static void put_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c == '\n') fputs("\\n", f);
+    else if (c == '\t') fputs("\\t", f);
+    else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void put_ptr(FILE *f, PgPtr p) {
+  if (!p.buf) fputs("null", f);
+  else if (p.offset) fprintf(f, "%s+%" PRIu64, p.buf->name, p.offset);
+  else fputs(p.buf->name, f);
+}
+
+static void put_dims(FILE *f, const char *key, const uint32_t d[3]) {
+  fprintf(f, " %s [%" PRIu32 ", %" PRIu32 ", %" PRIu32 "]", key, d[0], d[1], d[2]);
+}
+
+static void put_args(FILE *f, const PgArgs *args) {
+  fputs(" args [", f);
+  for (size_t i = 0; i < args->n; i++) {
+    const PgArg *a = &args->v[i];
+    if (i) fputs(", ", f);
+    switch (a->kind) {
+    case PG_ARG_INT:
+    case PG_ARG_FLOAT: fputs(a->lit, f); break;
+    case PG_ARG_PTR: put_ptr(f, a->ptr); break;
+    case PG_ARG_SCALAR: fputs(a->scalar->name, f); break;
+    case PG_ARG_BYTES:
+      fputc('[', f);
+      put_string(f, a->lit);
+      for (size_t k = 0; k < a->ptrs.n; k++) {
+        fputs(", ", f);
+        put_ptr(f, a->ptrs.v[k]);
+      }
+      fputc(']', f);
+      break;
+    }
+  }
+  fputc(']', f);
+}
+
+static void put_node(FILE *f, const PgNode *n) {
+  fprintf(f, "  node %s %s", n->name, pg_kinds[n->kind].name);
+  switch (n->kind) {
+  case PG_KERNEL:
+    fprintf(f, " %s", n->u.kernel.kernel->name);
+    if (n->u.kernel.grid[0]) {
+      put_dims(f, "grid", n->u.kernel.grid);
+      put_dims(f, "block", n->u.kernel.block);
+      fprintf(f, " smem %" PRIu32, n->u.kernel.smem);
+    }
+    if (n->u.kernel.cooperative) fputs(" cooperative 1", f);
+    if (n->u.kernel.priority) fprintf(f, " priority %d", n->u.kernel.priority);
+    if (n->u.kernel.has_args) put_args(f, &n->u.kernel.args);
+    break;
+  case PG_MEMCPY:
+    fprintf(f, " dir %s", pg_dir_names[n->u.memcpy.dir]);
+    if (n->u.memcpy.has_ptrs) {
+      fputs(" src ", f);
+      put_ptr(f, n->u.memcpy.src);
+      fputs(" dst ", f);
+      put_ptr(f, n->u.memcpy.dst);
+    }
+    fprintf(f, " width %" PRIu64, n->u.memcpy.width);
+    if (n->u.memcpy.height != 1) fprintf(f, " height %" PRIu64, n->u.memcpy.height);
+    if (n->u.memcpy.depth != 1) fprintf(f, " depth %" PRIu64, n->u.memcpy.depth);
+    if (n->u.memcpy.src_pitch) fprintf(f, " src_pitch %" PRIu64, n->u.memcpy.src_pitch);
+    if (n->u.memcpy.dst_pitch) fprintf(f, " dst_pitch %" PRIu64, n->u.memcpy.dst_pitch);
+    break;
+  case PG_MEMSET:
+    if (n->u.memset.has_dst) {
+      fputs(" dst ", f);
+      put_ptr(f, n->u.memset.dst);
+    }
+    fprintf(f, " value %" PRIu32, n->u.memset.value);
+    if (n->u.memset.elem) fprintf(f, " elem %" PRIu32, n->u.memset.elem);
+    fprintf(f, " width %" PRIu64, n->u.memset.width);
+    if (n->u.memset.height != 1) fprintf(f, " height %" PRIu64, n->u.memset.height);
+    if (n->u.memset.pitch) fprintf(f, " pitch %" PRIu64, n->u.memset.pitch);
+    break;
+  case PG_HOST:
+    fprintf(f, " fn 0x%" PRIx64 " data 0x%" PRIx64, n->u.host.fn, n->u.host.data);
+    break;
+  case PG_CHILD: fprintf(f, " body %s", n->u.child.body->name); break;
+  case PG_EVENT_RECORD:
+  case PG_EVENT_WAIT:
+    if (n->u.event.event) fprintf(f, " event %s", n->u.event.event->name);
+    break;
+  case PG_MEM_ALLOC:
+  case PG_MEM_FREE:
+    if (n->u.mem.buf) fprintf(f, " buffer %s", n->u.mem.buf->name);
+    break;
+  case PG_CONDITIONAL:
+    fprintf(f, " type %s", pg_cond_names[n->u.cond.type]);
+    if (n->u.cond.has_handle) fprintf(f, " handle %" PRIu64, n->u.cond.handle);
+    fputs(" bodies [", f);
+    for (size_t i = 0; i < n->u.cond.bodies.n; i++)
+      fprintf(f, "%s%s", i ? ", " : "", n->u.cond.bodies.v[i]->name);
+    fputc(']', f);
+    break;
+  case PG_LIBCALL:
+    fputs(" fn ", f);
+    put_string(f, n->u.libcall.fn);
+    put_args(f, &n->u.libcall.args);
+    break;
+  case PG_HOSTOP:
+    fprintf(f, " op %s reason ", n->u.hostop.op);
+    put_string(f, n->u.hostop.reason);
+    break;
+  case PG_OPAQUE:
+    fputs(" what ", f);
+    put_string(f, n->u.opaque.what);
+    break;
+  case PG_EMPTY: break;
+  case PG_NODE_KIND_COUNT: PG_BUG("bad node kind");
+  }
+  if (n->origin) {
+    fputs(" origin ", f);
+    put_string(f, n->origin);
+  }
+  fputs(";\n", f);
+}
+
+void pg_graph_write(const PgProgram *p, FILE *f) {
+  fprintf(f, "# pgcc launch program (written by pgcc %s)\n", PGCC_VERSION);
+  fprintf(f, "pgcc %d;\n", p->version);
+  if (p->arch) fprintf(f, "arch %s;\n", p->arch);
+
+  if (p->modules.n) fputc('\n', f);
+  for (size_t i = 0; i < p->modules.n; i++) {
+    const PgModule *m = p->modules.v[i];
+    fprintf(f, "module %s %s", m->name, pg_module_kind_names[m->kind]);
+    if (m->file) fputs(" file ", f), put_string(f, m->file);
+    if (m->library) fputs(" library ", f), put_string(f, m->library);
+    if (m->sha256) fputs(" sha256 ", f), put_string(f, m->sha256);
+    fputs(";\n", f);
+  }
+
+  if (p->kernels.n) fputc('\n', f);
+  for (size_t i = 0; i < p->kernels.n; i++) {
+    const PgKernel *k = p->kernels.v[i];
+    fprintf(f, "kernel %s symbol ", k->name);
+    put_string(f, k->symbol);
+    if (k->module) fprintf(f, " module %s", k->module->name);
+    if (!k->has_layout) {
+      fputs(";\n", f);
+      continue;
+    }
+    fputs(" {\n", f);
+    for (size_t j = 0; j < k->params.n; j++) {
+      const PgParam *pa = &k->params.v[j];
+      fprintf(f, "  param %" PRIu32 " %" PRIu32 " %s", pa->offset, pa->size, pg_type_names[pa->type]);
+      if (pa->type == PG_T_BYTES && pa->ptrs.n) {
+        fputs(" ptrs [", f);
+        for (size_t q = 0; q < pa->ptrs.n; q++) fprintf(f, "%s%" PRIu32, q ? ", " : "", pa->ptrs.v[q]);
+        fputc(']', f);
+      }
+      fputs(";\n", f);
+    }
+    fputs("}\n", f);
+  }
+
+  if (p->buffers.n) fputc('\n', f);
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    fprintf(f, "buffer %s size %" PRIu64, b->name, b->size);
+    if (b->align) fprintf(f, " align %" PRIu64, b->align);
+    fprintf(f, " role %s", pg_role_names[b->role]);
+    if (b->has_dtype) fprintf(f, " dtype %s", pg_type_names[b->dtype]);
+    if (b->shape.n) {
+      fputs(" shape [", f);
+      for (size_t j = 0; j < b->shape.n; j++) fprintf(f, "%s%" PRId64, j ? ", " : "", b->shape.v[j]);
+      fputc(']', f);
+    }
+    if (b->has_addr) fprintf(f, " addr 0x%" PRIx64, b->addr);
+    fputs(";\n", f);
+  }
+
+  if (p->scalars.n) fputc('\n', f);
+  for (size_t i = 0; i < p->scalars.n; i++) {
+    const PgScalar *s = p->scalars.v[i];
+    fprintf(f, "scalar %s type %s", s->name, pg_type_names[s->type]);
+    if (s->is_input) fputs(" input", f);
+    if (s->value) fprintf(f, " value %s", s->value);
+    fputs(";\n", f);
+  }
+
+  if (p->events.n) fputc('\n', f);
+  for (size_t i = 0; i < p->events.n; i++) {
+    const PgEvent *e = p->events.v[i];
+    fprintf(f, "event %s", e->name);
+    if (e->has_handle) fprintf(f, " handle 0x%" PRIx64, e->handle);
+    fputs(";\n", f);
+  }
+
+  for (size_t gi = 0; gi < p->graphs.n; gi++) {
+    const PgGraph *g = p->graphs.v[gi];
+    fprintf(f, "\ngraph %s {\n", g->name);
+    for (size_t i = 0; i < g->nodes.n; i++) put_node(f, g->nodes.v[i]);
+    for (size_t i = 0; i < g->edges.n; i++)
+      fprintf(f, "  %s -> %s;\n", g->edges.v[i].from->name, g->edges.v[i].to->name);
+    fputs("}\n", f);
+  }
+}

@@ -1,0 +1,126 @@
+/*
+ * ir.c -- the tables behind pgcc.h's X-macros, and the constructors every frontend
+ * and pass uses to build the IR.
+ */
+#include "pgcc.h"
+
+#include <ctype.h>
+#include <string.h>
+
+const PgKindInfo pg_kinds[PG_NODE_KIND_COUNT] = {
+#define X(e, name, device, cuda, cost) [PG_##e] = {name, device, cuda, cost},
+    PG_NODE_KINDS(X)
+#undef X
+};
+_Static_assert(PG_NODE_KIND_COUNT == 14, "node kinds: update docs/graph-format.md and the writers");
+
+const char *const pg_type_names[PG_TYPE_COUNT] = {
+#define X(e, name, size) [PG_T_##e] = name,
+    PG_TYPES(X)
+#undef X
+};
+const unsigned pg_type_sizes[PG_TYPE_COUNT] = {
+#define X(e, name, size) [PG_T_##e] = size,
+    PG_TYPES(X)
+#undef X
+};
+const char *const pg_role_names[PG_ROLE_COUNT] = {
+#define X(e, name) [PG_ROLE_##e] = name,
+    PG_ROLES(X)
+#undef X
+};
+const char *const pg_module_kind_names[PG_MOD_KIND_COUNT] = {"cubin", "fatbin", "ptx", "cuda",
+                                                            "library"};
+const char *const pg_dir_names[PG_DIR_COUNT] = {"htod", "dtoh", "dtod", "htoh", "default"};
+const char *const pg_cond_names[PG_COND_COUNT] = {"if", "while", "switch"};
+
+PgProgram *pg_program_new(PgArena *a) {
+  PgProgram *p = pg_arena_alloc(a, sizeof *p);
+  p->arena = a;
+  p->version = PG_GRAPH_FORMAT_VERSION;
+  p->names = pg_map_new(a);
+  return p;
+}
+
+PgGraph *pg_graph_new(PgProgram *p, const char *name, PgLoc loc) {
+  PgGraph *g = pg_arena_alloc(p->arena, sizeof *g);
+  g->name = name;
+  g->loc = loc;
+  pg_vec_push(p->arena, p->graphs, g);
+  return g;
+}
+
+PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name, PgLoc loc) {
+  PgNode *n = pg_arena_alloc(p->arena, sizeof *n);
+  n->kind = kind;
+  n->name = name;
+  n->graph = g;
+  n->index = (uint32_t)g->nodes.n;
+  n->region = -1;
+  n->loc = loc;
+  pg_vec_push(p->arena, g->nodes, n);
+  return n;
+}
+
+void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgLoc loc) {
+  PgEdge e = {from, to, loc};
+  pg_vec_push(p->arena, g->edges, e);
+}
+
+void pg_program_link(PgProgram *p) {
+  for (size_t gi = 0; gi < p->graphs.n; gi++) {
+    PgGraph *g = p->graphs.v[gi];
+    for (size_t i = 0; i < g->nodes.n; i++) {
+      g->nodes.v[i]->succs.n = 0;
+      g->nodes.v[i]->preds.n = 0;
+    }
+    for (size_t i = 0; i < g->edges.n; i++) {
+      PgEdge *e = &g->edges.v[i];
+      pg_vec_push(p->arena, e->from->succs, e->to);
+      pg_vec_push(p->arena, e->to->preds, e->from);
+    }
+  }
+}
+
+bool pg_kind_from_name(const char *name, PgNodeKind *out) {
+  for (int k = 0; k < PG_NODE_KIND_COUNT; k++)
+    if (strcmp(pg_kinds[k].name, name) == 0) {
+      *out = (PgNodeKind)k;
+      return true;
+    }
+  return false;
+}
+
+bool pg_type_from_name(const char *name, PgType *out) {
+  for (int t = 0; t < PG_TYPE_COUNT; t++)
+    if (strcmp(pg_type_names[t], name) == 0) {
+      *out = (PgType)t;
+      return true;
+    }
+  return false;
+}
+
+/* prefix + s with every character that cannot be in a .graph name replaced by '_'. */
+const char *pg_ident(PgArena *a, const char *prefix, const char *s) {
+  size_t pl = strlen(prefix), n = strlen(s);
+  char *r = pg_arena_alloc(a, pl + n + 1);
+  memcpy(r, prefix, pl);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    r[pl + i] = (char)(isalnum(c) || c == '_' || c == '.' ? c : '_');
+  }
+  if (pl == 0 && isdigit((unsigned char)r[0])) return pg_arena_printf(a, "_%s", r);
+  return r;
+}
+
+PgStats pg_program_stats(const PgProgram *p) {
+  PgStats s = {0};
+  s.graphs = p->graphs.n;
+  for (size_t gi = 0; gi < p->graphs.n; gi++) {
+    const PgGraph *g = p->graphs.v[gi];
+    s.nodes += g->nodes.n;
+    s.edges += g->edges.n;
+    for (size_t i = 0; i < g->nodes.n; i++) s.kernels += g->nodes.v[i]->kind == PG_KERNEL;
+  }
+  return s;
+}

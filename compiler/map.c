@@ -1,0 +1,70 @@
+/*
+ * map.c -- string-keyed hash map (open addressing, linear probing, FNV-1a), kept
+ * in the arena.  Used for name lookup in both frontends; parsing stays linear.
+ */
+#include "pgcc.h"
+
+#include <string.h>
+
+typedef struct {
+  const char *key;
+  size_t len;
+  uint64_t hash;
+  void *val;
+} Slot;
+
+struct PgMap {
+  PgArena *arena;
+  Slot *slots;
+  size_t cap, n; /* cap is a power of two */
+};
+
+static uint64_t hash(const char *s, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+PgMap *pg_map_new(PgArena *a) {
+  PgMap *m = pg_arena_alloc(a, sizeof *m);
+  m->arena = a;
+  m->cap = 64;
+  m->slots = pg_arena_alloc(a, m->cap * sizeof *m->slots);
+  return m;
+}
+
+static Slot *find(const PgMap *m, const char *key, size_t len, uint64_t h) {
+  size_t mask = m->cap - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    Slot *s = &m->slots[i];
+    if (!s->key) return s;
+    if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) return s;
+  }
+}
+
+void *pg_map_getn(const PgMap *m, const char *key, size_t len) {
+  return find(m, key, len, hash(key, len))->val;
+}
+
+void *pg_map_get(const PgMap *m, const char *key) { return pg_map_getn(m, key, strlen(key)); }
+
+void *pg_map_put(PgMap *m, const char *key, void *val) {
+  if ((m->n + 1) * 2 > m->cap) {
+    Slot *old = m->slots;
+    size_t ocap = m->cap;
+    m->cap *= 2;
+    m->slots = pg_arena_alloc(m->arena, m->cap * sizeof *m->slots);
+    for (size_t i = 0; i < ocap; i++)
+      if (old[i].key) *find(m, old[i].key, old[i].len, old[i].hash) = old[i];
+  }
+  size_t len = strlen(key);
+  uint64_t h = hash(key, len);
+  Slot *s = find(m, key, len, h);
+  if (s->key) return s->val;
+  *s = (Slot){key, len, h, val};
+  m->n++;
+  return NULL;
+}

@@ -1,0 +1,81 @@
+/*
+ * parse.h -- what the two frontends share with their flex scanners and bison
+ * parsers (grammar/dot.{l,y}, grammar/graph.{l,y}).  Private to the frontends.
+ *
+ * The scanners read the source through YY_INPUT in chunks, so flex keeps only a
+ * small buffer; token values point into the source text itself (PgStr), which
+ * lives in the arena for the whole compilation.  Nothing is copied until a
+ * frontend decides to keep it.
+ */
+#ifndef PGCC_PARSE_H
+#define PGCC_PARSE_H
+
+#include "pgcc.h"
+
+#include <string.h>
+
+/* A slice of the source text: a token's value. */
+typedef struct {
+  const char *s;
+  size_t len;
+} PgStr;
+
+/* Scanner position bookkeeping, one per scan (in the scanner's extra data). */
+typedef struct {
+  PgArena *arena;
+  PgDiag *diag;
+  const PgSource *src;
+  size_t in_pos;  /* how far YY_INPUT has read */
+  size_t off;     /* byte offset of the next token */
+  int line, col;  /* location of the next token */
+  bool lex_error; /* the scanner reported an error (suppresses the parser's echo) */
+} PgLexState;
+
+static inline void pg_lex_init(PgLexState *x, PgArena *a, PgDiag *d, const PgSource *src) {
+  memset(x, 0, sizeof *x);
+  x->arena = a, x->diag = d, x->src = src;
+  x->line = x->col = 1;
+}
+
+/* YY_INPUT: copy the next chunk of the source into flex's buffer. */
+static inline size_t pg_lex_read(PgLexState *x, char *buf, size_t max) {
+  size_t n = x->src->len - x->in_pos;
+  if (n > max) n = max;
+  memcpy(buf, x->src->text + x->in_pos, n);
+  x->in_pos += n;
+  return n;
+}
+
+/* YY_USER_ACTION: the token just matched starts here; advance past it. */
+static inline void pg_lex_step(PgLexState *x, const char *text, size_t len, PgLoc *loc, PgStr *val) {
+  *loc = (PgLoc){x->src, x->line, x->col};
+  val->s = x->src->text + x->off;
+  val->len = len;
+  x->off += len;
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] == '\n')
+      x->line++, x->col = 1;
+    else
+      x->col++;
+  }
+}
+
+static inline bool pg_str_eq(PgStr a, const char *b) {
+  return a.len == strlen(b) && memcmp(a.s, b, a.len) == 0;
+}
+
+/* ---- DOT ---- */
+typedef struct DotCtx DotCtx; /* dot_read.c */
+void dot_subgraph_begin(DotCtx *c, const PgStr *id, PgLoc loc);
+void dot_subgraph_end(DotCtx *c);
+void dot_attr(DotCtx *c, PgStr key, PgStr val, bool quoted, PgLoc loc);
+void dot_set(DotCtx *c, PgStr key, PgStr val, bool quoted, PgLoc loc); /* `key = value;` */
+void dot_node_stmt(DotCtx *c, PgStr id, PgLoc loc);
+void dot_edge_point(DotCtx *c, PgStr id, PgLoc loc);
+void dot_edge_stmt(DotCtx *c);
+void dot_attr_stmt(DotCtx *c);
+PgDiag *dot_diag(DotCtx *c);
+
+/* ---- .graph ---- */
+typedef struct GfCtx GfCtx; /* graph_read.c */
+#endif

@@ -1,0 +1,458 @@
+/*
+ * pgcc.h -- the whole compiler on one screen: the IR, the node-kind table, and one
+ * section of prototypes per source file.
+ *
+ * A Program is what a .graph file describes: an architecture, modules, kernels with
+ * their parameter layouts, buffers, scalars, events, and a tree of graphs (the root,
+ * child graphs, conditional bodies) made of nodes and dependency edges.  Both
+ * frontends (DOT and .graph) build a Program; every pass reads and edits it; the
+ * verifier checks it between passes; the writers print it.
+ *
+ * Memory: everything a compilation allocates lives in one Arena, freed in one call
+ * (arena.c).  Names and strings are arena copies.  Nothing in the IR is freed alone.
+ *
+ * Errors: user errors go through diag.c (counted, located, printed with a caret);
+ * internal bugs call pg_bug() and abort.  Only main() decides to exit.
+ */
+#ifndef PGCC_H
+#define PGCC_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PGCC_VERSION "0.1.0"
+#define PG_GRAPH_FORMAT_VERSION 1
+
+/* ------------------------------------------------------------------------------ */
+/* Node kinds, listed once.
+ *
+ *   X(ENUM, "name in .graph", device, cuda, cost)
+ *
+ *   device: the work runs on the GPU (or is GPU bookkeeping), so it can sit in a
+ *           graph without a host round trip.
+ *   cuda:   CUDA has a graph node of this kind (cuGraphAdd*Node); the others are
+ *           pgcc's own: library calls (captured into child graphs) and host
+ *           operations that cannot be part of a graph.
+ *   cost:   the cost class the partitioner charges (see PgCost).
+ */
+#define PG_NODE_KINDS(X)                                                  \
+  X(KERNEL,       "kernel",       1, 1, PG_COST_LAUNCH)                   \
+  X(MEMCPY,       "memcpy",       1, 1, PG_COST_COPY)                     \
+  X(MEMSET,       "memset",       1, 1, PG_COST_COPY)                     \
+  X(HOST,         "host",         0, 1, PG_COST_HOST)                     \
+  X(EMPTY,        "empty",        1, 1, PG_COST_NONE)                     \
+  X(CHILD,        "child",        1, 1, PG_COST_GRAPH)                    \
+  X(EVENT_RECORD, "event_record", 1, 1, PG_COST_NONE)                     \
+  X(EVENT_WAIT,   "event_wait",   1, 1, PG_COST_NONE)                     \
+  X(MEM_ALLOC,    "mem_alloc",    1, 1, PG_COST_NONE)                     \
+  X(MEM_FREE,     "mem_free",     1, 1, PG_COST_NONE)                     \
+  X(CONDITIONAL,  "conditional",  1, 1, PG_COST_GRAPH)                    \
+  X(LIBCALL,      "libcall",      1, 0, PG_COST_LAUNCH)                   \
+  X(HOSTOP,       "hostop",       0, 0, PG_COST_HOST)                     \
+  X(OPAQUE,       "opaque",       0, 0, PG_COST_HOST)
+
+typedef enum {
+  PG_COST_NONE,   /* bookkeeping: no launch of its own */
+  PG_COST_LAUNCH, /* one kernel launch */
+  PG_COST_COPY,   /* a copy-engine or memset operation */
+  PG_COST_GRAPH,  /* the cost of the body graph(s) */
+  PG_COST_HOST,   /* runs on the CPU */
+} PgCost;
+
+typedef enum {
+#define X(e, name, device, cuda, cost) PG_##e,
+  PG_NODE_KINDS(X)
+#undef X
+  PG_NODE_KIND_COUNT
+} PgNodeKind;
+
+typedef struct {
+  const char *name;
+  bool device;
+  bool cuda;
+  PgCost cost;
+} PgKindInfo;
+
+extern const PgKindInfo pg_kinds[PG_NODE_KIND_COUNT];
+
+/* ------------------------------------------------------------------------------ */
+/* Locations and the arena */
+
+typedef struct PgSource PgSource;
+
+typedef struct {
+  const PgSource *src; /* NULL: no location (synthesized) */
+  int line, col;       /* 1-based; col counts bytes */
+} PgLoc;
+
+typedef struct PgArena PgArena;
+
+/* A growable array inside an arena: `PG_VEC(T) v` gives v.v, v.n, v.cap. */
+#define PG_VEC(T) struct { T *v; size_t n, cap; }
+#define pg_vec_push(arena, vec, x)                                                   \
+  do {                                                                              \
+    if ((vec).n == (vec).cap)                                                       \
+      (vec).v = pg_arena_grow((arena), (vec).v, &(vec).cap, sizeof *(vec).v);       \
+    (vec).v[(vec).n++] = (x);                                                       \
+  } while (0)
+
+/* ------------------------------------------------------------------------------ */
+/* Types of scalars and kernel parameters */
+
+#define PG_TYPES(X) \
+  X(I8, "i8", 1)    \
+  X(I16, "i16", 2)  \
+  X(I32, "i32", 4)  \
+  X(I64, "i64", 8)  \
+  X(U8, "u8", 1)    \
+  X(U16, "u16", 2)  \
+  X(U32, "u32", 4)  \
+  X(U64, "u64", 8)  \
+  X(F16, "f16", 2)  \
+  X(BF16, "bf16", 2) \
+  X(F32, "f32", 4)  \
+  X(F64, "f64", 8)  \
+  X(BOOL, "bool", 1) \
+  X(PTR, "ptr", 8)  \
+  X(BYTES, "bytes", 0)
+
+typedef enum {
+#define X(e, name, size) PG_T_##e,
+  PG_TYPES(X)
+#undef X
+  PG_TYPE_COUNT
+} PgType;
+
+extern const char *const pg_type_names[PG_TYPE_COUNT];
+extern const unsigned pg_type_sizes[PG_TYPE_COUNT]; /* 0: variable (bytes) */
+
+/* ------------------------------------------------------------------------------ */
+/* Program-level objects */
+
+typedef enum {
+  PG_MOD_CUBIN,
+  PG_MOD_FATBIN,
+  PG_MOD_PTX,
+  PG_MOD_CUDA,    /* CUDA C source, compiled with NVRTC */
+  PG_MOD_LIBRARY, /* a kernel inside an installed library's own fatbin */
+  PG_MOD_KIND_COUNT
+} PgModuleKind;
+extern const char *const pg_module_kind_names[PG_MOD_KIND_COUNT];
+
+typedef struct {
+  const char *name;
+  PgModuleKind kind;
+  const char *file;   /* cubin/fatbin/ptx/cuda: path relative to the .graph file */
+  const char *sha256; /* hex, optional */
+  const char *library;/* library: soname, e.g. "libcublasLt.so.13" */
+  PgLoc loc;
+} PgModule;
+
+/* One kernel parameter: `size` bytes at `offset`.  A PTR parameter is one
+ * relocatable pointer; a BYTES parameter is a by-value struct whose relocatable
+ * pointers (8 bytes each) sit at ptrs[] relative to the parameter's start. */
+typedef struct {
+  uint32_t offset, size;
+  PgType type;
+  PG_VEC(uint32_t) ptrs;
+} PgParam;
+
+typedef struct {
+  const char *name;   /* pgcc's name for it */
+  const char *symbol; /* the symbol in the module (mangled) */
+  PgModule *module;   /* NULL: resolved by name at init (DOT input) */
+  bool has_layout;    /* false: parameter layout unknown (DOT input) */
+  PG_VEC(PgParam) params;
+  PgLoc loc;
+} PgKernel;
+
+#define PG_ROLES(X)                 \
+  X(UNKNOWN, "unknown")             \
+  X(INPUT, "input")                 \
+  X(OUTPUT, "output")               \
+  X(WEIGHT, "weight")               \
+  X(INTERMEDIATE, "intermediate")   \
+  X(WORKSPACE, "workspace")
+
+typedef enum {
+#define X(e, name) PG_ROLE_##e,
+  PG_ROLES(X)
+#undef X
+  PG_ROLE_COUNT
+} PgRole;
+extern const char *const pg_role_names[PG_ROLE_COUNT];
+
+typedef struct {
+  const char *name;
+  uint64_t size, align;
+  PgRole role;
+  bool has_dtype;
+  PgType dtype;
+  PG_VEC(int64_t) shape;
+  bool has_addr;
+  uint64_t addr; /* the address it had when captured (DOT input) */
+  PgLoc loc;
+} PgBuffer;
+
+typedef struct {
+  const char *name;
+  PgType type;
+  bool is_input; /* bound per call */
+  const char *value; /* default value as written (number text), or NULL */
+  PgLoc loc;
+} PgScalar;
+
+typedef struct {
+  const char *name;
+  bool has_handle;
+  uint64_t handle; /* captured handle (DOT input) */
+  PgLoc loc;
+} PgEvent;
+
+/* A pointer into a buffer: buf + offset.  buf == NULL is the null pointer. */
+typedef struct {
+  PgBuffer *buf;
+  uint64_t offset;
+} PgPtr;
+
+/* A kernel or library-call argument. */
+typedef enum {
+  PG_ARG_INT,    /* integer literal (text kept in `lit` as written) */
+  PG_ARG_FLOAT,  /* floating literal */
+  PG_ARG_PTR,    /* buffer + offset, or null */
+  PG_ARG_SCALAR, /* a named scalar */
+  PG_ARG_BYTES,  /* by-value struct: hex bytes plus a pointer per layout ptr */
+} PgArgKind;
+
+typedef struct {
+  PgArgKind kind;
+  const char *lit;       /* INT, FLOAT: the literal's text; BYTES: the hex string */
+  PgPtr ptr;             /* PTR */
+  PgScalar *scalar;      /* SCALAR */
+  PG_VEC(PgPtr) ptrs;    /* BYTES: one per PgParam.ptrs */
+  PgLoc loc;
+} PgArg;
+
+typedef PG_VEC(PgArg) PgArgs;
+
+/* ------------------------------------------------------------------------------ */
+/* Graphs, nodes, edges */
+
+typedef struct PgGraph PgGraph;
+typedef struct PgNode PgNode;
+
+typedef enum { PG_DIR_HTOD, PG_DIR_DTOH, PG_DIR_DTOD, PG_DIR_HTOH, PG_DIR_DEFAULT, PG_DIR_COUNT } PgCopyDir;
+extern const char *const pg_dir_names[PG_DIR_COUNT];
+
+typedef enum { PG_COND_IF, PG_COND_WHILE, PG_COND_SWITCH, PG_COND_COUNT } PgCondType;
+extern const char *const pg_cond_names[PG_COND_COUNT];
+
+struct PgNode {
+  PgNodeKind kind;
+  const char *name;   /* unique within the program */
+  const char *origin; /* where it came from (a DOT node id), or NULL */
+  PgGraph *graph;     /* the graph it belongs to */
+  uint32_t index;     /* position in graph->nodes */
+  int region;         /* partition region, -1 before partitioning */
+  PgLoc loc;
+  PG_VEC(PgNode *) succs; /* filled by pg_graph_link() */
+  PG_VEC(PgNode *) preds;
+  union { /* the member named after `kind` is valid; EMPTY and OPAQUE use none */
+    struct {
+      PgKernel *kernel;
+      uint32_t grid[3], block[3], smem;
+      bool has_args; /* false: arguments supplied by the caller at init */
+      PgArgs args;
+      bool cooperative;
+      int priority;
+    } kernel;
+    struct {
+      PgCopyDir dir;
+      bool has_ptrs; /* false: operands supplied by the caller at init */
+      PgPtr src, dst;
+      uint64_t width, height, depth; /* bytes per row, rows, slices */
+      uint64_t src_pitch, dst_pitch;
+    } memcpy;
+    struct {
+      bool has_dst; /* false: destination supplied by the caller at init */
+      PgPtr dst;
+      uint32_t value;
+      uint32_t elem; /* 1, 2 or 4 bytes; 0: unknown, and width counts bytes */
+      uint64_t width, height, pitch; /* elements per row, rows, bytes between rows */
+    } memset;
+    struct {
+      uint64_t fn, data; /* captured host function and user data */
+    } host;
+    struct {
+      PgGraph *body;
+    } child;
+    struct {
+      PgEvent *event; /* NULL: unknown (not in the dump) */
+    } event;
+    struct {
+      PgBuffer *buf; /* MEM_ALLOC allocates buf (buf->size bytes); MEM_FREE frees it */
+    } mem;
+    struct {
+      PgCondType type;
+      bool has_handle;
+      uint64_t handle;
+      PG_VEC(PgGraph *) bodies;
+    } cond;
+    struct {
+      const char *fn; /* e.g. "cublasLtMatmul" */
+      PgArgs args;
+    } libcall;
+    struct {
+      const char *op;     /* sync, dtoh, htod, cpu, ... */
+      const char *reason; /* why it cannot be part of a graph */
+    } hostop;
+    struct {
+      const char *what; /* the kind as the input named it */
+    } opaque;
+  } u;
+};
+
+typedef struct {
+  PgNode *from, *to;
+  PgLoc loc;
+} PgEdge;
+
+struct PgGraph {
+  const char *name;
+  PgNode *owner; /* the child/conditional node whose body this is; NULL for the root */
+  PG_VEC(PgNode *) nodes;
+  PG_VEC(PgEdge) edges;
+  PgLoc loc;
+};
+
+/* Room for the partitioner: a region is a set of nodes of the root graph launched
+ * together, as one CUDA graph or eagerly. */
+typedef struct {
+  int id;
+  bool graph; /* decision: launch as a graph (true) or eagerly */
+  PG_VEC(PgNode *) nodes;
+  double est_eager_us, est_graph_us;
+} PgRegion;
+
+typedef struct PgMap PgMap; /* string -> pointer, in the arena */
+
+typedef struct {
+  PgArena *arena;
+  int version;
+  const char *arch; /* "sm_90"; NULL if unknown */
+  PG_VEC(PgModule *) modules;
+  PG_VEC(PgKernel *) kernels;
+  PG_VEC(PgBuffer *) buffers;
+  PG_VEC(PgScalar *) scalars;
+  PG_VEC(PgEvent *) events;
+  PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
+  PG_VEC(PgRegion *) regions;
+  PgMap *names; /* every program-level and node name -> object, for uniqueness */
+} PgProgram;
+
+/* ------------------------------------------------------------------------------ */
+/* arena.c */
+PgArena *pg_arena_new(void);
+void pg_arena_free(PgArena *a);
+void *pg_arena_alloc(PgArena *a, size_t size); /* zeroed, 16-byte aligned */
+char *pg_arena_strdup(PgArena *a, const char *s);
+char *pg_arena_strndup(PgArena *a, const char *s, size_t n);
+char *pg_arena_printf(PgArena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void *pg_arena_grow(PgArena *a, void *v, size_t *cap, size_t elem);
+size_t pg_arena_used(const PgArena *a);
+
+/* map.c: an open-addressing hash map from string to pointer */
+PgMap *pg_map_new(PgArena *a);
+void *pg_map_get(const PgMap *m, const char *key);
+void *pg_map_getn(const PgMap *m, const char *key, size_t len);
+/* Inserts key -> val; returns the previous value (and keeps it) if key was present. */
+void *pg_map_put(PgMap *m, const char *key, void *val);
+
+/* diag.c */
+struct PgSource {
+  const char *name; /* as given on the command line */
+  const char *text; /* NUL-terminated, followed by a second NUL */
+  size_t len;
+};
+
+typedef struct {
+  FILE *out;       /* where diagnostics go (stderr in pgcc) */
+  int errors, warnings;
+  int max_errors;  /* stop reporting (and parsing) after this many; 0: no limit */
+} PgDiag;
+
+/* Reads a whole file into the arena.  Reports unreadable files, directories and
+ * binary data as errors. Returns NULL on failure. */
+PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path);
+PgSource *pg_source_from_string(PgArena *a, const char *name, const char *text);
+void pg_error(PgDiag *d, PgLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void pg_warning(PgDiag *d, PgLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void pg_note(PgDiag *d, PgLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool pg_too_many_errors(const PgDiag *d);
+_Noreturn void pg_bug(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define PG_BUG(...) pg_bug(__FILE__, __LINE__, __VA_ARGS__)
+/* The location of byte `offset` of a token that starts at `start` in the source. */
+PgLoc pg_loc_advance(PgLoc start, const char *text, size_t offset);
+
+/* ir.c: building the IR */
+PgProgram *pg_program_new(PgArena *a);
+PgGraph *pg_graph_new(PgProgram *p, const char *name, PgLoc loc);
+PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name, PgLoc loc);
+void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgLoc loc);
+/* Fills succs/preds of every node from the edge lists. */
+void pg_program_link(PgProgram *p);
+bool pg_kind_from_name(const char *name, PgNodeKind *out);
+bool pg_type_from_name(const char *name, PgType *out);
+const char *pg_ident(PgArena *a, const char *prefix, const char *s); /* a safe identifier */
+
+typedef struct {
+  size_t nodes, edges, graphs, kernels;
+} PgStats;
+PgStats pg_program_stats(const PgProgram *p);
+
+/* record.c: Graphviz record labels ("{a | {b | c}}"), the sub-language of DOT labels */
+typedef struct PgRecField PgRecField;
+struct PgRecField {
+  bool is_group;
+  const char *text;  /* leaf: the field's text, unescaped and trimmed */
+  PgLoc loc;         /* where the field starts */
+  PG_VEC(PgRecField *) kids; /* group: the fields inside the braces */
+};
+PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc);
+/* Flattens a parsed record into "key" -> leaf pairs (see record.c for the table shapes). */
+typedef struct {
+  const char *key;
+  const PgRecField *val;
+} PgRecPair;
+typedef PG_VEC(PgRecPair) PgRecPairs;
+void pg_record_pairs(PgArena *a, const PgRecField *rec, PgRecPairs *out);
+const PgRecField *pg_record_get(const PgRecPairs *pairs, const char *key);
+/* Unescapes a Graphviz label fragment (\<, \{, \n ...) into the arena. */
+char *pg_label_unescape(PgArena *a, const char *raw, size_t len);
+
+/* dot_read.c: DOT as written by cudaGraphDebugDotPrint -> IR (grammar/dot.y parses) */
+PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src);
+
+/* graph_read.c: .graph -> IR (grammar/graph.y parses) */
+PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src);
+
+/* graph_write.c, dot_write.c */
+void pg_graph_write(const PgProgram *p, FILE *out);
+void pg_dot_write(const PgProgram *p, FILE *out);
+
+/* verify.c: structural checks, run after the frontend and after every pass.
+ * Returns the number of errors reported. */
+int pg_verify(const PgProgram *p, PgDiag *d);
+
+/* detect.c: which dialect a source is written in */
+typedef enum { PG_DIALECT_UNKNOWN, PG_DIALECT_DOT, PG_DIALECT_GRAPH } PgDialect;
+PgDialect pg_detect_dialect(const PgSource *src, PgLoc *where);
+bool pg_source_is_blank(const PgSource *src);
+
+/* driver.c: the command line; returns the exit status (0 ok, 1 input errors, 2 usage) */
+int pgcc_main(int argc, char **argv, FILE *out, FILE *err);
+
+#endif

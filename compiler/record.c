@@ -1,0 +1,244 @@
+/*
+ * record.c -- Graphviz record labels, the little language inside CUDA's verbose
+ * DOT labels:
+ *
+ *   record := fields
+ *   fields := field ('|' field)*
+ *   field  := '{' fields '}' | text          text: anything but unescaped | { }
+ *                                            a <port> inside text is dropped
+ *
+ * Backslash escapes (\< \{ \| \" ...) stand for the character itself; whitespace
+ * around a text field is trimmed.  CUDA uses records as little tables, and
+ * pg_record_pairs() turns those tables into "key" -> value pairs:
+ *
+ *   {k | v}                     k = v             {cooperative | 0}
+ *   {k | v1 | v2}               k = v1, k.1 = v2  {ID | 0 (topoId: 13) | name<<<...>>>}
+ *   {{k1 | k2} | {v1 | v2}}     k1 = v1, k2 = v2  {{node handle | func handle} | {0x.. | 0x..}}
+ *   {p | {k1 | k2} | {v1 | v2}} p.k1 = v1 ...     {accessPolicyWindow | {base_ptr | ...} | {...}}
+ *   {{a | b} | {k1 .. k2n} | {v1 .. v2n}}
+ *                               a.k1 = v1 .. b.k2n = v2n, n >= 2 (memcpy's srcPtr/dstPtr)
+ *   {p | {...}}                 the inner table, keys prefixed with "p."
+ *   {x | {...} | ...}           otherwise: each group on its own
+ *
+ * A key group may nest: {poolProps | {allocType | {location | {type | id}}}} names
+ * poolProps.allocType, poolProps.location.type, poolProps.location.id.
+ */
+#include "pgcc.h"
+
+#include <string.h>
+
+typedef struct {
+  PgArena *a;
+  PgDiag *d;
+  const char *s;
+  size_t i, n;
+  PgLoc loc; /* location of s[i] */
+  bool failed;
+} RecParser;
+
+static void advance(RecParser *r) {
+  if (r->s[r->i] == '\n')
+    r->loc.line++, r->loc.col = 1;
+  else
+    r->loc.col++;
+  r->i++;
+}
+
+static PgRecField *new_field(RecParser *r, bool group, PgLoc loc) {
+  PgRecField *f = pg_arena_alloc(r->a, sizeof *f);
+  f->is_group = group;
+  f->loc = loc;
+  return f;
+}
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* text: up to the next unescaped | { } or the end; ports <...> are skipped. */
+static PgRecField *parse_text(RecParser *r) {
+  while (r->i < r->n && is_space(r->s[r->i])) advance(r);
+  PgRecField *f = new_field(r, false, r->loc);
+  char *buf = pg_arena_alloc(r->a, r->n - r->i + 1);
+  size_t len = 0;
+  while (r->i < r->n) {
+    char c = r->s[r->i];
+    if (c == '|' || c == '{' || c == '}') break;
+    if (c == '\\' && r->i + 1 < r->n) {
+      advance(r);
+      c = r->s[r->i];
+      if (c == '\n') { /* line continuation */
+        advance(r);
+        continue;
+      }
+      if (c == 'n' || c == 'l' || c == 'r') c = '\n';
+      buf[len++] = c;
+      advance(r);
+      continue;
+    }
+    if (c == '<') { /* a port name: not part of the text */
+      while (r->i < r->n && r->s[r->i] != '>') advance(r);
+      if (r->i < r->n) advance(r);
+      continue;
+    }
+    buf[len++] = c;
+    advance(r);
+  }
+  while (len > 0 && is_space(buf[len - 1])) len--;
+  buf[len] = 0;
+  f->text = buf;
+  return f;
+}
+
+static PgRecField *parse_fields(RecParser *r, PgLoc open);
+
+static PgRecField *parse_field(RecParser *r) {
+  while (r->i < r->n && is_space(r->s[r->i])) advance(r);
+  if (r->i < r->n && r->s[r->i] == '{') {
+    PgLoc open = r->loc;
+    advance(r);
+    PgRecField *g = parse_fields(r, open);
+    if (r->failed) return NULL;
+    if (r->i >= r->n || r->s[r->i] != '}') {
+      pg_error(r->d, open, "unbalanced '{' in record label");
+      r->failed = true;
+      return NULL;
+    }
+    advance(r);
+    while (r->i < r->n && is_space(r->s[r->i])) advance(r);
+    return g;
+  }
+  return parse_text(r);
+}
+
+static PgRecField *parse_fields(RecParser *r, PgLoc open) {
+  PgRecField *g = new_field(r, true, open);
+  for (;;) {
+    PgRecField *f = parse_field(r);
+    if (!f) return NULL;
+    pg_vec_push(r->a, g->kids, f);
+    if (r->i < r->n && r->s[r->i] == '|') {
+      advance(r);
+      continue;
+    }
+    return g;
+  }
+}
+
+PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc) {
+  RecParser r = {a, d, raw, 0, strlen(raw), loc, false};
+  PgRecField *g = parse_fields(&r, loc);
+  if (!g) return NULL;
+  if (r.i < r.n) { /* only an unmatched '}' stops the top level early */
+    pg_error(d, r.loc, "unbalanced '}' in record label");
+    return NULL;
+  }
+  return g;
+}
+
+char *pg_label_unescape(PgArena *a, const char *raw, size_t len) {
+  char *out = pg_arena_alloc(a, len + 1);
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++) {
+    char c = raw[i];
+    if (c == '\\' && i + 1 < len) {
+      c = raw[++i];
+      if (c == '\n') continue;
+      if (c == 'n' || c == 'l' || c == 'r') c = '\n';
+    }
+    out[n++] = c;
+  }
+  out[n] = 0;
+  return out;
+}
+
+/* ---- tables to pairs ---- */
+
+static bool is_flat(const PgRecField *g) {
+  if (!g->is_group) return false;
+  for (size_t i = 0; i < g->kids.n; i++)
+    if (g->kids.v[i]->is_group) return false;
+  return true;
+}
+
+typedef PG_VEC(const char *) Keys;
+
+/* The key paths a key group names, in order. */
+static void keys_of(PgArena *a, const PgRecField *f, const char *prefix, Keys *out) {
+  if (!f->is_group) {
+    pg_vec_push(a, *out, pg_arena_printf(a, "%s%s", prefix, f->text));
+    return;
+  }
+  for (size_t i = 0; i < f->kids.n; i++) {
+    const PgRecField *k = f->kids.v[i];
+    if (!k->is_group && i + 1 < f->kids.n && f->kids.v[i + 1]->is_group) {
+      keys_of(a, f->kids.v[i + 1], pg_arena_printf(a, "%s%s.", prefix, k->text), out);
+      i++;
+    } else {
+      keys_of(a, k, prefix, out);
+    }
+  }
+}
+
+static void pair(PgArena *a, PgRecPairs *out, const char *key, const PgRecField *val) {
+  PgRecPair p = {key, val};
+  pg_vec_push(a, *out, p);
+}
+
+static void zip(PgArena *a, PgRecPairs *out, const Keys *keys, const PgRecField *vals) {
+  for (size_t i = 0; i < keys->n; i++) pair(a, out, keys->v[i], vals->kids.v[i]);
+}
+
+static void decode(PgArena *a, const PgRecField *g, const char *prefix, PgRecPairs *out) {
+  size_t n = g->kids.n;
+  PgRecField *const *k = g->kids.v;
+  if (is_flat(g) && n >= 2) { /* {k | v} and {k | v1 | v2 ...} */
+    pair(a, out, pg_arena_printf(a, "%s%s", prefix, k[0]->text), k[1]);
+    for (size_t i = 2; i < n; i++)
+      pair(a, out, pg_arena_printf(a, "%s%s.%zu", prefix, k[0]->text, i - 1), k[i]);
+    return;
+  }
+  if (n == 2 && k[0]->is_group && is_flat(k[1])) { /* {{keys} | {values}} */
+    Keys keys = {0};
+    keys_of(a, k[0], prefix, &keys);
+    if (keys.n == k[1]->kids.n) {
+      zip(a, out, &keys, k[1]);
+      return;
+    }
+  }
+  if (n == 3 && !k[0]->is_group && k[1]->is_group && is_flat(k[2])) { /* {p | {keys} | {values}} */
+    Keys keys = {0};
+    keys_of(a, k[1], pg_arena_printf(a, "%s%s.", prefix, k[0]->text), &keys);
+    if (keys.n == k[2]->kids.n) {
+      zip(a, out, &keys, k[2]);
+      return;
+    }
+  }
+  if (n == 3 && is_flat(k[0]) && is_flat(k[1]) && is_flat(k[2]) && k[0]->kids.n > 0 &&
+      k[1]->kids.n == k[2]->kids.n && k[1]->kids.n % k[0]->kids.n == 0 && k[1]->kids.n >= 2 * k[0]->kids.n) {
+    /* {{a | b} | {k1 .. k2n} | {v1 .. v2n}}: each of a, b owns n >= 2 consecutive keys
+     * (with n = 1 this would be three {k | v} pairs, as in {{x | 0} | {y | 0} | {z | 0}}) */
+    size_t per = k[1]->kids.n / k[0]->kids.n;
+    for (size_t i = 0; i < k[1]->kids.n; i++)
+      pair(a, out,
+           pg_arena_printf(a, "%s%s.%s", prefix, k[0]->kids.v[i / per]->text, k[1]->kids.v[i]->text),
+           k[2]->kids.v[i]);
+    return;
+  }
+  if (n == 2 && !k[0]->is_group && k[1]->is_group) { /* {p | {...}} */
+    decode(a, k[1], pg_arena_printf(a, "%s%s.", prefix, k[0]->text), out);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) /* a list of tables */
+    if (k[i]->is_group) decode(a, k[i], prefix, out);
+}
+
+/* A record is a list of tables (after its header text, which the caller reads). */
+void pg_record_pairs(PgArena *a, const PgRecField *rec, PgRecPairs *out) {
+  for (size_t i = 0; i < rec->kids.n; i++)
+    if (rec->kids.v[i]->is_group) decode(a, rec->kids.v[i], "", out);
+}
+
+const PgRecField *pg_record_get(const PgRecPairs *pairs, const char *key) {
+  for (size_t i = 0; i < pairs->n; i++)
+    if (strcmp(pairs->v[i].key, key) == 0) return pairs->v[i].val;
+  return NULL;
+}

@@ -1,0 +1,249 @@
+/*
+ * verify.c -- the IR's invariants, checked after the frontend and after every
+ * pass (the driver runs it).  Errors are located at the node, edge or
+ * declaration concerned.  Linear in the size of the program.
+ *
+ *   graphs: the first is the root and nobody's body; every other graph is the
+ *           body of exactly one child or conditional node, which names it;
+ *   nodes:  belong to their graph at their index; references resolve;
+ *   edges:  join two nodes of one graph, no self-loops, no duplicates, no cycles;
+ *   kernels: parameters sorted, non-overlapping, of their type's size, inner
+ *           pointers inside their parameter; arguments agree with the layout;
+ *   pointers: inside their buffer.
+ */
+#include "pgcc.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+typedef struct {
+  const PgProgram *p;
+  PgDiag *d;
+  int errors;
+} V;
+
+#define FAIL(v, loc, ...) (pg_error((v)->d, (loc), __VA_ARGS__), (v)->errors++)
+
+static void check_ptr(V *v, PgLoc loc, PgPtr p, uint64_t extent, const char *what) {
+  if (!p.buf) return;
+  if (p.offset > p.buf->size || extent > p.buf->size - p.offset)
+    FAIL(v, loc, "%s: %s+%" PRIu64 " spans %" PRIu64 " bytes, past the end of the %" PRIu64 "-byte buffer", what,
+         p.buf->name, p.offset, extent, p.buf->size);
+}
+
+static void check_layout(V *v, const PgKernel *k) {
+  uint64_t end = 0;
+  for (size_t i = 0; i < k->params.n; i++) {
+    const PgParam *pa = &k->params.v[i];
+    unsigned want = pg_type_sizes[pa->type];
+    if (pa->offset < end)
+      FAIL(v, k->loc, "kernel '%s': parameter %zu at offset %" PRIu32 " overlaps the one before it", k->name, i,
+           pa->offset);
+    if (want && pa->size != want)
+      FAIL(v, k->loc, "kernel '%s': parameter %zu is %s, %u bytes, but its size is %" PRIu32, k->name, i,
+           pg_type_names[pa->type], want, pa->size);
+    if (pa->size == 0) FAIL(v, k->loc, "kernel '%s': parameter %zu has size 0", k->name, i);
+    for (size_t q = 0; q < pa->ptrs.n; q++)
+      if ((uint64_t)pa->ptrs.v[q] + 8 > pa->size)
+        FAIL(v, k->loc, "kernel '%s': parameter %zu has an inner pointer at %" PRIu32 ", past its %" PRIu32 " bytes",
+             k->name, i, pa->ptrs.v[q], pa->size);
+    end = (uint64_t)pa->offset + pa->size;
+  }
+  if (end > 32764) /* CUDA's limit on kernel parameter space since 12.1 */
+    FAIL(v, k->loc, "kernel '%s': parameters take %" PRIu64 " bytes, over CUDA's 32764", k->name, end);
+}
+
+static bool is_int_type(PgType t) { return t <= PG_T_U64 || t == PG_T_BOOL; }
+static bool is_float_type(PgType t) { return t == PG_T_F16 || t == PG_T_BF16 || t == PG_T_F32 || t == PG_T_F64; }
+
+static void check_args(V *v, const PgNode *n) {
+  const PgKernel *k = n->u.kernel.kernel;
+  const PgArgs *args = &n->u.kernel.args;
+  if (!k->has_layout) {
+    FAIL(v, n->loc, "node '%s' gives arguments, but kernel '%s' has no parameter layout", n->name, k->name);
+    return;
+  }
+  if (args->n != k->params.n) {
+    FAIL(v, n->loc, "node '%s' gives %zu arguments; kernel '%s' takes %zu", n->name, args->n, k->name,
+         k->params.n);
+    return;
+  }
+  for (size_t i = 0; i < args->n; i++) {
+    const PgArg *a = &args->v[i];
+    const PgParam *pa = &k->params.v[i];
+    bool ok;
+    switch (a->kind) {
+    case PG_ARG_INT: ok = is_int_type(pa->type) || is_float_type(pa->type) || pa->type == PG_T_PTR; break;
+    case PG_ARG_FLOAT: ok = is_float_type(pa->type); break;
+    case PG_ARG_PTR: ok = pa->type == PG_T_PTR; break;
+    case PG_ARG_SCALAR: ok = a->scalar->type == pa->type; break;
+    case PG_ARG_BYTES: ok = pa->type == PG_T_BYTES; break;
+    default: ok = false;
+    }
+    if (!ok) {
+      FAIL(v, a->loc, "argument %zu of node '%s' does not fit parameter %zu of kernel '%s' (%s, %" PRIu32 " bytes)",
+           i, n->name, i, k->name, pg_type_names[pa->type], pa->size);
+      continue;
+    }
+    if (a->kind == PG_ARG_PTR) check_ptr(v, a->loc, a->ptr, 0, "argument");
+    if (a->kind == PG_ARG_BYTES) {
+      size_t hex = 0;
+      while (a->lit[hex]) hex++;
+      if (hex != 2 * (size_t)pa->size)
+        FAIL(v, a->loc, "argument %zu of node '%s': %zu hex digits for a %" PRIu32 "-byte parameter", i, n->name,
+             hex, pa->size);
+      if (a->ptrs.n != pa->ptrs.n)
+        FAIL(v, a->loc, "argument %zu of node '%s': %zu pointers for a parameter with %zu", i, n->name, a->ptrs.n,
+             pa->ptrs.n);
+      for (size_t q = 0; q < a->ptrs.n; q++) check_ptr(v, a->loc, a->ptrs.v[q], 0, "argument");
+    }
+  }
+}
+
+static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
+  if (n->graph != g || n->index != i) PG_BUG("node '%s' is not at its place in graph '%s'", n->name, g->name);
+  switch (n->kind) {
+  case PG_KERNEL: {
+    const uint32_t *gr = n->u.kernel.grid, *bl = n->u.kernel.block;
+    if (!n->u.kernel.kernel) PG_BUG("kernel node '%s' without a kernel", n->name);
+    bool known = gr[0] || gr[1] || gr[2] || bl[0] || bl[1] || bl[2];
+    if (known && (!gr[0] || !gr[1] || !gr[2] || !bl[0] || !bl[1] || !bl[2]))
+      FAIL(v, n->loc, "node '%s': launch dimensions must all be at least 1", n->name);
+    if (known && (uint64_t)bl[0] * bl[1] * bl[2] > 1024)
+      FAIL(v, n->loc, "node '%s': %" PRIu64 " threads per block, over CUDA's 1024", n->name,
+           (uint64_t)bl[0] * bl[1] * bl[2]);
+    if (n->u.kernel.has_args) check_args(v, n);
+    break;
+  }
+  case PG_MEMCPY: {
+    uint64_t rows = n->u.memcpy.height * n->u.memcpy.depth;
+    if (rows == 0 || n->u.memcpy.width == 0) {
+      FAIL(v, n->loc, "node '%s': an empty copy", n->name);
+      break;
+    }
+    uint64_t sp = n->u.memcpy.src_pitch ? n->u.memcpy.src_pitch : n->u.memcpy.width;
+    uint64_t dp = n->u.memcpy.dst_pitch ? n->u.memcpy.dst_pitch : n->u.memcpy.width;
+    if (n->u.memcpy.has_ptrs) {
+      check_ptr(v, n->loc, n->u.memcpy.src, sp * (rows - 1) + n->u.memcpy.width, "copy source");
+      check_ptr(v, n->loc, n->u.memcpy.dst, dp * (rows - 1) + n->u.memcpy.width, "copy destination");
+    }
+    break;
+  }
+  case PG_MEMSET: {
+    uint32_t e = n->u.memset.elem;
+    if (e != 0 && e != 1 && e != 2 && e != 4) FAIL(v, n->loc, "node '%s': memset element size must be 1, 2 or 4", n->name);
+    uint64_t row = n->u.memset.width * (e ? e : 1);
+    uint64_t pitch = n->u.memset.pitch ? n->u.memset.pitch : row;
+    if (n->u.memset.height == 0 || row == 0) FAIL(v, n->loc, "node '%s': an empty memset", n->name);
+    else if (n->u.memset.has_dst)
+      check_ptr(v, n->loc, n->u.memset.dst, pitch * (n->u.memset.height - 1) + row, "memset destination");
+    break;
+  }
+  case PG_CHILD:
+    if (!n->u.child.body || n->u.child.body->owner != n) PG_BUG("child node '%s' and its body disagree", n->name);
+    break;
+  case PG_CONDITIONAL:
+    if (n->u.cond.bodies.n == 0) FAIL(v, n->loc, "conditional node '%s' has no body graph", n->name);
+    if (n->u.cond.type != PG_COND_SWITCH && n->u.cond.bodies.n > 2)
+      FAIL(v, n->loc, "conditional node '%s': an %s has at most 2 bodies", n->name, pg_cond_names[n->u.cond.type]);
+    for (size_t b = 0; b < n->u.cond.bodies.n; b++)
+      if (n->u.cond.bodies.v[b]->owner != n) PG_BUG("conditional '%s' and its bodies disagree", n->name);
+    break;
+  default: break;
+  }
+}
+
+/* Kahn's algorithm; on a cycle, walks it and reports it. */
+static void check_acyclic(V *v, const PgGraph *g) {
+  size_t n = g->nodes.n;
+  uint32_t *indeg = calloc(n ? n : 1, sizeof *indeg);
+  uint32_t *queue = malloc((n ? n : 1) * sizeof *queue);
+  if (!indeg || !queue) PG_BUG("out of memory");
+  for (size_t i = 0; i < g->edges.n; i++) indeg[g->edges.v[i].to->index]++;
+  size_t head = 0, tail = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!indeg[i]) queue[tail++] = (uint32_t)i;
+  while (head < tail) {
+    const PgNode *u = g->nodes.v[queue[head++]];
+    for (size_t s = 0; s < u->succs.n; s++)
+      if (--indeg[u->succs.v[s]->index] == 0) queue[tail++] = u->succs.v[s]->index;
+  }
+  if (tail < n) {
+    /* Every node left has a predecessor that is left too, so walking predecessors
+     * from any of them must repeat a node: the nodes from its first visit on,
+     * reversed, are a cycle. */
+    uint32_t *walk = malloc(n * sizeof *walk), *at = malloc(n * sizeof *at);
+    if (!walk || !at) PG_BUG("out of memory");
+    for (size_t i = 0; i < n; i++) at[i] = UINT32_MAX;
+    const PgNode *u = NULL;
+    for (size_t i = 0; i < n && !u; i++)
+      if (indeg[i]) u = g->nodes.v[i];
+    size_t len = 0;
+    while (at[u->index] == UINT32_MAX) {
+      at[u->index] = (uint32_t)len;
+      walk[len++] = u->index;
+      const PgNode *pred = NULL;
+      for (size_t q = 0; q < u->preds.n && !pred; q++)
+        if (indeg[u->preds.v[q]->index]) pred = u->preds.v[q];
+      u = pred;
+    }
+    /* walk[a] is u and walk[k+1] a predecessor of walk[k], so the cycle runs
+     * u -> walk[len-1] -> ... -> walk[a+1] -> u. */
+    size_t a = at[u->index];
+    char path[512];
+    int used = snprintf(path, sizeof path, "'%s'", u->name);
+    for (size_t k = len - 1; k > a && used < (int)sizeof path - 80; k--)
+      used += snprintf(path + used, sizeof path - (size_t)used, " -> '%s'", g->nodes.v[walk[k]]->name);
+    snprintf(path + used, sizeof path - (size_t)used, " -> '%s'", u->name);
+    const PgNode *last = g->nodes.v[walk[a + 1 < len ? a + 1 : a]];
+    PgLoc loc = u->loc;
+    for (size_t e = 0; e < g->edges.n; e++)
+      if (g->edges.v[e].from == last && g->edges.v[e].to == u) loc = g->edges.v[e].loc;
+    FAIL(v, loc, "dependency cycle in graph '%s': %s", g->name, path);
+    free(walk);
+    free(at);
+  }
+  free(indeg);
+  free(queue);
+}
+
+static void check_edges(V *v, const PgGraph *g) {
+  uint32_t *stamp = calloc(g->nodes.n ? g->nodes.n : 1, sizeof *stamp);
+  if (!stamp) PG_BUG("out of memory");
+  for (size_t i = 0; i < g->edges.n; i++) {
+    const PgEdge *e = &g->edges.v[i];
+    if (e->from->graph != g || e->to->graph != g) PG_BUG("edge outside its graph '%s'", g->name);
+    if (e->from == e->to) FAIL(v, e->loc, "node '%s' depends on itself", e->from->name);
+  }
+  for (size_t i = 0; i < g->nodes.n; i++) { /* duplicates: stamp each successor with its source */
+    const PgNode *u = g->nodes.v[i];
+    for (size_t s = 0; s < u->succs.n; s++) {
+      uint32_t t = u->succs.v[s]->index;
+      if (stamp[t] == i + 1) FAIL(v, u->loc, "duplicate edge '%s' -> '%s'", u->name, u->succs.v[s]->name);
+      stamp[t] = (uint32_t)i + 1;
+    }
+  }
+  free(stamp);
+  check_acyclic(v, g);
+}
+
+int pg_verify(const PgProgram *p, PgDiag *d) {
+  V v = {p, d, 0};
+  if (p->graphs.n == 0) PG_BUG("a program without graphs");
+  if (p->graphs.v[0]->owner) PG_BUG("the root graph has an owner");
+  for (size_t i = 0; i < p->kernels.n; i++) check_layout(&v, p->kernels.v[i]);
+  for (size_t gi = 0; gi < p->graphs.n; gi++) {
+    const PgGraph *g = p->graphs.v[gi];
+    if (gi > 0 && !g->owner) PG_BUG("graph '%s' is nobody's body", g->name);
+    /* bodies nest as a tree: walking owners up reaches the root */
+    size_t depth = 0;
+    for (const PgGraph *up = g; up->owner; up = up->owner->graph)
+      if (++depth > p->graphs.n) {
+        FAIL(&v, g->loc, "graph '%s' is nested inside itself", g->name);
+        break;
+      }
+    for (size_t i = 0; i < g->nodes.n && !pg_too_many_errors(d); i++) check_node(&v, g, g->nodes.v[i], i);
+    check_edges(&v, g);
+  }
+  return v.errors;
+}
