@@ -22,6 +22,8 @@ BISON   ?= bison
 FLEX    ?= flex
 
 B = build
+# `make V=1` shows the commands
+Q = $(if $(V),,@)
 
 COMPILER_OBJS = \
 	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o \
@@ -37,6 +39,8 @@ HEADERS = compiler/pgcc.h compiler/parse.h
 
 .PHONY: all deps demo check check-generated test bench clean regen
 .DELETE_ON_ERROR:
+# The generated sources are committed: never delete them as intermediates.
+.SECONDARY: $(GEN_SRCS)
 
 all: $(B)/pgcc
 
@@ -44,16 +48,19 @@ $(B):
 	@mkdir -p $(B)
 
 $(B)/%.o: compiler/%.c $(HEADERS) $(GEN_SRCS) | $(B)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	@$(if $(Q),echo "CC $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(B)/%.o: grammar/gen/%.c $(HEADERS) $(GEN_SRCS) | $(B)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(GENWARN) -c -o $@ $<
+	@$(if $(Q),echo "CC $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(GENWARN) -c -o $@ $<
 
 $(B)/libpgcc.a: $(LIB_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(B)/pgcc: $(B)/main.o $(B)/libpgcc.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS)
+	@$(if $(Q),echo "LD $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS)
 
 # ---- generated scanners and parsers (committed; regenerated when flex/bison exist)
 # Run from the top directory, so the #line paths inside are the same everywhere.
@@ -86,9 +93,6 @@ check-generated:
 	  && $(FLEX) --header-file=grammar/gen/graph.lex.h -o grammar/gen/graph.lex.c grammar/graph.l
 	@if diff -r -q $(B)/regen/grammar/gen grammar/gen; then echo "generated sources: up to date"; \
 	 else echo "generated sources differ from grammar/: run 'make regen' and commit"; exit 1; fi
-
-$(B)/main.o: compiler/main.c $(HEADERS) | $(B)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # ---- set-up, demo, tests
 deps:

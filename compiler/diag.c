@@ -28,8 +28,9 @@ PgSource *pg_source_from_string(PgArena *a, const char *name, const char *text) 
   return s;
 }
 
+/* An input that cannot be read at all has no line to point at. */
 static void file_error(PgDiag *d, const char *path, const char *what) {
-  fprintf(d->out, "%s: error: %s\n", path, what);
+  fprintf(d->out, "pgcc: error: cannot read '%s': %s\n", path, what);
   d->errors++;
 }
 
@@ -130,6 +131,10 @@ static void show_line(FILE *out, PgLoc loc) {
   int from = 0, width = 160;
   if (len > width && loc.col > width / 2) from = loc.col - 1 - width / 2;
   int shown = len - from < width ? len - from : width;
+  for (int i = from; i < from + shown; i++) { /* never echo binary data to a terminal */
+    unsigned char c = (unsigned char)p[i];
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return;
+  }
   fprintf(out, " %s%.*s%s\n ", from ? "..." : "", shown, p + from, from + shown < len ? "..." : "");
   if (from) fputs("   ", out);
   for (int i = from; i < loc.col - 1 && i < len; i++) fputc(p[i] == '\t' ? '\t' : ' ', out);
