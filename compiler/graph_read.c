@@ -133,7 +133,10 @@ static bool u64_of(GfCtx *c, const GfWord *w, const char *what, uint64_t *out) {
       return true;
     }
   }
-  pg_error(c->d, w->loc, "%s: expected a non-negative integer, found %s", what, kind_text(w->kind));
+  if (w->kind == GF_NUMBER || w->kind == GF_REF)
+    pg_error(c->d, w->loc, "%s: expected a non-negative integer, found '%.*s'", what, (int)t.len, t.s);
+  else
+    pg_error(c->d, w->loc, "%s: expected a non-negative integer, found %s", what, kind_text(w->kind));
   return false;
 }
 
@@ -760,7 +763,13 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
   } else if (word_is(kw, "kernel")) {
     stmt_kernel(c, name, loc, opens_block);
   } else if (opens_block) {
-    pg_error(c->d, loc, "'%.*s' takes no block", (int)kw->text.len, kw->text.s);
+    /* `buffer x size 4 graph g {`: most likely a ';' went missing before a block statement */
+    const GfWord *w = name;
+    while (w && !word_is(w, "graph") && !word_is(w, "kernel")) w = W(c, w->next);
+    if (w)
+      pg_error(c->d, w->loc, "expected ';' before '%.*s'", (int)w->text.len, w->text.s);
+    else
+      pg_error(c->d, loc, "'%.*s' takes no block", (int)kw->text.len, kw->text.s);
   } else if (word_is(kw, "module")) {
     stmt_module(c, name, loc);
   } else if (word_is(kw, "buffer")) {

@@ -84,7 +84,9 @@ static PgRecField *parse_text(RecParser *r) {
   }
   while (len > 0 && is_space(buf[len - 1])) len--;
   buf[len] = 0;
-  f->text = buf;
+  size_t lead = 0; /* a port before the text leaves space in front of it */
+  while (lead < len && is_space(buf[lead])) lead++;
+  f->text = buf + lead;
   return f;
 }
 
@@ -161,21 +163,19 @@ static bool is_flat(const PgRecField *g) {
 
 typedef PG_VEC(const char *) Keys;
 
-/* The key paths a key group names, in order. */
+/* The key paths a key group names, in order: a group {p | {...}} of exactly a
+ * leaf and a group prefixes the inner keys with "p."; any other group lists its
+ * members' keys. */
 static void keys_of(PgArena *a, const PgRecField *f, const char *prefix, Keys *out) {
   if (!f->is_group) {
     pg_vec_push(a, *out, pg_arena_printf(a, "%s%s", prefix, f->text));
     return;
   }
-  for (size_t i = 0; i < f->kids.n; i++) {
-    const PgRecField *k = f->kids.v[i];
-    if (!k->is_group && i + 1 < f->kids.n && f->kids.v[i + 1]->is_group) {
-      keys_of(a, f->kids.v[i + 1], pg_arena_printf(a, "%s%s.", prefix, k->text), out);
-      i++;
-    } else {
-      keys_of(a, k, prefix, out);
-    }
+  if (f->kids.n == 2 && !f->kids.v[0]->is_group && f->kids.v[1]->is_group) {
+    keys_of(a, f->kids.v[1], pg_arena_printf(a, "%s%s.", prefix, f->kids.v[0]->text), out);
+    return;
   }
+  for (size_t i = 0; i < f->kids.n; i++) keys_of(a, f->kids.v[i], prefix, out);
 }
 
 static void pair(PgArena *a, PgRecPairs *out, const char *key, const PgRecField *val) {

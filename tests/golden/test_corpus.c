@@ -1,0 +1,185 @@
+/*
+ * test_corpus.c -- every real dump in tests/corpus reads, and reads right:
+ *
+ *  - torch captures: node and kernel counts equal the driver's own walk of the same
+ *    graph (X_walk.json, from cuGraphGetNodes/cuGraphKernelNodeGetParams), node by
+ *    node: kernel symbol, grid, block and dynamic shared memory; edge counts equal
+ *    the "->" statements in the file;
+ *  - CUDA's all-kinds graph under each of its 13 dump flags: the same 16 nodes of the
+ *    kinds the dump was made with, in the same order;
+ *  - DOT -> .graph -> .graph is a fixed point, and DOT -> DOT keeps the counts;
+ *  - allkinds_verbose.dot gives exactly tests/golden/allkinds_verbose.graph.
+ */
+#include "../helpers.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const torch[] = {"mlp_compiled", "mlp_eager", "gpt2_compiled", "gpt2_eager", "mlp_train_eager"};
+#define NTORCH (sizeof torch / sizeof torch[0])
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+START_TEST(torch_capture_matches_driver_walk) {
+  const char *name = torch[_i];
+  char path[256];
+  snprintf(path, sizeof path, "tests/corpus/torch/%s.dot", name);
+  char *text = slurp(path, NULL);
+  ck_assert_ptr_nonnull(text);
+  snprintf(path, sizeof path, "tests/corpus/torch/%s_walk.json", name);
+  json_error_t jerr;
+  json_t *walk = json_load_file(path, 0, &jerr);
+  ck_assert_msg(walk && json_is_array(walk), "%s: %s", path, jerr.text);
+
+  Parsed *p = parse_text(name, text);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  PgStats s = pg_program_stats(p->prog);
+  size_t kernels = 0;
+  for (size_t i = 0; i < json_array_size(walk); i++)
+    kernels += strstr(json_string_value(json_object_get(json_array_get(walk, i), "type")), "KERNEL") != NULL;
+  ck_assert_uint_eq(s.nodes, json_array_size(walk));
+  ck_assert_uint_eq(s.kernels, kernels);
+  ck_assert_uint_eq(s.edges, count(text, " -> "));
+
+  const PgGraph *g = p->prog->graphs.v[0];
+  ck_assert_uint_eq(g->nodes.n, json_array_size(walk));
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    json_t *w = json_array_get(walk, i);
+    const PgNode *n = g->nodes.v[i];
+    ck_assert_int_eq(n->kind, PG_KERNEL);
+    ck_assert_str_eq(n->u.kernel.kernel->symbol, json_string_value(json_object_get(w, "name")));
+    for (int d = 0; d < 3; d++) {
+      ck_assert_int_eq(n->u.kernel.grid[d], json_integer_value(json_array_get(json_object_get(w, "grid"), d)));
+      ck_assert_int_eq(n->u.kernel.block[d], json_integer_value(json_array_get(json_object_get(w, "block"), d)));
+    }
+    ck_assert_int_eq(n->u.kernel.smem, json_integer_value(json_object_get(w, "smem")));
+  }
+  json_decref(walk);
+  parsed_free(p);
+  free(text);
+}
+END_TEST
+
+/* The kinds of the all-kinds graph, as the program that dumped it built it. */
+static const PgNodeKind allkinds[] = {PG_KERNEL,       PG_MEMCPY,     PG_MEMSET,   PG_KERNEL, PG_HOST,
+                                      PG_EMPTY,        PG_CHILD,      PG_EVENT_RECORD, PG_EVENT_WAIT,
+                                      PG_MEM_ALLOC,    PG_MEM_FREE,   PG_MEMCPY,   PG_KERNEL, PG_CONDITIONAL};
+
+START_TEST(cuda_allkinds_under_every_flag) {
+  DIR *dir = opendir("tests/corpus/cuda");
+  ck_assert_ptr_nonnull(dir);
+  int files = 0;
+  for (struct dirent *e; (e = readdir(dir));) {
+    if (!strstr(e->d_name, ".dot")) continue;
+    char path[512];
+    snprintf(path, sizeof path, "tests/corpus/cuda/%s", e->d_name);
+    char *text = slurp(path, NULL);
+    Parsed *p = parse_text(e->d_name, text);
+    ck_assert_msg(p->prog && p->diag.errors == 0 && p->diag.warnings == 0, "%s: %s", e->d_name, p->diags);
+    PgStats s = pg_program_stats(p->prog);
+    ck_assert_uint_eq(s.nodes, 16);
+    ck_assert_uint_eq(s.edges, count(text, " -> "));
+    ck_assert_uint_eq(s.graphs, 3);
+    ck_assert_uint_eq(s.kernels, 5);
+    const PgGraph *root = p->prog->graphs.v[0];
+    ck_assert_uint_eq(root->nodes.n, sizeof allkinds / sizeof allkinds[0]);
+    for (size_t i = 0; i < root->nodes.n; i++)
+      ck_assert_msg(root->nodes.v[i]->kind == allkinds[i], "%s: node %zu is %s", e->d_name, i,
+                    pg_kinds[root->nodes.v[i]->kind].name);
+    const PgNode *child = root->nodes.v[6], *cond = root->nodes.v[13];
+    ck_assert_str_eq(child->u.child.body->name, "g3");
+    ck_assert_uint_eq(cond->u.cond.bodies.n, 1);
+    ck_assert_str_eq(cond->u.cond.bodies.v[0]->name, "g4");
+    ck_assert_str_eq(root->nodes.v[3]->u.kernel.kernel->symbol, "_Z5add3dPfPKfS1_i");
+    parsed_free(p);
+    free(text);
+    files++;
+  }
+  closedir(dir);
+  ck_assert_int_eq(files, 13);
+}
+END_TEST
+
+static void fixed_point(const char *path) {
+  char *text = slurp(path, NULL);
+  ck_assert_ptr_nonnull(text);
+  Parsed *p = parse_text(path, text);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  char *a = graph_text(p->prog);
+  Parsed *q = parse_text("a.graph", a);
+  ck_assert_msg(q->prog, "%s: %s", path, q->diags);
+  char *b = graph_text(q->prog);
+  ck_assert_msg(strcmp(a, b) == 0, "%s: .graph -> .graph changed the text", path);
+  PgStats s1 = pg_program_stats(p->prog), s2 = pg_program_stats(q->prog);
+  ck_assert_uint_eq(s1.nodes, s2.nodes);
+  ck_assert_uint_eq(s1.edges, s2.edges);
+  /* DOT out and back in keeps the shape */
+  char *dot;
+  size_t n;
+  FILE *f = open_memstream(&dot, &n);
+  pg_dot_write(p->prog, f);
+  fclose(f);
+  Parsed *r = parse_text("back.dot", dot);
+  ck_assert_msg(r->prog, "%s: %s", path, r->diags);
+  PgStats s3 = pg_program_stats(r->prog);
+  ck_assert_uint_eq(s1.nodes, s3.nodes);
+  ck_assert_uint_eq(s1.edges, s3.edges);
+  ck_assert_uint_eq(s1.graphs, s3.graphs);
+  ck_assert_uint_eq(s1.kernels, s3.kernels);
+  free(dot);
+  free(a);
+  free(b);
+  free(text);
+  parsed_free(p);
+  parsed_free(q);
+  parsed_free(r);
+}
+
+START_TEST(round_trips_are_fixed_points) {
+  const char *const dirs[] = {"tests/corpus/cuda", "tests/corpus/torch"};
+  int files = 0;
+  for (int d = 0; d < 2; d++) {
+    DIR *dir = opendir(dirs[d]);
+    ck_assert_ptr_nonnull(dir);
+    for (struct dirent *e; (e = readdir(dir));) {
+      size_t len = strlen(e->d_name);
+      if (len < 4 || strcmp(e->d_name + len - 4, ".dot") != 0) continue;
+      char path[512];
+      snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+      fixed_point(path);
+      files++;
+    }
+    closedir(dir);
+  }
+  ck_assert_int_eq(files, 18);
+}
+END_TEST
+
+START_TEST(verbose_dump_golden_graph) {
+  Run r = run_pgcc("--emit=graph", "tests/corpus/cuda/allkinds_verbose.dot", NULL);
+  ck_assert_int_eq(r.status, 0);
+  char *want = slurp("tests/golden/allkinds_verbose.graph", NULL);
+  ck_assert_ptr_nonnull(want);
+  ck_assert_str_eq(r.out, want);
+  free(want);
+  run_free(&r);
+}
+END_TEST
+
+Suite *corpus_suite(void) {
+  Suite *s = suite_create("corpus");
+  TCase *t = tcase_create("corpus");
+  tcase_set_timeout(t, 60);
+  tcase_add_loop_test(t, torch_capture_matches_driver_walk, 0, NTORCH);
+  tcase_add_test(t, cuda_allkinds_under_every_flag);
+  tcase_add_test(t, round_trips_are_fixed_points);
+  tcase_add_test(t, verbose_dump_golden_graph);
+  suite_add_tcase(s, t);
+  return s;
+}

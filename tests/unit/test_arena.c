@@ -1,0 +1,84 @@
+/* test_arena.c -- the arena and the string map */
+#include "../helpers.h"
+
+#include <stdint.h>
+#include <string.h>
+
+START_TEST(arena_aligned_and_zeroed) {
+  PgArena *a = pg_arena_new();
+  for (size_t i = 1; i < 5000; i += 37) {
+    unsigned char *p = pg_arena_alloc(a, i);
+    ck_assert_uint_eq((uintptr_t)p % 16, 0);
+    for (size_t k = 0; k < i; k++) ck_assert_uint_eq(p[k], 0);
+    memset(p, 0xab, i); /* must not disturb earlier blocks: checked below */
+  }
+  char *s = pg_arena_strdup(a, "kernel");
+  ck_assert_str_eq(s, "kernel");
+  ck_assert_uint_ge(pg_arena_used(a), 5000);
+  pg_arena_free(a);
+}
+END_TEST
+
+START_TEST(arena_large_and_printf) {
+  PgArena *a = pg_arena_new();
+  char *big = pg_arena_alloc(a, 10u << 20); /* larger than any block so far */
+  big[(10u << 20) - 1] = 1;
+  char *s = pg_arena_printf(a, "g%u.n%u", 4u, 15u);
+  ck_assert_str_eq(s, "g4.n15");
+  ck_assert_str_eq(pg_arena_strndup(a, "abcdef", 3), "abc");
+  pg_arena_free(a);
+}
+END_TEST
+
+START_TEST(vec_grows_and_keeps_contents) {
+  PgArena *a = pg_arena_new();
+  PG_VEC(int) v = {0};
+  for (int i = 0; i < 100000; i++) pg_vec_push(a, v, i * 3);
+  ck_assert_uint_eq(v.n, 100000);
+  for (int i = 0; i < 100000; i++) ck_assert_int_eq(v.v[i], i * 3);
+  pg_arena_free(a);
+}
+END_TEST
+
+START_TEST(map_put_get_many) {
+  PgArena *a = pg_arena_new();
+  PgMap *m = pg_map_new(a);
+  static int vals[20000];
+  for (int i = 0; i < 20000; i++) {
+    char *k = pg_arena_printf(a, "graph_1_node_%d", i);
+    ck_assert_ptr_null(pg_map_put(m, k, &vals[i]));
+  }
+  for (int i = 0; i < 20000; i++) {
+    char k[64];
+    snprintf(k, sizeof k, "graph_1_node_%d", i);
+    ck_assert_ptr_eq(pg_map_get(m, k), &vals[i]);
+    ck_assert_ptr_eq(pg_map_getn(m, k, strlen(k)), &vals[i]);
+  }
+  ck_assert_ptr_null(pg_map_get(m, "graph_1_node_20000"));
+  ck_assert_ptr_null(pg_map_getn(m, "graph_1_node_1", 13)); /* a prefix is another key */
+  pg_arena_free(a);
+}
+END_TEST
+
+START_TEST(map_put_keeps_first) {
+  PgArena *a = pg_arena_new();
+  PgMap *m = pg_map_new(a);
+  int x, y;
+  ck_assert_ptr_null(pg_map_put(m, "k", &x));
+  ck_assert_ptr_eq(pg_map_put(m, "k", &y), &x);
+  ck_assert_ptr_eq(pg_map_get(m, "k"), &x);
+  pg_arena_free(a);
+}
+END_TEST
+
+Suite *arena_suite(void) {
+  Suite *s = suite_create("arena");
+  TCase *t = tcase_create("arena");
+  tcase_add_test(t, arena_aligned_and_zeroed);
+  tcase_add_test(t, arena_large_and_printf);
+  tcase_add_test(t, vec_grows_and_keeps_contents);
+  tcase_add_test(t, map_put_get_many);
+  tcase_add_test(t, map_put_keeps_first);
+  suite_add_tcase(s, t);
+  return s;
+}

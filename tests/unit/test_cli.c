@@ -1,0 +1,113 @@
+/* test_cli.c -- the command line: options, exit statuses, outputs */
+#include "../helpers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(stats_line_exact) {
+  Run r = run_pgcc("--stats", "tests/corpus/cuda/allkinds_verbose.dot", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_str_eq(r.out, "nodes=16 edges=14 graphs=3 kernels=5 \n");
+  ck_assert_str_eq(r.err, "");
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(help_and_version) {
+  Run r = run_pgcc("--help", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "usage: pgcc [options] INPUT"));
+  run_free(&r);
+  r = run_pgcc("-h", NULL);
+  ck_assert_int_eq(r.status, 0);
+  run_free(&r);
+  r = run_pgcc("--version", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_str_eq(r.out, "pgcc " PGCC_VERSION " (.graph format 1)\n");
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(usage_errors_exit_2) {
+  static const char *const cases[][3] = {
+      {"--bogus", "tests/corpus/cuda/allkinds_default.dot", "unknown option '--bogus'"},
+      {"--emit=pdf", "tests/corpus/cuda/allkinds_default.dot", "unknown --emit kind 'pdf'"},
+      {"--max-errors=x", "tests/corpus/cuda/allkinds_default.dot", "bad --max-errors 'x'"},
+      {"--stats", NULL, "no input file"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    Run r = run_pgcc(cases[i][0], cases[i][1], NULL);
+    ck_assert_msg(r.status == 2, "%s: exit %d", cases[i][0], r.status);
+    ck_assert_msg(strstr(r.err, cases[i][2]), "%s: %s", cases[i][0], r.err);
+    run_free(&r);
+  }
+  Run r = run_pgcc("a.dot", "b.dot", NULL);
+  ck_assert_int_eq(r.status, 2);
+  run_free(&r);
+  r = run_pgcc("-o", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "needs an argument"));
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(emit_graph_to_file_and_stdout_agree) {
+  Run a = run_pgcc("--emit=graph", "tests/corpus/torch/mlp_compiled.dot", NULL);
+  ck_assert_int_eq(a.status, 0);
+  system("mkdir -p build/test-out");
+  Run b = run_pgcc("--emit=graph", "-o", "build/test-out/mlp.graph", "tests/corpus/torch/mlp_compiled.dot", NULL);
+  ck_assert_int_eq(b.status, 0);
+  ck_assert_str_eq(b.out, "");
+  char *file = slurp("build/test-out/mlp.graph", NULL);
+  ck_assert_str_eq(file, a.out);
+  free(file);
+  /* the .graph reads back with the same stats, detected by content */
+  Run c = run_pgcc("--stats", "build/test-out/mlp.graph", NULL);
+  ck_assert_str_eq(c.out, "nodes=16 edges=15 graphs=1 kernels=16 \n");
+  run_free(&a);
+  run_free(&b);
+  run_free(&c);
+}
+END_TEST
+
+START_TEST(emit_dot_renders_clusters) {
+  Run r = run_pgcc("--emit=dot", "tests/corpus/cuda/allkinds_verbose.dot", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "subgraph cluster_1 {"));
+  ck_assert_ptr_nonnull(strstr(r.out, "subgraph cluster_4 {"));
+  ck_assert_ptr_nonnull(strstr(r.out, "{True|graph_4}"));
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(c_emission_is_refused_plainly) {
+  Run r = run_pgcc("tests/corpus/cuda/allkinds_default.dot", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "C code generation is not implemented"));
+  ck_assert_str_eq(r.out, "");
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(max_errors_limits_output) {
+  Run r = run_pgcc("--max-errors=1", "tests/malformed/graph_several_errors.graph", NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "too many errors (1), stopping"));
+  ck_assert_ptr_null(strstr(r.err, "sideways"));
+  run_free(&r);
+}
+END_TEST
+
+Suite *cli_suite(void) {
+  Suite *s = suite_create("cli");
+  TCase *t = tcase_create("cli");
+  tcase_add_test(t, stats_line_exact);
+  tcase_add_test(t, help_and_version);
+  tcase_add_test(t, usage_errors_exit_2);
+  tcase_add_test(t, emit_graph_to_file_and_stdout_agree);
+  tcase_add_test(t, emit_dot_renders_clusters);
+  tcase_add_test(t, c_emission_is_refused_plainly);
+  tcase_add_test(t, max_errors_limits_output);
+  suite_add_tcase(s, t);
+  return s;
+}

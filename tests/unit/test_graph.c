@@ -1,0 +1,149 @@
+/* test_graph.c -- the .graph reader and writer */
+#include "../helpers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A program that uses every statement and every kind of argument. */
+static const char full[] =
+    "# a test program\n"
+    "pgcc 1;\n"
+    "arch sm_90;\n"
+    "module m cubin file \"k.cubin\" sha256 \"00ff\";\n"
+    "module lt library library \"libcublasLt.so.13\";\n"
+    "kernel scale symbol \"_Z5scalePffi\" module m {\n"
+    "  param 0 8 ptr;\n  param 8 4 f32;\n  param 12 4 i32;\n  param 16 24 bytes ptrs [0, 16];\n}\n"
+    "kernel gemv symbol \"gemv\" module lt;\n"
+    "buffer x size 4096 align 256 role input dtype f32 shape [1, 1024];\n"
+    "buffer graph size 4096 role output;\n" /* no reserved words: a buffer may be called graph */
+    "buffer w size 8192 role weight;\n"
+    "scalar n type i32 input;\n"
+    "scalar alpha type f32 value 2.5;\n"
+    "event e;\n"
+    "graph main {\n"
+    "  node k kernel scale grid [4] block [256, 1] smem 16 args [x+64, alpha, n, [\"" /* 24 bytes */
+    "000000000000000001000000000000000000000000000000\", w, null]] origin \"graph_1_node_0\";\n"
+    "  node node memcpy dir dtod src x dst graph width 4096;\n"
+    "  node s memset dst w value 255 elem 4 width 1024 height 2;\n"
+    "  node c child body sub;\n"
+    "  node r event_record event e;\n"
+    "  node q conditional type while handle 3 bodies [loop];\n"
+    "  node l libcall fn \"cublasLtMatmul\" args [w, 1, -2.5e3];\n"
+    "  node h hostop op sync reason \"the host reads \\\"y\\\"\";\n"
+    "  node o opaque what \"BATCH_MEM_OP\";\n"
+    "  k -> node;\n  node -> s;\n  s -> c;\n  c -> r;\n  r -> q;\n  q -> l;\n  l -> h;\n  h -> o;\n"
+    "}\n"
+    "graph sub { node g kernel gemv; }\n"
+    "graph loop { node z empty; }\n";
+
+START_TEST(reads_every_statement) {
+  Parsed *p = parse_text("t.graph", full);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  const PgProgram *prog = p->prog;
+  ck_assert_str_eq(prog->arch, "sm_90");
+  ck_assert_uint_eq(prog->modules.n, 2);
+  ck_assert_int_eq(prog->modules.v[1]->kind, PG_MOD_LIBRARY);
+  ck_assert_str_eq(prog->modules.v[1]->library, "libcublasLt.so.13");
+  const PgKernel *k = prog->kernels.v[0];
+  ck_assert(k->has_layout);
+  ck_assert_uint_eq(k->params.n, 4);
+  ck_assert_int_eq(k->params.v[3].type, PG_T_BYTES);
+  ck_assert_uint_eq(k->params.v[3].ptrs.n, 2);
+  ck_assert_uint_eq(k->params.v[3].ptrs.v[1], 16);
+  ck_assert(!prog->kernels.v[1]->has_layout);
+  ck_assert_uint_eq(prog->buffers.v[0]->shape.n, 2);
+  ck_assert_int_eq(prog->buffers.v[0]->shape.v[1], 1024);
+  ck_assert(prog->scalars.v[0]->is_input);
+  ck_assert_str_eq(prog->scalars.v[1]->value, "2.5");
+
+  PgNode *n = find_node(prog, "k");
+  ck_assert_uint_eq(n->u.kernel.block[1], 1);
+  ck_assert_uint_eq(n->u.kernel.args.n, 4);
+  ck_assert_int_eq(n->u.kernel.args.v[0].kind, PG_ARG_PTR);
+  ck_assert_uint_eq(n->u.kernel.args.v[0].ptr.offset, 64);
+  ck_assert_int_eq(n->u.kernel.args.v[1].kind, PG_ARG_SCALAR);
+  ck_assert_int_eq(n->u.kernel.args.v[3].kind, PG_ARG_BYTES);
+  ck_assert_ptr_null(n->u.kernel.args.v[3].ptrs.v[1].buf);
+  ck_assert_str_eq(n->origin, "graph_1_node_0");
+  ck_assert_ptr_eq(find_node(prog, "node")->u.memcpy.dst.buf, prog->buffers.v[1]);
+  ck_assert_ptr_eq(find_node(prog, "c")->u.child.body, prog->graphs.v[1]);
+  ck_assert_int_eq(find_node(prog, "q")->u.cond.type, PG_COND_WHILE);
+  ck_assert_int_eq(find_node(prog, "l")->u.libcall.args.v[2].kind, PG_ARG_FLOAT);
+  ck_assert_str_eq(find_node(prog, "h")->u.hostop.reason, "the host reads \"y\"");
+  PgStats s = pg_program_stats(prog);
+  ck_assert_uint_eq(s.nodes, 11);
+  ck_assert_uint_eq(s.edges, 8);
+  ck_assert_uint_eq(s.graphs, 3);
+  ck_assert_uint_eq(s.kernels, 2);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(write_read_write_is_a_fixed_point) {
+  Parsed *p = parse_text("t.graph", full);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  char *a = graph_text(p->prog);
+  Parsed *q = parse_text("t2.graph", a);
+  ck_assert_msg(q->prog, "%s\n%s", q->diags, a);
+  char *b = graph_text(q->prog);
+  ck_assert_str_eq(a, b);
+  ck_assert_ptr_nonnull(strstr(a, "  node k kernel scale grid [4, 1, 1] block [256, 1, 1] smem 16 args [x+64, alpha, n, "));
+  free(a);
+  free(b);
+  parsed_free(p);
+  parsed_free(q);
+}
+END_TEST
+
+START_TEST(bodies_may_come_later_edges_anywhere) {
+  Parsed *p = parse_text("t.graph", "pgcc 1;\ngraph a {\n  x -> y;\n  node x child body b;\n  node y empty;\n}\n"
+                                   "graph b { node z empty; }\n");
+  ck_assert_msg(p->prog, "%s", p->diags);
+  ck_assert_uint_eq(p->prog->graphs.v[0]->edges.n, 1);
+  parsed_free(p);
+}
+END_TEST
+
+static void expect_error(const char *text, const char *msg) {
+  Parsed *p = parse_text("e.graph", text);
+  ck_assert_msg(!p->prog || p->diag.errors > 0, "accepted: %s", text);
+  ck_assert_msg(strstr(p->diags, msg), "wanted '%s', got:\n%s", msg, p->diags);
+  parsed_free(p);
+}
+
+START_TEST(statement_errors) {
+  expect_error("pgcc 1;\nbuffer x role input;\ngraph g { node n empty; }\n",
+               "e.graph:2:1: error: buffer needs attribute 'size'");
+  expect_error("pgcc 1;\nbuffer x size 1 size 2;\ngraph g { node n empty; }\n",
+               "e.graph:2:17: error: buffer: attribute 'size' given twice");
+  expect_error("pgcc 1;\nbuffer x size \"big\";\ngraph g { node n empty; }\n",
+               "e.graph:2:15: error: buffer: attribute 'size' expects a number, found a string");
+  expect_error("pgcc 1;\ngraph g { node n warp; }\n", "e.graph:2:18: error: node needs a kind");
+  expect_error("pgcc 1;\ngraph g { node n kernel nope; }\n", "e.graph:2:25: error: unknown kernel 'nope'");
+  expect_error("pgcc 1;\ngraph g { node n empty; }\nnode m empty;\n",
+               "e.graph:3:1: error: a node belongs inside a graph block");
+  expect_error("pgcc 1;\ngraph g { graph h { } }\n", "e.graph:2:11: error: blocks do not nest");
+  expect_error("pgcc 1;\nkernel k symbol \"f\" { param 0 8 vec4; }\ngraph g { node n empty; }\n",
+               "e.graph:2:33: error: unknown type 'vec4'");
+  expect_error("pgcc 1;\nscalar n type i32;\nbuffer n size 4;\ngraph g { node q empty; }\n",
+               "e.graph:3:8: error: buffer or scalar 'n' is already declared");
+  expect_error("pgcc 1;\ngraph g { node n conditional type maybe bodies [g]; }\n",
+               "error: unknown conditional type 'maybe'");
+  expect_error("pgcc 1;\ngraph g { node n child body g; }\n",
+               "error: graph 'g' is the root graph (the first one), so it cannot be a body");
+  expect_error("digraph {}", "e.graph:1:1: error: no graph in the dump");
+  expect_error("pgcc 1;\n", "e.graph:2:1: error: no graph in the file");
+  expect_error("pgcc 1;\ngraph g { node n memset value 1 width 4 height 1x; }\n", "malformed number '1x'");
+}
+END_TEST
+
+Suite *graph_suite(void) {
+  Suite *s = suite_create("graph");
+  TCase *t = tcase_create("graph");
+  tcase_add_test(t, reads_every_statement);
+  tcase_add_test(t, write_read_write_is_a_fixed_point);
+  tcase_add_test(t, bodies_may_come_later_edges_anywhere);
+  tcase_add_test(t, statement_errors);
+  suite_add_tcase(s, t);
+  return s;
+}
