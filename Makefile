@@ -105,3 +105,6 @@ include tests/tests.mk
 
 clean:
 	rm -rf $(B)
+
+bench: $(B)/pgcc
+	@python3 bench/parse.py

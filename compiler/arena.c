@@ -8,6 +8,9 @@
  * compiler whose memory is dominated by the IR it keeps anyway.
  *
  * Blocks grow geometrically, so a 1M-node graph costs a few dozen mallocs.
+ *
+ * A second, scratch arena serves work whose results are copied out (the DOT
+ * frontend interprets each node label in one); pg_arena_reset() rewinds it.
  */
 #include "pgcc.h"
 
@@ -107,3 +110,27 @@ void *pg_arena_grow(PgArena *a, void *v, size_t *cap, size_t elem) {
 }
 
 size_t pg_arena_used(const PgArena *a) { return a->total; }
+
+/* s1 s2 s3 concatenated: the cheap way to build keys (no printf). */
+char *pg_arena_cat(PgArena *a, const char *s1, const char *s2, const char *s3) {
+  size_t n1 = strlen(s1), n2 = strlen(s2), n3 = strlen(s3);
+  char *p = pg_arena_alloc(a, n1 + n2 + n3 + 1);
+  memcpy(p, s1, n1);
+  memcpy(p + n1, s2, n2);
+  memcpy(p + n1 + n2, s3, n3);
+  return p;
+}
+
+/* Forgets everything allocated, keeping the first block for reuse: a scratch arena
+ * for work whose results are copied elsewhere (one DOT label at a time). */
+void pg_arena_reset(PgArena *a) {
+  Block *b = a->top;
+  while (b && b->prev) {
+    Block *prev = b->prev;
+    free(b);
+    b = prev;
+  }
+  if (b) b->used = 0;
+  a->top = b;
+  a->total = 0;
+}

@@ -74,7 +74,8 @@ typedef struct {
 } BodyRefs;
 
 struct DotCtx {
-  PgArena *a;
+  PgArena *a; /* the compilation's arena: what the IR keeps */
+  PgArena *s; /* scratch, rewound after each node: labels, records, lines */
   PgDiag *d;
   PgProgram *p;
   PG_VEC(DotAttr) attrs;
@@ -315,7 +316,7 @@ static PgKernel *kernel_for(DotCtx *c, const char *sym, PgLoc loc) {
   PgKernel *k = pg_map_get(c->kernels, sym);
   if (k) return k;
   k = pg_arena_alloc(c->a, sizeof *k);
-  k->symbol = sym;
+  k->symbol = sym = pg_arena_strdup(c->a, sym); /* sym may live in the scratch arena */
   k->loc = loc;
   const char *base = short_name(c->a, sym), *name = base;
   for (int i = 2; pg_map_get(c->kernel_names, name); i++) name = pg_arena_printf(c->a, "%s_%d", base, i);
@@ -367,7 +368,7 @@ static void read_kernel(Label *l, const char *name, PgLoc name_loc) {
   PgLoc launch_loc = name_loc;
   const char *sym = name;
   if (launch) {
-    sym = pg_arena_strndup(c->a, name, (size_t)(launch - name));
+    sym = pg_arena_strndup(c->s, name, (size_t)(launch - name));
   } else {
     const Field *f = label_line(l, "<<<");
     if (f) launch = f->text, launch_loc = f->loc;
@@ -411,8 +412,8 @@ static bool parse_pair(DotCtx *c, const char *s, char **a, char **b) {
   if (n < 5 || s[0] != '(' || s[n - 1] != ')') return false;
   const char *comma = strchr(s, ',');
   if (!comma) return false;
-  *a = pg_arena_strndup(c->a, s + 1, (size_t)(comma - s - 1));
-  *b = pg_arena_strndup(c->a, comma + 1, (size_t)(s + n - 1 - comma - 1));
+  *a = pg_arena_strndup(c->s, s + 1, (size_t)(comma - s - 1));
+  *b = pg_arena_strndup(c->s, comma + 1, (size_t)(s + n - 1 - comma - 1));
   return true;
 }
 
@@ -535,7 +536,7 @@ static void read_conditional(Label *l) {
   for (size_t i = 0; i < l->pairs.n; i++) {
     const PgRecField *v = l->pairs.v[i].val;
     if (is_graph_name(v->text)) {
-      Field name = {v->text, v->loc};
+      Field name = {pg_arena_strdup(c->a, v->text), v->loc};
       pg_vec_push(c->a, refs.names, name);
     }
   }
@@ -568,12 +569,12 @@ static void split_lines(DotCtx *c, PgStr raw, PgLoc loc, Fields *out) {
     bool end = i == raw.len, esc = false;
     if (!end && raw.s[i] == '\\' && i + 1 < raw.len && strchr("nlr", raw.s[i + 1])) esc = true;
     if (end || raw.s[i] == '\n' || esc) {
-      char *t = pg_label_unescape(c->a, raw.s + start, i - start);
+      char *t = pg_label_unescape(c->s, raw.s + start, i - start);
       size_t lead = strspn(t, " \t\r");
       Field f = {t + lead, pg_loc_advance(start_loc, raw.s + start, lead)};
       size_t n = strlen(f.text);
       while (n > 0 && strchr(" \t\r", f.text[n - 1])) ((char *)f.text)[--n] = 0;
-      if (n > 0) pg_vec_push(c->a, *out, f);
+      if (n > 0) pg_vec_push(c->s, *out, f);
       size_t next = i + (esc ? 2 : 1);
       if (next <= raw.len) start_loc = pg_loc_advance(start_loc, raw.s + start, next - start);
       start = next;
@@ -617,7 +618,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   const char *word; /* the kind word, kernel name or child graph name */
   PgLoc word_loc;
   if (record) {
-    const PgRecField *rec = pg_record_parse(c->a, c->d, str_dup(c, raw), lloc);
+    const PgRecField *rec = pg_record_parse(c->s, c->d, pg_arena_strndup(c->s, raw.s, raw.len), lloc);
     if (!rec) return;
     if (rec->kids.n == 1 && rec->kids.v[0]->is_group) rec = rec->kids.v[0];
     if (rec->kids.n == 0 || rec->kids.v[0]->is_group || !*rec->kids.v[0]->text) {
@@ -626,7 +627,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
     }
     word = rec->kids.v[0]->text;
     word_loc = rec->kids.v[0]->loc;
-    pg_record_pairs(c->a, rec, &l.pairs);
+    pg_record_pairs(c->s, rec, &l.pairs);
   } else {
     split_lines(c, raw, lloc, &l.lines);
     if (l.lines.n < 2) {
@@ -675,7 +676,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
     break;
   case PG_CHILD: {
     BodyRefs refs = {n, {0}};
-    Field name = {word, word_loc};
+    Field name = {pg_arena_strdup(c->a, word), word_loc};
     pg_vec_push(c->a, refs.names, name);
     pg_vec_push(c->a, c->pending, refs);
     break;
@@ -685,7 +686,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   case PG_MEM_ALLOC: read_mem(&l, true); break;
   case PG_MEM_FREE: read_mem(&l, false); break;
   case PG_CONDITIONAL: read_conditional(&l); break;
-  case PG_OPAQUE: n->u.opaque.what = word; break;
+  case PG_OPAQUE: n->u.opaque.what = pg_arena_strdup(c->a, word); break;
   case PG_EMPTY: break;
   case PG_LIBCALL:
   case PG_HOSTOP:
@@ -718,10 +719,21 @@ static void link_bodies(DotCtx *c) {
   }
 }
 
+static PgProgram *read_program(DotCtx *c, const PgSource *src);
+
 PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src) {
   DotCtx *c = pg_arena_alloc(a, sizeof *c);
   c->a = a;
+  c->s = pg_arena_new();
   c->d = d;
+  PgProgram *p = read_program(c, src);
+  pg_arena_free(c->s);
+  return p;
+}
+
+static PgProgram *read_program(DotCtx *c, const PgSource *src) {
+  PgArena *a = c->a;
+  PgDiag *d = c->d;
   int errors = d->errors;
   if (dot_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
 
@@ -756,7 +768,10 @@ PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src) {
   }
 
   /* 2. nodes */
-  for (size_t i = 0; i < c->nodes.n && !pg_too_many_errors(d); i++) read_node(c, &c->nodes.v[i]);
+  for (size_t i = 0; i < c->nodes.n && !pg_too_many_errors(d); i++) {
+    read_node(c, &c->nodes.v[i]);
+    pg_arena_reset(c->s);
+  }
 
   /* 3. edges */
   for (size_t i = 0; i < c->edges.n && !pg_too_many_errors(d); i++) {

@@ -363,6 +363,8 @@ char *pg_arena_strndup(PgArena *a, const char *s, size_t n);
 char *pg_arena_printf(PgArena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *pg_arena_grow(PgArena *a, void *v, size_t *cap, size_t elem);
 size_t pg_arena_used(const PgArena *a);
+char *pg_arena_cat(PgArena *a, const char *s1, const char *s2, const char *s3);
+void pg_arena_reset(PgArena *a);
 
 /* map.c: an open-addressing hash map from string to pointer */
 PgMap *pg_map_new(PgArena *a);

@@ -168,11 +168,11 @@ typedef PG_VEC(const char *) Keys;
  * members' keys. */
 static void keys_of(PgArena *a, const PgRecField *f, const char *prefix, Keys *out) {
   if (!f->is_group) {
-    pg_vec_push(a, *out, pg_arena_printf(a, "%s%s", prefix, f->text));
+    pg_vec_push(a, *out, pg_arena_cat(a, prefix, f->text, ""));
     return;
   }
   if (f->kids.n == 2 && !f->kids.v[0]->is_group && f->kids.v[1]->is_group) {
-    keys_of(a, f->kids.v[1], pg_arena_printf(a, "%s%s.", prefix, f->kids.v[0]->text), out);
+    keys_of(a, f->kids.v[1], pg_arena_cat(a, prefix, f->kids.v[0]->text, "."), out);
     return;
   }
   for (size_t i = 0; i < f->kids.n; i++) keys_of(a, f->kids.v[i], prefix, out);
@@ -191,7 +191,7 @@ static void decode(PgArena *a, const PgRecField *g, const char *prefix, PgRecPai
   size_t n = g->kids.n;
   PgRecField *const *k = g->kids.v;
   if (is_flat(g) && n >= 2) { /* {k | v} and {k | v1 | v2 ...} */
-    pair(a, out, pg_arena_printf(a, "%s%s", prefix, k[0]->text), k[1]);
+    pair(a, out, pg_arena_cat(a, prefix, k[0]->text, ""), k[1]);
     for (size_t i = 2; i < n; i++)
       pair(a, out, pg_arena_printf(a, "%s%s.%zu", prefix, k[0]->text, i - 1), k[i]);
     return;
@@ -206,7 +206,7 @@ static void decode(PgArena *a, const PgRecField *g, const char *prefix, PgRecPai
   }
   if (n == 3 && !k[0]->is_group && k[1]->is_group && is_flat(k[2])) { /* {p | {keys} | {values}} */
     Keys keys = {0};
-    keys_of(a, k[1], pg_arena_printf(a, "%s%s.", prefix, k[0]->text), &keys);
+    keys_of(a, k[1], pg_arena_cat(a, prefix, k[0]->text, "."), &keys);
     if (keys.n == k[2]->kids.n) {
       zip(a, out, &keys, k[2]);
       return;
@@ -218,13 +218,12 @@ static void decode(PgArena *a, const PgRecField *g, const char *prefix, PgRecPai
      * (with n = 1 this would be three {k | v} pairs, as in {{x | 0} | {y | 0} | {z | 0}}) */
     size_t per = k[1]->kids.n / k[0]->kids.n;
     for (size_t i = 0; i < k[1]->kids.n; i++)
-      pair(a, out,
-           pg_arena_printf(a, "%s%s.%s", prefix, k[0]->kids.v[i / per]->text, k[1]->kids.v[i]->text),
+      pair(a, out, pg_arena_cat(a, prefix, pg_arena_cat(a, k[0]->kids.v[i / per]->text, ".", ""), k[1]->kids.v[i]->text),
            k[2]->kids.v[i]);
     return;
   }
   if (n == 2 && !k[0]->is_group && k[1]->is_group) { /* {p | {...}} */
-    decode(a, k[1], pg_arena_printf(a, "%s%s.", prefix, k[0]->text), out);
+    decode(a, k[1], pg_arena_cat(a, prefix, k[0]->text, "."), out);
     return;
   }
   for (size_t i = 0; i < n; i++) /* a list of tables */
