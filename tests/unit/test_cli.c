@@ -98,6 +98,26 @@ START_TEST(max_errors_limits_output) {
 }
 END_TEST
 
+START_TEST(examples_read_and_are_honest) {
+  Run r = run_pgcc("--stats", "examples/saxpy.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_str_eq(r.out, "nodes=3 edges=2 graphs=1 kernels=1 \n");
+  run_free(&r);
+  r = run_pgcc("--stats", "examples/allkinds.dot", NULL);
+  ck_assert_int_eq(r.status, 0);
+  run_free(&r);
+  /* the module hash in saxpy.graph is the hash of saxpy.cu */
+  FILE *p = popen("sha256sum examples/saxpy.cu", "r");
+  ck_assert_ptr_nonnull(p);
+  char hash[65] = {0};
+  ck_assert_int_eq(fscanf(p, "%64s", hash), 1);
+  pclose(p);
+  char *text = slurp("examples/saxpy.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(text, hash));
+  free(text);
+}
+END_TEST
+
 Suite *cli_suite(void) {
   Suite *s = suite_create("cli");
   TCase *t = tcase_create("cli");
@@ -108,6 +128,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, emit_dot_renders_clusters);
   tcase_add_test(t, c_emission_is_refused_plainly);
   tcase_add_test(t, max_errors_limits_output);
+  tcase_add_test(t, examples_read_and_are_honest);
   suite_add_tcase(s, t);
   return s;
 }
