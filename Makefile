@@ -18,6 +18,7 @@ CPPFLAGS = -Icompiler -Igrammar/gen
 # Generated code is not ours to fix: keep -Werror, drop the warnings flex and bison trip.
 GENWARN = -Wno-unused-function -Wno-sign-compare -Wno-missing-prototypes -Wno-unused-parameter
 LDFLAGS ?=
+LDLIBS  = -lm
 BISON   ?= bison
 FLEX    ?= flex
 
@@ -28,7 +29,8 @@ Q = $(if $(V),,@)
 COMPILER_OBJS = \
 	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o \
 	$(B)/detect.o $(B)/dot_read.o $(B)/graph_read.o $(B)/graph_write.o $(B)/dot_write.o \
-	$(B)/verify.o $(B)/driver.o
+	$(B)/verify.o $(B)/classify.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o \
+	$(B)/driver.o
 GEN_OBJS = $(B)/dot.tab.o $(B)/dot.lex.o $(B)/graph.tab.o $(B)/graph.lex.o
 LIB_OBJS = $(COMPILER_OBJS) $(GEN_OBJS)
 
@@ -60,7 +62,7 @@ $(B)/libpgcc.a: $(LIB_OBJS)
 
 $(B)/pgcc: $(B)/main.o $(B)/libpgcc.a
 	@$(if $(Q),echo "LD $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # ---- generated scanners and parsers (committed; regenerated when flex/bison exist)
 # Run from the top directory, so the #line paths inside are the same everywhere.

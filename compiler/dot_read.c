@@ -45,14 +45,19 @@ typedef struct {
   PgLoc loc;
 } DotPoint;
 
-typedef struct {
+typedef struct DotCluster DotCluster;
+struct DotCluster {
   PgStr id; /* s == NULL: anonymous */
   PgLoc loc;
   PgStr label;
   bool has_label;
-  PgGraph *graph;
+  DotCluster *parent; /* the enclosing subgraph */
+  DotCluster *owner;  /* the graph cluster its nodes belong to: itself, or for a
+                         nested subgraph not labelled graph_N (pgcc's region
+                         clusters), the enclosing one */
+  PgGraph *graph;     /* graph clusters only */
   bool is_body;
-} DotCluster;
+};
 
 typedef struct {
   PgStr id;
@@ -107,6 +112,7 @@ void dot_subgraph_begin(DotCtx *c, const PgStr *id, PgLoc loc) {
   DotCluster *cl = pg_arena_alloc(c->a, sizeof *cl);
   if (id) cl->id = *id;
   cl->loc = loc;
+  cl->parent = current(c);
   pg_vec_push(c->a, c->stack, cl);
   pg_vec_push(c->a, c->clusters, cl);
 }
@@ -433,6 +439,7 @@ static void read_memcpy(Label *l) {
       l->failed = true;
       return;
     }
+    n->u.memcpy.pageable = strstr(kind.text, "PAGEABLE") != NULL; /* "DtoH (DEVICE to HOST PAGEABLE)" */
     label_u64(l, "Extent.Width", &n->u.memcpy.width);
     label_u64(l, "Extent.Height", &n->u.memcpy.height);
     label_u64(l, "Extent.Depth", &n->u.memcpy.depth);
@@ -508,8 +515,10 @@ static void read_mem(Label *l, bool alloc) {
   l->node->u.mem.buf = b;
 }
 
-static bool is_graph_name(const char *s) {
+/* Does s name a graph: CUDA's "graph_N", or the label of a graph cluster here? */
+static bool is_graph_name(DotCtx *c, const char *s) {
   if (strncmp(s, "graph_", 6) != 0 || !s[6]) return false;
+  if (pg_map_get(c->graph_ids, s)) return true;
   for (s += 6; *s; s++)
     if (!isdigit((unsigned char)*s)) return false;
   return true;
@@ -535,7 +544,7 @@ static void read_conditional(Label *l) {
   BodyRefs refs = {n, {0}};
   for (size_t i = 0; i < l->pairs.n; i++) {
     const PgRecField *v = l->pairs.v[i].val;
-    if (is_graph_name(v->text)) {
+    if (is_graph_name(c, v->text)) {
       Field name = {pg_arena_strdup(c->a, v->text), v->loc};
       pg_vec_push(c->a, refs.names, name);
     }
@@ -644,12 +653,12 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   for (size_t i = 0; i < sizeof cuda_kinds / sizeof cuda_kinds[0]; i++)
     if (strcmp(word, cuda_kinds[i].word) == 0) kind = cuda_kinds[i].kind, known = true;
   bool octagon = s->has_shape && pg_str_eq(s->shape.val, "octagon");
-  if (!known && is_graph_name(word)) kind = PG_CHILD, known = true;
+  if (!known && is_graph_name(c, word)) kind = PG_CHILD, known = true;
   if (!known && !octagon && is_upper_word(word)) {
     pg_warning(c->d, word_loc, "unknown node kind '%s'; kept as an opaque node", word);
     kind = PG_OPAQUE;
   }
-  PgGraph *g = s->cluster->graph;
+  PgGraph *g = s->cluster->owner->graph;
   PgNode *n = pg_node_new(c->p, g, kind, node_name(c, id), s->loc);
   n->origin = id;
   l.node = n;
@@ -745,15 +754,21 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
   c->buffers = pg_map_new(a);
   c->events = pg_map_new(a);
 
-  /* 1. graphs */
+  /* 1. graphs: top-level subgraphs and those labelled graph_N; a nested subgraph
+   * with another label belongs to the graph around it (parents come first) */
   for (size_t i = 0; i < c->clusters.n; i++) {
     DotCluster *cl = c->clusters.v[i];
     const char *label = cl->has_label ? str_dup(c, cl->label) : cl->id.s ? str_dup(c, cl->id) : "graph";
+    if (cl->parent && strncmp(label, "graph_", 6) != 0) {
+      cl->owner = cl->parent->owner;
+      continue;
+    }
+    cl->owner = cl;
     unsigned num;
     int used = 0;
-    const char *name = sscanf(label, "graph_%u%n", &num, &used) == 1 && !label[used]
-                           ? pg_arena_printf(a, "g%u", num)
-                           : pg_ident(a, "", label);
+    const char *name = sscanf(label, "graph_%u%n", &num, &used) == 1 && !label[used] ? pg_arena_printf(a, "g%u", num)
+                       : strncmp(label, "graph_", 6) == 0 && label[6]                ? pg_ident(a, "", label + 6)
+                                                                                      : pg_ident(a, "", label);
     if (pg_map_get(c->graph_ids, label)) {
       pg_error(d, cl->loc, "duplicate graph '%s'", label);
       continue;
@@ -798,6 +813,7 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
   for (size_t i = 0; i < p->graphs.n; i++) {
     PgGraph *g = p->graphs.v[i];
     if (g->owner) continue;
+
     if (root) {
       pg_error(d, g->loc, "graph '%s' is nobody's body, but '%s' is already the root graph", g->name,
                root->name);

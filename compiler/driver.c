@@ -1,8 +1,8 @@
 /*
  * driver.c -- the command line and the pipeline, as a flat list:
  *
- *   load -> detect dialect -> frontend -> verify -> [passes, each followed by
- *   verify] -> emit
+ *   load -> detect dialect -> frontend -> verify -> classify -> partition ->
+ *   verify regions -> cost -> memory plan -> verify -> report or emit
  *
  * pgcc_main() returns the exit status; it never calls exit(), so tests run it
  * in-process with their own streams.  Outputs are written to a temporary file
@@ -20,12 +20,17 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 typedef enum { EMIT_NONE, EMIT_C, EMIT_GRAPH, EMIT_DOT } Emit;
 
+typedef enum { REPORT_NONE, REPORT_TEXT, REPORT_JSON } Report;
+
 typedef struct {
   const char *input;
   const char *output; /* NULL or "-": standard output */
   Emit emit;
+  Report report;
   bool stats;
   int max_errors;
+  const char *profile; /* NULL: the built-in H200 profile */
+  double calls;
 } Options;
 
 static const char usage_text[] =
@@ -38,6 +43,9 @@ static const char usage_text[] =
     "  -o FILE            write the output to FILE (default: standard output)\n"
     "  --emit=KIND        graph: pgcc's .graph format; dot: DOT for Graphviz;\n"
     "                     c: C launch code\n"
+    "  --report[=FORMAT]  the cost report: text (default) or json\n"
+    "  --profile=FILE     machine profile for the cost model (default: built-in H200)\n"
+    "  --calls=N          calls to spread graph instantiation over (default 1000)\n"
     "  --stats            print 'nodes=N edges=E graphs=G kernels=K '\n"
     "  --max-errors=N     stop after N errors (default 20; 0: no limit)\n"
     "  -h, --help         show this help\n"
@@ -58,10 +66,12 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
   static const struct option longs[] = {
       {"output", required_argument, 0, 'o'}, {"emit", required_argument, 0, 'e'},
       {"stats", no_argument, 0, 's'},        {"max-errors", required_argument, 0, 'm'},
+      {"report", optional_argument, 0, 'r'}, {"profile", required_argument, 0, 'p'},
+      {"calls", required_argument, 0, 'c'},
       {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0},
   };
-  *o = (Options){.max_errors = 20};
+  *o = (Options){.max_errors = 20, .calls = 1000};
   optind = 0; /* reset getopt: pgcc_main may run many times in one process */
   opterr = 0;
   int c;
@@ -75,6 +85,19 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       else return usage_error(err, "unknown --emit kind '%s' (expected c, graph or dot)", optarg);
       break;
     case 's': o->stats = true; break;
+    case 'r':
+      if (!optarg || strcmp(optarg, "text") == 0) o->report = REPORT_TEXT;
+      else if (strcmp(optarg, "json") == 0) o->report = REPORT_JSON;
+      else return usage_error(err, "unknown --report format '%s' (expected text or json)", optarg);
+      break;
+    case 'p': o->profile = optarg; break;
+    case 'c': {
+      char *end;
+      double n = strtod(optarg, &end);
+      if (*end || !(n >= 1) || n > 1e12) return usage_error(err, "bad --calls '%s' (a count of at least 1)", optarg);
+      o->calls = n;
+      break;
+    }
     case 'm': {
       char *end;
       long n = strtol(optarg, &end, 10);
@@ -91,18 +114,26 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
   if (optind == argc) return usage_error(err, "no input file%s", "");
   if (argc - optind > 1) return usage_error(err, "more than one input file ('%s' ...)", argv[optind + 1]);
   o->input = argv[optind];
-  if (o->emit == EMIT_NONE && !o->stats) o->emit = EMIT_C;
-  if (o->emit == EMIT_NONE && o->output) return usage_error(err, "-o '%s' given, but nothing to emit", o->output);
+  if (o->report && o->emit != EMIT_NONE)
+    return usage_error(err, "--report and --emit%s both write the output: choose one", "");
+  if (o->emit == EMIT_NONE && !o->stats && !o->report) o->emit = EMIT_C;
+  if (o->emit == EMIT_NONE && !o->report && o->output)
+    return usage_error(err, "-o '%s' given, but nothing to emit", o->output);
   return -1;
 }
 
-typedef void (*Writer)(const PgProgram *, FILE *);
+typedef void (*Writer)(const PgProgram *, const void *ctx, FILE *);
+
+static void write_graph(const PgProgram *p, const void *ctx, FILE *f) { (void)ctx, pg_graph_write(p, f); }
+static void write_dot(const PgProgram *p, const void *ctx, FILE *f) { (void)ctx, pg_dot_write(p, f); }
+static void write_report_text(const PgProgram *p, const void *ctx, FILE *f) { pg_report_text(p, ctx, f); }
+static void write_report_json(const PgProgram *p, const void *ctx, FILE *f) { pg_report_json(p, ctx, f); }
 
 /* Writes through a temporary file renamed into place, so that no partial output is
  * ever left behind. */
-static int write_output(const char *path, Writer w, const PgProgram *p, FILE *out, FILE *err) {
+static int write_output(const char *path, Writer w, const PgProgram *p, const void *ctx, FILE *out, FILE *err) {
   if (!path || strcmp(path, "-") == 0) {
-    w(p, out);
+    w(p, ctx, out);
     return fflush(out) == 0 ? 0 : EXIT_INPUT;
   }
   size_t n = strlen(path);
@@ -117,7 +148,7 @@ static int write_output(const char *path, Writer w, const PgProgram *p, FILE *ou
     free(tmp);
     return EXIT_INPUT;
   }
-  w(p, f);
+  w(p, ctx, f);
   bool ok = !ferror(f);
   ok = fclose(f) == 0 && ok;
   if (ok && rename(tmp, path) != 0) ok = false;
@@ -153,22 +184,38 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
 
   PgArena *arena = pg_arena_new();
   PgDiag diag = {.out = err, .max_errors = o.max_errors};
+  const PgProfile *profile = &pg_profile_h200;
+  if (o.profile && !(profile = pg_profile_load(arena, &diag, o.profile))) {
+    pg_arena_free(arena);
+    return EXIT_INPUT;
+  }
+
+  /* the pipeline */
   PgProgram *p = read_input(arena, &diag, o.input);
   if (p && diag.errors == 0) pg_verify(p, &diag);
   if (!p || diag.errors > 0) {
     pg_arena_free(arena);
     return EXIT_INPUT;
   }
+  pg_classify(p);
+  pg_partition(p);
+  pg_verify_regions(p, &diag);
+  pg_cost(p, profile, o.calls);
+  pg_memplan(p);
+  if (pg_verify(p, &diag) > 0) PG_BUG("a pass broke the program");
 
   status = 0;
   if (o.stats) {
     PgStats s = pg_program_stats(p);
     fprintf(out, "nodes=%zu edges=%zu graphs=%zu kernels=%zu \n", s.nodes, s.edges, s.graphs, s.kernels);
   }
+  PgReportInfo info = {o.input, profile, o.calls};
+  if (o.report == REPORT_TEXT) status = write_output(o.output, write_report_text, p, &info, out, err);
+  if (o.report == REPORT_JSON) status = write_output(o.output, write_report_json, p, &info, out, err);
   switch (o.emit) {
   case EMIT_NONE: break;
-  case EMIT_GRAPH: status = write_output(o.output, pg_graph_write, p, out, err); break;
-  case EMIT_DOT: status = write_output(o.output, pg_dot_write, p, out, err); break;
+  case EMIT_GRAPH: status = write_output(o.output, write_graph, p, NULL, out, err); break;
+  case EMIT_DOT: status = write_output(o.output, write_dot, p, NULL, out, err); break;
   case EMIT_C:
     fputs("pgcc: error: --emit=c: C code generation is not implemented in this version; "
           "use --emit=graph or --emit=dot\n",

@@ -153,7 +153,7 @@ static bool u32_of(GfCtx *c, const GfWord *w, const char *what, uint32_t *out) {
 
 /* ---- attributes ---- */
 
-typedef enum { A_U64, A_INT, A_NAME, A_STRING, A_REF, A_LIST, A_FLAG } AttrType;
+typedef enum { A_U64, A_INT, A_REAL, A_NAME, A_STRING, A_REF, A_LIST, A_FLAG } AttrType;
 
 typedef struct {
   const char *key;
@@ -199,7 +199,8 @@ static bool read_attrs(GfCtx *c, int w, const char *what, PgLoc loc, const Spec 
     bool fits = false;
     switch (spec[i].type) {
     case A_U64:
-    case A_INT: fits = v->kind == GF_NUMBER; break;
+    case A_INT:
+    case A_REAL: fits = v->kind == GF_NUMBER; break;
     case A_NAME: fits = v->kind == GF_NAME; break;
     case A_STRING: fits = v->kind == GF_STRING; break;
     case A_REF: fits = v->kind == GF_NAME || v->kind == GF_REF; break;
@@ -207,7 +208,7 @@ static bool read_attrs(GfCtx *c, int w, const char *what, PgLoc loc, const Spec 
     case A_FLAG: fits = true; break;
     }
     if (!fits) {
-      static const char *const want[] = {"a number", "an integer", "a name", "a string",
+      static const char *const want[] = {"a number", "an integer", "a number", "a name", "a string",
                                          "a buffer reference", "a list", ""};
       pg_error(c->d, v->loc, "%s: attribute '%s' expects %s, found %s", what, spec[i].key,
                want[spec[i].type], kind_text(v->kind));
@@ -536,14 +537,14 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
                                              "libcall, hostop or opaque)");
     return;
   }
-  /* Each kind's attributes; every kind also takes `origin`, always last. */
+  /* Each kind's attributes; every kind also takes `gpu_us`, `eager` and `origin`, last. */
   static const Spec specs[PG_NODE_KIND_COUNT][10] = {
       [PG_KERNEL] = {{"grid", A_LIST, false}, {"block", A_LIST, false},
                      {"smem", A_U64, false}, {"args", A_LIST, false}, {"cooperative", A_U64, false},
                      {"priority", A_INT, false}},
       [PG_MEMCPY] = {{"dir", A_NAME, true}, {"src", A_REF, false}, {"dst", A_REF, false},
                      {"width", A_U64, true}, {"height", A_U64, false}, {"depth", A_U64, false},
-                     {"src_pitch", A_U64, false}, {"dst_pitch", A_U64, false}},
+                     {"src_pitch", A_U64, false}, {"dst_pitch", A_U64, false}, {"pageable", A_FLAG, false}},
       [PG_MEMSET] = {{"dst", A_REF, false}, {"value", A_U64, true}, {"elem", A_U64, false},
                      {"width", A_U64, true}, {"height", A_U64, false}, {"pitch", A_U64, false}},
       [PG_HOST] = {{"fn", A_U64, false}, {"data", A_U64, false}},
@@ -557,11 +558,13 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
       [PG_HOSTOP] = {{"op", A_NAME, true}, {"reason", A_STRING, true}},
       [PG_OPAQUE] = {{"what", A_STRING, true}},
   };
-  Spec spec[11];
+  Spec spec[13];
   int ns = 0;
   while (ns < 10 && specs[kind][ns].key) spec[ns] = specs[kind][ns], ns++;
+  spec[ns++] = (Spec){"gpu_us", A_REAL, false};
+  spec[ns++] = (Spec){"eager", A_STRING, false};
   spec[ns++] = (Spec){"origin", A_STRING, false};
-  const GfWord *f[11];
+  const GfWord *f[13];
   const char *what = pg_arena_printf(c->a, "%s node", pg_kinds[kind].name);
   const GfWord *kname = NULL; /* a kernel node names its kernel right after the kind */
   int attrs = kw->next;
@@ -584,6 +587,13 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   PgNode *n = pg_node_new(c->p, c->graph, kind, nm, name->loc);
   pg_map_put(c->nodes, nm, n);
   if (f[ns - 1]) n->origin = string_of(c, f[ns - 1]);
+  if (f[ns - 2]) n->eager = string_of(c, f[ns - 2]);
+  if (f[ns - 3]) {
+    char *t = name_of(c, f[ns - 3]), *end;
+    n->gpu_us = strtod(t, &end);
+    if (*end || !(n->gpu_us >= 0) || n->gpu_us > 1e9)
+      pg_error(c->d, f[ns - 3]->loc, "gpu_us: expected a time in microseconds, found '%s'", t);
+  }
 
   switch (kind) {
   case PG_KERNEL:
@@ -630,6 +640,7 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
     if (f[5]) u64_of(c, f[5], "depth", &n->u.memcpy.depth);
     if (f[6]) u64_of(c, f[6], "src_pitch", &n->u.memcpy.src_pitch);
     if (f[7]) u64_of(c, f[7], "dst_pitch", &n->u.memcpy.dst_pitch);
+    n->u.memcpy.pageable = f[8] != NULL;
     break;
   }
   case PG_MEMSET:

@@ -83,6 +83,7 @@ static void put_node(FILE *f, const PgNode *n) {
     if (n->u.memcpy.depth != 1) fprintf(f, " depth %" PRIu64, n->u.memcpy.depth);
     if (n->u.memcpy.src_pitch) fprintf(f, " src_pitch %" PRIu64, n->u.memcpy.src_pitch);
     if (n->u.memcpy.dst_pitch) fprintf(f, " dst_pitch %" PRIu64, n->u.memcpy.dst_pitch);
+    if (n->u.memcpy.pageable) fputs(" pageable", f);
     break;
   case PG_MEMSET:
     if (n->u.memset.has_dst) {
@@ -130,6 +131,11 @@ static void put_node(FILE *f, const PgNode *n) {
     break;
   case PG_EMPTY: break;
   case PG_NODE_KIND_COUNT: PG_BUG("bad node kind");
+  }
+  if (n->gpu_us > 0) fprintf(f, " gpu_us %.9g", n->gpu_us);
+  if (n->eager) {
+    fputs(" eager ", f);
+    put_string(f, n->eager);
   }
   if (n->origin) {
     fputs(" origin ", f);

@@ -195,6 +195,8 @@ typedef struct {
   bool has_addr;
   uint64_t addr; /* the address it had when captured (DOT input) */
   PgLoc loc;
+  bool planned;    /* memplan.c placed it in the arena */
+  uint64_t offset; /* its offset there */
 } PgBuffer;
 
 typedef struct {
@@ -258,6 +260,10 @@ struct PgNode {
   uint32_t index;     /* position in graph->nodes */
   int region;         /* partition region, -1 before partitioning */
   PgLoc loc;
+  const char *eager;  /* input says: run eagerly, for this reason (`eager "..."`) */
+  double gpu_us;      /* measured GPU time of one execution, 0: unknown (`gpu_us N`) */
+  bool graphable;     /* set by classify.c */
+  const char *why;    /* classify.c: why it cannot be in a graph */
   PG_VEC(PgNode *) succs; /* filled by pg_graph_link() */
   PG_VEC(PgNode *) preds;
   union { /* the member named after `kind` is valid; EMPTY and OPAQUE use none */
@@ -275,6 +281,7 @@ struct PgNode {
       PgPtr src, dst;
       uint64_t width, height, depth; /* bytes per row, rows, slices */
       uint64_t src_pitch, dst_pitch;
+      bool pageable; /* the host side is pageable memory (not capturable) */
     } memcpy;
     struct {
       bool has_dst; /* false: destination supplied by the caller at init */
@@ -328,14 +335,31 @@ struct PgGraph {
   PgLoc loc;
 };
 
-/* Room for the partitioner: a region is a set of nodes of the root graph launched
- * together, as one CUDA graph or eagerly. */
+/* A region: nodes of the root graph launched together, as one CUDA graph or
+ * eagerly, in schedule order (partition.c).  A graphable region may still be
+ * launched eagerly when the cost model says a graph would not pay (cost.c). */
+typedef enum { PG_UPDATE_NONE, PG_UPDATE_HOST, PG_UPDATE_DEVICE } PgUpdate;
+extern const char *const pg_update_names[3];
+
 typedef struct {
   int id;
-  bool graph; /* decision: launch as a graph (true) or eagerly */
-  PG_VEC(PgNode *) nodes;
+  bool graphable;    /* every node can be in a graph */
+  bool graph;        /* decision: launch as a graph (true) or eagerly */
+  PG_VEC(PgNode *) nodes; /* in a valid execution order */
+  size_t kernels;
+  size_t patched;    /* nodes whose parameters change on every call */
+  PgUpdate update;   /* how they are patched */
   double est_eager_us, est_graph_us;
+  PG_VEC(const char *) reasons;
 } PgRegion;
+
+/* The memory plan (memplan.c): intermediates at offsets in one arena. */
+typedef struct {
+  uint64_t arena_bytes;  /* the planned arena */
+  uint64_t sum_bytes;    /* every intermediate in its own allocation */
+  uint64_t pools_bytes;  /* one private pool per graph region, plus eager regions' peak */
+  size_t buffers;        /* how many were planned */
+} PgMemPlan;
 
 typedef struct PgMap PgMap; /* string -> pointer, in the arena */
 
@@ -350,6 +374,7 @@ typedef struct {
   PG_VEC(PgEvent *) events;
   PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
   PG_VEC(PgRegion *) regions;
+  PgMemPlan mem;
   PgMap *names; /* every program-level and node name -> object, for uniqueness */
 } PgProgram;
 
@@ -448,6 +473,55 @@ void pg_dot_write(const PgProgram *p, FILE *out);
 /* verify.c: structural checks, run after the frontend and after every pass.
  * Returns the number of errors reported. */
 int pg_verify(const PgProgram *p, PgDiag *d);
+/* After partitioning: every root node in one region, regions in dependency order. */
+int pg_verify_regions(const PgProgram *p, PgDiag *d);
+
+/* A machine profile: the constants of the cost model (cost.c, profiles/). */
+#define PG_PROFILE_FIELDS(X)                                                                 \
+  X(eager_launch_us, "host time to submit one kernel launch eagerly")                       \
+  X(eager_copy_us, "host time to submit one memcpy or memset eagerly")                      \
+  X(eager_host_us, "one host function launched into the stream")                            \
+  X(hostop_us, "one non-graphable host operation (synchronization, CPU work)")              \
+  X(graph_launch_us, "host time of one graph launch, fixed part")                           \
+  X(graph_launch_node_us, "host time of one graph launch, per node")                        \
+  X(graph_node_us, "GPU time per node on replay when launch-bound")                         \
+  X(kernel_us, "GPU time of a kernel whose time is unknown")                                \
+  X(copy_us, "GPU time of a copy or memset whose time is unknown")                          \
+  X(host_node_us, "a host node inside a graph")                                             \
+  X(update_host_node_us, "host-side parameter update, per node")                            \
+  X(update_device_us, "one device-side batched parameter update, per launch")               \
+  X(instantiate_node_us, "graph instantiation, per node")                                   \
+  X(upload_us, "graph upload, per graph")
+
+typedef struct {
+  const char *name;
+#define X(f, doc) double f;
+  PG_PROFILE_FIELDS(X)
+#undef X
+} PgProfile;
+
+/* classify.c: which nodes can be in a graph, and why not */
+void pg_classify(PgProgram *p);
+
+/* partition.c: maximal graphable regions of the root graph, in schedule order */
+void pg_partition(PgProgram *p);
+
+/* cost.c: the cost model and machine profiles */
+extern const PgProfile pg_profile_h200;
+PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path);
+void pg_cost(PgProgram *p, const PgProfile *prof, double calls);
+
+/* memplan.c: intermediates into one arena */
+void pg_memplan(PgProgram *p);
+
+/* report.c: the offline cost report */
+typedef struct {
+  const char *input;
+  const PgProfile *profile;
+  double calls;
+} PgReportInfo;
+void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *out);
+void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *out);
 
 /* detect.c: which dialect a source is written in */
 typedef enum { PG_DIALECT_UNKNOWN, PG_DIALECT_DOT, PG_DIALECT_GRAPH } PgDialect;

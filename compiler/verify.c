@@ -247,3 +247,34 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
   }
   return v.errors;
 }
+
+/* After partitioning: every root node is in exactly one region, graph regions hold
+ * only graphable nodes, and every dependency runs forward through the schedule. */
+int pg_verify_regions(const PgProgram *p, PgDiag *d) {
+  (void)d;
+  const PgGraph *g = p->graphs.v[0];
+  size_t n = g->nodes.n, placed = 0;
+  size_t *pos = malloc((n ? n : 1) * sizeof *pos);
+  if (!pos) PG_BUG("out of memory");
+  for (size_t i = 0; i < n; i++) pos[i] = SIZE_MAX;
+  for (size_t ri = 0, at = 0; ri < p->regions.n; ri++) {
+    const PgRegion *r = p->regions.v[ri];
+    if (r->id != (int)ri || r->nodes.n == 0) PG_BUG("region %zu is malformed", ri);
+    for (size_t k = 0; k < r->nodes.n; k++, at++) {
+      const PgNode *v = r->nodes.v[k];
+      if (v->graph != g || v->region != r->id || pos[v->index] != SIZE_MAX)
+        PG_BUG("node '%s' is not in exactly one region", v->name);
+      if (r->graphable && !v->graphable) PG_BUG("graph region %d holds node '%s', which cannot be in a graph", r->id, v->name);
+      pos[v->index] = at;
+      placed++;
+    }
+  }
+  if (placed != n) PG_BUG("%zu of %zu root nodes are in no region", n - placed, n);
+  for (size_t i = 0; i < g->edges.n; i++) {
+    const PgEdge *e = &g->edges.v[i];
+    if (pos[e->from->index] >= pos[e->to->index])
+      PG_BUG("the schedule runs '%s' before '%s', which it depends on", e->to->name, e->from->name);
+  }
+  free(pos);
+  return 0;
+}

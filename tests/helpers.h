@@ -46,5 +46,6 @@ Suite *verify_suite(void);
 Suite *corpus_suite(void);
 Suite *malformed_suite(void);
 Suite *cli_suite(void);
+Suite *partition_suite(void);
 
 #endif

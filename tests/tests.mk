@@ -6,7 +6,7 @@
 
 TEST_SRCS = tests/run.c tests/helpers.c \
 	tests/unit/test_arena.c tests/unit/test_record.c tests/unit/test_diag.c tests/unit/test_dot.c \
-	tests/unit/test_graph.c tests/unit/test_verify.c tests/unit/test_cli.c \
+	tests/unit/test_graph.c tests/unit/test_verify.c tests/unit/test_cli.c tests/unit/test_partition.c \
 	tests/golden/test_corpus.c tests/golden/test_malformed.c
 TEST_LIBS = $(shell pkg-config --libs check jansson 2>/dev/null || echo -lcheck -ljansson)
 TEST_CFLAGS = $(shell pkg-config --cflags check jansson 2>/dev/null)
@@ -14,7 +14,7 @@ TEST_CFLAGS = $(shell pkg-config --cflags check jansson 2>/dev/null)
 $(B)/tests/run: $(TEST_SRCS) tests/helpers.h $(B)/libpgcc.a $(HEADERS)
 	@mkdir -p $(B)/tests
 	@$(if $(Q),echo "LD $@")
-	$(Q)$(CC) $(CPPFLAGS) $(TEST_CFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $(TEST_SRCS) $(B)/libpgcc.a $(TEST_LIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(TEST_CFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $(TEST_SRCS) $(B)/libpgcc.a $(TEST_LIBS) -lm
 
 check-clang:
 	@$(if $(Q),echo "CLANG build/clang/pgcc")

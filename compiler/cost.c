@@ -1,0 +1,270 @@
+/*
+ * cost.c -- the cost model: per region, the predicted time of one call launched
+ * eagerly and as a CUDA graph, from a machine profile; then the decision.
+ *
+ * Eager, each node costs what is larger of the host's submission and its own GPU
+ * time (small work is launch-bound: the GPU waits for the host):
+ *
+ *   eager = sum over nodes of max(submit(n), gpu(n))
+ *
+ * As a graph, the host pays one launch and the GPU pays each node's time with the
+ * much smaller in-graph gap; parameters that change every call are patched, and
+ * instantiation and upload are paid once, spread over --calls:
+ *
+ *   graph = graph_launch_us + graph_launch_node_us * N + sum over nodes of
+ *           max(graph_node_us, gpu(n)) + update + (instantiate_node_us * N + upload_us) / calls
+ *
+ * gpu(n) is the node's measured time when the input gives one (gpu_us), else the
+ * profile's default for its kind.  update is the cheaper of patching each changed
+ * node from the host and one device-side batched update.  A graphable region runs
+ * as a graph only when that is predicted faster; never a graph predicted slower.
+ *
+ * Profiles are text files of `key value` lines (in profiles/); the H200
+ * figures from MEASUREMENTS.md are built in.
+ */
+#include "pgcc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* NVIDIA H200, driver 580.159, CUDA 13.0: shared/MEASUREMENTS.md, chains of tiny
+ * kernels.  Values marked "est." were not measured there (pgcc-calibrate measures
+ * them: see profiles/). */
+const PgProfile pg_profile_h200 = {
+    .name = "H200 (built in)",
+    .eager_launch_us = 4.35,
+    .eager_copy_us = 4.35,        /* est.: as a kernel launch */
+    .eager_host_us = 6.0,         /* est. */
+    .hostop_us = 10.0,            /* est.: a stream synchronization round trip */
+    .graph_launch_us = 1.9,
+    .graph_launch_node_us = 0.0018,
+    .graph_node_us = 0.93,
+    .kernel_us = 1.0,             /* est.: a tiny kernel */
+    .copy_us = 1.0,               /* est. */
+    .host_node_us = 6.0,          /* est. */
+    .update_host_node_us = 0.52,
+    .update_device_us = 2.8,      /* published, PyTorch's batched update */
+    .instantiate_node_us = 5.6,
+    .upload_us = 10.0,            /* est. */
+};
+
+/* ---- loading a profile ---- */
+
+static const struct {
+  const char *key;
+  size_t offset;
+} fields[] = {
+#define X(f, doc) {#f, offsetof(PgProfile, f)},
+    PG_PROFILE_FIELDS(X)
+#undef X
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path) {
+  PgSource *src = pg_source_load(a, d, path);
+  if (!src) return NULL;
+  PgProfile *prof = pg_arena_alloc(a, sizeof *prof);
+  bool seen[NFIELDS] = {0};
+  int errors = d->errors, line = 0;
+  for (const char *s = src->text; *s;) {
+    line++;
+    const char *end = strchr(s, '\n');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    char *text = pg_arena_strndup(a, s, len);
+    s += len + (end != NULL);
+    char *hash = strchr(text, '#');
+    if (hash) *hash = 0;
+    char *key = text;
+    while (isspace((unsigned char)*key)) key++;
+    if (!*key) continue;
+    char *val = key;
+    while (*val && !isspace((unsigned char)*val)) val++;
+    if (*val) *val++ = 0;
+    while (isspace((unsigned char)*val)) val++;
+    for (char *e = val + strlen(val); e > val && isspace((unsigned char)e[-1]);) *--e = 0;
+    PgLoc kloc = {src, line, (int)(key - text) + 1}, vloc = {src, line, (int)(val - text) + 1};
+    if (strcmp(key, "name") == 0) {
+      size_t vl = strlen(val);
+      if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') val[vl - 1] = 0, val++;
+      prof->name = val;
+      continue;
+    }
+    size_t f;
+    for (f = 0; f < NFIELDS; f++)
+      if (strcmp(fields[f].key, key) == 0) break;
+    if (f == NFIELDS) {
+      pg_error(d, kloc, "unknown profile constant '%s'", key);
+      continue;
+    }
+    char *num_end;
+    errno = 0;
+    double v = strtod(val, &num_end);
+    if (!*val || *num_end || errno || !(v >= 0) || v > 1e6) {
+      pg_error(d, vloc, "'%s' needs a time in microseconds, found '%s'", key, val);
+      continue;
+    }
+    if (seen[f]) pg_warning(d, kloc, "'%s' is set twice; the last value counts", key);
+    seen[f] = true;
+    *(double *)((char *)prof + fields[f].offset) = v;
+  }
+  for (size_t f = 0; f < NFIELDS; f++)
+    if (!seen[f]) pg_error(d, pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len), "profile does not set '%s'", fields[f].key);
+  if (!prof->name) prof->name = path;
+  return d->errors > errors ? NULL : prof;
+}
+
+/* ---- the model ---- */
+
+typedef struct {
+  const PgProfile *pr;
+  double eager, graph; /* sums over nodes, bodies included */
+  size_t nodes, patched;
+} Sum;
+
+static double gpu_time(const PgProfile *pr, const PgNode *n) {
+  if (n->gpu_us > 0) return n->gpu_us;
+  return n->kind == PG_MEMCPY || n->kind == PG_MEMSET ? pr->copy_us : pr->kernel_us;
+}
+
+/* Is this pointer bound anew on every call? */
+static bool per_call(PgPtr p) {
+  return p.buf && (p.buf->role == PG_ROLE_INPUT || p.buf->role == PG_ROLE_OUTPUT);
+}
+
+static bool args_change(const PgArgs *args) {
+  for (size_t i = 0; i < args->n; i++) {
+    const PgArg *a = &args->v[i];
+    if (a->kind == PG_ARG_PTR && per_call(a->ptr)) return true;
+    if (a->kind == PG_ARG_SCALAR && a->scalar->is_input) return true;
+    if (a->kind == PG_ARG_BYTES)
+      for (size_t k = 0; k < a->ptrs.n; k++)
+        if (per_call(a->ptrs.v[k])) return true;
+  }
+  return false;
+}
+
+static bool changes_per_call(const PgNode *n) {
+  switch (n->kind) {
+  case PG_KERNEL: return n->u.kernel.has_args && args_change(&n->u.kernel.args);
+  case PG_LIBCALL: return args_change(&n->u.libcall.args);
+  case PG_MEMCPY: return n->u.memcpy.has_ptrs && (per_call(n->u.memcpy.src) || per_call(n->u.memcpy.dst));
+  case PG_MEMSET: return n->u.memset.has_dst && per_call(n->u.memset.dst);
+  default: return false;
+  }
+}
+
+static void add_graph(Sum *s, const PgGraph *g);
+
+/* One node: its eager and in-graph costs, into s. */
+static void add_node(Sum *s, const PgNode *n) {
+  const PgProfile *pr = s->pr;
+  s->nodes++;
+  s->patched += changes_per_call(n);
+  switch (n->kind) {
+  case PG_KERNEL:
+  case PG_LIBCALL:
+    s->eager += fmax(pr->eager_launch_us, gpu_time(pr, n));
+    s->graph += fmax(pr->graph_node_us, gpu_time(pr, n));
+    break;
+  case PG_MEMCPY:
+  case PG_MEMSET:
+    s->eager += fmax(pr->eager_copy_us, gpu_time(pr, n));
+    s->graph += fmax(pr->graph_node_us, gpu_time(pr, n));
+    break;
+  case PG_HOST:
+    s->eager += pr->eager_host_us + n->gpu_us;
+    s->graph += pr->host_node_us + n->gpu_us;
+    break;
+  case PG_EVENT_RECORD:
+  case PG_EVENT_WAIT:
+  case PG_MEM_ALLOC:
+  case PG_MEM_FREE:
+    s->eager += pr->eager_copy_us; /* one stream operation; in a graph, an edge's worth */
+    break;
+  case PG_EMPTY: break;
+  case PG_CHILD: add_graph(s, n->u.child.body); break;
+  case PG_CONDITIONAL: {
+    /* eagerly the host decides (a round trip), then runs the costlier body;
+     * in a graph the device decides */
+    Sum worst = {pr, 0, 0, 0, 0};
+    for (size_t b = 0; b < n->u.cond.bodies.n; b++) {
+      Sum body = {pr, 0, 0, 0, 0};
+      add_graph(&body, n->u.cond.bodies.v[b]);
+      if (body.eager > worst.eager) worst = body;
+      s->nodes += body.nodes;
+      s->patched += body.patched;
+    }
+    s->eager += pr->hostop_us + worst.eager;
+    s->graph += pr->graph_node_us + worst.graph;
+    break;
+  }
+  case PG_HOSTOP:
+  case PG_OPAQUE:
+    s->eager += pr->hostop_us + n->gpu_us;
+    s->graph += pr->hostop_us + n->gpu_us; /* never in a graph; kept for the sums */
+    break;
+  case PG_NODE_KIND_COUNT: PG_BUG("bad node kind");
+  }
+}
+
+static void add_graph(Sum *s, const PgGraph *g) {
+  for (size_t i = 0; i < g->nodes.n; i++) add_node(s, g->nodes.v[i]);
+}
+
+static void reason(PgProgram *p, PgRegion *r, const char *text) { pg_vec_push(p->arena, r->reasons, text); }
+
+/* The distinct reasons why a region's nodes cannot be in a graph, with counts. */
+static void eager_reasons(PgProgram *p, PgRegion *r) {
+  for (size_t i = 0; i < r->nodes.n; i++) {
+    const char *why = r->nodes.v[i]->why;
+    bool seen = false;
+    for (size_t k = 0; k < i && !seen; k++) seen = strcmp(r->nodes.v[k]->why, why) == 0;
+    if (seen) continue;
+    size_t count = 0;
+    for (size_t k = i; k < r->nodes.n; k++) count += strcmp(r->nodes.v[k]->why, why) == 0;
+    reason(p, r, count > 1 ? pg_arena_printf(p->arena, "%s (%zu nodes)", why, count) : why);
+  }
+}
+
+void pg_cost(PgProgram *p, const PgProfile *pr, double calls) {
+  if (calls < 1) calls = 1;
+  for (size_t ri = 0; ri < p->regions.n; ri++) {
+    PgRegion *r = p->regions.v[ri];
+    Sum s = {pr, 0, 0, 0, 0};
+    for (size_t i = 0; i < r->nodes.n; i++) add_node(&s, r->nodes.v[i]);
+    r->est_eager_us = s.eager;
+    r->reasons.n = 0;
+    if (!r->graphable) {
+      r->graph = false;
+      r->est_graph_us = s.eager;
+      r->patched = 0;
+      r->update = PG_UPDATE_NONE;
+      eager_reasons(p, r);
+      continue;
+    }
+    double host_update = (double)s.patched * pr->update_host_node_us, update = 0;
+    r->patched = s.patched;
+    r->update = PG_UPDATE_NONE;
+    if (s.patched) {
+      r->update = host_update <= pr->update_device_us ? PG_UPDATE_HOST : PG_UPDATE_DEVICE;
+      update = fmin(host_update, pr->update_device_us);
+    }
+    double once = (pr->instantiate_node_us * (double)s.nodes + pr->upload_us) / calls;
+    r->est_graph_us = pr->graph_launch_us + pr->graph_launch_node_us * (double)s.nodes + s.graph + update + once;
+    r->graph = r->est_graph_us < r->est_eager_us;
+    if (r->graph)
+      reason(p, r, pg_arena_printf(p->arena, "%zu nodes in one graph launch: saves %.1f us per call", s.nodes,
+                                   r->est_eager_us - r->est_graph_us));
+    else
+      reason(p, r, pg_arena_printf(p->arena,
+                                   "a graph would not pay: %.1f us against %.1f us eager (instantiation %.1f us "
+                                   "per call over %.0f calls)",
+                                   r->est_graph_us, r->est_eager_us, once, calls));
+    if (s.patched)
+      reason(p, r, pg_arena_printf(p->arena, "%zu nodes patched per call, %s update: %.1f us", s.patched,
+                                   pg_update_names[r->update], update));
+  }
+}

@@ -1,0 +1,145 @@
+/*
+ * report.c -- the offline cost report: `pgcc --report` (a table for a terminal)
+ * and `pgcc --report=json` (the same for programs).  Needs no GPU: everything
+ * comes from the program, its partition, the cost model and the memory plan.
+ */
+#include "pgcc.h"
+
+#include <string.h>
+
+typedef struct {
+  double eager, planned;
+  size_t graph_regions, graph_nodes, eager_regions, eager_nodes;
+} Totals;
+
+static Totals totals(const PgProgram *p) {
+  Totals t = {0};
+  for (size_t i = 0; i < p->regions.n; i++) {
+    const PgRegion *r = p->regions.v[i];
+    t.eager += r->est_eager_us;
+    t.planned += r->graph ? r->est_graph_us : r->est_eager_us;
+    if (r->graph)
+      t.graph_regions++, t.graph_nodes += r->nodes.n;
+    else
+      t.eager_regions++, t.eager_nodes += r->nodes.n;
+  }
+  return t;
+}
+
+static const char *plural(size_t n, const char *one, const char *many) { return n == 1 ? one : many; }
+
+static const char *bytes(char *buf, size_t n, uint64_t b) {
+  if (b >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)b / (1ull << 30));
+  else if (b >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)b / (1ull << 20));
+  else if (b >= (1ull << 10)) snprintf(buf, n, "%.2f KiB", (double)b / (1ull << 10));
+  else snprintf(buf, n, "%llu B", (unsigned long long)b);
+  return buf;
+}
+
+void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
+  PgStats st = pg_program_stats(p);
+  Totals t = totals(p);
+  fprintf(f, "pgcc report: %s\n", info->input);
+  fprintf(f, "profile: %s; instantiation spread over %.0f calls\n\n", info->profile->name, info->calls);
+  fprintf(f, "%6s  %-6s  %6s  %7s  %10s  %10s  %s\n", "region", "launch", "nodes", "kernels", "eager us", "graph us",
+          "reasons");
+  for (size_t i = 0; i < p->regions.n; i++) {
+    const PgRegion *r = p->regions.v[i];
+    fprintf(f, "%6d  %-6s  %6zu  %7zu  %10.1f  ", r->id, r->graph ? "graph" : "eager", r->nodes.n, r->kernels,
+            r->est_eager_us);
+    if (r->graphable)
+      fprintf(f, "%10.1f  ", r->est_graph_us);
+    else
+      fprintf(f, "%10s  ", "-");
+    for (size_t k = 0; k < r->reasons.n; k++) fprintf(f, "%s%s", k ? "; " : "", r->reasons.v[k]);
+    fputc('\n', f);
+  }
+  fprintf(f, "\n%zu %s (%zu %s) in %zu %s; the root graph in %zu %s: %zu as %s (%zu %s), %zu eager (%zu %s)\n",
+          st.nodes, plural(st.nodes, "node", "nodes"), st.kernels, plural(st.kernels, "kernel", "kernels"), st.graphs,
+          plural(st.graphs, "graph", "graphs"), p->regions.n, plural(p->regions.n, "region", "regions"),
+          t.graph_regions, plural(t.graph_regions, "a graph", "graphs"), t.graph_nodes,
+          plural(t.graph_nodes, "node", "nodes"), t.eager_regions, t.eager_nodes,
+          plural(t.eager_nodes, "node", "nodes"));
+  fprintf(f, "predicted per call: %.1f us all eager, %.1f us as planned", t.eager, t.planned);
+  if (t.planned > 0) fprintf(f, " (%.2fx)", t.eager / t.planned);
+  fputc('\n', f);
+  char a[32], s[32], q[32];
+  fprintf(f, "memory: arena %s for %zu intermediates; %s as separate allocations; %s with one pool per graph\n",
+          bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(s, sizeof s, p->mem.sum_bytes),
+          bytes(q, sizeof q, p->mem.pools_bytes));
+}
+
+/* ---- JSON ---- */
+
+static void jstr(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c == '\n') fputs("\\n", f);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void jnum(FILE *f, double v) { fprintf(f, "%.3f", v); }
+
+void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
+  PgStats st = pg_program_stats(p);
+  Totals t = totals(p);
+  fputs("{\n  \"input\": ", f);
+  jstr(f, info->input);
+  fputs(",\n  \"profile\": ", f);
+  jstr(f, info->profile->name);
+  fprintf(f, ",\n  \"calls\": %.0f,\n  \"nodes\": %zu,\n  \"edges\": %zu,\n  \"graphs\": %zu,\n  \"kernels\": %zu,\n",
+          info->calls, st.nodes, st.edges, st.graphs, st.kernels);
+  fputs("  \"regions\": [", f);
+  for (size_t i = 0; i < p->regions.n; i++) {
+    const PgRegion *r = p->regions.v[i];
+    fprintf(f, "%s\n    {\"id\": %d, \"decision\": \"%s\", \"graphable\": %s, \"nodes\": %zu, \"kernels\": %zu, ",
+            i ? "," : "", r->id, r->graph ? "graph" : "eager", r->graphable ? "true" : "false", r->nodes.n,
+            r->kernels);
+    fputs("\"est_eager_us\": ", f);
+    jnum(f, r->est_eager_us);
+    fputs(", \"est_graph_us\": ", f);
+    if (r->graphable)
+      jnum(f, r->est_graph_us);
+    else
+      fputs("null", f);
+    fprintf(f, ", \"patched\": %zu, \"update\": \"%s\", \"reasons\": [", r->patched, pg_update_names[r->update]);
+    for (size_t k = 0; k < r->reasons.n; k++) {
+      if (k) fputs(", ", f);
+      jstr(f, r->reasons.v[k]);
+    }
+    fputs("], \"members\": [", f);
+    for (size_t k = 0; k < r->nodes.n; k++) {
+      if (k) fputs(", ", f);
+      jstr(f, r->nodes.v[k]->name);
+    }
+    fputs("]}", f);
+  }
+  fputs("\n  ],\n  \"not_graphable\": [", f);
+  const PgGraph *root = p->graphs.v[0];
+  bool first = true;
+  for (size_t i = 0; i < root->nodes.n; i++) {
+    const PgNode *n = root->nodes.v[i];
+    if (n->graphable) continue;
+    fprintf(f, "%s\n    {\"node\": ", first ? "" : ",");
+    jstr(f, n->name);
+    fprintf(f, ", \"kind\": \"%s\", \"reason\": ", pg_kinds[n->kind].name);
+    jstr(f, n->why);
+    fputc('}', f);
+    first = false;
+  }
+  fputs(first ? "],\n" : "\n  ],\n", f);
+  fputs("  \"est_total_eager_us\": ", f);
+  jnum(f, t.eager);
+  fputs(",\n  \"est_total_us\": ", f);
+  jnum(f, t.planned);
+  fputs(",\n  \"speedup\": ", f);
+  jnum(f, t.planned > 0 ? t.eager / t.planned : 1.0);
+  fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu\n}\n",
+          (unsigned long long)p->mem.arena_bytes, (unsigned long long)p->mem.sum_bytes,
+          (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
+}

@@ -1,0 +1,368 @@
+/* test_partition.c -- classification, regions, the cost model, the memory plan, the report */
+#include "../helpers.h"
+
+#include <jansson.h>
+#include <string.h>
+
+/* Runs the passes on a .graph text with a profile; returns the parsed program. */
+static Parsed *plan(const char *text, const char *profile_path, double calls) {
+  Parsed *p = parse_text("t.graph", text);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  const PgProfile *prof = &pg_profile_h200;
+  if (profile_path) {
+    prof = pg_profile_load(p->arena, &p->diag, profile_path);
+    ck_assert_ptr_nonnull(prof);
+  }
+  pg_classify(p->prog);
+  pg_partition(p->prog);
+  pg_verify_regions(p->prog, &p->diag);
+  pg_cost(p->prog, prof, calls);
+  pg_memplan(p->prog);
+  return p;
+}
+
+static const PgRegion *region_of(const PgProgram *prog, const char *node) {
+  const PgNode *n = find_node(prog, node);
+  ck_assert_ptr_nonnull(n);
+  ck_assert_int_ge(n->region, 0);
+  return prog->regions.v[n->region];
+}
+
+#define K "pgcc 1;\nkernel k symbol \"k\";\n"
+#define ROUND "tests/profiles/round.profile"
+
+START_TEST(classification_reasons) {
+  Parsed *p = plan("pgcc 1;\nkernel k symbol \"k\";\nbuffer h size 64;\nbuffer d size 64;\n"
+                   "graph g {\n"
+                   "  node a kernel k;\n"
+                   "  node cp memcpy dir dtoh src d dst h width 64 pageable;\n"
+                   "  node pinned memcpy dir dtoh src d dst h width 64;\n"
+                   "  node s hostop op sync reason \"stream synchronization\";\n"
+                   "  node o opaque what \"BATCH_MEM_OP\";\n"
+                   "  node dyn kernel k eager \"grid depends on the input's shape\";\n"
+                   "  node ch child body inner;\n"
+                   "  node ok child body fine;\n"
+                   "}\n"
+                   "graph inner { node cpu hostop op cpu reason \"CPU work\"; }\n"
+                   "graph fine { node z kernel k; }\n",
+                   NULL, 1000);
+  struct {
+    const char *node, *why;
+  } want[] = {
+      {"a", NULL},
+      {"cp", "device-to-host copy into pageable memory"},
+      {"pinned", NULL},
+      {"s", "host operation 'sync': stream synchronization"},
+      {"o", "unsupported node kind 'BATCH_MEM_OP'"},
+      {"dyn", "grid depends on the input's shape"},
+      {"ch", "its body graph 'inner' holds node 'cpu': host operation 'cpu': CPU work"},
+      {"ok", NULL},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    const PgNode *n = find_node(p->prog, want[i].node);
+    ck_assert_msg(n->graphable == (want[i].why == NULL), "%s", want[i].node);
+    if (want[i].why) ck_assert_str_eq(n->why, want[i].why);
+  }
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(reordering_merges_regions) {
+  Parsed *p = plan(K "graph g {\n node c kernel k;\n node x hostop op sync reason \"r\";\n node b kernel k;\n"
+                     " x -> b;\n}\n",
+                   NULL, 1000);
+  ck_assert_uint_eq(p->prog->regions.n, 2);
+  ck_assert_ptr_eq(region_of(p->prog, "b"), region_of(p->prog, "c"));
+  ck_assert(region_of(p->prog, "b")->graphable);
+  ck_assert_int_lt(region_of(p->prog, "x")->id, region_of(p->prog, "b")->id);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(dependencies_prevent_merging) {
+  Parsed *p = plan(K "graph g {\n node a kernel k;\n node x hostop op sync reason \"r\";\n node b kernel k;\n"
+                     " a -> x;\n x -> b;\n}\n",
+                   NULL, 1000);
+  ck_assert_uint_eq(p->prog->regions.n, 3);
+  ck_assert_int_eq(region_of(p->prog, "a")->id, 0);
+  ck_assert_int_eq(region_of(p->prog, "x")->id, 1);
+  ck_assert_int_eq(region_of(p->prog, "b")->id, 2);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(eager_nodes_keep_their_order) {
+  /* y has no edges, but eager work keeps its input order: x before y */
+  Parsed *p = plan(K "graph g {\n node x hostop op sync reason \"r\";\n node a kernel k;\n"
+                     " node y hostop op cpu reason \"r\";\n x -> a;\n}\n",
+                   NULL, 1000);
+  const PgRegion *rx = region_of(p->prog, "x"), *ry = region_of(p->prog, "y");
+  size_t px = 0, py = 0;
+  for (size_t i = 0; i <= (size_t)ry->id; i++)
+    for (size_t k = 0; k < p->prog->regions.v[i]->nodes.n; k++) {
+      const char *nm = p->prog->regions.v[i]->nodes.v[k]->name;
+      if (strcmp(nm, "x") == 0) px = i * 1000 + k;
+      if (strcmp(nm, "y") == 0) py = i * 1000 + k;
+    }
+  ck_assert_uint_lt(px, py);
+  ck_assert_int_le(rx->id, ry->id);
+  /* and the one kernel forms one graph region */
+  size_t graphs = 0;
+  for (size_t i = 0; i < p->prog->regions.n; i++) graphs += p->prog->regions.v[i]->graphable;
+  ck_assert_uint_eq(graphs, 1);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(wide_dag_is_one_region) {
+  /* 200 independent kernels and a diamond: all graphable, one region, one launch */
+  char text[32768];
+  int n = snprintf(text, sizeof text, K "graph g {\n");
+  for (int i = 0; i < 200; i++) n += snprintf(text + n, sizeof text - (size_t)n, " node k%d kernel k;\n", i);
+  n += snprintf(text + n, sizeof text - (size_t)n, " k0 -> k1;\n k0 -> k2;\n k1 -> k3;\n k2 -> k3;\n}\n");
+  Parsed *p = plan(text, NULL, 1000);
+  ck_assert_uint_eq(p->prog->regions.n, 1);
+  ck_assert(p->prog->regions.v[0]->graph);
+  ck_assert_uint_eq(p->prog->regions.v[0]->kernels, 200);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(break_even_on_calls) {
+  /* one kernel: eager 4; graph 2 + 1 + (5 + 10) / calls: equal at 15 calls, so eager
+   * there (never a graph that is not faster) and a graph from 16 on */
+  const char *one = K "graph g { node a kernel k; }\n";
+  Parsed *p = plan(one, ROUND, 15);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_eager_us, 4.0, 1e-12);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 4.0, 1e-12);
+  ck_assert(!p->prog->regions.v[0]->graph);
+  ck_assert_ptr_nonnull(strstr(p->prog->regions.v[0]->reasons.v[0], "a graph would not pay"));
+  parsed_free(p);
+  p = plan(one, ROUND, 16);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 3.9375, 1e-12);
+  ck_assert(p->prog->regions.v[0]->graph);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(long_kernels_stay_eager) {
+  /* a 50 us kernel is not launch-bound: eager 50, graph 2 + 50 + 15/1000 */
+  Parsed *p = plan(K "graph g { node a kernel k gpu_us 50; }\n", ROUND, 1000);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_eager_us, 50.0, 1e-12);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 52.015, 1e-9);
+  ck_assert(!p->prog->regions.v[0]->graph);
+  parsed_free(p);
+}
+END_TEST
+
+/* n kernels, each reading an input buffer: n nodes patched per call */
+static char *patched_program(int n) {
+  static char text[8192];
+  int len = snprintf(text, sizeof text,
+                     "pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; }\nbuffer x size 64 role input;\n"
+                     "buffer w size 64 role weight;\ngraph g {\n");
+  for (int i = 0; i < n; i++) len += snprintf(text + len, sizeof text - (size_t)len, " node a%d kernel k args [x];\n", i);
+  len += snprintf(text + len, sizeof text - (size_t)len, " node fixed kernel k args [w];\n}\n");
+  return text;
+}
+
+START_TEST(update_method_boundary) {
+  /* host patching costs 0.5 per node, a device batch 3: host up to 6 nodes */
+  Parsed *p = plan(patched_program(6), ROUND, 1e9);
+  ck_assert_uint_eq(p->prog->regions.v[0]->patched, 6);
+  ck_assert_int_eq(p->prog->regions.v[0]->update, PG_UPDATE_HOST);
+  /* 7 kernels: eager 28; graph 2 + 7 + 3.0 + ~0 */
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 2 + 7 + 3.0, 1e-6);
+  parsed_free(p);
+  p = plan(patched_program(7), ROUND, 1e9);
+  ck_assert_uint_eq(p->prog->regions.v[0]->patched, 7);
+  ck_assert_int_eq(p->prog->regions.v[0]->update, PG_UPDATE_DEVICE);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 2 + 8 + 3.0, 1e-6);
+  parsed_free(p);
+}
+END_TEST
+
+#define MEM "pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n" \
+            "buffer x size 1048576 role input;\nbuffer y size 1048576 role output;\n"      \
+            "buffer t0 size 1048576 role intermediate;\nbuffer t1 size 1048576 role intermediate;\n" \
+            "buffer t2 size 1048576 role intermediate;\n"
+
+START_TEST(memplan_chain_reuses) {
+  /* t0 [0,1], t1 [1,2], t2 [2,3]: t0 and t2 can share; the optimum is 2 MiB */
+  Parsed *p = plan(MEM "graph g {\n node n1 kernel k args [x, t0];\n node n2 kernel k args [t0, t1];\n"
+                       " node n3 kernel k args [t1, t2];\n node n4 kernel k args [t2, y];\n"
+                       " n1 -> n2;\n n2 -> n3;\n n3 -> n4;\n}\n",
+                   NULL, 1000);
+  ck_assert_uint_eq(p->prog->mem.buffers, 3);
+  ck_assert_uint_eq(p->prog->mem.sum_bytes, 3 << 20);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 2 << 20);
+  ck_assert_uint_eq(p->prog->mem.pools_bytes, 3 << 20); /* one graph region holds all three */
+  PgBuffer **b = p->prog->buffers.v;
+  ck_assert(b[2]->planned && b[3]->planned && b[4]->planned);
+  ck_assert(!b[0]->planned); /* inputs and outputs are the caller's */
+  ck_assert_uint_ne(b[2]->offset, b[3]->offset); /* t0, t1 overlap in time */
+  ck_assert_uint_ne(b[3]->offset, b[4]->offset);
+  ck_assert_uint_eq(b[2]->offset % 256, 0);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(memplan_overlapping_and_concurrent) {
+  /* all three live at once: the sum is the optimum */
+  Parsed *p = plan(MEM "graph g {\n node n1 kernel k args [t0, t1];\n node n2 kernel k args [t2, t0];\n"
+                       " node n3 kernel k args [t1, t2];\n n1 -> n2;\n n2 -> n3;\n}\n",
+                   NULL, 1000);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 3 << 20);
+  parsed_free(p);
+  /* two independent branches in one graph may run concurrently: no sharing */
+  p = plan(MEM "graph g {\n node n1 kernel k args [x, t0];\n node n2 kernel k args [t0, y];\n"
+               " node n3 kernel k args [x, t1];\n node n4 kernel k args [t1, y];\n n1 -> n2;\n n3 -> n4;\n}\n",
+           NULL, 1000);
+  ck_assert(p->prog->regions.v[0]->graph);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 2 << 20);
+  parsed_free(p);
+  /* a host operation splits two graphs: one pool each is 2 MiB, the arena reuses */
+  p = plan(MEM "graph g {\n node n1 kernel k args [x, t0];\n node n2 kernel k args [t0, y];\n"
+               " node s hostop op sync reason \"r\";\n node n3 kernel k args [x, t1];\n node n4 kernel k args [t1, y];\n"
+               " n1 -> n2;\n n2 -> s;\n s -> n3;\n n3 -> n4;\n}\n",
+           NULL, 1000);
+  ck_assert_uint_eq(p->prog->regions.n, 3);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 1 << 20);
+  ck_assert_uint_eq(p->prog->mem.pools_bytes, 2 << 20);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(report_json_is_consistent) {
+  Run r = run_pgcc("--report=json", "--profile=" ROUND, "--calls=100", "tests/partition/mixed.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  json_error_t e;
+  json_t *j = json_loads(r.out, 0, &e);
+  ck_assert_msg(j, "not JSON: %s\n%s", e.text, r.out);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "nodes")), 8);
+  json_t *regions = json_object_get(j, "regions");
+  ck_assert_uint_eq(json_array_size(regions), 3);
+  double eager = 0, total = 0;
+  size_t members = 0;
+  for (size_t i = 0; i < json_array_size(regions); i++) {
+    json_t *reg = json_array_get(regions, i);
+    ck_assert_int_eq(json_integer_value(json_object_get(reg, "id")), (json_int_t)i);
+    const char *d = json_string_value(json_object_get(reg, "decision"));
+    double ee = json_real_value(json_object_get(reg, "est_eager_us"));
+    json_t *eg = json_object_get(reg, "est_graph_us");
+    eager += ee;
+    if (strcmp(d, "graph") == 0) {
+      ck_assert(json_real_value(eg) < ee); /* never a graph predicted slower */
+      total += json_real_value(eg);
+    } else {
+      total += ee;
+    }
+    ck_assert(json_array_size(json_object_get(reg, "reasons")) > 0);
+    members += json_array_size(json_object_get(reg, "members"));
+    ck_assert_int_eq(json_integer_value(json_object_get(reg, "nodes")),
+                     (json_int_t)json_array_size(json_object_get(reg, "members")));
+  }
+  ck_assert_uint_eq(members, 8);
+  ck_assert_double_eq_tol(json_real_value(json_object_get(j, "est_total_eager_us")), eager, 0.01);
+  ck_assert_double_eq_tol(json_real_value(json_object_get(j, "est_total_us")), total, 0.01);
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "not_graphable")), 2);
+  ck_assert(json_is_integer(json_object_get(j, "arena_bytes")));
+  json_decref(j);
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(report_text_and_dot_clusters) {
+  Run r = run_pgcc("--report", "tests/partition/merge.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "region  launch"));
+  ck_assert_ptr_nonnull(strstr(r.out, "host operation 'sync': the host reads a flag"));
+  ck_assert_ptr_nonnull(strstr(r.out, "the root graph in 2 regions: 1 as a graph (2 nodes), 1 eager (1 node)"));
+  run_free(&r);
+  r = run_pgcc("--emit=dot", "tests/partition/mixed.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "subgraph cluster_region_0 {"));
+  ck_assert_ptr_nonnull(strstr(r.out, "subgraph cluster_region_2 {"));
+  ck_assert_ptr_nonnull(strstr(r.out, "fillcolor=\"#fbe3e1\""));
+  /* pgcc reads its partition picture back as the same graph */
+  Parsed *p = parse_text("back.dot", r.out);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  ck_assert_uint_eq(p->prog->graphs.n, 1);
+  ck_assert_uint_eq(p->prog->graphs.v[0]->nodes.n, 8);
+  parsed_free(p);
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(profile_errors_are_located) {
+  Run r = run_pgcc("--report", "--profile=tests/profiles/bad.profile", "tests/partition/merge.graph", NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "bad.profile:3:1: error: unknown profile constant 'warp_us'"));
+  ck_assert_ptr_nonnull(strstr(r.err, "bad.profile:4:17: error: 'graph_node_us' needs a time in microseconds"));
+  ck_assert_ptr_nonnull(strstr(r.err, "error: profile does not set 'upload_us'"));
+  run_free(&r);
+  r = run_pgcc("--report=xml", "tests/partition/merge.graph", NULL);
+  ck_assert_int_eq(r.status, 2);
+  run_free(&r);
+  r = run_pgcc("--report", "--emit=graph", "tests/partition/merge.graph", NULL);
+  ck_assert_int_eq(r.status, 2);
+  run_free(&r);
+}
+END_TEST
+
+/* Random DAGs: the partition must respect every dependency (pg_verify_regions aborts
+ * otherwise), graph regions hold only graphable nodes, and no graph is chosen that
+ * is predicted slower. */
+START_TEST(random_dags_hold_the_invariants) {
+  unsigned seed = 12345;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  for (int round = 0; round < 50; round++) {
+    static char text[1 << 16];
+    int n = 5 + (int)(RND() % 60), len = snprintf(text, sizeof text, K "graph g {\n");
+    for (int i = 0; i < n; i++) {
+      if (RND() % 5 == 0)
+        len += snprintf(text + len, sizeof text - (size_t)len, " node n%d hostop op sync reason \"r\";\n", i);
+      else
+        len += snprintf(text + len, sizeof text - (size_t)len, " node n%d kernel k gpu_us %u;\n", i, RND() % 12);
+    }
+    for (int i = 0; i < n; i++)
+      for (int j = i + 1; j < n; j++)
+        if (RND() % 9 == 0) len += snprintf(text + len, sizeof text - (size_t)len, " n%d -> n%d;\n", i, j);
+    snprintf(text + len, sizeof text - (size_t)len, "}\n");
+    Parsed *p = plan(text, NULL, 1 + RND() % 2000);
+    size_t eager_nodes = 0, graph_regions = 0;
+    for (size_t i = 0; i < p->prog->regions.n; i++) {
+      const PgRegion *r = p->prog->regions.v[i];
+      for (size_t k = 0; k < r->nodes.n; k++) ck_assert(r->nodes.v[k]->graphable == r->graphable);
+      if (r->graph) ck_assert(r->est_graph_us < r->est_eager_us);
+      if (!r->graphable) eager_nodes += r->nodes.n;
+      graph_regions += r->graphable;
+    }
+    /* graph regions sit between eager nodes: never more than one more than them */
+    ck_assert_uint_le(graph_regions, eager_nodes + 1);
+    parsed_free(p);
+  }
+#undef RND
+}
+END_TEST
+
+Suite *partition_suite(void) {
+  Suite *s = suite_create("partition");
+  TCase *t = tcase_create("partition");
+  tcase_add_test(t, classification_reasons);
+  tcase_add_test(t, reordering_merges_regions);
+  tcase_add_test(t, dependencies_prevent_merging);
+  tcase_add_test(t, eager_nodes_keep_their_order);
+  tcase_add_test(t, wide_dag_is_one_region);
+  tcase_add_test(t, break_even_on_calls);
+  tcase_add_test(t, long_kernels_stay_eager);
+  tcase_add_test(t, update_method_boundary);
+  tcase_add_test(t, memplan_chain_reuses);
+  tcase_add_test(t, memplan_overlapping_and_concurrent);
+  tcase_add_test(t, report_json_is_consistent);
+  tcase_add_test(t, report_text_and_dot_clusters);
+  tcase_add_test(t, profile_errors_are_located);
+  tcase_add_test(t, random_dags_hold_the_invariants);
+  suite_add_tcase(s, t);
+  return s;
+}
