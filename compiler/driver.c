@@ -14,6 +14,8 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
@@ -31,7 +33,24 @@ typedef struct {
   int max_errors;
   const char *profile; /* NULL: the built-in H200 profile */
   double calls;
+  bool time_passes;
 } Options;
+
+/* --time-passes: seconds since the last mark, printed per pass */
+typedef struct {
+  FILE *err;
+  bool on;
+  struct timespec last;
+} Timer;
+
+static void mark(Timer *t, const char *pass) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (t->on && pass)
+    fprintf(t->err, "pgcc: time: %-9s %8.3f s\n", pass,
+            (double)(now.tv_sec - t->last.tv_sec) + (double)(now.tv_nsec - t->last.tv_nsec) * 1e-9);
+  t->last = now;
+}
 
 static const char usage_text[] =
     "usage: pgcc [options] INPUT\n"
@@ -48,6 +67,7 @@ static const char usage_text[] =
     "  --calls=N          calls to spread graph instantiation over (default 1000)\n"
     "  --stats            print 'nodes=N edges=E graphs=G kernels=K '\n"
     "  --max-errors=N     stop after N errors (default 20; 0: no limit)\n"
+    "  --time-passes      print the time each pass takes\n"
     "  -h, --help         show this help\n"
     "  --version          show the version\n"
     "\n"
@@ -67,7 +87,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       {"output", required_argument, 0, 'o'}, {"emit", required_argument, 0, 'e'},
       {"stats", no_argument, 0, 's'},        {"max-errors", required_argument, 0, 'm'},
       {"report", optional_argument, 0, 'r'}, {"profile", required_argument, 0, 'p'},
-      {"calls", required_argument, 0, 'c'},
+      {"calls", required_argument, 0, 'c'},  {"time-passes", no_argument, 0, 't'},
       {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0},
   };
@@ -91,6 +111,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       else return usage_error(err, "unknown --report format '%s' (expected text or json)", optarg);
       break;
     case 'p': o->profile = optarg; break;
+    case 't': o->time_passes = true; break;
     case 'c': {
       char *end;
       double n = strtod(optarg, &end);
@@ -129,12 +150,32 @@ static void write_dot(const PgProgram *p, const void *ctx, FILE *f) { (void)ctx,
 static void write_report_text(const PgProgram *p, const void *ctx, FILE *f) { pg_report_text(p, ctx, f); }
 static void write_report_json(const PgProgram *p, const void *ctx, FILE *f) { pg_report_json(p, ctx, f); }
 
-/* Writes through a temporary file renamed into place, so that no partial output is
- * ever left behind. */
+/* Writes to a stream; 0 or EXIT_INPUT. */
+static int write_stream(const char *path, Writer w, const PgProgram *p, const void *ctx, FILE *f, FILE *err) {
+  w(p, ctx, f);
+  if (fflush(f) == 0 && !ferror(f)) return 0;
+  fprintf(err, "pgcc: error: cannot write '%s': %s\n", path ? path : "standard output", strerror(errno));
+  return EXIT_INPUT;
+}
+
+/* Writes a regular file through a temporary file renamed into place, so that no
+ * partial output is ever left behind.  Anything else that exists (a device such as
+ * /dev/null, a FIFO) is written directly: renaming over it would replace it. */
 static int write_output(const char *path, Writer w, const PgProgram *p, const void *ctx, FILE *out, FILE *err) {
-  if (!path || strcmp(path, "-") == 0) {
-    w(p, ctx, out);
-    return fflush(out) == 0 ? 0 : EXIT_INPUT;
+  if (!path || strcmp(path, "-") == 0) return write_stream(NULL, w, p, ctx, out, err);
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      fprintf(err, "pgcc: error: cannot write '%s': is a directory\n", path);
+      return EXIT_INPUT;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+      fprintf(err, "pgcc: error: cannot write '%s': %s\n", path, strerror(errno));
+      return EXIT_INPUT;
+    }
+    int status = write_stream(path, w, p, ctx, f, err);
+    return fclose(f) == 0 ? status : EXIT_INPUT;
   }
   size_t n = strlen(path);
   char *tmp = malloc(n + 16);
@@ -191,18 +232,27 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   }
 
   /* the pipeline */
+  Timer t = {err, o.time_passes, {0, 0}};
+  mark(&t, NULL);
   PgProgram *p = read_input(arena, &diag, o.input);
+  mark(&t, "read");
   if (p && diag.errors == 0) pg_verify(p, &diag);
+  mark(&t, "verify");
   if (!p || diag.errors > 0) {
     pg_arena_free(arena);
     return EXIT_INPUT;
   }
   pg_classify(p);
+  mark(&t, "classify");
   pg_partition(p);
   pg_verify_regions(p, &diag);
+  mark(&t, "partition");
   pg_cost(p, profile, o.calls);
+  mark(&t, "cost");
   pg_memplan(p);
+  mark(&t, "memplan");
   if (pg_verify(p, &diag) > 0) PG_BUG("a pass broke the program");
+  mark(&t, "verify");
 
   status = 0;
   if (o.stats) {
@@ -212,6 +262,7 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   PgReportInfo info = {o.input, profile, o.calls};
   if (o.report == REPORT_TEXT) status = write_output(o.output, write_report_text, p, &info, out, err);
   if (o.report == REPORT_JSON) status = write_output(o.output, write_report_json, p, &info, out, err);
+  mark(&t, o.report ? "report" : NULL);
   switch (o.emit) {
   case EMIT_NONE: break;
   case EMIT_GRAPH: status = write_output(o.output, write_graph, p, NULL, out, err); break;
@@ -223,6 +274,7 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
     status = EXIT_USAGE;
     break;
   }
+  mark(&t, o.emit != EMIT_NONE ? "emit" : NULL);
   pg_arena_free(arena);
   return status;
 }

@@ -9,8 +9,11 @@
  * concurrently, so a use there keeps the buffer live for the whole region.  Two
  * buffers whose live ranges are disjoint may share bytes.
  *
- * Placement is greedy: largest first, each at the lowest offset (aligned to
- * max(256, its alignment)) that overlaps no placed buffer live at the same time.
+ * Placement is a linear scan in time, as an allocator would run it but knowing
+ * the future: at each buffer's first use the buffers that died before it are
+ * freed, and it goes best-fit into a hole of the arena or at its top (offsets
+ * aligned to max(256, its alignment)).  O(B log B) plus the free-list walks,
+ * which stay short because only live buffers fragment the arena.
  *
  * For comparison: sum_bytes gives every intermediate its own allocation;
  * pools_bytes gives every graph region a private pool holding each intermediate it
@@ -97,19 +100,81 @@ static bool is_chain(const PgRegion *r) {
   return true;
 }
 
-static int by_size(const void *x, const void *y) {
+/* Allocation order: by first use, larger first among equals, then by name. */
+static int by_start(const void *x, const void *y) {
   const Life *a = *(Life *const *)x, *b = *(Life *const *)y;
-  if (a->buf->size != b->buf->size) return a->buf->size > b->buf->size ? -1 : 1;
   if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+  if (a->buf->size != b->buf->size) return a->buf->size > b->buf->size ? -1 : 1;
   return strcmp(a->buf->name, b->buf->name);
 }
 
-static int by_offset(const void *x, const void *y) {
-  const Life *a = *(Life *const *)x, *b = *(Life *const *)y;
-  return a->buf->offset < b->buf->offset ? -1 : a->buf->offset > b->buf->offset;
+static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+/* The arena's free space below its top, as blocks sorted by offset. */
+typedef struct {
+  uint64_t off, size;
+} Block;
+
+typedef struct {
+  Block *v;
+  size_t n, cap;
+  uint64_t top; /* everything at or above is free */
+} FreeList;
+
+static void fl_insert(FreeList *fl, size_t at, Block b) {
+  if (fl->n == fl->cap) {
+    fl->cap = fl->cap ? 2 * fl->cap : 16;
+    fl->v = realloc(fl->v, fl->cap * sizeof *fl->v);
+    if (!fl->v) PG_BUG("out of memory");
+  }
+  memmove(fl->v + at + 1, fl->v + at, (fl->n - at) * sizeof *fl->v);
+  fl->v[at] = b;
+  fl->n++;
 }
 
-static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static void fl_remove(FreeList *fl, size_t at) {
+  memmove(fl->v + at, fl->v + at + 1, (fl->n - at - 1) * sizeof *fl->v);
+  fl->n--;
+}
+
+/* Best fit among the free blocks, else at the top. */
+static uint64_t fl_alloc(FreeList *fl, uint64_t size, uint64_t align) {
+  size_t best = SIZE_MAX;
+  uint64_t best_waste = UINT64_MAX;
+  for (size_t i = 0; i < fl->n; i++) {
+    uint64_t start = align_up(fl->v[i].off, align), end = fl->v[i].off + fl->v[i].size;
+    if (start + size <= end && end - start - size < best_waste) best = i, best_waste = end - start - size;
+  }
+  if (best == SIZE_MAX) { /* no hole fits: grow the top, starting in a hole that touches it */
+    bool touching = fl->n && fl->v[fl->n - 1].off + fl->v[fl->n - 1].size == fl->top;
+    uint64_t from = touching ? fl->v[fl->n - 1].off : fl->top, at = align_up(from, align);
+    if (touching) fl_remove(fl, fl->n - 1);
+    if (at > from) fl_insert(fl, fl->n, (Block){from, at - from}); /* the alignment gap stays free */
+    fl->top = at + size;
+    return at;
+  }
+  Block b = fl->v[best];
+  uint64_t start = align_up(b.off, align), end = b.off + b.size;
+  fl_remove(fl, best);
+  if (end > start + size) fl_insert(fl, best, (Block){start + size, end - start - size});
+  if (start > b.off) fl_insert(fl, best, (Block){b.off, start - b.off});
+  return start;
+}
+
+/* Returns [off, off+size) to the free list, merging with its neighbours. */
+static void fl_free(FreeList *fl, uint64_t off, uint64_t size) {
+  size_t at = 0;
+  while (at < fl->n && fl->v[at].off < off) at++;
+  fl_insert(fl, at, (Block){off, size});
+  if (at + 1 < fl->n && fl->v[at].off + fl->v[at].size == fl->v[at + 1].off) {
+    fl->v[at].size += fl->v[at + 1].size;
+    fl_remove(fl, at + 1);
+  }
+  if (at > 0 && fl->v[at - 1].off + fl->v[at - 1].size == fl->v[at].off) {
+    fl->v[at - 1].size += fl->v[at].size;
+    fl_remove(fl, at);
+  }
+}
 
 void pg_memplan(PgProgram *p) {
   size_t nb = p->buffers.n;
@@ -148,23 +213,40 @@ void pg_memplan(PgProgram *p) {
     plan.sum_bytes += life[i].buf->size;
     if (!life[i].in_graph) w.pools += life[i].buf->size;
   }
-  qsort(todo, nt, sizeof *todo, by_size);
+  /* Linear scan in time: at each buffer's first use, free what died before it,
+   * then place it best-fit in the arena's holes or at its top. */
+  qsort(todo, nt, sizeof *todo, by_start);
+  FreeList fl = {0};
+  size_t nl = 0; /* live buffers, a min-heap on hi */
+#define HI(k) (live[k]->hi)
   for (size_t t = 0; t < nt; t++) {
     Life *l = todo[t];
-    size_t nl = 0; /* placed buffers live at the same time, by offset */
-    for (size_t q = 0; q < t; q++)
-      if (todo[q]->lo <= l->hi && l->lo <= todo[q]->hi) live[nl++] = todo[q];
-    qsort(live, nl, sizeof *live, by_offset);
-    uint64_t align = l->buf->align > 256 ? l->buf->align : 256, at = 0;
-    for (size_t q = 0; q < nl; q++) {
-      if (align_up(at, align) + l->buf->size <= live[q]->buf->offset) break;
-      uint64_t end = live[q]->buf->offset + live[q]->buf->size;
-      if (end > at) at = end;
+    while (nl && HI(0) < l->lo) { /* pop the earliest death */
+      Life *dead = live[0];
+      fl_free(&fl, dead->buf->offset, dead->buf->size);
+      live[0] = live[--nl];
+      for (size_t c = 0;;) {
+        size_t a = 2 * c + 1, b = a + 1, m = c;
+        if (a < nl && HI(a) < HI(m)) m = a;
+        if (b < nl && HI(b) < HI(m)) m = b;
+        if (m == c) break;
+        Life *tmp = live[c];
+        live[c] = live[m], live[m] = tmp, c = m;
+      }
     }
-    l->buf->offset = align_up(at, align);
+    uint64_t align = l->buf->align > 256 ? l->buf->align : 256;
+    l->buf->offset = fl_alloc(&fl, l->buf->size, align);
     l->buf->planned = true;
-    if (l->buf->offset + l->buf->size > plan.arena_bytes) plan.arena_bytes = l->buf->offset + l->buf->size;
+    if (fl.top > plan.arena_bytes) plan.arena_bytes = fl.top;
+    size_t c = nl++; /* push */
+    live[c] = l;
+    while (c && HI((c - 1) / 2) > HI(c)) {
+      Life *tmp = live[c];
+      live[c] = live[(c - 1) / 2], live[(c - 1) / 2] = tmp, c = (c - 1) / 2;
+    }
   }
+#undef HI
+  free(fl.v);
   plan.buffers = nt;
   plan.pools_bytes = w.pools;
   p->mem = plan;

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 START_TEST(stats_line_exact) {
   Run r = run_pgcc("--stats", "tests/corpus/cuda/allkinds_verbose.dot", NULL);
@@ -118,6 +119,25 @@ START_TEST(examples_read_and_are_honest) {
 }
 END_TEST
 
+/* -o to something that is not a regular file writes into it rather than renaming a
+ * temporary over it (which, as root, would replace /dev/null with a file). */
+START_TEST(output_to_a_device_or_fifo) {
+  struct stat before, after;
+  ck_assert_int_eq(stat("/dev/null", &before), 0);
+  Run r = run_pgcc("--emit=graph", "-o", "/dev/null", "tests/corpus/cuda/allkinds_default.dot", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_int_eq(stat("/dev/null", &after), 0);
+  ck_assert(S_ISCHR(after.st_mode));
+  ck_assert_uint_eq(after.st_ino, before.st_ino);
+  run_free(&r);
+  system("mkdir -p build/test-out");
+  r = run_pgcc("--emit=graph", "-o", "build/test-out", "tests/corpus/cuda/allkinds_default.dot", NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "is a directory"));
+  run_free(&r);
+}
+END_TEST
+
 Suite *cli_suite(void) {
   Suite *s = suite_create("cli");
   TCase *t = tcase_create("cli");
@@ -129,6 +149,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, c_emission_is_refused_plainly);
   tcase_add_test(t, max_errors_limits_output);
   tcase_add_test(t, examples_read_and_are_honest);
+  tcase_add_test(t, output_to_a_device_or_fifo);
   suite_add_tcase(s, t);
   return s;
 }

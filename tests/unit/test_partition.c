@@ -346,6 +346,64 @@ START_TEST(random_dags_hold_the_invariants) {
 }
 END_TEST
 
+/* Random chains over random-sized intermediates: buffers live at the same time never
+ * share bytes, offsets are aligned, and the arena is no larger than the sum. */
+START_TEST(memplan_random_never_overlaps_live_buffers) {
+  unsigned seed = 777;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  for (int round = 0; round < 40; round++) {
+    static char text[1 << 16];
+    int nbuf = 2 + (int)(RND() % 20), nk = 2 + (int)(RND() % 40);
+    int len = snprintf(text, sizeof text, "pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n");
+    unsigned size[32], align[32];
+    for (int b = 0; b < nbuf; b++) {
+      size[b] = 1 + RND() % 100000;
+      align[b] = RND() % 3 == 0 ? 4096 : 0;
+      len += snprintf(text + len, sizeof text - (size_t)len, "buffer t%d size %u%s role intermediate;\n", b, size[b],
+                      align[b] ? " align 4096" : "");
+    }
+    int use[64][2], lo[32], hi[32];
+    for (int b = 0; b < nbuf; b++) lo[b] = -1, hi[b] = -1;
+    len += snprintf(text + len, sizeof text - (size_t)len, "graph g {\n");
+    for (int i = 0; i < nk; i++) {
+      for (int a = 0; a < 2; a++) {
+        int b = use[i][a] = (int)(RND() % (unsigned)nbuf);
+        if (lo[b] < 0) lo[b] = i;
+        hi[b] = i;
+      }
+      len += snprintf(text + len, sizeof text - (size_t)len, " node n%d kernel k args [t%d, t%d];\n", i, use[i][0],
+                      use[i][1]);
+      if (i) len += snprintf(text + len, sizeof text - (size_t)len, " n%d -> n%d;\n", i - 1, i);
+    }
+    snprintf(text + len, sizeof text - (size_t)len, "}\n");
+    Parsed *p = plan(text, ROUND, 1e6);
+    ck_assert_uint_eq(p->prog->regions.n, 1); /* one chain: node order is the schedule */
+    uint64_t sum = 0;
+    for (int a = 0; a < nbuf; a++) {
+      const PgBuffer *A = p->prog->buffers.v[a];
+      if (lo[a] < 0) {
+        ck_assert(!A->planned);
+        continue;
+      }
+      sum += A->size;
+      ck_assert(A->planned);
+      ck_assert_uint_eq(A->offset % (align[a] ? align[a] : 256), 0);
+      ck_assert_uint_le(A->offset + A->size, p->prog->mem.arena_bytes);
+      for (int b = 0; b < a; b++) {
+        const PgBuffer *B = p->prog->buffers.v[b];
+        if (lo[b] < 0 || lo[a] > hi[b] || lo[b] > hi[a]) continue;
+        ck_assert_msg(A->offset + A->size <= B->offset || B->offset + B->size <= A->offset,
+                      "t%d and t%d are live together and overlap", a, b);
+      }
+    }
+    ck_assert_uint_eq(p->prog->mem.sum_bytes, sum);
+    ck_assert_uint_le(p->prog->mem.arena_bytes, sum + (uint64_t)nbuf * 4096);
+    parsed_free(p);
+  }
+#undef RND
+}
+END_TEST
+
 Suite *partition_suite(void) {
   Suite *s = suite_create("partition");
   TCase *t = tcase_create("partition");
@@ -363,6 +421,7 @@ Suite *partition_suite(void) {
   tcase_add_test(t, report_text_and_dot_clusters);
   tcase_add_test(t, profile_errors_are_located);
   tcase_add_test(t, random_dags_hold_the_invariants);
+  tcase_add_test(t, memplan_random_never_overlaps_live_buffers);
   suite_add_tcase(s, t);
   return s;
 }
