@@ -110,3 +110,5 @@ clean:
 
 bench: $(B)/pgcc
 	@python3 bench/parse.py
+	@echo
+	@python3 bench/partition.py
