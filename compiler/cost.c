@@ -2,10 +2,14 @@
  * cost.c -- the cost model: per region, the predicted time of one call launched
  * eagerly and as a CUDA graph, from a machine profile; then the decision.
  *
- * Eager, each node costs what is larger of the host's submission and its own GPU
- * time (small work is launch-bound: the GPU waits for the host):
+ * Eager, the host submits one operation after another while the GPU runs them in
+ * order; two clocks are simulated through the region:
  *
- *   eager = sum over nodes of max(submit(n), gpu(n))
+ *   host += submit(n);  gpu = max(host, gpu) + gpu(n)       eager = gpu at the end
+ *
+ * so short work is launch-bound (the GPU waits for the host), and while a long
+ * kernel runs the host gets ahead and later short kernels run back to back.  A
+ * host operation (a synchronization, CPU work) first waits for the GPU.
  *
  * As a graph, the host pays one launch and the GPU pays each node's time with the
  * much smaller in-graph gap; parameters that change every call are patched, and
@@ -120,9 +124,23 @@ PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path) {
 
 typedef struct {
   const PgProfile *pr;
-  double eager, graph; /* sums over nodes, bodies included */
+  double host, gpu; /* the eager simulation's two clocks */
+  double graph;     /* the graph's GPU time, summed over nodes */
   size_t nodes, patched;
 } Sum;
+
+/* An eager stream operation: the host spends `submit`, the GPU `gpu` once both it
+ * and the operation before it are done. */
+static void submit(Sum *s, double submit_us, double gpu_us) {
+  s->host += submit_us;
+  s->gpu = fmax(s->host, s->gpu) + gpu_us;
+}
+
+/* Host work that waits for the GPU first (a synchronization, CPU work). */
+static void host_wait(Sum *s, double us) {
+  s->host = fmax(s->host, s->gpu) + us;
+  s->gpu = s->host;
+}
 
 static double gpu_time(const PgProfile *pr, const PgNode *n) {
   if (n->gpu_us > 0) return n->gpu_us;
@@ -166,44 +184,47 @@ static void add_node(Sum *s, const PgNode *n) {
   switch (n->kind) {
   case PG_KERNEL:
   case PG_LIBCALL:
-    s->eager += fmax(pr->eager_launch_us, gpu_time(pr, n));
+    submit(s, pr->eager_launch_us, gpu_time(pr, n));
     s->graph += fmax(pr->graph_node_us, gpu_time(pr, n));
     break;
   case PG_MEMCPY:
   case PG_MEMSET:
-    s->eager += fmax(pr->eager_copy_us, gpu_time(pr, n));
+    submit(s, pr->eager_copy_us, gpu_time(pr, n));
     s->graph += fmax(pr->graph_node_us, gpu_time(pr, n));
     break;
   case PG_HOST:
-    s->eager += pr->eager_host_us + n->gpu_us;
+    submit(s, pr->eager_host_us, pr->eager_host_us + n->gpu_us);
     s->graph += pr->host_node_us + n->gpu_us;
     break;
   case PG_EVENT_RECORD:
   case PG_EVENT_WAIT:
   case PG_MEM_ALLOC:
   case PG_MEM_FREE:
-    s->eager += pr->eager_copy_us; /* one stream operation; in a graph, an edge's worth */
+    submit(s, pr->eager_copy_us, 0); /* one stream operation; in a graph, an edge's worth */
     break;
   case PG_EMPTY: break;
   case PG_CHILD: add_graph(s, n->u.child.body); break;
   case PG_CONDITIONAL: {
-    /* eagerly the host decides (a round trip), then runs the costlier body;
-     * in a graph the device decides */
-    Sum worst = {pr, 0, 0, 0, 0};
+    /* eagerly the host reads the condition (a round trip), then runs the costlier
+     * body; in a graph the device decides */
+    host_wait(s, pr->hostop_us);
+    Sum worst = *s;
+    worst.gpu = -1;
     for (size_t b = 0; b < n->u.cond.bodies.n; b++) {
-      Sum body = {pr, 0, 0, 0, 0};
+      Sum body = *s;
+      body.graph = 0;
       add_graph(&body, n->u.cond.bodies.v[b]);
-      if (body.eager > worst.eager) worst = body;
-      s->nodes += body.nodes;
-      s->patched += body.patched;
+      if (body.gpu > worst.gpu) worst = body;
+      s->nodes += body.nodes - s->nodes;
+      s->patched += body.patched - s->patched;
     }
-    s->eager += pr->hostop_us + worst.eager;
+    s->host = worst.host, s->gpu = worst.gpu;
     s->graph += pr->graph_node_us + worst.graph;
     break;
   }
   case PG_HOSTOP:
   case PG_OPAQUE:
-    s->eager += pr->hostop_us + n->gpu_us;
+    host_wait(s, pr->hostop_us + n->gpu_us);
     s->graph += pr->hostop_us + n->gpu_us; /* never in a graph; kept for the sums */
     break;
   case PG_NODE_KIND_COUNT: PG_BUG("bad node kind");
@@ -233,13 +254,13 @@ void pg_cost(PgProgram *p, const PgProfile *pr, double calls) {
   if (calls < 1) calls = 1;
   for (size_t ri = 0; ri < p->regions.n; ri++) {
     PgRegion *r = p->regions.v[ri];
-    Sum s = {pr, 0, 0, 0, 0};
+    Sum s = {pr, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < r->nodes.n; i++) add_node(&s, r->nodes.v[i]);
-    r->est_eager_us = s.eager;
+    r->est_eager_us = fmax(s.host, s.gpu);
     r->reasons.n = 0;
     if (!r->graphable) {
       r->graph = false;
-      r->est_graph_us = s.eager;
+      r->est_graph_us = r->est_eager_us;
       r->patched = 0;
       r->update = PG_UPDATE_NONE;
       eager_reasons(p, r);

@@ -99,7 +99,7 @@ def main():
         g, dot = capture(name, fn)
         keep.append(g)
         handle = g.raw_cuda_graph()
-        res = (ctypes.c_double * 5)()
+        res = (ctypes.c_double * 6)()
         rc = LIB.pgw_measure(handle, 200, res)
         if rc:
             sys.exit(f'{name}: pgw_measure failed ({rc})')
@@ -130,7 +130,7 @@ def main():
                          predicted_eager_us=pred_eager, measured_graph_us=res[1], predicted_graph_us=pred_graph,
                          eager_host_us=res[2], graph_host_us=res[3], regions=len(regions),
                          decision=[r['decision'] for r in regions]))
-        print(f'{name}: {n} kernels, measured eager {res[0]:.1f} us graph {res[1]:.1f} us; '
+        print(f'{name}: {n} nodes ({int(res[5])} kernels), measured eager {res[0]:.1f} us graph {res[1]:.1f} us; '
               f'predicted eager {pred_eager:.1f} us graph {pred_graph:.1f} us', flush=True)
 
     with open(os.path.join(OUT, 'cost_validate.json'), 'w') as f:

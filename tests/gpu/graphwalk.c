@@ -2,8 +2,9 @@
  * graphwalk.c -- measures a captured CUDA graph two ways, from C, for the cost-model
  * validation (tests/gpu/cost_validate.py loads it with ctypes):
  *
- *   eager: every kernel node launched with cuLaunchKernel, in topological order,
- *          with the parameters captured in it -- what pgcc's eager regions do;
+ *   eager: every node launched as a stream operation in topological order, with the
+ *          parameters captured in it (cuLaunchKernel, cuMemcpy3DAsync,
+ *          cuMemsetD2D*Async) -- what pgcc's eager regions do;
  *   graph: the graph instantiated and replayed with cuGraphLaunch.
  *
  * Both are timed with CUDA events around one whole pass, median over `reps`.
@@ -49,8 +50,49 @@ static double now_us(void) {
   return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
+/* One node, as an eager stream operation: a kernel, a copy or a memset. */
+typedef struct {
+  CUgraphNodeType type;
+  CUDA_KERNEL_NODE_PARAMS k;
+  CUDA_MEMCPY3D c;
+  CUDA_MEMSET_NODE_PARAMS m;
+} Op;
+
+static int get_op(CUgraphNode node, Op *op) {
+  CK(cuGraphNodeGetType(node, &op->type));
+  switch (op->type) {
+  case CU_GRAPH_NODE_TYPE_KERNEL:
+    CK(cuGraphKernelNodeGetParams(node, &op->k));
+    if (!op->k.func) CK(cuKernelGetFunction(&op->k.func, op->k.kern));
+    return 0;
+  case CU_GRAPH_NODE_TYPE_MEMCPY: CK(cuGraphMemcpyNodeGetParams(node, &op->c)); return 0;
+  case CU_GRAPH_NODE_TYPE_MEMSET: CK(cuGraphMemsetNodeGetParams(node, &op->m)); return 0;
+  default: fprintf(stderr, "graphwalk: a node of type %d cannot be launched eagerly here\n", (int)op->type); return -2;
+  }
+}
+
+static int launch_op(const Op *op, CUstream s) {
+  const CUDA_MEMSET_NODE_PARAMS *m = &op->m;
+  switch (op->type) {
+  case CU_GRAPH_NODE_TYPE_KERNEL:
+    CK(cuLaunchKernel(op->k.func, op->k.gridDimX, op->k.gridDimY, op->k.gridDimZ, op->k.blockDimX, op->k.blockDimY,
+                      op->k.blockDimZ, op->k.sharedMemBytes, s, op->k.kernelParams, op->k.extra));
+    return 0;
+  case CU_GRAPH_NODE_TYPE_MEMCPY: CK(cuMemcpy3DAsync(&op->c, s)); return 0;
+  case CU_GRAPH_NODE_TYPE_MEMSET: {
+    size_t pitch = m->height > 1 ? m->pitch : m->width * m->elementSize;
+    if (m->elementSize == 1) CK(cuMemsetD2D8Async(m->dst, pitch, (unsigned char)m->value, m->width, m->height, s));
+    else if (m->elementSize == 2) CK(cuMemsetD2D16Async(m->dst, pitch, (unsigned short)m->value, m->width, m->height, s));
+    else CK(cuMemsetD2D32Async(m->dst, pitch, m->value, m->width, m->height, s));
+    return 0;
+  }
+  default: return -2;
+  }
+}
+
 /* out[0] eager GPU us, out[1] graph GPU us, out[2] eager host us per pass,
- * out[3] graph host us per launch, out[4] kernel nodes.  Returns 0 or an error. */
+ * out[3] graph host us per launch, out[4] nodes, out[5] kernel nodes.
+ * Returns 0 or an error. */
 int pgw_measure(unsigned long long graph_handle, int reps, double *out) {
   CUgraph g = (CUgraph)(uintptr_t)graph_handle;
   CUcontext ctx = NULL;
@@ -90,16 +132,12 @@ int pgw_measure(unsigned long long graph_handle, int reps, double *out) {
           if (nodes[j] == to[e]) indeg[j]--;
   }
 
-  CUDA_KERNEL_NODE_PARAMS *p = calloc(n, sizeof *p);
+  Op *ops = calloc(n, sizeof *ops);
+  size_t kernels = 0;
   for (size_t i = 0; i < n; i++) {
-    CUgraphNodeType type;
-    CK(cuGraphNodeGetType(nodes[i], &type));
-    if (type != CU_GRAPH_NODE_TYPE_KERNEL) {
-      fprintf(stderr, "graphwalk: node %zu is not a kernel (type %d)\n", i, (int)type);
-      return -2;
-    }
-    CK(cuGraphKernelNodeGetParams(nodes[i], &p[i]));
-    if (!p[i].func) CK(cuKernelGetFunction(&p[i].func, p[i].kern));
+    int rc = get_op(nodes[i], &ops[i]);
+    if (rc) return rc;
+    kernels += ops[i].type == CU_GRAPH_NODE_TYPE_KERNEL;
   }
 
   CUstream s;
@@ -114,9 +152,8 @@ int pgw_measure(unsigned long long graph_handle, int reps, double *out) {
     CK(cuEventRecord(e0, s));
     double t0 = now_us();
     for (size_t q = 0; q < n; q++) {
-      const CUDA_KERNEL_NODE_PARAMS *kp = &p[order[q]];
-      CK(cuLaunchKernel(kp->func, kp->gridDimX, kp->gridDimY, kp->gridDimZ, kp->blockDimX, kp->blockDimY,
-                        kp->blockDimZ, kp->sharedMemBytes, s, kp->kernelParams, kp->extra));
+      int rc = launch_op(&ops[order[q]], s);
+      if (rc) return rc;
     }
     double t1 = now_us();
     CK(cuEventRecord(e1, s));
@@ -145,11 +182,12 @@ int pgw_measure(unsigned long long graph_handle, int reps, double *out) {
   out[2] = median(eh, reps);
   out[3] = median(gh, reps);
   out[4] = (double)n;
+  out[5] = (double)kernels;
   CK(cuGraphExecDestroy(exec));
   CK(cuEventDestroy(e0));
   CK(cuEventDestroy(e1));
   CK(cuStreamDestroy(s));
-  free(nodes), free(from), free(to), free(indeg), free(order), free(done), free(p);
+  free(nodes), free(from), free(to), free(indeg), free(order), free(done), free(ops);
   free(eg), free(eh), free(gg), free(gh);
   return 0;
 }
@@ -169,14 +207,21 @@ int pgw_node_times(unsigned long long graph_handle, int copies, int reps, double
   CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   double *t = calloc((size_t)reps, sizeof *t);
+  CUcontext ctx;
+  CK(cuCtxGetCurrent(&ctx));
   for (size_t i = 0; i < n; i++) {
-    CUDA_KERNEL_NODE_PARAMS p;
-    CK(cuGraphKernelNodeGetParams(nodes[i], &p));
+    Op op;
+    int rc = get_op(nodes[i], &op);
+    if (rc) return rc;
     CUgraph one;
     CK(cuGraphCreate(&one, 0));
     CUgraphNode prev = NULL, cur;
     for (int c = 0; c < copies; c++) {
-      CK(cuGraphAddKernelNode(&cur, one, prev ? &prev : NULL, prev ? 1 : 0, &p));
+      const CUgraphNode *dep = prev ? &prev : NULL;
+      size_t nd = prev ? 1 : 0;
+      if (op.type == CU_GRAPH_NODE_TYPE_KERNEL) CK(cuGraphAddKernelNode(&cur, one, dep, nd, &op.k));
+      if (op.type == CU_GRAPH_NODE_TYPE_MEMCPY) CK(cuGraphAddMemcpyNode(&cur, one, dep, nd, &op.c, ctx));
+      if (op.type == CU_GRAPH_NODE_TYPE_MEMSET) CK(cuGraphAddMemsetNode(&cur, one, dep, nd, &op.m, ctx));
       prev = cur;
     }
     CUgraphExec exec;

@@ -129,28 +129,49 @@ START_TEST(wide_dag_is_one_region) {
 END_TEST
 
 START_TEST(break_even_on_calls) {
-  /* one kernel: eager 4; graph 2 + 1 + (5 + 10) / calls: equal at 15 calls, so eager
-   * there (never a graph that is not faster) and a graph from 16 on */
+  /* one kernel: eager, the host submits (4) then the GPU runs it (1): 5; as a graph
+   * 2 + 1 + (5 + 10) / calls: equal at 7.5 calls, so eager there (never a graph
+   * that is not faster) and a graph from 8 on */
   const char *one = K "graph g { node a kernel k; }\n";
-  Parsed *p = plan(one, ROUND, 15);
-  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_eager_us, 4.0, 1e-12);
-  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 4.0, 1e-12);
+  Parsed *p = plan(one, ROUND, 7.5);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_eager_us, 5.0, 1e-12);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 5.0, 1e-12);
   ck_assert(!p->prog->regions.v[0]->graph);
   ck_assert_ptr_nonnull(strstr(p->prog->regions.v[0]->reasons.v[0], "a graph would not pay"));
   parsed_free(p);
-  p = plan(one, ROUND, 16);
-  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 3.9375, 1e-12);
+  p = plan(one, ROUND, 8);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 4.875, 1e-12);
   ck_assert(p->prog->regions.v[0]->graph);
   parsed_free(p);
 }
 END_TEST
 
-START_TEST(long_kernels_stay_eager) {
-  /* a 50 us kernel is not launch-bound: eager 50, graph 2 + 50 + 15/1000 */
-  Parsed *p = plan(K "graph g { node a kernel k gpu_us 50; }\n", ROUND, 1000);
-  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_eager_us, 50.0, 1e-12);
-  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 52.015, 1e-9);
+START_TEST(eager_simulation_overlaps_launches) {
+  /* a 20 us kernel then three tiny ones: while the long one runs the host submits
+   * the rest (at 8, 12, 16), so they follow it back to back:
+   * 4 + 20 + 3 * 1 = 27, not 4 + 20 + 3 * 4 */
+  Parsed *p = plan(K "graph g {\n node a kernel k gpu_us 20;\n node b kernel k;\n node c kernel k;\n"
+                     " node d kernel k;\n a -> b;\n b -> c;\n c -> d;\n}\n",
+                   ROUND, 1000);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_eager_us, 27.0, 1e-12);
+  parsed_free(p);
+  /* tiny kernels only: launch-bound, 4 per kernel plus the last one's run */
+  p = plan(K "graph g {\n node a kernel k;\n node b kernel k;\n node c kernel k;\n}\n", ROUND, 1000);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_eager_us, 13.0, 1e-12);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(instantiation_not_amortized_stays_eager) {
+  /* a 50 us kernel: eager 4 + 50 = 54; a graph saves the launch (2 + 50) but, run
+   * once, pays instantiation and upload (15): 67 */
+  Parsed *p = plan(K "graph g { node a kernel k gpu_us 50; }\n", ROUND, 1);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_eager_us, 54.0, 1e-12);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 67.0, 1e-9);
   ck_assert(!p->prog->regions.v[0]->graph);
+  parsed_free(p);
+  p = plan(K "graph g { node a kernel k gpu_us 50; }\n", ROUND, 1000);
+  ck_assert(p->prog->regions.v[0]->graph);
   parsed_free(p);
 }
 END_TEST
@@ -413,7 +434,8 @@ Suite *partition_suite(void) {
   tcase_add_test(t, eager_nodes_keep_their_order);
   tcase_add_test(t, wide_dag_is_one_region);
   tcase_add_test(t, break_even_on_calls);
-  tcase_add_test(t, long_kernels_stay_eager);
+  tcase_add_test(t, eager_simulation_overlaps_launches);
+  tcase_add_test(t, instantiation_not_amortized_stays_eager);
   tcase_add_test(t, update_method_boundary);
   tcase_add_test(t, memplan_chain_reuses);
   tcase_add_test(t, memplan_overlapping_and_concurrent);
