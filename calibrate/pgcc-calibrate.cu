@@ -47,6 +47,16 @@ __global__ void struct_kernel(Params q) {
 
 static Params params;
 
+// Busy for about `cycles` clock ticks: long enough that the host is never the
+// bottleneck, so what a launch costs the GPU shows.
+__global__ void spin_kernel(long long cycles) {
+  long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+
+
 static void launch_pair(int i, cudaStream_t s) {
   if (i & 1)
     struct_kernel<<<1, 32, 0, s>>>(params);
@@ -138,6 +148,34 @@ static double host_round_trip(double launch_host_us) {
     if (r) host.push_back(t);
   }
   return std::max(0.0, median(host) - launch_host_us);
+}
+
+// GPU time a stream-launched kernel costs beyond the same kernel in a graph.
+static double eager_gap() {
+  const int n = 200;
+  const long long cycles = 20000;  // about 10 us
+  std::vector<double> eager, graph;
+  cudaGraph_t g;
+  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < n; i++) spin_kernel<<<1, 32, 0, stream>>>(cycles);
+  CHECK(cudaStreamEndCapture(stream, &g));
+  cudaGraphExec_t e;
+  CHECK(cudaGraphInstantiate(&e, g, 0));
+  for (int r = 0; r < REPS + 1; r++) {
+    CHECK(cudaEventRecord(ev0, stream));
+    for (int i = 0; i < n; i++) spin_kernel<<<1, 32, 0, stream>>>(cycles);
+    CHECK(cudaGetLastError());
+    CHECK(cudaEventRecord(ev1, stream));
+    double te = gpu_ms() * 1e3 / n;
+    CHECK(cudaEventRecord(ev0, stream));
+    CHECK(cudaGraphLaunch(e, stream));
+    CHECK(cudaEventRecord(ev1, stream));
+    double tg = gpu_ms() * 1e3 / n;
+    if (r) eager.push_back(te), graph.push_back(tg);
+  }
+  CHECK(cudaGraphExecDestroy(e));
+  CHECK(cudaGraphDestroy(g));
+  return std::max(0.0, median(eager) - median(graph));
 }
 
 enum NodeKind { KERNELS, COPIES, HOSTS };
@@ -253,6 +291,7 @@ int main(int argc, char **argv) {
   double copy_gpu = eager_copy(a, b);
   double host_func = eager_host_func();
   double round_trip = host_round_trip(launch_host);
+  double gap = eager_gap();
 
   const int small = 10, large = 1000;
   cudaGraph_t gs = chain(small, KERNELS, a, b), gl = chain(large, KERNELS, a, b);
@@ -292,6 +331,7 @@ int main(int argc, char **argv) {
           std::max(launch_gpu, launch_host), launch_host);
   fprintf(f, "eager_copy_us        %.3f   # 256-byte device copies, GPU time per copy of a chain\n", copy_gpu);
   fprintf(f, "eager_host_us        %.3f   # cudaLaunchHostFunc, GPU time per call of a chain\n", host_func);
+  fprintf(f, "eager_gap_us         %.3f   # GPU time per ~10 us kernel, eager minus in a graph\n", gap);
   fprintf(f, "hostop_us            %.3f   # a stream synchronization round trip, beyond the launch\n", round_trip);
   fprintf(f, "graph_launch_us      %.3f   # cudaGraphLaunch host time, fixed (fit over %d and %d nodes)\n",
           launch_fixed, small, large);

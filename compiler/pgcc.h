@@ -481,6 +481,7 @@ int pg_verify_regions(const PgProgram *p, PgDiag *d);
   X(eager_launch_us, "host time to submit one kernel launch eagerly")                       \
   X(eager_copy_us, "host time to submit one memcpy or memset eagerly")                      \
   X(eager_host_us, "one host function launched into the stream")                            \
+  X(eager_gap_us, "GPU time an eager kernel or copy costs beyond its time in a graph")      \
   X(hostop_us, "one non-graphable host operation (synchronization, CPU work)")              \
   X(graph_launch_us, "host time of one graph launch, fixed part")                           \
   X(graph_launch_node_us, "host time of one graph launch, per node")                        \

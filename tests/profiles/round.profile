@@ -3,6 +3,7 @@ name "round numbers (tests)"
 eager_launch_us      4
 eager_copy_us        4
 eager_host_us        5
+eager_gap_us         0
 hostop_us            10
 graph_launch_us      2
 graph_launch_node_us 0
