@@ -39,7 +39,7 @@ GEN_SRCS = grammar/gen/dot.tab.c grammar/gen/dot.tab.h grammar/gen/dot.lex.c gra
 
 HEADERS = compiler/pgcc.h compiler/parse.h
 
-.PHONY: all deps demo check check-generated test bench clean regen calibrate
+.PHONY: all deps demo check check-generated check-clang check-cuda test bench clean regen calibrate
 .DELETE_ON_ERROR:
 # The generated sources are committed: never delete them as intermediates.
 .SECONDARY: $(GEN_SRCS)
@@ -97,7 +97,8 @@ check-generated:
 	 else echo "generated sources differ from grammar/: run 'make regen' and commit"; exit 1; fi
 
 # ---- pgcc-calibrate: measures a machine profile on a GPU (needs nvcc to build)
-NVCC ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(shell command -v nvcc 2>/dev/null || echo $(CUDA_HOME)/bin/nvcc)
 NVCCFLAGS = -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
 	-Xcompiler -Wall,-Wextra,-Werror
 

@@ -25,8 +25,8 @@
  * node from the host and one device-side batched update.  A graphable region runs
  * as a graph only when that is predicted faster; never a graph predicted slower.
  *
- * Profiles are text files of `key value` lines (in profiles/); the H200
- * figures from MEASUREMENTS.md are built in.
+ * Profiles are text files of `key value` lines (profiles/, written by
+ * pgcc-calibrate); the H200's is built in.
  */
 #include "pgcc.h"
 
@@ -36,26 +36,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* NVIDIA H200, driver 580.159, CUDA 13.0: shared/MEASUREMENTS.md, chains of tiny
- * kernels.  Values marked "est." were not measured there (pgcc-calibrate measures
- * them: see profiles/). */
+/* profiles/h200.profile, measured by pgcc-calibrate on an H200 (driver 580.159.04,
+ * CUDA 13.0); a test keeps the two equal. */
 const PgProfile pg_profile_h200 = {
-    .name = "H200 (built in)",
-    .eager_launch_us = 4.35,
-    .eager_copy_us = 4.35,        /* est.: as a kernel launch */
-    .eager_host_us = 6.0,         /* est. */
-    .eager_gap_us = 0,            /* est. */
-    .hostop_us = 10.0,            /* est.: a stream synchronization round trip */
-    .graph_launch_us = 1.9,
-    .graph_launch_node_us = 0.0018,
-    .graph_node_us = 0.93,
-    .kernel_us = 1.0,             /* est.: a tiny kernel */
-    .copy_us = 1.0,               /* est. */
-    .host_node_us = 6.0,          /* est. */
-    .update_host_node_us = 0.52,
-    .update_device_us = 2.8,      /* published, PyTorch's batched update */
-    .instantiate_node_us = 5.6,
-    .upload_us = 10.0,            /* est. */
+    .name = "NVIDIA H200 (built in: profiles/h200.profile)",
+    .eager_launch_us = 4.748,
+    .eager_copy_us = 5.530,
+    .eager_host_us = 2.676,
+    .eager_gap_us = 0.794,
+    .hostop_us = 5.142,
+    .graph_launch_us = 2.519,
+    .graph_launch_node_us = 0.0025,
+    .graph_node_us = 0.682,
+    .kernel_us = 0.682,
+    .copy_us = 0.974,
+    .host_node_us = 2.631,
+    .update_host_node_us = 0.773,
+    .update_device_us = 2.800, /* published: PyTorch's device-side batched update */
+    .instantiate_node_us = 1.902,
+    .upload_us = 25.617,
 };
 
 /* ---- loading a profile ---- */

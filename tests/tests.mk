@@ -23,7 +23,16 @@ check-clang:
 test: $(B)/tests/run $(B)/pgcc
 	@$(B)/tests/run
 
+# The GPU programs compile here too (they run only on a GPU: tests/gpu/run.sh).
+check-cuda:
+	@if [ -x "$(NVCC)" ] || command -v "$(NVCC)" >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory $(B)/pgcc-calibrate && \
+	  $(CC) -O2 -Wall -Wextra -Werror -shared -fPIC -I$(CUDA_HOME)/include tests/gpu/graphwalk.c \
+	    -o $(B)/graphwalk.so -L$(CUDA_HOME)/lib64/stubs -lcuda && echo "GPU programs: build"; \
+	else echo "nvcc not found: GPU programs not built"; fi
+
 check: deps
 	@$(MAKE) --no-print-directory check-generated
 	@$(MAKE) --no-print-directory check-clang
+	@$(MAKE) --no-print-directory check-cuda
 	@$(MAKE) --no-print-directory test

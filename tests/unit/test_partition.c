@@ -425,6 +425,19 @@ START_TEST(memplan_random_never_overlaps_live_buffers) {
 }
 END_TEST
 
+START_TEST(built_in_profile_is_the_shipped_h200_profile) {
+  PgArena *a = pg_arena_new();
+  PgDiag d = {.out = stderr};
+  PgProfile *f = pg_profile_load(a, &d, "profiles/h200.profile");
+  ck_assert_ptr_nonnull(f);
+#define X(field, doc) ck_assert_msg(f->field == pg_profile_h200.field, #field);
+  PG_PROFILE_FIELDS(X)
+#undef X
+  ck_assert_ptr_nonnull(pg_profile_load(a, &d, "profiles/h100.profile"));
+  pg_arena_free(a);
+}
+END_TEST
+
 Suite *partition_suite(void) {
   Suite *s = suite_create("partition");
   TCase *t = tcase_create("partition");
@@ -443,6 +456,7 @@ Suite *partition_suite(void) {
   tcase_add_test(t, report_text_and_dot_clusters);
   tcase_add_test(t, profile_errors_are_located);
   tcase_add_test(t, random_dags_hold_the_invariants);
+  tcase_add_test(t, built_in_profile_is_the_shipped_h200_profile);
   tcase_add_test(t, memplan_random_never_overlaps_live_buffers);
   suite_add_tcase(s, t);
   return s;
