@@ -19,17 +19,17 @@ static const char *body_blocker(const PgGraph *g, PgArena *a) {
 
 static const char *why_not(const PgNode *n, PgArena *a) {
   if (n->eager) return n->eager;
+  if (!pg_kinds[n->kind].graphable) {
+    if (n->kind == PG_HOSTOP) return pg_arena_printf(a, "host operation '%s': %s", n->u.hostop.op, n->u.hostop.reason);
+    if (n->kind == PG_OPAQUE) return pg_arena_printf(a, "unsupported node kind '%s'", n->u.opaque.what);
+    return pg_arena_printf(a, "%s nodes cannot be in a graph", pg_kinds[n->kind].name);
+  }
   switch (n->kind) {
   case PG_MEMCPY:
     if (n->u.memcpy.pageable)
       return n->u.memcpy.dir == PG_DIR_DTOH ? "device-to-host copy into pageable memory"
                                             : "copy from or to pageable host memory";
     return NULL;
-  case PG_HOSTOP: {
-    const char *op = n->u.hostop.op;
-    return pg_arena_printf(a, "host operation '%s': %s", op, n->u.hostop.reason);
-  }
-  case PG_OPAQUE: return pg_arena_printf(a, "unsupported node kind '%s'", n->u.opaque.what);
   case PG_CHILD: return body_blocker(n->u.child.body, a);
   case PG_CONDITIONAL:
     for (size_t b = 0; b < n->u.cond.bodies.n; b++) {

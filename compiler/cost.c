@@ -178,58 +178,55 @@ static bool changes_per_call(const PgNode *n) {
 
 static void add_graph(Sum *s, const PgGraph *g);
 
-/* One node: its eager and in-graph costs, into s. */
+/* One node: its eager and in-graph costs, into s, by its kind's cost class. */
 static void add_node(Sum *s, const PgNode *n) {
   const PgProfile *pr = s->pr;
   s->nodes++;
   s->patched += changes_per_call(n);
-  switch (n->kind) {
-  case PG_KERNEL:
-  case PG_LIBCALL:
+  switch (pg_kinds[n->kind].cost) {
+  case PG_COST_NONE: break;
+  case PG_COST_STREAM: /* one stream operation; in a graph, an edge's worth */
+    submit(s, pr->eager_copy_us, 0);
+    break;
+  case PG_COST_LAUNCH:
     submit(s, pr->eager_launch_us, gpu_time(pr, n) + pr->eager_gap_us);
     s->graph += fmax(pr->graph_node_us, gpu_time(pr, n));
     break;
-  case PG_MEMCPY:
-  case PG_MEMSET:
+  case PG_COST_COPY:
     submit(s, pr->eager_copy_us, gpu_time(pr, n) + pr->eager_gap_us);
     s->graph += fmax(pr->graph_node_us, gpu_time(pr, n));
     break;
-  case PG_HOST:
+  case PG_COST_HOST:
     submit(s, pr->eager_host_us, pr->eager_host_us + n->gpu_us);
     s->graph += pr->host_node_us + n->gpu_us;
     break;
-  case PG_EVENT_RECORD:
-  case PG_EVENT_WAIT:
-  case PG_MEM_ALLOC:
-  case PG_MEM_FREE:
-    submit(s, pr->eager_copy_us, 0); /* one stream operation; in a graph, an edge's worth */
-    break;
-  case PG_EMPTY: break;
-  case PG_CHILD: add_graph(s, n->u.child.body); break;
-  case PG_CONDITIONAL: {
-    /* eagerly the host reads the condition (a round trip), then runs the costlier
-     * body; in a graph the device decides */
-    host_wait(s, pr->hostop_us);
-    Sum worst = *s;
-    worst.gpu = -1;
-    for (size_t b = 0; b < n->u.cond.bodies.n; b++) {
-      Sum body = *s;
-      body.graph = 0;
-      add_graph(&body, n->u.cond.bodies.v[b]);
-      if (body.gpu > worst.gpu) worst = body;
-      s->nodes += body.nodes - s->nodes;
-      s->patched += body.patched - s->patched;
+  case PG_COST_BODY:
+    if (n->kind == PG_CHILD) {
+      add_graph(s, n->u.child.body);
+      break;
     }
-    s->host = worst.host, s->gpu = worst.gpu;
-    s->graph += pr->graph_node_us + worst.graph;
+    /* a conditional: eagerly the host reads the condition (a round trip), then runs
+     * the costlier body; in a graph the device decides */
+    host_wait(s, pr->hostop_us);
+    {
+      Sum worst = *s;
+      worst.gpu = -1;
+      for (size_t b = 0; b < n->u.cond.bodies.n; b++) {
+        Sum body = *s;
+        body.graph = 0;
+        add_graph(&body, n->u.cond.bodies.v[b]);
+        if (body.gpu > worst.gpu) worst = body;
+        s->nodes = body.nodes;     /* every body's nodes count */
+        s->patched = body.patched;
+      }
+      s->host = worst.host, s->gpu = worst.gpu;
+      s->graph += pr->graph_node_us + worst.graph;
+    }
     break;
-  }
-  case PG_HOSTOP:
-  case PG_OPAQUE:
+  case PG_COST_HOSTOP:
     host_wait(s, pr->hostop_us + n->gpu_us);
     s->graph += pr->hostop_us + n->gpu_us; /* never in a graph; kept for the sums */
     break;
-  case PG_NODE_KIND_COUNT: PG_BUG("bad node kind");
   }
 }
 

@@ -552,16 +552,20 @@ static void read_conditional(Label *l) {
   pg_vec_push(c->a, c->pending, refs);
 }
 
-/* CUDA's words for node kinds, as its dumps print them. */
-static const struct {
-  const char *word;
-  PgNodeKind kind;
-} cuda_kinds[] = {
-    {"KERNEL", PG_KERNEL},           {"MEMCPY", PG_MEMCPY},         {"MEMSET", PG_MEMSET},
-    {"HOST", PG_HOST},               {"EMPTY", PG_EMPTY},           {"EVENT_RECORD", PG_EVENT_RECORD},
-    {"EVENT_WAIT", PG_EVENT_WAIT},   {"MEM_ALLOC", PG_MEM_ALLOC},   {"MEM_FREE", PG_MEM_FREE},
-    {"CONDITIONAL", PG_CONDITIONAL},
-};
+/* The kind a CUDA dump names with `word` (MEM_ALLOC): the node-kind table's CUDA
+ * kinds, in upper case. */
+static bool cuda_kind(const char *word, PgNodeKind *out) {
+  for (int k = 0; k < PG_NODE_KIND_COUNT; k++) {
+    const char *name = pg_kinds[k].name, *w = word;
+    if (!pg_kinds[k].cuda) continue;
+    while (*name && *w == toupper((unsigned char)*name)) name++, w++;
+    if (!*name && !*w) {
+      *out = (PgNodeKind)k;
+      return true;
+    }
+  }
+  return false;
+}
 
 static bool is_upper_word(const char *s) {
   if (!isupper((unsigned char)*s)) return false;
@@ -648,10 +652,9 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
     l.lines.v += 2, l.lines.n -= 2, l.lines.cap -= 2;
   }
 
-  PgNodeKind kind = PG_KERNEL;
-  bool known = false;
-  for (size_t i = 0; i < sizeof cuda_kinds / sizeof cuda_kinds[0]; i++)
-    if (strcmp(word, cuda_kinds[i].word) == 0) kind = cuda_kinds[i].kind, known = true;
+  PgNodeKind kind;
+  bool known = cuda_kind(word, &kind) && kind != PG_CHILD; /* a child is named by its body, graph_N */
+  if (!known) kind = PG_KERNEL;
   bool octagon = s->has_shape && pg_str_eq(s->shape.val, "octagon");
   if (!known && is_graph_name(c, word)) kind = PG_CHILD, known = true;
   if (!known && !octagon && is_upper_word(word)) {

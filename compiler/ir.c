@@ -8,7 +8,7 @@
 #include <string.h>
 
 const PgKindInfo pg_kinds[PG_NODE_KIND_COUNT] = {
-#define X(e, name, device, cuda, cost) [PG_##e] = {name, device, cuda, cost},
+#define X(e, name, graphable, cuda, cost) [PG_##e] = {name, graphable, cuda, cost},
     PG_NODE_KINDS(X)
 #undef X
 };
@@ -38,7 +38,6 @@ PgProgram *pg_program_new(PgArena *a) {
   PgProgram *p = pg_arena_alloc(a, sizeof *p);
   p->arena = a;
   p->version = PG_GRAPH_FORMAT_VERSION;
-  p->names = pg_map_new(a);
   return p;
 }
 

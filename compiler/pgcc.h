@@ -29,41 +29,43 @@
 /* ------------------------------------------------------------------------------ */
 /* Node kinds, listed once.
  *
- *   X(ENUM, "name in .graph", device, cuda, cost)
+ *   X(ENUM, "name in .graph", graphable, cuda, cost)
  *
- *   device: the work runs on the GPU (or is GPU bookkeeping), so it can sit in a
- *           graph without a host round trip.
- *   cuda:   CUDA has a graph node of this kind (cuGraphAdd*Node); the others are
- *           pgcc's own: library calls (captured into child graphs) and host
- *           operations that cannot be part of a graph.
- *   cost:   the cost class the partitioner charges (see PgCost).
+ *   graphable: a node of this kind can be part of a CUDA graph at all (classify.c;
+ *              a particular node may still not be, e.g. a pageable copy).
+ *   cuda:      CUDA has a graph node of this kind, and its DOT dumps name it in
+ *              upper case (MEM_ALLOC); the others are pgcc's own: library calls
+ *              (captured into child graphs), host operations, unknown kinds.
+ *   cost:      how the cost model charges it (cost.c).
  */
 #define PG_NODE_KINDS(X)                                                  \
   X(KERNEL,       "kernel",       1, 1, PG_COST_LAUNCH)                   \
   X(MEMCPY,       "memcpy",       1, 1, PG_COST_COPY)                     \
   X(MEMSET,       "memset",       1, 1, PG_COST_COPY)                     \
-  X(HOST,         "host",         0, 1, PG_COST_HOST)                     \
+  X(HOST,         "host",         1, 1, PG_COST_HOST)                     \
   X(EMPTY,        "empty",        1, 1, PG_COST_NONE)                     \
-  X(CHILD,        "child",        1, 1, PG_COST_GRAPH)                    \
-  X(EVENT_RECORD, "event_record", 1, 1, PG_COST_NONE)                     \
-  X(EVENT_WAIT,   "event_wait",   1, 1, PG_COST_NONE)                     \
-  X(MEM_ALLOC,    "mem_alloc",    1, 1, PG_COST_NONE)                     \
-  X(MEM_FREE,     "mem_free",     1, 1, PG_COST_NONE)                     \
-  X(CONDITIONAL,  "conditional",  1, 1, PG_COST_GRAPH)                    \
+  X(CHILD,        "child",        1, 1, PG_COST_BODY)                     \
+  X(EVENT_RECORD, "event_record", 1, 1, PG_COST_STREAM)                   \
+  X(EVENT_WAIT,   "event_wait",   1, 1, PG_COST_STREAM)                   \
+  X(MEM_ALLOC,    "mem_alloc",    1, 1, PG_COST_STREAM)                   \
+  X(MEM_FREE,     "mem_free",     1, 1, PG_COST_STREAM)                   \
+  X(CONDITIONAL,  "conditional",  1, 1, PG_COST_BODY)                     \
   X(LIBCALL,      "libcall",      1, 0, PG_COST_LAUNCH)                   \
-  X(HOSTOP,       "hostop",       0, 0, PG_COST_HOST)                     \
-  X(OPAQUE,       "opaque",       0, 0, PG_COST_HOST)
+  X(HOSTOP,       "hostop",       0, 0, PG_COST_HOSTOP)                   \
+  X(OPAQUE,       "opaque",       0, 0, PG_COST_HOSTOP)
 
 typedef enum {
-  PG_COST_NONE,   /* bookkeeping: no launch of its own */
-  PG_COST_LAUNCH, /* one kernel launch */
+  PG_COST_NONE,   /* no work at all */
+  PG_COST_STREAM, /* a stream operation without GPU work (events, allocations) */
+  PG_COST_LAUNCH, /* a kernel launch */
   PG_COST_COPY,   /* a copy-engine or memset operation */
-  PG_COST_GRAPH,  /* the cost of the body graph(s) */
-  PG_COST_HOST,   /* runs on the CPU */
+  PG_COST_HOST,   /* a host function run by the stream or graph */
+  PG_COST_BODY,   /* what its body graphs cost */
+  PG_COST_HOSTOP, /* host work that waits for the GPU first */
 } PgCost;
 
 typedef enum {
-#define X(e, name, device, cuda, cost) PG_##e,
+#define X(e, name, graphable, cuda, cost) PG_##e,
   PG_NODE_KINDS(X)
 #undef X
   PG_NODE_KIND_COUNT
@@ -71,7 +73,7 @@ typedef enum {
 
 typedef struct {
   const char *name;
-  bool device;
+  bool graphable;
   bool cuda;
   PgCost cost;
 } PgKindInfo;
@@ -375,7 +377,6 @@ typedef struct {
   PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
   PG_VEC(PgRegion *) regions;
   PgMemPlan mem;
-  PgMap *names; /* every program-level and node name -> object, for uniqueness */
 } PgProgram;
 
 /* ------------------------------------------------------------------------------ */
