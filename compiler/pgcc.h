@@ -26,6 +26,9 @@
 #define PGCC_VERSION "0.1.0"
 #define PG_GRAPH_FORMAT_VERSION 1
 
+/* Limits on hostile input: nesting that recursion would follow. */
+#define PG_MAX_NESTING 64 /* record-label braces; child/conditional bodies inside bodies */
+
 /* ------------------------------------------------------------------------------ */
 /* Node kinds, listed once.
  *

@@ -34,6 +34,7 @@ typedef struct {
   size_t i, n;
   PgLoc loc; /* location of s[i] */
   bool failed;
+  int depth;
 } RecParser;
 
 static void advance(RecParser *r) {
@@ -96,6 +97,11 @@ static PgRecField *parse_field(RecParser *r) {
   while (r->i < r->n && is_space(r->s[r->i])) advance(r);
   if (r->i < r->n && r->s[r->i] == '{') {
     PgLoc open = r->loc;
+    if (++r->depth > PG_MAX_NESTING) {
+      pg_error(r->d, open, "record label nested deeper than %d levels", PG_MAX_NESTING);
+      r->failed = true;
+      return NULL;
+    }
     advance(r);
     PgRecField *g = parse_fields(r, open);
     if (r->failed) return NULL;
@@ -105,6 +111,7 @@ static PgRecField *parse_field(RecParser *r) {
       return NULL;
     }
     advance(r);
+    r->depth--;
     while (r->i < r->n && is_space(r->s[r->i])) advance(r);
     return g;
   }
@@ -126,7 +133,7 @@ static PgRecField *parse_fields(RecParser *r, PgLoc open) {
 }
 
 PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc) {
-  RecParser r = {a, d, raw, 0, strlen(raw), loc, false};
+  RecParser r = {a, d, raw, 0, strlen(raw), loc, false, 0};
   PgRecField *g = parse_fields(&r, loc);
   if (!g) return NULL;
   if (r.i < r.n) { /* only an unmatched '}' stops the top level early */

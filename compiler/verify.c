@@ -235,11 +235,12 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     const PgGraph *g = p->graphs.v[gi];
     if (gi > 0 && !g->owner) PG_BUG("graph '%s' is nobody's body", g->name);
-    /* bodies nest as a tree: walking owners up reaches the root */
+    /* bodies nest as a tree, at most PG_MAX_NESTING deep: walking owners up
+     * reaches the root (a cycle of bodies would never end, and is caught too) */
     size_t depth = 0;
     for (const PgGraph *up = g; up->owner; up = up->owner->graph)
-      if (++depth > p->graphs.n) {
-        FAIL(&v, g->loc, "graph '%s' is nested inside itself", g->name);
+      if (++depth > PG_MAX_NESTING) {
+        FAIL(&v, g->loc, "graph '%s' is nested more than %d bodies deep", g->name, PG_MAX_NESTING);
         break;
       }
     for (size_t i = 0; i < g->nodes.n && !pg_too_many_errors(d); i++) check_node(&v, g, g->nodes.v[i], i);

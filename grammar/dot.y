@@ -30,7 +30,10 @@ int dot_parse(DotCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag);
 
 static void doterror(PgLoc *loc, void *scanner, DotCtx *ctx, const char *msg) {
   PgLexState *x = dotget_extra(scanner);
-  if (!x->lex_error) pg_error(dot_diag(ctx), *loc, "%s", msg);
+  if (x->lex_error) return;
+  if (strcmp(msg, "memory exhausted") == 0) /* bison's stack: YYMAXDEPTH */
+    msg = "nested too deeply for the parser (more than 10000 levels)";
+  pg_error(dot_diag(ctx), *loc, "%s", msg);
 }
 }
 

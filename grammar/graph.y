@@ -43,7 +43,10 @@ int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag);
 #define YYLLOC_DEFAULT(Cur, Rhs, N) ((Cur) = (N) ? YYRHSLOC(Rhs, 1) : YYRHSLOC(Rhs, 0))
 
 static void gferror(PgLoc *loc, void *scanner, GfCtx *ctx, const char *msg) {
-  if (!gfget_extra(scanner)->lex_error) pg_error(gf_diag(ctx), *loc, "%s", msg);
+  if (gfget_extra(scanner)->lex_error) return;
+  if (strcmp(msg, "memory exhausted") == 0) /* bison's stack: YYMAXDEPTH */
+    msg = "nested too deeply for the parser (more than 10000 levels)";
+  pg_error(gf_diag(ctx), *loc, "%s", msg);
 }
 }
 

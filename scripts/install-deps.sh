@@ -6,11 +6,11 @@
 #   check, pkg-config  the unit and golden test suites (make check)
 #   libjansson-dev     JSON in tests (reading the drivers' _walk.json files)
 #   libclang-dev       optional at build time: kernel signatures from CUDA C
-#   clang              the warning-free-with-clang build check
+#   clang, libclang-rt-14-dev  the clang build check, sanitizers and libFuzzer
 #   graphviz           renders --emit=dot pictures (dot -Tsvg)
 set -euo pipefail
 
-packages=(flex bison check pkg-config libjansson-dev libclang-dev clang graphviz)
+packages=(flex bison check pkg-config libjansson-dev libclang-dev clang libclang-rt-14-dev graphviz)
 
 missing=()
 for p in "${packages[@]}"; do

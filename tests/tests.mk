@@ -14,7 +14,7 @@ TEST_CFLAGS = $(shell pkg-config --cflags check jansson 2>/dev/null)
 $(B)/tests/run: $(TEST_SRCS) tests/helpers.h $(B)/libpgcc.a $(HEADERS)
 	@mkdir -p $(B)/tests
 	@$(if $(Q),echo "LD $@")
-	$(Q)$(CC) $(CPPFLAGS) $(TEST_CFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $(TEST_SRCS) $(B)/libpgcc.a $(TEST_LIBS) -lm
+	$(Q)$(CC) $(CPPFLAGS) $(TEST_CFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $(TEST_SRCS) $(B)/libpgcc.a $(TEST_LIBS) -lm $(LDFLAGS)
 
 check-clang:
 	@$(if $(Q),echo "CLANG build/clang/pgcc")
@@ -31,8 +31,65 @@ check-cuda:
 	    -o $(B)/graphwalk.so -L$(CUDA_HOME)/lib64/stubs -lcuda && echo "GPU programs: build"; \
 	else echo "nvcc not found: GPU programs not built"; fi
 
+# Every test again under AddressSanitizer and UndefinedBehaviorSanitizer.
+SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+check-asan:
+	@$(if $(Q),echo "ASAN build/asan/tests/run")
+	$(Q)$(MAKE) --no-print-directory B=build/asan OPT="-O1 -g" EXTRA_CFLAGS="$(SANITIZE)" LDFLAGS="$(SANITIZE)" \
+	  build/asan/tests/run build/asan/pgcc >/dev/null
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/asan/tests/run | sed 's/^/asan: /'
+
 check: deps
 	@$(MAKE) --no-print-directory check-generated
 	@$(MAKE) --no-print-directory check-clang
 	@$(MAKE) --no-print-directory check-cuda
+	@$(MAKE) --no-print-directory check-asan
+	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory test
+
+# ---- fuzzing: `make fuzz` runs each target for FUZZ_SECONDS from seeds made of the
+# real dumps; findings land in build/fuzz/artifacts (docs/fuzzing.md)
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_LIB_SRCS = $(patsubst $(B)/%.o,compiler/%.c,$(COMPILER_OBJS)) \
+	grammar/gen/dot.tab.c grammar/gen/dot.lex.c grammar/gen/graph.tab.c grammar/gen/graph.lex.c
+FUZZ_TARGETS = build/fuzz/fuzz_dot build/fuzz/fuzz_graph build/fuzz/fuzz_pipeline
+FUZZ_SEEDS = $(wildcard tests/corpus/*/*.dot tests/malformed/*.dot tests/malformed/*.graph tests/partition/*.graph \
+	examples/*.dot examples/*.graph tests/golden/*.graph)
+
+build/fuzz/fuzz_dot: FUZZ_DIALECT = 1
+build/fuzz/fuzz_graph: FUZZ_DIALECT = 2
+build/fuzz/fuzz_pipeline: FUZZ_DIALECT = 0
+$(FUZZ_TARGETS): fuzz/fuzz_pipeline.c $(FUZZ_LIB_SRCS) $(HEADERS) $(GEN_SRCS)
+	@mkdir -p build/fuzz
+	@$(if $(Q),echo "FUZZ $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -DFUZZ_DIALECT=$(FUZZ_DIALECT) -o $@ fuzz/fuzz_pipeline.c $(FUZZ_LIB_SRCS) -lm
+
+build/fuzz/seeds.stamp: $(FUZZ_SEEDS) $(B)/pgcc
+	@rm -rf build/fuzz/seeds && mkdir -p build/fuzz/seeds build/fuzz/artifacts
+	@for f in $(FUZZ_SEEDS); do cp $$f build/fuzz/seeds/$$(echo $$f | tr / _); done
+	@for f in tests/corpus/*/*.dot; do $(B)/pgcc --emit=graph -o build/fuzz/seeds/$$(basename $$f .dot).graph $$f; done
+	@touch $@
+
+fuzz: $(FUZZ_TARGETS) build/fuzz/seeds.stamp
+	@for t in $(FUZZ_TARGETS); do \
+	  name=$$(basename $$t); mkdir -p build/fuzz/corpus/$$name; \
+	  echo "== $$name for $(FUZZ_SECONDS) s"; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/artifacts/$$name- build/fuzz/corpus/$$name build/fuzz/seeds 2>&1 \
+	    | grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|Done|==[0-9]+==ERROR|SUMMARY)" || true; \
+	done
+	@ls build/fuzz/artifacts | sed 's/^/finding: /' || true
+
+# valgrind memcheck over every real dump, example and malformed input: no errors,
+# no leaks (pgcc's own exit status 1 on malformed input is expected; valgrind's is 99)
+VALGRIND_INPUTS = $(wildcard tests/corpus/*/*.dot examples/*.dot examples/*.graph tests/partition/*.graph \
+	tests/malformed/*.dot tests/malformed/*.graph)
+check-valgrind: $(B)/pgcc
+	@fail=0; for f in $(VALGRIND_INPUTS); do \
+	  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all \
+	    $(B)/pgcc --report=json -o /dev/null $$f >/dev/null 2>build/valgrind.log; \
+	  if [ $$? -eq 99 ]; then echo "valgrind: $$f"; cat build/valgrind.log; fail=1; fi; \
+	done; \
+	if [ $$fail -eq 0 ]; then echo "valgrind: $(words $(VALGRIND_INPUTS)) inputs clean"; else exit 1; fi

@@ -154,10 +154,13 @@ typedef enum yysymbol_kind_t yysymbol_kind_t;
 
 static void doterror(PgLoc *loc, void *scanner, DotCtx *ctx, const char *msg) {
   PgLexState *x = dotget_extra(scanner);
-  if (!x->lex_error) pg_error(dot_diag(ctx), *loc, "%s", msg);
+  if (x->lex_error) return;
+  if (strcmp(msg, "memory exhausted") == 0) /* bison's stack: YYMAXDEPTH */
+    msg = "nested too deeply for the parser (more than 10000 levels)";
+  pg_error(dot_diag(ctx), *loc, "%s", msg);
 }
 
-#line 161 "grammar/gen/dot.tab.c"
+#line 164 "grammar/gen/dot.tab.c"
 
 #ifdef short
 # undef short
@@ -542,11 +545,11 @@ static const yytype_int8 yytranslate[] =
 /* YYRLINE[YYN] -- Source line where rule number YYN was defined.  */
 static const yytype_uint8 yyrline[] =
 {
-       0,    43,    43,    47,    48,    52,    53,    57,    58,    62,
-      63,    67,    68,    69,    70,    71,    72,    73,    80,    81,
-      85,    89,    93,    94,    98,    99,   100,   104,   105,   109,
-     110,   114,   115,   119,   120,   121,   122,   123,   127,   128,
-     129,   133,   133,   135,   135,   140,   141
+       0,    46,    46,    50,    51,    55,    56,    60,    61,    65,
+      66,    70,    71,    72,    73,    74,    75,    76,    83,    84,
+      88,    92,    96,    97,   101,   102,   103,   107,   108,   112,
+     113,   117,   118,   122,   123,   124,   125,   126,   130,   131,
+     132,   136,   136,   138,   138,   143,   144
 };
 #endif
 
@@ -1498,124 +1501,124 @@ yyreduce:
   switch (yyn)
     {
   case 14: /* stmt: "identifier" '=' "identifier" semi_opt  */
-#line 70 "grammar/dot.y"
+#line 73 "grammar/dot.y"
                                 { dot_set(ctx, yyvsp[-3], yyvsp[-1], false, (yylsp[-3])); }
-#line 1504 "grammar/gen/dot.tab.c"
+#line 1507 "grammar/gen/dot.tab.c"
     break;
 
   case 15: /* stmt: "identifier" '=' "string" semi_opt  */
-#line 71 "grammar/dot.y"
+#line 74 "grammar/dot.y"
                                 { dot_set(ctx, yyvsp[-3], yyvsp[-1], true, (yylsp[-3])); }
-#line 1510 "grammar/gen/dot.tab.c"
+#line 1513 "grammar/gen/dot.tab.c"
     break;
 
   case 17: /* stmt: error ';'  */
-#line 73 "grammar/dot.y"
+#line 76 "grammar/dot.y"
                                 {
                                   yyerrok;
                                   if (pg_too_many_errors(dot_diag(ctx))) YYABORT;
                                 }
-#line 1519 "grammar/gen/dot.tab.c"
+#line 1522 "grammar/gen/dot.tab.c"
     break;
 
   case 20: /* node_stmt: id attr_lists_opt  */
-#line 85 "grammar/dot.y"
+#line 88 "grammar/dot.y"
                                 { dot_node_stmt(ctx, yyvsp[-1], (yylsp[-1])); }
-#line 1525 "grammar/gen/dot.tab.c"
+#line 1528 "grammar/gen/dot.tab.c"
     break;
 
   case 21: /* edge_stmt: edge_chain attr_lists_opt  */
-#line 89 "grammar/dot.y"
+#line 92 "grammar/dot.y"
                                 { dot_edge_stmt(ctx); }
-#line 1531 "grammar/gen/dot.tab.c"
+#line 1534 "grammar/gen/dot.tab.c"
     break;
 
   case 22: /* edge_chain: id "'->'" id  */
-#line 93 "grammar/dot.y"
+#line 96 "grammar/dot.y"
                                 { dot_edge_point(ctx, yyvsp[-2], (yylsp[-2])); dot_edge_point(ctx, yyvsp[0], (yylsp[0])); }
-#line 1537 "grammar/gen/dot.tab.c"
+#line 1540 "grammar/gen/dot.tab.c"
     break;
 
   case 23: /* edge_chain: edge_chain "'->'" id  */
-#line 94 "grammar/dot.y"
+#line 97 "grammar/dot.y"
                                 { dot_edge_point(ctx, yyvsp[0], (yylsp[0])); }
-#line 1543 "grammar/gen/dot.tab.c"
+#line 1546 "grammar/gen/dot.tab.c"
     break;
 
   case 24: /* attr_stmt: "graph" attr_lists  */
-#line 98 "grammar/dot.y"
+#line 101 "grammar/dot.y"
                                 { dot_attr_stmt(ctx); }
-#line 1549 "grammar/gen/dot.tab.c"
+#line 1552 "grammar/gen/dot.tab.c"
     break;
 
   case 25: /* attr_stmt: "node" attr_lists  */
-#line 99 "grammar/dot.y"
+#line 102 "grammar/dot.y"
                                 { dot_attr_stmt(ctx); }
-#line 1555 "grammar/gen/dot.tab.c"
+#line 1558 "grammar/gen/dot.tab.c"
     break;
 
   case 26: /* attr_stmt: "edge" attr_lists  */
-#line 100 "grammar/dot.y"
+#line 103 "grammar/dot.y"
                                 { dot_attr_stmt(ctx); }
-#line 1561 "grammar/gen/dot.tab.c"
+#line 1564 "grammar/gen/dot.tab.c"
     break;
 
   case 33: /* attr: "identifier" '=' "identifier"  */
-#line 119 "grammar/dot.y"
+#line 122 "grammar/dot.y"
                                 { dot_attr(ctx, yyvsp[-2], yyvsp[0], false, (yylsp[-2])); }
-#line 1567 "grammar/gen/dot.tab.c"
+#line 1570 "grammar/gen/dot.tab.c"
     break;
 
   case 34: /* attr: "identifier" '=' "string"  */
-#line 120 "grammar/dot.y"
+#line 123 "grammar/dot.y"
                                 { dot_attr(ctx, yyvsp[-2], yyvsp[0], true, (yylsp[-2])); }
-#line 1573 "grammar/gen/dot.tab.c"
+#line 1576 "grammar/gen/dot.tab.c"
     break;
 
   case 35: /* attr: "string" '=' "identifier"  */
-#line 121 "grammar/dot.y"
+#line 124 "grammar/dot.y"
                                { dot_attr(ctx, yyvsp[-2], yyvsp[0], false, (yylsp[-2])); }
-#line 1579 "grammar/gen/dot.tab.c"
+#line 1582 "grammar/gen/dot.tab.c"
     break;
 
   case 36: /* attr: "string" '=' "string"  */
-#line 122 "grammar/dot.y"
+#line 125 "grammar/dot.y"
                                { dot_attr(ctx, yyvsp[-2], yyvsp[0], true, (yylsp[-2])); }
-#line 1585 "grammar/gen/dot.tab.c"
+#line 1588 "grammar/gen/dot.tab.c"
     break;
 
   case 37: /* attr: "identifier"  */
-#line 123 "grammar/dot.y"
+#line 126 "grammar/dot.y"
                                 { dot_attr(ctx, yyvsp[0], (PgStr){"true", 4}, false, (yylsp[0])); }
-#line 1591 "grammar/gen/dot.tab.c"
+#line 1594 "grammar/gen/dot.tab.c"
     break;
 
   case 41: /* $@1: %empty  */
-#line 133 "grammar/dot.y"
+#line 136 "grammar/dot.y"
                                 { dot_subgraph_begin(ctx, &yyvsp[-1], (yylsp[-2])); }
-#line 1597 "grammar/gen/dot.tab.c"
+#line 1600 "grammar/gen/dot.tab.c"
     break;
 
   case 42: /* subgraph: "subgraph" id '{' $@1 stmts '}'  */
-#line 134 "grammar/dot.y"
+#line 137 "grammar/dot.y"
                                 { dot_subgraph_end(ctx); }
-#line 1603 "grammar/gen/dot.tab.c"
+#line 1606 "grammar/gen/dot.tab.c"
     break;
 
   case 43: /* $@2: %empty  */
-#line 135 "grammar/dot.y"
+#line 138 "grammar/dot.y"
                                 { dot_subgraph_begin(ctx, NULL, (yylsp[-1])); }
-#line 1609 "grammar/gen/dot.tab.c"
+#line 1612 "grammar/gen/dot.tab.c"
     break;
 
   case 44: /* subgraph: "subgraph" '{' $@2 stmts '}'  */
-#line 136 "grammar/dot.y"
+#line 139 "grammar/dot.y"
                                 { dot_subgraph_end(ctx); }
-#line 1615 "grammar/gen/dot.tab.c"
+#line 1618 "grammar/gen/dot.tab.c"
     break;
 
 
-#line 1619 "grammar/gen/dot.tab.c"
+#line 1622 "grammar/gen/dot.tab.c"
 
       default: break;
     }
@@ -1844,7 +1847,7 @@ yyreturnlab:
   return yyresult;
 }
 
-#line 144 "grammar/dot.y"
+#line 147 "grammar/dot.y"
 
 
 int dot_parse(DotCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag) {

@@ -135,10 +135,13 @@ typedef enum yysymbol_kind_t yysymbol_kind_t;
 #define YYLLOC_DEFAULT(Cur, Rhs, N) ((Cur) = (N) ? YYRHSLOC(Rhs, 1) : YYRHSLOC(Rhs, 0))
 
 static void gferror(PgLoc *loc, void *scanner, GfCtx *ctx, const char *msg) {
-  if (!gfget_extra(scanner)->lex_error) pg_error(gf_diag(ctx), *loc, "%s", msg);
+  if (gfget_extra(scanner)->lex_error) return;
+  if (strcmp(msg, "memory exhausted") == 0) /* bison's stack: YYMAXDEPTH */
+    msg = "nested too deeply for the parser (more than 10000 levels)";
+  pg_error(gf_diag(ctx), *loc, "%s", msg);
 }
 
-#line 142 "grammar/gen/graph.tab.c"
+#line 145 "grammar/gen/graph.tab.c"
 
 #ifdef short
 # undef short
@@ -523,8 +526,8 @@ static const yytype_int8 yytranslate[] =
 /* YYRLINE[YYN] -- Source line where rule number YYN was defined.  */
 static const yytype_int8 yyrline[] =
 {
-       0,    57,    57,    61,    62,    66,    67,    67,    69,    70,
-      78,    79,    83,    84,    85,    86,    87,    88,    92,    93
+       0,    60,    60,    64,    65,    69,    70,    70,    72,    73,
+      81,    82,    86,    87,    88,    89,    90,    91,    95,    96
 };
 #endif
 
@@ -1445,101 +1448,101 @@ yyreduce:
   switch (yyn)
     {
   case 5: /* stmt: words ';'  */
-#line 66 "grammar/graph.y"
+#line 69 "grammar/graph.y"
                                 { gf_stmt(ctx, (yyvsp[-1].list), false); }
-#line 1451 "grammar/gen/graph.tab.c"
+#line 1454 "grammar/gen/graph.tab.c"
     break;
 
   case 6: /* $@1: %empty  */
-#line 67 "grammar/graph.y"
+#line 70 "grammar/graph.y"
                                 { gf_stmt(ctx, (yyvsp[-1].list), true); }
-#line 1457 "grammar/gen/graph.tab.c"
+#line 1460 "grammar/gen/graph.tab.c"
     break;
 
   case 7: /* stmt: words '{' $@1 stmts '}'  */
-#line 68 "grammar/graph.y"
+#line 71 "grammar/graph.y"
                                 { gf_block_end(ctx, (yylsp[-1])); }
-#line 1463 "grammar/gen/graph.tab.c"
+#line 1466 "grammar/gen/graph.tab.c"
     break;
 
   case 8: /* stmt: "name" "'->'" "name" ';'  */
-#line 69 "grammar/graph.y"
+#line 72 "grammar/graph.y"
                                 { gf_edge(ctx, (yyvsp[-3].str), (yylsp[-3]), (yyvsp[-1].str), (yylsp[-1])); }
-#line 1469 "grammar/gen/graph.tab.c"
+#line 1472 "grammar/gen/graph.tab.c"
     break;
 
   case 9: /* stmt: error ';'  */
-#line 70 "grammar/graph.y"
+#line 73 "grammar/graph.y"
                                 {
                                   yyerrok;
                                   gf_words_reset(ctx);
                                   if (pg_too_many_errors(gf_diag(ctx))) YYABORT;
                                 }
-#line 1479 "grammar/gen/graph.tab.c"
+#line 1482 "grammar/gen/graph.tab.c"
     break;
 
   case 10: /* words: word  */
-#line 78 "grammar/graph.y"
+#line 81 "grammar/graph.y"
                                 { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
-#line 1485 "grammar/gen/graph.tab.c"
+#line 1488 "grammar/gen/graph.tab.c"
     break;
 
   case 11: /* words: words word  */
-#line 79 "grammar/graph.y"
+#line 82 "grammar/graph.y"
                                 { (yyval.list) = gf_append(ctx, (yyvsp[-1].list), (yyvsp[0].word)); }
-#line 1491 "grammar/gen/graph.tab.c"
+#line 1494 "grammar/gen/graph.tab.c"
     break;
 
   case 12: /* word: "name"  */
-#line 83 "grammar/graph.y"
+#line 86 "grammar/graph.y"
                                 { (yyval.word) = gf_word(ctx, GF_NAME, (yyvsp[0].str), (yylsp[0])); }
-#line 1497 "grammar/gen/graph.tab.c"
+#line 1500 "grammar/gen/graph.tab.c"
     break;
 
   case 13: /* word: "name" '+' "number"  */
-#line 84 "grammar/graph.y"
+#line 87 "grammar/graph.y"
                                 { (yyval.word) = gf_ref(ctx, (yyvsp[-2].str), (yyvsp[0].str), (yylsp[-2])); }
-#line 1503 "grammar/gen/graph.tab.c"
+#line 1506 "grammar/gen/graph.tab.c"
     break;
 
   case 14: /* word: "number"  */
-#line 85 "grammar/graph.y"
+#line 88 "grammar/graph.y"
                                 { (yyval.word) = gf_word(ctx, GF_NUMBER, (yyvsp[0].str), (yylsp[0])); }
-#line 1509 "grammar/gen/graph.tab.c"
+#line 1512 "grammar/gen/graph.tab.c"
     break;
 
   case 15: /* word: "string"  */
-#line 86 "grammar/graph.y"
+#line 89 "grammar/graph.y"
                                 { (yyval.word) = gf_word(ctx, GF_STRING, (yyvsp[0].str), (yylsp[0])); }
-#line 1515 "grammar/gen/graph.tab.c"
+#line 1518 "grammar/gen/graph.tab.c"
     break;
 
   case 16: /* word: '[' ']'  */
-#line 87 "grammar/graph.y"
+#line 90 "grammar/graph.y"
                                 { (yyval.word) = gf_listword(ctx, (GfList){-1, -1}, (yylsp[-1])); }
-#line 1521 "grammar/gen/graph.tab.c"
+#line 1524 "grammar/gen/graph.tab.c"
     break;
 
   case 17: /* word: '[' items ']'  */
-#line 88 "grammar/graph.y"
+#line 91 "grammar/graph.y"
                                 { (yyval.word) = gf_listword(ctx, (yyvsp[-1].list), (yylsp[-2])); }
-#line 1527 "grammar/gen/graph.tab.c"
+#line 1530 "grammar/gen/graph.tab.c"
     break;
 
   case 18: /* items: word  */
-#line 92 "grammar/graph.y"
+#line 95 "grammar/graph.y"
                                 { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
-#line 1533 "grammar/gen/graph.tab.c"
+#line 1536 "grammar/gen/graph.tab.c"
     break;
 
   case 19: /* items: items ',' word  */
-#line 93 "grammar/graph.y"
+#line 96 "grammar/graph.y"
                                 { (yyval.list) = gf_append(ctx, (yyvsp[-2].list), (yyvsp[0].word)); }
-#line 1539 "grammar/gen/graph.tab.c"
+#line 1542 "grammar/gen/graph.tab.c"
     break;
 
 
-#line 1543 "grammar/gen/graph.tab.c"
+#line 1546 "grammar/gen/graph.tab.c"
 
       default: break;
     }
@@ -1768,7 +1771,7 @@ yyreturnlab:
   return yyresult;
 }
 
-#line 96 "grammar/graph.y"
+#line 99 "grammar/graph.y"
 
 
 int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag) {
