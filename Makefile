@@ -27,7 +27,7 @@ B = build
 Q = $(if $(V),,@)
 
 COMPILER_OBJS = \
-	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o \
+	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o $(B)/sha256.o \
 	$(B)/detect.o $(B)/dot_read.o $(B)/graph_read.o $(B)/graph_write.o $(B)/dot_write.o \
 	$(B)/verify.o $(B)/classify.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o \
 	$(B)/driver.o

@@ -93,6 +93,7 @@ struct DotCtx {
   PgMap *graph_ids;  /* "graph_N" -> DotCluster */
   PgMap *kernels;    /* symbol -> PgKernel */
   PgMap *kernel_names;
+  PgMap *names;      /* node and graph names given so far, to keep them unique */
   PgMap *buffers;    /* address -> PgBuffer */
   PgMap *events;     /* handle -> PgEvent */
   PG_VEC(BodyRefs) pending; /* child and conditional nodes, with the graphs they name */
@@ -596,12 +597,20 @@ static void split_lines(DotCtx *c, PgStr raw, PgLoc loc, Fields *out) {
   }
 }
 
+/* `base`, or base_2, base_3...: two DOT ids may sanitize to the same name. */
+static const char *unique(DotCtx *c, const char *base) {
+  const char *name = base;
+  for (int i = 2; pg_map_get(c->names, name); i++) name = pg_arena_printf(c->a, "%s_%d", base, i);
+  pg_map_put(c->names, name, (void *)name);
+  return name;
+}
+
 static const char *node_name(DotCtx *c, const char *id) {
   unsigned g, n;
   int used = 0;
   if (sscanf(id, "graph_%u_node_%u%n", &g, &n, &used) == 2 && id[used] == 0)
-    return pg_arena_printf(c->a, "g%u.n%u", g, n);
-  return pg_ident(c->a, "", id);
+    return unique(c, pg_arena_printf(c->a, "g%u.n%u", g, n));
+  return unique(c, pg_ident(c->a, "", id));
 }
 
 static void read_node(DotCtx *c, DotNodeStmt *s) {
@@ -754,6 +763,7 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
   c->graph_ids = pg_map_new(a);
   c->kernels = pg_map_new(a);
   c->kernel_names = pg_map_new(a);
+  c->names = pg_map_new(a);
   c->buffers = pg_map_new(a);
   c->events = pg_map_new(a);
 
@@ -777,7 +787,7 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
       continue;
     }
     pg_map_put(c->graph_ids, label, cl);
-    cl->graph = pg_graph_new(p, name, cl->loc);
+    cl->graph = pg_graph_new(p, unique(c, name), cl->loc);
   }
   if (d->errors > errors) return NULL;
   if (c->clusters.n == 0) {

@@ -145,7 +145,8 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
 
 typedef void (*Writer)(const PgProgram *, const void *ctx, FILE *);
 
-static void write_graph(const PgProgram *p, const void *ctx, FILE *f) { (void)ctx, pg_graph_write(p, f); }
+/* ctx: the directory the output goes to (module paths are written relative to it) */
+static void write_graph(const PgProgram *p, const void *ctx, FILE *f) { pg_graph_write(p, f, ctx); }
 static void write_dot(const PgProgram *p, const void *ctx, FILE *f) { (void)ctx, pg_dot_write(p, f); }
 static void write_report_text(const PgProgram *p, const void *ctx, FILE *f) { pg_report_text(p, ctx, f); }
 static void write_report_json(const PgProgram *p, const void *ctx, FILE *f) { pg_report_json(p, ctx, f); }
@@ -265,7 +266,16 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   mark(&t, o.report ? "report" : NULL);
   switch (o.emit) {
   case EMIT_NONE: break;
-  case EMIT_GRAPH: status = write_output(o.output, write_graph, p, NULL, out, err); break;
+  case EMIT_GRAPH: {
+    char *dir = NULL; /* the output's directory; NULL for standard output: the working directory */
+    if (o.output && strcmp(o.output, "-") != 0) {
+      const char *slash = strrchr(o.output, '/');
+      dir = slash ? strndup(o.output, (size_t)(slash - o.output + (slash == o.output))) : strdup(".");
+    }
+    status = write_output(o.output, write_graph, p, dir, out, err);
+    free(dir);
+    break;
+  }
   case EMIT_DOT: status = write_output(o.output, write_dot, p, NULL, out, err); break;
   case EMIT_C:
     fputs("pgcc: error: --emit=c: C code generation is not implemented in this version; "

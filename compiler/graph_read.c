@@ -14,6 +14,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /* graph.y */
 
@@ -33,6 +35,7 @@ typedef enum { IN_TOP, IN_GRAPH, IN_KERNEL, IN_SKIPPED } Block;
 struct GfCtx {
   PgArena *a;
   PgDiag *d;
+  const PgSource *src;
   PgProgram *p;
   PG_VEC(GfWord) pool;
   bool seen_header, header_error;
@@ -131,6 +134,10 @@ static bool u64_of(GfCtx *c, const GfWord *w, const char *what, uint64_t *out) {
     if (!errno && !*end) {
       *out = v;
       return true;
+    }
+    if (errno == ERANGE) {
+      pg_error(c->d, w->loc, "%s: %s is out of range (at most 2^64-1)", what, buf);
+      return false;
     }
   }
   if (w->kind == GF_NUMBER || w->kind == GF_REF)
@@ -349,6 +356,43 @@ static bool dims_of(GfCtx *c, const GfWord *list, const char *what, uint32_t d[3
   return true;
 }
 
+/* The module file, relative to the .graph file's directory: it must be a regular
+ * file, and have the content hash the .graph gives. */
+static bool check_module_file(GfCtx *c, PgModule *m, const GfWord *file, const GfWord *hash) {
+  const char *dir = c->src->name, *slash = strrchr(dir, '/');
+  char *path = m->file[0] == '/' ? pg_arena_strdup(c->a, m->file)
+               : slash            ? pg_arena_printf(c->a, "%.*s/%s", (int)(slash - dir), dir, m->file)
+                                  : pg_arena_strdup(c->a, m->file);
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    pg_error(c->d, file->loc, "module file '%s' cannot be read: %s", path, strerror(errno));
+    return false;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size > (1 << 30)) {
+    pg_error(c->d, file->loc, "module file '%s' is not a regular file of at most 1 GiB", path);
+    return false;
+  }
+  char *abs = realpath(path, NULL);
+  m->path = pg_arena_strdup(c->a, abs ? abs : path);
+  free(abs);
+  if (!hash) return true;
+  FILE *f = fopen(path, "rb");
+  char *buf = pg_arena_alloc(c->a, (size_t)st.st_size + 1);
+  size_t got = f ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+  if (f) fclose(f);
+  if (!f || got != (size_t)st.st_size) {
+    pg_error(c->d, file->loc, "module file '%s' cannot be read", path);
+    return false;
+  }
+  char hex[65];
+  pg_sha256_hex(buf, got, hex);
+  if (strcasecmp(hex, m->sha256) != 0) {
+    pg_error(c->d, hash->loc, "module file '%s' has sha256 %s, not the one given here", path, hex);
+    return false;
+  }
+  return true;
+}
+
 static void stmt_module(GfCtx *c, const GfWord *name, PgLoc loc) {
   const GfWord *kind = W(c, name->next);
   if (!kind || kind->kind != GF_NAME) {
@@ -378,6 +422,7 @@ static void stmt_module(GfCtx *c, const GfWord *name, PgLoc loc) {
              m->kind == PG_MOD_LIBRARY ? "library" : "file");
     return;
   }
+  if (m->file && !check_module_file(c, m, f[0], f[2])) return;
   if (declare(c, c->modules, name, m, "module")) pg_vec_push(c->a, c->p->modules, m);
 }
 
@@ -841,6 +886,7 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   GfCtx *c = pg_arena_alloc(a, sizeof *c);
   c->a = a;
   c->d = d;
+  c->src = src;
   c->p = pg_program_new(a);
   c->modules = pg_map_new(a);
   c->kernels = pg_map_new(a);

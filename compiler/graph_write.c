@@ -8,6 +8,30 @@
 #include "pgcc.h"
 
 #include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* `path` relative to the directory `dir`, both absolute and normalized (realpath):
+ * /w/m/k.cubin from /w/m is k.cubin; from /w/out it is ../m/k.cubin. */
+static void put_relative(FILE *f, const char *path, const char *dir) {
+  size_t dl = strlen(dir);
+  if (strcmp(dir, "/") == 0) {
+    fputs(path + 1, f);
+    return;
+  }
+  if (strncmp(path, dir, dl) == 0 && path[dl] == '/') { /* below dir */
+    fputs(path + dl + 1, f);
+    return;
+  }
+  size_t common = 0; /* the last '/' of the directories both start with */
+  for (size_t i = 0; path[i] && path[i] == dir[i]; i++)
+    if (path[i] == '/') common = i;
+  for (const char *d = dir + common; *d; d++) /* up out of each of dir's own directories */
+    if (*d == '/') fputs("../", f);
+  fputs(path + common + 1, f);
+}
 
 static void put_string(FILE *f, const char *s) {
   fputc('"', f);
@@ -144,7 +168,10 @@ static void put_node(FILE *f, const PgNode *n) {
   fputs(";\n", f);
 }
 
-void pg_graph_write(const PgProgram *p, FILE *f) {
+void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
+  char cwd[PATH_MAX], *dir = NULL;
+  if (out_dir) dir = realpath(out_dir, NULL);
+  if (!dir && getcwd(cwd, sizeof cwd)) dir = strdup(cwd);
   fprintf(f, "# pgcc launch program (written by pgcc %s)\n", PGCC_VERSION);
   fprintf(f, "pgcc %d;\n", p->version);
   if (p->arch) fprintf(f, "arch %s;\n", p->arch);
@@ -153,7 +180,17 @@ void pg_graph_write(const PgProgram *p, FILE *f) {
   for (size_t i = 0; i < p->modules.n; i++) {
     const PgModule *m = p->modules.v[i];
     fprintf(f, "module %s %s", m->name, pg_module_kind_names[m->kind]);
-    if (m->file) fputs(" file ", f), put_string(f, m->file);
+    if (m->file && m->path && dir) { /* where the file is, seen from the output */
+      char *rel;
+      size_t n;
+      FILE *mem = open_memstream(&rel, &n);
+      put_relative(mem, m->path, dir);
+      fclose(mem);
+      fputs(" file ", f), put_string(f, rel);
+      free(rel);
+    } else if (m->file) {
+      fputs(" file ", f), put_string(f, m->file);
+    }
     if (m->library) fputs(" library ", f), put_string(f, m->library);
     if (m->sha256) fputs(" sha256 ", f), put_string(f, m->sha256);
     fputs(";\n", f);
@@ -224,4 +261,5 @@ void pg_graph_write(const PgProgram *p, FILE *f) {
       fprintf(f, "  %s -> %s;\n", g->edges.v[i].from->name, g->edges.v[i].to->name);
     fputs("}\n", f);
   }
+  free(dir);
 }

@@ -99,16 +99,18 @@ bool pg_type_from_name(const char *name, PgType *out) {
   return false;
 }
 
-/* prefix + s with every character that cannot be in a .graph name replaced by '_'. */
+/* prefix + s as a .graph name: [A-Za-z_][A-Za-z0-9_.]*, every other character
+ * replaced by '_', and a '_' in front if it would not start with a letter. */
 const char *pg_ident(PgArena *a, const char *prefix, const char *s) {
   size_t pl = strlen(prefix), n = strlen(s);
-  char *r = pg_arena_alloc(a, pl + n + 1);
-  memcpy(r, prefix, pl);
+  char *r = pg_arena_alloc(a, pl + n + 2);
+  memcpy(r + 1, prefix, pl);
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    r[pl + i] = (char)(isalnum(c) || c == '_' || c == '.' ? c : '_');
+    r[1 + pl + i] = (char)(isalnum(c) || c == '_' || c == '.' ? c : '_');
   }
-  if (pl == 0 && isdigit((unsigned char)r[0])) return pg_arena_printf(a, "_%s", r);
+  if (isalpha((unsigned char)r[1]) || r[1] == '_') return r + 1;
+  r[0] = '_';
   return r;
 }
 

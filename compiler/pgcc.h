@@ -151,6 +151,7 @@ typedef struct {
   const char *name;
   PgModuleKind kind;
   const char *file;   /* cubin/fatbin/ptx/cuda: path relative to the .graph file */
+  const char *path;   /* the same file, absolute (checked to exist when read) */
   const char *sha256; /* hex, optional */
   const char *library;/* library: soname, e.g. "libcublasLt.so.13" */
   PgLoc loc;
@@ -464,14 +465,18 @@ const PgRecField *pg_record_get(const PgRecPairs *pairs, const char *key);
 /* Unescapes a Graphviz label fragment (\<, \{, \n ...) into the arena. */
 char *pg_label_unescape(PgArena *a, const char *raw, size_t len);
 
+/* sha256.c */
+void pg_sha256_hex(const void *data, size_t len, char out[65]);
+
 /* dot_read.c: DOT as written by cudaGraphDebugDotPrint -> IR (grammar/dot.y parses) */
 PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src);
 
 /* graph_read.c: .graph -> IR (grammar/graph.y parses) */
 PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src);
 
-/* graph_write.c, dot_write.c */
-void pg_graph_write(const PgProgram *p, FILE *out);
+/* graph_write.c, dot_write.c.  pg_graph_write writes module paths relative to
+ * out_dir (NULL: the working directory), where the .graph being written will be. */
+void pg_graph_write(const PgProgram *p, FILE *out, const char *out_dir);
 void pg_dot_write(const PgProgram *p, FILE *out);
 
 /* verify.c: structural checks, run after the frontend and after every pass.

@@ -112,6 +112,12 @@ static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
     if (known && (uint64_t)bl[0] * bl[1] * bl[2] > 1024)
       FAIL(v, n->loc, "node '%s': %" PRIu64 " threads per block, over CUDA's 1024", n->name,
            (uint64_t)bl[0] * bl[1] * bl[2]);
+    if (known && (gr[0] > 2147483647u || gr[1] > 65535 || gr[2] > 65535 || bl[2] > 64))
+      FAIL(v, n->loc, "node '%s': launch dimensions beyond CUDA's limits (grid 2^31-1 x 65535 x 65535, block z 64)",
+           n->name);
+    if (n->u.kernel.smem > 232448)
+      FAIL(v, n->loc, "node '%s': %" PRIu32 " bytes of dynamic shared memory, over the 227 KiB a block can have",
+           n->name, n->u.kernel.smem);
     if (n->u.kernel.has_args) check_args(v, n);
     break;
   }
@@ -232,6 +238,10 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
   if (p->graphs.n == 0) PG_BUG("a program without graphs");
   if (p->graphs.v[0]->owner) PG_BUG("the root graph has an owner");
   for (size_t i = 0; i < p->kernels.n; i++) check_layout(&v, p->kernels.v[i]);
+  for (size_t i = 0; i < p->buffers.n; i++) /* no GPU has a terabyte */
+    if (p->buffers.v[i]->size > (1ull << 40))
+      FAIL(&v, p->buffers.v[i]->loc, "buffer '%s' is %" PRIu64 " bytes, more than 1 TiB", p->buffers.v[i]->name,
+           p->buffers.v[i]->size);
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     const PgGraph *g = p->graphs.v[gi];
     if (gi > 0 && !g->owner) PG_BUG("graph '%s' is nobody's body", g->name);

@@ -30,7 +30,7 @@ static PgProgram *read_any(PgArena *a, PgDiag *d, const PgSource *src) {
 static char *write_graph(const PgProgram *p, size_t *len) {
   char *buf = NULL;
   FILE *f = open_memstream(&buf, len);
-  pg_graph_write(p, f);
+  pg_graph_write(p, f, NULL);
   fclose(f);
   return buf;
 }

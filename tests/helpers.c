@@ -87,7 +87,7 @@ char *graph_text(const PgProgram *p) {
   char *buf;
   size_t n;
   FILE *f = open_memstream(&buf, &n);
-  pg_graph_write(p, f);
+  pg_graph_write(p, f, NULL);
   fclose(f);
   return buf;
 }

@@ -47,5 +47,6 @@ Suite *corpus_suite(void);
 Suite *malformed_suite(void);
 Suite *cli_suite(void);
 Suite *partition_suite(void);
+Suite *fuzz_suite(void);
 
 #endif

@@ -7,7 +7,7 @@
 TEST_SRCS = tests/run.c tests/helpers.c \
 	tests/unit/test_arena.c tests/unit/test_record.c tests/unit/test_diag.c tests/unit/test_dot.c \
 	tests/unit/test_graph.c tests/unit/test_verify.c tests/unit/test_cli.c tests/unit/test_partition.c \
-	tests/golden/test_corpus.c tests/golden/test_malformed.c
+	tests/golden/test_corpus.c tests/golden/test_malformed.c tests/golden/test_fuzz.c fuzz/fuzz_pipeline.c
 TEST_LIBS = $(shell pkg-config --libs check jansson 2>/dev/null || echo -lcheck -ljansson)
 TEST_CFLAGS = $(shell pkg-config --cflags check jansson 2>/dev/null)
 
@@ -55,7 +55,7 @@ FUZZ_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -g -O1 -fsanitize=fuzzer,address,undefi
 FUZZ_LIB_SRCS = $(patsubst $(B)/%.o,compiler/%.c,$(COMPILER_OBJS)) \
 	grammar/gen/dot.tab.c grammar/gen/dot.lex.c grammar/gen/graph.tab.c grammar/gen/graph.lex.c
 FUZZ_TARGETS = build/fuzz/fuzz_dot build/fuzz/fuzz_graph build/fuzz/fuzz_pipeline
-FUZZ_SEEDS = $(wildcard tests/corpus/*/*.dot tests/malformed/*.dot tests/malformed/*.graph tests/partition/*.graph \
+FUZZ_SEEDS = $(wildcard tests/corpus/*/*.dot tests/malformed/*.dot tests/malformed/*.graph tests/partition/*.graph tests/fuzz/* \
 	examples/*.dot examples/*.graph tests/golden/*.graph)
 
 build/fuzz/fuzz_dot: FUZZ_DIALECT = 1

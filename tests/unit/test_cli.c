@@ -138,6 +138,26 @@ START_TEST(output_to_a_device_or_fifo) {
 }
 END_TEST
 
+/* Module files are found relative to the .graph file, and written relative to
+ * where the new .graph goes, so that it reads back (hash included) from there. */
+START_TEST(module_paths_follow_the_output) {
+  Run r = run_pgcc("--emit=graph", "examples/saxpy.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "module kernels cuda file \"examples/saxpy.cu\" sha256 \"81bd8d5c"));
+  run_free(&r);
+  system("mkdir -p build/test-out/deeper");
+  r = run_pgcc("--emit=graph", "-o", "build/test-out/deeper/saxpy.graph", "examples/saxpy.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  run_free(&r);
+  char *text = slurp("build/test-out/deeper/saxpy.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(text, "file \"../../../examples/saxpy.cu\""));
+  free(text);
+  r = run_pgcc("--stats", "build/test-out/deeper/saxpy.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  run_free(&r);
+}
+END_TEST
+
 Suite *cli_suite(void) {
   Suite *s = suite_create("cli");
   TCase *t = tcase_create("cli");
@@ -150,6 +170,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, max_errors_limits_output);
   tcase_add_test(t, examples_read_and_are_honest);
   tcase_add_test(t, output_to_a_device_or_fifo);
+  tcase_add_test(t, module_paths_follow_the_output);
   suite_add_tcase(s, t);
   return s;
 }

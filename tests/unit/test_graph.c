@@ -9,7 +9,7 @@ static const char full[] =
     "# a test program\n"
     "pgcc 1;\n"
     "arch sm_90;\n"
-    "module m cubin file \"k.cubin\" sha256 \"00ff\";\n"
+    "module m cuda file \"examples/saxpy.cu\";\n"
     "module lt library library \"libcublasLt.so.13\";\n"
     "kernel scale symbol \"_Z5scalePffi\" module m {\n"
     "  param 0 8 ptr;\n  param 8 4 f32;\n  param 12 4 i32;\n  param 16 24 bytes ptrs [0, 16];\n}\n"
