@@ -610,7 +610,12 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   spec[ns++] = (Spec){"eager", A_STRING, false};
   spec[ns++] = (Spec){"origin", A_STRING, false};
   const GfWord *f[13];
-  const char *what = pg_arena_printf(c->a, "%s node", pg_kinds[kind].name);
+  static const char *const whats[PG_NODE_KIND_COUNT] = {
+#define X(e, name, graphable, cuda, cost) [PG_##e] = name " node",
+      PG_NODE_KINDS(X)
+#undef X
+  };
+  const char *what = whats[kind];
   const GfWord *kname = NULL; /* a kernel node names its kernel right after the kind */
   int attrs = kw->next;
   if (kind == PG_KERNEL) {
@@ -898,13 +903,12 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   int errors = d->errors;
   if (gf_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
   PgProgram *p = c->p;
-  PgLoc end = pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len);
-  if (!c->seen_header) {
-    pg_error(d, end, "a .graph file starts with 'pgcc %d;'", PG_GRAPH_FORMAT_VERSION);
-    return NULL;
-  }
-  if (p->graphs.n == 0) {
-    pg_error(d, end, "no graph in the file");
+  if (!c->seen_header || p->graphs.n == 0) { /* reported at the end of the file */
+    PgLoc end = pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len);
+    if (!c->seen_header)
+      pg_error(d, end, "a .graph file starts with 'pgcc %d;'", PG_GRAPH_FORMAT_VERSION);
+    else
+      pg_error(d, end, "no graph in the file");
     return NULL;
   }
   for (size_t i = 0; i < c->bodies.n; i++) {
