@@ -29,7 +29,7 @@ Q = $(if $(V),,@)
 COMPILER_OBJS = \
 	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o $(B)/sha256.o \
 	$(B)/detect.o $(B)/dot_read.o $(B)/graph_read.o $(B)/graph_write.o $(B)/dot_write.o \
-	$(B)/verify.o $(B)/classify.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o \
+	$(B)/verify.o $(B)/classify.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o $(B)/emit_c.o \
 	$(B)/driver.o
 GEN_OBJS = $(B)/dot.tab.o $(B)/dot.lex.o $(B)/graph.tab.o $(B)/graph.lex.o
 LIB_OBJS = $(COMPILER_OBJS) $(GEN_OBJS)
@@ -39,12 +39,12 @@ GEN_SRCS = grammar/gen/dot.tab.c grammar/gen/dot.tab.h grammar/gen/dot.lex.c gra
 
 HEADERS = compiler/pgcc.h compiler/parse.h
 
-.PHONY: all deps demo check check-generated check-clang check-cuda check-asan check-valgrind test bench clean regen calibrate fuzz
+.PHONY: runtime install all deps demo check check-generated check-clang check-cuda check-asan check-valgrind check-codegen test bench clean regen calibrate fuzz
 .DELETE_ON_ERROR:
 # The generated sources are committed: never delete them as intermediates.
 .SECONDARY: $(GEN_SRCS)
 
-all: $(B)/pgcc
+all: $(B)/pgcc $(if $(wildcard $(CUDA_HOME)/include/cuda.h),runtime)
 
 $(B):
 	@mkdir -p $(B)
@@ -95,6 +95,38 @@ check-generated:
 	  && $(FLEX) --header-file=grammar/gen/graph.lex.h -o grammar/gen/graph.lex.c grammar/graph.l
 	@if diff -r -q $(B)/regen/grammar/gen grammar/gen; then echo "generated sources: up to date"; \
 	 else echo "generated sources differ from grammar/: run 'make regen' and commit"; exit 1; fi
+
+# ---- libpgrt: the runtime generated code links against (needs the CUDA headers)
+PREFIX ?= /usr/local
+DESTDIR ?=
+CUDA_INC = -I$(CUDA_HOME)/include
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc
+
+$(B)/rt/pgrt.o: runtime/pgrt.c runtime/pgrt.h | $(B)
+	@mkdir -p $(B)/rt
+	@$(if $(Q),echo "CC $<")
+	$(Q)$(CC) $(CFLAGS) -fPIC $(CUDA_INC) -c -o $@ $<
+
+$(B)/libpgrt.a: $(B)/rt/pgrt.o
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/libpgrt.so: $(B)/rt/pgrt.o
+	@$(if $(Q),echo "LD $@")
+	$(Q)$(CC) -shared -Wl,-soname,libpgrt.so.1 -o $@ $^ $(CUDA_LIBS)
+
+$(B)/pgrt.pc: runtime/pgrt.pc.in
+	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@CUDA_HOME@|$(CUDA_HOME)|g' $< > $@
+
+runtime: $(B)/libpgrt.a $(B)/libpgrt.so $(B)/pgrt.pc
+
+install: $(B)/pgcc $(if $(wildcard $(CUDA_HOME)/include/cuda.h),runtime) runtime
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(B)/pgcc $(DESTDIR)$(PREFIX)/bin/pgcc
+	install -m 644 runtime/pgrt.h $(DESTDIR)$(PREFIX)/include/pgrt.h
+	install -m 644 $(B)/libpgrt.a $(DESTDIR)$(PREFIX)/lib/libpgrt.a
+	install -m 755 $(B)/libpgrt.so $(DESTDIR)$(PREFIX)/lib/libpgrt.so.1
+	ln -sf libpgrt.so.1 $(DESTDIR)$(PREFIX)/lib/libpgrt.so
+	install -m 644 $(B)/pgrt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/pgrt.pc
 
 # ---- pgcc-calibrate: measures a machine profile on a GPU (needs nvcc to build)
 CUDA_HOME ?= /usr/local/cuda

@@ -10,6 +10,7 @@
  */
 #include "pgcc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ typedef struct {
   const char *profile; /* NULL: the built-in H200 profile */
   double calls;
   bool time_passes;
+  const char *name; /* --name: the generated API's prefix */
 } Options;
 
 /* --time-passes: seconds since the last mark, printed per pass */
@@ -60,8 +62,9 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -o FILE            write the output to FILE (default: standard output)\n"
-    "  --emit=KIND        graph: pgcc's .graph format; dot: DOT for Graphviz;\n"
-    "                     c: C launch code\n"
+    "  --emit=KIND        c: C launch code for libpgrt (the default; with -o X.c\n"
+    "                     also X.h); graph: pgcc's .graph format; dot: DOT for Graphviz\n"
+    "  --name=NAME        prefix of the generated API (default: the input's name)\n"
     "  --report[=FORMAT]  the cost report: text (default) or json\n"
     "  --profile=FILE     machine profile for the cost model (default: built-in H200)\n"
     "  --calls=N          calls to spread graph instantiation over (default 1000)\n"
@@ -88,6 +91,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       {"stats", no_argument, 0, 's'},        {"max-errors", required_argument, 0, 'm'},
       {"report", optional_argument, 0, 'r'}, {"profile", required_argument, 0, 'p'},
       {"calls", required_argument, 0, 'c'},  {"time-passes", no_argument, 0, 't'},
+      {"name", required_argument, 0, 'n'},
       {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0},
   };
@@ -112,6 +116,13 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       break;
     case 'p': o->profile = optarg; break;
     case 't': o->time_passes = true; break;
+    case 'n':
+      for (const char *q = optarg; *q; q++)
+        if (!(isalnum((unsigned char)*q) || *q == '_') || (q == optarg && isdigit((unsigned char)*q)))
+          return usage_error(err, "--name '%s' is not a C identifier", optarg);
+      if (!*optarg) return usage_error(err, "--name needs a name%s", "");
+      o->name = optarg;
+      break;
     case 'c': {
       char *end;
       double n = strtod(optarg, &end);
@@ -148,6 +159,29 @@ typedef void (*Writer)(const PgProgram *, const void *ctx, FILE *);
 /* ctx: the directory the output goes to (module paths are written relative to it) */
 static void write_graph(const PgProgram *p, const void *ctx, FILE *f) { pg_graph_write(p, f, ctx); }
 static void write_dot(const PgProgram *p, const void *ctx, FILE *f) { (void)ctx, pg_dot_write(p, f); }
+typedef struct {
+  const char *name, *input;
+} CInfo;
+static void write_c(const PgProgram *p, const void *ctx, FILE *f) {
+  const CInfo *ci = ctx;
+  pg_emit_c(p, ci->name, ci->input, f);
+}
+static void write_h(const PgProgram *p, const void *ctx, FILE *f) { pg_emit_h(p, ((const CInfo *)ctx)->name, f); }
+
+/* The API prefix from the input's name: "models/gpt2-small.graph" -> gpt2_small. */
+static char *default_name(const char *input) {
+  const char *base = strrchr(input, '/');
+  base = base ? base + 1 : input;
+  size_t n = strcspn(base, ".");
+  char *name = malloc(n + 2);
+  if (!name) PG_BUG("out of memory");
+  size_t k = 0;
+  if (n == 0 || isdigit((unsigned char)base[0])) name[k++] = '_';
+  for (size_t i = 0; i < n; i++) name[k++] = isalnum((unsigned char)base[i]) ? base[i] : '_';
+  name[k] = 0;
+  return name;
+}
+
 static void write_report_text(const PgProgram *p, const void *ctx, FILE *f) { pg_report_text(p, ctx, f); }
 static void write_report_json(const PgProgram *p, const void *ctx, FILE *f) { pg_report_json(p, ctx, f); }
 
@@ -277,12 +311,24 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
     break;
   }
   case EMIT_DOT: status = write_output(o.output, write_dot, p, NULL, out, err); break;
-  case EMIT_C:
-    fputs("pgcc: error: --emit=c: C code generation is not implemented in this version; "
-          "use --emit=graph or --emit=dot\n",
-          err);
-    status = EXIT_USAGE;
+  case EMIT_C: {
+    if (pg_c_check(p, &diag) > 0) {
+      status = EXIT_INPUT;
+      break;
+    }
+    char *name = o.name ? strdup(o.name) : default_name(o.input);
+    CInfo ci = {name, o.input};
+    size_t len = o.output ? strlen(o.output) : 0;
+    if (len > 2 && strcmp(o.output + len - 2, ".c") == 0) { /* X.c: also X.h */
+      char *h = strdup(o.output);
+      h[len - 1] = 'h';
+      status = write_output(h, write_h, p, &ci, out, err);
+      free(h);
+    }
+    if (status == 0) status = write_output(o.output, write_c, p, &ci, out, err);
+    free(name);
     break;
+  }
   }
   mark(&t, o.emit != EMIT_NONE ? "emit" : NULL);
   pg_arena_free(arena);

@@ -479,6 +479,12 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src);
 void pg_graph_write(const PgProgram *p, FILE *out, const char *out_dir);
 void pg_dot_write(const PgProgram *p, FILE *out);
 
+/* emit_c.c: --emit=c.  pg_c_check reports what cannot be generated (the count of
+ * errors); pg_emit_c and pg_emit_h write the C and its header. */
+int pg_c_check(const PgProgram *p, PgDiag *d);
+void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *out);
+void pg_emit_h(const PgProgram *p, const char *name, FILE *out);
+
 /* verify.c: structural checks, run after the frontend and after every pass.
  * Returns the number of errors reported. */
 int pg_verify(const PgProgram *p, PgDiag *d);

@@ -43,6 +43,7 @@ check: deps
 	@$(MAKE) --no-print-directory check-generated
 	@$(MAKE) --no-print-directory check-clang
 	@$(MAKE) --no-print-directory check-cuda
+	@$(MAKE) --no-print-directory check-codegen
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory test
@@ -93,3 +94,20 @@ check-valgrind: $(B)/pgcc
 	  if [ $$? -eq 99 ]; then echo "valgrind: $$f"; cat build/valgrind.log; fail=1; fi; \
 	done; \
 	if [ $$fail -eq 0 ]; then echo "valgrind: $(words $(VALGRIND_INPUTS)) inputs clean"; else exit 1; fi
+
+# Generated C compiles warning-free with gcc and clang (-std=c11 -pedantic -Werror)
+# and links against libpgrt and the CUDA driver's stub; the same input gives the
+# same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
+CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph
+check-codegen: $(B)/pgcc
+	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: generated C not compiled"; exit 0; fi; \
+	$(MAKE) --no-print-directory runtime >/dev/null && mkdir -p $(B)/gen && \
+	for f in $(CODEGEN_INPUTS); do \
+	  n=$$(basename $$f .graph); \
+	  $(B)/pgcc $$f -o $(B)/gen/$$n.c && $(B)/pgcc $$f -o $(B)/gen/$$n.again.c --name=$$n && \
+	  cmp -s $(B)/gen/$$n.c $(B)/gen/$$n.again.c || { echo "codegen: $$f: output differs between runs"; exit 1; }; \
+	  for cc in gcc clang; do \
+	    $$cc -std=c11 -Wall -Wextra -Werror -pedantic -fPIC -Iruntime $(CUDA_INC) -c $(B)/gen/$$n.c -o $(B)/gen/$$n.$$cc.o && \
+	    $$cc -shared -Wl,--no-undefined -o $(B)/gen/$$n.$$cc.so $(B)/gen/$$n.$$cc.o $(B)/libpgrt.a $(CUDA_LIBS) || exit 1; \
+	  done; \
+	done && echo "codegen: $(words $(CODEGEN_INPUTS)) programs compile with gcc and clang and link"

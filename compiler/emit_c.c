@@ -1,0 +1,494 @@
+/*
+ * emit_c.c -- `pgcc --emit=c`: C that builds and launches the program through
+ * libpgrt (runtime/pgrt.h).
+ *
+ * The output is data and three small functions.  Module images are embedded (so
+ * the deployed binary needs no files); every buffer, kernel and node becomes one
+ * table entry written with designated initializers and a comment naming where it
+ * came from; kernel parameters are their constant bytes plus the places where this
+ * call's pointers and scalars go (relocations).  NAME_init, NAME_run and
+ * NAME_destroy only pack their arguments for pgrt_init, pgrt_run and pgrt_destroy.
+ * The same input gives the same bytes.
+ *
+ * pg_c_check() runs first and reports, located, whatever this generator cannot
+ * express yet; pg_emit_c() then cannot fail.
+ */
+#include "pgcc.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- what can be generated ---- */
+
+static bool fits_c(PgDiag *d, const PgNode *n) {
+  switch (n->kind) {
+  case PG_KERNEL:
+    if (!n->u.kernel.kernel->has_layout) {
+      pg_error(d, n->loc, "node '%s': kernel '%s' has no parameter layout (DOT input); C generation needs one", n->name,
+               n->u.kernel.kernel->name);
+      return false;
+    }
+    if (!n->u.kernel.has_args) {
+      pg_error(d, n->loc, "node '%s': no arguments given; C generation needs them", n->name);
+      return false;
+    }
+    if (!n->u.kernel.grid[0]) {
+      pg_error(d, n->loc, "node '%s': no launch dimensions given", n->name);
+      return false;
+    }
+    if (!n->u.kernel.kernel->module) {
+      pg_error(d, n->loc, "node '%s': kernel '%s' names no module", n->name, n->u.kernel.kernel->name);
+      return false;
+    }
+    for (size_t i = 0; i < n->u.kernel.args.n; i++) {
+      const PgArg *a = &n->u.kernel.args.v[i];
+      PgType t = n->u.kernel.kernel->params.v[i].type;
+      if ((t == PG_T_F16 || t == PG_T_BF16) && (a->kind == PG_ARG_FLOAT || a->kind == PG_ARG_INT)) {
+        pg_error(d, a->loc, "a %s literal argument cannot be generated yet", pg_type_names[t]);
+        return false;
+      }
+    }
+    return true;
+  case PG_MEMCPY:
+    if (!n->u.memcpy.has_ptrs || n->u.memcpy.height != 1 || n->u.memcpy.depth != 1 || !n->u.memcpy.src.buf ||
+        !n->u.memcpy.dst.buf) {
+      pg_error(d, n->loc, "node '%s': only one-dimensional copies between named buffers can be generated yet", n->name);
+      return false;
+    }
+    return true;
+  case PG_MEMSET:
+    if (!n->u.memset.has_dst || !n->u.memset.dst.buf || !n->u.memset.elem || n->u.memset.height != 1) {
+      pg_error(d, n->loc, "node '%s': only one-dimensional memsets of a buffer with a known element size can be "
+                          "generated yet", n->name);
+      return false;
+    }
+    return true;
+  case PG_EMPTY: return true;
+  case PG_HOSTOP:
+    if (strcmp(n->u.hostop.op, "sync") == 0) return true;
+    pg_error(d, n->loc, "node '%s': host operation '%s' cannot be generated (only 'sync')", n->name, n->u.hostop.op);
+    return false;
+  default:
+    pg_error(d, n->loc, "node '%s': %s nodes cannot be generated yet", n->name, pg_kinds[n->kind].name);
+    return false;
+  }
+}
+
+int pg_c_check(const PgProgram *p, PgDiag *d) {
+  int errors = d->errors;
+  for (size_t i = 0; i < p->modules.n; i++) {
+    const PgModule *m = p->modules.v[i];
+    if (m->kind == PG_MOD_LIBRARY)
+      pg_error(d, m->loc, "module '%s': kernels inside installed libraries cannot be generated yet", m->name);
+  }
+  const PgGraph *g = p->graphs.v[0];
+  for (size_t i = 0; i < g->nodes.n && !pg_too_many_errors(d); i++) fits_c(d, g->nodes.v[i]);
+  if (p->graphs.n > 1) pg_error(d, p->graphs.v[1]->loc, "child and conditional graphs cannot be generated yet");
+  return d->errors - errors;
+}
+
+/* ---- writing ---- */
+
+typedef struct {
+  const PgProgram *p;
+  FILE *f;
+  const char *name;
+  PgMap *buffers, *kernels, *scalars; /* name -> index + 1 (scalars: per-call slot + 1) */
+  int *node_index; /* by root-graph node index: position in the emitted node table */
+} W;
+
+static int idx(PgMap *m, const char *name) { return (int)(intptr_t)pg_map_get(m, name) - 1; }
+
+typedef PG_VEC(char *) Strs;
+
+/* A kernel node's parameter block: its constant bytes into blk (param_bytes of
+ * them), and the initializers of its pointer relocations and per-call scalars. */
+static uint32_t param_bytes(const PgKernel *k) {
+  uint32_t bytes = 0;
+  for (size_t q = 0; q < k->params.n; q++)
+    if (k->params.v[q].offset + k->params.v[q].size > bytes) bytes = k->params.v[q].offset + k->params.v[q].size;
+  return bytes;
+}
+
+static void encode(const char *lit, PgType t, unsigned size, unsigned char *out);
+
+static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs, Strs *scalars) {
+  const PgKernel *k = n->u.kernel.kernel;
+  PgArena *a = w->p->arena;
+  for (size_t q = 0; q < k->params.n; q++) {
+    const PgParam *pa = &k->params.v[q];
+    const PgArg *arg = &n->u.kernel.args.v[q];
+    switch (arg->kind) {
+    case PG_ARG_INT:
+    case PG_ARG_FLOAT: encode(arg->lit, pa->type, pa->size, blk + pa->offset); break;
+    case PG_ARG_PTR:
+      if (arg->ptr.buf)
+        pg_vec_push(a, *relocs, pg_arena_printf(a, "{%" PRIu32 ", %d, %" PRIu64 "}", pa->offset,
+                                                idx(w->buffers, arg->ptr.buf->name), arg->ptr.offset));
+      break;
+    case PG_ARG_SCALAR:
+      if (arg->scalar->is_input)
+        pg_vec_push(a, *scalars, pg_arena_printf(a, "{%" PRIu32 ", %" PRIu32 ", %d}", pa->offset, pa->size,
+                                                 idx(w->scalars, arg->scalar->name)));
+      else if (arg->scalar->value)
+        encode(arg->scalar->value, pa->type, pa->size, blk + pa->offset);
+      break;
+    case PG_ARG_BYTES:
+      for (uint32_t b = 0; b < pa->size && arg->lit[2 * b]; b++) {
+        char hex[3] = {arg->lit[2 * b], arg->lit[2 * b + 1], 0};
+        blk[pa->offset + b] = (unsigned char)strtoul(hex, NULL, 16);
+      }
+      for (size_t r = 0; r < arg->ptrs.n; r++)
+        if (arg->ptrs.v[r].buf)
+          pg_vec_push(a, *relocs, pg_arena_printf(a, "{%" PRIu32 ", %d, %" PRIu64 "}", pa->offset + pa->ptrs.v[r],
+                                                  idx(w->buffers, arg->ptrs.v[r].buf->name), arg->ptrs.v[r].offset));
+      break;
+    }
+  }
+}
+
+static void cname(FILE *f, const char *s) { /* a .graph name as a C identifier */
+  for (; *s; s++) fputc(*s == '.' ? '_' : *s, f);
+}
+
+static void cstring(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c == '\n') fputs("\\n\"\n    \"", f);
+    else if (c == '\t') fputs("\\t", f);
+    else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\%03o", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static const char *ctype(PgType t) {
+  switch (t) {
+  case PG_T_I8: return "int8_t";
+  case PG_T_I16: return "int16_t";
+  case PG_T_I32: return "int32_t";
+  case PG_T_I64: return "int64_t";
+  case PG_T_U8: case PG_T_BOOL: return "uint8_t";
+  case PG_T_U16: case PG_T_F16: case PG_T_BF16: return "uint16_t";
+  case PG_T_U32: return "uint32_t";
+  case PG_T_U64: return "uint64_t";
+  case PG_T_F32: return "float";
+  case PG_T_F64: return "double";
+  case PG_T_PTR: return "CUdeviceptr";
+  default: return "uint64_t";
+  }
+}
+
+/* The bytes of a literal of type t, little-endian, into out. */
+static void encode(const char *lit, PgType t, unsigned size, unsigned char *out) {
+  if (t == PG_T_F32) {
+    float v = (float)strtod(lit, NULL);
+    memcpy(out, &v, 4);
+  } else if (t == PG_T_F64) {
+    double v = strtod(lit, NULL);
+    memcpy(out, &v, 8);
+  } else {
+    bool neg = lit[0] == '-';
+    bool hex = lit[neg] == '0' && (lit[neg + 1] == 'x' || lit[neg + 1] == 'X');
+    uint64_t v = neg ? (uint64_t)strtoll(lit, NULL, hex ? 16 : 10) : strtoull(lit, NULL, hex ? 16 : 10);
+    if (strchr(lit, '.') || (!hex && (strchr(lit, 'e') || strchr(lit, 'E')))) v = (uint64_t)(int64_t)strtod(lit, NULL);
+    for (unsigned i = 0; i < size && i < 8; i++) out[i] = (unsigned char)(v >> (8 * i));
+  }
+}
+
+static void emit_module(W *w, size_t i) {
+  const PgModule *m = w->p->modules.v[i];
+  FILE *f = w->f;
+  size_t len = 0;
+  char *data = NULL;
+  FILE *in = fopen(m->path, "rb");
+  if (in) {
+    fseek(in, 0, SEEK_END);
+    long n = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    data = malloc((size_t)(n > 0 ? n : 0) + 1);
+    len = data ? fread(data, 1, (size_t)n, in) : 0;
+    fclose(in);
+  }
+  if (!data) PG_BUG("module '%s' was checked when read but cannot be read now", m->name);
+  data[len] = 0;
+  fprintf(f, "/* module %s: %s \"%s\"%s%s%s */\n", m->name, pg_module_kind_names[m->kind], m->file,
+          m->sha256 ? " (sha256 " : "", m->sha256 ? m->sha256 : "", m->sha256 ? ")" : "");
+  if (m->kind == PG_MOD_CUDA || m->kind == PG_MOD_PTX) {
+    fprintf(f, "static const char %s_module_%zu[] =\n    ", w->name, i);
+    cstring(f, data);
+    fputs(";\n\n", f);
+  } else {
+    fprintf(f, "static const unsigned char %s_module_%zu[%zu] = {", w->name, i, len);
+    for (size_t k = 0; k < len; k++) fprintf(f, "%s0x%02x,", k % 16 ? " " : "\n    ", (unsigned char)data[k]);
+    fputs("\n};\n\n", f);
+  }
+  free(data);
+}
+
+static void emit_kernel_tables(W *w, const PgNode *n, int at) {
+  const PgKernel *k = n->u.kernel.kernel;
+  FILE *f = w->f;
+  uint32_t bytes = param_bytes(k), size = bytes ? bytes : 1;
+  unsigned char *blk = calloc(size, 1);
+  if (!blk) PG_BUG("out of memory");
+  Strs relocs = {0}, scalars = {0};
+  kernel_block(w, n, blk, &relocs, &scalars);
+  fprintf(f, "/* node %s: kernel %s <<<{%u, %u, %u}, {%u, %u, %u}, %u>>> */\n", n->name, k->name, n->u.kernel.grid[0],
+          n->u.kernel.grid[1], n->u.kernel.grid[2], n->u.kernel.block[0], n->u.kernel.block[1], n->u.kernel.block[2],
+          n->u.kernel.smem);
+  fprintf(f, "static const unsigned char %s_params_%d[%" PRIu32 "] = {", w->name, at, size);
+  for (uint32_t b = 0; b < size; b++) fprintf(f, "%s0x%02x", b ? ", " : "", blk[b]);
+  fprintf(f, "};\nstatic const uint32_t %s_offsets_%d[] = {", w->name, at);
+  for (size_t q = 0; q < k->params.n; q++) fprintf(f, "%s%" PRIu32, q ? ", " : "", k->params.v[q].offset);
+  if (!k->params.n) fputc('0', f);
+  fputs("};\n", f);
+  if (relocs.n) {
+    fprintf(f, "static const pgrt_reloc %s_relocs_%d[] = {", w->name, at);
+    for (size_t r = 0; r < relocs.n; r++) fprintf(f, "%s%s", r ? ", " : "", relocs.v[r]);
+    fputs("};\n", f);
+  }
+  if (scalars.n) {
+    fprintf(f, "static const pgrt_scalar_ref %s_scalars_%d[] = {", w->name, at);
+    for (size_t r = 0; r < scalars.n; r++) fprintf(f, "%s%s", r ? ", " : "", scalars.v[r]);
+    fputs("};\n", f);
+  }
+  free(blk);
+}
+
+static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
+  FILE *f = w->f;
+  fprintf(f, "    /* %d: %s", at, n->name);
+  if (n->origin) fprintf(f, " (from %s)", n->origin);
+  if (n->loc.src) fprintf(f, ", %s:%d", n->loc.src->name, n->loc.line);
+  fputs(" */\n    {", f);
+  switch (n->kind) {
+  case PG_KERNEL: {
+    unsigned char *blk = calloc(param_bytes(n->u.kernel.kernel) + 1, 1);
+    Strs rel = {0}, sc = {0};
+    kernel_block(w, n, blk, &rel, &sc);
+    free(blk);
+    size_t nrel = rel.n, nsc = sc.n;
+    fprintf(f, ".kind = PGRT_NODE_KERNEL, .origin = \"%s\", .kernel = %d,\n", n->name,
+            idx(w->kernels, n->u.kernel.kernel->name));
+    fprintf(f, "     .grid = {%u, %u, %u}, .block = {%u, %u, %u}, .smem = %u,\n", n->u.kernel.grid[0],
+            n->u.kernel.grid[1], n->u.kernel.grid[2], n->u.kernel.block[0], n->u.kernel.block[1],
+            n->u.kernel.block[2], n->u.kernel.smem);
+    fprintf(f, "     .params = %s_params_%d, .param_offsets = %s_offsets_%d, .param_count = %zu", w->name, at, w->name, at,
+            n->u.kernel.kernel->params.n);
+    if (nrel) fprintf(f, ",\n     .relocs = %s_relocs_%d, .reloc_count = %zu", w->name, at, nrel);
+    if (nsc) fprintf(f, ",\n     .scalars = %s_scalars_%d, .scalar_count = %zu", w->name, at, nsc);
+    break;
+  }
+  case PG_MEMCPY:
+    fprintf(f, ".kind = PGRT_NODE_MEMCPY, .origin = \"%s\", .src = %d, .src_offset = %" PRIu64 ", .dst = %d, "
+               ".dst_offset = %" PRIu64 ", .bytes = %" PRIu64,
+            n->name, idx(w->buffers, n->u.memcpy.src.buf->name), n->u.memcpy.src.offset,
+            idx(w->buffers, n->u.memcpy.dst.buf->name),
+            n->u.memcpy.dst.offset, n->u.memcpy.width);
+    break;
+  case PG_MEMSET:
+    fprintf(f, ".kind = PGRT_NODE_MEMSET, .origin = \"%s\", .dst = %d, .dst_offset = %" PRIu64 ", .value = %" PRIu32
+               ", .elem = %" PRIu32 ", .bytes = %" PRIu64,
+            n->name, idx(w->buffers, n->u.memset.dst.buf->name), n->u.memset.dst.offset, n->u.memset.value,
+            n->u.memset.elem,
+            n->u.memset.width * n->u.memset.elem);
+    break;
+  case PG_EMPTY: fprintf(f, ".kind = PGRT_NODE_EMPTY, .origin = \"%s\"", n->name); break;
+  case PG_HOSTOP: fprintf(f, ".kind = PGRT_NODE_SYNC, .origin = \"%s\"", n->name); break;
+  default: PG_BUG("node '%s' passed pg_c_check", n->name);
+  }
+  if (r->graph && n->preds.n) fprintf(f, ",\n     .deps = %s_deps_%d, .dep_count = %zu", w->name, at, n->preds.n);
+  fputs("},\n", f);
+}
+
+/* The API: the argument structs and the three functions' prototypes. */
+static void emit_api(W *w) {
+  FILE *f = w->f;
+  const PgProgram *p = w->p;
+  const char *nm = w->name;
+  fprintf(f, "/* This call's buffers (device addresses; they may move on every call) and scalars. */\n");
+  fprintf(f, "typedef struct {\n");
+  int fields = 0;
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->role == PG_ROLE_WEIGHT || b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE) continue;
+    fprintf(f, "  CUdeviceptr "), cname(f, b->name), fprintf(f, "; /* %s, %" PRIu64 " bytes */\n", pg_role_names[b->role], b->size);
+    fields++;
+  }
+  for (size_t i = 0; i < p->scalars.n; i++) {
+    const PgScalar *s = p->scalars.v[i];
+    if (!s->is_input) continue;
+    fprintf(f, "  %s ", ctype(s->type)), cname(f, s->name), fputs(";\n", f);
+    fields++;
+  }
+  if (!fields) fputs("  int unused;\n", f);
+  fprintf(f, "} %s_args;\n\n/* The weights, bound once at init. */\ntypedef struct {\n", nm);
+  fields = 0;
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->role != PG_ROLE_WEIGHT) continue;
+    fprintf(f, "  CUdeviceptr "), cname(f, b->name), fprintf(f, "; /* %" PRIu64 " bytes */\n", b->size);
+    fields++;
+  }
+  if (!fields) fputs("  int unused;\n", f);
+  fprintf(f, "} %s_weights;\n\n", nm);
+  fprintf(f, "enum { %s_ARENA_BYTES = %" PRIu64 " }; /* device memory for intermediates */\n\n", nm, p->mem.arena_bytes);
+  fprintf(f, "/* arena: %s_ARENA_BYTES of device memory, or 0 for libpgrt to allocate it. */\n", nm);
+  fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, CUdeviceptr arena);\n", nm, nm);
+  fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream);\n", nm, nm);
+  fprintf(f, "void %s_destroy(pgrt_ctx **ctx);\n", nm);
+}
+
+void pg_emit_h(const PgProgram *p, const char *name, FILE *f) {
+  W w = {p, f, name, NULL, NULL, NULL, NULL};
+  fprintf(f, "/* %s.h -- generated by pgcc %s: the launch program's API. Do not edit. */\n", name, PGCC_VERSION);
+  fprintf(f, "#ifndef %s_H\n#define %s_H\n\n#include \"pgrt.h\"\n\n", name, name);
+  emit_api(&w);
+  fputs("\n#endif\n", f);
+}
+
+void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f) {
+  W w = {p, f, name, pg_map_new(p->arena), pg_map_new(p->arena), pg_map_new(p->arena), NULL};
+  const PgGraph *g = p->graphs.v[0];
+  for (size_t i = 0; i < p->buffers.n; i++) pg_map_put(w.buffers, p->buffers.v[i]->name, (void *)(intptr_t)(i + 1));
+  for (size_t i = 0; i < p->kernels.n; i++) pg_map_put(w.kernels, p->kernels.v[i]->name, (void *)(intptr_t)(i + 1));
+  int slot = 0;
+  for (size_t i = 0; i < p->scalars.n; i++)
+    if (p->scalars.v[i]->is_input) pg_map_put(w.scalars, p->scalars.v[i]->name, (void *)(intptr_t)(++slot));
+  size_t graph_regions = 0;
+  for (size_t r = 0; r < p->regions.n; r++) graph_regions += p->regions.v[r]->graph;
+
+  fprintf(f, "/*\n * %s.c -- generated by pgcc %s from %s. Do not edit.\n *\n", name, PGCC_VERSION, input);
+  fprintf(f, " * %zu nodes in %zu regions, %zu of them launched as CUDA graphs; build with libpgrt:\n", g->nodes.n,
+          p->regions.n, graph_regions);
+  fprintf(f, " *   cc -c %s.c $(pkg-config --cflags pgrt) && cc ... $(pkg-config --libs pgrt)\n */\n", name);
+  fputs("#include \"pgrt.h\"\n\n#include <stdint.h>\n#include <string.h>\n\n", f);
+  emit_api(&w);
+  fputc('\n', f);
+
+  for (size_t i = 0; i < p->modules.n; i++) emit_module(&w, i);
+
+  fprintf(f, "static const pgrt_module %s_modules[] = {\n", name);
+  for (size_t i = 0; i < p->modules.n; i++) {
+    static const char *const kinds[] = {"PGRT_MOD_CUBIN", "PGRT_MOD_FATBIN", "PGRT_MOD_PTX", "PGRT_MOD_CUDA", "?"};
+    const PgModule *m = p->modules.v[i];
+    fprintf(f, "    {.name = \"%s\", .kind = %s, .image = %s_module_%zu, .size = sizeof %s_module_%zu},\n", m->name,
+            kinds[m->kind], name, i, name, i);
+  }
+  if (!p->modules.n) fputs("    {0},\n", f);
+  fprintf(f, "};\n\nstatic const pgrt_kernel %s_kernels[] = {\n", name);
+  for (size_t i = 0; i < p->kernels.n; i++) {
+    const PgKernel *k = p->kernels.v[i];
+    uint32_t bytes = 0;
+    for (size_t q = 0; q < k->params.n; q++)
+      if (k->params.v[q].offset + k->params.v[q].size > bytes) bytes = k->params.v[q].offset + k->params.v[q].size;
+    int mod = -1;
+    for (size_t m = 0; m < p->modules.n; m++)
+      if (p->modules.v[m] == k->module) mod = (int)m;
+    fprintf(f, "    {.name = \"%s\", .symbol = ", k->name);
+    cstring(f, k->symbol);
+    fprintf(f, ", .module = %d, .param_bytes = %" PRIu32 "},\n", mod, bytes);
+  }
+  if (!p->kernels.n) fputs("    {0},\n", f);
+  fprintf(f, "};\n\nstatic const pgrt_buffer %s_buffers[] = {\n", name);
+  int bound = 0, weights = 0;
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    fprintf(f, "    {.name = \"%s\", .size = %" PRIu64 ", ", b->name, b->size);
+    if (b->role == PG_ROLE_WEIGHT)
+      fprintf(f, ".kind = PGRT_BUF_WEIGHT, .slot = %d}, /* weight */\n", weights++);
+    else if (b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE)
+      fprintf(f, ".kind = PGRT_BUF_ARENA, .offset = %" PRIu64 "}, /* %s */\n", b->offset, pg_role_names[b->role]);
+    else
+      fprintf(f, ".kind = PGRT_BUF_BOUND, .slot = %d}, /* %s, bound per call */\n", bound++, pg_role_names[b->role]);
+  }
+  if (!p->buffers.n) fputs("    {0},\n", f);
+  fputs("};\n\n", f);
+
+  /* nodes in schedule order: their tables, then the node table */
+  w.node_index = calloc(g->nodes.n ? g->nodes.n : 1, sizeof *w.node_index);
+  int at = 0;
+  for (size_t r = 0; r < p->regions.n; r++)
+    for (size_t k = 0; k < p->regions.v[r]->nodes.n; k++) w.node_index[p->regions.v[r]->nodes.v[k]->index] = at++;
+  for (size_t r = 0; r < p->regions.n; r++) {
+    const PgRegion *rg = p->regions.v[r];
+    for (size_t k = 0; k < rg->nodes.n; k++) {
+      const PgNode *n = rg->nodes.v[k];
+      int i = w.node_index[n->index];
+      if (n->kind == PG_KERNEL) emit_kernel_tables(&w, n, i);
+      if (rg->graph && n->preds.n) {
+        fprintf(f, "static const int %s_deps_%d[] = {", name, i);
+        for (size_t q = 0; q < n->preds.n; q++) fprintf(f, "%s%d", q ? ", " : "", w.node_index[n->preds.v[q]->index]);
+        fputs("};\n", f);
+      }
+    }
+  }
+  fprintf(f, "\nstatic const pgrt_node %s_nodes[] = {\n", name);
+  for (size_t r = 0; r < p->regions.n; r++)
+    for (size_t k = 0; k < p->regions.v[r]->nodes.n; k++) {
+      const PgNode *n = p->regions.v[r]->nodes.v[k];
+      emit_node(&w, n, w.node_index[n->index], p->regions.v[r]);
+    }
+  if (!g->nodes.n) fputs("    {0},\n", f);
+  fprintf(f, "};\n\nstatic const pgrt_region %s_regions[] = {\n", name);
+  at = 0;
+  for (size_t r = 0; r < p->regions.n; r++) {
+    const PgRegion *rg = p->regions.v[r];
+    fprintf(f, "    {.graph = %d, .first = %d, .count = %zu}, /* %s: %.1f us predicted, %.1f us eager */\n", rg->graph,
+            at, rg->nodes.n, rg->graph ? "a CUDA graph" : "eager", rg->graph ? rg->est_graph_us : rg->est_eager_us,
+            rg->est_eager_us);
+    at += (int)rg->nodes.n;
+  }
+  if (!p->regions.n) fputs("    {0},\n", f);
+  fputs("};\n\n", f);
+  fprintf(f, "static const pgrt_program %s_program = {\n", name);
+  fprintf(f, "    .version = PGRT_VERSION, .name = \"%s\",\n", name);
+  fprintf(f, "    .modules = %s_modules, .module_count = %zu,\n", name, p->modules.n);
+  fprintf(f, "    .kernels = %s_kernels, .kernel_count = %zu,\n", name, p->kernels.n);
+  fprintf(f, "    .buffers = %s_buffers, .buffer_count = %zu,\n", name, p->buffers.n);
+  fprintf(f, "    .nodes = %s_nodes, .node_count = %zu,\n", name, g->nodes.n);
+  fprintf(f, "    .regions = %s_regions, .region_count = %zu,\n", name, p->regions.n);
+  fprintf(f, "    .arena_bytes = %" PRIu64 ", .bound_slots = %d, .weight_slots = %d, .scalar_slots = %d,\n",
+          p->mem.arena_bytes, bound, weights, slot);
+  fprintf(f, "    .arch = \"%s\",\n};\n\n", p->arch ? p->arch : "");
+
+  /* the three functions */
+  fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, CUdeviceptr arena) {\n", name, name);
+  if (weights) {
+    fprintf(f, "  if (!weights) return PGRT_ERR_ARGUMENT;\n  const CUdeviceptr w[%d] = {", weights);
+    int k = 0;
+    for (size_t i = 0; i < p->buffers.n; i++)
+      if (p->buffers.v[i]->role == PG_ROLE_WEIGHT) fprintf(f, "%sweights->", k++ ? ", " : ""), cname(f, p->buffers.v[i]->name);
+    fprintf(f, "};\n  return pgrt_init(ctx, &%s_program, w, arena);\n}\n\n", name);
+  } else {
+    fprintf(f, "  (void)weights;\n  return pgrt_init(ctx, &%s_program, NULL, arena);\n}\n\n", name);
+  }
+  fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream) {\n", name, name);
+  fputs("  if (!args) return PGRT_ERR_ARGUMENT;\n", f);
+  if (bound) {
+    fprintf(f, "  const CUdeviceptr bound[%d] = {", bound);
+    int k = 0;
+    for (size_t i = 0; i < p->buffers.n; i++) {
+      const PgBuffer *b = p->buffers.v[i];
+      if (b->role == PG_ROLE_WEIGHT || b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE) continue;
+      fprintf(f, "%sargs->", k++ ? ", " : ""), cname(f, b->name);
+    }
+    fputs("};\n", f);
+  }
+  if (slot) {
+    fprintf(f, "  uint64_t scalars[%d] = {0};\n", slot);
+    int k = 0;
+    for (size_t i = 0; i < p->scalars.n; i++)
+      if (p->scalars.v[i]->is_input) {
+        fprintf(f, "  memcpy(&scalars[%d], &args->", k++), cname(f, p->scalars.v[i]->name);
+        fprintf(f, ", sizeof args->"), cname(f, p->scalars.v[i]->name), fputs(");\n", f);
+      }
+  }
+  fprintf(f, "  return pgrt_run(ctx, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL", slot ? "scalars" : "NULL");
+  fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n", name);
+  free(w.node_index);
+}

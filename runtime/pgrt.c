@@ -1,0 +1,463 @@
+/*
+ * pgrt.c -- libpgrt: builds and launches the program that pgcc's generated C
+ * describes (see pgrt.h).
+ *
+ * init: load every module (cubin, fatbin and PTX through cuLibraryLoadData; CUDA C
+ *       through NVRTC for this device first), resolve kernels, place buffers
+ *       (weights from the caller, intermediates in one arena, per-call buffers on a
+ *       placeholder until the first call), copy each kernel node's parameter block
+ *       and fill in its pointers and scalars, then build one CUDA graph per graph
+ *       region with explicit cuGraphAdd*Node calls, instantiate and upload it.  A
+ *       region whose instantiation fails is launched eagerly instead (a warning).
+ * run:  compare this call's addresses and scalars with the last call's, rewrite
+ *       the parameters of the nodes that use what changed, patch those nodes in
+ *       their graph (cuGraphExec*SetParams), and launch the regions in order.
+ *
+ * Memory: everything init allocates is recorded in the context and freed by
+ * pgrt_destroy (which a failed init calls itself).
+ */
+#include "pgrt.h"
+
+#include <nvrtc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char last_error[1024];
+
+const char *pgrt_error(void) { return last_error; }
+
+static pgrt_status fail(pgrt_status s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+/* The one CUDA check: the call, where, the node concerned; jumps to `out`. */
+#define CU(call, what)                                                                                \
+  do {                                                                                                \
+    CUresult r_ = (call);                                                                             \
+    if (r_ != CUDA_SUCCESS) {                                                                         \
+      const char *s_ = "unknown error";                                                               \
+      cuGetErrorString(r_, &s_);                                                                      \
+      st = fail(r_ == CUDA_ERROR_OUT_OF_MEMORY ? PGRT_ERR_MEMORY : PGRT_ERR_CUDA, "%s failed: %s (%s:%d, %s)", \
+                #call, s_, __FILE__, __LINE__, (what));                                               \
+      goto out;                                                                                       \
+    }                                                                                                 \
+  } while (0)
+
+struct pgrt_ctx {
+  const pgrt_program *prog;
+  CUcontext cu;
+  CUlibrary *libs;
+  CUfunction *funcs;
+  CUdeviceptr arena, placeholder;
+  int own_arena;
+  CUdeviceptr *addr;        /* per buffer: where it is now */
+  CUdeviceptr *bound_prev;  /* last call's per-call addresses */
+  uint64_t *scalar_prev;
+  unsigned char **params;   /* per kernel node: its parameter block */
+  void ***args;             /* per kernel node: pointers to each parameter, for the driver */
+  CUgraph *graphs;          /* per region */
+  CUgraphExec *execs;       /* per region; NULL: launched eagerly */
+  CUgraphNode *gnodes;      /* per node */
+  char *dirty;              /* per node */
+  int calls;
+  pgrt_run_stats stats;
+};
+
+static void *zalloc(size_t n) { return calloc(n ? n : 1, 1); }
+
+/* ---- modules ---- */
+
+static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin, size_t *size) {
+  int major = 0, minor = 0;
+  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  char arch[64];
+  snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
+  const char *opts[] = {arch, "--std=c++17", "-default-device"};
+  nvrtcProgram p;
+  if (nvrtcCreateProgram(&p, (const char *)m->image, m->name, 0, NULL, NULL) != NVRTC_SUCCESS)
+    return fail(PGRT_ERR_MODULE, "module '%s': nvrtcCreateProgram failed", m->name);
+  nvrtcResult r = nvrtcCompileProgram(p, 3, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    nvrtcGetProgramLogSize(p, &n);
+    char *log = zalloc(n + 1);
+    nvrtcGetProgramLog(p, log);
+    fail(PGRT_ERR_MODULE, "module '%s' does not compile (%s):\n%s", m->name, nvrtcGetErrorString(r), log);
+    free(log);
+    nvrtcDestroyProgram(&p);
+    return PGRT_ERR_MODULE;
+  }
+  nvrtcGetCUBINSize(p, size);
+  *cubin = zalloc(*size);
+  nvrtcGetCUBIN(p, *cubin);
+  nvrtcDestroyProgram(&p);
+  return PGRT_OK;
+}
+
+static pgrt_status load_modules(pgrt_ctx *c) {
+  const pgrt_program *pr = c->prog;
+  pgrt_status st = PGRT_OK;
+  CUdevice dev;
+  void *compiled = NULL;
+  CU(cuCtxGetDevice(&dev), "the current context");
+  for (int i = 0; i < pr->module_count; i++) {
+    const pgrt_module *m = &pr->modules[i];
+    const void *image = m->image;
+    if (m->kind == PGRT_MOD_CUDA) {
+      size_t size;
+      if ((st = compile_cuda(m, dev, &compiled, &size)) != PGRT_OK) goto out;
+      image = compiled;
+    }
+    CUresult r = cuLibraryLoadData(&c->libs[i], image, NULL, NULL, 0, NULL, NULL, 0);
+    free(compiled);
+    compiled = NULL;
+    if (r != CUDA_SUCCESS) {
+      const char *s = "?";
+      cuGetErrorString(r, &s);
+      return fail(PGRT_ERR_MODULE, "module '%s' does not load: %s", m->name, s);
+    }
+  }
+  for (int k = 0; k < pr->kernel_count; k++) {
+    const pgrt_kernel *kn = &pr->kernels[k];
+    CUkernel kernel;
+    if (cuLibraryGetKernel(&kernel, c->libs[kn->module], kn->symbol) != CUDA_SUCCESS)
+      return fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is not in module '%s'", kn->name, kn->symbol,
+                  pr->modules[kn->module].name);
+    CU(cuKernelGetFunction(&c->funcs[k], kernel), kn->name);
+  }
+out:
+  free(compiled);
+  return st;
+}
+
+/* ---- parameters ---- */
+
+/* Writes this call's pointers and scalars into a kernel node's parameters;
+ * returns whether anything changed. */
+static int fill_params(pgrt_ctx *c, int i, const uint64_t *scalars) {
+  const pgrt_node *n = &c->prog->nodes[i];
+  unsigned char *p = c->params[i];
+  int changed = 0;
+  for (int r = 0; r < n->reloc_count; r++) {
+    CUdeviceptr v = c->addr[n->relocs[r].buffer] + n->relocs[r].offset;
+    if (memcmp(p + n->relocs[r].at, &v, sizeof v) != 0) memcpy(p + n->relocs[r].at, &v, sizeof v), changed = 1;
+  }
+  for (int s = 0; scalars && s < n->scalar_count; s++) {
+    const pgrt_scalar_ref *ref = &n->scalars[s];
+    if (memcmp(p + ref->at, &scalars[ref->slot], ref->size) != 0)
+      memcpy(p + ref->at, &scalars[ref->slot], ref->size), changed = 1;
+  }
+  return changed;
+}
+
+static CUDA_KERNEL_NODE_PARAMS kernel_params(const pgrt_ctx *c, int i) {
+  const pgrt_node *n = &c->prog->nodes[i];
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  kp.func = c->funcs[n->kernel];
+  kp.gridDimX = n->grid[0], kp.gridDimY = n->grid[1], kp.gridDimZ = n->grid[2];
+  kp.blockDimX = n->block[0], kp.blockDimY = n->block[1], kp.blockDimZ = n->block[2];
+  kp.sharedMemBytes = n->smem;
+  kp.kernelParams = c->args[i];
+  return kp;
+}
+
+static CUDA_MEMCPY3D copy_params(const pgrt_ctx *c, const pgrt_node *n) {
+  CUDA_MEMCPY3D m;
+  memset(&m, 0, sizeof m);
+  m.srcHost = NULL;
+  /* unified addressing: either side may be device memory or pinned host memory */
+  m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  m.srcDevice = c->addr[n->src] + n->src_offset;
+  m.dstDevice = c->addr[n->dst] + n->dst_offset;
+  m.WidthInBytes = n->bytes;
+  m.Height = m.Depth = 1;
+  return m;
+}
+
+static CUDA_MEMSET_NODE_PARAMS set_params(const pgrt_ctx *c, const pgrt_node *n) {
+  CUDA_MEMSET_NODE_PARAMS m;
+  memset(&m, 0, sizeof m);
+  m.dst = c->addr[n->dst] + n->dst_offset;
+  m.value = n->value;
+  m.elementSize = n->elem;
+  m.width = n->bytes / n->elem;
+  m.height = 1;
+  m.pitch = n->bytes;
+  return m;
+}
+
+/* ---- init ---- */
+
+static pgrt_status build_graph(pgrt_ctx *c, int r) {
+  const pgrt_program *pr = c->prog;
+  const pgrt_region *rg = &pr->regions[r];
+  pgrt_status st = PGRT_OK;
+  CUgraphNode deps[64];
+  CU(cuGraphCreate(&c->graphs[r], 0), "a graph region");
+  for (int i = rg->first; i < rg->first + rg->count; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    int nd = 0;
+    if (n->dep_count > 64) return fail(PGRT_ERR_ARGUMENT, "node '%s' has more than 64 dependencies", n->origin);
+    for (int d = 0; d < n->dep_count; d++) deps[nd++] = c->gnodes[n->deps[d]];
+    switch (n->kind) {
+    case PGRT_NODE_KERNEL: {
+      CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
+      CU(cuGraphAddKernelNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, &kp), n->origin);
+      break;
+    }
+    case PGRT_NODE_MEMCPY: {
+      CUDA_MEMCPY3D m = copy_params(c, n);
+      CU(cuGraphAddMemcpyNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, &m, c->cu), n->origin);
+      break;
+    }
+    case PGRT_NODE_MEMSET: {
+      CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
+      CU(cuGraphAddMemsetNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, &m, c->cu), n->origin);
+      break;
+    }
+    case PGRT_NODE_EMPTY:
+      CU(cuGraphAddEmptyNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd), n->origin);
+      break;
+    case PGRT_NODE_SYNC: return fail(PGRT_ERR_ARGUMENT, "node '%s': a synchronization cannot be in a graph", n->origin);
+    }
+  }
+  if (cuGraphInstantiate(&c->execs[r], c->graphs[r], 0) != CUDA_SUCCESS) {
+    fprintf(stderr, "pgrt: warning: graph region %d of '%s' does not instantiate; it runs eagerly\n", r, pr->name);
+    c->execs[r] = NULL;
+    return PGRT_OK;
+  }
+  CU(cuGraphUpload(c->execs[r], 0), "a graph region");
+out:
+  return st;
+}
+
+pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdeviceptr *weights, CUdeviceptr arena) {
+  if (!out_ctx || !pr) return fail(PGRT_ERR_ARGUMENT, "pgrt_init: null context or program");
+  *out_ctx = NULL;
+  if (pr->version != PGRT_VERSION)
+    return fail(PGRT_ERR_VERSION, "program '%s' was generated for libpgrt tables version %d, this is %d", pr->name,
+                pr->version, PGRT_VERSION);
+  if (pr->weight_slots && !weights) return fail(PGRT_ERR_ARGUMENT, "program '%s' needs its weights", pr->name);
+  pgrt_status st = PGRT_OK;
+  pgrt_ctx *c = zalloc(sizeof *c);
+  if (!c) return fail(PGRT_ERR_MEMORY, "out of host memory");
+  c->prog = pr;
+  c->libs = zalloc(sizeof *c->libs * (size_t)pr->module_count);
+  c->funcs = zalloc(sizeof *c->funcs * (size_t)pr->kernel_count);
+  c->addr = zalloc(sizeof *c->addr * (size_t)pr->buffer_count);
+  c->bound_prev = zalloc(sizeof *c->bound_prev * (size_t)pr->bound_slots);
+  c->scalar_prev = zalloc(sizeof *c->scalar_prev * (size_t)pr->scalar_slots);
+  c->params = zalloc(sizeof *c->params * (size_t)pr->node_count);
+  c->args = zalloc(sizeof *c->args * (size_t)pr->node_count);
+  c->graphs = zalloc(sizeof *c->graphs * (size_t)pr->region_count);
+  c->execs = zalloc(sizeof *c->execs * (size_t)pr->region_count);
+  c->gnodes = zalloc(sizeof *c->gnodes * (size_t)pr->node_count);
+  c->dirty = zalloc((size_t)pr->node_count);
+  if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
+      !c->graphs || !c->execs || !c->gnodes || !c->dirty) {
+    st = fail(PGRT_ERR_MEMORY, "out of host memory");
+    goto out;
+  }
+  CU(cuCtxGetCurrent(&c->cu), "init");
+  if (!c->cu) {
+    st = fail(PGRT_ERR_ARGUMENT, "pgrt_init: no current CUDA context");
+    goto out;
+  }
+  if ((st = load_modules(c)) != PGRT_OK) goto out;
+
+  /* buffers: per-call ones sit on a placeholder until the first call */
+  uint64_t bound_max = 1;
+  for (int b = 0; b < pr->buffer_count; b++)
+    if (pr->buffers[b].kind == PGRT_BUF_BOUND && pr->buffers[b].size > bound_max) bound_max = pr->buffers[b].size;
+  CU(cuMemAlloc(&c->placeholder, bound_max), "the placeholder for per-call buffers");
+  if (arena) {
+    c->arena = arena;
+  } else if (pr->arena_bytes) {
+    CU(cuMemAlloc(&c->arena, pr->arena_bytes), "the arena");
+    c->own_arena = 1;
+  }
+  for (int b = 0; b < pr->buffer_count; b++) {
+    const pgrt_buffer *buf = &pr->buffers[b];
+    if (buf->kind == PGRT_BUF_ARENA) c->addr[b] = c->arena + buf->offset;
+    if (buf->kind == PGRT_BUF_BOUND) c->addr[b] = c->placeholder;
+    if (buf->kind == PGRT_BUF_WEIGHT) {
+      c->addr[b] = weights[buf->slot];
+      if (!c->addr[b]) {
+        st = fail(PGRT_ERR_ARGUMENT, "weight '%s' is a null pointer", buf->name);
+        goto out;
+      }
+    }
+  }
+
+  /* parameter blocks */
+  for (int i = 0; i < pr->node_count; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    if (n->kind != PGRT_NODE_KERNEL) continue;
+    uint32_t bytes = pr->kernels[n->kernel].param_bytes;
+    c->params[i] = zalloc(bytes);
+    c->args[i] = zalloc(sizeof(void *) * (size_t)n->param_count);
+    if (!c->params[i] || !c->args[i]) {
+      st = fail(PGRT_ERR_MEMORY, "out of host memory");
+      goto out;
+    }
+    memcpy(c->params[i], n->params, bytes);
+    for (int q = 0; q < n->param_count; q++) c->args[i][q] = c->params[i] + n->param_offsets[q];
+    fill_params(c, i, NULL);
+  }
+
+  for (int r = 0; r < pr->region_count; r++)
+    if (pr->regions[r].graph && (st = build_graph(c, r)) != PGRT_OK) goto out;
+  CU(cuCtxSynchronize(), "init");
+out:
+  if (st != PGRT_OK) {
+    pgrt_destroy(&c);
+    return st;
+  }
+  *out_ctx = c;
+  return PGRT_OK;
+}
+
+/* ---- run ---- */
+
+static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
+  const pgrt_node *n = &c->prog->nodes[i];
+  pgrt_status st = PGRT_OK;
+  switch (n->kind) {
+  case PGRT_NODE_KERNEL: {
+    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
+    CU(cuLaunchKernel(kp.func, kp.gridDimX, kp.gridDimY, kp.gridDimZ, kp.blockDimX, kp.blockDimY, kp.blockDimZ,
+                      kp.sharedMemBytes, s, kp.kernelParams, NULL),
+       n->origin);
+    break;
+  }
+  case PGRT_NODE_MEMCPY:
+    CU(cuMemcpyAsync(c->addr[n->dst] + n->dst_offset, c->addr[n->src] + n->src_offset, n->bytes, s), n->origin);
+    break;
+  case PGRT_NODE_MEMSET: {
+    CUdeviceptr d = c->addr[n->dst] + n->dst_offset;
+    if (n->elem == 1) CU(cuMemsetD8Async(d, (unsigned char)n->value, n->bytes, s), n->origin);
+    else if (n->elem == 2) CU(cuMemsetD16Async(d, (unsigned short)n->value, n->bytes / 2, s), n->origin);
+    else CU(cuMemsetD32Async(d, n->value, n->bytes / 4, s), n->origin);
+    break;
+  }
+  case PGRT_NODE_EMPTY: break;
+  case PGRT_NODE_SYNC: CU(cuStreamSynchronize(s), n->origin); break;
+  }
+  c->stats.eager_nodes++;
+out:
+  return st;
+}
+
+/* Patches node i in its region's graph. */
+static pgrt_status patch(pgrt_ctx *c, int r, int i) {
+  const pgrt_node *n = &c->prog->nodes[i];
+  pgrt_status st = PGRT_OK;
+  switch (n->kind) {
+  case PGRT_NODE_KERNEL: {
+    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
+    CU(cuGraphExecKernelNodeSetParams(c->execs[r], c->gnodes[i], &kp), n->origin);
+    break;
+  }
+  case PGRT_NODE_MEMCPY: {
+    CUDA_MEMCPY3D m = copy_params(c, n);
+    CU(cuGraphExecMemcpyNodeSetParams(c->execs[r], c->gnodes[i], &m, c->cu), n->origin);
+    break;
+  }
+  case PGRT_NODE_MEMSET: {
+    CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
+    CU(cuGraphExecMemsetNodeSetParams(c->execs[r], c->gnodes[i], &m, c->cu), n->origin);
+    break;
+  }
+  case PGRT_NODE_EMPTY:
+  case PGRT_NODE_SYNC: break;
+  }
+  c->stats.nodes_patched++;
+out:
+  return st;
+}
+
+pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, CUstream s) {
+  if (!c) return fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
+  const pgrt_program *pr = c->prog;
+  if (pr->bound_slots && !bound) return fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its buffers", pr->name);
+  if (pr->scalar_slots && !scalars) return fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its scalars", pr->name);
+  memset(&c->stats, 0, sizeof c->stats);
+  pgrt_status st = PGRT_OK;
+
+  /* what changed since the last call */
+  int any = c->calls == 0;
+  for (int b = 0; b < pr->buffer_count; b++) {
+    const pgrt_buffer *buf = &pr->buffers[b];
+    if (buf->kind != PGRT_BUF_BOUND) continue;
+    if (!bound[buf->slot]) return fail(PGRT_ERR_ARGUMENT, "pgrt_run: buffer '%s' is a null pointer", buf->name);
+    if (c->addr[b] != bound[buf->slot]) c->addr[b] = bound[buf->slot], any = 1;
+  }
+  for (int k = 0; k < pr->scalar_slots; k++)
+    if (c->scalar_prev[k] != scalars[k] || c->calls == 0) c->scalar_prev[k] = scalars[k], any = 1;
+  if (any)
+    for (int i = 0; i < pr->node_count; i++) {
+      const pgrt_node *n = &pr->nodes[i];
+      if (n->kind == PGRT_NODE_KERNEL)
+        c->dirty[i] = (char)fill_params(c, i, scalars);
+      else if (n->kind == PGRT_NODE_MEMCPY || n->kind == PGRT_NODE_MEMSET)
+        c->dirty[i] = (char)((n->kind == PGRT_NODE_MEMCPY && pr->buffers[n->src].kind == PGRT_BUF_BOUND) ||
+                             pr->buffers[n->dst].kind == PGRT_BUF_BOUND || c->calls == 0);
+    }
+
+  for (int r = 0; r < pr->region_count; r++) {
+    const pgrt_region *rg = &pr->regions[r];
+    if (c->execs[r]) {
+      if (any)
+        for (int i = rg->first; i < rg->first + rg->count; i++)
+          if (c->dirty[i] && (st = patch(c, r, i)) != PGRT_OK) return st;
+      CU(cuGraphLaunch(c->execs[r], s), "a graph region");
+      c->stats.graphs_launched++;
+    } else {
+      for (int i = rg->first; i < rg->first + rg->count; i++)
+        if ((st = launch_eager(c, i, s)) != PGRT_OK) return st;
+    }
+  }
+  c->calls++;
+out:
+  return st;
+}
+
+pgrt_status pgrt_debug_dot(const pgrt_ctx *c, int region, const char *path) {
+  if (!c || !path || region < 0 || region >= c->prog->region_count || !c->graphs[region])
+    return fail(PGRT_ERR_ARGUMENT, "pgrt_debug_dot: region %d is not a graph", region);
+  pgrt_status st = PGRT_OK;
+  CU(cuGraphDebugDotPrint(c->graphs[region], path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE), path);
+out:
+  return st;
+}
+
+void pgrt_last_run(const pgrt_ctx *c, pgrt_run_stats *out) {
+  if (c && out) *out = c->stats;
+}
+
+void pgrt_destroy(pgrt_ctx **pc) {
+  if (!pc || !*pc) return;
+  pgrt_ctx *c = *pc;
+  const pgrt_program *pr = c->prog;
+  for (int r = 0; c->execs && r < pr->region_count; r++) {
+    if (c->execs[r]) cuGraphExecDestroy(c->execs[r]);
+    if (c->graphs[r]) cuGraphDestroy(c->graphs[r]);
+  }
+  for (int i = 0; c->params && i < pr->node_count; i++) free(c->params[i]), free(c->args[i]);
+  for (int m = 0; c->libs && m < pr->module_count; m++)
+    if (c->libs[m]) cuLibraryUnload(c->libs[m]);
+  if (c->own_arena && c->arena) cuMemFree(c->arena);
+  if (c->placeholder) cuMemFree(c->placeholder);
+  free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
+  free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->dirty);
+  free(c);
+  *pc = NULL;
+}

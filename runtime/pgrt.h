@@ -1,0 +1,166 @@
+/*
+ * pgrt.h -- libpgrt, the runtime that pgcc's generated C links against.
+ *
+ * The generated code describes a launch program as constant tables (modules,
+ * kernels with parameter layouts, buffers, nodes, regions) and calls three
+ * functions: pgrt_init builds it (loads modules, lays out the arena, creates,
+ * instantiates and uploads one CUDA graph per graph region), pgrt_run launches it
+ * with this call's buffers and scalars (patching only what changed), pgrt_destroy
+ * frees everything.  Buffers bound per call may sit at new addresses on every call:
+ * no copies, no re-capture, no re-instantiation.
+ *
+ * Errors: every function returns a pgrt_status; pgrt_error() says what failed, the
+ * CUDA call, file:line and the node concerned.  A failed init frees everything it
+ * made.  A graph region whose instantiation fails runs eagerly, with a warning.
+ */
+#ifndef PGRT_H
+#define PGRT_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PGRT_VERSION 1 /* the table layout below; generated code checks it */
+
+typedef enum {
+  PGRT_OK = 0,
+  PGRT_ERR_ARGUMENT, /* a null pointer, a missing buffer, a size that does not fit */
+  PGRT_ERR_CUDA,     /* a CUDA call failed */
+  PGRT_ERR_MODULE,   /* a module did not load or compile, or a kernel is not in it */
+  PGRT_ERR_MEMORY,   /* out of host or device memory */
+  PGRT_ERR_VERSION,  /* the generated code is for another libpgrt */
+} pgrt_status;
+
+/* ---- the tables generated code fills (all constant) ---- */
+
+typedef enum { PGRT_MOD_CUBIN, PGRT_MOD_FATBIN, PGRT_MOD_PTX, PGRT_MOD_CUDA } pgrt_module_kind;
+
+typedef struct {
+  const char *name;
+  pgrt_module_kind kind;
+  const void *image; /* the module's bytes (CUDA C and PTX: NUL-terminated text) */
+  size_t size;
+} pgrt_module;
+
+typedef struct {
+  const char *name;
+  const char *symbol; /* its name in the module (mangled) */
+  int module;         /* index into modules */
+  uint32_t param_bytes;
+} pgrt_kernel;
+
+typedef enum {
+  PGRT_BUF_BOUND,  /* the caller passes its address on every call (inputs, outputs) */
+  PGRT_BUF_WEIGHT, /* the caller passes its address at init */
+  PGRT_BUF_ARENA,  /* an intermediate at `offset` in the arena */
+} pgrt_buffer_kind;
+
+typedef struct {
+  const char *name;
+  pgrt_buffer_kind kind;
+  uint64_t size;
+  uint64_t offset; /* PGRT_BUF_ARENA */
+  int slot;        /* PGRT_BUF_BOUND, PGRT_BUF_WEIGHT: index into the caller's address array */
+} pgrt_buffer;
+
+/* A pointer written into a node's parameters: buffer + offset at byte `at`. */
+typedef struct {
+  uint32_t at;
+  int buffer;
+  uint64_t offset;
+} pgrt_reloc;
+
+/* A scalar written into a node's parameters from the caller's scalars, at `at`. */
+typedef struct {
+  uint32_t at;
+  uint32_t size;
+  int slot; /* index into the caller's scalar array (each 8 bytes, low bytes used) */
+} pgrt_scalar_ref;
+
+/* SYNC (eager regions only): the host waits for the stream, e.g. before reading a
+ * result on the CPU. */
+typedef enum { PGRT_NODE_KERNEL, PGRT_NODE_MEMCPY, PGRT_NODE_MEMSET, PGRT_NODE_EMPTY, PGRT_NODE_SYNC } pgrt_node_kind;
+
+typedef struct {
+  pgrt_node_kind kind;
+  const char *origin; /* for messages: the node's name in the .graph */
+  /* kernel */
+  int kernel;
+  unsigned grid[3], block[3], smem;
+  const unsigned char *params; /* the constant bytes of the parameter block */
+  const uint32_t *param_offsets; /* offset of each parameter; param_count of them */
+  int param_count;
+  const pgrt_reloc *relocs;
+  int reloc_count;
+  const pgrt_scalar_ref *scalars;
+  int scalar_count;
+  /* memcpy: src -> dst, bytes (either may be pinned host memory: unified
+   * addressing);  memset: dst, value, elem, bytes */
+  int src, dst;
+  uint64_t src_offset, dst_offset, bytes;
+  uint32_t value, elem;
+  /* dependencies: indices of nodes of the same region */
+  const int *deps;
+  int dep_count;
+} pgrt_node;
+
+typedef struct {
+  int graph; /* 1: launch as a CUDA graph; 0: eagerly */
+  int first, count; /* nodes[first .. first+count), in execution order */
+} pgrt_region;
+
+typedef struct {
+  int version; /* PGRT_VERSION */
+  const char *name;
+  const pgrt_module *modules;
+  int module_count;
+  const pgrt_kernel *kernels;
+  int kernel_count;
+  const pgrt_buffer *buffers;
+  int buffer_count;
+  const pgrt_node *nodes;
+  int node_count;
+  const pgrt_region *regions;
+  int region_count;
+  uint64_t arena_bytes;
+  int bound_slots, weight_slots, scalar_slots;
+  const char *arch; /* "sm_90": for NVRTC */
+} pgrt_program;
+
+/* ---- the calls ---- */
+
+typedef struct pgrt_ctx pgrt_ctx;
+
+/* Builds the program on the current CUDA context.  weights: weight_slots device
+ * addresses.  arena: caller-owned device memory of arena_bytes, or 0 to let libpgrt
+ * allocate it. */
+pgrt_status pgrt_init(pgrt_ctx **ctx, const pgrt_program *prog, const CUdeviceptr *weights, CUdeviceptr arena);
+
+/* One call: bound holds bound_slots device addresses, scalars scalar_slots values. */
+pgrt_status pgrt_run(pgrt_ctx *ctx, const CUdeviceptr *bound, const uint64_t *scalars, CUstream stream);
+
+/* Frees everything and sets *ctx to NULL. */
+void pgrt_destroy(pgrt_ctx **ctx);
+
+/* What the last failure in this thread was: the call, file:line, the node. */
+const char *pgrt_error(void);
+
+/* Writes graph region `region`'s CUDA graph as DOT (cuGraphDebugDotPrint, verbose):
+ * pgcc reads it back, which is how the tests check the topology that was built.
+ * PGRT_ERR_ARGUMENT if that region is launched eagerly. */
+pgrt_status pgrt_debug_dot(const pgrt_ctx *ctx, int region, const char *path);
+
+/* Statistics of the last pgrt_run, for tests and benchmarks. */
+typedef struct {
+  int graphs_launched, eager_nodes, nodes_patched;
+} pgrt_run_stats;
+void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
