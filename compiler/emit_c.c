@@ -259,6 +259,13 @@ static void emit_kernel_tables(W *w, const PgNode *n, int at) {
   free(blk);
 }
 
+/* Dependencies inside the node's own region (regions run one after another). */
+static size_t deps_in_region(const PgNode *n) {
+  size_t k = 0;
+  for (size_t q = 0; q < n->preds.n; q++) k += n->preds.v[q]->region == n->region;
+  return k;
+}
+
 static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
   FILE *f = w->f;
   fprintf(f, "    /* %d: %s", at, n->name);
@@ -301,7 +308,8 @@ static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
   case PG_HOSTOP: fprintf(f, ".kind = PGRT_NODE_SYNC, .origin = \"%s\"", n->name); break;
   default: PG_BUG("node '%s' passed pg_c_check", n->name);
   }
-  if (r->graph && n->preds.n) fprintf(f, ",\n     .deps = %s_deps_%d, .dep_count = %zu", w->name, at, n->preds.n);
+  if (r->graph && deps_in_region(n))
+    fprintf(f, ",\n     .deps = %s_deps_%d, .dep_count = %zu", w->name, at, deps_in_region(n));
   fputs("},\n", f);
 }
 
@@ -420,9 +428,14 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       const PgNode *n = rg->nodes.v[k];
       int i = w.node_index[n->index];
       if (n->kind == PG_KERNEL) emit_kernel_tables(&w, n, i);
-      if (rg->graph && n->preds.n) {
+      if (rg->graph && deps_in_region(n)) {
         fprintf(f, "static const int %s_deps_%d[] = {", name, i);
-        for (size_t q = 0; q < n->preds.n; q++) fprintf(f, "%s%d", q ? ", " : "", w.node_index[n->preds.v[q]->index]);
+        bool first = true;
+        for (size_t q = 0; q < n->preds.n; q++)
+          if (n->preds.v[q]->region == n->region) {
+            fprintf(f, "%s%d", first ? "" : ", ", w.node_index[n->preds.v[q]->index]);
+            first = false;
+          }
         fputs("};\n", f);
       }
     }
