@@ -424,6 +424,55 @@ static bool parse_pair(DotCtx *c, const char *s, char **a, char **b) {
   return true;
 }
 
+/* Which side of a copy a CUDA_MEMCPY3D memory type names: 'h', 'd', or 0 for
+ * unified addressing (either). */
+static char memory_side(const char *type) {
+  if (strncmp(type, "HOST", 4) == 0) return 'h';
+  if (strncmp(type, "DEVICE", 6) == 0) return 'd';
+  return 0;
+}
+
+/* The other memcpy record, the driver's CUDA_MEMCPY3D fields (what a graph built
+ * with cuGraphAddMemcpyNode prints): {{src | dst} | {MemoryType | Array | Host |
+ * Device | XInBytes ...} | {...}} and {Extent | {WidthInBytes | Height | Depth}}. */
+static void read_memcpy3d(Label *l) {
+  PgNode *n = l->node;
+  DotCtx *c = l->c;
+  Field st, dt;
+  if (!label_get(l, "src.MemoryType", &st) || !label_get(l, "dst.MemoryType", &dt)) {
+    pg_error(c->d, n->loc, "memcpy record has neither 'kind' nor source and destination memory types");
+    l->failed = true;
+    return;
+  }
+  if (strncmp(st.text, "ARRAY", 5) == 0 || strncmp(dt.text, "ARRAY", 5) == 0) {
+    pg_error(c->d, n->loc, "copies from or to CUDA arrays are not supported");
+    l->failed = true;
+    return;
+  }
+  char s = memory_side(st.text), d = memory_side(dt.text);
+  n->u.memcpy.dir = !s || !d ? PG_DIR_DEFAULT : s == 'h' ? (d == 'h' ? PG_DIR_HTOH : PG_DIR_HTOD)
+                                                          : (d == 'h' ? PG_DIR_DTOH : PG_DIR_DTOD);
+  label_u64(l, "Extent.WidthInBytes", &n->u.memcpy.width);
+  label_u64(l, "Extent.Height", &n->u.memcpy.height);
+  label_u64(l, "Extent.Depth", &n->u.memcpy.depth);
+  label_u64(l, "src.Pitch", &n->u.memcpy.src_pitch);
+  label_u64(l, "dst.Pitch", &n->u.memcpy.dst_pitch);
+  uint64_t src, dst, sx = 0, dx = 0;
+  bool have = label_u64(l, s == 'h' ? "src.Host" : "src.Device", &src) &&
+              label_u64(l, d == 'h' ? "dst.Host" : "dst.Device", &dst);
+  if (!have) return;
+  label_u64(l, "src.XInBytes", &sx);
+  label_u64(l, "dst.XInBytes", &dx);
+  uint64_t rows = n->u.memcpy.height * n->u.memcpy.depth;
+  uint64_t sp = n->u.memcpy.src_pitch ? n->u.memcpy.src_pitch : n->u.memcpy.width;
+  uint64_t dp = n->u.memcpy.dst_pitch ? n->u.memcpy.dst_pitch : n->u.memcpy.width;
+  n->u.memcpy.src = ptr_at(c, src, sx + sp * (rows ? rows - 1 : 0) + n->u.memcpy.width, n->loc);
+  n->u.memcpy.dst = ptr_at(c, dst, dx + dp * (rows ? rows - 1 : 0) + n->u.memcpy.width, n->loc);
+  n->u.memcpy.src.offset = sx;
+  n->u.memcpy.dst.offset = dx;
+  n->u.memcpy.has_ptrs = true;
+}
+
 static void read_memcpy(Label *l) {
   PgNode *n = l->node;
   DotCtx *c = l->c;
@@ -431,8 +480,7 @@ static void read_memcpy(Label *l) {
   if (l->record) {
     Field kind;
     if (!label_get(l, "kind", &kind)) {
-      pg_error(c->d, n->loc, "memcpy record has no 'kind'");
-      l->failed = true;
+      read_memcpy3d(l);
       return;
     }
     if (!copy_dir(kind.text, &n->u.memcpy.dir)) {

@@ -8,7 +8,9 @@
  *  - CUDA's all-kinds graph under each of its 13 dump flags: the same 16 nodes of the
  *    kinds the dump was made with, in the same order;
  *  - DOT -> .graph -> .graph is a fixed point, and DOT -> DOT keeps the counts;
- *  - allkinds_verbose.dot gives exactly tests/golden/allkinds_verbose.graph.
+ *  - allkinds_verbose.dot gives exactly tests/golden/allkinds_verbose.graph;
+ *  - pgrt/: graphs libpgrt built with cuGraphAdd*Node (tests/gpu/run_codegen.sh),
+ *    whose memcpy records use the driver's CUDA_MEMCPY3D fields.
  */
 #include "../helpers.h"
 
@@ -142,9 +144,9 @@ static void fixed_point(const char *path) {
 }
 
 START_TEST(round_trips_are_fixed_points) {
-  const char *const dirs[] = {"tests/corpus/cuda", "tests/corpus/torch"};
+  const char *const dirs[] = {"tests/corpus/cuda", "tests/corpus/torch", "tests/corpus/pgrt"};
   int files = 0;
-  for (int d = 0; d < 2; d++) {
+  for (int d = 0; d < 3; d++) {
     DIR *dir = opendir(dirs[d]);
     ck_assert_ptr_nonnull(dir);
     for (struct dirent *e; (e = readdir(dir));) {
@@ -157,7 +159,7 @@ START_TEST(round_trips_are_fixed_points) {
     }
     closedir(dir);
   }
-  ck_assert_int_eq(files, 18);
+  ck_assert_int_eq(files, 20);
 }
 END_TEST
 
@@ -172,6 +174,22 @@ START_TEST(verbose_dump_golden_graph) {
 }
 END_TEST
 
+START_TEST(driver_built_memcpy_records) {
+  char *text = slurp("tests/corpus/pgrt/chain_region0.dot", NULL);
+  Parsed *p = parse_text("r0.dot", text);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  const PgNode *c = find_node(p->prog, "g1.n4");
+  ck_assert_int_eq(c->kind, PG_MEMCPY);
+  ck_assert_int_eq(c->u.memcpy.dir, PG_DIR_DEFAULT); /* unified addressing */
+  ck_assert(c->u.memcpy.has_ptrs);
+  ck_assert_uint_eq(c->u.memcpy.width, 16384);
+  ck_assert_uint_eq(c->u.memcpy.src.buf->addr, 0x7F134BE10000ull);
+  ck_assert_uint_eq(c->u.memcpy.dst.buf->addr, 0x7F134BE08000ull);
+  parsed_free(p);
+  free(text);
+}
+END_TEST
+
 Suite *corpus_suite(void) {
   Suite *s = suite_create("corpus");
   TCase *t = tcase_create("corpus");
@@ -180,6 +198,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, cuda_allkinds_under_every_flag);
   tcase_add_test(t, round_trips_are_fixed_points);
   tcase_add_test(t, verbose_dump_golden_graph);
+  tcase_add_test(t, driver_built_memcpy_records);
   suite_add_tcase(s, t);
   return s;
 }
