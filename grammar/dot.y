@@ -123,7 +123,8 @@ attr
   | ID '=' STRING               { dot_attr(ctx, $1, $3, true, @1); }
   | STRING '=' ID              { dot_attr(ctx, $1, $3, false, @1); }
   | STRING '=' STRING          { dot_attr(ctx, $1, $3, true, @1); }
-  | ID                          { dot_attr(ctx, $1, (PgStr){"true", 4}, false, @1); }
+  | ID                          { /* a bare attribute: an empty value, just after it in the source */
+                                  dot_attr(ctx, $1, (PgStr){$1.s + $1.len, 0}, false, @1); }
   ;
 
 sep_opt

@@ -548,8 +548,8 @@ static const yytype_uint8 yyrline[] =
        0,    46,    46,    50,    51,    55,    56,    60,    61,    65,
       66,    70,    71,    72,    73,    74,    75,    76,    83,    84,
       88,    92,    96,    97,   101,   102,   103,   107,   108,   112,
-     113,   117,   118,   122,   123,   124,   125,   126,   130,   131,
-     132,   136,   136,   138,   138,   143,   144
+     113,   117,   118,   122,   123,   124,   125,   126,   131,   132,
+     133,   137,   137,   139,   139,   144,   145
 };
 #endif
 
@@ -1589,36 +1589,37 @@ yyreduce:
 
   case 37: /* attr: "identifier"  */
 #line 126 "grammar/dot.y"
-                                { dot_attr(ctx, yyvsp[0], (PgStr){"true", 4}, false, (yylsp[0])); }
-#line 1594 "grammar/gen/dot.tab.c"
+                                { /* a bare attribute: an empty value, just after it in the source */
+                                  dot_attr(ctx, yyvsp[0], (PgStr){yyvsp[0].s + yyvsp[0].len, 0}, false, (yylsp[0])); }
+#line 1595 "grammar/gen/dot.tab.c"
     break;
 
   case 41: /* $@1: %empty  */
-#line 136 "grammar/dot.y"
+#line 137 "grammar/dot.y"
                                 { dot_subgraph_begin(ctx, &yyvsp[-1], (yylsp[-2])); }
-#line 1600 "grammar/gen/dot.tab.c"
+#line 1601 "grammar/gen/dot.tab.c"
     break;
 
   case 42: /* subgraph: "subgraph" id '{' $@1 stmts '}'  */
-#line 137 "grammar/dot.y"
+#line 138 "grammar/dot.y"
                                 { dot_subgraph_end(ctx); }
-#line 1606 "grammar/gen/dot.tab.c"
+#line 1607 "grammar/gen/dot.tab.c"
     break;
 
   case 43: /* $@2: %empty  */
-#line 138 "grammar/dot.y"
+#line 139 "grammar/dot.y"
                                 { dot_subgraph_begin(ctx, NULL, (yylsp[-1])); }
-#line 1612 "grammar/gen/dot.tab.c"
+#line 1613 "grammar/gen/dot.tab.c"
     break;
 
   case 44: /* subgraph: "subgraph" '{' $@2 stmts '}'  */
-#line 139 "grammar/dot.y"
+#line 140 "grammar/dot.y"
                                 { dot_subgraph_end(ctx); }
-#line 1618 "grammar/gen/dot.tab.c"
+#line 1619 "grammar/gen/dot.tab.c"
     break;
 
 
-#line 1622 "grammar/gen/dot.tab.c"
+#line 1623 "grammar/gen/dot.tab.c"
 
       default: break;
     }
@@ -1847,7 +1848,7 @@ yyreturnlab:
   return yyresult;
 }
 
-#line 147 "grammar/dot.y"
+#line 148 "grammar/dot.y"
 
 
 int dot_parse(DotCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag) {
