@@ -1,0 +1,94 @@
+/*
+ * run_main.c -- times NAME_run of a generated 200-kernel chain (bench/run_codegen.sh):
+ * host time of the call (CLOCK_MONOTONIC around it) and GPU time of the step (CUDA
+ * events around it), medians of 2000 calls after 100 warm-up calls, in three cases:
+ *   fixed: the same x and y every call (nothing to patch: a plain graph launch);
+ *   moving: x and y alternate between two allocations, so they are new every call.
+ */
+#define _POSIX_C_SOURCE 199309L
+#include BENCH_HEADER
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CK(call)                                                                                 \
+  do {                                                                                           \
+    CUresult r_ = (call);                                                                        \
+    if (r_ != CUDA_SUCCESS) {                                                                    \
+      const char *s_ = "?";                                                                      \
+      cuGetErrorString(r_, &s_);                                                                 \
+      fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, s_, __FILE__, __LINE__);                \
+      exit(1);                                                                                   \
+    }                                                                                            \
+  } while (0)
+#define PG(call)                                                                                 \
+  do {                                                                                           \
+    if ((call) != PGRT_OK) {                                                                     \
+      fprintf(stderr, "%s failed: %s\n", #call, pgrt_error());                                   \
+      exit(1);                                                                                   \
+    }                                                                                            \
+  } while (0)
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+int main(int argc, char **argv) {
+  const char *label = argc > 1 ? argv[1] : "?";
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  CUstream s;
+  CUevent e0, e1;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  BENCH_NAME_weights w;
+  CK(cuMemAlloc(&w.b, 4096));
+  CK(cuMemsetD32(w.b, 0, 1024));
+  CUdeviceptr x[2], y[2];
+  for (int i = 0; i < 2; i++) {
+    CK(cuMemAlloc(&x[i], 4096));
+    CK(cuMemAlloc(&y[i], 4096));
+  }
+  pgrt_ctx *pc;
+  PG(BENCH_NAME_init(&pc, &w, 0));
+  enum { WARM = 100, N = 2000 };
+  static double host[N], gpu[N];
+  for (int moving = 0; moving < 2; moving++) {
+    int patched = 0;
+    for (int i = -WARM; i < N; i++) {
+      BENCH_NAME_args a = {.x = x[moving ? i & 1 : 0], .y = y[moving ? i & 1 : 0]};
+      CK(cuStreamSynchronize(s));
+      CK(cuEventRecord(e0, s));
+      double t0 = now_us();
+      PG(BENCH_NAME_run(pc, &a, s));
+      double t1 = now_us();
+      CK(cuEventRecord(e1, s));
+      CK(cuEventSynchronize(e1));
+      float ms;
+      CK(cuEventElapsedTime(&ms, e0, e1));
+      if (i >= 0) host[i] = t1 - t0, gpu[i] = ms * 1e3;
+      pgrt_run_stats st;
+      pgrt_last_run(pc, &st);
+      if (i >= 0) patched = st.nodes_patched;
+    }
+    qsort(host, N, sizeof *host, cmp);
+    qsort(gpu, N, sizeof *gpu, cmp);
+    printf("%-6s %-6s  nodes patched per call %3d  host %7.2f us  GPU %7.2f us  (medians of %d)\n", label,
+           moving ? "moving" : "fixed", patched, host[N / 2], gpu[N / 2], N);
+  }
+  BENCH_NAME_destroy(&pc);
+  return 0;
+}

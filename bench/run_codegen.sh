@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The NAME_run benchmark (docs/benchmarks.md), on a GPU machine, one command:
+#   bash bench/run_codegen.sh
+# A generated 200-kernel chain; host and GPU time per call with inputs and outputs
+# fixed, and moving to new addresses on every call (2 nodes or all 200 patched).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+mkdir -p build/benchgen
+make -s build/pgcc runtime
+for mode in edges all; do
+  python3 bench/codegen/gen.py 200 $mode > bench/codegen/chain_$mode.graph
+  build/pgcc --calls=1000000 bench/codegen/chain_$mode.graph --name=chain_$mode -o build/benchgen/chain_$mode.c
+  gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibuild/benchgen -Iruntime -I"$CUDA_HOME/include" \
+    -DBENCH_HEADER="\"chain_$mode.h\"" -DBENCH_NAME_weights=chain_${mode}_weights -DBENCH_NAME_args=chain_${mode}_args \
+    -DBENCH_NAME_init=chain_${mode}_init -DBENCH_NAME_run=chain_${mode}_run -DBENCH_NAME_destroy=chain_${mode}_destroy \
+    bench/codegen/run_main.c build/benchgen/chain_$mode.c build/libpgrt.a \
+    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -o build/benchgen/run_$mode
+  rm -f bench/codegen/chain_$mode.graph
+  build/benchgen/run_$mode $mode
+done
