@@ -65,6 +65,8 @@ struct pgrt_ctx {
   CUgraphExec *execs;       /* per region; NULL: launched eagerly */
   CUgraphNode *gnodes;      /* per node */
   char *dirty;              /* per node */
+  int *movable;             /* the nodes that use a per-call buffer or scalar */
+  int movable_count;
   int calls;
   pgrt_run_stats stats;
 };
@@ -313,6 +315,21 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     fill_params(c, i, NULL);
   }
 
+  /* the nodes a call can change: only these are looked at on every call */
+  c->movable = zalloc(sizeof *c->movable * (size_t)pr->node_count);
+  if (!c->movable) {
+    st = fail(PGRT_ERR_MEMORY, "out of host memory");
+    goto out;
+  }
+  for (int i = 0; i < pr->node_count; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    int uses = n->scalar_count > 0;
+    for (int r = 0; r < n->reloc_count; r++) uses |= pr->buffers[n->relocs[r].buffer].kind == PGRT_BUF_BOUND;
+    if (n->kind == PGRT_NODE_MEMCPY) uses |= pr->buffers[n->src].kind == PGRT_BUF_BOUND;
+    if (n->kind == PGRT_NODE_MEMCPY || n->kind == PGRT_NODE_MEMSET) uses |= pr->buffers[n->dst].kind == PGRT_BUF_BOUND;
+    if (uses) c->movable[c->movable_count++] = i;
+  }
+
   for (int r = 0; r < pr->region_count; r++)
     if (pr->regions[r].graph && (st = build_graph(c, r)) != PGRT_OK) goto out;
   CU(cuCtxSynchronize(), "init");
@@ -402,14 +419,10 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   }
   for (int k = 0; k < pr->scalar_slots; k++)
     if (c->scalar_prev[k] != scalars[k] || c->calls == 0) c->scalar_prev[k] = scalars[k], any = 1;
-  if (any)
-    for (int i = 0; i < pr->node_count; i++) {
-      const pgrt_node *n = &pr->nodes[i];
-      if (n->kind == PGRT_NODE_KERNEL)
-        c->dirty[i] = (char)fill_params(c, i, scalars);
-      else if (n->kind == PGRT_NODE_MEMCPY || n->kind == PGRT_NODE_MEMSET)
-        c->dirty[i] = (char)((n->kind == PGRT_NODE_MEMCPY && pr->buffers[n->src].kind == PGRT_BUF_BOUND) ||
-                             pr->buffers[n->dst].kind == PGRT_BUF_BOUND || c->calls == 0);
+  if (any) /* kernels: did their bytes change; copies and memsets: patched whenever anything moved */
+    for (int m = 0; m < c->movable_count; m++) {
+      int i = c->movable[m];
+      c->dirty[i] = pr->nodes[i].kind == PGRT_NODE_KERNEL ? (char)fill_params(c, i, scalars) : 1;
     }
 
   for (int r = 0; r < pr->region_count; r++) {
@@ -417,7 +430,10 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
     if (c->execs[r]) {
       if (any)
         for (int i = rg->first; i < rg->first + rg->count; i++)
-          if (c->dirty[i] && (st = patch(c, r, i)) != PGRT_OK) return st;
+          if (c->dirty[i]) {
+            c->dirty[i] = 0;
+            if ((st = patch(c, r, i)) != PGRT_OK) return st;
+          }
       CU(cuGraphLaunch(c->execs[r], s), "a graph region");
       c->stats.graphs_launched++;
     } else {
@@ -457,7 +473,7 @@ void pgrt_destroy(pgrt_ctx **pc) {
   if (c->own_arena && c->arena) cuMemFree(c->arena);
   if (c->placeholder) cuMemFree(c->placeholder);
   free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
-  free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->dirty);
+  free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->dirty), free(c->movable);
   free(c);
   *pc = NULL;
 }
