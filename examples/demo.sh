@@ -24,6 +24,16 @@ echo "examples/saxpy.graph is written by hand in pgcc's own format:"
 step $pgcc --stats examples/saxpy.graph
 
 echo
+echo "What running it as CUDA graphs would buy, predicted offline (no GPU needed):"
+step $pgcc --report examples/saxpy.graph
+
+echo
+echo "The launch code: C for libpgrt that builds the graph once and patches it per call:"
+step $pgcc examples/saxpy.graph -o $out/saxpy.c
+sed -n '/static const pgrt_node saxpy_nodes/,/^};/p' $out/saxpy.c
+echo "(also $out/saxpy.h: the saxpy_init / saxpy_run / saxpy_destroy API)"
+
+echo
 echo "Bad input gets a located diagnostic and exit status 1:"
 printf 'pgcc 1;\nbuffer x size 4096;\ngraph g {\n  node k memcpy dir dtod src x dst y width 4096;\n}\n' > $out/broken.graph
 set +e
