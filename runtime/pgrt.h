@@ -11,7 +11,8 @@
  *
  * Errors: every function returns a pgrt_status; pgrt_error() says what failed, the
  * CUDA call, file:line and the node concerned.  A failed init frees everything it
- * made.  A graph region whose instantiation fails runs eagerly, with a warning.
+ * made.  A graph region whose instantiation fails runs eagerly, with a warning (the
+ * environment variable PGRT_FAULT=instantiate forces that, for tests).
  */
 #ifndef PGRT_H
 #define PGRT_H

@@ -1,0 +1,120 @@
+/*
+ * faults_main.c -- libpgrt under faults, on a GPU (tests/gpu/run_faults.sh):
+ *
+ *   oom:        an arena larger than the GPU: init fails with PGRT_ERR_MEMORY and
+ *               leaves device memory as it found it;
+ *   badmodule:  a cubin that is not one: PGRT_ERR_MODULE, nothing leaked;
+ *   badsource:  CUDA C that does not compile: PGRT_ERR_MODULE with NVRTC's log;
+ *   arguments:  null weights at init, a null buffer at run: PGRT_ERR_ARGUMENT;
+ *   leaks:      init, 100 calls at new addresses, destroy: device memory as before.
+ *
+ * Prints one line per check and "N passed, M failed"; exits non-zero on failure.
+ */
+#include "badmodule.h"
+#include "badsource.h"
+#include "chain.h"
+#include "oom.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(call)                                                                                 \
+  do {                                                                                           \
+    CUresult r_ = (call);                                                                        \
+    if (r_ != CUDA_SUCCESS) {                                                                    \
+      const char *s_ = "?";                                                                      \
+      cuGetErrorString(r_, &s_);                                                                 \
+      fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, s_, __FILE__, __LINE__);                \
+      exit(2);                                                                                   \
+    }                                                                                            \
+  } while (0)
+
+static int passed, failed;
+
+static void check(int ok, const char *what, const char *detail) {
+  printf("%s: %s%s%s\n", ok ? "ok  " : "FAIL", what, detail ? ": " : "", detail ? detail : "");
+  ok ? passed++ : failed++;
+}
+
+static size_t free_memory(void) {
+  size_t f, t;
+  CK(cuCtxSynchronize());
+  CK(cuMemGetInfo(&f, &t));
+  return f;
+}
+
+/* Device memory is back within 2 MiB (the driver's own bookkeeping moves a little). */
+static int same_memory(size_t before) {
+  size_t after = free_memory();
+  return after + (2u << 20) >= before;
+}
+
+int main(void) {
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  CUdeviceptr w, b, x, y, z;
+  CK(cuMemAlloc(&w, 16384));
+  CK(cuMemAlloc(&b, 16384));
+  pgrt_ctx *pc = NULL;
+  char detail[256];
+
+  size_t before = free_memory();
+  oom_weights ow = {.w = w};
+  pgrt_status st = oom_init(&pc, &ow, 0);
+  snprintf(detail, sizeof detail, "status %d, '%.150s'", (int)st, pgrt_error());
+  check(st == PGRT_ERR_MEMORY && pc == NULL && strstr(pgrt_error(), "the arena"), "oom: init fails", detail);
+  check(same_memory(before), "oom: nothing leaked", NULL);
+
+  before = free_memory();
+  badmodule_weights bw = {.w = w};
+  st = badmodule_init(&pc, &bw, 0);
+  snprintf(detail, sizeof detail, "status %d, '%.150s'", (int)st, pgrt_error());
+  check(st == PGRT_ERR_MODULE && pc == NULL, "badmodule: init fails", detail);
+  check(same_memory(before), "badmodule: nothing leaked", NULL);
+
+  badsource_weights sw = {.w = w};
+  st = badsource_init(&pc, &sw, 0);
+  snprintf(detail, sizeof detail, "status %d, '%.120s'", (int)st, pgrt_error());
+  check(st == PGRT_ERR_MODULE && strstr(pgrt_error(), "does not compile") && strstr(pgrt_error(), "error"),
+        "badsource: init fails with NVRTC's log", detail);
+
+  st = chain_init(&pc, NULL, 0);
+  check(st == PGRT_ERR_ARGUMENT && pc == NULL, "arguments: null weights", pgrt_error());
+
+  before = free_memory();
+  chain_weights cw = {.w = w, .b = b};
+  st = chain_init(&pc, &cw, 0);
+  check(st == PGRT_OK, "leaks: init", st ? pgrt_error() : NULL);
+  float *host;
+  CK(cuMemHostAlloc((void **)&host, 16384, 0));
+  chain_args a = {.a = 1.0f, .y_host = (CUdeviceptr)(uintptr_t)host};
+  a.x = 0;
+  CK(cuMemAlloc(&y, 16384));
+  CK(cuMemAlloc(&z, 16384));
+  a.y = y, a.z = z;
+  st = chain_run(pc, &a, 0);
+  check(st == PGRT_ERR_ARGUMENT && strstr(pgrt_error(), "'x'"), "arguments: a null buffer at run", pgrt_error());
+  int ok = 1;
+  for (int i = 0; i < 100 && ok; i++) {
+    CK(cuMemAlloc(&x, 16384));
+    CK(cuMemsetD32(x, 0, 4096));
+    a.x = x;
+    ok = chain_run(pc, &a, 0) == PGRT_OK;
+    CK(cuCtxSynchronize());
+    CK(cuMemFree(x));
+  }
+  check(ok, "leaks: 100 calls at new addresses", ok ? NULL : pgrt_error());
+  chain_destroy(&pc);
+  CK(cuMemFree(y));
+  CK(cuMemFree(z));
+  CK(cuMemFreeHost(host));
+  check(pc == NULL && same_memory(before), "leaks: device memory as before after destroy", NULL);
+
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}
