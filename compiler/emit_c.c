@@ -472,7 +472,9 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   /* the three functions */
   fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, CUdeviceptr arena) {\n", name, name);
   if (weights) {
-    fprintf(f, "  if (!weights) return PGRT_ERR_ARGUMENT;\n  const CUdeviceptr w[%d] = {", weights);
+    fprintf(f, "  if (!weights) return pgrt_init(ctx, &%s_program, NULL, arena); /* libpgrt says what is missing */\n",
+            name);
+    fprintf(f, "  const CUdeviceptr w[%d] = {", weights);
     int k = 0;
     for (size_t i = 0; i < p->buffers.n; i++)
       if (p->buffers.v[i]->role == PG_ROLE_WEIGHT) fprintf(f, "%sweights->", k++ ? ", " : ""), cname(f, p->buffers.v[i]->name);
@@ -481,7 +483,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     fprintf(f, "  (void)weights;\n  return pgrt_init(ctx, &%s_program, NULL, arena);\n}\n\n", name);
   }
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream) {\n", name, name);
-  fputs("  if (!args) return PGRT_ERR_ARGUMENT;\n", f);
+  fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, stream); /* libpgrt says what is missing */\n");
   if (bound) {
     fprintf(f, "  const CUdeviceptr bound[%d] = {", bound);
     int k = 0;

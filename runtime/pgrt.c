@@ -130,8 +130,8 @@ static pgrt_status load_modules(pgrt_ctx *c) {
     const pgrt_kernel *kn = &pr->kernels[k];
     CUkernel kernel;
     if (cuLibraryGetKernel(&kernel, c->libs[kn->module], kn->symbol) != CUDA_SUCCESS)
-      return fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is not in module '%s'", kn->name, kn->symbol,
-                  pr->modules[kn->module].name);
+      return fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is not in module '%s', or the module is not valid code",
+                  kn->name, kn->symbol, pr->modules[kn->module].name);
     CU(cuKernelGetFunction(&c->funcs[k], kernel), kn->name);
   }
 out:
