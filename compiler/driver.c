@@ -36,6 +36,8 @@ typedef struct {
   double calls;
   bool time_passes;
   const char *name; /* --name: the generated API's prefix */
+  const char *modules[64]; /* --module: code to find kernels in by name */
+  int nmodules;
 } Options;
 
 /* --time-passes: seconds since the last mark, printed per pass */
@@ -65,6 +67,8 @@ static const char usage_text[] =
     "  --emit=KIND        c: C launch code for libpgrt (the default; with -o X.c\n"
     "                     also X.h); graph: pgcc's .graph format; dot: DOT for Graphviz\n"
     "  --name=NAME        prefix of the generated API (default: the input's name)\n"
+    "  --module=FILE      a .cubin, .fatbin, .ptx or .cu file whose kernels the C finds by\n"
+    "                     name at init (for kernels the input names no module for)\n"
     "  --report[=FORMAT]  the cost report: text (default) or json\n"
     "  --profile=FILE     machine profile for the cost model (default: built-in H200)\n"
     "  --calls=N          calls to spread graph instantiation over (default 1000)\n"
@@ -91,7 +95,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       {"stats", no_argument, 0, 's'},        {"max-errors", required_argument, 0, 'm'},
       {"report", optional_argument, 0, 'r'}, {"profile", required_argument, 0, 'p'},
       {"calls", required_argument, 0, 'c'},  {"time-passes", no_argument, 0, 't'},
-      {"name", required_argument, 0, 'n'},
+      {"name", required_argument, 0, 'n'},   {"module", required_argument, 0, 'M'},
       {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0},
   };
@@ -116,6 +120,10 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       break;
     case 'p': o->profile = optarg; break;
     case 't': o->time_passes = true; break;
+    case 'M':
+      if (o->nmodules == 64) return usage_error(err, "more than 64 --module files (at '%s')", optarg);
+      o->modules[o->nmodules++] = optarg;
+      break;
     case 'n':
       for (const char *q = optarg; *q; q++)
         if (!(isalnum((unsigned char)*q) || *q == '_') || (q == optarg && isdigit((unsigned char)*q)))
@@ -236,6 +244,38 @@ static int write_output(const char *path, Writer w, const PgProgram *p, const vo
   return ok ? 0 : EXIT_INPUT;
 }
 
+/* --module files join the program's modules; the kind comes from the extension. */
+static bool add_modules(PgProgram *p, PgDiag *d, const Options *o) {
+  static const struct {
+    const char *ext;
+    PgModuleKind kind;
+  } exts[] = {{".cubin", PG_MOD_CUBIN}, {".fatbin", PG_MOD_FATBIN}, {".ptx", PG_MOD_PTX}, {".cu", PG_MOD_CUDA}};
+  for (int i = 0; i < o->nmodules; i++) {
+    const char *path = o->modules[i], *dot = strrchr(path, '.');
+    size_t e;
+    for (e = 0; e < sizeof exts / sizeof exts[0]; e++)
+      if (dot && strcmp(dot, exts[e].ext) == 0) break;
+    struct stat st;
+    if (e == sizeof exts / sizeof exts[0]) {
+      fprintf(d->out, "pgcc: error: --module '%s': expected a .cubin, .fatbin, .ptx or .cu file\n", path);
+      d->errors++;
+    } else if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+      fprintf(d->out, "pgcc: error: --module '%s': not a readable regular file\n", path);
+      d->errors++;
+    } else {
+      PgModule *m = pg_arena_alloc(p->arena, sizeof *m);
+      m->name = pg_arena_printf(p->arena, "module%d", i);
+      m->kind = exts[e].kind;
+      m->file = path;
+      char *abs = realpath(path, NULL);
+      m->path = pg_arena_strdup(p->arena, abs ? abs : path);
+      free(abs);
+      pg_vec_push(p->arena, p->modules, m);
+    }
+  }
+  return d->errors == 0;
+}
+
 static PgProgram *read_input(PgArena *a, PgDiag *d, const char *path) {
   PgSource *src = pg_source_load(a, d, path);
   if (!src) return NULL;
@@ -273,7 +313,7 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   mark(&t, "read");
   if (p && diag.errors == 0) pg_verify(p, &diag);
   mark(&t, "verify");
-  if (!p || diag.errors > 0) {
+  if (!p || diag.errors > 0 || !add_modules(p, &diag, &o)) {
     pg_arena_free(arena);
     return EXIT_INPUT;
   }

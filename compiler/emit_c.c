@@ -24,23 +24,13 @@
 static bool fits_c(PgDiag *d, const PgNode *n) {
   switch (n->kind) {
   case PG_KERNEL:
-    if (!n->u.kernel.kernel->has_layout) {
-      pg_error(d, n->loc, "node '%s': kernel '%s' has no parameter layout (DOT input); C generation needs one", n->name,
-               n->u.kernel.kernel->name);
-      return false;
-    }
-    if (!n->u.kernel.has_args) {
-      pg_error(d, n->loc, "node '%s': no arguments given; C generation needs them", n->name);
-      return false;
-    }
+    /* without arguments (DOT input) the caller gives them at init */
     if (!n->u.kernel.grid[0]) {
-      pg_error(d, n->loc, "node '%s': no launch dimensions given", n->name);
+      pg_error(d, n->loc, "node '%s': no launch dimensions given (a DOT dump has them with the kernel-params or "
+                          "verbose flags)", n->name);
       return false;
     }
-    if (!n->u.kernel.kernel->module) {
-      pg_error(d, n->loc, "node '%s': kernel '%s' names no module", n->name, n->u.kernel.kernel->name);
-      return false;
-    }
+    if (!n->u.kernel.has_args) return true;
     for (size_t i = 0; i < n->u.kernel.args.n; i++) {
       const PgArg *a = &n->u.kernel.args.v[i];
       PgType t = n->u.kernel.kernel->params.v[i].type;
@@ -77,6 +67,11 @@ static bool fits_c(PgDiag *d, const PgNode *n) {
 
 int pg_c_check(const PgProgram *p, PgDiag *d) {
   int errors = d->errors;
+  for (size_t i = 0; i < p->kernels.n; i++) /* found by name at init, among the modules there are */
+    if (!p->kernels.v[i]->module && !p->modules.n)
+      pg_warning(d, p->kernels.v[i]->loc,
+                 "kernel '%s' names no module and there are none (--module=FILE): its init will not find it",
+                 p->kernels.v[i]->name);
   for (size_t i = 0; i < p->modules.n; i++) {
     const PgModule *m = p->modules.v[i];
     if (m->kind == PG_MOD_LIBRARY)
@@ -274,6 +269,14 @@ static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
   fputs(" */\n    {", f);
   switch (n->kind) {
   case PG_KERNEL: {
+    if (!n->u.kernel.has_args) {
+      fprintf(f, ".kind = PGRT_NODE_KERNEL, .origin = \"%s\", .kernel = %d, .caller_args = 1,\n", n->name,
+              idx(w->kernels, n->u.kernel.kernel->name));
+      fprintf(f, "     .grid = {%u, %u, %u}, .block = {%u, %u, %u}, .smem = %u", n->u.kernel.grid[0],
+              n->u.kernel.grid[1], n->u.kernel.grid[2], n->u.kernel.block[0], n->u.kernel.block[1],
+              n->u.kernel.block[2], n->u.kernel.smem);
+      break;
+    }
     unsigned char *blk = calloc(param_bytes(n->u.kernel.kernel) + 1, 1);
     Strs rel = {0}, sc = {0};
     kernel_block(w, n, blk, &rel, &sc);
@@ -313,6 +316,14 @@ static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
   fputs("},\n", f);
 }
 
+/* Kernel nodes whose arguments the caller gives at init. */
+static size_t caller_arg_nodes(const PgProgram *p) {
+  size_t k = 0;
+  const PgGraph *g = p->graphs.v[0];
+  for (size_t i = 0; i < g->nodes.n; i++) k += g->nodes.v[i]->kind == PG_KERNEL && !g->nodes.v[i]->u.kernel.has_args;
+  return k;
+}
+
 /* The API: the argument structs and the three functions' prototypes. */
 static void emit_api(W *w) {
   FILE *f = w->f;
@@ -345,8 +356,25 @@ static void emit_api(W *w) {
   if (!fields) fputs("  int unused;\n", f);
   fprintf(f, "} %s_weights;\n\n", nm);
   fprintf(f, "enum { %s_ARENA_BYTES = %" PRIu64 " }; /* device memory for intermediates */\n\n", nm, p->mem.arena_bytes);
-  fprintf(f, "/* arena: %s_ARENA_BYTES of device memory, or 0 for libpgrt to allocate it. */\n", nm);
-  fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, CUdeviceptr arena);\n", nm, nm);
+  size_t caller = caller_arg_nodes(p);
+  if (caller) {
+    fprintf(f, "/* The input did not say these kernel nodes' arguments: NAME_init takes, in this order, each\n"
+               " * one's kernelParams array (as cuLaunchKernel takes it; kept alive until destroy). */\n");
+    fprintf(f, "enum { %s_KERNEL_ARG_NODES = %zu };\n", nm, caller);
+    size_t k = 0;
+    for (size_t r = 0; r < p->regions.n; r++)
+      for (size_t q = 0; q < p->regions.v[r]->nodes.n; q++) {
+        const PgNode *n = p->regions.v[r]->nodes.v[q];
+        if (n->kind == PG_KERNEL && !n->u.kernel.has_args)
+          fprintf(f, "/*   [%zu] %s: %.60s%s */\n", k++, n->name, n->u.kernel.kernel->symbol,
+                  strlen(n->u.kernel.kernel->symbol) > 60 ? "..." : "");
+      }
+    fputc('\n', f);
+  }
+  fprintf(f, "/* kernel_args: see above (NULL if none); arena: %s_ARENA_BYTES of device memory, or 0 for\n"
+             " * libpgrt to allocate it. */\n", nm);
+  fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
+             "CUdeviceptr arena);\n", nm, nm);
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream);\n", nm, nm);
   fprintf(f, "void %s_destroy(pgrt_ctx **ctx);\n", nm);
 }
@@ -399,7 +427,8 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       if (p->modules.v[m] == k->module) mod = (int)m;
     fprintf(f, "    {.name = \"%s\", .symbol = ", k->name);
     cstring(f, k->symbol);
-    fprintf(f, ", .module = %d, .param_bytes = %" PRIu32 "},\n", mod, bytes);
+    fprintf(f, ", .module = %d, .param_bytes = %" PRIu32 "},%s\n", mod, bytes,
+            mod < 0 ? " /* found by name in the modules at init */" : "");
   }
   if (!p->kernels.n) fputs("    {0},\n", f);
   fprintf(f, "};\n\nstatic const pgrt_buffer %s_buffers[] = {\n", name);
@@ -427,7 +456,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     for (size_t k = 0; k < rg->nodes.n; k++) {
       const PgNode *n = rg->nodes.v[k];
       int i = w.node_index[n->index];
-      if (n->kind == PG_KERNEL) emit_kernel_tables(&w, n, i);
+      if (n->kind == PG_KERNEL && n->u.kernel.has_args) emit_kernel_tables(&w, n, i);
       if (rg->graph && deps_in_region(n)) {
         fprintf(f, "static const int %s_deps_%d[] = {", name, i);
         bool first = true;
@@ -467,20 +496,22 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   fprintf(f, "    .regions = %s_regions, .region_count = %zu,\n", name, p->regions.n);
   fprintf(f, "    .arena_bytes = %" PRIu64 ", .bound_slots = %d, .weight_slots = %d, .scalar_slots = %d,\n",
           p->mem.arena_bytes, bound, weights, slot);
+  fprintf(f, "    .caller_arg_nodes = %zu,\n", caller_arg_nodes(p));
   fprintf(f, "    .arch = \"%s\",\n};\n\n", p->arch ? p->arch : "");
 
   /* the three functions */
-  fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, CUdeviceptr arena) {\n", name, name);
+  fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
+             "CUdeviceptr arena) {\n", name, name);
   if (weights) {
-    fprintf(f, "  if (!weights) return pgrt_init(ctx, &%s_program, NULL, arena); /* libpgrt says what is missing */\n",
-            name);
+    fprintf(f, "  if (!weights) /* libpgrt says what is missing */\n    return pgrt_init(ctx, &%s_program, NULL, "
+               "kernel_args, arena);\n", name);
     fprintf(f, "  const CUdeviceptr w[%d] = {", weights);
     int k = 0;
     for (size_t i = 0; i < p->buffers.n; i++)
       if (p->buffers.v[i]->role == PG_ROLE_WEIGHT) fprintf(f, "%sweights->", k++ ? ", " : ""), cname(f, p->buffers.v[i]->name);
-    fprintf(f, "};\n  return pgrt_init(ctx, &%s_program, w, arena);\n}\n\n", name);
+    fprintf(f, "};\n  return pgrt_init(ctx, &%s_program, w, kernel_args, arena);\n}\n\n", name);
   } else {
-    fprintf(f, "  (void)weights;\n  return pgrt_init(ctx, &%s_program, NULL, arena);\n}\n\n", name);
+    fprintf(f, "  (void)weights;\n  return pgrt_init(ctx, &%s_program, NULL, kernel_args, arena);\n}\n\n", name);
   }
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream) {\n", name, name);
   fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, stream); /* libpgrt says what is missing */\n");

@@ -129,9 +129,16 @@ static pgrt_status load_modules(pgrt_ctx *c) {
   for (int k = 0; k < pr->kernel_count; k++) {
     const pgrt_kernel *kn = &pr->kernels[k];
     CUkernel kernel;
-    if (cuLibraryGetKernel(&kernel, c->libs[kn->module], kn->symbol) != CUDA_SUCCESS)
-      return fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is not in module '%s', or the module is not valid code",
-                  kn->name, kn->symbol, pr->modules[kn->module].name);
+    int found = 0;
+    if (kn->module >= 0) {
+      found = cuLibraryGetKernel(&kernel, c->libs[kn->module], kn->symbol) == CUDA_SUCCESS;
+      if (!found)
+        return fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is not in module '%s', or the module is not valid code",
+                    kn->name, kn->symbol, pr->modules[kn->module].name);
+    }
+    for (int m = 0; kn->module < 0 && m < pr->module_count && !found; m++) /* by name, in any module */
+      found = cuLibraryGetKernel(&kernel, c->libs[m], kn->symbol) == CUDA_SUCCESS;
+    if (!found) return fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is in none of the modules", kn->name, kn->symbol);
     CU(cuKernelGetFunction(&c->funcs[k], kernel), kn->name);
   }
 out:
@@ -245,13 +252,17 @@ out:
   return st;
 }
 
-pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdeviceptr *weights, CUdeviceptr arena) {
+pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdeviceptr *weights, void **const *kernel_args,
+                      CUdeviceptr arena) {
   if (!out_ctx || !pr) return fail(PGRT_ERR_ARGUMENT, "pgrt_init: null context or program");
   *out_ctx = NULL;
   if (pr->version != PGRT_VERSION)
     return fail(PGRT_ERR_VERSION, "program '%s' was generated for libpgrt tables version %d, this is %d", pr->name,
                 pr->version, PGRT_VERSION);
   if (pr->weight_slots && !weights) return fail(PGRT_ERR_ARGUMENT, "program '%s' needs its weights", pr->name);
+  if (pr->caller_arg_nodes && !kernel_args)
+    return fail(PGRT_ERR_ARGUMENT, "program '%s' needs the arguments of its %d kernel nodes", pr->name,
+                pr->caller_arg_nodes);
   pgrt_status st = PGRT_OK;
   pgrt_ctx *c = zalloc(sizeof *c);
   if (!c) return fail(PGRT_ERR_MEMORY, "out of host memory");
@@ -303,10 +314,18 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     }
   }
 
-  /* parameter blocks */
-  for (int i = 0; i < pr->node_count; i++) {
+  /* parameter blocks; nodes with caller_args use the caller's arrays as they are */
+  for (int i = 0, given = 0; i < pr->node_count; i++) {
     const pgrt_node *n = &pr->nodes[i];
     if (n->kind != PGRT_NODE_KERNEL) continue;
+    if (n->caller_args) {
+      c->args[i] = (void **)kernel_args[given++];
+      if (!c->args[i]) {
+        st = fail(PGRT_ERR_ARGUMENT, "node '%s': its arguments are a null pointer", n->origin);
+        goto out;
+      }
+      continue;
+    }
     uint32_t bytes = pr->kernels[n->kernel].param_bytes;
     c->params[i] = zalloc(bytes);
     c->args[i] = zalloc(sizeof(void *) * (size_t)n->param_count);
@@ -471,7 +490,10 @@ void pgrt_destroy(pgrt_ctx **pc) {
     if (c->execs[r]) cuGraphExecDestroy(c->execs[r]);
     if (c->graphs[r]) cuGraphDestroy(c->graphs[r]);
   }
-  for (int i = 0; c->params && i < pr->node_count; i++) free(c->params[i]), free(c->args[i]);
+  for (int i = 0; c->params && i < pr->node_count; i++) {
+    free(c->params[i]);
+    if (!pr->nodes[i].caller_args) free(c->args[i]);
+  }
   for (int m = 0; c->libs && m < pr->module_count; m++)
     if (c->libs[m]) cuLibraryUnload(c->libs[m]);
   if (c->own_arena && c->arena) cuMemFree(c->arena);

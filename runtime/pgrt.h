@@ -50,7 +50,7 @@ typedef struct {
 typedef struct {
   const char *name;
   const char *symbol; /* its name in the module (mangled) */
-  int module;         /* index into modules */
+  int module;         /* index into modules; -1: found by symbol in any of them */
   uint32_t param_bytes;
 } pgrt_kernel;
 
@@ -92,6 +92,8 @@ typedef struct {
   /* kernel */
   int kernel;
   unsigned grid[3], block[3], smem;
+  int caller_args; /* 1: the caller gives this node's arguments at init (DOT input: the
+                      layout is unknown); params, offsets, relocs and scalars unused */
   const unsigned char *params; /* the constant bytes of the parameter block */
   const uint32_t *param_offsets; /* offset of each parameter; param_count of them */
   int param_count;
@@ -129,6 +131,7 @@ typedef struct {
   int region_count;
   uint64_t arena_bytes;
   int bound_slots, weight_slots, scalar_slots;
+  int caller_arg_nodes; /* kernel nodes whose arguments the caller gives at init */
   const char *arch; /* "sm_90": for NVRTC */
 } pgrt_program;
 
@@ -137,9 +140,12 @@ typedef struct {
 typedef struct pgrt_ctx pgrt_ctx;
 
 /* Builds the program on the current CUDA context.  weights: weight_slots device
- * addresses.  arena: caller-owned device memory of arena_bytes, or 0 to let libpgrt
- * allocate it. */
-pgrt_status pgrt_init(pgrt_ctx **ctx, const pgrt_program *prog, const CUdeviceptr *weights, CUdeviceptr arena);
+ * addresses.  kernel_args: for each node with caller_args, in node order, its
+ * kernelParams array as cuLaunchKernel takes it (kept by the caller until destroy);
+ * NULL when there are none.  arena: caller-owned device memory of arena_bytes, or 0
+ * to let libpgrt allocate it. */
+pgrt_status pgrt_init(pgrt_ctx **ctx, const pgrt_program *prog, const CUdeviceptr *weights, void **const *kernel_args,
+                      CUdeviceptr arena);
 
 /* One call: bound holds bound_slots device addresses, scalars scalar_slots values. */
 pgrt_status pgrt_run(pgrt_ctx *ctx, const CUdeviceptr *bound, const uint64_t *scalars, CUstream stream);

@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     CK(cuMemAlloc(&y[i], 4096));
   }
   pgrt_ctx *pc;
-  PG(BENCH_NAME_init(&pc, &w, 0));
+  PG(BENCH_NAME_init(&pc, &w, NULL, 0));
   enum { WARM = 100, N = 2000 };
   static double host[N], gpu[N];
   for (int moving = 0; moving < 2; moving++) {

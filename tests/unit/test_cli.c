@@ -94,12 +94,24 @@ START_TEST(c_emission) {
   r = run_pgcc("--name=9lives", "examples/saxpy.graph", NULL);
   ck_assert_int_eq(r.status, 2);
   run_free(&r);
-  /* DOT input says no parameter layouts: located errors, no output */
+  /* DOT input without launch dimensions: located errors, no output */
   r = run_pgcc("tests/corpus/cuda/allkinds_default.dot", NULL);
   ck_assert_int_eq(r.status, 1);
   ck_assert_str_eq(r.out, "");
-  ck_assert_ptr_nonnull(strstr(r.err, "tests/corpus/cuda/allkinds_default.dot:4:1: error: node 'g1.n0': kernel 'scale' "
-                                      "has no parameter layout (DOT input); C generation needs one"));
+  ck_assert_ptr_nonnull(strstr(r.err, "tests/corpus/cuda/allkinds_default.dot:4:1: error: node 'g1.n0': no launch "
+                                      "dimensions given"));
+  run_free(&r);
+  /* a real capture: its kernels' arguments come from the caller, their code from --module */
+  r = run_pgcc("--module=tests/gpu/codegen/chain.cu", "tests/corpus/torch/mlp_compiled.dot", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "enum { mlp_compiled_KERNEL_ARG_NODES = 16 };"));
+  ck_assert_ptr_nonnull(strstr(r.out, ".caller_args = 1"));
+  ck_assert_ptr_nonnull(strstr(r.out, ".kind = PGRT_MOD_CUDA"));
+  ck_assert_ptr_null(strstr(r.err, "warning")); /* there is a module to look in */
+  run_free(&r);
+  r = run_pgcc("--module=README.md", "tests/corpus/torch/mlp_compiled.dot", NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "--module 'README.md': expected a .cubin, .fatbin, .ptx or .cu file"));
   run_free(&r);
 }
 END_TEST

@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
   CHECK(cuMemcpyHtoD(weights.b, b, sizeof b));
 
   pgrt_ctx *pc = NULL;
-  PGRT(chain_init(&pc, &weights, 0));
+  PGRT(chain_init(&pc, &weights, NULL, 0));
 
   double worst = 0;
   int failed = 0;

@@ -65,31 +65,31 @@ int main(void) {
 
   size_t before = free_memory();
   oom_weights ow = {.w = w};
-  pgrt_status st = oom_init(&pc, &ow, 0);
+  pgrt_status st = oom_init(&pc, &ow, NULL, 0);
   snprintf(detail, sizeof detail, "status %d, '%.150s'", (int)st, pgrt_error());
   check(st == PGRT_ERR_MEMORY && pc == NULL && strstr(pgrt_error(), "the arena"), "oom: init fails", detail);
   check(same_memory(before), "oom: nothing leaked", NULL);
 
   before = free_memory();
   badmodule_weights bw = {.w = w};
-  st = badmodule_init(&pc, &bw, 0);
+  st = badmodule_init(&pc, &bw, NULL, 0);
   snprintf(detail, sizeof detail, "status %d, '%.150s'", (int)st, pgrt_error());
   check(st == PGRT_ERR_MODULE && pc == NULL, "badmodule: init fails", detail);
   check(same_memory(before), "badmodule: nothing leaked", NULL);
 
   badsource_weights sw = {.w = w};
-  st = badsource_init(&pc, &sw, 0);
+  st = badsource_init(&pc, &sw, NULL, 0);
   snprintf(detail, sizeof detail, "status %d, '%.120s'", (int)st, pgrt_error());
   check(st == PGRT_ERR_MODULE && strstr(pgrt_error(), "does not compile") && strstr(pgrt_error(), "error"),
         "badsource: init fails with NVRTC's log", detail);
 
-  st = chain_init(&pc, NULL, 0);
+  st = chain_init(&pc, NULL, NULL, 0);
   check(st == PGRT_ERR_ARGUMENT && pc == NULL && strstr(pgrt_error(), "needs its weights"), "arguments: null weights",
         pgrt_error());
 
   before = free_memory();
   chain_weights cw = {.w = w, .b = b};
-  st = chain_init(&pc, &cw, 0);
+  st = chain_init(&pc, &cw, NULL, 0);
   check(st == PGRT_OK, "leaks: init", st ? pgrt_error() : NULL);
   float *host;
   CK(cuMemHostAlloc((void **)&host, 16384, 0));
