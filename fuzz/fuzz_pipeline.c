@@ -5,7 +5,8 @@
  * fuzz`): FUZZ_DIALECT=1 forces the DOT frontend, 2 the .graph one, 0 detects.
  *
  * Besides crashes, sanitizer reports and hangs, one property is checked: whatever
- * pgcc accepts, it writes as .graph text that reads back to the same text.
+ * pgcc accepts, it writes as .graph text that reads back to the same text.  The C
+ * emitter runs too, on whatever its check accepts.
  */
 #include "pgcc.h"
 
@@ -63,6 +64,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     pg_report_text(p, &info, devnull);
     pg_report_json(p, &info, devnull);
     pg_dot_write(p, devnull);
+    PgDiag quiet = {.out = devnull};
+    if (pg_c_check(p, &quiet) == 0) { /* the C emitter, on whatever it accepts */
+      pg_emit_c(p, "fuzz", "fuzz", devnull);
+      pg_emit_h(p, "fuzz", devnull);
+    }
 
     /* the fixed point: written .graph text reads back and writes the same */
     size_t n1, n2;
