@@ -14,11 +14,17 @@ CC      ?= cc
 OPT     ?= -O2 -g
 WARN    = -Wall -Wextra -Wpedantic -Wmissing-prototypes -Wshadow -Wstrict-prototypes -Werror
 CFLAGS  = -std=c11 -D_DEFAULT_SOURCE $(OPT) $(WARN) $(EXTRA_CFLAGS)
-CPPFLAGS = -Icompiler -Igrammar/gen
+CPPFLAGS = -Icompiler -Igrammar/gen $(CPPFLAGS_LIBCLANG)
 # Generated code is not ours to fix: keep -Werror, drop the warnings flex and bison trip.
 GENWARN = -Wno-unused-function -Wno-sign-compare -Wno-missing-prototypes -Wno-unused-parameter
 LDFLAGS ?=
 LDLIBS  = -lm
+# libclang, optional: with it pgcc checks CUDA C kernels' layouts against their source
+LIBCLANG_DIR ?= $(firstword $(wildcard /usr/lib/llvm-1[0-9]))
+ifneq ($(wildcard $(LIBCLANG_DIR)/include/clang-c/Index.h),)
+CPPFLAGS_LIBCLANG = -DPGCC_HAVE_LIBCLANG -isystem $(LIBCLANG_DIR)/include
+LDLIBS += -L$(LIBCLANG_DIR)/lib -lclang -Wl,-rpath,$(LIBCLANG_DIR)/lib
+endif
 BISON   ?= bison
 FLEX    ?= flex
 
@@ -29,7 +35,7 @@ Q = $(if $(V),,@)
 COMPILER_OBJS = \
 	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o $(B)/sha256.o \
 	$(B)/detect.o $(B)/dot_read.o $(B)/graph_read.o $(B)/graph_write.o $(B)/dot_write.o \
-	$(B)/verify.o $(B)/classify.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o $(B)/emit_c.o \
+	$(B)/verify.o $(B)/signatures.o $(B)/classify.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o $(B)/emit_c.o \
 	$(B)/driver.o
 GEN_OBJS = $(B)/dot.tab.o $(B)/dot.lex.o $(B)/graph.tab.o $(B)/graph.lex.o
 LIB_OBJS = $(COMPILER_OBJS) $(GEN_OBJS)

@@ -313,6 +313,8 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   mark(&t, "read");
   if (p && diag.errors == 0) pg_verify(p, &diag);
   mark(&t, "verify");
+  if (p && diag.errors == 0) pg_check_signatures(p, &diag);
+  mark(&t, "signatures");
   if (!p || diag.errors > 0 || !add_modules(p, &diag, &o)) {
     pg_arena_free(arena);
     return EXIT_INPUT;

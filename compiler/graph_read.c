@@ -448,6 +448,7 @@ static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
     return;
   }
   PgParam pa = {0};
+  pa.loc = kw->loc;
   if (!u32_of(c, off, "param offset", &pa.offset) || !u32_of(c, size, "param size", &pa.size)) return;
   char *tn = name_of(c, type);
   if (!pg_type_from_name(tn, &pa.type)) {

@@ -164,6 +164,7 @@ typedef struct {
   uint32_t offset, size;
   PgType type;
   PG_VEC(uint32_t) ptrs;
+  PgLoc loc;
 } PgParam;
 
 typedef struct {
@@ -515,6 +516,10 @@ typedef struct {
   PG_PROFILE_FIELDS(X)
 #undef X
 } PgProfile;
+
+/* signatures.c: kernels of CUDA C modules have the layouts the .graph gives them
+ * (read with libclang when pgcc is built with it).  Returns the errors reported. */
+int pg_check_signatures(const PgProgram *p, PgDiag *d);
 
 /* classify.c: which nodes can be in a graph, and why not */
 void pg_classify(PgProgram *p);

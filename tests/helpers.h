@@ -48,5 +48,6 @@ Suite *malformed_suite(void);
 Suite *cli_suite(void);
 Suite *partition_suite(void);
 Suite *fuzz_suite(void);
+Suite *signatures_suite(void);
 
 #endif
