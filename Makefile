@@ -21,9 +21,11 @@ LDFLAGS ?=
 LDLIBS  = -lm
 # libclang, optional: with it pgcc checks CUDA C kernels' layouts against their source
 LIBCLANG_DIR ?= $(firstword $(wildcard /usr/lib/llvm-1[0-9]))
+# (loaded with dlopen, only when a CUDA C module is checked)
 ifneq ($(wildcard $(LIBCLANG_DIR)/include/clang-c/Index.h),)
-CPPFLAGS_LIBCLANG = -DPGCC_HAVE_LIBCLANG -isystem $(LIBCLANG_DIR)/include
-LDLIBS += -L$(LIBCLANG_DIR)/lib -lclang -Wl,-rpath,$(LIBCLANG_DIR)/lib
+CPPFLAGS_LIBCLANG = -DPGCC_HAVE_LIBCLANG -isystem $(LIBCLANG_DIR)/include \
+	-DPGCC_LIBCLANG='"$(firstword $(wildcard $(LIBCLANG_DIR)/lib/libclang.so.1 $(LIBCLANG_DIR)/lib/libclang.so))"'
+LDLIBS += -ldl
 endif
 BISON   ?= bison
 FLEX    ?= flex

@@ -5,8 +5,10 @@
  * (each at the next multiple of its alignment) and compared with the .graph, so a
  * wrong layout is a located error before anything runs.
  *
- * libclang is optional at build time (PGCC_HAVE_LIBCLANG): without it the check is
- * skipped with one warning.  CUDA's own headers are not needed: __global__ is
+ * libclang is optional at build time (PGCC_HAVE_LIBCLANG: its header was found) and
+ * is loaded with dlopen only when a CUDA C module is to be checked, so that the
+ * LLVM libraries cost nothing to the runs that do not need them.  Without it the
+ * check is skipped with one warning.  CUDA's own headers are not needed: __global__ is
  * defined as clang's attribute and function bodies are skipped; clang 14 parses for
  * sm_80, which does not change parameter layouts.
  */
@@ -17,6 +19,40 @@
 
 #ifdef PGCC_HAVE_LIBCLANG
 #include <clang-c/Index.h>
+#include <dlfcn.h>
+
+#ifndef PGCC_LIBCLANG
+#define PGCC_LIBCLANG "libclang.so.1"
+#endif
+
+/* The libclang functions used here, found with dlsym. */
+#define CLANG_FUNCTIONS(X)                                                                            \
+  X(clang_getCString) X(clang_disposeString) X(clang_getCursorKind) X(clang_visitChildren)               \
+  X(clang_getCursorSpelling) X(clang_Cursor_getMangling) X(clang_getSpellingLocation)                     \
+  X(clang_getCursorLocation) X(clang_Cursor_getNumArguments) X(clang_Cursor_getArgument)                 \
+  X(clang_getCanonicalType) X(clang_getCursorType) X(clang_getTypeSpelling) X(clang_Type_getSizeOf)      \
+  X(clang_Type_getAlignOf) X(clang_createIndex) X(clang_parseTranslationUnit) X(clang_disposeIndex)      \
+  X(clang_getTranslationUnitCursor) X(clang_disposeTranslationUnit)
+
+static struct {
+#define X(f) __typeof__(&f) f;
+  CLANG_FUNCTIONS(X)
+#undef X
+} lc;
+
+/* Loads libclang once; false if it cannot be had. */
+static bool load_libclang(void) {
+  static int state; /* 0: not tried, 1: loaded, -1: failed */
+  if (state) return state > 0;
+  void *h = dlopen(PGCC_LIBCLANG, RTLD_NOW | RTLD_LOCAL);
+  state = -1;
+  if (!h) return false;
+#define X(f) if (!(*(void **)&lc.f = dlsym(h, #f))) return false;
+  CLANG_FUNCTIONS(X)
+#undef X
+  state = 1;
+  return true;
+}
 
 typedef struct {
   long long size, align;
@@ -36,14 +72,14 @@ typedef struct {
 } Scan;
 
 static char *take(PgArena *a, CXString s) {
-  char *r = pg_arena_strdup(a, clang_getCString(s) ? clang_getCString(s) : "");
-  clang_disposeString(s);
+  char *r = pg_arena_strdup(a, lc.clang_getCString(s) ? lc.clang_getCString(s) : "");
+  lc.clang_disposeString(s);
   return r;
 }
 
 static enum CXChildVisitResult find_global(CXCursor c, CXCursor parent, CXClientData found) {
   (void)parent;
-  if (clang_getCursorKind(c) == CXCursor_CUDAGlobalAttr) {
+  if (lc.clang_getCursorKind(c) == CXCursor_CUDAGlobalAttr) {
     *(bool *)found = true;
     return CXChildVisit_Break;
   }
@@ -53,23 +89,23 @@ static enum CXChildVisitResult find_global(CXCursor c, CXCursor parent, CXClient
 static enum CXChildVisitResult collect(CXCursor c, CXCursor parent, CXClientData data) {
   (void)parent;
   Scan *s = data;
-  enum CXCursorKind k = clang_getCursorKind(c);
+  enum CXCursorKind k = lc.clang_getCursorKind(c);
   if (k == CXCursor_LinkageSpec || k == CXCursor_Namespace || k == CXCursor_UnexposedDecl)
     return CXChildVisit_Recurse; /* extern "C" (clang 14 shows it as an unexposed declaration), namespaces */
   if (k != CXCursor_FunctionDecl) return CXChildVisit_Continue;
   bool global = false;
-  clang_visitChildren(c, find_global, &global);
+  lc.clang_visitChildren(c, find_global, &global);
   if (!global) return CXChildVisit_Continue;
-  Decl d = {take(s->a, clang_getCursorSpelling(c)), take(s->a, clang_Cursor_getMangling(c)), 0, {0}};
+  Decl d = {take(s->a, lc.clang_getCursorSpelling(c)), take(s->a, lc.clang_Cursor_getMangling(c)), 0, {0}};
   unsigned line;
-  clang_getSpellingLocation(clang_getCursorLocation(c), NULL, &line, NULL, NULL);
+  lc.clang_getSpellingLocation(lc.clang_getCursorLocation(c), NULL, &line, NULL, NULL);
   d.line = (int)line;
-  for (int i = 0; i < clang_Cursor_getNumArguments(c); i++) {
-    CXCursor arg = clang_Cursor_getArgument(c, i);
-    CXType t = clang_getCanonicalType(clang_getCursorType(arg));
-    char *type = take(s->a, clang_getTypeSpelling(clang_getCursorType(arg)));
-    char *name = take(s->a, clang_getCursorSpelling(arg));
-    Param pa = {clang_Type_getSizeOf(t), clang_Type_getAlignOf(t), t.kind, pg_arena_printf(s->a, "%s %s", type, name)};
+  for (int i = 0; i < lc.clang_Cursor_getNumArguments(c); i++) {
+    CXCursor arg = lc.clang_Cursor_getArgument(c, i);
+    CXType t = lc.clang_getCanonicalType(lc.clang_getCursorType(arg));
+    char *type = take(s->a, lc.clang_getTypeSpelling(lc.clang_getCursorType(arg)));
+    char *name = take(s->a, lc.clang_getCursorSpelling(arg));
+    Param pa = {lc.clang_Type_getSizeOf(t), lc.clang_Type_getAlignOf(t), t.kind, pg_arena_printf(s->a, "%s %s", type, name)};
     pg_vec_push(s->a, d.params, pa);
   }
   pg_vec_push(s->a, s->decls, d);
@@ -118,8 +154,25 @@ static void check_kernel(PgDiag *d, const PgModule *m, const PgKernel *k, const 
   }
 }
 
+static void warn_unchecked(const PgProgram *p, PgDiag *d, const char *why) {
+  static bool warned;
+  for (size_t k = 0; k < p->kernels.n && !warned; k++)
+    if (p->kernels.v[k]->module && p->kernels.v[k]->module->kind == PG_MOD_CUDA && p->kernels.v[k]->has_layout) {
+      pg_warning(d, p->kernels.v[k]->loc, "%s: CUDA C kernel layouts are not checked against their source", why);
+      warned = true;
+    }
+}
+
 int pg_check_signatures(const PgProgram *p, PgDiag *d) {
   int errors = d->errors;
+  bool any = false;
+  for (size_t k = 0; k < p->kernels.n; k++)
+    any |= p->kernels.v[k]->module && p->kernels.v[k]->module->kind == PG_MOD_CUDA && p->kernels.v[k]->has_layout;
+  if (!any) return 0;
+  if (!load_libclang()) {
+    warn_unchecked(p, d, "libclang (" PGCC_LIBCLANG ") cannot be loaded");
+    return 0;
+  }
   for (size_t mi = 0; mi < p->modules.n; mi++) {
     const PgModule *m = p->modules.v[mi];
     if (m->kind != PG_MOD_CUDA || !m->path) continue;
@@ -129,17 +182,17 @@ int pg_check_signatures(const PgProgram *p, PgDiag *d) {
     static const char *const args[] = {"-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
                                        "--cuda-gpu-arch=sm_80", "-std=c++17", "-D__global__=__attribute__((global))",
                                        "-Wno-unknown-cuda-version"};
-    CXIndex index = clang_createIndex(0, 0);
-    CXTranslationUnit tu = clang_parseTranslationUnit(index, m->path, args, sizeof args / sizeof args[0], NULL, 0,
+    CXIndex index = lc.clang_createIndex(0, 0);
+    CXTranslationUnit tu = lc.clang_parseTranslationUnit(index, m->path, args, sizeof args / sizeof args[0], NULL, 0,
                                                       CXTranslationUnit_SkipFunctionBodies);
     if (!tu) {
       pg_error(d, m->loc, "module '%s': libclang cannot read '%s'", m->name, m->file);
-      clang_disposeIndex(index);
+      lc.clang_disposeIndex(index);
       continue;
     }
     PgArena *a = pg_arena_new();
     Scan s = {a, {0}};
-    clang_visitChildren(clang_getTranslationUnitCursor(tu), collect, &s);
+    lc.clang_visitChildren(lc.clang_getTranslationUnitCursor(tu), collect, &s);
     for (size_t k = 0; k < p->kernels.n; k++) {
       const PgKernel *kn = p->kernels.v[k];
       if (kn->module != m || !kn->has_layout) continue;
@@ -153,8 +206,8 @@ int pg_check_signatures(const PgProgram *p, PgDiag *d) {
         check_kernel(d, m, kn, found);
     }
     pg_arena_free(a);
-    clang_disposeTranslationUnit(tu);
-    clang_disposeIndex(index);
+    lc.clang_disposeTranslationUnit(tu);
+    lc.clang_disposeIndex(index);
   }
   return d->errors - errors;
 }

@@ -91,7 +91,8 @@ VALGRIND_INPUTS = $(wildcard tests/corpus/*/*.dot examples/*.dot examples/*.grap
 	tests/malformed/*.dot tests/malformed/*.graph)
 check-valgrind: $(B)/pgcc
 	@fail=0; for f in $(VALGRIND_INPUTS); do \
-	  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
+	  valgrind -q --error-exitcode=99 --suppressions=tests/valgrind.supp --leak-check=full \
+	    --errors-for-leak-kinds=definite,indirect,possible \
 	    $(B)/pgcc --report=json -o /dev/null $$f >/dev/null 2>build/valgrind.log; \
 	  if [ $$? -eq 99 ]; then echo "valgrind: $$f"; cat build/valgrind.log; fail=1; fi; \
 	done; \
