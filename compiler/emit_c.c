@@ -55,6 +55,16 @@ static bool fits_c(PgDiag *d, const PgNode *n) {
     }
     return true;
   case PG_EMPTY: return true;
+  case PG_EVENT_RECORD:
+  case PG_EVENT_WAIT:
+    if (n->u.event.event) return true;
+    pg_error(d, n->loc, "node '%s': the event is not known (the dump was made without event handles)", n->name);
+    return false;
+  case PG_MEM_ALLOC:
+  case PG_MEM_FREE: /* the memory plan put the buffer in the arena: only the ordering is left */
+    if (n->u.mem.buf && n->u.mem.buf->planned) return true;
+    pg_error(d, n->loc, "node '%s': the allocation's buffer is not known", n->name);
+    return false;
   case PG_HOSTOP:
     if (strcmp(n->u.hostop.op, "sync") == 0) return true;
     pg_error(d, n->loc, "node '%s': host operation '%s' cannot be generated (only 'sync')", n->name, n->u.hostop.op);
@@ -254,6 +264,12 @@ static void emit_kernel_tables(W *w, const PgNode *n, int at) {
   free(blk);
 }
 
+static int event_index(const PgProgram *p, const PgEvent *e) {
+  for (size_t i = 0; i < p->events.n; i++)
+    if (p->events.v[i] == e) return (int)i;
+  PG_BUG("event '%s' is not in the program", e->name);
+}
+
 /* Dependencies inside the node's own region (regions run one after another). */
 static size_t deps_in_region(const PgNode *n) {
   size_t k = 0;
@@ -308,6 +324,17 @@ static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
             n->u.memset.width * n->u.memset.elem);
     break;
   case PG_EMPTY: fprintf(f, ".kind = PGRT_NODE_EMPTY, .origin = \"%s\"", n->name); break;
+  case PG_MEM_ALLOC:
+  case PG_MEM_FREE: /* the buffer lives in the arena */
+    fprintf(f, ".kind = PGRT_NODE_EMPTY, .origin = \"%s\" /* %s %s: in the arena at %" PRIu64 " */", n->name,
+            pg_kinds[n->kind].name, n->u.mem.buf->name, n->u.mem.buf->offset);
+    break;
+  case PG_EVENT_RECORD:
+  case PG_EVENT_WAIT:
+    fprintf(f, ".kind = %s, .origin = \"%s\", .event = %d /* %s */",
+            n->kind == PG_EVENT_RECORD ? "PGRT_NODE_EVENT_RECORD" : "PGRT_NODE_EVENT_WAIT", n->name,
+            event_index(w->p, n->u.event.event), n->u.event.event->name);
+    break;
   case PG_HOSTOP: fprintf(f, ".kind = PGRT_NODE_SYNC, .origin = \"%s\"", n->name); break;
   default: PG_BUG("node '%s' passed pg_c_check", n->name);
   }
@@ -496,7 +523,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   fprintf(f, "    .regions = %s_regions, .region_count = %zu,\n", name, p->regions.n);
   fprintf(f, "    .arena_bytes = %" PRIu64 ", .bound_slots = %d, .weight_slots = %d, .scalar_slots = %d,\n",
           p->mem.arena_bytes, bound, weights, slot);
-  fprintf(f, "    .caller_arg_nodes = %zu,\n", caller_arg_nodes(p));
+  fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,\n", caller_arg_nodes(p), p->events.n);
   fprintf(f, "    .arch = \"%s\",\n};\n\n", p->arch ? p->arch : "");
 
   /* the three functions */

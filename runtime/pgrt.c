@@ -65,6 +65,7 @@ struct pgrt_ctx {
   CUgraphExec *execs;       /* per region; NULL: launched eagerly */
   CUgraphNode *gnodes;      /* per node */
   char *dirty;              /* per node */
+  CUevent *events;          /* event_count of them */
   int *movable;             /* the nodes that use a per-call buffer or scalar */
   int movable_count;
   int calls;
@@ -236,6 +237,12 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
       CU(cuGraphAddEmptyNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd), n->origin);
       break;
     case PGRT_NODE_SYNC: return fail(PGRT_ERR_ARGUMENT, "node '%s': a synchronization cannot be in a graph", n->origin);
+    case PGRT_NODE_EVENT_RECORD:
+      CU(cuGraphAddEventRecordNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, c->events[n->event]), n->origin);
+      break;
+    case PGRT_NODE_EVENT_WAIT:
+      CU(cuGraphAddEventWaitNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, c->events[n->event]), n->origin);
+      break;
     }
   }
   /* PGRT_FAULT=instantiate makes every instantiation fail: how the tests reach the
@@ -278,8 +285,9 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   c->execs = zalloc(sizeof *c->execs * (size_t)pr->region_count);
   c->gnodes = zalloc(sizeof *c->gnodes * (size_t)pr->node_count);
   c->dirty = zalloc((size_t)pr->node_count);
+  c->events = zalloc(sizeof *c->events * (size_t)pr->event_count);
   if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
-      !c->graphs || !c->execs || !c->gnodes || !c->dirty) {
+      !c->graphs || !c->execs || !c->gnodes || !c->dirty || !c->events) {
     st = fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
@@ -289,6 +297,7 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     goto out;
   }
   if ((st = load_modules(c)) != PGRT_OK) goto out;
+  for (int e = 0; e < pr->event_count; e++) CU(cuEventCreate(&c->events[e], CU_EVENT_DISABLE_TIMING), "an event");
 
   /* buffers: per-call ones sit on a placeholder until the first call */
   uint64_t bound_max = 1;
@@ -390,6 +399,8 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
   }
   case PGRT_NODE_EMPTY: break;
   case PGRT_NODE_SYNC: CU(cuStreamSynchronize(s), n->origin); break;
+  case PGRT_NODE_EVENT_RECORD: CU(cuEventRecord(c->events[n->event], s), n->origin); break;
+  case PGRT_NODE_EVENT_WAIT: CU(cuStreamWaitEvent(s, c->events[n->event], 0), n->origin); break;
   }
   c->stats.eager_nodes++;
 out:
@@ -417,7 +428,9 @@ static pgrt_status patch(pgrt_ctx *c, int r, int i) {
     break;
   }
   case PGRT_NODE_EMPTY:
-  case PGRT_NODE_SYNC: break;
+  case PGRT_NODE_SYNC:
+  case PGRT_NODE_EVENT_RECORD:
+  case PGRT_NODE_EVENT_WAIT: break;
   }
   c->stats.nodes_patched++;
 out:
@@ -496,10 +509,12 @@ void pgrt_destroy(pgrt_ctx **pc) {
   }
   for (int m = 0; c->libs && m < pr->module_count; m++)
     if (c->libs[m]) cuLibraryUnload(c->libs[m]);
+  for (int e = 0; c->events && e < pr->event_count; e++)
+    if (c->events[e]) cuEventDestroy(c->events[e]);
   if (c->own_arena && c->arena) cuMemFree(c->arena);
   if (c->placeholder) cuMemFree(c->placeholder);
   free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
-  free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->dirty), free(c->movable);
+  free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->dirty), free(c->movable), free(c->events);
   free(c);
   *pc = NULL;
 }

@@ -84,7 +84,16 @@ typedef struct {
 
 /* SYNC (eager regions only): the host waits for the stream, e.g. before reading a
  * result on the CPU. */
-typedef enum { PGRT_NODE_KERNEL, PGRT_NODE_MEMCPY, PGRT_NODE_MEMSET, PGRT_NODE_EMPTY, PGRT_NODE_SYNC } pgrt_node_kind;
+/* EVENT_RECORD, EVENT_WAIT: on event `event` (libpgrt creates event_count of them). */
+typedef enum {
+  PGRT_NODE_KERNEL,
+  PGRT_NODE_MEMCPY,
+  PGRT_NODE_MEMSET,
+  PGRT_NODE_EMPTY,
+  PGRT_NODE_SYNC,
+  PGRT_NODE_EVENT_RECORD,
+  PGRT_NODE_EVENT_WAIT,
+} pgrt_node_kind;
 
 typedef struct {
   pgrt_node_kind kind;
@@ -106,6 +115,8 @@ typedef struct {
   int src, dst;
   uint64_t src_offset, dst_offset, bytes;
   uint32_t value, elem;
+  /* event record / wait */
+  int event;
   /* dependencies: indices of nodes of the same region */
   const int *deps;
   int dep_count;
@@ -132,6 +143,7 @@ typedef struct {
   uint64_t arena_bytes;
   int bound_slots, weight_slots, scalar_slots;
   int caller_arg_nodes; /* kernel nodes whose arguments the caller gives at init */
+  int event_count;
   const char *arch; /* "sm_90": for NVRTC */
 } pgrt_program;
 
