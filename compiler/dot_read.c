@@ -29,7 +29,6 @@ int dot_parse(DotCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /
 
 typedef struct {
   PgStr key, val;
-  bool quoted;
   PgLoc loc;
 } DotAttr;
 
@@ -123,13 +122,12 @@ void dot_subgraph_end(DotCtx *c) {
   c->stack.n--;
 }
 
-void dot_attr(DotCtx *c, PgStr key, PgStr val, bool quoted, PgLoc loc) {
-  DotAttr at = {key, val, quoted, loc};
+void dot_attr(DotCtx *c, PgStr key, PgStr val, PgLoc loc) {
+  DotAttr at = {key, val, loc};
   pg_vec_push(c->a, c->attrs, at);
 }
 
-void dot_set(DotCtx *c, PgStr key, PgStr val, bool quoted, PgLoc loc) {
-  (void)quoted, (void)loc;
+void dot_set(DotCtx *c, PgStr key, PgStr val) {
   DotCluster *cl = current(c);
   if (cl && pg_str_eq(key, "label")) {
     cl->label = val;

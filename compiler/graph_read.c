@@ -860,8 +860,7 @@ void gf_edge(GfCtx *c, PgStr from, PgLoc from_loc, PgStr to, PgLoc to_loc) {
   pg_vec_push(c->a, c->edges, e);
 }
 
-void gf_block_end(GfCtx *c, PgLoc loc) {
-  (void)loc;
+void gf_block_end(GfCtx *c) {
   if (--c->depth > 0) return;
   if (c->block == IN_GRAPH) {
     for (size_t i = 0; i < c->edges.n; i++) {

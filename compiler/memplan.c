@@ -42,8 +42,7 @@ typedef struct {
 
 static bool plannable(const PgBuffer *b) { return b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE; }
 
-static void use(Walk *w, const PgProgram *p, PgBuffer *b) {
-  (void)p;
+static void use(Walk *w, PgBuffer *b) {
   if (!b || !plannable(b)) return;
   Life *l = pg_map_get(w->lives, b->name);
   if (!l->used || w->lo < l->lo) l->lo = w->lo;
@@ -58,33 +57,33 @@ static void use(Walk *w, const PgProgram *p, PgBuffer *b) {
   }
 }
 
-static void use_args(Walk *w, const PgProgram *p, const PgArgs *args) {
+static void use_args(Walk *w, const PgArgs *args) {
   for (size_t i = 0; i < args->n; i++) {
-    if (args->v[i].kind == PG_ARG_PTR) use(w, p, args->v[i].ptr.buf);
-    for (size_t k = 0; k < args->v[i].ptrs.n; k++) use(w, p, args->v[i].ptrs.v[k].buf);
+    if (args->v[i].kind == PG_ARG_PTR) use(w, args->v[i].ptr.buf);
+    for (size_t k = 0; k < args->v[i].ptrs.n; k++) use(w, args->v[i].ptrs.v[k].buf);
   }
 }
 
-static void use_node(Walk *w, const PgProgram *p, const PgNode *n);
+static void use_node(Walk *w, const PgNode *n);
 
-static void use_graph(Walk *w, const PgProgram *p, const PgGraph *g) {
-  for (size_t i = 0; i < g->nodes.n; i++) use_node(w, p, g->nodes.v[i]);
+static void use_graph(Walk *w, const PgGraph *g) {
+  for (size_t i = 0; i < g->nodes.n; i++) use_node(w, g->nodes.v[i]);
 }
 
-static void use_node(Walk *w, const PgProgram *p, const PgNode *n) {
+static void use_node(Walk *w, const PgNode *n) {
   switch (n->kind) {
-  case PG_KERNEL: use_args(w, p, &n->u.kernel.args); break;
-  case PG_LIBCALL: use_args(w, p, &n->u.libcall.args); break;
+  case PG_KERNEL: use_args(w, &n->u.kernel.args); break;
+  case PG_LIBCALL: use_args(w, &n->u.libcall.args); break;
   case PG_MEMCPY:
-    use(w, p, n->u.memcpy.src.buf);
-    use(w, p, n->u.memcpy.dst.buf);
+    use(w, n->u.memcpy.src.buf);
+    use(w, n->u.memcpy.dst.buf);
     break;
-  case PG_MEMSET: use(w, p, n->u.memset.dst.buf); break;
+  case PG_MEMSET: use(w, n->u.memset.dst.buf); break;
   case PG_MEM_ALLOC:
-  case PG_MEM_FREE: use(w, p, n->u.mem.buf); break;
-  case PG_CHILD: use_graph(w, p, n->u.child.body); break;
+  case PG_MEM_FREE: use(w, n->u.mem.buf); break;
+  case PG_CHILD: use_graph(w, n->u.child.body); break;
   case PG_CONDITIONAL:
-    for (size_t b = 0; b < n->u.cond.bodies.n; b++) use_graph(w, p, n->u.cond.bodies.v[b]);
+    for (size_t b = 0; b < n->u.cond.bodies.n; b++) use_graph(w, n->u.cond.bodies.v[b]);
     break;
   default: break;
   }
@@ -199,7 +198,7 @@ void pg_memplan(PgProgram *p) {
     for (size_t k = 0; k < r->nodes.n; k++, pos++) {
       w.lo = whole ? start : pos;
       w.hi = whole ? end : pos;
-      use_node(&w, p, r->nodes.v[k]);
+      use_node(&w, r->nodes.v[k]);
     }
   }
 

@@ -68,8 +68,8 @@ static inline bool pg_str_eq(PgStr a, const char *b) {
 typedef struct DotCtx DotCtx; /* dot_read.c */
 void dot_subgraph_begin(DotCtx *c, const PgStr *id, PgLoc loc);
 void dot_subgraph_end(DotCtx *c);
-void dot_attr(DotCtx *c, PgStr key, PgStr val, bool quoted, PgLoc loc);
-void dot_set(DotCtx *c, PgStr key, PgStr val, bool quoted, PgLoc loc); /* `key = value;` */
+void dot_attr(DotCtx *c, PgStr key, PgStr val, PgLoc loc);
+void dot_set(DotCtx *c, PgStr key, PgStr val); /* `key = value;` */
 void dot_node_stmt(DotCtx *c, PgStr id, PgLoc loc);
 void dot_edge_point(DotCtx *c, PgStr id, PgLoc loc);
 void dot_edge_stmt(DotCtx *c);

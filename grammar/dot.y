@@ -70,8 +70,8 @@ stmt
   : node_stmt semi_opt
   | edge_stmt semi_opt
   | attr_stmt semi_opt
-  | ID '=' ID semi_opt          { dot_set(ctx, $1, $3, false, @1); }
-  | ID '=' STRING semi_opt      { dot_set(ctx, $1, $3, true, @1); }
+  | ID '=' ID semi_opt          { dot_set(ctx, $1, $3); }
+  | ID '=' STRING semi_opt      { dot_set(ctx, $1, $3); }
   | subgraph semi_opt
   | error ';'                   {
                                   yyerrok;
@@ -119,12 +119,12 @@ attrs
   ;
 
 attr
-  : ID '=' ID                   { dot_attr(ctx, $1, $3, false, @1); }
-  | ID '=' STRING               { dot_attr(ctx, $1, $3, true, @1); }
-  | STRING '=' ID              { dot_attr(ctx, $1, $3, false, @1); }
-  | STRING '=' STRING          { dot_attr(ctx, $1, $3, true, @1); }
+  : ID '=' ID                   { dot_attr(ctx, $1, $3, @1); }
+  | ID '=' STRING               { dot_attr(ctx, $1, $3, @1); }
+  | STRING '=' ID              { dot_attr(ctx, $1, $3, @1); }
+  | STRING '=' STRING          { dot_attr(ctx, $1, $3, @1); }
   | ID                          { /* a bare attribute: an empty value, just after it in the source */
-                                  dot_attr(ctx, $1, (PgStr){$1.s + $1.len, 0}, false, @1); }
+                                  dot_attr(ctx, $1, (PgStr){$1.s + $1.len, 0}, @1); }
   ;
 
 sep_opt

@@ -68,7 +68,7 @@ stmts
 stmt
   : words ';'                   { gf_stmt(ctx, $1, false); }
   | words '{'                   { gf_stmt(ctx, $1, true); }
-      stmts '}'                 { gf_block_end(ctx, @4); }
+      stmts '}'                 { gf_block_end(ctx); }
   | NAME ARROW NAME ';'         { gf_edge(ctx, $1, @1, $3, @3); }
   | error ';'                   {
                                   yyerrok;

@@ -1502,13 +1502,13 @@ yyreduce:
     {
   case 14: /* stmt: "identifier" '=' "identifier" semi_opt  */
 #line 73 "grammar/dot.y"
-                                { dot_set(ctx, yyvsp[-3], yyvsp[-1], false, (yylsp[-3])); }
+                                { dot_set(ctx, yyvsp[-3], yyvsp[-1]); }
 #line 1507 "grammar/gen/dot.tab.c"
     break;
 
   case 15: /* stmt: "identifier" '=' "string" semi_opt  */
 #line 74 "grammar/dot.y"
-                                { dot_set(ctx, yyvsp[-3], yyvsp[-1], true, (yylsp[-3])); }
+                                { dot_set(ctx, yyvsp[-3], yyvsp[-1]); }
 #line 1513 "grammar/gen/dot.tab.c"
     break;
 
@@ -1565,32 +1565,32 @@ yyreduce:
 
   case 33: /* attr: "identifier" '=' "identifier"  */
 #line 122 "grammar/dot.y"
-                                { dot_attr(ctx, yyvsp[-2], yyvsp[0], false, (yylsp[-2])); }
+                                { dot_attr(ctx, yyvsp[-2], yyvsp[0], (yylsp[-2])); }
 #line 1570 "grammar/gen/dot.tab.c"
     break;
 
   case 34: /* attr: "identifier" '=' "string"  */
 #line 123 "grammar/dot.y"
-                                { dot_attr(ctx, yyvsp[-2], yyvsp[0], true, (yylsp[-2])); }
+                                { dot_attr(ctx, yyvsp[-2], yyvsp[0], (yylsp[-2])); }
 #line 1576 "grammar/gen/dot.tab.c"
     break;
 
   case 35: /* attr: "string" '=' "identifier"  */
 #line 124 "grammar/dot.y"
-                               { dot_attr(ctx, yyvsp[-2], yyvsp[0], false, (yylsp[-2])); }
+                               { dot_attr(ctx, yyvsp[-2], yyvsp[0], (yylsp[-2])); }
 #line 1582 "grammar/gen/dot.tab.c"
     break;
 
   case 36: /* attr: "string" '=' "string"  */
 #line 125 "grammar/dot.y"
-                               { dot_attr(ctx, yyvsp[-2], yyvsp[0], true, (yylsp[-2])); }
+                               { dot_attr(ctx, yyvsp[-2], yyvsp[0], (yylsp[-2])); }
 #line 1588 "grammar/gen/dot.tab.c"
     break;
 
   case 37: /* attr: "identifier"  */
 #line 126 "grammar/dot.y"
                                 { /* a bare attribute: an empty value, just after it in the source */
-                                  dot_attr(ctx, yyvsp[0], (PgStr){yyvsp[0].s + yyvsp[0].len, 0}, false, (yylsp[0])); }
+                                  dot_attr(ctx, yyvsp[0], (PgStr){yyvsp[0].s + yyvsp[0].len, 0}, (yylsp[0])); }
 #line 1595 "grammar/gen/dot.tab.c"
     break;
 

@@ -1461,7 +1461,7 @@ yyreduce:
 
   case 7: /* stmt: words '{' $@1 stmts '}'  */
 #line 71 "grammar/graph.y"
-                                { gf_block_end(ctx, (yylsp[-1])); }
+                                { gf_block_end(ctx); }
 #line 1466 "grammar/gen/graph.tab.c"
     break;
 
