@@ -65,6 +65,12 @@ static bool fits_c(PgDiag *d, const PgNode *n) {
     if (n->u.mem.buf && n->u.mem.buf->planned) return true;
     pg_error(d, n->loc, "node '%s': the allocation's buffer is not known", n->name);
     return false;
+  case PG_CHILD: return true;
+  case PG_CONDITIONAL:
+    if (n->u.cond.condition) return true;
+    pg_error(d, n->loc, "node '%s': the conditional's condition is not known (declare one with 'condition NAME "
+                        "default N;', name it with 'condition NAME', and pass it to the kernel that sets it)", n->name);
+    return false;
   case PG_HOSTOP:
     if (strcmp(n->u.hostop.op, "sync") == 0) return true;
     pg_error(d, n->loc, "node '%s': host operation '%s' cannot be generated (only 'sync')", n->name, n->u.hostop.op);
@@ -72,6 +78,46 @@ static bool fits_c(PgDiag *d, const PgNode *n) {
   default:
     pg_error(d, n->loc, "node '%s': %s nodes cannot be generated yet", n->name, pg_kinds[n->kind].name);
     return false;
+  }
+}
+
+/* CUDA's rules for what a body may hold. */
+static void fits_body(PgDiag *d, const PgNode *n) {
+  const PgNode *owner = n->graph->owner;
+  if (n->kind == PG_HOSTOP) {
+    pg_error(d, n->loc, "node '%s': a host operation cannot be inside the body of '%s'", n->name, owner->name);
+    return;
+  }
+  if (owner->kind == PG_CONDITIONAL && (n->kind == PG_EVENT_RECORD || n->kind == PG_EVENT_WAIT)) {
+    pg_error(d, n->loc, "node '%s': a conditional body holds no event nodes (CUDA: only kernels, copies, memsets, "
+                        "empty, child and conditional nodes)", n->name);
+    return;
+  }
+  if (n->kind == PG_CONDITIONAL)
+    for (const PgNode *up = owner; up; up = up->graph->owner)
+      if (up->kind == PG_CHILD) {
+        pg_error(d, n->loc, "node '%s': a conditional node cannot be inside a child graph ('%s'); CUDA allows it "
+                            "only in the root graph and in conditional bodies", n->name, up->name);
+        return;
+      }
+}
+
+/* The root node under which n runs (n itself in the root graph). */
+static const PgNode *top_of(const PgNode *n) {
+  while (n->graph->owner) n = n->graph->owner;
+  return n;
+}
+
+/* A kernel that sets a condition must run in the same CUDA graph as the
+ * conditional node: the handle belongs to that graph. */
+static void fits_condition_args(PgDiag *d, const PgProgram *p, const PgNode *n) {
+  for (size_t i = 0; i < n->u.kernel.args.n; i++) {
+    const PgArg *a = &n->u.kernel.args.v[i];
+    if (a->kind != PG_ARG_COND) continue;
+    const PgNode *mine = top_of(n), *theirs = top_of(a->cond->node);
+    if (mine->region != theirs->region || !p->regions.v[mine->region]->graph)
+      pg_error(d, a->loc, "node '%s' sets condition '%s' but does not run in the same CUDA graph as '%s'", n->name,
+               a->cond->name, a->cond->node->name);
   }
 }
 
@@ -87,9 +133,18 @@ int pg_c_check(const PgProgram *p, PgDiag *d) {
     if (m->kind == PG_MOD_LIBRARY)
       pg_error(d, m->loc, "module '%s': kernels inside installed libraries cannot be generated yet", m->name);
   }
-  const PgGraph *g = p->graphs.v[0];
-  for (size_t i = 0; i < g->nodes.n && !pg_too_many_errors(d); i++) fits_c(d, g->nodes.v[i]);
-  if (p->graphs.n > 1) pg_error(d, p->graphs.v[1]->loc, "child and conditional graphs cannot be generated yet");
+  for (size_t gi = 0; gi < p->graphs.n; gi++) {
+    const PgGraph *g = p->graphs.v[gi];
+    for (size_t i = 0; i < g->nodes.n && !pg_too_many_errors(d); i++) {
+      const PgNode *n = g->nodes.v[i];
+      if (!fits_c(d, n)) continue;
+      if (gi > 0) fits_body(d, n);
+      if (gi == 0 && n->kind == PG_CONDITIONAL && !p->regions.v[n->region]->graph)
+        pg_error(d, n->loc, "node '%s': a conditional node runs only inside a CUDA graph, and its region is eager",
+                 n->name);
+      if (n->kind == PG_KERNEL && n->u.kernel.has_args) fits_condition_args(d, p, n);
+    }
+  }
   return d->errors - errors;
 }
 
@@ -99,11 +154,60 @@ typedef struct {
   const PgProgram *p;
   FILE *f;
   const char *name;
-  PgMap *buffers, *kernels, *scalars; /* name -> index + 1 (scalars: per-call slot + 1) */
-  int *node_index; /* by root-graph node index: position in the emitted node table */
+  PgMap *buffers, *kernels, *scalars, *conds; /* name -> index + 1 (scalars: per-call slot + 1) */
+  PgMap *node_at;  /* node name -> position in the node table + 1 */
+  PgMap *body_at;  /* body graph name -> position in the body table + 1 */
+  PG_VEC(const PgNode *) order;  /* the node table: root regions, then bodies */
+  PG_VEC(const PgGraph *) bodies;
+  PG_VEC(int) body_first;        /* where each body's nodes start in `order` */
 } W;
 
 static int idx(PgMap *m, const char *name) { return (int)(intptr_t)pg_map_get(m, name) - 1; }
+static int node_at(const W *w, const PgNode *n) { return idx(w->node_at, n->name); }
+
+/* A body graph's nodes in a valid execution order (Kahn's algorithm, first come
+ * first served, so the order is deterministic). */
+static void push_body(W *w, const PgGraph *g) {
+  PgArena *a = w->p->arena;
+  size_t n = g->nodes.n, head = 0;
+  uint32_t *indeg = pg_arena_alloc(a, (n ? n : 1) * sizeof *indeg);
+  pg_map_put(w->body_at, g->name, (void *)(intptr_t)(w->bodies.n + 1));
+  pg_vec_push(a, w->bodies, g);
+  pg_vec_push(a, w->body_first, (int)w->order.n);
+  size_t start = w->order.n;
+  for (size_t i = 0; i < n; i++) indeg[i] = (uint32_t)g->nodes.v[i]->preds.n;
+  for (size_t i = 0; i < n; i++)
+    if (!indeg[i]) pg_vec_push(a, w->order, g->nodes.v[i]);
+  for (head = start; head < w->order.n; head++) {
+    const PgNode *u = w->order.v[head];
+    for (size_t s = 0; s < u->succs.n; s++)
+      if (--indeg[u->succs.v[s]->index] == 0) pg_vec_push(a, w->order, u->succs.v[s]);
+  }
+  if (w->order.n - start != n) PG_BUG("body graph '%s' has a cycle after verification", g->name);
+  for (size_t i = start; i < w->order.n; i++)
+    pg_map_put(w->node_at, w->order.v[i]->name, (void *)(intptr_t)(i + 1));
+}
+
+/* The node table: the root's nodes region by region, then every body after the
+ * node that owns it (a conditional's bodies one after another). */
+static void plan_tables(W *w) {
+  const PgProgram *p = w->p;
+  PgArena *a = p->arena;
+  w->node_at = pg_map_new(a);
+  w->body_at = pg_map_new(a);
+  for (size_t r = 0; r < p->regions.n; r++)
+    for (size_t k = 0; k < p->regions.v[r]->nodes.n; k++) {
+      const PgNode *n = p->regions.v[r]->nodes.v[k];
+      pg_vec_push(a, w->order, n);
+      pg_map_put(w->node_at, n->name, (void *)(intptr_t)w->order.n);
+    }
+  for (size_t i = 0; i < w->order.n; i++) { /* grows as bodies are added */
+    const PgNode *n = w->order.v[i];
+    if (n->kind == PG_CHILD) push_body(w, n->u.child.body);
+    if (n->kind == PG_CONDITIONAL)
+      for (size_t b = 0; b < n->u.cond.bodies.n; b++) push_body(w, n->u.cond.bodies.v[b]);
+  }
+}
 
 typedef PG_VEC(char *) Strs;
 
@@ -118,7 +222,7 @@ static uint32_t param_bytes(const PgKernel *k) {
 
 static void encode(const char *lit, PgType t, unsigned size, unsigned char *out);
 
-static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs, Strs *scalars) {
+static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs, Strs *scalars, Strs *conds) {
   const PgKernel *k = n->u.kernel.kernel;
   PgArena *a = w->p->arena;
   for (size_t q = 0; q < k->params.n; q++) {
@@ -138,6 +242,9 @@ static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs
                                                  idx(w->scalars, arg->scalar->name)));
       else if (arg->scalar->value)
         encode(arg->scalar->value, pa->type, pa->size, blk + pa->offset);
+      break;
+    case PG_ARG_COND:
+      pg_vec_push(a, *conds, pg_arena_printf(a, "{%" PRIu32 ", %d}", pa->offset, idx(w->conds, arg->cond->name)));
       break;
     case PG_ARG_BYTES:
       for (uint32_t b = 0; b < pa->size && arg->lit[2 * b]; b++) {
@@ -240,8 +347,8 @@ static void emit_kernel_tables(W *w, const PgNode *n, int at) {
   uint32_t bytes = param_bytes(k), size = bytes ? bytes : 1;
   unsigned char *blk = calloc(size, 1);
   if (!blk) PG_BUG("out of memory");
-  Strs relocs = {0}, scalars = {0};
-  kernel_block(w, n, blk, &relocs, &scalars);
+  Strs relocs = {0}, scalars = {0}, conds = {0};
+  kernel_block(w, n, blk, &relocs, &scalars, &conds);
   fprintf(f, "/* node %s: kernel %s <<<{%u, %u, %u}, {%u, %u, %u}, %u>>> */\n", n->name, k->name, n->u.kernel.grid[0],
           n->u.kernel.grid[1], n->u.kernel.grid[2], n->u.kernel.block[0], n->u.kernel.block[1], n->u.kernel.block[2],
           n->u.kernel.smem);
@@ -261,6 +368,11 @@ static void emit_kernel_tables(W *w, const PgNode *n, int at) {
     for (size_t r = 0; r < scalars.n; r++) fprintf(f, "%s%s", r ? ", " : "", scalars.v[r]);
     fputs("};\n", f);
   }
+  if (conds.n) {
+    fprintf(f, "static const pgrt_cond_ref %s_conds_%d[] = {", w->name, at);
+    for (size_t r = 0; r < conds.n; r++) fprintf(f, "%s%s", r ? ", " : "", conds.v[r]);
+    fputs("};\n", f);
+  }
   free(blk);
 }
 
@@ -270,14 +382,21 @@ static int event_index(const PgProgram *p, const PgEvent *e) {
   PG_BUG("event '%s' is not in the program", e->name);
 }
 
-/* Dependencies inside the node's own region (regions run one after another). */
-static size_t deps_in_region(const PgNode *n) {
+/* A dependency the tables keep: inside a body, all of them; in the root graph,
+ * those inside the node's own graph region (regions run one after another, and an
+ * eager region runs in table order). */
+static bool dep_kept(const W *w, const PgNode *pred, const PgNode *n) {
+  if (n->graph != w->p->graphs.v[0]) return true;
+  return pred->region == n->region && w->p->regions.v[n->region]->graph;
+}
+
+static size_t deps_kept(const W *w, const PgNode *n) {
   size_t k = 0;
-  for (size_t q = 0; q < n->preds.n; q++) k += n->preds.v[q]->region == n->region;
+  for (size_t q = 0; q < n->preds.n; q++) k += dep_kept(w, n->preds.v[q], n);
   return k;
 }
 
-static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
+static void emit_node(W *w, const PgNode *n, int at) {
   FILE *f = w->f;
   fprintf(f, "    /* %d: %s", at, n->name);
   if (n->origin) fprintf(f, " (from %s)", n->origin);
@@ -294,10 +413,10 @@ static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
       break;
     }
     unsigned char *blk = calloc(param_bytes(n->u.kernel.kernel) + 1, 1);
-    Strs rel = {0}, sc = {0};
-    kernel_block(w, n, blk, &rel, &sc);
+    Strs rel = {0}, sc = {0}, cr = {0};
+    kernel_block(w, n, blk, &rel, &sc, &cr);
     free(blk);
-    size_t nrel = rel.n, nsc = sc.n;
+    size_t nrel = rel.n, nsc = sc.n, ncr = cr.n;
     fprintf(f, ".kind = PGRT_NODE_KERNEL, .origin = \"%s\", .kernel = %d,\n", n->name,
             idx(w->kernels, n->u.kernel.kernel->name));
     fprintf(f, "     .grid = {%u, %u, %u}, .block = {%u, %u, %u}, .smem = %u,\n", n->u.kernel.grid[0],
@@ -307,6 +426,20 @@ static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
             n->u.kernel.kernel->params.n);
     if (nrel) fprintf(f, ",\n     .relocs = %s_relocs_%d, .reloc_count = %zu", w->name, at, nrel);
     if (nsc) fprintf(f, ",\n     .scalars = %s_scalars_%d, .scalar_count = %zu", w->name, at, nsc);
+    if (ncr) fprintf(f, ",\n     .cond_refs = %s_conds_%d, .cond_ref_count = %zu", w->name, at, ncr);
+    break;
+  }
+  case PG_CHILD:
+    fprintf(f, ".kind = PGRT_NODE_CHILD, .origin = \"%s\", .body = %d, .body_count = 1 /* %s */", n->name,
+            idx(w->body_at, n->u.child.body->name), n->u.child.body->name);
+    break;
+  case PG_CONDITIONAL: {
+    static const char *const types[PG_COND_COUNT] = {"PGRT_COND_IF", "PGRT_COND_WHILE", "PGRT_COND_SWITCH"};
+    fprintf(f, ".kind = PGRT_NODE_CONDITIONAL, .origin = \"%s\", .cond_type = %s, .condition = %d,\n     .body = %d, "
+               ".body_count = %zu /* ", n->name, types[n->u.cond.type], idx(w->conds, n->u.cond.condition->name),
+            idx(w->body_at, n->u.cond.bodies.v[0]->name), n->u.cond.bodies.n);
+    for (size_t b = 0; b < n->u.cond.bodies.n; b++) fprintf(f, "%s%s", b ? ", " : "", n->u.cond.bodies.v[b]->name);
+    fputs(" */", f);
     break;
   }
   case PG_MEMCPY:
@@ -338,16 +471,14 @@ static void emit_node(W *w, const PgNode *n, int at, const PgRegion *r) {
   case PG_HOSTOP: fprintf(f, ".kind = PGRT_NODE_SYNC, .origin = \"%s\"", n->name); break;
   default: PG_BUG("node '%s' passed pg_c_check", n->name);
   }
-  if (r->graph && deps_in_region(n))
-    fprintf(f, ",\n     .deps = %s_deps_%d, .dep_count = %zu", w->name, at, deps_in_region(n));
+  if (deps_kept(w, n)) fprintf(f, ",\n     .deps = %s_deps_%d, .dep_count = %zu", w->name, at, deps_kept(w, n));
   fputs("},\n", f);
 }
 
 /* Kernel nodes whose arguments the caller gives at init. */
-static size_t caller_arg_nodes(const PgProgram *p) {
+static size_t caller_arg_nodes(const W *w) {
   size_t k = 0;
-  const PgGraph *g = p->graphs.v[0];
-  for (size_t i = 0; i < g->nodes.n; i++) k += g->nodes.v[i]->kind == PG_KERNEL && !g->nodes.v[i]->u.kernel.has_args;
+  for (size_t i = 0; i < w->order.n; i++) k += w->order.v[i]->kind == PG_KERNEL && !w->order.v[i]->u.kernel.has_args;
   return k;
 }
 
@@ -383,19 +514,18 @@ static void emit_api(W *w) {
   if (!fields) fputs("  int unused;\n", f);
   fprintf(f, "} %s_weights;\n\n", nm);
   fprintf(f, "enum { %s_ARENA_BYTES = %" PRIu64 " }; /* device memory for intermediates */\n\n", nm, p->mem.arena_bytes);
-  size_t caller = caller_arg_nodes(p);
+  size_t caller = caller_arg_nodes(w);
   if (caller) {
     fprintf(f, "/* The input did not say these kernel nodes' arguments: NAME_init takes, in this order, each\n"
                " * one's kernelParams array (as cuLaunchKernel takes it; kept alive until destroy). */\n");
     fprintf(f, "enum { %s_KERNEL_ARG_NODES = %zu };\n", nm, caller);
     size_t k = 0;
-    for (size_t r = 0; r < p->regions.n; r++)
-      for (size_t q = 0; q < p->regions.v[r]->nodes.n; q++) {
-        const PgNode *n = p->regions.v[r]->nodes.v[q];
-        if (n->kind == PG_KERNEL && !n->u.kernel.has_args)
-          fprintf(f, "/*   [%zu] %s: %.60s%s */\n", k++, n->name, n->u.kernel.kernel->symbol,
-                  strlen(n->u.kernel.kernel->symbol) > 60 ? "..." : "");
-      }
+    for (size_t i = 0; i < w->order.n; i++) {
+      const PgNode *n = w->order.v[i];
+      if (n->kind == PG_KERNEL && !n->u.kernel.has_args)
+        fprintf(f, "/*   [%zu] %s: %.60s%s */\n", k++, n->name, n->u.kernel.kernel->symbol,
+                strlen(n->u.kernel.kernel->symbol) > 60 ? "..." : "");
+    }
     fputc('\n', f);
   }
   fprintf(f, "/* kernel_args: see above (NULL if none); arena: %s_ARENA_BYTES of device memory, or 0 for\n"
@@ -407,7 +537,8 @@ static void emit_api(W *w) {
 }
 
 void pg_emit_h(const PgProgram *p, const char *name, FILE *f) {
-  W w = {p, f, name, NULL, NULL, NULL, NULL};
+  W w = {.p = p, .f = f, .name = name};
+  plan_tables(&w);
   fprintf(f, "/* %s.h -- generated by pgcc %s: the launch program's API. Do not edit. */\n", name, PGCC_VERSION);
   fprintf(f, "#ifndef %s_H\n#define %s_H\n\n#include \"pgrt.h\"\n\n", name, name);
   emit_api(&w);
@@ -415,8 +546,12 @@ void pg_emit_h(const PgProgram *p, const char *name, FILE *f) {
 }
 
 void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f) {
-  W w = {p, f, name, pg_map_new(p->arena), pg_map_new(p->arena), pg_map_new(p->arena), NULL};
+  W w = {.p = p, .f = f, .name = name, .buffers = pg_map_new(p->arena), .kernels = pg_map_new(p->arena),
+         .scalars = pg_map_new(p->arena), .conds = pg_map_new(p->arena)};
   const PgGraph *g = p->graphs.v[0];
+  plan_tables(&w);
+  for (size_t i = 0; i < p->conditions.n; i++)
+    pg_map_put(w.conds, p->conditions.v[i]->name, (void *)(intptr_t)(i + 1));
   for (size_t i = 0; i < p->buffers.n; i++) pg_map_put(w.buffers, p->buffers.v[i]->name, (void *)(intptr_t)(i + 1));
   for (size_t i = 0; i < p->kernels.n; i++) pg_map_put(w.kernels, p->kernels.v[i]->name, (void *)(intptr_t)(i + 1));
   int slot = 0;
@@ -426,8 +561,9 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   for (size_t r = 0; r < p->regions.n; r++) graph_regions += p->regions.v[r]->graph;
 
   fprintf(f, "/*\n * %s.c -- generated by pgcc %s from %s. Do not edit.\n *\n", name, PGCC_VERSION, input);
-  fprintf(f, " * %zu nodes in %zu regions, %zu of them launched as CUDA graphs; build with libpgrt:\n", g->nodes.n,
-          p->regions.n, graph_regions);
+  fprintf(f, " * %zu nodes (%zu of them in child and conditional bodies) in %zu regions, %zu of them\n"
+             " * launched as CUDA graphs; build with libpgrt:\n", w.order.n, w.order.n - g->nodes.n, p->regions.n,
+          graph_regions);
   fprintf(f, " *   cc -c %s.c $(pkg-config --cflags pgrt) && cc ... $(pkg-config --libs pgrt)\n */\n", name);
   fputs("#include \"pgrt.h\"\n\n#include <stdint.h>\n#include <string.h>\n\n", f);
   emit_api(&w);
@@ -473,38 +609,44 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   if (!p->buffers.n) fputs("    {0},\n", f);
   fputs("};\n\n", f);
 
-  /* nodes in schedule order: their tables, then the node table */
-  w.node_index = calloc(g->nodes.n ? g->nodes.n : 1, sizeof *w.node_index);
-  int at = 0;
-  for (size_t r = 0; r < p->regions.n; r++)
-    for (size_t k = 0; k < p->regions.v[r]->nodes.n; k++) w.node_index[p->regions.v[r]->nodes.v[k]->index] = at++;
-  for (size_t r = 0; r < p->regions.n; r++) {
-    const PgRegion *rg = p->regions.v[r];
-    for (size_t k = 0; k < rg->nodes.n; k++) {
-      const PgNode *n = rg->nodes.v[k];
-      int i = w.node_index[n->index];
-      if (n->kind == PG_KERNEL && n->u.kernel.has_args) emit_kernel_tables(&w, n, i);
-      if (rg->graph && deps_in_region(n)) {
-        fprintf(f, "static const int %s_deps_%d[] = {", name, i);
-        bool first = true;
-        for (size_t q = 0; q < n->preds.n; q++)
-          if (n->preds.v[q]->region == n->region) {
-            fprintf(f, "%s%d", first ? "" : ", ", w.node_index[n->preds.v[q]->index]);
-            first = false;
-          }
-        fputs("};\n", f);
-      }
+  /* nodes in table order: their tables, then the node table */
+  for (size_t i = 0; i < w.order.n; i++) {
+    const PgNode *n = w.order.v[i];
+    if (n->kind == PG_KERNEL && n->u.kernel.has_args) emit_kernel_tables(&w, n, (int)i);
+    if (deps_kept(&w, n)) {
+      fprintf(f, "static const int %s_deps_%zu[] = {", name, i);
+      bool first = true;
+      for (size_t q = 0; q < n->preds.n; q++)
+        if (dep_kept(&w, n->preds.v[q], n)) {
+          fprintf(f, "%s%d", first ? "" : ", ", node_at(&w, n->preds.v[q]));
+          first = false;
+        }
+      fputs("};\n", f);
     }
   }
   fprintf(f, "\nstatic const pgrt_node %s_nodes[] = {\n", name);
-  for (size_t r = 0; r < p->regions.n; r++)
-    for (size_t k = 0; k < p->regions.v[r]->nodes.n; k++) {
-      const PgNode *n = p->regions.v[r]->nodes.v[k];
-      emit_node(&w, n, w.node_index[n->index], p->regions.v[r]);
-    }
-  if (!g->nodes.n) fputs("    {0},\n", f);
-  fprintf(f, "};\n\nstatic const pgrt_region %s_regions[] = {\n", name);
-  at = 0;
+  for (size_t i = 0; i < w.order.n; i++) {
+    if (i == (size_t)g->nodes.n && w.bodies.n) fputs("    /* the bodies of child and conditional nodes */\n", f);
+    emit_node(&w, w.order.v[i], (int)i);
+  }
+  if (!w.order.n) fputs("    {0},\n", f);
+  fputs("};\n\n", f);
+  if (w.bodies.n) {
+    fprintf(f, "static const pgrt_body %s_bodies[] = {\n", name);
+    for (size_t b = 0; b < w.bodies.n; b++)
+      fprintf(f, "    {.first = %d, .count = %zu}, /* %zu: graph %s, body of %s */\n", w.body_first.v[b],
+              w.bodies.v[b]->nodes.n, b, w.bodies.v[b]->name, w.bodies.v[b]->owner->name);
+    fputs("};\n\n", f);
+  }
+  if (p->conditions.n) {
+    fprintf(f, "static const pgrt_condition %s_conditions[] = {\n", name);
+    for (size_t k = 0; k < p->conditions.n; k++)
+      fprintf(f, "    {.name = \"%s\", .default_value = %" PRIu32 "}, /* tested by %s */\n", p->conditions.v[k]->name,
+              p->conditions.v[k]->default_value, p->conditions.v[k]->node->name);
+    fputs("};\n\n", f);
+  }
+  fprintf(f, "static const pgrt_region %s_regions[] = {\n", name);
+  int at = 0;
   for (size_t r = 0; r < p->regions.n; r++) {
     const PgRegion *rg = p->regions.v[r];
     fprintf(f, "    {.graph = %d, .first = %d, .count = %zu}, /* %s: %.1f us predicted, %.1f us eager */\n", rg->graph,
@@ -519,11 +661,13 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   fprintf(f, "    .modules = %s_modules, .module_count = %zu,\n", name, p->modules.n);
   fprintf(f, "    .kernels = %s_kernels, .kernel_count = %zu,\n", name, p->kernels.n);
   fprintf(f, "    .buffers = %s_buffers, .buffer_count = %zu,\n", name, p->buffers.n);
-  fprintf(f, "    .nodes = %s_nodes, .node_count = %zu,\n", name, g->nodes.n);
+  fprintf(f, "    .nodes = %s_nodes, .node_count = %zu,\n", name, w.order.n);
   fprintf(f, "    .regions = %s_regions, .region_count = %zu,\n", name, p->regions.n);
+  if (w.bodies.n) fprintf(f, "    .bodies = %s_bodies, .body_count = %zu,\n", name, w.bodies.n);
+  if (p->conditions.n) fprintf(f, "    .conditions = %s_conditions, .condition_count = %zu,\n", name, p->conditions.n);
   fprintf(f, "    .arena_bytes = %" PRIu64 ", .bound_slots = %d, .weight_slots = %d, .scalar_slots = %d,\n",
           p->mem.arena_bytes, bound, weights, slot);
-  fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,\n", caller_arg_nodes(p), p->events.n);
+  fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,\n", caller_arg_nodes(&w), p->events.n);
   fprintf(f, "    .arch = \"%s\",\n};\n\n", p->arch ? p->arch : "");
 
   /* the three functions */
@@ -563,5 +707,4 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   }
   fprintf(f, "  return pgrt_run(ctx, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL", slot ? "scalars" : "NULL");
   fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n", name);
-  free(w.node_index);
 }

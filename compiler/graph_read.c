@@ -44,7 +44,7 @@ struct GfCtx {
   PgGraph *graph;
   PgKernel *kernel;
   PgMap *modules, *kernels, *values, *events, *graphs, *nodes; /* values: buffers and scalars */
-  PgMap *is_scalar;
+  PgMap *is_scalar, *is_cond; /* which of `values` are scalars, which conditions */
   PG_VEC(PendingEdge) edges;
   PG_VEC(PendingBody) bodies;
 };
@@ -262,8 +262,9 @@ static bool ptr_of(GfCtx *c, const GfWord *w, PgPtr *out) {
   }
   PgBuffer *b = lookup(c, c->values, w, "buffer");
   if (!b) return false;
-  if (pg_map_getn(c->is_scalar, w->text.s, w->text.len)) {
-    pg_error(c->d, w->loc, "'%.*s' is a scalar, not a buffer", (int)w->text.len, w->text.s);
+  if (pg_map_getn(c->is_scalar, w->text.s, w->text.len) || pg_map_getn(c->is_cond, w->text.s, w->text.len)) {
+    pg_error(c->d, w->loc, "'%.*s' is a %s, not a buffer", (int)w->text.len, w->text.s,
+             pg_map_getn(c->is_cond, w->text.s, w->text.len) ? "condition" : "scalar");
     return false;
   }
   out->buf = b;
@@ -288,6 +289,11 @@ static bool read_args(GfCtx *c, const GfWord *list, PgArgs *args) {
       a.lit = name_of(c, w);
       break;
     case GF_NAME:
+      if (!word_is(w, "null") && pg_map_getn(c->is_cond, w->text.s, w->text.len)) {
+        a.kind = PG_ARG_COND;
+        a.cond = pg_map_getn(c->values, w->text.s, w->text.len);
+        break;
+      }
       if (!word_is(w, "null") && pg_map_getn(c->is_scalar, w->text.s, w->text.len)) {
         a.kind = PG_ARG_SCALAR;
         a.scalar = pg_map_getn(c->values, w->text.s, w->text.len);
@@ -548,6 +554,19 @@ static void stmt_event(GfCtx *c, const GfWord *name, PgLoc loc) {
   if (declare(c, c->events, name, e, "event")) pg_vec_push(c->a, c->p->events, e);
 }
 
+static void stmt_condition(GfCtx *c, const GfWord *name, PgLoc loc) {
+  static const Spec spec[] = {{"default", A_U64, false}};
+  const GfWord *f[1];
+  if (!read_attrs(c, name->next, "condition", loc, spec, 1, f)) return;
+  PgCondition *k = pg_arena_alloc(c->a, sizeof *k);
+  k->name = name_of(c, name);
+  k->loc = name->loc;
+  if (f[0] && !u32_of(c, f[0], "condition default", &k->default_value)) return;
+  if (!declare(c, c->values, name, k, "buffer, scalar or condition")) return;
+  pg_map_put(c->is_cond, k->name, k);
+  pg_vec_push(c->a, c->p->conditions, k);
+}
+
 static void stmt_graph(GfCtx *c, const GfWord *name, bool block) {
   if (!block) {
     pg_error(c->d, name->loc, "graph '%.*s' needs a body: graph NAME { ... }", (int)name->text.len, name->text.s);
@@ -599,7 +618,8 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
       [PG_EVENT_WAIT] = {{"event", A_NAME, false}},
       [PG_MEM_ALLOC] = {{"buffer", A_NAME, false}},
       [PG_MEM_FREE] = {{"buffer", A_NAME, false}},
-      [PG_CONDITIONAL] = {{"type", A_NAME, true}, {"handle", A_U64, false}, {"bodies", A_LIST, true}},
+      [PG_CONDITIONAL] = {{"type", A_NAME, true}, {"handle", A_U64, false}, {"bodies", A_LIST, true},
+                          {"condition", A_NAME, false}},
       [PG_LIBCALL] = {{"fn", A_STRING, true}, {"args", A_LIST, false}},
       [PG_HOSTOP] = {{"op", A_NAME, true}, {"reason", A_STRING, true}},
       [PG_OPAQUE] = {{"what", A_STRING, true}},
@@ -733,6 +753,21 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
     }
     n->u.cond.type = (PgCondType)t;
     if (f[1]) n->u.cond.has_handle = u64_of(c, f[1], "handle", &n->u.cond.handle);
+    if (f[3]) {
+      if (!pg_map_getn(c->is_cond, f[3]->text.s, f[3]->text.len)) {
+        pg_error(c->d, f[3]->loc, "unknown condition '%.*s' (declare it: 'condition NAME default N;')",
+                 (int)f[3]->text.len, f[3]->text.s);
+        return;
+      }
+      PgCondition *k = pg_map_getn(c->values, f[3]->text.s, f[3]->text.len);
+      if (k->node) {
+        pg_error(c->d, f[3]->loc, "condition '%s' is already tested by node '%s'", k->name, k->node->name);
+        pg_note(c->d, k->node->loc, "'%s' is here", k->node->name);
+        return;
+      }
+      k->node = n;
+      n->u.cond.condition = k;
+    }
     for (const GfWord *w = W(c, f[2]->first); w; w = W(c, w->next)) {
       if (w->kind != GF_NAME) {
         pg_error(c->d, w->loc, "bodies: expected a graph name, found %s", kind_text(w->kind));
@@ -818,7 +853,8 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
     else
       c->p->arch = name_of(c, name);
   } else if (!named && (word_is(kw, "module") || word_is(kw, "kernel") || word_is(kw, "buffer") ||
-                        word_is(kw, "scalar") || word_is(kw, "event") || word_is(kw, "graph"))) {
+                        word_is(kw, "scalar") || word_is(kw, "event") || word_is(kw, "condition") ||
+                        word_is(kw, "graph"))) {
     pg_error(c->d, name ? name->loc : loc, "%.*s needs a name", (int)kw->text.len, kw->text.s);
   } else if (word_is(kw, "graph")) {
     stmt_graph(c, name, opens_block);
@@ -840,6 +876,8 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
     stmt_scalar(c, name, loc);
   } else if (word_is(kw, "event")) {
     stmt_event(c, name, loc);
+  } else if (word_is(kw, "condition")) {
+    stmt_condition(c, name, loc);
   } else if (word_is(kw, "node")) {
     pg_error(c->d, loc, "a node belongs inside a graph block");
   } else {
@@ -897,6 +935,7 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->kernels = pg_map_new(a);
   c->values = pg_map_new(a);
   c->is_scalar = pg_map_new(a);
+  c->is_cond = pg_map_new(a);
   c->events = pg_map_new(a);
   c->graphs = pg_map_new(a);
   c->nodes = pg_map_new(a);

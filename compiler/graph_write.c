@@ -66,6 +66,7 @@ static void put_args(FILE *f, const PgArgs *args) {
     case PG_ARG_FLOAT: fputs(a->lit, f); break;
     case PG_ARG_PTR: put_ptr(f, a->ptr); break;
     case PG_ARG_SCALAR: fputs(a->scalar->name, f); break;
+    case PG_ARG_COND: fputs(a->cond->name, f); break;
     case PG_ARG_BYTES:
       fputc('[', f);
       put_string(f, a->lit);
@@ -135,6 +136,7 @@ static void put_node(FILE *f, const PgNode *n) {
   case PG_CONDITIONAL:
     fprintf(f, " type %s", pg_cond_names[n->u.cond.type]);
     if (n->u.cond.has_handle) fprintf(f, " handle %" PRIu64, n->u.cond.handle);
+    if (n->u.cond.condition) fprintf(f, " condition %s", n->u.cond.condition->name);
     fputs(" bodies [", f);
     for (size_t i = 0; i < n->u.cond.bodies.n; i++)
       fprintf(f, "%s%s", i ? ", " : "", n->u.cond.bodies.v[i]->name);
@@ -252,6 +254,10 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     if (e->has_handle) fprintf(f, " handle 0x%" PRIx64, e->handle);
     fputs(";\n", f);
   }
+
+  if (p->conditions.n) fputc('\n', f);
+  for (size_t i = 0; i < p->conditions.n; i++)
+    fprintf(f, "condition %s default %" PRIu32 ";\n", p->conditions.v[i]->name, p->conditions.v[i]->default_value);
 
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     const PgGraph *g = p->graphs.v[gi];

@@ -221,6 +221,17 @@ typedef struct {
   PgLoc loc;
 } PgEvent;
 
+/* A conditional handle (`condition NAME default N;`): the variable a conditional
+ * node tests.  Kernels take it as a u64 argument and set it on the device
+ * (cudaGraphSetConditional); each launch of the graph starts it at `default`. */
+typedef struct PgNode PgNode;
+typedef struct {
+  const char *name;
+  uint32_t default_value;
+  PgNode *node; /* the conditional node that tests it (the verifier checks: exactly one) */
+  PgLoc loc;
+} PgCondition;
+
 /* A pointer into a buffer: buf + offset.  buf == NULL is the null pointer. */
 typedef struct {
   PgBuffer *buf;
@@ -234,6 +245,7 @@ typedef enum {
   PG_ARG_PTR,    /* buffer + offset, or null */
   PG_ARG_SCALAR, /* a named scalar */
   PG_ARG_BYTES,  /* by-value struct: hex bytes plus a pointer per layout ptr */
+  PG_ARG_COND,   /* a conditional handle (a u64 parameter) */
 } PgArgKind;
 
 typedef struct {
@@ -241,6 +253,7 @@ typedef struct {
   const char *lit;       /* INT, FLOAT: the literal's text; BYTES: the hex string */
   PgPtr ptr;             /* PTR */
   PgScalar *scalar;      /* SCALAR */
+  PgCondition *cond;     /* COND */
   PG_VEC(PgPtr) ptrs;    /* BYTES: one per PgParam.ptrs */
   PgLoc loc;
 } PgArg;
@@ -251,7 +264,6 @@ typedef PG_VEC(PgArg) PgArgs;
 /* Graphs, nodes, edges */
 
 typedef struct PgGraph PgGraph;
-typedef struct PgNode PgNode;
 
 typedef enum { PG_DIR_HTOD, PG_DIR_DTOH, PG_DIR_DTOD, PG_DIR_HTOH, PG_DIR_DEFAULT, PG_DIR_COUNT } PgCopyDir;
 extern const char *const pg_dir_names[PG_DIR_COUNT];
@@ -312,7 +324,8 @@ struct PgNode {
     struct {
       PgCondType type;
       bool has_handle;
-      uint64_t handle;
+      uint64_t handle;         /* captured handle (DOT input) */
+      PgCondition *condition;  /* the handle it tests, when the input declares it */
       PG_VEC(PgGraph *) bodies;
     } cond;
     struct {
@@ -379,6 +392,7 @@ typedef struct {
   PG_VEC(PgBuffer *) buffers;
   PG_VEC(PgScalar *) scalars;
   PG_VEC(PgEvent *) events;
+  PG_VEC(PgCondition *) conditions;
   PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
   PG_VEC(PgRegion *) regions;
   PgMemPlan mem;

@@ -78,6 +78,7 @@ static void check_args(V *v, const PgNode *n) {
     case PG_ARG_PTR: ok = pa->type == PG_T_PTR; break;
     case PG_ARG_SCALAR: ok = a->scalar->type == pa->type; break;
     case PG_ARG_BYTES: ok = pa->type == PG_T_BYTES; break;
+    case PG_ARG_COND: ok = pa->type == PG_T_U64 || pa->type == PG_T_I64; break;
     default: ok = false;
     }
     if (!ok) {
@@ -86,6 +87,14 @@ static void check_args(V *v, const PgNode *n) {
       continue;
     }
     if (a->kind == PG_ARG_PTR) check_ptr(v, a->loc, a->ptr, 0, "argument");
+    if (a->kind == PG_ARG_COND && a->cond->node) { /* the handle lives in the conditional node's graph */
+      const PgGraph *up = n->graph;
+      for (int depth = 0; up && up != a->cond->node->graph && depth <= PG_MAX_NESTING; depth++)
+        up = up->owner ? up->owner->graph : NULL;
+      if (up != a->cond->node->graph)
+        FAIL(v, a->loc, "node '%s' sets condition '%s', but is neither in the graph of its conditional node '%s' "
+                        "nor inside that graph's bodies", n->name, a->cond->name, a->cond->node->name);
+    }
     if (a->kind == PG_ARG_BYTES) {
       size_t hex = 0;
       while (a->lit[hex]) hex++;
@@ -154,6 +163,8 @@ static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
       FAIL(v, n->loc, "conditional node '%s': an %s has at most 2 bodies", n->name, pg_cond_names[n->u.cond.type]);
     for (size_t b = 0; b < n->u.cond.bodies.n; b++)
       if (n->u.cond.bodies.v[b]->owner != n) PG_BUG("conditional '%s' and its bodies disagree", n->name);
+    if (n->u.cond.condition && n->u.cond.condition->node != n)
+      PG_BUG("conditional '%s' and its condition disagree", n->name);
     break;
   default: break;
   }
@@ -242,6 +253,9 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
     if (p->buffers.v[i]->size > (1ull << 40))
       FAIL(&v, p->buffers.v[i]->loc, "buffer '%s' is %" PRIu64 " bytes, more than 1 TiB", p->buffers.v[i]->name,
            p->buffers.v[i]->size);
+  for (size_t i = 0; i < p->conditions.n; i++) /* CUDA: a handle without its node fails to instantiate */
+    if (!p->conditions.v[i]->node)
+      FAIL(&v, p->conditions.v[i]->loc, "condition '%s' is tested by no conditional node", p->conditions.v[i]->name);
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     const PgGraph *g = p->graphs.v[gi];
     if (gi > 0 && !g->owner) PG_BUG("graph '%s' is nobody's body", g->name);

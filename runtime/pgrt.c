@@ -64,7 +64,8 @@ struct pgrt_ctx {
   CUgraph *graphs;          /* per region */
   CUgraphExec *execs;       /* per region; NULL: launched eagerly */
   CUgraphNode *gnodes;      /* per node */
-  char *dirty;              /* per node */
+  int *region_of;           /* per node: the region it runs in (a body's: its owner's) */
+  CUgraphConditionalHandle *conds; /* per condition, created with its region's graph */
   CUevent *events;          /* event_count of them */
   int *movable;             /* the nodes that use a per-call buffer or scalar */
   int movable_count;
@@ -159,6 +160,8 @@ static int fill_params(pgrt_ctx *c, int i, const uint64_t *scalars) {
     CUdeviceptr v = c->addr[n->relocs[r].buffer] + n->relocs[r].offset;
     if (memcmp(p + n->relocs[r].at, &v, sizeof v) != 0) memcpy(p + n->relocs[r].at, &v, sizeof v), changed = 1;
   }
+  for (int k = 0; k < n->cond_ref_count; k++)
+    memcpy(p + n->cond_refs[k].at, &c->conds[n->cond_refs[k].condition], sizeof(CUgraphConditionalHandle));
   for (int s = 0; scalars && s < n->scalar_count; s++) {
     const pgrt_scalar_ref *ref = &n->scalars[s];
     if (memcmp(p + ref->at, &scalars[ref->slot], ref->size) != 0)
@@ -206,13 +209,57 @@ static CUDA_MEMSET_NODE_PARAMS set_params(const pgrt_ctx *c, const pgrt_node *n)
 
 /* ---- init ---- */
 
-static pgrt_status build_graph(pgrt_ctx *c, int r) {
+static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count);
+
+/* A child graph: built in a graph of its own, then moved into its node (not
+ * cloned), so the nodes built here are the ones patched on every call. */
+static pgrt_status add_child(pgrt_ctx *c, CUgraph g, int i, const CUgraphNode *deps, int nd) {
+  const pgrt_node *n = &c->prog->nodes[i];
+  const pgrt_body *b = &c->prog->bodies[n->body];
+  pgrt_status st = PGRT_OK;
+  CUgraph body = NULL;
+  CUgraphNodeParams np;
+  CU(cuGraphCreate(&body, 0), n->origin);
+  if ((st = build_nodes(c, body, b->first, b->count)) != PGRT_OK) goto out;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  np.graph.graph = body;
+  np.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+  CU(cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np), n->origin);
+  body = NULL; /* the parent owns it now */
+out:
+  if (body) cuGraphDestroy(body);
+  return st;
+}
+
+/* A conditional node: CUDA creates its body graphs, which are filled here. */
+static pgrt_status add_conditional(pgrt_ctx *c, CUgraph g, int i, const CUgraphNode *deps, int nd) {
+  const pgrt_node *n = &c->prog->nodes[i];
+  static const CUgraphConditionalNodeType types[] = {CU_GRAPH_COND_TYPE_IF, CU_GRAPH_COND_TYPE_WHILE,
+                                                     CU_GRAPH_COND_TYPE_SWITCH};
+  pgrt_status st = PGRT_OK;
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  np.conditional.handle = c->conds[n->condition];
+  np.conditional.type = types[n->cond_type];
+  np.conditional.size = (unsigned)n->body_count;
+  np.conditional.ctx = c->cu;
+  CU(cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np), n->origin);
+  for (int k = 0; k < n->body_count; k++) {
+    const pgrt_body *b = &c->prog->bodies[n->body + k];
+    if ((st = build_nodes(c, np.conditional.phGraph_out[k], b->first, b->count)) != PGRT_OK) goto out;
+  }
+out:
+  return st;
+}
+
+/* Adds nodes[first .. first+count) to graph g, with explicit cuGraphAdd*Node calls. */
+static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
   const pgrt_program *pr = c->prog;
-  const pgrt_region *rg = &pr->regions[r];
   pgrt_status st = PGRT_OK;
   CUgraphNode deps[64];
-  CU(cuGraphCreate(&c->graphs[r], 0), "a graph region");
-  for (int i = rg->first; i < rg->first + rg->count; i++) {
+  for (int i = first; i < first + count; i++) {
     const pgrt_node *n = &pr->nodes[i];
     int nd = 0;
     if (n->dep_count > 64) return fail(PGRT_ERR_ARGUMENT, "node '%s' has more than 64 dependencies", n->origin);
@@ -220,38 +267,66 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
     switch (n->kind) {
     case PGRT_NODE_KERNEL: {
       CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
-      CU(cuGraphAddKernelNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, &kp), n->origin);
+      CU(cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
       break;
     }
     case PGRT_NODE_MEMCPY: {
       CUDA_MEMCPY3D m = copy_params(c, n);
-      CU(cuGraphAddMemcpyNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, &m, c->cu), n->origin);
+      CU(cuGraphAddMemcpyNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
       break;
     }
     case PGRT_NODE_MEMSET: {
       CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
-      CU(cuGraphAddMemsetNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, &m, c->cu), n->origin);
+      CU(cuGraphAddMemsetNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
       break;
     }
-    case PGRT_NODE_EMPTY:
-      CU(cuGraphAddEmptyNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd), n->origin);
-      break;
+    case PGRT_NODE_EMPTY: CU(cuGraphAddEmptyNode(&c->gnodes[i], g, deps, (size_t)nd), n->origin); break;
     case PGRT_NODE_SYNC: return fail(PGRT_ERR_ARGUMENT, "node '%s': a synchronization cannot be in a graph", n->origin);
     case PGRT_NODE_EVENT_RECORD:
-      CU(cuGraphAddEventRecordNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, c->events[n->event]), n->origin);
+      CU(cuGraphAddEventRecordNode(&c->gnodes[i], g, deps, (size_t)nd, c->events[n->event]), n->origin);
       break;
     case PGRT_NODE_EVENT_WAIT:
-      CU(cuGraphAddEventWaitNode(&c->gnodes[i], c->graphs[r], deps, (size_t)nd, c->events[n->event]), n->origin);
+      CU(cuGraphAddEventWaitNode(&c->gnodes[i], g, deps, (size_t)nd, c->events[n->event]), n->origin);
+      break;
+    case PGRT_NODE_CHILD:
+      if ((st = add_child(c, g, i, deps, nd)) != PGRT_OK) goto out;
+      break;
+    case PGRT_NODE_CONDITIONAL:
+      if ((st = add_conditional(c, g, i, deps, nd)) != PGRT_OK) goto out;
       break;
     }
   }
+out:
+  return st;
+}
+
+/* Does region r hold a conditional node (which cannot run eagerly)? */
+static int has_conditional(const pgrt_ctx *c, int r) {
+  for (int i = 0; i < c->prog->node_count; i++)
+    if (c->region_of[i] == r && c->prog->nodes[i].kind == PGRT_NODE_CONDITIONAL) return 1;
+  return 0;
+}
+
+static pgrt_status build_graph(pgrt_ctx *c, int r) {
+  const pgrt_program *pr = c->prog;
+  const pgrt_region *rg = &pr->regions[r];
+  pgrt_status st = PGRT_OK;
+  if ((st = build_nodes(c, c->graphs[r], rg->first, rg->count)) != PGRT_OK) goto out;
   /* PGRT_FAULT=instantiate makes every instantiation fail: how the tests reach the
    * eager fallback (tests/gpu/faults/) */
   const char *fault = getenv("PGRT_FAULT");
-  if ((fault && strcmp(fault, "instantiate") == 0) || cuGraphInstantiate(&c->execs[r], c->graphs[r], 0) != CUDA_SUCCESS) {
-    fprintf(stderr, "pgrt: warning: graph region %d of '%s' does not instantiate; it runs eagerly\n", r, pr->name);
+  CUresult ir = fault && strcmp(fault, "instantiate") == 0 ? CUDA_ERROR_NOT_SUPPORTED
+                                                           : cuGraphInstantiate(&c->execs[r], c->graphs[r], 0);
+  if (ir != CUDA_SUCCESS) {
     if (c->execs[r]) cuGraphExecDestroy(c->execs[r]);
     c->execs[r] = NULL;
+    if (has_conditional(c, r)) {
+      const char *s = "?";
+      cuGetErrorString(ir, &s);
+      return fail(PGRT_ERR_CUDA, "graph region %d of '%s' does not instantiate (%s), and its conditional nodes cannot "
+                                 "run eagerly", r, pr->name, s);
+    }
+    fprintf(stderr, "pgrt: warning: graph region %d of '%s' does not instantiate; it runs eagerly\n", r, pr->name);
     return PGRT_OK;
   }
   CU(cuGraphUpload(c->execs[r], 0), "a graph region");
@@ -284,10 +359,11 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   c->graphs = zalloc(sizeof *c->graphs * (size_t)pr->region_count);
   c->execs = zalloc(sizeof *c->execs * (size_t)pr->region_count);
   c->gnodes = zalloc(sizeof *c->gnodes * (size_t)pr->node_count);
-  c->dirty = zalloc((size_t)pr->node_count);
   c->events = zalloc(sizeof *c->events * (size_t)pr->event_count);
+  c->region_of = zalloc(sizeof *c->region_of * (size_t)pr->node_count);
+  c->conds = zalloc(sizeof *c->conds * (size_t)pr->condition_count);
   if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
-      !c->graphs || !c->execs || !c->gnodes || !c->dirty || !c->events) {
+      !c->graphs || !c->execs || !c->gnodes || !c->events || !c->region_of || !c->conds) {
     st = fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
@@ -298,6 +374,32 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   }
   if ((st = load_modules(c)) != PGRT_OK) goto out;
   for (int e = 0; e < pr->event_count; e++) CU(cuEventCreate(&c->events[e], CU_EVENT_DISABLE_TIMING), "an event");
+
+  /* which region each node runs in: bodies follow the nodes that own them */
+  for (int r = 0; r < pr->region_count; r++)
+    for (int i = pr->regions[r].first; i < pr->regions[r].first + pr->regions[r].count; i++) c->region_of[i] = r;
+  for (int i = 0; i < pr->node_count; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    if (n->kind != PGRT_NODE_CHILD && n->kind != PGRT_NODE_CONDITIONAL) continue;
+    for (int b = n->body; b < n->body + n->body_count; b++)
+      for (int j = pr->bodies[b].first; j < pr->bodies[b].first + pr->bodies[b].count; j++)
+        c->region_of[j] = c->region_of[i];
+  }
+  /* graph regions' graphs, and the conditional handles that belong to them, before
+   * any parameter block is filled (kernels take the handles as arguments) */
+  for (int r = 0; r < pr->region_count; r++)
+    if (pr->regions[r].graph) CU(cuGraphCreate(&c->graphs[r], 0), "a graph region");
+  for (int i = 0; i < pr->node_count; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    if (n->kind != PGRT_NODE_CONDITIONAL) continue;
+    if (!c->graphs[c->region_of[i]]) {
+      st = fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node must be in a graph region", n->origin);
+      goto out;
+    }
+    CU(cuGraphConditionalHandleCreate(&c->conds[n->condition], c->graphs[c->region_of[i]], c->cu,
+                                      pr->conditions[n->condition].default_value, CU_GRAPH_COND_ASSIGN_DEFAULT),
+       n->origin);
+  }
 
   /* buffers: per-call ones sit on a placeholder until the first call */
   uint64_t bound_max = 1;
@@ -364,6 +466,8 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
 
   for (int r = 0; r < pr->region_count; r++)
     if (pr->regions[r].graph && (st = build_graph(c, r)) != PGRT_OK) goto out;
+  for (int r = 0; r < pr->region_count; r++) /* regions that fell back to eager launch keep no graph */
+    if (c->graphs[r] && !c->execs[r]) cuGraphDestroy(c->graphs[r]), c->graphs[r] = NULL;
   CU(cuCtxSynchronize(), "init");
 out:
   if (st != PGRT_OK) {
@@ -401,6 +505,14 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
   case PGRT_NODE_SYNC: CU(cuStreamSynchronize(s), n->origin); break;
   case PGRT_NODE_EVENT_RECORD: CU(cuEventRecord(c->events[n->event], s), n->origin); break;
   case PGRT_NODE_EVENT_WAIT: CU(cuStreamWaitEvent(s, c->events[n->event], 0), n->origin); break;
+  case PGRT_NODE_CHILD: {
+    const pgrt_body *b = &c->prog->bodies[n->body];
+    for (int j = b->first; j < b->first + b->count; j++)
+      if ((st = launch_eager(c, j, s)) != PGRT_OK) goto out;
+    break;
+  }
+  case PGRT_NODE_CONDITIONAL:
+    return fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node cannot run eagerly", n->origin);
   }
   c->stats.eager_nodes++;
 out:
@@ -430,7 +542,9 @@ static pgrt_status patch(pgrt_ctx *c, int r, int i) {
   case PGRT_NODE_EMPTY:
   case PGRT_NODE_SYNC:
   case PGRT_NODE_EVENT_RECORD:
-  case PGRT_NODE_EVENT_WAIT: break;
+  case PGRT_NODE_EVENT_WAIT:
+  case PGRT_NODE_CHILD:
+  case PGRT_NODE_CONDITIONAL: break;
   }
   c->stats.nodes_patched++;
 out:
@@ -455,21 +569,18 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   }
   for (int k = 0; k < pr->scalar_slots; k++)
     if (c->scalar_prev[k] != scalars[k] || c->calls == 0) c->scalar_prev[k] = scalars[k], any = 1;
-  if (any) /* kernels: did their bytes change; copies and memsets: patched whenever anything moved */
-    for (int m = 0; m < c->movable_count; m++) {
-      int i = c->movable[m];
-      c->dirty[i] = pr->nodes[i].kind == PGRT_NODE_KERNEL ? (char)fill_params(c, i, scalars) : 1;
-    }
+  /* kernels: did their bytes change; copies and memsets: patched whenever anything
+   * moved.  Nodes in graphs are patched there (inside bodies too); eager ones read
+   * their parameters when launched. */
+  for (int m = 0; any && m < c->movable_count; m++) {
+    int i = c->movable[m], r = c->region_of[i];
+    int dirty = pr->nodes[i].kind == PGRT_NODE_KERNEL ? fill_params(c, i, scalars) : 1;
+    if (dirty && c->execs[r] && (st = patch(c, r, i)) != PGRT_OK) return st;
+  }
 
   for (int r = 0; r < pr->region_count; r++) {
     const pgrt_region *rg = &pr->regions[r];
     if (c->execs[r]) {
-      if (any)
-        for (int i = rg->first; i < rg->first + rg->count; i++)
-          if (c->dirty[i]) {
-            c->dirty[i] = 0;
-            if ((st = patch(c, r, i)) != PGRT_OK) return st;
-          }
       CU(cuGraphLaunch(c->execs[r], s), "a graph region");
       c->stats.graphs_launched++;
     } else {
@@ -514,7 +625,8 @@ void pgrt_destroy(pgrt_ctx **pc) {
   if (c->own_arena && c->arena) cuMemFree(c->arena);
   if (c->placeholder) cuMemFree(c->placeholder);
   free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
-  free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->dirty), free(c->movable), free(c->events);
+  free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->movable), free(c->events);
+  free(c->region_of), free(c->conds);
   free(c);
   *pc = NULL;
 }

@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 1 /* the table layout below; generated code checks it */
+#define PGRT_VERSION 2 /* the table layout below; generated code checks it */
 
 typedef enum {
   PGRT_OK = 0,
@@ -82,6 +82,28 @@ typedef struct {
   int slot; /* index into the caller's scalar array (each 8 bytes, low bytes used) */
 } pgrt_scalar_ref;
 
+/* A conditional handle written into a node's parameters at `at` (a kernel that
+ * sets the condition with cudaGraphSetConditional). */
+typedef struct {
+  uint32_t at;
+  int condition;
+} pgrt_cond_ref;
+
+/* A conditional node's handle; libpgrt creates it on the node's graph, and every
+ * launch of that graph starts it at default_value. */
+typedef struct {
+  const char *name;
+  unsigned default_value;
+} pgrt_condition;
+
+typedef enum { PGRT_COND_IF, PGRT_COND_WHILE, PGRT_COND_SWITCH } pgrt_cond_type;
+
+/* The nodes of a child graph or of a conditional body: nodes[first .. first+count),
+ * in execution order; their deps are indices of nodes of the same body. */
+typedef struct {
+  int first, count;
+} pgrt_body;
+
 /* SYNC (eager regions only): the host waits for the stream, e.g. before reading a
  * result on the CPU. */
 /* EVENT_RECORD, EVENT_WAIT: on event `event` (libpgrt creates event_count of them). */
@@ -93,6 +115,8 @@ typedef enum {
   PGRT_NODE_SYNC,
   PGRT_NODE_EVENT_RECORD,
   PGRT_NODE_EVENT_WAIT,
+  PGRT_NODE_CHILD,       /* runs body `body` */
+  PGRT_NODE_CONDITIONAL, /* runs bodies body .. body+body_count-1 as `condition` says */
 } pgrt_node_kind;
 
 typedef struct {
@@ -110,6 +134,8 @@ typedef struct {
   int reloc_count;
   const pgrt_scalar_ref *scalars;
   int scalar_count;
+  const pgrt_cond_ref *cond_refs;
+  int cond_ref_count;
   /* memcpy: src -> dst, bytes (either may be pinned host memory: unified
    * addressing);  memset: dst, value, elem, bytes */
   int src, dst;
@@ -117,7 +143,12 @@ typedef struct {
   uint32_t value, elem;
   /* event record / wait */
   int event;
-  /* dependencies: indices of nodes of the same region */
+  /* child, conditional: bodies[body .. body+body_count); conditional: its type and
+   * its handle, conditions[condition] */
+  int body, body_count;
+  pgrt_cond_type cond_type;
+  int condition;
+  /* dependencies: indices of nodes of the same region (or body) */
   const int *deps;
   int dep_count;
 } pgrt_node;
@@ -126,6 +157,9 @@ typedef struct {
   int graph; /* 1: launch as a CUDA graph; 0: eagerly */
   int first, count; /* nodes[first .. first+count), in execution order */
 } pgrt_region;
+
+/* The node table holds the root graph's nodes region by region, then the nodes of
+ * every body, each body's nodes together; a body comes after the node that owns it. */
 
 typedef struct {
   int version; /* PGRT_VERSION */
@@ -140,6 +174,10 @@ typedef struct {
   int node_count;
   const pgrt_region *regions;
   int region_count;
+  const pgrt_body *bodies;
+  int body_count;
+  const pgrt_condition *conditions;
+  int condition_count;
   uint64_t arena_bytes;
   int bound_slots, weight_slots, scalar_slots;
   int caller_arg_nodes; /* kernel nodes whose arguments the caller gives at init */

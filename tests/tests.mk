@@ -101,7 +101,7 @@ check-valgrind: $(B)/pgcc
 # Generated C compiles warning-free with gcc and clang (-std=c11 -pedantic -Werror)
 # and links against libpgrt and the CUDA driver's stub; the same input gives the
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
-CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph $(wildcard tests/corpus/torch/*.dot)
+CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph $(wildcard tests/corpus/torch/*.dot)
 check-codegen: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: generated C not compiled"; exit 0; fi; \
 	$(MAKE) --no-print-directory runtime >/dev/null && mkdir -p $(B)/gen && \

@@ -30,22 +30,24 @@ static char *diagnostic_lines(const char *err, const char *input) {
   return out;
 }
 
-START_TEST(every_malformed_input_is_diagnosed) {
-  DIR *dir = opendir("tests/malformed");
+/* For each DIR/X.err: pgcc ARG X exits 1, prints nothing on stdout and exactly the
+ * diagnostic lines of X.err on stderr.  Returns how many cases there were. */
+static int check_dir(const char *dirname, const char *arg) {
+  DIR *dir = opendir(dirname);
   ck_assert_ptr_nonnull(dir);
   int cases = 0;
   for (struct dirent *e; (e = readdir(dir));) {
     size_t len = strlen(e->d_name);
     if (len < 5 || strcmp(e->d_name + len - 4, ".err") != 0) continue;
     char input[512], errfile[512];
-    snprintf(input, sizeof input, "tests/malformed/%.*s", (int)(len - 4), e->d_name);
-    snprintf(errfile, sizeof errfile, "tests/malformed/%s", e->d_name);
+    snprintf(input, sizeof input, "%s/%.*s", dirname, (int)(len - 4), e->d_name);
+    snprintf(errfile, sizeof errfile, "%s/%s", dirname, e->d_name);
     char *want = slurp(errfile, NULL);
     ck_assert_ptr_nonnull(want);
     ck_assert_msg(strlen(want) > 0, "%s is empty", errfile);
-    Run r = run_pgcc("--stats", input, NULL);
+    Run r = run_pgcc(arg, input, NULL);
     ck_assert_msg(r.status == 1, "%s: exit %d", input, r.status);
-    ck_assert_msg(strlen(r.out) == 0, "%s: printed stats despite errors", input);
+    ck_assert_msg(strlen(r.out) == 0, "%s: printed output despite errors", input);
     char *got = diagnostic_lines(r.err, input);
     ck_assert_msg(strcmp(got, want) == 0, "%s:\nwanted:\n%sgot:\n%s", input, want, r.err);
     free(got);
@@ -54,8 +56,15 @@ START_TEST(every_malformed_input_is_diagnosed) {
     cases++;
   }
   closedir(dir);
-  ck_assert_int_ge(cases, 20);
+  return cases;
 }
+
+START_TEST(every_malformed_input_is_diagnosed) { ck_assert_int_ge(check_dir("tests/malformed", "--stats"), 20); }
+END_TEST
+
+/* Programs that are valid but cannot become C (CUDA's rules for bodies and
+ * conditions): located errors from the C generator, no output. */
+START_TEST(every_program_c_cannot_express_is_diagnosed) { ck_assert_int_ge(check_dir("tests/malformed_c", "--emit=c"), 5); }
 END_TEST
 
 START_TEST(every_malformed_input_has_expectations) {
@@ -125,6 +134,7 @@ Suite *malformed_suite(void) {
   Suite *s = suite_create("malformed");
   TCase *t = tcase_create("malformed");
   tcase_add_test(t, every_malformed_input_is_diagnosed);
+  tcase_add_test(t, every_program_c_cannot_express_is_diagnosed);
   tcase_add_test(t, every_malformed_input_has_expectations);
   tcase_add_test(t, unreadable_file);
   tcase_add_test(t, no_partial_output_on_error);

@@ -16,5 +16,11 @@ build/faults/faults
 echo "== eager fallback: every graph region fails to instantiate"
 bash tests/gpu/run_codegen.sh >/dev/null 2>&1 || true   # builds build/gpu/chain
 PGRT_FAULT=instantiate build/gpu/chain build/gpu 2>&1 | grep -E "warning|PASS|FAIL|call 0"
-echo "== compute-sanitizer memcheck"
-compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 build/gpu/chain build/gpu 2>&1 | grep -E "ERROR SUMMARY|PASS|FAIL"
+echo "== a region with conditional nodes cannot fall back: init fails, with the reason"
+PGRT_FAULT=instantiate build/gpu/loops build/gpu 2>&1 | grep -E "failed|PASS|FAIL" || true
+for t in chain loops; do
+  echo "== compute-sanitizer memcheck: $t"
+  compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 build/gpu/$t build/gpu 2>&1 | grep -E "ERROR SUMMARY|PASS|FAIL"
+  echo "== compute-sanitizer racecheck: $t"
+  compute-sanitizer --tool racecheck --error-exitcode 9 build/gpu/$t build/gpu 2>&1 | grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASS|FAIL"
+done

@@ -94,6 +94,18 @@ START_TEST(c_emission) {
   r = run_pgcc("--name=9lives", "examples/saxpy.graph", NULL);
   ck_assert_int_eq(r.status, 2);
   run_free(&r);
+  /* child graphs and conditional nodes: their bodies follow the root's nodes, the
+   * kernels that set a condition carry its handle */
+  r = run_pgcc("tests/gpu/codegen/loops.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "{.kind = PGRT_NODE_CHILD, .origin = \"feat\", .body = 0, .body_count = 1"));
+  ck_assert_ptr_nonnull(strstr(r.out, ".kind = PGRT_NODE_CONDITIONAL, .origin = \"branch\", .cond_type = PGRT_COND_IF, "
+                                      ".condition = 1,\n     .body = 2, .body_count = 2 /* double, negate */"));
+  ck_assert_ptr_nonnull(strstr(r.out, "static const pgrt_cond_ref loops_conds_4[] = {{8, 1}};"));
+  ck_assert_ptr_nonnull(strstr(r.out, "{.first = 6, .count = 2}, /* 0: graph features, body of feat */"));
+  ck_assert_ptr_nonnull(strstr(r.out, "{.name = \"more\", .default_value = 1}, /* tested by loop */"));
+  ck_assert_ptr_nonnull(strstr(r.out, ".nodes = loops_nodes, .node_count = 12,"));
+  run_free(&r);
   /* DOT input without launch dimensions: located errors, no output */
   r = run_pgcc("tests/corpus/cuda/allkinds_default.dot", NULL);
   ck_assert_int_eq(r.status, 1);

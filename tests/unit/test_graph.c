@@ -137,6 +137,77 @@ START_TEST(statement_errors) {
 }
 END_TEST
 
+/* Conditions: declared, tested by one conditional node, passed to kernels as u64;
+ * written back as read. */
+static const char *const COND_PROGRAM =
+    "pgcc 1;\n"
+    "kernel setc symbol \"setc\" {\n  param 0 8 u64;\n  param 8 4 u32;\n}\n"
+    "condition more default 1;\n"
+    "graph main {\n"
+    "  node s kernel setc grid [1] block [1] smem 0 args [more, 3];\n"
+    "  node loop conditional type while condition more bodies [body];\n"
+    "  s -> loop;\n"
+    "}\n"
+    "graph body {\n"
+    "  node again kernel setc grid [1] block [1] smem 0 args [more, 0];\n"
+    "}\n";
+
+START_TEST(conditions_read_and_write) {
+  Parsed *p = parse_text("c.graph", COND_PROGRAM);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  ck_assert_uint_eq(p->prog->conditions.n, 1);
+  PgCondition *k = p->prog->conditions.v[0];
+  ck_assert_uint_eq(k->default_value, 1);
+  ck_assert_ptr_eq(k->node, find_node(p->prog, "loop"));
+  ck_assert_ptr_eq(find_node(p->prog, "loop")->u.cond.condition, k);
+  PgNode *again = find_node(p->prog, "again");
+  ck_assert_int_eq(again->u.kernel.args.v[0].kind, PG_ARG_COND);
+  ck_assert_ptr_eq(again->u.kernel.args.v[0].cond, k);
+  char *text = graph_text(p->prog);
+  ck_assert_ptr_nonnull(strstr(text, "condition more default 1;\n"));
+  ck_assert_ptr_nonnull(strstr(text, "node loop conditional type while condition more bodies [body];"));
+  ck_assert_ptr_nonnull(strstr(text, "args [more, 0]"));
+  Parsed *q = parse_text("again.graph", text); /* and reads back to the same text */
+  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
+  char *again_text = graph_text(q->prog);
+  ck_assert_str_eq(text, again_text);
+  free(text), free(again_text);
+  parsed_free(q);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(condition_errors) {
+  expect_error("pgcc 1;\ncondition c default 1;\ngraph g { node n empty; }\n",
+               "e.graph:2:11: error: condition 'c' is tested by no conditional node");
+  expect_error("pgcc 1;\ngraph g { node n conditional type if condition c bodies [b]; }\ngraph b { node e empty; }\n",
+               "e.graph:2:48: error: unknown condition 'c'");
+  expect_error("pgcc 1;\ncondition c;\ngraph g {\n  node n conditional type if condition c bodies [b];\n"
+               "  node m conditional type if condition c bodies [d];\n}\ngraph b { node e empty; }\n"
+               "graph d { node f empty; }\n",
+               "e.graph:5:40: error: condition 'c' is already tested by node 'n'");
+  expect_error("pgcc 1;\nbuffer c size 4;\ncondition c;\ngraph g { node n empty; }\n",
+               "e.graph:3:11: error: buffer, scalar or condition 'c' is already declared");
+  /* a condition is a u64 argument, not a pointer */
+  expect_error("pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; }\ncondition c;\n"
+               "graph g {\n  node s kernel k grid [1] block [1] args [c];\n"
+               "  node n conditional type if condition c bodies [b];\n}\ngraph b { node e empty; }\n",
+               "e.graph:5:44: error: argument 0 of node 's' does not fit parameter 0 of kernel 'k' (ptr, 8 bytes)");
+  /* the handle belongs to the conditional's graph: a kernel elsewhere cannot set it */
+  expect_error("pgcc 1;\nkernel k symbol \"k\" { param 0 8 u64; }\ncondition c;\n"
+               "graph g {\n  node n conditional type if condition c bodies [b];\n  node w child body x;\n}\n"
+               "graph b { node e empty; }\ngraph x {\n  node i conditional type if condition d bodies [y];\n}\n"
+               "graph y { node s kernel k grid [1] block [1] args [c]; }\ncondition d;\n",
+               "unknown condition 'd'");
+  expect_error("pgcc 1;\nkernel k symbol \"k\" { param 0 8 u64; }\ncondition c;\ncondition d;\n"
+               "graph g {\n  node s kernel k grid [1] block [1] args [c];\n"
+               "  node m conditional type if condition d bodies [y];\n}\n"
+               "graph y { node n conditional type while condition c bodies [b]; }\ngraph b { node e empty; }\n",
+               "e.graph:6:44: error: node 's' sets condition 'c', but is neither in the graph of its conditional "
+               "node 'n' nor inside that graph's bodies");
+}
+END_TEST
+
 Suite *graph_suite(void) {
   Suite *s = suite_create("graph");
   TCase *t = tcase_create("graph");
@@ -144,6 +215,8 @@ Suite *graph_suite(void) {
   tcase_add_test(t, write_read_write_is_a_fixed_point);
   tcase_add_test(t, bodies_may_come_later_edges_anywhere);
   tcase_add_test(t, statement_errors);
+  tcase_add_test(t, conditions_read_and_write);
+  tcase_add_test(t, condition_errors);
   suite_add_tcase(s, t);
   return s;
 }
