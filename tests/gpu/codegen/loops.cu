@@ -1,6 +1,13 @@
 // Kernels of the child-graph and conditional-node test program (loops.graph),
 // compiled by libpgrt with NVRTC at init.  Two of them set a conditional node's
 // condition on the device: its handle is their last argument.
+
+#ifdef __CUDACC_RTC__
+// NVRTC does not declare the device runtime; this is cuda_device_runtime_api.h's
+// declaration (the compiler knows the function: nothing is linked).
+extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(unsigned long long handle,
+                                                                                    unsigned int value);
+#endif
 extern "C" __global__ void mul(int n, const float *x, const float *w, float *y) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = x[i] * w[i];
