@@ -159,7 +159,7 @@ START_TEST(round_trips_are_fixed_points) {
     }
     closedir(dir);
   }
-  ck_assert_int_eq(files, 22);
+  ck_assert_int_eq(files, 23);
 }
 END_TEST
 
@@ -190,6 +190,39 @@ START_TEST(driver_built_memcpy_records) {
 }
 END_TEST
 
+/* A graph libpgrt built (tests/gpu/codegen/loops.graph, on an H100): a child graph
+ * and two conditional nodes, as the driver prints them, read back with their bodies. */
+START_TEST(driver_built_child_and_conditional_nodes) {
+  char *text = slurp("tests/corpus/pgrt/loops_region0.dot", NULL);
+  Parsed *p = parse_text("loops.dot", text);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  int child = 0, whiles = 0, ifs = 0;
+  const PgGraph *root = p->prog->graphs.v[0];
+  for (size_t i = 0; i < root->nodes.n; i++) {
+    const PgNode *n = root->nodes.v[i];
+    if (n->kind == PG_CHILD) {
+      child++;
+      ck_assert_uint_eq(n->u.child.body->nodes.n, 2);
+    }
+    if (n->kind == PG_CONDITIONAL && n->u.cond.type == PG_COND_WHILE) {
+      whiles++;
+      ck_assert_uint_eq(n->u.cond.bodies.n, 1);
+      ck_assert_uint_eq(n->u.cond.bodies.v[0]->nodes.n, 2);
+    }
+    if (n->kind == PG_CONDITIONAL && n->u.cond.type == PG_COND_IF) {
+      ifs++;
+      ck_assert_uint_eq(n->u.cond.bodies.n, 2);
+    }
+  }
+  ck_assert_int_eq(child, 1);
+  ck_assert_int_eq(whiles, 1);
+  ck_assert_int_eq(ifs, 1);
+  ck_assert_uint_eq(p->prog->graphs.n, 5);
+  parsed_free(p);
+  free(text);
+}
+END_TEST
+
 Suite *corpus_suite(void) {
   Suite *s = suite_create("corpus");
   TCase *t = tcase_create("corpus");
@@ -198,6 +231,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, cuda_allkinds_under_every_flag);
   tcase_add_test(t, round_trips_are_fixed_points);
   tcase_add_test(t, verbose_dump_golden_graph);
+  tcase_add_test(t, driver_built_child_and_conditional_nodes);
   tcase_add_test(t, driver_built_memcpy_records);
   suite_add_tcase(s, t);
   return s;
