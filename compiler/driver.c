@@ -38,6 +38,7 @@ typedef struct {
   const char *name; /* --name: the generated API's prefix */
   const char *modules[64]; /* --module: code to find kernels in by name */
   int nmodules;
+  const char *arch; /* --arch: the target, for input that names none */
 } Options;
 
 /* --time-passes: seconds since the last mark, printed per pass */
@@ -69,6 +70,8 @@ static const char usage_text[] =
     "  --name=NAME        prefix of the generated API (default: the input's name)\n"
     "  --module=FILE      a .cubin, .fatbin, .ptx or .cu file whose kernels the C finds by\n"
     "                     name at init (for kernels the input names no module for)\n"
+    "  --arch=sm_XY       the target architecture, for input that names none (a DOT\n"
+    "                     dump); modules must hold code that runs on it\n"
     "  --report[=FORMAT]  the cost report: text (default) or json\n"
     "  --profile=FILE     machine profile for the cost model (default: built-in H200)\n"
     "  --calls=N          calls to spread graph instantiation over (default 1000)\n"
@@ -97,6 +100,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       {"calls", required_argument, 0, 'c'},  {"time-passes", no_argument, 0, 't'},
       {"name", required_argument, 0, 'n'},   {"module", required_argument, 0, 'M'},
       {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
+      {"arch", required_argument, 0, 'a'},
       {0, 0, 0, 0},
   };
   *o = (Options){.max_errors = 20, .calls = 1000};
@@ -119,6 +123,11 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       else return usage_error(err, "unknown --report format '%s' (expected text or json)", optarg);
       break;
     case 'p': o->profile = optarg; break;
+    case 'a':
+      if (strncmp(optarg, "sm_", 3) != 0 || !isdigit((unsigned char)optarg[3]))
+        return usage_error(err, "bad --arch '%s' (expected sm_XY, e.g. sm_90)", optarg);
+      o->arch = optarg;
+      break;
     case 't': o->time_passes = true; break;
     case 'M':
       if (o->nmodules == 64) return usage_error(err, "more than 64 --module files (at '%s')", optarg);
@@ -315,10 +324,14 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   mark(&t, "verify");
   if (p && diag.errors == 0) pg_check_signatures(p, &diag);
   mark(&t, "signatures");
-  if (!p || diag.errors > 0 || !add_modules(p, &diag, &o)) {
+  if (p && o.arch && p->arch && strcmp(p->arch, o.arch) != 0)
+    pg_error(&diag, p->arch_loc, "the input's architecture is %s, but --arch says %s", p->arch, o.arch);
+  if (p && o.arch && !p->arch) p->arch = o.arch;
+  if (!p || diag.errors > 0 || !add_modules(p, &diag, &o) || pg_check_arch(p, &diag) > 0) {
     pg_arena_free(arena);
     return EXIT_INPUT;
   }
+  mark(&t, "arch");
   pg_classify(p);
   mark(&t, "classify");
   pg_partition(p);

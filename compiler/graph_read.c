@@ -851,7 +851,7 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
     if (!named || name->next >= 0)
       pg_error(c->d, loc, "arch takes one name, e.g. 'arch sm_90;'");
     else
-      c->p->arch = name_of(c, name);
+      c->p->arch = name_of(c, name), c->p->arch_loc = name->loc;
   } else if (!named && (word_is(kw, "module") || word_is(kw, "kernel") || word_is(kw, "buffer") ||
                         word_is(kw, "scalar") || word_is(kw, "event") || word_is(kw, "condition") ||
                         word_is(kw, "graph"))) {

@@ -387,6 +387,7 @@ typedef struct {
   PgArena *arena;
   int version;
   const char *arch; /* "sm_90"; NULL if unknown */
+  PgLoc arch_loc;   /* where it was named */
   PG_VEC(PgModule *) modules;
   PG_VEC(PgKernel *) kernels;
   PG_VEC(PgBuffer *) buffers;
@@ -534,6 +535,10 @@ typedef struct {
 /* signatures.c: kernels of CUDA C modules have the layouts the .graph gives them
  * (read with libclang when pgcc is built with it).  Returns the errors reported. */
 int pg_check_signatures(const PgProgram *p, PgDiag *d);
+
+/* arch.c: every cubin, PTX and fatbin module is one, and holds code that runs on the
+ * program's architecture (when it names one).  Returns the errors reported. */
+int pg_check_arch(PgProgram *p, PgDiag *d);
 
 /* classify.c: which nodes can be in a graph, and why not */
 void pg_classify(PgProgram *p);

@@ -128,6 +128,35 @@ START_TEST(c_emission) {
 }
 END_TEST
 
+/* --arch names the target for input that names none; modules must run on it */
+START_TEST(arch_option_checks_modules) {
+  Run r = run_pgcc("--arch=sm_90", "--module=tests/modules/sm_90.cubin", "tests/corpus/torch/mlp_compiled.dot", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, ".arch = \"sm_90\""));
+  run_free(&r);
+  r = run_pgcc("--arch=sm_90", "--module=tests/modules/sm_80.cubin", "tests/corpus/torch/mlp_compiled.dot", NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_str_eq(r.out, "");
+  ck_assert_ptr_nonnull(strstr(r.err, "error: module 'module0': 'tests/modules/sm_80.cubin' holds code for sm_80 "
+                                      "(SASS), none of which runs on sm_90"));
+  run_free(&r);
+  r = run_pgcc("--arch=sm_90", "--module=tests/modules/sm_80_ptx80.fatbin", "tests/corpus/torch/mlp_compiled.dot", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err); /* its PTX runs anywhere after sm_80 */
+  run_free(&r);
+  r = run_pgcc("--arch=sm_86", "--module=tests/modules/sm_80.cubin", "tests/corpus/torch/mlp_compiled.dot", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err); /* SASS runs on later minor versions */
+  run_free(&r);
+  r = run_pgcc("--arch=gfx90a", "examples/saxpy.graph", NULL);
+  ck_assert_int_eq(r.status, 2);
+  run_free(&r);
+  r = run_pgcc("--arch=sm_80", "examples/saxpy.graph", NULL); /* saxpy.graph says sm_90 */
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "examples/saxpy.graph:4:6: error: the input's architecture is sm_90, but --arch "
+                                      "says sm_80"));
+  run_free(&r);
+}
+END_TEST
+
 START_TEST(max_errors_limits_output) {
   Run r = run_pgcc("--max-errors=1", "tests/malformed/graph_several_errors.graph", NULL);
   ck_assert_int_eq(r.status, 1);
@@ -206,6 +235,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, emit_dot_renders_clusters);
   tcase_add_test(t, c_emission);
   tcase_add_test(t, max_errors_limits_output);
+  tcase_add_test(t, arch_option_checks_modules);
   tcase_add_test(t, examples_read_and_are_honest);
   tcase_add_test(t, output_to_a_device_or_fifo);
   tcase_add_test(t, module_paths_follow_the_output);
