@@ -234,6 +234,11 @@ static int write_output(const char *path, Writer w, const PgProgram *p, const vo
   if (!tmp) PG_BUG("out of memory");
   snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
   int fd = mkstemp(tmp);
+  if (fd >= 0) { /* mkstemp makes it 0600: give it the mode fopen would (0666 less the umask) */
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+  }
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) {
     fprintf(err, "pgcc: error: cannot write '%s': %s\n", path, strerror(errno));

@@ -25,6 +25,11 @@ static uint64_t hash(const char *s, size_t n) {
     h ^= (unsigned char)s[i];
     h *= 0x100000001b3ull;
   }
+  /* FNV's low bits are weak for names that differ in their last digits ("g1.n123",
+   * "g1.n124"), and the table is indexed by them: mix the high bits down */
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ull;
+  h ^= h >> 32;
   return h;
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 START_TEST(stats_line_exact) {
   Run r = run_pgcc("--stats", "tests/corpus/cuda/allkinds_verbose.dot", NULL);
@@ -157,6 +158,28 @@ START_TEST(arch_option_checks_modules) {
 }
 END_TEST
 
+/* The output gets the mode any new file gets (0666 less the umask), not the
+ * temporary file's 0600. */
+START_TEST(output_file_mode) {
+  char dir[] = "/tmp/pgcc-mode-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char out[64];
+  snprintf(out, sizeof out, "%s/saxpy.c", dir);
+  mode_t old = umask(022);
+  Run r = run_pgcc("-o", out, "examples/saxpy.graph", NULL);
+  umask(old);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  struct stat st;
+  ck_assert_int_eq(stat(out, &st), 0);
+  ck_assert_uint_eq(st.st_mode & 0777, 0644);
+  run_free(&r);
+  unlink(out);
+  snprintf(out, sizeof out, "%s/saxpy.h", dir);
+  unlink(out);
+  rmdir(dir);
+}
+END_TEST
+
 START_TEST(max_errors_limits_output) {
   Run r = run_pgcc("--max-errors=1", "tests/malformed/graph_several_errors.graph", NULL);
   ck_assert_int_eq(r.status, 1);
@@ -236,6 +259,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, c_emission);
   tcase_add_test(t, max_errors_limits_output);
   tcase_add_test(t, arch_option_checks_modules);
+  tcase_add_test(t, output_file_mode);
   tcase_add_test(t, examples_read_and_are_honest);
   tcase_add_test(t, output_to_a_device_or_fifo);
   tcase_add_test(t, module_paths_follow_the_output);
