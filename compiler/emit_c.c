@@ -155,15 +155,16 @@ typedef struct {
   FILE *f;
   const char *name;
   PgMap *buffers, *kernels, *scalars, *conds; /* name -> index + 1 (scalars: per-call slot + 1) */
-  PgMap *node_at;  /* node name -> position in the node table + 1 */
-  PgMap *body_at;  /* body graph name -> position in the body table + 1 */
+  int **pos;       /* by graph id, then node index: position in the node table */
+  int *body_at;    /* by graph id: position in the body table (bodies only) */
   PG_VEC(const PgNode *) order;  /* the node table: root regions, then bodies */
   PG_VEC(const PgGraph *) bodies;
   PG_VEC(int) body_first;        /* where each body's nodes start in `order` */
 } W;
 
 static int idx(PgMap *m, const char *name) { return (int)(intptr_t)pg_map_get(m, name) - 1; }
-static int node_at(const W *w, const PgNode *n) { return idx(w->node_at, n->name); }
+static int node_at(const W *w, const PgNode *n) { return w->pos[n->graph->id][n->index]; }
+static int body_at(const W *w, const PgGraph *g) { return w->body_at[g->id]; }
 
 /* A body graph's nodes in a valid execution order (Kahn's algorithm, first come
  * first served, so the order is deterministic). */
@@ -171,7 +172,7 @@ static void push_body(W *w, const PgGraph *g) {
   PgArena *a = w->p->arena;
   size_t n = g->nodes.n, head = 0;
   uint32_t *indeg = pg_arena_alloc(a, (n ? n : 1) * sizeof *indeg);
-  pg_map_put(w->body_at, g->name, (void *)(intptr_t)(w->bodies.n + 1));
+  w->body_at[g->id] = (int)w->bodies.n;
   pg_vec_push(a, w->bodies, g);
   pg_vec_push(a, w->body_first, (int)w->order.n);
   size_t start = w->order.n;
@@ -184,8 +185,7 @@ static void push_body(W *w, const PgGraph *g) {
       if (--indeg[u->succs.v[s]->index] == 0) pg_vec_push(a, w->order, u->succs.v[s]);
   }
   if (w->order.n - start != n) PG_BUG("body graph '%s' has a cycle after verification", g->name);
-  for (size_t i = start; i < w->order.n; i++)
-    pg_map_put(w->node_at, w->order.v[i]->name, (void *)(intptr_t)(i + 1));
+  for (size_t i = start; i < w->order.n; i++) w->pos[g->id][w->order.v[i]->index] = (int)i;
 }
 
 /* The node table: the root's nodes region by region, then every body after the
@@ -193,13 +193,15 @@ static void push_body(W *w, const PgGraph *g) {
 static void plan_tables(W *w) {
   const PgProgram *p = w->p;
   PgArena *a = p->arena;
-  w->node_at = pg_map_new(a);
-  w->body_at = pg_map_new(a);
+  w->pos = pg_arena_alloc(a, p->graphs.n * sizeof *w->pos);
+  w->body_at = pg_arena_alloc(a, p->graphs.n * sizeof *w->body_at);
+  for (size_t g = 0; g < p->graphs.n; g++)
+    w->pos[g] = pg_arena_alloc(a, (p->graphs.v[g]->nodes.n + 1) * sizeof **w->pos);
   for (size_t r = 0; r < p->regions.n; r++)
     for (size_t k = 0; k < p->regions.v[r]->nodes.n; k++) {
       const PgNode *n = p->regions.v[r]->nodes.v[k];
+      w->pos[0][n->index] = (int)w->order.n;
       pg_vec_push(a, w->order, n);
-      pg_map_put(w->node_at, n->name, (void *)(intptr_t)w->order.n);
     }
   for (size_t i = 0; i < w->order.n; i++) { /* grows as bodies are added */
     const PgNode *n = w->order.v[i];
@@ -431,13 +433,13 @@ static void emit_node(W *w, const PgNode *n, int at) {
   }
   case PG_CHILD:
     fprintf(f, ".kind = PGRT_NODE_CHILD, .origin = \"%s\", .body = %d, .body_count = 1 /* %s */", n->name,
-            idx(w->body_at, n->u.child.body->name), n->u.child.body->name);
+            body_at(w, n->u.child.body), n->u.child.body->name);
     break;
   case PG_CONDITIONAL: {
     static const char *const types[PG_COND_COUNT] = {"PGRT_COND_IF", "PGRT_COND_WHILE", "PGRT_COND_SWITCH"};
     fprintf(f, ".kind = PGRT_NODE_CONDITIONAL, .origin = \"%s\", .cond_type = %s, .condition = %d,\n     .body = %d, "
                ".body_count = %zu /* ", n->name, types[n->u.cond.type], idx(w->conds, n->u.cond.condition->name),
-            idx(w->body_at, n->u.cond.bodies.v[0]->name), n->u.cond.bodies.n);
+            body_at(w, n->u.cond.bodies.v[0]), n->u.cond.bodies.n);
     for (size_t b = 0; b < n->u.cond.bodies.n; b++) fprintf(f, "%s%s", b ? ", " : "", n->u.cond.bodies.v[b]->name);
     fputs(" */", f);
     break;
@@ -482,8 +484,11 @@ static size_t caller_arg_nodes(const W *w) {
   return k;
 }
 
-/* The API: the argument structs and the three functions' prototypes. */
-static void emit_api(W *w) {
+/* The API: the argument structs and the three functions' prototypes.  The header
+ * lists the kernel nodes whose arguments the caller gives (list_caller_args); the C
+ * file marks them in its node table instead (.caller_args = 1), which keeps a
+ * million-node program's C from carrying the list twice. */
+static void emit_api(W *w, bool list_caller_args) {
   FILE *f = w->f;
   const PgProgram *p = w->p;
   const char *nm = w->name;
@@ -520,7 +525,8 @@ static void emit_api(W *w) {
                " * one's kernelParams array (as cuLaunchKernel takes it; kept alive until destroy). */\n");
     fprintf(f, "enum { %s_KERNEL_ARG_NODES = %zu };\n", nm, caller);
     size_t k = 0;
-    for (size_t i = 0; i < w->order.n; i++) {
+    if (!list_caller_args) fprintf(f, "/* (listed in %s.h; marked '.caller_args = 1' in the node table below) */\n", nm);
+    for (size_t i = 0; i < w->order.n && list_caller_args; i++) {
       const PgNode *n = w->order.v[i];
       if (n->kind == PG_KERNEL && !n->u.kernel.has_args)
         fprintf(f, "/*   [%zu] %s: %.60s%s */\n", k++, n->name, n->u.kernel.kernel->symbol,
@@ -541,7 +547,7 @@ void pg_emit_h(const PgProgram *p, const char *name, FILE *f) {
   plan_tables(&w);
   fprintf(f, "/* %s.h -- generated by pgcc %s: the launch program's API. Do not edit. */\n", name, PGCC_VERSION);
   fprintf(f, "#ifndef %s_H\n#define %s_H\n\n#include \"pgrt.h\"\n\n", name, name);
-  emit_api(&w);
+  emit_api(&w, true);
   fputs("\n#endif\n", f);
 }
 
@@ -566,7 +572,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
           graph_regions);
   fprintf(f, " *   cc -c %s.c $(pkg-config --cflags pgrt) && cc ... $(pkg-config --libs pgrt)\n */\n", name);
   fputs("#include \"pgrt.h\"\n\n#include <stdint.h>\n#include <string.h>\n\n", f);
-  emit_api(&w);
+  emit_api(&w, false);
   fputc('\n', f);
 
   for (size_t i = 0; i < p->modules.n; i++) emit_module(&w, i);

@@ -45,6 +45,7 @@ PgGraph *pg_graph_new(PgProgram *p, const char *name, PgLoc loc) {
   PgGraph *g = pg_arena_alloc(p->arena, sizeof *g);
   g->name = name;
   g->loc = loc;
+  g->id = (uint32_t)p->graphs.n;
   pg_vec_push(p->arena, p->graphs, g);
   return g;
 }

@@ -349,6 +349,7 @@ typedef struct {
 
 struct PgGraph {
   const char *name;
+  uint32_t id;   /* its position in PgProgram.graphs */
   PgNode *owner; /* the child/conditional node whose body this is; NULL for the root */
   PG_VEC(PgNode *) nodes;
   PG_VEC(PgEdge) edges;
