@@ -2,7 +2,9 @@
 # The NAME_run benchmark (docs/benchmarks.md), on a GPU machine, one command:
 #   bash bench/run_codegen.sh
 # A generated 200-kernel chain; host and GPU time per call with inputs and outputs
-# fixed, and moving to new addresses on every call (2 nodes or all 200 patched).
+# fixed, and moving to new addresses on every call (2 nodes or all 200 patched);
+# each as the cost model chose (device-side update where many nodes change) and with
+# every node patched from the host (PGRT_UPDATE=host), side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -18,4 +20,5 @@ for mode in edges all; do
     -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -o build/benchgen/run_$mode
   rm -f bench/codegen/chain_$mode.graph
   build/benchgen/run_$mode $mode
+  PGRT_UPDATE=host build/benchgen/run_$mode $mode/host
 done

@@ -655,9 +655,11 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   int at = 0;
   for (size_t r = 0; r < p->regions.n; r++) {
     const PgRegion *rg = p->regions.v[r];
-    fprintf(f, "    {.graph = %d, .first = %d, .count = %zu}, /* %s: %.1f us predicted, %.1f us eager */\n", rg->graph,
-            at, rg->nodes.n, rg->graph ? "a CUDA graph" : "eager", rg->graph ? rg->est_graph_us : rg->est_eager_us,
-            rg->est_eager_us);
+    bool device = rg->graph && rg->update == PG_UPDATE_DEVICE;
+    fprintf(f, "    {.graph = %d, .first = %d, .count = %zu%s}, /* %s: %.1f us predicted, %.1f us eager%s */\n",
+            rg->graph, at, rg->nodes.n, device ? ", .device_update = 1" : "", rg->graph ? "a CUDA graph" : "eager",
+            rg->graph ? rg->est_graph_us : rg->est_eager_us, rg->est_eager_us,
+            device ? "; patched on the device" : "");
     at += (int)rg->nodes.n;
   }
   if (!p->regions.n) fputs("    {0},\n", f);

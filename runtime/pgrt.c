@@ -49,6 +49,42 @@ static pgrt_status fail(pgrt_status s, const char *fmt, ...) {
     }                                                                                                 \
   } while (0)
 
+/* The device-side update: a graph region whose kernel nodes change on every call
+ * makes them device-updatable and starts with one updater kernel that rewrites
+ * their parameters, one thread per pointer or scalar, with cudaGraphKernelNodeSetParam.
+ * A call then patches one node from the host (the updater's own arguments: this
+ * call's addresses and scalars) instead of every node that uses them.  NVRTC does
+ * not declare the device runtime, so the declaration is here; the driver resolves
+ * it when the module loads. */
+#define UPD_SLOTS 64 /* per-call addresses and scalars an updater can carry */
+static const char updater_source[] =
+    "struct CUgraphDeviceUpdatableNode_st;\n"
+    "extern \"C\" __device__ __attribute__((cudart_builtin)) int cudaGraphKernelNodeSetParam(\n"
+    "    CUgraphDeviceUpdatableNode_st *node, unsigned long offset, const void *value, unsigned long size);\n"
+    "struct Entry { CUgraphDeviceUpdatableNode_st *node; unsigned at, size; int slot, pad; unsigned long long offset; };\n"
+    "struct Vals { unsigned long long v[64]; };\n"
+    "extern \"C\" __global__ void pgrt_update(const Entry *e, int n, Vals vals) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i >= n) return;\n"
+    "  unsigned long long x = vals.v[e[i].slot] + e[i].offset;\n"
+    "  cudaGraphKernelNodeSetParam(e[i].node, e[i].at, &x, e[i].size);\n"
+    "}\n";
+
+typedef struct { /* as the updater reads it */
+  CUgraphDeviceNode node;
+  uint32_t at, size;
+  int32_t slot, pad;
+  uint64_t offset;
+} upd_entry;
+
+typedef struct {
+  CUgraphNode node;       /* the updater kernel, first in its region's graph */
+  CUdeviceptr table;      /* its entries, count of them */
+  int count, nodes;       /* entries; kernel nodes they update */
+  unsigned char params[16 + 8 * UPD_SLOTS]; /* (entries, count, this call's values) */
+  void *argv[3];
+} updater;
+
 struct pgrt_ctx {
   const pgrt_program *prog;
   CUcontext cu;
@@ -66,6 +102,10 @@ struct pgrt_ctx {
   CUgraphNode *gnodes;      /* per node */
   int *region_of;           /* per node: the region it runs in (a body's: its owner's) */
   CUgraphConditionalHandle *conds; /* per condition, created with its region's graph */
+  CUlibrary upd_lib;        /* the updater kernel, when some region updates on the device */
+  CUfunction upd_func;
+  updater *upd;             /* per region; upd[r].node NULL: host-side patching */
+  char *devupd;             /* per node: patched by its region's updater */
   CUevent *events;          /* event_count of them */
   int *movable;             /* the nodes that use a per-call buffer or scalar */
   int movable_count;
@@ -145,6 +185,24 @@ static pgrt_status load_modules(pgrt_ctx *c) {
   }
 out:
   free(compiled);
+  return st;
+}
+
+/* Compiles and loads the updater kernel (once, if any region asks for it). */
+static pgrt_status load_updater(pgrt_ctx *c) {
+  pgrt_status st = PGRT_OK;
+  CUdevice dev;
+  void *cubin = NULL;
+  size_t size;
+  const pgrt_module m = {"pgrt_update", PGRT_MOD_CUDA, updater_source, sizeof updater_source};
+  CU(cuCtxGetDevice(&dev), "the updater");
+  if ((st = compile_cuda(&m, dev, &cubin, &size)) != PGRT_OK) goto out;
+  CU(cuLibraryLoadData(&c->upd_lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "the updater");
+  CUkernel k;
+  CU(cuLibraryGetKernel(&k, c->upd_lib, "pgrt_update"), "the updater");
+  CU(cuKernelGetFunction(&c->upd_func, k), "the updater");
+out:
+  free(cubin);
   return st;
 }
 
@@ -258,7 +316,7 @@ out:
 static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
   const pgrt_program *pr = c->prog;
   pgrt_status st = PGRT_OK;
-  CUgraphNode deps[64];
+  CUgraphNode deps[65];
   for (int i = first; i < first + count; i++) {
     const pgrt_node *n = &pr->nodes[i];
     int nd = 0;
@@ -267,7 +325,15 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
     switch (n->kind) {
     case PGRT_NODE_KERNEL: {
       CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
+      if (c->devupd[i]) deps[nd++] = c->upd[c->region_of[i]].node; /* after the updater */
       CU(cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
+      if (c->devupd[i]) {
+        CUkernelNodeAttrValue v;
+        memset(&v, 0, sizeof v);
+        v.deviceUpdatableKernelNode.deviceUpdatable = 1;
+        CU(cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v),
+           n->origin);
+      }
       break;
     }
     case PGRT_NODE_MEMCPY: {
@@ -311,6 +377,21 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
   const pgrt_program *pr = c->prog;
   const pgrt_region *rg = &pr->regions[r];
   pgrt_status st = PGRT_OK;
+  updater *u = &c->upd[r];
+  upd_entry *entries = NULL;
+  if (u->count) { /* the updater first: the nodes it patches depend on it */
+    CU(cuMemAlloc(&u->table, sizeof(upd_entry) * (size_t)u->count), "the updater's table");
+    memcpy(u->params, &u->table, 8);
+    memcpy(u->params + 8, &u->count, sizeof u->count);
+    u->argv[0] = u->params, u->argv[1] = u->params + 8, u->argv[2] = u->params + 16;
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = c->upd_func;
+    kp.gridDimX = (unsigned)(u->count + 127) / 128, kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = u->argv;
+    CU(cuGraphAddKernelNode(&u->node, c->graphs[r], NULL, 0, &kp), "the updater");
+  }
   if ((st = build_nodes(c, c->graphs[r], rg->first, rg->count)) != PGRT_OK) goto out;
   /* PGRT_FAULT=instantiate makes every instantiation fail: how the tests reach the
    * eager fallback (tests/gpu/faults/) */
@@ -329,8 +410,33 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
     fprintf(stderr, "pgrt: warning: graph region %d of '%s' does not instantiate; it runs eagerly\n", r, pr->name);
     return PGRT_OK;
   }
+  if (u->count) { /* the entries: which bytes of which node take which value */
+    entries = calloc((size_t)u->count, sizeof *entries);
+    if (!entries) {
+      st = fail(PGRT_ERR_MEMORY, "out of host memory");
+      goto out;
+    }
+    int e = 0;
+    for (int i = rg->first; i < rg->first + rg->count; i++) {
+      if (!c->devupd[i]) continue;
+      const pgrt_node *n = &pr->nodes[i];
+      CUkernelNodeAttrValue v;
+      CU(cuGraphKernelNodeGetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v), n->origin);
+      for (int k = 0; k < n->reloc_count; k++) {
+        const pgrt_buffer *b = &pr->buffers[n->relocs[k].buffer];
+        if (b->kind != PGRT_BUF_BOUND) continue;
+        entries[e++] = (upd_entry){v.deviceUpdatableKernelNode.devNode, n->relocs[k].at, 8, b->slot, 0,
+                                   n->relocs[k].offset};
+      }
+      for (int k = 0; k < n->scalar_count; k++)
+        entries[e++] = (upd_entry){v.deviceUpdatableKernelNode.devNode, n->scalars[k].at, n->scalars[k].size,
+                                   pr->bound_slots + n->scalars[k].slot, 0, 0};
+    }
+    CU(cuMemcpyHtoD(u->table, entries, sizeof *entries * (size_t)u->count), "the updater's table");
+  }
   CU(cuGraphUpload(c->execs[r], 0), "a graph region");
 out:
+  free(entries);
   return st;
 }
 
@@ -362,8 +468,11 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   c->events = zalloc(sizeof *c->events * (size_t)pr->event_count);
   c->region_of = zalloc(sizeof *c->region_of * (size_t)pr->node_count);
   c->conds = zalloc(sizeof *c->conds * (size_t)pr->condition_count);
+  c->upd = zalloc(sizeof *c->upd * (size_t)pr->region_count);
+  c->devupd = zalloc((size_t)pr->node_count);
   if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
-      !c->graphs || !c->execs || !c->gnodes || !c->events || !c->region_of || !c->conds) {
+      !c->graphs || !c->execs || !c->gnodes || !c->events || !c->region_of || !c->conds ||
+      !c->upd || !c->devupd) {
     st = fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
@@ -463,6 +572,26 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     if (n->kind == PGRT_NODE_MEMCPY || n->kind == PGRT_NODE_MEMSET) uses |= pr->buffers[n->dst].kind == PGRT_BUF_BOUND;
     if (uses) c->movable[c->movable_count++] = i;
   }
+
+  /* device-side update: the kernel nodes directly in such a region that use what a
+   * call binds (not those inside bodies, not those whose arguments the caller gave) */
+  int any_updater = 0;
+  const char *how = getenv("PGRT_UPDATE"); /* "host": patch everything from the host (benchmarks) */
+  for (int r = 0; r < pr->region_count && !(how && strcmp(how, "host") == 0); r++) {
+    const pgrt_region *rg = &pr->regions[r];
+    if (!rg->graph || !rg->device_update || pr->bound_slots + pr->scalar_slots > UPD_SLOTS) continue;
+    for (int m = 0; m < c->movable_count; m++) {
+      int i = c->movable[m];
+      const pgrt_node *n = &pr->nodes[i];
+      if (i < rg->first || i >= rg->first + rg->count || n->kind != PGRT_NODE_KERNEL || n->caller_args) continue;
+      c->devupd[i] = 1;
+      c->upd[r].nodes++;
+      c->upd[r].count += n->scalar_count;
+      for (int k = 0; k < n->reloc_count; k++) c->upd[r].count += pr->buffers[n->relocs[k].buffer].kind == PGRT_BUF_BOUND;
+    }
+    any_updater |= c->upd[r].count > 0;
+  }
+  if (any_updater && (st = load_updater(c)) != PGRT_OK) goto out;
 
   for (int r = 0; r < pr->region_count; r++)
     if (pr->regions[r].graph && (st = build_graph(c, r)) != PGRT_OK) goto out;
@@ -575,7 +704,27 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   for (int m = 0; any && m < c->movable_count; m++) {
     int i = c->movable[m], r = c->region_of[i];
     int dirty = pr->nodes[i].kind == PGRT_NODE_KERNEL ? fill_params(c, i, scalars) : 1;
-    if (dirty && c->execs[r] && (st = patch(c, r, i)) != PGRT_OK) return st;
+    if (dirty && c->execs[r] && !c->devupd[i] && (st = patch(c, r, i)) != PGRT_OK) return st;
+  }
+  /* device-side update: the updaters' arguments are this call's addresses and scalars */
+  for (int r = 0; any && r < pr->region_count; r++) {
+    updater *u = &c->upd[r];
+    if (!u->count || !c->execs[r]) continue;
+    unsigned char vals[8 * UPD_SLOTS];
+    for (int b = 0; b < pr->buffer_count; b++)
+      if (pr->buffers[b].kind == PGRT_BUF_BOUND) memcpy(vals + 8 * pr->buffers[b].slot, &c->addr[b], 8);
+    if (pr->scalar_slots) memcpy(vals + 8 * pr->bound_slots, scalars, 8 * (size_t)pr->scalar_slots);
+    size_t used = 8 * (size_t)(pr->bound_slots + pr->scalar_slots);
+    if (c->calls && memcmp(u->params + 16, vals, used) == 0) continue;
+    memcpy(u->params + 16, vals, used);
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = c->upd_func;
+    kp.gridDimX = (unsigned)(u->count + 127) / 128, kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = u->argv;
+    CU(cuGraphExecKernelNodeSetParams(c->execs[r], u->node, &kp), "the updater");
+    c->stats.device_updated += u->nodes;
   }
 
   for (int r = 0; r < pr->region_count; r++) {
@@ -622,11 +771,14 @@ void pgrt_destroy(pgrt_ctx **pc) {
     if (c->libs[m]) cuLibraryUnload(c->libs[m]);
   for (int e = 0; c->events && e < pr->event_count; e++)
     if (c->events[e]) cuEventDestroy(c->events[e]);
+  for (int r = 0; c->upd && r < pr->region_count; r++)
+    if (c->upd[r].table) cuMemFree(c->upd[r].table);
+  if (c->upd_lib) cuLibraryUnload(c->upd_lib);
   if (c->own_arena && c->arena) cuMemFree(c->arena);
   if (c->placeholder) cuMemFree(c->placeholder);
   free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
   free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->movable), free(c->events);
-  free(c->region_of), free(c->conds);
+  free(c->region_of), free(c->conds), free(c->upd), free(c->devupd);
   free(c);
   *pc = NULL;
 }

@@ -13,6 +13,11 @@
  * CUDA call, file:line and the node concerned.  A failed init frees everything it
  * made.  A graph region whose instantiation fails runs eagerly, with a warning (the
  * environment variable PGRT_FAULT=instantiate forces that, for tests).
+ *
+ * Patching: a region whose generated table asks for it (device_update) patches its
+ * kernel nodes on the device, with one updater kernel at the start of its graph;
+ * others, and nodes inside child and conditional bodies, are patched from the host.
+ * PGRT_UPDATE=host makes every region patch from the host (to compare the two).
  */
 #ifndef PGRT_H
 #define PGRT_H
@@ -156,6 +161,8 @@ typedef struct {
 typedef struct {
   int graph; /* 1: launch as a CUDA graph; 0: eagerly */
   int first, count; /* nodes[first .. first+count), in execution order */
+  int device_update; /* 1: its kernel nodes that change per call are patched on the device,
+                        by one updater kernel at the start of the graph (else host-side) */
 } pgrt_region;
 
 /* The node table holds the root graph's nodes region by region, then the nodes of
@@ -213,7 +220,9 @@ pgrt_status pgrt_debug_dot(const pgrt_ctx *ctx, int region, const char *path);
 
 /* Statistics of the last pgrt_run, for tests and benchmarks. */
 typedef struct {
-  int graphs_launched, eager_nodes, nodes_patched;
+  int graphs_launched, eager_nodes;
+  int nodes_patched;  /* host-side, with cuGraphExec*SetParams */
+  int device_updated; /* kernel nodes a device-side updater rewrote in this call */
 } pgrt_run_stats;
 void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
 

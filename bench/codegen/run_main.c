@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
   enum { WARM = 100, N = 2000 };
   static double host[N], gpu[N];
   for (int moving = 0; moving < 2; moving++) {
-    int patched = 0;
+    int patched = 0, device = 0;
     for (int i = -WARM; i < N; i++) {
       BENCH_NAME_args a = {.x = x[moving ? i & 1 : 0], .y = y[moving ? i & 1 : 0]};
       CK(cuStreamSynchronize(s));
@@ -82,12 +82,12 @@ int main(int argc, char **argv) {
       if (i >= 0) host[i] = t1 - t0, gpu[i] = ms * 1e3;
       pgrt_run_stats st;
       pgrt_last_run(pc, &st);
-      if (i >= 0) patched = st.nodes_patched;
+      if (i >= 0) patched = st.nodes_patched, device = st.device_updated;
     }
     qsort(host, N, sizeof *host, cmp);
     qsort(gpu, N, sizeof *gpu, cmp);
-    printf("%-6s %-6s  nodes patched per call %3d  host %7.2f us  GPU %7.2f us  (medians of %d)\n", label,
-           moving ? "moving" : "fixed", patched, host[N / 2], gpu[N / 2], N);
+    printf("%-12s %-6s  nodes patched per call: %3d host-side, %3d on the device  host %7.2f us  GPU %7.2f us  "
+           "(medians of %d)\n", label, moving ? "moving" : "fixed", patched, device, host[N / 2], gpu[N / 2], N);
   }
   BENCH_NAME_destroy(&pc);
   return 0;
