@@ -81,6 +81,7 @@ typedef struct {
   CUgraphNode node;       /* the updater kernel, first in its region's graph */
   CUdeviceptr table;      /* its entries, count of them */
   int count, nodes;       /* entries; kernel nodes they update */
+  int enabled;            /* the updater runs in this launch (only after something changed) */
   unsigned char params[16 + 8 * UPD_SLOTS]; /* (entries, count, this call's values) */
   void *argv[3];
 } updater;
@@ -391,6 +392,7 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
     kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
     kp.kernelParams = u->argv;
     CU(cuGraphAddKernelNode(&u->node, c->graphs[r], NULL, 0, &kp), "the updater");
+    u->enabled = 1;
   }
   if ((st = build_nodes(c, c->graphs[r], rg->first, rg->count)) != PGRT_OK) goto out;
   /* PGRT_FAULT=instantiate makes every instantiation fail: how the tests reach the
@@ -707,15 +709,26 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
     if (dirty && c->execs[r] && !c->devupd[i] && (st = patch(c, r, i)) != PGRT_OK) return st;
   }
   /* device-side update: the updaters' arguments are this call's addresses and scalars */
-  for (int r = 0; any && r < pr->region_count; r++) {
+  for (int r = 0; r < pr->region_count; r++) {
     updater *u = &c->upd[r];
     if (!u->count || !c->execs[r]) continue;
+    if (!any) { /* the nodes keep what the updater wrote last: skip it */
+      if (u->enabled) CU(cuGraphNodeSetEnabled(c->execs[r], u->node, 0), "the updater");
+      u->enabled = 0;
+      continue;
+    }
     unsigned char vals[8 * UPD_SLOTS];
     for (int b = 0; b < pr->buffer_count; b++)
       if (pr->buffers[b].kind == PGRT_BUF_BOUND) memcpy(vals + 8 * pr->buffers[b].slot, &c->addr[b], 8);
     if (pr->scalar_slots) memcpy(vals + 8 * pr->bound_slots, scalars, 8 * (size_t)pr->scalar_slots);
     size_t used = 8 * (size_t)(pr->bound_slots + pr->scalar_slots);
-    if (c->calls && memcmp(u->params + 16, vals, used) == 0) continue;
+    if (c->calls && memcmp(u->params + 16, vals, used) == 0) {
+      if (u->enabled) CU(cuGraphNodeSetEnabled(c->execs[r], u->node, 0), "the updater");
+      u->enabled = 0;
+      continue;
+    }
+    if (!u->enabled) CU(cuGraphNodeSetEnabled(c->execs[r], u->node, 1), "the updater");
+    u->enabled = 1;
     memcpy(u->params + 16, vals, used);
     CUDA_KERNEL_NODE_PARAMS kp;
     memset(&kp, 0, sizeof kp);

@@ -1,21 +1,25 @@
 #!/usr/bin/env python3
 """A chain of N kernels for the NAME_run benchmark (bench/run_codegen.sh).
 
-    gen.py N edges   the input x enters at the first node, y leaves the last:
-                     2 nodes see new addresses when x and y move
-    gen.py N all     every node reads x: all N see new addresses
+    gen.py N edges [CUBIN]   the input x enters at the first node, y leaves the last:
+                             2 nodes see new addresses when x and y move
+    gen.py N all [CUBIN]     every node reads x: all N see new addresses
+
+The kernels are tests/gpu/codegen/chain.cu's, compiled by NVRTC at init, or taken
+from CUBIN (a path relative to bench/codegen/, the same source built with nvcc).
 """
 import hashlib
 import os
 import sys
 
 n, mode = int(sys.argv[1]), sys.argv[2]
+cubin = sys.argv[3] if len(sys.argv) > 3 else None
 here = os.path.dirname(os.path.abspath(__file__))
-kernels = '../../tests/gpu/codegen/chain.cu'  # the kernels of the code-generation test, relative to here
+kernels = cubin or '../../tests/gpu/codegen/chain.cu'  # relative to here
 sha = hashlib.sha256(open(os.path.join(here, kernels), 'rb').read()).hexdigest()
 w = sys.stdout.write
 w('pgcc 1;\narch sm_90;\n')
-w(f'module kernels cuda file "{kernels}" sha256 "{sha}";\n')
+w(f'module kernels {"cubin" if cubin else "cuda"} file "{kernels}" sha256 "{sha}";\n')
 w('kernel mul symbol "mul" module kernels {\n  param 0 4 i32;\n  param 8 8 ptr;\n  param 16 8 ptr;\n  param 24 8 ptr;\n}\n')
 w('kernel scale_add symbol "scale_add" module kernels {\n  param 0 4 i32;\n  param 4 4 f32;\n'
   '  param 8 8 ptr;\n  param 16 8 ptr;\n  param 24 8 ptr;\n}\n')

@@ -3,7 +3,7 @@
  *
  *   oom:        an arena larger than the GPU: init fails with PGRT_ERR_MEMORY and
  *               leaves device memory as it found it;
- *   badmodule:  a damaged cubin: PGRT_ERR_MODULE, nothing leaked;
+ *   badmodule:  a cubin for another GPU (sm_80): PGRT_ERR_MODULE, nothing leaked;
  *   badsource:  CUDA C that does not compile: PGRT_ERR_MODULE with NVRTC's log;
  *   arguments:  null weights at init, a null buffer at run: PGRT_ERR_ARGUMENT;
  *   leaks:      init, 100 calls at new addresses, destroy: device memory as before.
