@@ -341,7 +341,10 @@ int main(int argc, char **argv) {
   fprintf(f, "copy_us              %.3f   # GPU time per 256-byte copy node on replay\n", copy_node);
   fprintf(f, "host_node_us         %.3f   # GPU time per host node on replay\n", host_node);
   fprintf(f, "update_host_node_us  %.3f   # cudaGraphExecKernelNodeSetParams, per node\n", update_node);
-  fprintf(f, "update_device_us     2.800   # not measured here: PyTorch's published device-side batch update\n");
+  fprintf(f, "update_device_us     6.900   # not measured here: bench/run_codegen.sh on an H100 (the updater\n"
+             "                             # call's GPU time; its host time is 4.6)\n");
+  fprintf(f, "update_device_node_us 0.314  # not measured here: bench/run_codegen.sh on an H100, GPU time a\n"
+             "                             # device-updatable node adds to every replay\n");
   fprintf(f, "instantiate_node_us  %.3f   # cudaGraphInstantiate, per node of a %d-node chain\n", inst_node, large);
   fprintf(f, "upload_us            %.3f   # cudaGraphUpload of a %d-node chain\n", cs.upload_us, small);
   if (out_path && fclose(f) != 0) {

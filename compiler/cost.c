@@ -22,7 +22,9 @@
  *
  * gpu(n) is the node's measured time when the input gives one (gpu_us), else the
  * profile's default for its kind.  update is the cheaper of patching each changed
- * node from the host and one device-side batched update.  A graphable region runs
+ * node from the host (update_host_node_us each) and one device-side batched update
+ * (update_device_us, plus update_device_node_us per node: a device-updatable node
+ * costs the GPU that much on every replay).  A graphable region runs
  * as a graph only when that is predicted faster; never a graph predicted slower.
  *
  * Profiles are text files of `key value` lines (profiles/, written by
@@ -52,7 +54,8 @@ const PgProfile pg_profile_h200 = {
     .copy_us = 0.974,
     .host_node_us = 2.631,
     .update_host_node_us = 0.773,
-    .update_device_us = 2.800, /* published: PyTorch's device-side batched update */
+    .update_device_us = 6.900,      /* bench/run_codegen.sh on an H100 (see profiles/h200.profile) */
+    .update_device_node_us = 0.314, /* likewise */
     .instantiate_node_us = 1.902,
     .upload_us = 25.617,
 };
@@ -266,11 +269,12 @@ void pg_cost(PgProgram *p, const PgProfile *pr, double calls) {
       continue;
     }
     double host_update = (double)s.patched * pr->update_host_node_us, update = 0;
+    double device_update = pr->update_device_us + (double)s.patched * pr->update_device_node_us;
     r->patched = s.patched;
     r->update = PG_UPDATE_NONE;
     if (s.patched) {
-      r->update = host_update <= pr->update_device_us ? PG_UPDATE_HOST : PG_UPDATE_DEVICE;
-      update = fmin(host_update, pr->update_device_us);
+      r->update = host_update <= device_update ? PG_UPDATE_HOST : PG_UPDATE_DEVICE;
+      update = fmin(host_update, device_update);
     }
     double once = (pr->instantiate_node_us * (double)s.nodes + pr->upload_us) / calls;
     r->est_graph_us = pr->graph_launch_us + pr->graph_launch_node_us * (double)s.nodes + s.graph + update + once;

@@ -522,7 +522,8 @@ int pg_verify_regions(const PgProgram *p, PgDiag *d);
   X(copy_us, "GPU time of a copy or memset whose time is unknown")                          \
   X(host_node_us, "a host node inside a graph")                                             \
   X(update_host_node_us, "host-side parameter update, per node")                            \
-  X(update_device_us, "one device-side batched parameter update, per launch")               \
+  X(update_device_us, "one device-side batched parameter update, per call that changes something") \
+  X(update_device_node_us, "GPU time a device-updatable kernel node adds to every replay")  \
   X(instantiate_node_us, "graph instantiation, per node")                                   \
   X(upload_us, "graph upload, per graph")
 

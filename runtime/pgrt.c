@@ -578,10 +578,13 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   /* device-side update: the kernel nodes directly in such a region that use what a
    * call binds (not those inside bodies, not those whose arguments the caller gave) */
   int any_updater = 0;
-  const char *how = getenv("PGRT_UPDATE"); /* "host": patch everything from the host (benchmarks) */
-  for (int r = 0; r < pr->region_count && !(how && strcmp(how, "host") == 0); r++) {
+  /* PGRT_UPDATE=host|device overrides the tables: every region patches from the host,
+   * or on the device where it can (benchmarks and tests compare the two) */
+  const char *how = getenv("PGRT_UPDATE");
+  int force_host = how && strcmp(how, "host") == 0, force_device = how && strcmp(how, "device") == 0;
+  for (int r = 0; r < pr->region_count && !force_host; r++) {
     const pgrt_region *rg = &pr->regions[r];
-    if (!rg->graph || !rg->device_update || pr->bound_slots + pr->scalar_slots > UPD_SLOTS) continue;
+    if (!rg->graph || !(rg->device_update || force_device) || pr->bound_slots + pr->scalar_slots > UPD_SLOTS) continue;
     for (int m = 0; m < c->movable_count; m++) {
       int i = c->movable[m];
       const pgrt_node *n = &pr->nodes[i];

@@ -17,7 +17,8 @@
  * Patching: a region whose generated table asks for it (device_update) patches its
  * kernel nodes on the device, with one updater kernel at the start of its graph;
  * others, and nodes inside child and conditional bodies, are patched from the host.
- * PGRT_UPDATE=host makes every region patch from the host (to compare the two).
+ * PGRT_UPDATE=host makes every region patch from the host, PGRT_UPDATE=device every
+ * graph region on the device where it can (to compare the two, and to test both).
  */
 #ifndef PGRT_H
 #define PGRT_H

@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OUT=${OUT:-build/gpu}
-mkdir -p "$OUT" build/gpu
+mkdir -p "$OUT/device" build/gpu
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 make -s build/pgcc runtime
 for t in chain loops; do
@@ -25,4 +25,7 @@ for t in chain loops; do
     -o build/gpu/$t
   build/gpu/$t "$OUT"
   python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT"
+  echo "== $t again, every graph region patched on the device (PGRT_UPDATE=device)"
+  PGRT_UPDATE=device build/gpu/$t "$OUT/device"
+  python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT/device"
 done

@@ -13,5 +13,6 @@ copy_us              1
 host_node_us         5
 update_host_node_us  0.5
 update_device_us     3
+update_device_node_us 0.25
 instantiate_node_us  5
 upload_us            10

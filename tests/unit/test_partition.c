@@ -188,17 +188,18 @@ static char *patched_program(int n) {
 }
 
 START_TEST(update_method_boundary) {
-  /* host patching costs 0.5 per node, a device batch 3: host up to 6 nodes */
-  Parsed *p = plan(patched_program(6), ROUND, 1e9);
-  ck_assert_uint_eq(p->prog->regions.v[0]->patched, 6);
+  /* host patching costs 0.5 per node; a device batch 3, plus 0.25 per node on every
+   * replay: host up to 12 nodes (6 against 6), the device from 13 (6.5 against 6.25) */
+  Parsed *p = plan(patched_program(12), ROUND, 1e9);
+  ck_assert_uint_eq(p->prog->regions.v[0]->patched, 12);
   ck_assert_int_eq(p->prog->regions.v[0]->update, PG_UPDATE_HOST);
-  /* 7 kernels: eager 28; graph 2 + 7 + 3.0 + ~0 */
-  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 2 + 7 + 3.0, 1e-6);
+  /* 13 kernels: graph 2 + 13 + 6.0 + ~0 */
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 2 + 13 + 6.0, 1e-6);
   parsed_free(p);
-  p = plan(patched_program(7), ROUND, 1e9);
-  ck_assert_uint_eq(p->prog->regions.v[0]->patched, 7);
+  p = plan(patched_program(13), ROUND, 1e9);
+  ck_assert_uint_eq(p->prog->regions.v[0]->patched, 13);
   ck_assert_int_eq(p->prog->regions.v[0]->update, PG_UPDATE_DEVICE);
-  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 2 + 8 + 3.0, 1e-6);
+  ck_assert_double_eq_tol(p->prog->regions.v[0]->est_graph_us, 2 + 14 + 3.0 + 13 * 0.25, 1e-6);
   parsed_free(p);
 }
 END_TEST

@@ -95,9 +95,10 @@ int main(int argc, char **argv) {
       if (!(e == e)) e = INFINITY; /* NaN: an element nobody wrote */
       if (e > err) err = e;
     }
-    printf("call %d: x=%#llx y=%#llx flag=%u: max error %.3g; %d graphs launched, %d nodes patched, %d eager nodes\n",
+    printf("call %d: x=%#llx y=%#llx flag=%u: max error %.3g; %d graphs launched, %d nodes patched on the host, "
+           "%d on the device, %d eager nodes\n",
            call, (unsigned long long)args.x, (unsigned long long)args.y, args.flag, err, st.graphs_launched,
-           st.nodes_patched, st.eager_nodes);
+           st.nodes_patched, st.device_updated, st.eager_nodes);
     if (err > 1e-5) failed = 1;
     if (err > worst) worst = err;
   }

