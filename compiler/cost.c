@@ -54,8 +54,8 @@ const PgProfile pg_profile_h200 = {
     .copy_us = 0.974,
     .host_node_us = 2.631,
     .update_host_node_us = 0.773,
-    .update_device_us = 6.900,      /* bench/run_codegen.sh on an H100 (see profiles/h200.profile) */
-    .update_device_node_us = 0.314, /* likewise */
+    .update_device_us = 5.640,      /* bench/run_codegen.sh (see profiles/h200.profile) */
+    .update_device_node_us = 0.322, /* likewise */
     .instantiate_node_us = 1.902,
     .upload_us = 25.617,
 };

@@ -15,9 +15,9 @@ kernel_us            0.682   # an unmeasured kernel counts as a tiny one
 copy_us              0.974   # GPU time per 256-byte copy node on replay
 host_node_us         2.631   # GPU time per host node on replay
 update_host_node_us  0.773   # cudaGraphExecKernelNodeSetParams, per node
-update_device_us     6.900   # not measured here: bench/run_codegen.sh on an H100 (the updater
-                             # call's GPU time; its host time is 4.6)
-update_device_node_us 0.314  # not measured here: bench/run_codegen.sh on an H100, GPU time a
-                             # device-updatable node adds to every replay
+update_device_us     5.640   # not measured by pgcc-calibrate: bench/run_codegen.sh on this H200,
+                             # the updater's GPU time in a call (its host time: 2.5)
+update_device_node_us 0.322  # not measured by pgcc-calibrate: bench/run_codegen.sh on this H200,
+                             # GPU time a device-updatable node adds to every replay
 instantiate_node_us  1.902   # cudaGraphInstantiate, per node of a 1000-node chain
 upload_us            25.617   # cudaGraphUpload of a 10-node chain

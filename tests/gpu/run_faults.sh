@@ -13,6 +13,8 @@ CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror -Ibuild/faults -Iruntime -I$CUDA_HOME
 LIBS="build/libpgrt.a -L$CUDA_HOME/lib64 -L$CUDA_HOME/lib64/stubs -Wl,-rpath,$CUDA_HOME/lib64 -lcuda -lnvrtc -lm"
 gcc $CFLAGS tests/gpu/faults/faults_main.c build/faults/{oom,badmodule,badsource,chain}.c $LIBS -o build/faults/faults
 build/faults/faults
+echo "== the same with every graph region patched on the device (PGRT_UPDATE=device)"
+PGRT_UPDATE=device build/faults/faults | grep -E "leaks|info|passed"
 echo "== eager fallback: every graph region fails to instantiate"
 bash tests/gpu/run_codegen.sh >/dev/null 2>&1 || true   # builds build/gpu/chain
 PGRT_FAULT=instantiate build/gpu/chain build/gpu 2>&1 | grep -E "warning|PASS|FAIL|call 0"
@@ -21,6 +23,8 @@ PGRT_FAULT=instantiate build/gpu/loops build/gpu 2>&1 | grep -E "failed|PASS|FAI
 for t in chain loops; do
   echo "== compute-sanitizer memcheck: $t"
   compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 build/gpu/$t build/gpu 2>&1 | grep -E "ERROR SUMMARY|PASS|FAIL"
+  echo "== compute-sanitizer memcheck: $t, patched on the device"
+  PGRT_UPDATE=device compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 build/gpu/$t build/gpu 2>&1 | grep -E "ERROR SUMMARY|PASS|FAIL"
   echo "== compute-sanitizer racecheck: $t"
   compute-sanitizer --tool racecheck --error-exitcode 9 build/gpu/$t build/gpu 2>&1 | grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASS|FAIL"
 done
