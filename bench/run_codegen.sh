@@ -14,7 +14,7 @@ make -s build/pgcc runtime
 for mode in edges all; do
   python3 bench/codegen/gen.py 200 $mode > bench/codegen/chain_$mode.graph
   build/pgcc --calls=1000000 bench/codegen/chain_$mode.graph --name=chain_$mode -o build/benchgen/chain_$mode.c
-  gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibuild/benchgen -Iruntime -I"$CUDA_HOME/include" \
+  gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibuild/benchgen -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     -DBENCH_HEADER="\"chain_$mode.h\"" -DBENCH_NAME_weights=chain_${mode}_weights -DBENCH_NAME_args=chain_${mode}_args \
     -DBENCH_NAME_init=chain_${mode}_init -DBENCH_NAME_run=chain_${mode}_run -DBENCH_NAME_destroy=chain_${mode}_destroy \
     bench/codegen/run_main.c build/benchgen/chain_$mode.c build/libpgrt.a \
@@ -29,7 +29,7 @@ cp build/benchgen/chain.cubin bench/codegen/chain.cubin
 python3 bench/codegen/gen.py 200 edges chain.cubin > bench/codegen/chain_cubin.graph
 build/pgcc --calls=1000000 bench/codegen/chain_cubin.graph --name=chain_cubin -o build/benchgen/chain_cubin.c
 rm -f bench/codegen/chain_cubin.graph bench/codegen/chain.cubin
-gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibuild/benchgen -Iruntime -I"$CUDA_HOME/include" \
+gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibuild/benchgen -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
   bench/codegen/init_main.c build/benchgen/chain_cubin.c build/libpgrt.a \
   -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -o build/benchgen/init
 build/benchgen/init build/benchgen/chain.cubin

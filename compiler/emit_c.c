@@ -518,7 +518,9 @@ static void emit_api(W *w, bool list_caller_args) {
   }
   if (!fields) fputs("  int unused;\n", f);
   fprintf(f, "} %s_weights;\n\n", nm);
-  fprintf(f, "enum { %s_ARENA_BYTES = %" PRIu64 " }; /* device memory for intermediates */\n\n", nm, p->mem.arena_bytes);
+  /* a macro, not an enum: an arena may pass INT_MAX bytes */
+  fprintf(f, "#define %s_ARENA_BYTES UINT64_C(%" PRIu64 ") /* device memory for intermediates */\n\n", nm,
+          p->mem.arena_bytes);
   size_t caller = caller_arg_nodes(w);
   if (caller) {
     fprintf(f, "/* The input did not say these kernel nodes' arguments: NAME_init takes, in this order, each\n"

@@ -105,7 +105,8 @@ struct pgrt_ctx {
   CUgraphConditionalHandle *conds; /* per condition, created with its region's graph */
   CUlibrary upd_lib;        /* the updater kernel, when some region updates on the device */
   CUfunction upd_func;
-  updater *upd;             /* per region; upd[r].node NULL: host-side patching */
+  updater *upd;             /* per region; upd[r].count 0: host-side patching */
+  int any_updater;          /* some region has one */
   char *devupd;             /* per node: patched by its region's updater */
   CUevent *events;          /* event_count of them */
   int *movable;             /* the nodes that use a per-call buffer or scalar */
@@ -374,6 +375,17 @@ static int has_conditional(const pgrt_ctx *c, int r) {
   return 0;
 }
 
+/* The updater's launch: one thread per entry, its arguments in u->params. */
+static CUDA_KERNEL_NODE_PARAMS updater_params(const pgrt_ctx *c, updater *u) {
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  kp.func = c->upd_func;
+  kp.gridDimX = (unsigned)(u->count + 127) / 128, kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
+  kp.kernelParams = u->argv;
+  return kp;
+}
+
 static pgrt_status build_graph(pgrt_ctx *c, int r) {
   const pgrt_program *pr = c->prog;
   const pgrt_region *rg = &pr->regions[r];
@@ -385,12 +397,7 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
     memcpy(u->params, &u->table, 8);
     memcpy(u->params + 8, &u->count, sizeof u->count);
     u->argv[0] = u->params, u->argv[1] = u->params + 8, u->argv[2] = u->params + 16;
-    CUDA_KERNEL_NODE_PARAMS kp;
-    memset(&kp, 0, sizeof kp);
-    kp.func = c->upd_func;
-    kp.gridDimX = (unsigned)(u->count + 127) / 128, kp.gridDimY = kp.gridDimZ = 1;
-    kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
-    kp.kernelParams = u->argv;
+    CUDA_KERNEL_NODE_PARAMS kp = updater_params(c, u);
     CU(cuGraphAddKernelNode(&u->node, c->graphs[r], NULL, 0, &kp), "the updater");
     u->enabled = 1;
   }
@@ -577,7 +584,6 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
 
   /* device-side update: the kernel nodes directly in such a region that use what a
    * call binds (not those inside bodies, not those whose arguments the caller gave) */
-  int any_updater = 0;
   /* PGRT_UPDATE=host|device overrides the tables: every region patches from the host,
    * or on the device where it can (benchmarks and tests compare the two) */
   const char *how = getenv("PGRT_UPDATE");
@@ -594,9 +600,9 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
       c->upd[r].count += n->scalar_count;
       for (int k = 0; k < n->reloc_count; k++) c->upd[r].count += pr->buffers[n->relocs[k].buffer].kind == PGRT_BUF_BOUND;
     }
-    any_updater |= c->upd[r].count > 0;
+    c->any_updater |= c->upd[r].count > 0;
   }
-  if (any_updater && (st = load_updater(c)) != PGRT_OK) goto out;
+  if (c->any_updater && (st = load_updater(c)) != PGRT_OK) goto out;
 
   for (int r = 0; r < pr->region_count; r++)
     if (pr->regions[r].graph && (st = build_graph(c, r)) != PGRT_OK) goto out;
@@ -711,34 +717,24 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
     int dirty = pr->nodes[i].kind == PGRT_NODE_KERNEL ? fill_params(c, i, scalars) : 1;
     if (dirty && c->execs[r] && !c->devupd[i] && (st = patch(c, r, i)) != PGRT_OK) return st;
   }
-  /* device-side update: the updaters' arguments are this call's addresses and scalars */
-  for (int r = 0; r < pr->region_count; r++) {
-    updater *u = &c->upd[r];
-    if (!u->count || !c->execs[r]) continue;
-    if (!any) { /* the nodes keep what the updater wrote last: skip it */
-      if (u->enabled) CU(cuGraphNodeSetEnabled(c->execs[r], u->node, 0), "the updater");
-      u->enabled = 0;
-      continue;
-    }
-    unsigned char vals[8 * UPD_SLOTS];
+  /* device-side update: the updaters' arguments are this call's addresses and
+   * scalars.  When nothing changed, an updater is skipped: its nodes keep what it
+   * wrote last. */
+  unsigned char vals[8 * UPD_SLOTS];
+  size_t used = 8 * (size_t)(pr->bound_slots + pr->scalar_slots);
+  if (any && c->any_updater) {
     for (int b = 0; b < pr->buffer_count; b++)
       if (pr->buffers[b].kind == PGRT_BUF_BOUND) memcpy(vals + 8 * pr->buffers[b].slot, &c->addr[b], 8);
     if (pr->scalar_slots) memcpy(vals + 8 * pr->bound_slots, scalars, 8 * (size_t)pr->scalar_slots);
-    size_t used = 8 * (size_t)(pr->bound_slots + pr->scalar_slots);
-    if (c->calls && memcmp(u->params + 16, vals, used) == 0) {
-      if (u->enabled) CU(cuGraphNodeSetEnabled(c->execs[r], u->node, 0), "the updater");
-      u->enabled = 0;
-      continue;
-    }
-    if (!u->enabled) CU(cuGraphNodeSetEnabled(c->execs[r], u->node, 1), "the updater");
-    u->enabled = 1;
+  }
+  for (int r = 0; r < pr->region_count && c->any_updater; r++) {
+    updater *u = &c->upd[r];
+    if (!u->count || !c->execs[r]) continue;
+    if (u->enabled != any) CU(cuGraphNodeSetEnabled(c->execs[r], u->node, (unsigned)any), "the updater");
+    u->enabled = any;
+    if (!any) continue;
     memcpy(u->params + 16, vals, used);
-    CUDA_KERNEL_NODE_PARAMS kp;
-    memset(&kp, 0, sizeof kp);
-    kp.func = c->upd_func;
-    kp.gridDimX = (unsigned)(u->count + 127) / 128, kp.gridDimY = kp.gridDimZ = 1;
-    kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
-    kp.kernelParams = u->argv;
+    CUDA_KERNEL_NODE_PARAMS kp = updater_params(c, u);
     CU(cuGraphExecKernelNodeSetParams(c->execs[r], u->node, &kp), "the updater");
     c->stats.device_updated += u->nodes;
   }

@@ -101,7 +101,10 @@ check-valgrind: $(B)/pgcc
 # Generated C compiles warning-free with gcc and clang (-std=c11 -pedantic -Werror)
 # and links against libpgrt and the CUDA driver's stub; the same input gives the
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
-CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph $(wildcard tests/corpus/torch/*.dot)
+CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph \
+	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
+# The GPU test programs that run this C compile against its headers here too.
+GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/faults/faults_main.c
 check-codegen: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: generated C not compiled"; exit 0; fi; \
 	$(MAKE) --no-print-directory runtime >/dev/null && mkdir -p $(B)/gen && \
@@ -113,4 +116,8 @@ check-codegen: $(B)/pgcc
 	    $$cc -std=c11 -Wall -Wextra -Werror -pedantic -fPIC -Iruntime $(CUDA_INC) -c $(B)/gen/$$n.c -o $(B)/gen/$$n.$$cc.o && \
 	    $$cc -shared -Wl,--no-undefined -o $(B)/gen/$$n.$$cc.so $(B)/gen/$$n.$$cc.o $(B)/libpgrt.a $(CUDA_LIBS) || exit 1; \
 	  done; \
-	done && echo "codegen: $(words $(CODEGEN_INPUTS)) programs compile with gcc and clang and link"
+	done && for m in $(GPU_TEST_MAINS); do \
+	  gcc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime -Itests/gpu $(CUDA_INC) -c $$m -o $(B)/gen/main.o \
+	    || exit 1; \
+	done && echo "codegen: $(words $(CODEGEN_INPUTS)) programs compile with gcc and clang and link; \
+	$(words $(GPU_TEST_MAINS)) GPU test programs compile against them"

@@ -15,21 +15,11 @@
  */
 #define _POSIX_C_SOURCE 199309L
 #include "chain_cubin.h"
+#include "gpu_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-#define CK(call)                                                                                 \
-  do {                                                                                           \
-    CUresult r_ = (call);                                                                        \
-    if (r_ != CUDA_SUCCESS) {                                                                    \
-      const char *s_ = "?";                                                                      \
-      cuGetErrorString(r_, &s_);                                                                 \
-      fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, s_, __FILE__, __LINE__);                \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
 
 #define NODES 200
 #define ROUNDS 30
@@ -51,38 +41,38 @@ static double capture_once(const void *cubin, CUdeviceptr x, CUdeviceptr y, CUde
   CUlibrary lib;
   CUkernel km, ks;
   CUfunction fm, fs;
-  CK(cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
-  CK(cuLibraryGetKernel(&km, lib, "mul"));
-  CK(cuLibraryGetKernel(&ks, lib, "scale_add"));
-  CK(cuKernelGetFunction(&fm, km));
-  CK(cuKernelGetFunction(&fs, ks));
+  CHECK(cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
+  CHECK(cuLibraryGetKernel(&km, lib, "mul"));
+  CHECK(cuLibraryGetKernel(&ks, lib, "scale_add"));
+  CHECK(cuKernelGetFunction(&fm, km));
+  CHECK(cuKernelGetFunction(&fs, ks));
   CUdeviceptr arena;
-  CK(cuMemAlloc(&arena, 4096 * NODES));
+  CHECK(cuMemAlloc(&arena, 4096 * NODES));
   int n = 1024;
   float one = 1.0f;
-  CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   for (int i = 0; i < NODES; i++) {
     CUdeviceptr out = i == NODES - 1 ? y : arena + 4096 * (CUdeviceptr)i;
     CUdeviceptr in = arena + 4096 * (CUdeviceptr)(i ? i - 1 : 0);
     if (i == 0) {
       void *args[] = {&n, &x, &b, &out};
-      CK(cuLaunchKernel(fm, 4, 1, 1, 256, 1, 1, 0, s, args, NULL));
+      CHECK(cuLaunchKernel(fm, 4, 1, 1, 256, 1, 1, 0, s, args, NULL));
     } else {
       void *args[] = {&n, &one, &in, &b, &out};
-      CK(cuLaunchKernel(fs, 4, 1, 1, 256, 1, 1, 0, s, args, NULL));
+      CHECK(cuLaunchKernel(fs, 4, 1, 1, 256, 1, 1, 0, s, args, NULL));
     }
   }
   CUgraph g;
   CUgraphExec e;
-  CK(cuStreamEndCapture(s, &g));
-  CK(cuGraphInstantiate(&e, g, 0));
-  CK(cuGraphUpload(e, s));
-  CK(cuStreamSynchronize(s));
+  CHECK(cuStreamEndCapture(s, &g));
+  CHECK(cuGraphInstantiate(&e, g, 0));
+  CHECK(cuGraphUpload(e, s));
+  CHECK(cuStreamSynchronize(s));
   double t1 = now_us();
-  CK(cuGraphExecDestroy(e));
-  CK(cuGraphDestroy(g));
-  CK(cuMemFree(arena));
-  CK(cuLibraryUnload(lib));
+  CHECK(cuGraphExecDestroy(e));
+  CHECK(cuGraphDestroy(g));
+  CHECK(cuMemFree(arena));
+  CHECK(cuLibraryUnload(lib));
   return t1 - t0;
 }
 
@@ -93,25 +83,18 @@ int main(int argc, char **argv) {
   static char cubin[1 << 20];
   if (fread(cubin, 1, sizeof cubin, f) == 0) return fprintf(stderr, "%s: empty\n", argv[1]), 1;
   fclose(f);
-  CUdevice dev;
-  CUcontext ctx;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
-  CUstream s;
-  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUstream s = gpu_start();
   chain_cubin_weights w;
   CUdeviceptr x, y;
-  CK(cuMemAlloc(&w.b, 4096));
-  CK(cuMemAlloc(&x, 4096));
-  CK(cuMemAlloc(&y, 4096));
+  CHECK(cuMemAlloc(&w.b, 4096));
+  CHECK(cuMemAlloc(&x, 4096));
+  CHECK(cuMemAlloc(&y, 4096));
   static double pg[ROUNDS], cap[ROUNDS];
   for (int r = -3; r < ROUNDS; r++) { /* three warm-up rounds of each */
     double t0 = now_us();
     pgrt_ctx *pc;
     if (chain_cubin_init(&pc, &w, NULL, 0) != PGRT_OK) return fprintf(stderr, "init: %s\n", pgrt_error()), 1;
-    CK(cuCtxSynchronize());
+    CHECK(cuCtxSynchronize());
     double t1 = now_us();
     chain_cubin_destroy(&pc);
     double c = capture_once(cubin, x, y, w.b, s);

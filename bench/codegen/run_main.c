@@ -7,28 +7,11 @@
  */
 #define _POSIX_C_SOURCE 199309L
 #include BENCH_HEADER
+#include "gpu_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-#define CK(call)                                                                                 \
-  do {                                                                                           \
-    CUresult r_ = (call);                                                                        \
-    if (r_ != CUDA_SUCCESS) {                                                                    \
-      const char *s_ = "?";                                                                      \
-      cuGetErrorString(r_, &s_);                                                                 \
-      fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, s_, __FILE__, __LINE__);                \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
-#define PG(call)                                                                                 \
-  do {                                                                                           \
-    if ((call) != PGRT_OK) {                                                                     \
-      fprintf(stderr, "%s failed: %s\n", #call, pgrt_error());                                   \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -43,42 +26,35 @@ static double now_us(void) {
 
 int main(int argc, char **argv) {
   const char *label = argc > 1 ? argv[1] : "?";
-  CUdevice dev;
-  CUcontext ctx;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
-  CUstream s;
+  CUstream s = gpu_start();
   CUevent e0, e1;
-  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
-  CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  CHECK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  CHECK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   BENCH_NAME_weights w;
-  CK(cuMemAlloc(&w.b, 4096));
-  CK(cuMemsetD32(w.b, 0, 1024));
+  CHECK(cuMemAlloc(&w.b, 4096));
+  CHECK(cuMemsetD32(w.b, 0, 1024));
   CUdeviceptr x[2], y[2];
   for (int i = 0; i < 2; i++) {
-    CK(cuMemAlloc(&x[i], 4096));
-    CK(cuMemAlloc(&y[i], 4096));
+    CHECK(cuMemAlloc(&x[i], 4096));
+    CHECK(cuMemAlloc(&y[i], 4096));
   }
   pgrt_ctx *pc;
-  PG(BENCH_NAME_init(&pc, &w, NULL, 0));
+  PGRT(BENCH_NAME_init(&pc, &w, NULL, 0));
   enum { WARM = 100, N = 2000 };
   static double host[N], gpu[N];
   for (int moving = 0; moving < 2; moving++) {
     int patched = 0, device = 0;
     for (int i = -WARM; i < N; i++) {
       BENCH_NAME_args a = {.x = x[moving ? i & 1 : 0], .y = y[moving ? i & 1 : 0]};
-      CK(cuStreamSynchronize(s));
-      CK(cuEventRecord(e0, s));
+      CHECK(cuStreamSynchronize(s));
+      CHECK(cuEventRecord(e0, s));
       double t0 = now_us();
-      PG(BENCH_NAME_run(pc, &a, s));
+      PGRT(BENCH_NAME_run(pc, &a, s));
       double t1 = now_us();
-      CK(cuEventRecord(e1, s));
-      CK(cuEventSynchronize(e1));
+      CHECK(cuEventRecord(e1, s));
+      CHECK(cuEventSynchronize(e1));
       float ms;
-      CK(cuEventElapsedTime(&ms, e0, e1));
+      CHECK(cuEventElapsedTime(&ms, e0, e1));
       if (i >= 0) host[i] = t1 - t0, gpu[i] = ms * 1e3;
       pgrt_run_stats st;
       pgrt_last_run(pc, &st);

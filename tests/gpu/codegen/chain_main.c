@@ -14,6 +14,7 @@
  *   chain_main OUT_DIR
  */
 #include "chain.h"
+#include "gpu_check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,41 +23,9 @@
 #define N 4096
 #define CALLS 7 /* the last repeats the one before */
 
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    CUresult r_ = (call);                                                                         \
-    if (r_ != CUDA_SUCCESS) {                                                                     \
-      const char *s_ = "?";                                                                       \
-      cuGetErrorString(r_, &s_);                                                                  \
-      fprintf(stderr, "%s failed: %s (%s:%d, %s)\n", #call, s_, __FILE__, __LINE__, __func__);   \
-      exit(1);                                                                                    \
-    }                                                                                             \
-  } while (0)
-
-#define PGRT(call)                                                                                \
-  do {                                                                                            \
-    pgrt_status s_ = (call);                                                                      \
-    if (s_ != PGRT_OK) {                                                                          \
-      fprintf(stderr, "%s failed (%d): %s\n", #call, (int)s_, pgrt_error());                      \
-      exit(1);                                                                                    \
-    }                                                                                             \
-  } while (0)
-
-static float frand(unsigned *seed) {
-  *seed = *seed * 1664525u + 1013904223u;
-  return (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
 int main(int argc, char **argv) {
   const char *out = argc > 1 ? argv[1] : ".";
-  CUdevice dev;
-  CUcontext ctx;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
-  CUstream stream;
-  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUstream stream = gpu_start();
 
   unsigned seed = 12345;
   static float w[N], b[N], x[N], y[N], z[N], ry[N], rz[N];
