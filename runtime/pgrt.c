@@ -16,19 +16,18 @@
  * Memory: everything init allocates is recorded in the context and freed by
  * pgrt_destroy (which a failed init calls itself).
  */
-#include "pgrt.h"
+#include "pgrt_impl.h"
 
 #include <nvrtc.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local char last_error[1024];
 
 const char *pgrt_error(void) { return last_error; }
 
-static pgrt_status fail(pgrt_status s, const char *fmt, ...) {
+pgrt_status pgrt_fail(pgrt_status s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -36,24 +35,14 @@ static pgrt_status fail(pgrt_status s, const char *fmt, ...) {
   return s;
 }
 
-/* The one CUDA check: the call, where, the node concerned; jumps to `out`. */
-#define CU(call, what)                                                                                \
-  do {                                                                                                \
-    CUresult r_ = (call);                                                                             \
-    if (r_ != CUDA_SUCCESS) {                                                                         \
-      const char *s_ = "unknown error";                                                               \
-      cuGetErrorString(r_, &s_);                                                                      \
-      st = fail(r_ == CUDA_ERROR_OUT_OF_MEMORY ? PGRT_ERR_MEMORY : PGRT_ERR_CUDA, "%s failed: %s (%s:%d, %s)", \
-                #call, s_, __FILE__, __LINE__, (what));                                               \
-      goto out;                                                                                       \
-    }                                                                                                 \
-  } while (0)
-
 /* The device-side update: a graph region whose kernel nodes change on every call
  * makes them device-updatable and starts with one updater kernel that rewrites
- * their parameters, one thread per pointer or scalar, with cudaGraphKernelNodeSetParam.
+ * their parameters, one thread per node, with cudaGraphKernelNodeSetParam.
  * A call then patches one node from the host (the updater's own arguments: this
- * call's addresses and scalars) instead of every node that uses them.  NVRTC does
+ * call's addresses and scalars) instead of every node that uses them.  The entries
+ * of one node are together in the table, and one thread writes them all: updates of
+ * one node from several threads at once lost some of them (the e2e MLP, whose
+ * GEMV nodes take three moving pointers in one parameter struct).  NVRTC does
  * not declare the device runtime, so the declaration is here; the driver resolves
  * it when the module loads. */
 #define UPD_SLOTS 64 /* per-call addresses and scalars an updater can carry */
@@ -65,9 +54,11 @@ static const char updater_source[] =
     "struct Vals { unsigned long long v[64]; };\n"
     "extern \"C\" __global__ void pgrt_update(const Entry *e, int n, Vals vals) {\n"
     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i >= n) return;\n"
-    "  unsigned long long x = vals.v[e[i].slot] + e[i].offset;\n"
-    "  cudaGraphKernelNodeSetParam(e[i].node, e[i].at, &x, e[i].size);\n"
+    "  if (i >= n || (i > 0 && e[i - 1].node == e[i].node)) return;\n"
+    "  for (int j = i; j < n && e[j].node == e[i].node; j++) { /* one thread per node */\n"
+    "    unsigned long long x = vals.v[e[j].slot] + e[j].offset;\n"
+    "    cudaGraphKernelNodeSetParam(e[j].node, e[j].at, &x, e[j].size);\n"
+    "  }\n"
     "}\n";
 
 typedef struct { /* as the updater reads it */
@@ -90,6 +81,7 @@ struct pgrt_ctx {
   const pgrt_program *prog;
   CUcontext cu;
   CUlibrary *libs;
+  pgrt_libset *libset;      /* the installed libraries that LIBRARY modules name */
   CUfunction *funcs;
   CUdeviceptr arena, placeholder;
   int own_arena;
@@ -115,7 +107,6 @@ struct pgrt_ctx {
   pgrt_run_stats stats;
 };
 
-static void *zalloc(size_t n) { return calloc(n ? n : 1, 1); }
 
 /* ---- modules ---- */
 
@@ -128,20 +119,20 @@ static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin
   const char *opts[] = {arch, "--std=c++17", "-default-device"};
   nvrtcProgram p;
   if (nvrtcCreateProgram(&p, (const char *)m->image, m->name, 0, NULL, NULL) != NVRTC_SUCCESS)
-    return fail(PGRT_ERR_MODULE, "module '%s': nvrtcCreateProgram failed", m->name);
+    return pgrt_fail(PGRT_ERR_MODULE, "module '%s': nvrtcCreateProgram failed", m->name);
   nvrtcResult r = nvrtcCompileProgram(p, 3, opts);
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
     nvrtcGetProgramLogSize(p, &n);
-    char *log = zalloc(n + 1);
+    char *log = pgrt_zalloc(n + 1);
     nvrtcGetProgramLog(p, log);
-    fail(PGRT_ERR_MODULE, "module '%s' does not compile (%s):\n%s", m->name, nvrtcGetErrorString(r), log);
+    pgrt_fail(PGRT_ERR_MODULE, "module '%s' does not compile (%s):\n%s", m->name, nvrtcGetErrorString(r), log);
     free(log);
     nvrtcDestroyProgram(&p);
     return PGRT_ERR_MODULE;
   }
   nvrtcGetCUBINSize(p, size);
-  *cubin = zalloc(*size);
+  *cubin = pgrt_zalloc(*size);
   nvrtcGetCUBIN(p, *cubin);
   nvrtcDestroyProgram(&p);
   return PGRT_OK;
@@ -156,6 +147,7 @@ static pgrt_status load_modules(pgrt_ctx *c) {
   for (int i = 0; i < pr->module_count; i++) {
     const pgrt_module *m = &pr->modules[i];
     const void *image = m->image;
+    if (m->kind == PGRT_MOD_LIBRARY) continue; /* its fatbins load with their kernels, below */
     if (m->kind == PGRT_MOD_CUDA) {
       size_t size;
       if ((st = compile_cuda(m, dev, &compiled, &size)) != PGRT_OK) goto out;
@@ -167,22 +159,25 @@ static pgrt_status load_modules(pgrt_ctx *c) {
     if (r != CUDA_SUCCESS) {
       const char *s = "?";
       cuGetErrorString(r, &s);
-      return fail(PGRT_ERR_MODULE, "module '%s' does not load: %s", m->name, s);
+      return pgrt_fail(PGRT_ERR_MODULE, "module '%s' does not load: %s", m->name, s);
     }
   }
   for (int k = 0; k < pr->kernel_count; k++) {
     const pgrt_kernel *kn = &pr->kernels[k];
     CUkernel kernel;
     int found = 0;
-    if (kn->module >= 0) {
+    if (kn->module >= 0 && pr->modules[kn->module].kind == PGRT_MOD_LIBRARY) {
+      if ((st = pgrt_library_kernel(&c->libset, &pr->modules[kn->module], kn, &kernel)) != PGRT_OK) goto out;
+      found = 1;
+    } else if (kn->module >= 0) {
       found = cuLibraryGetKernel(&kernel, c->libs[kn->module], kn->symbol) == CUDA_SUCCESS;
       if (!found)
-        return fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is not in module '%s', or the module is not valid code",
+        return pgrt_fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is not in module '%s', or the module is not valid code",
                     kn->name, kn->symbol, pr->modules[kn->module].name);
     }
     for (int m = 0; kn->module < 0 && m < pr->module_count && !found; m++) /* by name, in any module */
-      found = cuLibraryGetKernel(&kernel, c->libs[m], kn->symbol) == CUDA_SUCCESS;
-    if (!found) return fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is in none of the modules", kn->name, kn->symbol);
+      found = c->libs[m] && cuLibraryGetKernel(&kernel, c->libs[m], kn->symbol) == CUDA_SUCCESS;
+    if (!found) return pgrt_fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is in none of the modules", kn->name, kn->symbol);
     CU(cuKernelGetFunction(&c->funcs[k], kernel), kn->name);
   }
 out:
@@ -196,7 +191,8 @@ static pgrt_status load_updater(pgrt_ctx *c) {
   CUdevice dev;
   void *cubin = NULL;
   size_t size;
-  const pgrt_module m = {"pgrt_update", PGRT_MOD_CUDA, updater_source, sizeof updater_source};
+  const pgrt_module m = {.name = "pgrt_update", .kind = PGRT_MOD_CUDA, .image = updater_source,
+                         .size = sizeof updater_source};
   CU(cuCtxGetDevice(&dev), "the updater");
   if ((st = compile_cuda(&m, dev, &cubin, &size)) != PGRT_OK) goto out;
   CU(cuLibraryLoadData(&c->upd_lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "the updater");
@@ -322,7 +318,7 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
   for (int i = first; i < first + count; i++) {
     const pgrt_node *n = &pr->nodes[i];
     int nd = 0;
-    if (n->dep_count > 64) return fail(PGRT_ERR_ARGUMENT, "node '%s' has more than 64 dependencies", n->origin);
+    if (n->dep_count > 64) return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s' has more than 64 dependencies", n->origin);
     for (int d = 0; d < n->dep_count; d++) deps[nd++] = c->gnodes[n->deps[d]];
     switch (n->kind) {
     case PGRT_NODE_KERNEL: {
@@ -349,7 +345,7 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
       break;
     }
     case PGRT_NODE_EMPTY: CU(cuGraphAddEmptyNode(&c->gnodes[i], g, deps, (size_t)nd), n->origin); break;
-    case PGRT_NODE_SYNC: return fail(PGRT_ERR_ARGUMENT, "node '%s': a synchronization cannot be in a graph", n->origin);
+    case PGRT_NODE_SYNC: return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a synchronization cannot be in a graph", n->origin);
     case PGRT_NODE_EVENT_RECORD:
       CU(cuGraphAddEventRecordNode(&c->gnodes[i], g, deps, (size_t)nd, c->events[n->event]), n->origin);
       break;
@@ -413,7 +409,7 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
     if (has_conditional(c, r)) {
       const char *s = "?";
       cuGetErrorString(ir, &s);
-      return fail(PGRT_ERR_CUDA, "graph region %d of '%s' does not instantiate (%s), and its conditional nodes cannot "
+      return pgrt_fail(PGRT_ERR_CUDA, "graph region %d of '%s' does not instantiate (%s), and its conditional nodes cannot "
                                  "run eagerly", r, pr->name, s);
     }
     fprintf(stderr, "pgrt: warning: graph region %d of '%s' does not instantiate; it runs eagerly\n", r, pr->name);
@@ -422,7 +418,7 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
   if (u->count) { /* the entries: which bytes of which node take which value */
     entries = calloc((size_t)u->count, sizeof *entries);
     if (!entries) {
-      st = fail(PGRT_ERR_MEMORY, "out of host memory");
+      st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
       goto out;
     }
     int e = 0;
@@ -451,43 +447,43 @@ out:
 
 pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdeviceptr *weights, void **const *kernel_args,
                       CUdeviceptr arena) {
-  if (!out_ctx || !pr) return fail(PGRT_ERR_ARGUMENT, "pgrt_init: null context or program");
+  if (!out_ctx || !pr) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: null context or program");
   *out_ctx = NULL;
   if (pr->version != PGRT_VERSION)
-    return fail(PGRT_ERR_VERSION, "program '%s' was generated for libpgrt tables version %d, this is %d", pr->name,
+    return pgrt_fail(PGRT_ERR_VERSION, "program '%s' was generated for libpgrt tables version %d, this is %d", pr->name,
                 pr->version, PGRT_VERSION);
-  if (pr->weight_slots && !weights) return fail(PGRT_ERR_ARGUMENT, "program '%s' needs its weights", pr->name);
+  if (pr->weight_slots && !weights) return pgrt_fail(PGRT_ERR_ARGUMENT, "program '%s' needs its weights", pr->name);
   if (pr->caller_arg_nodes && !kernel_args)
-    return fail(PGRT_ERR_ARGUMENT, "program '%s' needs the arguments of its %d kernel nodes", pr->name,
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "program '%s' needs the arguments of its %d kernel nodes", pr->name,
                 pr->caller_arg_nodes);
   pgrt_status st = PGRT_OK;
-  pgrt_ctx *c = zalloc(sizeof *c);
-  if (!c) return fail(PGRT_ERR_MEMORY, "out of host memory");
+  pgrt_ctx *c = pgrt_zalloc(sizeof *c);
+  if (!c) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   c->prog = pr;
-  c->libs = zalloc(sizeof *c->libs * (size_t)pr->module_count);
-  c->funcs = zalloc(sizeof *c->funcs * (size_t)pr->kernel_count);
-  c->addr = zalloc(sizeof *c->addr * (size_t)pr->buffer_count);
-  c->bound_prev = zalloc(sizeof *c->bound_prev * (size_t)pr->bound_slots);
-  c->scalar_prev = zalloc(sizeof *c->scalar_prev * (size_t)pr->scalar_slots);
-  c->params = zalloc(sizeof *c->params * (size_t)pr->node_count);
-  c->args = zalloc(sizeof *c->args * (size_t)pr->node_count);
-  c->graphs = zalloc(sizeof *c->graphs * (size_t)pr->region_count);
-  c->execs = zalloc(sizeof *c->execs * (size_t)pr->region_count);
-  c->gnodes = zalloc(sizeof *c->gnodes * (size_t)pr->node_count);
-  c->events = zalloc(sizeof *c->events * (size_t)pr->event_count);
-  c->region_of = zalloc(sizeof *c->region_of * (size_t)pr->node_count);
-  c->conds = zalloc(sizeof *c->conds * (size_t)pr->condition_count);
-  c->upd = zalloc(sizeof *c->upd * (size_t)pr->region_count);
-  c->devupd = zalloc((size_t)pr->node_count);
+  c->libs = pgrt_zalloc(sizeof *c->libs * (size_t)pr->module_count);
+  c->funcs = pgrt_zalloc(sizeof *c->funcs * (size_t)pr->kernel_count);
+  c->addr = pgrt_zalloc(sizeof *c->addr * (size_t)pr->buffer_count);
+  c->bound_prev = pgrt_zalloc(sizeof *c->bound_prev * (size_t)pr->bound_slots);
+  c->scalar_prev = pgrt_zalloc(sizeof *c->scalar_prev * (size_t)pr->scalar_slots);
+  c->params = pgrt_zalloc(sizeof *c->params * (size_t)pr->node_count);
+  c->args = pgrt_zalloc(sizeof *c->args * (size_t)pr->node_count);
+  c->graphs = pgrt_zalloc(sizeof *c->graphs * (size_t)pr->region_count);
+  c->execs = pgrt_zalloc(sizeof *c->execs * (size_t)pr->region_count);
+  c->gnodes = pgrt_zalloc(sizeof *c->gnodes * (size_t)pr->node_count);
+  c->events = pgrt_zalloc(sizeof *c->events * (size_t)pr->event_count);
+  c->region_of = pgrt_zalloc(sizeof *c->region_of * (size_t)pr->node_count);
+  c->conds = pgrt_zalloc(sizeof *c->conds * (size_t)pr->condition_count);
+  c->upd = pgrt_zalloc(sizeof *c->upd * (size_t)pr->region_count);
+  c->devupd = pgrt_zalloc((size_t)pr->node_count);
   if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
       !c->graphs || !c->execs || !c->gnodes || !c->events || !c->region_of || !c->conds ||
       !c->upd || !c->devupd) {
-    st = fail(PGRT_ERR_MEMORY, "out of host memory");
+    st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
   CU(cuCtxGetCurrent(&c->cu), "init");
   if (!c->cu) {
-    st = fail(PGRT_ERR_ARGUMENT, "pgrt_init: no current CUDA context");
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: no current CUDA context");
     goto out;
   }
   if ((st = load_modules(c)) != PGRT_OK) goto out;
@@ -511,7 +507,7 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     const pgrt_node *n = &pr->nodes[i];
     if (n->kind != PGRT_NODE_CONDITIONAL) continue;
     if (!c->graphs[c->region_of[i]]) {
-      st = fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node must be in a graph region", n->origin);
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node must be in a graph region", n->origin);
       goto out;
     }
     CU(cuGraphConditionalHandleCreate(&c->conds[n->condition], c->graphs[c->region_of[i]], c->cu,
@@ -537,7 +533,7 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     if (buf->kind == PGRT_BUF_WEIGHT) {
       c->addr[b] = weights[buf->slot];
       if (!c->addr[b]) {
-        st = fail(PGRT_ERR_ARGUMENT, "weight '%s' is a null pointer", buf->name);
+        st = pgrt_fail(PGRT_ERR_ARGUMENT, "weight '%s' is a null pointer", buf->name);
         goto out;
       }
     }
@@ -550,16 +546,16 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     if (n->caller_args) {
       c->args[i] = (void **)kernel_args[given++];
       if (!c->args[i]) {
-        st = fail(PGRT_ERR_ARGUMENT, "node '%s': its arguments are a null pointer", n->origin);
+        st = pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': its arguments are a null pointer", n->origin);
         goto out;
       }
       continue;
     }
     uint32_t bytes = pr->kernels[n->kernel].param_bytes;
-    c->params[i] = zalloc(bytes);
-    c->args[i] = zalloc(sizeof(void *) * (size_t)n->param_count);
+    c->params[i] = pgrt_zalloc(bytes);
+    c->args[i] = pgrt_zalloc(sizeof(void *) * (size_t)n->param_count);
     if (!c->params[i] || !c->args[i]) {
-      st = fail(PGRT_ERR_MEMORY, "out of host memory");
+      st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
       goto out;
     }
     memcpy(c->params[i], n->params, bytes);
@@ -568,9 +564,9 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   }
 
   /* the nodes a call can change: only these are looked at on every call */
-  c->movable = zalloc(sizeof *c->movable * (size_t)pr->node_count);
+  c->movable = pgrt_zalloc(sizeof *c->movable * (size_t)pr->node_count);
   if (!c->movable) {
-    st = fail(PGRT_ERR_MEMORY, "out of host memory");
+    st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
   for (int i = 0; i < pr->node_count; i++) {
@@ -652,7 +648,7 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
     break;
   }
   case PGRT_NODE_CONDITIONAL:
-    return fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node cannot run eagerly", n->origin);
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node cannot run eagerly", n->origin);
   }
   c->stats.eager_nodes++;
 out:
@@ -692,10 +688,10 @@ out:
 }
 
 pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, CUstream s) {
-  if (!c) return fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
+  if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
   const pgrt_program *pr = c->prog;
-  if (pr->bound_slots && !bound) return fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its buffers", pr->name);
-  if (pr->scalar_slots && !scalars) return fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its scalars", pr->name);
+  if (pr->bound_slots && !bound) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its buffers", pr->name);
+  if (pr->scalar_slots && !scalars) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its scalars", pr->name);
   memset(&c->stats, 0, sizeof c->stats);
   pgrt_status st = PGRT_OK;
 
@@ -704,7 +700,7 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   for (int b = 0; b < pr->buffer_count; b++) {
     const pgrt_buffer *buf = &pr->buffers[b];
     if (buf->kind != PGRT_BUF_BOUND) continue;
-    if (!bound[buf->slot]) return fail(PGRT_ERR_ARGUMENT, "pgrt_run: buffer '%s' is a null pointer", buf->name);
+    if (!bound[buf->slot]) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: buffer '%s' is a null pointer", buf->name);
     if (c->addr[b] != bound[buf->slot]) c->addr[b] = bound[buf->slot], any = 1;
   }
   for (int k = 0; k < pr->scalar_slots; k++)
@@ -756,7 +752,7 @@ out:
 
 pgrt_status pgrt_debug_dot(const pgrt_ctx *c, int region, const char *path) {
   if (!c || !path || region < 0 || region >= c->prog->region_count || !c->graphs[region])
-    return fail(PGRT_ERR_ARGUMENT, "pgrt_debug_dot: region %d is not a graph", region);
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_debug_dot: region %d is not a graph", region);
   pgrt_status st = PGRT_OK;
   CU(cuGraphDebugDotPrint(c->graphs[region], path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE), path);
 out:
@@ -786,6 +782,7 @@ void pgrt_destroy(pgrt_ctx **pc) {
   for (int r = 0; c->upd && r < pr->region_count; r++)
     if (c->upd[r].table) cuMemFree(c->upd[r].table);
   if (c->upd_lib) cuLibraryUnload(c->upd_lib);
+  pgrt_libset_free(c->libset);
   if (c->own_arena && c->arena) cuMemFree(c->arena);
   if (c->placeholder) cuMemFree(c->placeholder);
   free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
