@@ -14,11 +14,15 @@ CC      ?= cc
 OPT     ?= -O2 -g
 WARN    = -Wall -Wextra -Wpedantic -Wmissing-prototypes -Wshadow -Wstrict-prototypes -Werror
 CFLAGS  = -std=c11 -D_DEFAULT_SOURCE $(OPT) $(WARN) $(EXTRA_CFLAGS)
-CPPFLAGS = -Icompiler -Igrammar/gen $(CPPFLAGS_LIBCLANG)
+CPPFLAGS = -Icompiler -Igrammar/gen $(CPPFLAGS_LIBCLANG) $(JANSSON_CFLAGS)
 # Generated code is not ours to fix: keep -Werror, drop the warnings flex and bison trip.
 GENWARN = -Wno-unused-function -Wno-sign-compare -Wno-missing-prototypes -Wno-unused-parameter
 LDFLAGS ?=
-LDLIBS  = -lm
+LDLIBS  = -lm $(JANSSON_LIBS)
+# jansson reads safetensors headers.  Where it is not installed (the GPU machine),
+# point these at an unpacked copy: make JANSSON_CFLAGS=-I... JANSSON_LIBS=.../libjansson.a
+JANSSON_CFLAGS ?= $(shell pkg-config --cflags jansson 2>/dev/null)
+JANSSON_LIBS ?= $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 # libclang, optional: with it pgcc checks CUDA C kernels' layouts against their source
 LIBCLANG_DIR ?= $(firstword $(wildcard /usr/lib/llvm-1[0-9]))
 # (loaded with dlopen, only when a CUDA C module is checked)
@@ -35,7 +39,7 @@ B = build
 Q = $(if $(V),,@)
 
 COMPILER_OBJS = \
-	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o $(B)/sha256.o \
+	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o $(B)/sha256.o $(B)/safetensors.o \
 	$(B)/detect.o $(B)/dot_read.o $(B)/graph_read.o $(B)/graph_write.o $(B)/dot_write.o \
 	$(B)/verify.o $(B)/signatures.o $(B)/arch.o $(B)/classify.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o $(B)/emit_c.o \
 	$(B)/driver.o
@@ -108,17 +112,19 @@ check-generated:
 PREFIX ?= /usr/local
 DESTDIR ?=
 CUDA_INC = -I$(CUDA_HOME)/include
-CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl
 
-$(B)/rt/pgrt.o: runtime/pgrt.c runtime/pgrt.h | $(B)
+RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o
+
+$(B)/rt/%.o: runtime/%.c runtime/pgrt.h runtime/pgrt_impl.h | $(B)
 	@mkdir -p $(B)/rt
 	@$(if $(Q),echo "CC $<")
 	$(Q)$(CC) $(CFLAGS) -fPIC $(CUDA_INC) -c -o $@ $<
 
-$(B)/libpgrt.a: $(B)/rt/pgrt.o
+$(B)/libpgrt.a: $(RT_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/libpgrt.so: $(B)/rt/pgrt.o
+$(B)/libpgrt.so: $(RT_OBJS)
 	@$(if $(Q),echo "LD $@")
 	$(Q)$(CC) -shared -Wl,-soname,libpgrt.so.1 -o $@ $^ $(CUDA_LIBS)
 

@@ -18,7 +18,7 @@ for mode in edges all; do
     -DBENCH_HEADER="\"chain_$mode.h\"" -DBENCH_NAME_weights=chain_${mode}_weights -DBENCH_NAME_args=chain_${mode}_args \
     -DBENCH_NAME_init=chain_${mode}_init -DBENCH_NAME_run=chain_${mode}_run -DBENCH_NAME_destroy=chain_${mode}_destroy \
     bench/codegen/run_main.c build/benchgen/chain_$mode.c build/libpgrt.a \
-    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -o build/benchgen/run_$mode
+    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -o build/benchgen/run_$mode
   rm -f bench/codegen/chain_$mode.graph
   build/benchgen/run_$mode $mode
   PGRT_UPDATE=host build/benchgen/run_$mode $mode/host
@@ -31,5 +31,5 @@ build/pgcc --calls=1000000 bench/codegen/chain_cubin.graph --name=chain_cubin -o
 rm -f bench/codegen/chain_cubin.graph bench/codegen/chain.cubin
 gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibuild/benchgen -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
   bench/codegen/init_main.c build/benchgen/chain_cubin.c build/libpgrt.a \
-  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -o build/benchgen/init
+  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -o build/benchgen/init
 build/benchgen/init build/benchgen/chain.cubin

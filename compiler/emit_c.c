@@ -130,8 +130,7 @@ int pg_c_check(const PgProgram *p, PgDiag *d) {
                  p->kernels.v[i]->name);
   for (size_t i = 0; i < p->modules.n; i++) {
     const PgModule *m = p->modules.v[i];
-    if (m->kind == PG_MOD_LIBRARY)
-      pg_error(d, m->loc, "module '%s': kernels inside installed libraries cannot be generated yet", m->name);
+    (void)m;
   }
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     const PgGraph *g = p->graphs.v[gi];
@@ -318,6 +317,10 @@ static void emit_module(W *w, size_t i) {
   FILE *f = w->f;
   size_t len = 0;
   char *data = NULL;
+  if (m->kind == PG_MOD_LIBRARY) { /* nothing to embed: libpgrt opens the library at init */
+    fprintf(f, "/* module %s: kernels inside the installed library \"%s\" */\n\n", m->name, m->library);
+    return;
+  }
   FILE *in = fopen(m->path, "rb");
   if (in) {
     fseek(in, 0, SEEK_END);
@@ -477,6 +480,36 @@ static void emit_node(W *w, const PgNode *n, int at) {
   fputs("},\n", f);
 }
 
+/* NAME_load_W: the tensors' places in the file, checked against its header by
+ * libpgrt, then one pgrt_weights_load call. */
+static void emit_weights_loader(W *w, const PgWeights *wf) {
+  FILE *f = w->f;
+  const PgProgram *p = w->p;
+  fprintf(f, "pgrt_status %s_load_%s(const char *path, %s_weights *weights, CUdeviceptr *block) {\n", w->name,
+          wf->name, w->name);
+  fputs("  static const pgrt_tensor tensors[] = {\n", f);
+  size_t n = 0;
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->weights != wf) continue;
+    fprintf(f, "      {.offset = UINT64_C(%" PRIu64 "), .size = UINT64_C(%" PRIu64 ")}, /* %s: ", b->data_offset,
+            b->size, b->name);
+    for (const char *c = b->tensor; *c; c++) fputc(*c == '*' || *c == '/' ? '_' : *c, f); /* no comment end */
+    fputs(" */\n", f);
+    n++;
+  }
+  fprintf(f, "  };\n  static const pgrt_weights_file file = {.header_len = UINT64_C(%" PRIu64
+             "), .file_size = UINT64_C(%" PRIu64 "), .tensors = tensors, .count = %zu};\n",
+          wf->header_len, wf->file_size, n);
+  fprintf(f, "  CUdeviceptr at[%zu];\n", n);
+  fputs("  if (!weights || !block) return pgrt_weights_load(path, &file, NULL, NULL);\n", f);
+  fputs("  pgrt_status st = pgrt_weights_load(path, &file, block, at);\n  if (st != PGRT_OK) return st;\n", f);
+  size_t k = 0;
+  for (size_t i = 0; i < p->buffers.n; i++)
+    if (p->buffers.v[i]->weights == wf) fprintf(f, "  weights->"), cname(f, p->buffers.v[i]->name), fprintf(f, " = at[%zu];\n", k++);
+  fputs("  return PGRT_OK;\n}\n\n", f);
+}
+
 /* Kernel nodes whose arguments the caller gives at init. */
 static size_t caller_arg_nodes(const W *w) {
   size_t k = 0;
@@ -518,6 +551,13 @@ static void emit_api(W *w, bool list_caller_args) {
   }
   if (!fields) fputs("  int unused;\n", f);
   fprintf(f, "} %s_weights;\n\n", nm);
+  for (size_t i = 0; i < p->weights.n; i++) {
+    fprintf(f, "/* Reads the weights that come from %s (a safetensors file; path: where it is now) into\n"
+               " * one device allocation, *block (cuMemFree it after %s_destroy), and sets their fields\n"
+               " * in *weights. */\n", p->weights.v[i]->file, nm);
+    fprintf(f, "pgrt_status %s_load_%s(const char *path, %s_weights *weights, CUdeviceptr *block);\n\n", nm,
+            p->weights.v[i]->name, nm);
+  }
   /* a macro, not an enum: an arena may pass INT_MAX bytes */
   fprintf(f, "#define %s_ARENA_BYTES UINT64_C(%" PRIu64 ") /* device memory for intermediates */\n\n", nm,
           p->mem.arena_bytes);
@@ -581,8 +621,15 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
 
   fprintf(f, "static const pgrt_module %s_modules[] = {\n", name);
   for (size_t i = 0; i < p->modules.n; i++) {
-    static const char *const kinds[] = {"PGRT_MOD_CUBIN", "PGRT_MOD_FATBIN", "PGRT_MOD_PTX", "PGRT_MOD_CUDA", "?"};
+    static const char *const kinds[] = {"PGRT_MOD_CUBIN", "PGRT_MOD_FATBIN", "PGRT_MOD_PTX", "PGRT_MOD_CUDA",
+                                        "PGRT_MOD_LIBRARY"};
     const PgModule *m = p->modules.v[i];
+    if (m->kind == PG_MOD_LIBRARY) {
+      fprintf(f, "    {.name = \"%s\", .kind = PGRT_MOD_LIBRARY, .library = ", m->name);
+      cstring(f, m->library);
+      fputs("},\n", f);
+      continue;
+    }
     fprintf(f, "    {.name = \"%s\", .kind = %s, .image = %s_module_%zu, .size = sizeof %s_module_%zu},\n", m->name,
             kinds[m->kind], name, i, name, i);
   }
@@ -598,8 +645,9 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       if (p->modules.v[m] == k->module) mod = (int)m;
     fprintf(f, "    {.name = \"%s\", .symbol = ", k->name);
     cstring(f, k->symbol);
-    fprintf(f, ", .module = %d, .param_bytes = %" PRIu32 "},%s\n", mod, bytes,
-            mod < 0 ? " /* found by name in the modules at init */" : "");
+    fprintf(f, ", .module = %d, .param_bytes = %" PRIu32, mod, bytes);
+    if (k->has_entry) fprintf(f, ", .entry = UINT64_C(%" PRIu64 ")", k->entry + 1);
+    fprintf(f, "},%s\n", mod < 0 ? " /* found by name in the modules at init */" : "");
   }
   if (!p->kernels.n) fputs("    {0},\n", f);
   fprintf(f, "};\n\nstatic const pgrt_buffer %s_buffers[] = {\n", name);
@@ -694,6 +742,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   } else {
     fprintf(f, "  (void)weights;\n  return pgrt_init(ctx, &%s_program, NULL, kernel_args, arena);\n}\n\n", name);
   }
+  for (size_t i = 0; i < p->weights.n; i++) emit_weights_loader(&w, p->weights.v[i]);
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream) {\n", name, name);
   fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, stream); /* libpgrt says what is missing */\n");
   if (bound) {

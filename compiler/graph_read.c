@@ -43,7 +43,7 @@ struct GfCtx {
   int depth;
   PgGraph *graph;
   PgKernel *kernel;
-  PgMap *modules, *kernels, *values, *events, *graphs, *nodes; /* values: buffers and scalars */
+  PgMap *modules, *kernels, *values, *events, *graphs, *nodes, *weights; /* values: buffers and scalars */
   PgMap *is_scalar, *is_cond; /* which of `values` are scalars, which conditions */
   PG_VEC(PendingEdge) edges;
   PG_VEC(PendingBody) bodies;
@@ -364,11 +364,15 @@ static bool dims_of(GfCtx *c, const GfWord *list, const char *what, uint32_t d[3
 
 /* The module file, relative to the .graph file's directory: it must be a regular
  * file, and have the content hash the .graph gives. */
-static bool check_module_file(GfCtx *c, PgModule *m, const GfWord *file, const GfWord *hash) {
+static char *beside_input(GfCtx *c, const char *file) {
   const char *dir = c->src->name, *slash = strrchr(dir, '/');
-  char *path = m->file[0] == '/' ? pg_arena_strdup(c->a, m->file)
-               : slash            ? pg_arena_printf(c->a, "%.*s/%s", (int)(slash - dir), dir, m->file)
-                                  : pg_arena_strdup(c->a, m->file);
+  return file[0] == '/' ? pg_arena_strdup(c->a, file)
+         : slash        ? pg_arena_printf(c->a, "%.*s/%s", (int)(slash - dir), dir, file)
+                        : pg_arena_strdup(c->a, file);
+}
+
+static bool check_module_file(GfCtx *c, PgModule *m, const GfWord *file, const GfWord *hash) {
+  char *path = beside_input(c, m->file);
   struct stat st;
   if (stat(path, &st) != 0) {
     pg_error(c->d, file->loc, "module file '%s' cannot be read: %s", path, strerror(errno));
@@ -433,15 +437,24 @@ static void stmt_module(GfCtx *c, const GfWord *name, PgLoc loc) {
 }
 
 static void stmt_kernel(GfCtx *c, const GfWord *name, PgLoc loc, bool block) {
-  static const Spec spec[] = {{"symbol", A_STRING, true}, {"module", A_NAME, false}};
-  const GfWord *f[2];
-  if (!read_attrs(c, name->next, "kernel", loc, spec, 2, f)) return;
+  static const Spec spec[] = {{"symbol", A_STRING, true}, {"module", A_NAME, false}, {"entry", A_U64, false}};
+  const GfWord *f[3];
+  if (!read_attrs(c, name->next, "kernel", loc, spec, 3, f)) return;
   PgKernel *k = pg_arena_alloc(c->a, sizeof *k);
   k->name = name_of(c, name);
   k->symbol = string_of(c, f[0]);
   k->loc = name->loc;
   k->has_layout = block;
   if (f[1] && !(k->module = lookup(c, c->modules, f[1], "module"))) return;
+  if (f[2]) {
+    if (!k->module || k->module->kind != PG_MOD_LIBRARY) {
+      pg_error(c->d, f[2]->loc, "kernel '%s': 'entry' (a place in an installed library's fatbin) needs a library module",
+               k->name);
+      return;
+    }
+    if (!u64_of(c, f[2], "kernel entry", &k->entry)) return;
+    k->has_entry = true;
+  }
   if (!declare(c, c->kernels, name, k, "kernel")) return;
   pg_vec_push(c->a, c->p->kernels, k);
   if (block) c->block = IN_KERNEL, c->kernel = k;
@@ -478,11 +491,62 @@ static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
   pg_vec_push(c->a, c->kernel->params, pa);
 }
 
+/* `weights NAME file "w.safetensors";`: a safetensors file whose header pgcc reads now. */
+static void stmt_weights(GfCtx *c, const GfWord *name, PgLoc loc) {
+  static const Spec spec[] = {{"file", A_STRING, true}};
+  const GfWord *f[1];
+  if (!read_attrs(c, name->next, "weights", loc, spec, 1, f)) return;
+  PgWeights *w = pg_arena_alloc(c->a, sizeof *w);
+  w->name = name_of(c, name);
+  w->loc = name->loc;
+  w->file = string_of(c, f[0]);
+  w->path = beside_input(c, w->file);
+  if (!pg_safetensors_read(c->a, c->d, f[0]->loc, w)) return;
+  char *abs = realpath(w->path, NULL);
+  if (abs) w->path = pg_arena_strdup(c->a, abs);
+  free(abs);
+  if (declare(c, c->weights, name, w, "weights file")) pg_vec_push(c->a, c->p->weights, w);
+}
+
+/* A weight buffer read from a weights file: the tensor must be there, of the
+ * buffer's size and (when the buffer gives one) its dtype. */
+static bool buffer_tensor(GfCtx *c, PgBuffer *b, const GfWord *wf, const GfWord *tn, PgLoc loc) {
+  if (!wf || !tn) {
+    pg_error(c->d, loc, "buffer '%s': 'weights' and 'tensor' go together", b->name);
+    return false;
+  }
+  if (b->role != PG_ROLE_WEIGHT) {
+    pg_error(c->d, wf->loc, "buffer '%s': only a buffer of role weight is read from a weights file", b->name);
+    return false;
+  }
+  if (!(b->weights = lookup(c, c->weights, wf, "weights file"))) return false;
+  b->tensor = string_of(c, tn);
+  const PgTensorInfo *t = pg_map_get(b->weights->tensors, b->tensor);
+  if (!t) {
+    pg_error(c->d, tn->loc, "weights file '%s' has no tensor '%s'", b->weights->file, b->tensor);
+    return false;
+  }
+  if (t->end - t->begin != b->size) {
+    pg_error(c->d, tn->loc, "tensor '%s' in '%s' is %llu bytes, buffer '%s' %llu", b->tensor, b->weights->file,
+             (unsigned long long)(t->end - t->begin), b->name, (unsigned long long)b->size);
+    return false;
+  }
+  if (b->has_dtype && t->dtype != b->dtype) {
+    pg_error(c->d, tn->loc, "tensor '%s' in '%s' is %s, buffer '%s' %s", b->tensor, b->weights->file,
+             t->dtype == PG_T_BYTES ? "of another dtype" : pg_type_names[t->dtype], b->name,
+             pg_type_names[b->dtype]);
+    return false;
+  }
+  b->data_offset = 8 + b->weights->header_len + t->begin;
+  return true;
+}
+
 static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
   static const Spec spec[] = {{"size", A_U64, true},  {"align", A_U64, false}, {"role", A_NAME, false},
-                              {"dtype", A_NAME, false}, {"shape", A_LIST, false}, {"addr", A_U64, false}};
-  const GfWord *f[6];
-  if (!read_attrs(c, name->next, "buffer", loc, spec, 6, f)) return;
+                              {"dtype", A_NAME, false}, {"shape", A_LIST, false}, {"addr", A_U64, false},
+                              {"weights", A_NAME, false}, {"tensor", A_STRING, false}};
+  const GfWord *f[8];
+  if (!read_attrs(c, name->next, "buffer", loc, spec, 8, f)) return;
   PgBuffer *b = pg_arena_alloc(c->a, sizeof *b);
   b->name = name_of(c, name);
   b->loc = name->loc;
@@ -518,6 +582,7 @@ static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
     if (!u64_of(c, f[5], "buffer address", &b->addr)) return;
     b->has_addr = true;
   }
+  if ((f[6] || f[7]) && !buffer_tensor(c, b, f[6], f[7], loc)) return;
   if (declare(c, c->values, name, b, "buffer or scalar")) pg_vec_push(c->a, c->p->buffers, b);
 }
 
@@ -854,7 +919,7 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
       c->p->arch = name_of(c, name), c->p->arch_loc = name->loc;
   } else if (!named && (word_is(kw, "module") || word_is(kw, "kernel") || word_is(kw, "buffer") ||
                         word_is(kw, "scalar") || word_is(kw, "event") || word_is(kw, "condition") ||
-                        word_is(kw, "graph"))) {
+                        word_is(kw, "weights") || word_is(kw, "graph"))) {
     pg_error(c->d, name ? name->loc : loc, "%.*s needs a name", (int)kw->text.len, kw->text.s);
   } else if (word_is(kw, "graph")) {
     stmt_graph(c, name, opens_block);
@@ -872,6 +937,8 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
     stmt_module(c, name, loc);
   } else if (word_is(kw, "buffer")) {
     stmt_buffer(c, name, loc);
+  } else if (word_is(kw, "weights")) {
+    stmt_weights(c, name, loc);
   } else if (word_is(kw, "scalar")) {
     stmt_scalar(c, name, loc);
   } else if (word_is(kw, "event")) {
@@ -932,6 +999,7 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->src = src;
   c->p = pg_program_new(a);
   c->modules = pg_map_new(a);
+  c->weights = pg_map_new(a);
   c->kernels = pg_map_new(a);
   c->values = pg_map_new(a);
   c->is_scalar = pg_map_new(a);

@@ -170,6 +170,21 @@ static void put_node(FILE *f, const PgNode *n) {
   fputs(";\n", f);
 }
 
+/* ` file "..."`: where the file is, seen from the output's directory when known. */
+static void put_file(FILE *f, const char *file, const char *path, const char *dir) {
+  if (!path || !dir) {
+    fputs(" file ", f), put_string(f, file);
+    return;
+  }
+  char *rel;
+  size_t n;
+  FILE *mem = open_memstream(&rel, &n);
+  put_relative(mem, path, dir);
+  fclose(mem);
+  fputs(" file ", f), put_string(f, rel);
+  free(rel);
+}
+
 void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
   char cwd[PATH_MAX], *dir = NULL;
   if (out_dir) dir = realpath(out_dir, NULL);
@@ -182,19 +197,16 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
   for (size_t i = 0; i < p->modules.n; i++) {
     const PgModule *m = p->modules.v[i];
     fprintf(f, "module %s %s", m->name, pg_module_kind_names[m->kind]);
-    if (m->file && m->path && dir) { /* where the file is, seen from the output */
-      char *rel;
-      size_t n;
-      FILE *mem = open_memstream(&rel, &n);
-      put_relative(mem, m->path, dir);
-      fclose(mem);
-      fputs(" file ", f), put_string(f, rel);
-      free(rel);
-    } else if (m->file) {
-      fputs(" file ", f), put_string(f, m->file);
-    }
+    if (m->file) put_file(f, m->file, m->path, dir);
     if (m->library) fputs(" library ", f), put_string(f, m->library);
     if (m->sha256) fputs(" sha256 ", f), put_string(f, m->sha256);
+    fputs(";\n", f);
+  }
+
+  if (p->weights.n) fputc('\n', f);
+  for (size_t i = 0; i < p->weights.n; i++) {
+    fprintf(f, "weights %s", p->weights.v[i]->name);
+    put_file(f, p->weights.v[i]->file, p->weights.v[i]->path, dir);
     fputs(";\n", f);
   }
 
@@ -204,6 +216,7 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     fprintf(f, "kernel %s symbol ", k->name);
     put_string(f, k->symbol);
     if (k->module) fprintf(f, " module %s", k->module->name);
+    if (k->has_entry) fprintf(f, " entry %" PRIu64, k->entry);
     if (!k->has_layout) {
       fputs(";\n", f);
       continue;
@@ -235,6 +248,7 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
       fputc(']', f);
     }
     if (b->has_addr) fprintf(f, " addr 0x%" PRIx64, b->addr);
+    if (b->weights) fprintf(f, " weights %s tensor ", b->weights->name), put_string(f, b->tensor);
     fputs(";\n", f);
   }
 

@@ -172,6 +172,8 @@ typedef struct {
   const char *symbol; /* the symbol in the module (mangled) */
   PgModule *module;   /* NULL: resolved by name at init (DOT input) */
   bool has_layout;    /* false: parameter layout unknown (DOT input) */
+  bool has_entry;     /* library modules: where in the library's fatbin section the */
+  uint64_t entry;     /* kernel was found (a hint: libpgrt searches all when it misses) */
   PG_VEC(PgParam) params;
   PgLoc loc;
 } PgKernel;
@@ -192,10 +194,31 @@ typedef enum {
 } PgRole;
 extern const char *const pg_role_names[PG_ROLE_COUNT];
 
+/* A safetensors file of weights (`weights NAME file "w.safetensors";`).  pgcc reads
+ * its header when it reads the .graph; libpgrt reads the tensors at init. */
+typedef struct PgMap PgMap; /* string -> pointer, in the arena */
+typedef struct {
+  const char *name;
+  const char *file;    /* as written: relative to the .graph file */
+  const char *path;    /* the same file, as pgcc opened it */
+  uint64_t header_len; /* the JSON header's length (the file's first 8 bytes) */
+  uint64_t file_size;
+  PgMap *tensors;      /* tensor name -> PgTensorInfo */
+  PgLoc loc;
+} PgWeights;
+
+typedef struct {
+  PgType dtype;     /* PG_T_BYTES where pgcc has no type of that name */
+  uint64_t begin, end; /* data offsets, after the header */
+} PgTensorInfo;
+
 typedef struct {
   const char *name;
   uint64_t size, align;
   PgRole role;
+  PgWeights *weights; /* a weight read from a safetensors file, or NULL */
+  const char *tensor; /* its tensor name there */
+  uint64_t data_offset; /* its data's offset in the file */
   bool has_dtype;
   PgType dtype;
   PG_VEC(int64_t) shape;
@@ -382,8 +405,6 @@ typedef struct {
   size_t buffers;        /* how many were planned */
 } PgMemPlan;
 
-typedef struct PgMap PgMap; /* string -> pointer, in the arena */
-
 typedef struct {
   PgArena *arena;
   int version;
@@ -395,6 +416,7 @@ typedef struct {
   PG_VEC(PgScalar *) scalars;
   PG_VEC(PgEvent *) events;
   PG_VEC(PgCondition *) conditions;
+  PG_VEC(PgWeights *) weights;
   PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
   PG_VEC(PgRegion *) regions;
   PgMemPlan mem;
@@ -484,6 +506,9 @@ char *pg_label_unescape(PgArena *a, const char *raw, size_t len);
 
 /* sha256.c */
 void pg_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* safetensors.c: reads w->path's header into w (tensors, header_len, file_size) */
+bool pg_safetensors_read(PgArena *a, PgDiag *d, PgLoc loc, PgWeights *w);
 
 /* dot_read.c: DOT as written by cudaGraphDebugDotPrint -> IR (grammar/dot.y parses) */
 PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src);

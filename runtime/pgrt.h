@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 2 /* the table layout below; generated code checks it */
+#define PGRT_VERSION 3 /* the table layout below; generated code checks it */
 
 typedef enum {
   PGRT_OK = 0,
@@ -44,13 +44,18 @@ typedef enum {
 
 /* ---- the tables generated code fills (all constant) ---- */
 
-typedef enum { PGRT_MOD_CUBIN, PGRT_MOD_FATBIN, PGRT_MOD_PTX, PGRT_MOD_CUDA } pgrt_module_kind;
+typedef enum { PGRT_MOD_CUBIN, PGRT_MOD_FATBIN, PGRT_MOD_PTX, PGRT_MOD_CUDA, PGRT_MOD_LIBRARY } pgrt_module_kind;
 
+/* A LIBRARY module is an installed shared library (cuBLAS, PyTorch's CUDA library)
+ * whose kernels are loaded from its own .nv_fatbin section: libpgrt finds the file
+ * the way the dynamic linker does (dlopen of the soname) and loads the fatbin that
+ * holds each kernel. */
 typedef struct {
   const char *name;
   pgrt_module_kind kind;
   const void *image; /* the module's bytes (CUDA C and PTX: NUL-terminated text) */
   size_t size;
+  const char *library; /* LIBRARY: its soname, e.g. "libcublas.so.13" */
 } pgrt_module;
 
 typedef struct {
@@ -58,6 +63,10 @@ typedef struct {
   const char *symbol; /* its name in the module (mangled) */
   int module;         /* index into modules; -1: found by symbol in any of them */
   uint32_t param_bytes;
+  uint64_t entry;     /* LIBRARY modules: 1 + the offset, in the library's .nv_fatbin section,
+                         of the fatbin that held the kernel when it was exported (0: unknown).
+                         A hint: where it misses (another build of the library), libpgrt
+                         searches the whole section. */
 } pgrt_kernel;
 
 typedef enum {
@@ -192,6 +201,25 @@ typedef struct {
   int event_count;
   const char *arch; /* "sm_90": for NVRTC */
 } pgrt_program;
+
+/* ---- weights from a safetensors file ---- */
+
+/* Where one weight's bytes are in its file (pgcc read the header). */
+typedef struct {
+  uint64_t offset, size;
+} pgrt_tensor;
+
+typedef struct {
+  uint64_t header_len, file_size; /* the file pgcc read: libpgrt checks it has not changed shape */
+  const pgrt_tensor *tensors;
+  int count;
+} pgrt_weights_file;
+
+/* Reads every tensor of `file` from `path` into one new device allocation, *block
+ * (each tensor 256-byte aligned; the caller frees it with cuMemFree), and sets
+ * addrs[i] to tensor i's address.  Needs a current CUDA context. */
+pgrt_status pgrt_weights_load(const char *path, const pgrt_weights_file *file, CUdeviceptr *block,
+                              CUdeviceptr *addrs);
 
 /* ---- the calls ---- */
 

@@ -1,0 +1,36 @@
+/*
+ * pgrt_impl.h -- what libpgrt's own files share: the error record and the one
+ * CUDA check macro.  Not installed.
+ */
+#ifndef PGRT_IMPL_H
+#define PGRT_IMPL_H
+
+#include "pgrt.h"
+
+#include <stdlib.h>
+
+/* Records the message pgrt_error() returns; returns s. */
+pgrt_status pgrt_fail(pgrt_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The one CUDA check: the call, where, the node concerned; sets `st` and jumps to `out`. */
+#define CU(call, what)                                                                                \
+  do {                                                                                                \
+    CUresult r_ = (call);                                                                             \
+    if (r_ != CUDA_SUCCESS) {                                                                         \
+      const char *s_ = "unknown error";                                                               \
+      cuGetErrorString(r_, &s_);                                                                      \
+      st = pgrt_fail(r_ == CUDA_ERROR_OUT_OF_MEMORY ? PGRT_ERR_MEMORY : PGRT_ERR_CUDA,                \
+                     "%s failed: %s (%s:%d, %s)", #call, s_, __FILE__, __LINE__, (what));             \
+      goto out;                                                                                       \
+    }                                                                                                 \
+  } while (0)
+
+static inline void *pgrt_zalloc(size_t n) { return calloc(n ? n : 1, 1); }
+
+/* loaders.c: kernels inside installed libraries.  A set of opened libraries and of
+ * the fatbins loaded from them, shared by one context's kernels. */
+typedef struct pgrt_libset pgrt_libset;
+pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const pgrt_kernel *k, CUkernel *out);
+void pgrt_libset_free(pgrt_libset *set);
+
+#endif
