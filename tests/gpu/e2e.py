@@ -1,0 +1,254 @@
+"""End to end on a GPU: torch.compile -> pgcc-export -> pgcc -> C -> run, checked
+against PyTorch, then timed side by side with PyTorch's ways of running the model.
+
+    python3 tests/gpu/e2e.py [--bench] [--fixture DIR] [MODEL ...]   (tests/gpu/run_e2e.sh)
+
+For each model of tests/e2e/models.py: export the torch.compile'd forward, compile
+the .graph with build/pgcc, build the C with libpgrt into a shared library, load
+the weights from the exported safetensors file, and run it through ctypes on
+fresh inputs at new addresses on every call, its outputs also at new addresses.
+Each call's output is compared with eager PyTorch and with the torch.compile'd
+model on the same input (max error relative to the largest reference value).
+"""
+import argparse
+import ctypes as C
+import importlib.machinery
+import importlib.util
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# a fresh Inductor cache: the exporter finds this run's Triton cubins there
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="pgcc-e2e-inductor-"))
+import torch  # noqa: E402
+
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+TOL = 1e-5  # fp32 with TF32 off
+
+
+def load(path, name):
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    spec = importlib.util.spec_from_loader(name, loader)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # torch.compile looks its functions' module up by name
+    loader.exec_module(mod)
+    return mod
+
+
+def struct_of(header, tname):
+    """The fields of `typedef struct {...} tname;` in a generated header, as a ctypes Structure."""
+    m = re.search(r"typedef struct \{\n(.*?)\} " + re.escape(tname) + ";", header, re.S)
+    types = {"CUdeviceptr": C.c_uint64, "int": C.c_int, "float": C.c_float, "double": C.c_double,
+             "int32_t": C.c_int32, "int64_t": C.c_int64, "uint32_t": C.c_uint32, "uint64_t": C.c_uint64}
+    fields = [(f.group(2), types[f.group(1)]) for f in re.finditer(r"^\s+(\w+) (\w+);", m.group(1), re.M)]
+    return type(tname, (C.Structure,), {"_fields_": fields})
+
+
+def build(out, name):
+    """pgcc, then the C with libpgrt and the timing helper into NAME.so."""
+    subprocess.run([f"{ROOT}/build/pgcc", f"{out}/{name}.graph", "-o", f"{out}/{name}.c"], check=True)
+    subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared",
+                    f"-I{ROOT}/runtime", f"-I{ROOT}/tests/gpu", f"-I{CUDA_HOME}/include", f"{out}/{name}.c",
+                    f"{ROOT}/tests/gpu/e2e_bench.c", f"{ROOT}/build/libpgrt.a", f"-L{CUDA_HOME}/lib64",
+                    f"-L{CUDA_HOME}/lib64/stubs", "-lcuda", "-lnvrtc", "-ldl", "-o", f"{out}/{name}.so"],
+                   check=True)
+    return C.CDLL(f"{out}/{name}.so"), open(f"{out}/{name}.h").read()
+
+
+class Program:
+    """The generated C of one model, loaded and initialised."""
+
+    def __init__(self, out, name):
+        self.lib, header = build(out, name)
+        self.name = name
+        self.Args, self.Weights = struct_of(header, f"{name}_args"), struct_of(header, f"{name}_weights")
+        self.weights, self.block, self.ctx = self.Weights(), C.c_uint64(0), C.c_void_p()
+        err = self.lib.pgrt_error
+        err.restype = C.c_char_p
+        self.err = lambda: err().decode()
+        t0 = time.perf_counter()
+        if getattr(self.lib, f"{name}_load_w")(f"{out}/{name}.safetensors".encode(), C.byref(self.weights),
+                                              C.byref(self.block)) != 0:
+            raise RuntimeError(f"{name}_load_w: {self.err()}")
+        t1 = time.perf_counter()
+        if getattr(self.lib, f"{name}_init")(C.byref(self.ctx), C.byref(self.weights), None, C.c_uint64(0)) != 0:
+            raise RuntimeError(f"{name}_init: {self.err()}")
+        torch.cuda.synchronize()
+        self.load_s, self.init_s = t1 - t0, time.perf_counter() - t1
+        self.run_fn = getattr(self.lib, f"{name}_run")
+
+    def args(self, inputs, outputs):
+        a = self.Args()
+        for i, x in enumerate(inputs):
+            setattr(a, f"in{i}", x.data_ptr())
+        for i, o in enumerate(outputs):
+            setattr(a, f"out{i}", o.data_ptr())
+        return a
+
+    def run(self, args):
+        r = self.run_fn(self.ctx, C.byref(args), C.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if r != 0:
+            raise RuntimeError(f"{self.name}_run: {self.err()}")
+
+    def destroy(self):
+        getattr(self.lib, f"{self.name}_destroy")(C.byref(self.ctx))
+        C.CDLL("libcuda.so.1").cuMemFree_v2(self.block)
+
+
+def rel_err(got, ref):
+    return ((got - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+
+
+def fresh_like(xs):
+    return [torch.randn_like(x) if x.is_floating_point() else x.clone() for x in xs]
+
+
+def check(name, out, exporter, models, calls=6):
+    fn, inputs, weights = models.BUILDERS[name]()
+    cfn = torch.compile(fn)
+    for _ in range(3):
+        cfn(*inputs)
+    t0 = time.perf_counter()
+    exporter.export(cfn, inputs, weights, out, name)
+    export_s = time.perf_counter() - t0
+    prog = Program(out, name)
+    ref_out = fn(*inputs)
+    ref_out = list(ref_out) if isinstance(ref_out, (tuple, list)) else [ref_out]
+    keep, seen, worst_eager, worst_compiled = [], set(), 0.0, 0.0
+    for call in range(calls):
+        xs = fresh_like(inputs)
+        outs = [torch.empty_like(r) for r in ref_out]
+        addrs = tuple(t.data_ptr() for t in xs + outs)
+        assert not seen.intersection(addrs), "an address repeated: the test would not show that moving works"
+        seen.update(addrs)
+        keep += xs + outs  # alive, so that the next call's buffers are elsewhere
+        prog.run(prog.args(xs, outs))
+        torch.cuda.synchronize()
+        eager = fn(*xs)
+        compiled = cfn(*xs)
+        eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
+        compiled = list(compiled) if isinstance(compiled, (tuple, list)) else [compiled]
+        e = max(rel_err(o, r) for o, r in zip(outs, eager))
+        c = max(rel_err(o, r) for o, r in zip(outs, compiled))
+        worst_eager, worst_compiled = max(worst_eager, e), max(worst_compiled, c)
+        print(f"  {name} call {call}: inputs/outputs at new addresses; max relative error {e:.3g} vs eager, "
+              f"{c:.3g} vs torch.compile")
+    ok = worst_eager <= TOL and worst_compiled <= TOL
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {calls} calls, max relative error {worst_eager:.3g} vs eager, "
+          f"{worst_compiled:.3g} vs torch.compile (tolerance {TOL}); export {export_s:.2f} s, weights "
+          f"{prog.load_s * 1e3:.1f} ms, init {prog.init_s * 1e3:.1f} ms")
+    return ok, prog, fn, cfn, inputs, ref_out
+
+
+# ---- side-by-side timing ---------------------------------------------------------------
+
+def time_steps(step, iters=100, reps=15):
+    """Median GPU time per step (events around `iters` steps) and host time per step."""
+    for _ in range(10):
+        step()
+    torch.cuda.synchronize()
+    gpu, host = [], []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            step()
+        host.append((time.perf_counter() - t0) / iters * 1e6)
+        e1.record()
+        e1.synchronize()
+        gpu.append(e0.elapsed_time(e1) / iters * 1e3)
+    return statistics.median(gpu), statistics.median(host)
+
+
+def peak_above(f, base):
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    f()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - base
+
+
+def bench(name, prog, fn, inputs, ref_out):
+    xs_a, xs_b = fresh_like(inputs), fresh_like(inputs)
+    rows = []
+    rows.append(("eager",) + time_steps(lambda: fn(*xs_a)))
+    cdef = torch.compile(fn)
+    rows.append(("torch.compile default",) + time_steps(lambda: cdef(*xs_a)))
+    torch._dynamo.reset()
+    cro = torch.compile(fn, mode="reduce-overhead")
+    rows.append(("torch.compile reduce-overhead",) + time_steps(lambda: cro(*xs_a)))
+    static = [x.clone() for x in inputs]
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn(*static)
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g):
+        fn(*static)
+    rows.append(("manual torch.cuda.graph (copy inputs in)",)
+                + time_steps(lambda: ([st.copy_(x) for st, x in zip(static, xs_a)], g.replay())))
+    outs_a, outs_b = [torch.empty_like(r) for r in ref_out], [torch.empty_like(r) for r in ref_out]
+    a, b = prog.args(xs_a, outs_a), prog.args(xs_b, outs_b)
+    prog.lib.e2e_bench.restype = C.c_double
+    prog.lib.e2e_bench.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p, C.c_void_p, C.c_void_p, C.c_int,
+                                   C.POINTER(C.c_double)]
+    stream = C.c_void_p(torch.cuda.current_stream().cuda_stream)
+    fnp = C.cast(prog.run_fn, C.c_void_p)
+    gpu, host = [], []
+    for _ in range(15):
+        gus = C.c_double()
+        h = prog.lib.e2e_bench(fnp, prog.ctx, C.byref(a), C.byref(b), stream, 100, C.byref(gus))
+        assert h >= 0, prog.err()
+        gpu.append(gus.value)
+        host.append(h)
+    rows.append(("pgcc C (new addresses every call)", statistics.median(gpu), statistics.median(host)))
+    ro = rows[2][1]
+    print(f"\n{name}: median of 15 x 100 steps, {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print(f"  {'':44s} {'step us':>9s} {'host us/call':>13s} {'vs reduce-overhead':>19s}")
+    for r in rows:
+        print(f"  {r[0]:44s} {r[1]:9.1f} {r[2]:13.1f} {r[1] / ro:18.2f}x")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="*", default=["mlp"])
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "e2e"))
+    ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--fixture", help="copy the exports of the models into DIR (the CI fixtures)")
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    exporter = load(os.path.join(ROOT, "tools", "pgcc-export"), "pgcc_export")
+    models = load(os.path.join(ROOT, "tests", "e2e", "models.py"), "pgcc_models")
+    failed = 0
+    for name in a.models:
+        out = os.path.join(a.out, name)
+        shutil.rmtree(out, ignore_errors=True)
+        try:
+            ok, prog, fn, cfn, inputs, ref_out = check(name, out, exporter, models)
+        except Exception as e:  # report and go on to the next model
+            print(f"FAIL {name}: {type(e).__name__}: {e}")
+            failed += 1
+            continue
+        failed += not ok
+        if a.bench:
+            bench(name, prog, fn, inputs, ref_out)
+        prog.destroy()
+        if a.fixture:
+            shutil.copytree(out, os.path.join(a.fixture, name), dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("*.so", "*.c", "*.h"))
+    print(f"e2e: {len(a.models) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
