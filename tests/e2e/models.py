@@ -46,4 +46,41 @@ def mlp_small():
     return _module(MLP(256, 2), torch.randn(1, 256))
 
 
-BUILDERS = {"mlp": mlp, "mlp_small": mlp_small}
+def gpt2():
+    """A GPT-2-style decoder from a transformers config: 6 layers, width 512, batch 1 x 32 tokens
+    (the issue's model (b)); returns the last hidden state."""
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(2)
+    cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, n_positions=128, vocab_size=1000)
+    model = GPT2Model(cfg).cuda().eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, 32))
+    fn, inputs, weights = _module(model, ids)
+
+    @torch.no_grad()
+    def forward(x):
+        return model(input_ids=x, use_cache=False).last_hidden_state
+
+    return forward, inputs, weights
+
+
+def bert():
+    """A BERT encoder from a transformers config: 4 layers, width 256, batch 1 x 64 tokens
+    (the issue's model (d), our choice)."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(3)
+    cfg = BertConfig(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024,
+                     vocab_size=1000, max_position_embeddings=128)
+    model = BertModel(cfg, add_pooling_layer=False).cuda().eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, 64))
+    fn, inputs, weights = _module(model, ids)
+
+    @torch.no_grad()
+    def forward(x):
+        return model(input_ids=x).last_hidden_state
+
+    return forward, inputs, weights
+
+
+BUILDERS = {"mlp": mlp, "mlp_small": mlp_small, "gpt2": gpt2, "bert": bert}

@@ -66,6 +66,7 @@ class Program:
 
     def __init__(self, out, name):
         self.lib, header = build(out, name)
+        self.header_path = f"{out}/{name}.h"
         self.name = name
         self.Args, self.Weights = struct_of(header, f"{name}_args"), struct_of(header, f"{name}_weights")
         self.weights, self.block, self.ctx = self.Weights(), C.c_uint64(0), C.c_void_p()
@@ -106,7 +107,8 @@ def rel_err(got, ref):
 
 
 def fresh_like(xs):
-    return [torch.randn_like(x) if x.is_floating_point() else x.clone() for x in xs]
+    """New values at new addresses: floats from N(0, 1), integers (token ids) in the example's range."""
+    return [torch.randn_like(x) if x.is_floating_point() else torch.randint_like(x, 0, int(x.max()) + 1) for x in xs]
 
 
 def check(name, out, exporter, models, calls=6):
@@ -210,11 +212,30 @@ def bench(name, prog, fn, inputs, ref_out):
         gpu.append(gus.value)
         host.append(h)
     rows.append(("pgcc C (new addresses every call)", statistics.median(gpu), statistics.median(host)))
+    # the floor: the kernels' own GPU time, summed, per step (torch.compile default launches them one by one)
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(20):
+            cdef(*xs_a)
+        torch.cuda.synchronize()
+    floor = sum(e.self_device_time_total for e in prof.key_averages()) / 20
+    # device memory beyond weights, inputs and outputs: eager's activations, reduce-overhead's pool, pgcc's arena
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn(*xs_a)
+    torch.cuda.synchronize()
+    eager_extra = torch.cuda.max_memory_allocated() - base
+    arena = int(re.search(r"_ARENA_BYTES UINT64_C\((\d+)\)", open(prog.header_path).read()).group(1))
     ro = rows[2][1]
     print(f"\n{name}: median of 15 x 100 steps, {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print(f"  {'':44s} {'step us':>9s} {'host us/call':>13s} {'vs reduce-overhead':>19s}")
+    print(f"  {'':44s} {'step us':>9s} {'host us/call':>13s} {'vs reduce-overhead':>19s} {'vs floor':>9s}")
     for r in rows:
-        print(f"  {r[0]:44s} {r[1]:9.1f} {r[2]:13.1f} {r[1] / ro:18.2f}x")
+        print(f"  {r[0]:44s} {r[1]:9.1f} {r[2]:13.1f} {r[1] / ro:18.2f}x {r[1] / floor:8.2f}x")
+    print(f"  floor (the kernels' own GPU time per step, profiled): {floor:.1f} us")
+    print(f"  device memory beyond weights and I/O: eager peak {eager_extra / 2**20:.2f} MiB, pgcc arena "
+          f"{arena / 2**20:.2f} MiB (above eager: {(arena - eager_extra) / 2**20:+.2f} MiB); pgcc init "
+          f"{prog.init_s * 1e3:.1f} ms + weights {prog.load_s * 1e3:.1f} ms")
     return rows
 
 

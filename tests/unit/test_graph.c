@@ -1,6 +1,7 @@
 /* test_graph.c -- the .graph reader and writer */
 #include "../helpers.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,6 +209,89 @@ START_TEST(condition_errors) {
 }
 END_TEST
 
+/* Where a tensor's data starts in a safetensors file, read here with jansson
+ * directly (not through pgcc's reader). */
+static uint64_t tensor_data_at(const char *path, const char *tensor, uint64_t *bytes) {
+  size_t len;
+  unsigned char *f = (unsigned char *)slurp(path, &len);
+  ck_assert_ptr_nonnull(f);
+  uint64_t hl = 0;
+  for (int i = 7; i >= 0; i--) hl = hl << 8 | f[i];
+  json_t *h = json_loadb((const char *)f + 8, hl, 0, NULL);
+  ck_assert_ptr_nonnull(h);
+  json_t *off = json_object_get(json_object_get(h, tensor), "data_offsets");
+  ck_assert_ptr_nonnull(off);
+  uint64_t begin = (uint64_t)json_integer_value(json_array_get(off, 0));
+  *bytes = (uint64_t)json_integer_value(json_array_get(off, 1)) - begin;
+  json_decref(h);
+  free(f);
+  return 8 + hl + begin;
+}
+
+START_TEST(weights_and_library_kernels) {
+  size_t len;
+  char *text = slurp("tests/codegen/libweights.graph", &len);
+  ck_assert_ptr_nonnull(text);
+  Parsed *p = parse_text("tests/codegen/libweights.graph", text);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  const PgProgram *prog = p->prog;
+  ck_assert_uint_eq(prog->weights.n, 1);
+  const PgKernel *k = prog->kernels.v[0];
+  ck_assert(k->has_entry);
+  ck_assert_uint_eq(k->entry, 123456);
+  uint64_t bytes;
+  for (size_t i = 0; i < prog->buffers.n; i++) {
+    const PgBuffer *b = prog->buffers.v[i];
+    if (b->role != PG_ROLE_WEIGHT) continue;
+    ck_assert_ptr_eq(b->weights, prog->weights.v[0]);
+    ck_assert_uint_eq(b->data_offset, tensor_data_at("tests/codegen/libweights.safetensors", b->tensor, &bytes));
+    ck_assert_uint_eq(b->size, bytes);
+  }
+  char *a = graph_text(prog);
+  ck_assert_ptr_nonnull(strstr(a, " module cublas entry 123456 {"));
+  ck_assert_ptr_nonnull(strstr(a, "role weight dtype f32 shape [4] weights w tensor \"layer.bias\";"));
+  free(a);
+  free(text);
+  parsed_free(p);
+}
+END_TEST
+
+/* The committed export of a torch.compile'd MLP (tests/corpus/export, made by
+ * tools/pgcc-export on an H100): it reads, its weights account for every byte of
+ * the weights file, and its cuBLAS kernel carries the place it was found. */
+START_TEST(a_real_export_reads) {
+  const char *path = "tests/corpus/export/mlp_small/mlp_small.graph";
+  size_t len, wlen;
+  char *text = slurp(path, &len);
+  ck_assert_ptr_nonnull(text);
+  Parsed *p = parse_text(path, text);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  const PgProgram *prog = p->prog;
+  int library = 0, cubins = 0;
+  for (size_t i = 0; i < prog->kernels.n; i++) {
+    const PgKernel *k = prog->kernels.v[i];
+    ck_assert_ptr_nonnull(k->module);
+    if (k->module->kind == PG_MOD_LIBRARY) library++, ck_assert(k->has_entry);
+    if (k->module->kind == PG_MOD_CUBIN) cubins++;
+  }
+  ck_assert_int_ge(library, 1);
+  ck_assert_int_ge(cubins, 1);
+  uint64_t weight_bytes = 0, bytes;
+  for (size_t i = 0; i < prog->buffers.n; i++) {
+    const PgBuffer *b = prog->buffers.v[i];
+    if (b->role != PG_ROLE_WEIGHT) continue;
+    ck_assert_uint_eq(b->data_offset,
+                      tensor_data_at("tests/corpus/export/mlp_small/mlp_small.safetensors", b->tensor, &bytes));
+    weight_bytes += b->size;
+  }
+  char *w = slurp("tests/corpus/export/mlp_small/mlp_small.safetensors", &wlen);
+  ck_assert_uint_eq(weight_bytes, wlen - 8 - prog->weights.v[0]->header_len);
+  free(w);
+  free(text);
+  parsed_free(p);
+}
+END_TEST
+
 Suite *graph_suite(void) {
   Suite *s = suite_create("graph");
   TCase *t = tcase_create("graph");
@@ -217,6 +301,8 @@ Suite *graph_suite(void) {
   tcase_add_test(t, statement_errors);
   tcase_add_test(t, conditions_read_and_write);
   tcase_add_test(t, condition_errors);
+  tcase_add_test(t, weights_and_library_kernels);
+  tcase_add_test(t, a_real_export_reads);
   suite_add_tcase(s, t);
   return s;
 }
