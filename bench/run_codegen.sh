@@ -13,7 +13,7 @@ mkdir -p build/benchgen
 make -s build/pgcc runtime
 for mode in edges all; do
   python3 bench/codegen/gen.py 200 $mode > bench/codegen/chain_$mode.graph
-  build/pgcc --calls=1000000 bench/codegen/chain_$mode.graph --name=chain_$mode -o build/benchgen/chain_$mode.c
+  build/pgcc --calls=1000000 --device-update bench/codegen/chain_$mode.graph --name=chain_$mode -o build/benchgen/chain_$mode.c
   gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibuild/benchgen -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     -DBENCH_HEADER="\"chain_$mode.h\"" -DBENCH_NAME_weights=chain_${mode}_weights -DBENCH_NAME_args=chain_${mode}_args \
     -DBENCH_NAME_init=chain_${mode}_init -DBENCH_NAME_run=chain_${mode}_run -DBENCH_NAME_destroy=chain_${mode}_destroy \

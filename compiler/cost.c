@@ -252,7 +252,7 @@ static void eager_reasons(PgProgram *p, PgRegion *r) {
   }
 }
 
-void pg_cost(PgProgram *p, const PgProfile *pr, double calls) {
+void pg_cost(PgProgram *p, const PgProfile *pr, double calls, bool allow_device) {
   if (calls < 1) calls = 1;
   for (size_t ri = 0; ri < p->regions.n; ri++) {
     PgRegion *r = p->regions.v[ri];
@@ -273,8 +273,8 @@ void pg_cost(PgProgram *p, const PgProfile *pr, double calls) {
     r->patched = s.patched;
     r->update = PG_UPDATE_NONE;
     if (s.patched) {
-      r->update = host_update <= device_update ? PG_UPDATE_HOST : PG_UPDATE_DEVICE;
-      update = fmin(host_update, device_update);
+      r->update = !allow_device || host_update <= device_update ? PG_UPDATE_HOST : PG_UPDATE_DEVICE;
+      update = r->update == PG_UPDATE_HOST ? host_update : device_update;
     }
     double once = (pr->instantiate_node_us * (double)s.nodes + pr->upload_us) / calls;
     r->est_graph_us = pr->graph_launch_us + pr->graph_launch_node_us * (double)s.nodes + s.graph + update + once;

@@ -35,6 +35,7 @@ typedef struct {
   const char *profile; /* NULL: the built-in H200 profile */
   double calls;
   bool time_passes;
+  bool device_update; /* --device-update: the cost model may choose device-side patching */
   const char *name; /* --name: the generated API's prefix */
   const char *modules[64]; /* --module: code to find kernels in by name */
   int nmodules;
@@ -75,6 +76,8 @@ static const char usage_text[] =
     "  --report[=FORMAT]  the cost report: text (default) or json\n"
     "  --profile=FILE     machine profile for the cost model (default: built-in H200)\n"
     "  --calls=N          calls to spread graph instantiation over (default 1000)\n"
+    "  --device-update    let the cost model patch regions on the device where that is\n"
+    "                     cheaper (experimental: wrong results seen on one model)\n"
     "  --stats            print 'nodes=N edges=E graphs=G kernels=K '\n"
     "  --max-errors=N     stop after N errors (default 20; 0: no limit)\n"
     "  --time-passes      print the time each pass takes\n"
@@ -100,7 +103,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       {"calls", required_argument, 0, 'c'},  {"time-passes", no_argument, 0, 't'},
       {"name", required_argument, 0, 'n'},   {"module", required_argument, 0, 'M'},
       {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
-      {"arch", required_argument, 0, 'a'},
+      {"arch", required_argument, 0, 'a'},     {"device-update", no_argument, 0, 'D'},
       {0, 0, 0, 0},
   };
   *o = (Options){.max_errors = 20, .calls = 1000};
@@ -129,6 +132,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       o->arch = optarg;
       break;
     case 't': o->time_passes = true; break;
+    case 'D': o->device_update = true; break;
     case 'M':
       if (o->nmodules == 64) return usage_error(err, "more than 64 --module files (at '%s')", optarg);
       o->modules[o->nmodules++] = optarg;
@@ -342,7 +346,7 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   pg_partition(p);
   pg_verify_regions(p, &diag);
   mark(&t, "partition");
-  pg_cost(p, profile, o.calls);
+  pg_cost(p, profile, o.calls, o.device_update);
   mark(&t, "cost");
   pg_memplan(p);
   mark(&t, "memplan");

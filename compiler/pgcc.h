@@ -576,7 +576,9 @@ void pg_partition(PgProgram *p);
 /* cost.c: the cost model and machine profiles */
 extern const PgProfile pg_profile_h200;
 PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path);
-void pg_cost(PgProgram *p, const PgProfile *prof, double calls);
+/* allow_device: may a region patch on the device (pgcc --device-update)?  Off by
+ * default: see docs/e2e.md for the model it gave wrong results on. */
+void pg_cost(PgProgram *p, const PgProfile *prof, double calls, bool allow_device);
 
 /* memplan.c: intermediates into one arena */
 void pg_memplan(PgProgram *p);

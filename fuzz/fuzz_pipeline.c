@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     pg_classify(p);
     pg_partition(p);
     pg_verify_regions(p, &d);
-    pg_cost(p, &pg_profile_h200, 1000);
+    pg_cost(p, &pg_profile_h200, 1000, true);
     pg_memplan(p);
     if (pg_verify(p, &d) > 0) PG_BUG("a pass broke a verified program");
     PgReportInfo info = {"fuzz", &pg_profile_h200, 1000};

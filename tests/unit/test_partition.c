@@ -16,7 +16,7 @@ static Parsed *plan(const char *text, const char *profile_path, double calls) {
   pg_classify(p->prog);
   pg_partition(p->prog);
   pg_verify_regions(p->prog, &p->diag);
-  pg_cost(p->prog, prof, calls);
+  pg_cost(p->prog, prof, calls, true);
   pg_memplan(p->prog);
   return p;
 }
