@@ -577,7 +577,7 @@ void pg_partition(PgProgram *p);
 extern const PgProfile pg_profile_h200;
 PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path);
 /* allow_device: may a region patch on the device (pgcc --device-update)?  Off by
- * default: see docs/e2e.md for the model it gave wrong results on. */
+ * default: it saves host time but costs GPU time on every replay (docs/cost-model.md). */
 void pg_cost(PgProgram *p, const PgProfile *prof, double calls, bool allow_device);
 
 /* memplan.c: intermediates into one arena */
