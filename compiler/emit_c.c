@@ -128,10 +128,6 @@ int pg_c_check(const PgProgram *p, PgDiag *d) {
       pg_warning(d, p->kernels.v[i]->loc,
                  "kernel '%s' names no module and there are none (--module=FILE): its init will not find it",
                  p->kernels.v[i]->name);
-  for (size_t i = 0; i < p->modules.n; i++) {
-    const PgModule *m = p->modules.v[i];
-    (void)m;
-  }
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     const PgGraph *g = p->graphs.v[gi];
     for (size_t i = 0; i < g->nodes.n && !pg_too_many_errors(d); i++) {
@@ -488,7 +484,9 @@ static void emit_weights_loader(W *w, const PgWeights *wf) {
   fprintf(f, "pgrt_status %s_load_%s(const char *path, %s_weights *weights, CUdeviceptr *block) {\n", w->name,
           wf->name, w->name);
   fputs("  static const pgrt_tensor tensors[] = {\n", f);
-  size_t n = 0;
+  size_t n = 0, used = 0;
+  for (size_t i = 0; i < p->buffers.n; i++) used += p->buffers.v[i]->weights == wf;
+  if (!used) fputs("      {0}, /* no buffer reads this file */\n", f);
   for (size_t i = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
     if (b->weights != wf) continue;
@@ -501,7 +499,7 @@ static void emit_weights_loader(W *w, const PgWeights *wf) {
   fprintf(f, "  };\n  static const pgrt_weights_file file = {.header_len = UINT64_C(%" PRIu64
              "), .file_size = UINT64_C(%" PRIu64 "), .tensors = tensors, .count = %zu};\n",
           wf->header_len, wf->file_size, n);
-  fprintf(f, "  CUdeviceptr at[%zu];\n", n);
+  fprintf(f, "  CUdeviceptr at[%zu];\n", n ? n : 1);
   fputs("  if (!weights || !block) return pgrt_weights_load(path, &file, NULL, NULL);\n", f);
   fputs("  pgrt_status st = pgrt_weights_load(path, &file, block, at);\n  if (st != PGRT_OK) return st;\n", f);
   size_t k = 0;

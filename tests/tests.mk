@@ -102,7 +102,7 @@ check-valgrind: $(B)/pgcc
 # and links against libpgrt and the CUDA driver's stub; the same input gives the
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
 CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph \
-	tests/codegen/libweights.graph $(wildcard tests/corpus/export/*/*.graph) \
+	$(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
 	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
 # The GPU test programs that run this C compile against its headers here too.
 GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/faults/faults_main.c \
