@@ -83,4 +83,38 @@ def bert():
     return forward, inputs, weights
 
 
-BUILDERS = {"mlp": mlp, "mlp_small": mlp_small, "gpt2": gpt2, "bert": bert}
+class TrainStep:
+    """One SGD step of a model on a batch (forward, MSE loss, backward, update), returning
+    the loss.  Its state is the model's parameters, updated in place; `train` tells the
+    tests to check it as a training step.  Plain SGD (no momentum): the parameters are
+    all the state there is."""
+
+    train = True
+
+    def __init__(self, model, lr):
+        self.model, self.lr = model, lr
+        self.opt = torch.optim.SGD(model.parameters(), lr=lr)
+        self.weights = dict(model.named_parameters())
+
+    def __call__(self, x, y):
+        self.opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(self.model(x), y)
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+    def fresh(self):
+        """An independent eager copy, at the parameters' present values."""
+        import copy
+        return TrainStep(copy.deepcopy(self.model), self.lr)
+
+
+def mlp_train():
+    """A training step of a 4x256 MLP on a batch of 8 (the issue's model (c))."""
+    torch.manual_seed(4)
+    model = MLP(256, 4).cuda().train()
+    step = TrainStep(model, lr=0.05)
+    return step, [torch.randn(8, 256, device="cuda"), torch.randn(8, 256, device="cuda")], step.weights
+
+
+BUILDERS = {"mlp": mlp, "mlp_small": mlp_small, "gpt2": gpt2, "bert": bert, "mlp_train": mlp_train}

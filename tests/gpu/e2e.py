@@ -8,7 +8,11 @@ the .graph with build/pgcc, build the C with libpgrt into a shared library, load
 the weights from the exported safetensors file, and run it through ctypes on
 fresh inputs at new addresses on every call, its outputs also at new addresses.
 Each call's output is compared with eager PyTorch and with the torch.compile'd
-model on the same input (max error relative to the largest reference value).
+model on the same input (max error relative to the largest reference value), with
+the C program's arena filled with NaN bytes before the call.  A training step
+(a builder's fn with `train`) is checked step by step against an eager copy of the
+model: the losses, and at the end every weight.  After a failure, diagnose() says
+which bytes of the arena a node read before the step wrote them.
 """
 import argparse
 import ctypes as C
@@ -43,7 +47,7 @@ def load(path, name):
 
 def struct_of(header, tname):
     """The fields of `typedef struct {...} tname;` in a generated header, as a ctypes Structure."""
-    m = re.search(r"typedef struct \{\n(.*?)\} " + re.escape(tname) + ";", header, re.S)
+    m = next(m for m in re.finditer(r"typedef struct \{\n(.*?)\} (\w+);", header, re.S) if m.group(2) == tname)
     types = {"CUdeviceptr": C.c_uint64, "int": C.c_int, "float": C.c_float, "double": C.c_double,
              "int32_t": C.c_int32, "int64_t": C.c_int64, "uint32_t": C.c_uint32, "uint64_t": C.c_uint64}
     fields = [(f.group(2), types[f.group(1)]) for f in re.finditer(r"^\s+(\w+) (\w+);", m.group(1), re.M)]
@@ -61,13 +65,25 @@ def build(out, name):
     return C.CDLL(f"{out}/{name}.so"), open(f"{out}/{name}.h").read()
 
 
+def arena_buffers(c_path):
+    """The intermediates' places in the arena, from the generated C's buffer table: (name, offset, size)."""
+    return [(m.group(1), int(m.group(3)), int(m.group(2))) for m in re.finditer(
+        r'\{\.name = "(\w+)", \.size = (\d+), \.kind = PGRT_BUF_ARENA, \.offset = (\d+)\}', open(c_path).read())]
+
+
 class Program:
-    """The generated C of one model, loaded and initialised."""
+    """The generated C of one model, loaded and initialised.  Its arena is a torch tensor
+    that the tests fill with 0xff bytes (NaN as floats) before every call: a node that
+    reads an intermediate before anything wrote it then shows up as a wrong result,
+    however the memory happened to be left by earlier work in the process."""
 
     def __init__(self, out, name):
         self.lib, header = build(out, name)
         self.header_path = f"{out}/{name}.h"
         self.name = name
+        self.buffers = arena_buffers(f"{out}/{name}.c")
+        size = int(re.search(r"_ARENA_BYTES UINT64_C\((\d+)\)", header).group(1))
+        self.arena = torch.full((max(size, 1),), 0xFF, dtype=torch.uint8, device="cuda")
         self.Args, self.Weights = struct_of(header, f"{name}_args"), struct_of(header, f"{name}_weights")
         self.weights, self.block, self.ctx = self.Weights(), C.c_uint64(0), C.c_void_p()
         err = self.lib.pgrt_error
@@ -78,7 +94,8 @@ class Program:
                                               C.byref(self.block)) != 0:
             raise RuntimeError(f"{name}_load_w: {self.err()}")
         t1 = time.perf_counter()
-        if getattr(self.lib, f"{name}_init")(C.byref(self.ctx), C.byref(self.weights), None, C.c_uint64(0)) != 0:
+        if getattr(self.lib, f"{name}_init")(C.byref(self.ctx), C.byref(self.weights), None,
+                                            C.c_uint64(self.arena.data_ptr())) != 0:
             raise RuntimeError(f"{name}_init: {self.err()}")
         torch.cuda.synchronize()
         self.load_s, self.init_s = t1 - t0, time.perf_counter() - t1
@@ -103,7 +120,8 @@ class Program:
 
 
 def rel_err(got, ref):
-    return ((got - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+    e = ((got - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+    return e if e == e else float("inf")  # NaN: as wrong as it gets (max() would drop it)
 
 
 def fresh_like(xs):
@@ -111,8 +129,89 @@ def fresh_like(xs):
     return [torch.randn_like(x) if x.is_floating_point() else torch.randint_like(x, 0, int(x.max()) + 1) for x in xs]
 
 
+def ident(s):
+    """A weight's name as pgcc-export names its buffer (after "w_")."""
+    s = re.sub(r"[^A-Za-z0-9_]", "_", s)
+    return s if re.match(r"[A-Za-z_]", s) else "_" + s
+
+
+def as_list(x):
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+def copy_dtod(dst, src, size):
+    torch.cuda.synchronize()
+    f = C.CDLL("libcuda.so.1").cuMemcpyDtoD_v2
+    f.argtypes = [C.c_uint64, C.c_uint64, C.c_size_t]
+    r = f(dst, src, size)
+    if r != 0:
+        attr = C.CDLL("libcuda.so.1").cuPointerGetAttribute
+        attr.argtypes = [C.c_void_p, C.c_int, C.c_uint64]
+        kinds = []
+        for ptr in (dst, src):
+            t = C.c_uint(0)
+            kinds.append((hex(ptr), attr(C.byref(t), 2, ptr), t.value))
+        raise AssertionError(f"cuMemcpyDtoD({size} bytes): CUDA error {r}; (pointer, query status, memory type): {kinds}")
+
+
+def weight_tensor(prog, field, like):
+    """A copy of one of the C program's weights (its device memory, by the weights struct)."""
+    t = torch.empty_like(like)
+    copy_dtod(t.data_ptr(), getattr(prog.weights, field), t.numel() * t.element_size())
+    return t
+
+
+def set_weight(prog, field, t):
+    copy_dtod(getattr(prog.weights, field), t.data_ptr(), t.numel() * t.element_size())
+
+
+def diagnose(prog, run_err):
+    """After a failure: which bytes of the arena some node reads before anything in the step
+    wrote them.  run_err() runs one step from the same state on the same inputs and returns
+    its error.  Poison one intermediate at a time (the rest zero), then 4 KiB pieces of the
+    ones that matter; and try other fill patterns, to tell data reads from control reads."""
+
+    def err_after(fill):
+        fill()
+        return run_err()
+
+    def poison(off, size):
+        def fill():
+            prog.arena.zero_()
+            prog.arena[off:off + size].fill_(0xFF)
+        return fill
+
+    for byte in (0x00, 0x3F, 0x7F, 0xFF):
+        print(f"  diagnosis: arena filled with 0x{byte:02x} bytes: error {err_after(lambda: prog.arena.fill_(byte)):.3g}")
+    culprits = [b for b in prog.buffers if not err_after(poison(b[1], b[2])) <= TOL]
+    print(f"  diagnosis: {len(culprits)} of {len(prog.buffers)} intermediates are read before they are written")
+    for bname, off, size in culprits:
+        bad = [k for k in range(0, size, 4096) if not err_after(poison(off + k, min(4096, size - k))) <= TOL]
+        ranges = []
+        for k in bad:
+            if ranges and ranges[-1][1] == k:
+                ranges[-1][1] = k + 4096
+            else:
+                ranges.append([k, k + 4096])
+        print(f"    {bname} (+{off}, {size} bytes): read before written in " +
+              ", ".join(f"{bname}+{a}..{min(b, size)}" for a, b in ranges))
+
+
+def forward_err(prog, fn, inputs, ref_out):
+    ref = as_list(fn(*inputs))
+
+    def run_err():
+        outs = [torch.empty_like(r) for r in ref_out]
+        prog.run(prog.args(inputs, outs))
+        torch.cuda.synchronize()
+        return max(rel_err(o, r) for o, r in zip(outs, ref))
+    return run_err
+
+
 def check(name, out, exporter, models, watch, calls=6):
     fn, inputs, weights = models.BUILDERS[name]()
+    if getattr(fn, "train", False):
+        return check_train(name, out, exporter, fn, inputs, weights, watch, calls)
     cfn = torch.compile(fn)
     t0 = time.perf_counter()
     if watch:
@@ -122,8 +221,7 @@ def check(name, out, exporter, models, watch, calls=6):
     exporter.export(cfn, inputs, weights, out, name, watch=watch)
     export_s = time.perf_counter() - t0
     prog = Program(out, name)
-    ref_out = fn(*inputs)
-    ref_out = list(ref_out) if isinstance(ref_out, (tuple, list)) else [ref_out]
+    ref_out = as_list(fn(*inputs))
     keep, seen, worst_eager, worst_compiled = [], set(), 0.0, 0.0
     for call in range(calls):
         xs = fresh_like(inputs)
@@ -132,22 +230,86 @@ def check(name, out, exporter, models, watch, calls=6):
         assert not seen.intersection(addrs), "an address repeated: the test would not show that moving works"
         seen.update(addrs)
         keep += xs + outs  # alive, so that the next call's buffers are elsewhere
+        prog.arena.fill_(0xFF)
         prog.run(prog.args(xs, outs))
         torch.cuda.synchronize()
-        eager = fn(*xs)
-        compiled = cfn(*xs)
-        eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
-        compiled = list(compiled) if isinstance(compiled, (tuple, list)) else [compiled]
+        eager = as_list(fn(*xs))
+        compiled = as_list(cfn(*xs))
         e = max(rel_err(o, r) for o, r in zip(outs, eager))
         c = max(rel_err(o, r) for o, r in zip(outs, compiled))
         worst_eager, worst_compiled = max(worst_eager, e), max(worst_compiled, c)
-        print(f"  {name} call {call}: inputs/outputs at new addresses; max relative error {e:.3g} vs eager, "
-              f"{c:.3g} vs torch.compile")
+        print(f"  {name} call {call}: inputs/outputs at new addresses, arena poisoned; max relative error {e:.3g} "
+              f"vs eager, {c:.3g} vs torch.compile")
     ok = worst_eager <= TOL and worst_compiled <= TOL
     print(f"{'PASS' if ok else 'FAIL'} {name}: {calls} calls, max relative error {worst_eager:.3g} vs eager, "
           f"{worst_compiled:.3g} vs torch.compile (tolerance {TOL}); export {export_s:.2f} s, weights "
           f"{prog.load_s * 1e3:.1f} ms, init {prog.init_s * 1e3:.1f} ms")
+    if not ok:
+        diagnose(prog, forward_err(prog, fn, inputs, ref_out))
     return ok, prog, fn, cfn, inputs, ref_out
+
+
+def train_err(prog, step, inputs, start):
+    """One training step from the exported weights, C against eager: the worst error in the
+    loss and the weights after it."""
+    ref = step.fresh()
+    with torch.no_grad():
+        for n, w in ref.weights.items():
+            w.copy_(start[n])
+    loss = as_list(ref(*inputs))
+    fields = {"w_" + ident(n): (w, start[n]) for n, w in ref.weights.items()}
+
+    def run_err():
+        for f, (_, w0) in fields.items():
+            set_weight(prog, f, w0)
+        outs = [torch.empty_like(r) for r in loss]
+        prog.run(prog.args(inputs, outs))
+        torch.cuda.synchronize()
+        e = max(rel_err(o, r) for o, r in zip(outs, loss))
+        return max([e] + [rel_err(weight_tensor(prog, f, w), w) for f, (w, _) in fields.items()])
+    return run_err
+
+
+def check_train(name, out, exporter, step, inputs, weights, watch, calls):
+    """A training step: its state is the weights, which the C program keeps and updates.
+    The reference is an eager copy of the model taken at export time; both take the same
+    steps on fresh batches, and the losses and, at the end, every weight must agree."""
+    cstep = torch.compile(step.__call__)
+    t0 = time.perf_counter()
+    if watch:
+        watch.paused = False
+    for _ in range(3):
+        cstep(*inputs)
+    ref = step.fresh()  # the weights as exported (the captures below do not run)
+    start = {n: w.detach().clone() for n, w in ref.weights.items()}
+    exporter.export(cstep, inputs, weights, out, name, watch=watch)
+    export_s = time.perf_counter() - t0
+    prog = Program(out, name)
+    fields = {"w_" + ident(n): w for n, w in ref.weights.items()}
+    missing = [f for f in fields if f not in (f[0] for f in prog.Weights._fields_)]
+    assert not missing, f"weights the C program does not have: {missing}"
+    worst_loss = 0.0
+    keep = []
+    for call in range(calls):
+        xs = fresh_like(inputs)
+        expect = as_list(ref(*xs))
+        outs = [torch.empty_like(r) for r in expect]
+        keep += xs + outs
+        prog.arena.fill_(0xFF)
+        prog.run(prog.args(xs, outs))
+        torch.cuda.synchronize()
+        e = max(rel_err(o, r) for o, r in zip(outs, expect))
+        worst_loss = max(worst_loss, e)
+        print(f"  {name} step {call}: fresh batch at new addresses, arena poisoned; loss {outs[0].item():.6f} "
+              f"(eager {expect[0].item():.6f}), relative error {e:.3g}")
+    worst_w = max(rel_err(weight_tensor(prog, f, w), w) for f, w in fields.items())
+    ok = worst_loss <= TOL and worst_w <= TOL
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {calls} training steps, max relative error {worst_loss:.3g} in the "
+          f"loss, {worst_w:.3g} in the {len(fields)} weights after the last step (tolerance {TOL}); export "
+          f"{export_s:.2f} s, init {prog.init_s * 1e3:.1f} ms")
+    if not ok:
+        diagnose(prog, train_err(prog, step, inputs, start))
+    return ok, prog, step, cstep, inputs, None
 
 
 # ---- side-by-side timing ---------------------------------------------------------------
@@ -264,6 +426,8 @@ def main():
         try:
             ok, prog, fn, cfn, inputs, ref_out = check(name, out, exporter, models, watch)
         except Exception as e:  # report and go on to the next model
+            import traceback
+            traceback.print_exc()
             print(f"FAIL {name}: {type(e).__name__}: {e}")
             failed += 1
             continue
@@ -275,7 +439,7 @@ def main():
     if watch:
         watch.close()  # the benchmark's profiler needs CUPTI to itself
     for name, prog, fn, inputs, ref_out in done:
-        if a.bench:
+        if a.bench and ref_out is not None:  # (not for training steps)
             bench(name, prog, fn, inputs, ref_out)
         prog.destroy()
     print(f"e2e: {len(a.models) - failed} passed, {failed} failed")
