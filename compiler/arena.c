@@ -7,7 +7,11 @@
  * free: an object that is dropped stays until the end, which is fine for a batch
  * compiler whose memory is dominated by the IR it keeps anyway.
  *
- * Blocks grow geometrically, so a 1M-node graph costs a few dozen mallocs.
+ * Blocks grow geometrically, so a 1M-node graph costs a few dozen allocations.
+ * Blocks of 2 MiB and more come straight from mmap, with transparent huge pages
+ * asked for: the kernel hands them out zeroed, so memory the arena has not used yet
+ * needs no memset (each block keeps how far it is known to be clean), and a large
+ * IR takes a few hundred page faults instead of a few hundred thousand.
  *
  * A second, scratch arena serves work whose results are copied out (the DOT
  * frontend interprets each node label in one); pg_arena_reset() rewinds it.
@@ -16,14 +20,18 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define ALIGN 16
 #define FIRST_BLOCK (64 * 1024)
+#define MAP_FROM (2u << 20) /* blocks this large are mapped, not malloc'd */
 
 typedef struct Block Block;
 struct Block {
   Block *prev;
   size_t size, used;
+  size_t clean;  /* data[clean..size) is known to be zero */
+  bool mapped;   /* from mmap (freed with munmap) */
   _Alignas(ALIGN) unsigned char data[];
 };
 
@@ -48,11 +56,42 @@ PgArena *pg_arena_new(void) {
   return a;
 }
 
+static Block *block_new(size_t size) {
+  size_t bytes = sizeof(Block) + size;
+  Block *b = NULL;
+  if (bytes >= MAP_FROM) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+      madvise(p, bytes, MADV_HUGEPAGE); /* advice only: no huge pages is fine */
+#endif
+      b = p;
+      b->mapped = true;
+      b->clean = 0;
+    }
+  }
+  if (!b) {
+    b = xmalloc(bytes);
+    b->mapped = false;
+    b->clean = size;
+  }
+  b->size = size;
+  b->used = 0;
+  return b;
+}
+
+static void block_free(Block *b) {
+  if (b->mapped)
+    munmap(b, sizeof(Block) + b->size);
+  else
+    free(b);
+}
+
 void pg_arena_free(PgArena *a) {
   if (!a) return;
   for (Block *b = a->top, *prev; b; b = prev) {
     prev = b->prev;
-    free(b);
+    block_free(b);
   }
   free(a);
 }
@@ -63,16 +102,16 @@ void *pg_arena_alloc(PgArena *a, size_t size) {
   if (!b || b->size - b->used < size) {
     size_t want = b ? b->size * 2 : FIRST_BLOCK;
     if (want < size) want = size;
-    Block *nb = xmalloc(sizeof *nb + want);
+    Block *nb = block_new(want);
     nb->prev = b;
-    nb->size = want;
-    nb->used = 0;
     a->top = b = nb;
   }
   void *p = b->data + b->used;
+  if (b->used < b->clean) /* only what was used before (a reset arena) can be dirty */
+    memset(p, 0, size < b->clean - b->used ? size : b->clean - b->used);
   b->used += size;
+  if (b->used > b->clean) b->clean = b->used;
   a->total += size;
-  memset(p, 0, size);
   return p;
 }
 
@@ -127,7 +166,7 @@ void pg_arena_reset(PgArena *a) {
   Block *b = a->top;
   while (b && b->prev) {
     Block *prev = b->prev;
-    free(b);
+    block_free(b);
     b = prev;
   }
   if (b) b->used = 0;

@@ -90,10 +90,13 @@ PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
 
   /* Text only: a NUL or a control byte other than whitespace means this is not a
    * graph description (a cubin, a core file, random bytes). */
+  static const bool binary[256] = { /* NUL, control bytes but whitespace, DEL */
+      [0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [8] = 1, [14] = 1,
+      [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,
+      [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [127] = 1};
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)buf[i];
-    if (c == 0 || (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') ||
-        c == 0x7f) {
+    if (binary[c]) {
       PgLoc start = {s, 1, 1};
       pg_error(d, pg_loc_advance(start, buf, i),
                "binary data (byte 0x%02x) in input; expected a DOT or .graph text file", c);

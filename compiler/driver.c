@@ -42,19 +42,21 @@ typedef struct {
   const char *arch; /* --arch: the target, for input that names none */
 } Options;
 
-/* --time-passes: seconds since the last mark, printed per pass */
+/* --time-passes: seconds since the last mark, printed per pass, and the arena's size */
 typedef struct {
   FILE *err;
   bool on;
   struct timespec last;
+  const PgArena *arena;
 } Timer;
 
 static void mark(Timer *t, const char *pass) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   if (t->on && pass)
-    fprintf(t->err, "pgcc: time: %-9s %8.3f s\n", pass,
-            (double)(now.tv_sec - t->last.tv_sec) + (double)(now.tv_nsec - t->last.tv_nsec) * 1e-9);
+    fprintf(t->err, "pgcc: time: %-9s %8.3f s  (arena %zu MiB)\n", pass,
+            (double)(now.tv_sec - t->last.tv_sec) + (double)(now.tv_nsec - t->last.tv_nsec) * 1e-9,
+            pg_arena_used(t->arena) >> 20);
   t->last = now;
 }
 
@@ -325,7 +327,7 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   }
 
   /* the pipeline */
-  Timer t = {err, o.time_passes, {0, 0}};
+  Timer t = {err, o.time_passes, {0, 0}, arena};
   mark(&t, NULL);
   PgProgram *p = read_input(arena, &diag, o.input);
   mark(&t, "read");

@@ -149,13 +149,46 @@ typedef struct {
   const PgProgram *p;
   FILE *f;
   const char *name;
+  const char *input;  /* the input's name, as the file's first comment gives it */
   PgMap *buffers, *kernels, *scalars, *conds; /* name -> index + 1 (scalars: per-call slot + 1) */
   int **pos;       /* by graph id, then node index: position in the node table */
   int *body_at;    /* by graph id: position in the body table (bodies only) */
   PG_VEC(const PgNode *) order;  /* the node table: root regions, then bodies */
   PG_VEC(const PgGraph *) bodies;
   PG_VEC(int) body_first;        /* where each body's nodes start in `order` */
+  size_t deps_at;                /* the next node's first entry in NAME_deps */
+  char *line;                    /* the hot path's text, written with one fwrite (lput...) */
+  size_t line_len, line_cap;
 } W;
+
+/* The per-node text of a large program is most of the output: it is assembled here
+ * without printf, then written at once. */
+static void lputn(W *w, const char *s, size_t n) {
+  if (w->line_len + n > w->line_cap) {
+    size_t cap = w->line_cap ? w->line_cap : 4096;
+    while (cap < w->line_len + n) cap *= 2;
+    char *nl = realloc(w->line, cap);
+    if (!nl) PG_BUG("out of memory for %zu bytes of output", cap);
+    w->line = nl, w->line_cap = cap;
+  }
+  memcpy(w->line + w->line_len, s, n);
+  w->line_len += n;
+}
+static void lput(W *w, const char *s) { lputn(w, s, strlen(s)); }
+static void lnum(W *w, uint64_t v) {
+  char d[24], *e = d + sizeof d, *q = e;
+  do *--q = (char)('0' + v % 10); while (v /= 10);
+  lputn(w, q, (size_t)(e - q));
+}
+static void lint(W *w, int64_t v) {
+  if (v < 0) lputn(w, "-", 1);
+  lnum(w, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}
+static void lflush(W *w) {
+  if (!w->line_len) return;
+  fwrite(w->line, 1, w->line_len, w->f);
+  w->line_len = 0;
+}
 
 static int idx(PgMap *m, const char *name) { return (int)(intptr_t)pg_map_get(m, name) - 1; }
 static int node_at(const W *w, const PgNode *n) { return w->pos[n->graph->id][n->index]; }
@@ -397,39 +430,52 @@ static size_t deps_kept(const W *w, const PgNode *n) {
   return k;
 }
 
+/* The node's origin: the input's line when it came from the input named at the top. */
+static void lorigin(W *w, const PgNode *n, int at) {
+  lput(w, "    /* "), lint(w, at), lput(w, ": "), lput(w, n->name);
+  if (n->origin) lput(w, " (from "), lput(w, n->origin), lput(w, ")");
+  if (n->loc.src) {
+    if (w->input && strcmp(n->loc.src->name, w->input) == 0)
+      lput(w, ", line ");
+    else
+      lput(w, ", "), lput(w, n->loc.src->name), lput(w, ":");
+    lint(w, n->loc.line);
+  }
+  lput(w, " */\n    {");
+}
+
+static void ldims(W *w, const char *field, const uint32_t d[3]) {
+  lput(w, field), lnum(w, d[0]), lput(w, ", "), lnum(w, d[1]), lput(w, ", "), lnum(w, d[2]), lput(w, "}");
+}
+
 static void emit_node(W *w, const PgNode *n, int at) {
   FILE *f = w->f;
-  fprintf(f, "    /* %d: %s", at, n->name);
-  if (n->origin) fprintf(f, " (from %s)", n->origin);
-  if (n->loc.src) fprintf(f, ", %s:%d", n->loc.src->name, n->loc.line);
-  fputs(" */\n    {", f);
+  lorigin(w, n, at);
   switch (n->kind) {
   case PG_KERNEL: {
-    if (!n->u.kernel.has_args) {
-      fprintf(f, ".kind = PGRT_NODE_KERNEL, .origin = \"%s\", .kernel = %d, .caller_args = 1,\n", n->name,
-              idx(w->kernels, n->u.kernel.kernel->name));
-      fprintf(f, "     .grid = {%u, %u, %u}, .block = {%u, %u, %u}, .smem = %u", n->u.kernel.grid[0],
-              n->u.kernel.grid[1], n->u.kernel.grid[2], n->u.kernel.block[0], n->u.kernel.block[1],
-              n->u.kernel.block[2], n->u.kernel.smem);
-      break;
-    }
+    lput(w, ".kind = PGRT_NODE_KERNEL, .origin = \""), lput(w, n->name), lput(w, "\", .kernel = ");
+    lint(w, idx(w->kernels, n->u.kernel.kernel->name));
+    lput(w, n->u.kernel.has_args ? ",\n" : ", .caller_args = 1,\n");
+    ldims(w, "     .grid = {", n->u.kernel.grid), ldims(w, ", .block = {", n->u.kernel.block);
+    lput(w, ", .smem = "), lnum(w, n->u.kernel.smem);
+    if (!n->u.kernel.has_args) break;
     unsigned char *blk = calloc(param_bytes(n->u.kernel.kernel) + 1, 1);
     Strs rel = {0}, sc = {0}, cr = {0};
     kernel_block(w, n, blk, &rel, &sc, &cr);
     free(blk);
     size_t nrel = rel.n, nsc = sc.n, ncr = cr.n;
-    fprintf(f, ".kind = PGRT_NODE_KERNEL, .origin = \"%s\", .kernel = %d,\n", n->name,
-            idx(w->kernels, n->u.kernel.kernel->name));
-    fprintf(f, "     .grid = {%u, %u, %u}, .block = {%u, %u, %u}, .smem = %u,\n", n->u.kernel.grid[0],
-            n->u.kernel.grid[1], n->u.kernel.grid[2], n->u.kernel.block[0], n->u.kernel.block[1],
-            n->u.kernel.block[2], n->u.kernel.smem);
-    fprintf(f, "     .params = %s_params_%d, .param_offsets = %s_offsets_%d, .param_count = %zu", w->name, at, w->name, at,
-            n->u.kernel.kernel->params.n);
+    lflush(w);
+    fprintf(f, ",\n     .params = %s_params_%d, .param_offsets = %s_offsets_%d, .param_count = %zu", w->name, at, w->name,
+            at, n->u.kernel.kernel->params.n);
     if (nrel) fprintf(f, ",\n     .relocs = %s_relocs_%d, .reloc_count = %zu", w->name, at, nrel);
     if (nsc) fprintf(f, ",\n     .scalars = %s_scalars_%d, .scalar_count = %zu", w->name, at, nsc);
     if (ncr) fprintf(f, ",\n     .cond_refs = %s_conds_%d, .cond_ref_count = %zu", w->name, at, ncr);
     break;
   }
+  default: lflush(w); break;
+  }
+  switch (n->kind) {
+  case PG_KERNEL: break;
   case PG_CHILD:
     fprintf(f, ".kind = PGRT_NODE_CHILD, .origin = \"%s\", .body = %d, .body_count = 1 /* %s */", n->name,
             body_at(w, n->u.child.body), n->u.child.body->name);
@@ -472,8 +518,14 @@ static void emit_node(W *w, const PgNode *n, int at) {
   case PG_HOSTOP: fprintf(f, ".kind = PGRT_NODE_SYNC, .origin = \"%s\"", n->name); break;
   default: PG_BUG("node '%s' passed pg_c_check", n->name);
   }
-  if (deps_kept(w, n)) fprintf(f, ",\n     .deps = %s_deps_%d, .dep_count = %zu", w->name, at, deps_kept(w, n));
-  fputs("},\n", f);
+  size_t nd = deps_kept(w, n);
+  if (nd) {
+    lput(w, ",\n     .deps = "), lput(w, w->name), lput(w, "_deps + "), lnum(w, w->deps_at);
+    lput(w, ", .dep_count = "), lnum(w, nd);
+    w->deps_at += nd;
+  }
+  lput(w, "},\n");
+  lflush(w);
 }
 
 /* NAME_load_W: the tensors' places in the file, checked against its header by
@@ -568,10 +620,14 @@ static void emit_api(W *w, bool list_caller_args) {
     if (!list_caller_args) fprintf(f, "/* (listed in %s.h; marked '.caller_args = 1' in the node table below) */\n", nm);
     for (size_t i = 0; i < w->order.n && list_caller_args; i++) {
       const PgNode *n = w->order.v[i];
-      if (n->kind == PG_KERNEL && !n->u.kernel.has_args)
-        fprintf(f, "/*   [%zu] %s: %.60s%s */\n", k++, n->name, n->u.kernel.kernel->symbol,
-                strlen(n->u.kernel.kernel->symbol) > 60 ? "..." : "");
+      if (n->kind != PG_KERNEL || n->u.kernel.has_args) continue;
+      const char *sym = n->u.kernel.kernel->symbol;
+      size_t len = strlen(sym);
+      lput(w, "/*   ["), lnum(w, k++), lput(w, "] "), lput(w, n->name), lput(w, ": ");
+      lputn(w, sym, len > 60 ? 60 : len), lput(w, len > 60 ? "... */\n" : " */\n");
+      if (w->line_len > 65536) lflush(w);
     }
+    lflush(w);
     fputc('\n', f);
   }
   fprintf(f, "/* kernel_args: see above (NULL if none); arena: %s_ARENA_BYTES of device memory, or 0 for\n"
@@ -589,11 +645,12 @@ void pg_emit_h(const PgProgram *p, const char *name, FILE *f) {
   fprintf(f, "#ifndef %s_H\n#define %s_H\n\n#include \"pgrt.h\"\n\n", name, name);
   emit_api(&w, true);
   fputs("\n#endif\n", f);
+  free(w.line);
 }
 
 void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f) {
-  W w = {.p = p, .f = f, .name = name, .buffers = pg_map_new(p->arena), .kernels = pg_map_new(p->arena),
-         .scalars = pg_map_new(p->arena), .conds = pg_map_new(p->arena)};
+  W w = {.p = p, .f = f, .name = name, .input = input, .buffers = pg_map_new(p->arena),
+         .kernels = pg_map_new(p->arena), .scalars = pg_map_new(p->arena), .conds = pg_map_new(p->arena)};
   const PgGraph *g = p->graphs.v[0];
   plan_tables(&w);
   for (size_t i = 0; i < p->conditions.n; i++)
@@ -663,20 +720,27 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   if (!p->buffers.n) fputs("    {0},\n", f);
   fputs("};\n\n", f);
 
-  /* nodes in table order: their tables, then the node table */
+  /* nodes in table order: their argument tables, their dependencies, then the node table */
   for (size_t i = 0; i < w.order.n; i++) {
     const PgNode *n = w.order.v[i];
     if (n->kind == PG_KERNEL && n->u.kernel.has_args) emit_kernel_tables(&w, n, (int)i);
-    if (deps_kept(&w, n)) {
-      fprintf(f, "static const int %s_deps_%zu[] = {", name, i);
-      bool first = true;
+  }
+  size_t deps = 0;
+  for (size_t i = 0; i < w.order.n; i++) deps += deps_kept(&w, w.order.v[i]);
+  if (deps) {
+    fprintf(f, "/* The nodes' dependencies (positions in %s_nodes), node after node; each node's\n"
+               " * entry points at its own run of them. */\nstatic const int %s_deps[] = {", name, name);
+    size_t k = 0;
+    for (size_t i = 0; i < w.order.n; i++) {
+      const PgNode *n = w.order.v[i];
       for (size_t q = 0; q < n->preds.n; q++)
         if (dep_kept(&w, n->preds.v[q], n)) {
-          fprintf(f, "%s%d", first ? "" : ", ", node_at(&w, n->preds.v[q]));
-          first = false;
+          lput(&w, !k ? "\n    " : k % 16 ? ", " : ",\n    "), lint(&w, node_at(&w, n->preds.v[q]));
+          k++;
+          if (w.line_len > 65536) lflush(&w);
         }
-      fputs("};\n", f);
     }
+    lput(&w, "\n};\n"), lflush(&w);
   }
   fprintf(f, "\nstatic const pgrt_node %s_nodes[] = {\n", name);
   for (size_t i = 0; i < w.order.n; i++) {
@@ -764,4 +828,5 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   }
   fprintf(f, "  return pgrt_run(ctx, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL", slot ? "scalars" : "NULL");
   fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n", name);
+  free(w.line);
 }

@@ -715,13 +715,13 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   if (!read_attrs(c, attrs, what, loc, spec, ns, f)) return;
 
   char *nm = name_of(c, name);
-  if (pg_map_get(c->nodes, nm)) {
+  void **slot = pg_map_slot(c->nodes, nm);
+  if (*slot) {
     pg_error(c->d, name->loc, "node '%s' is already declared", nm);
-    pg_note(c->d, ((PgNode *)pg_map_get(c->nodes, nm))->loc, "'%s' was first declared here", nm);
+    pg_note(c->d, ((PgNode *)*slot)->loc, "'%s' was first declared here", nm);
     return;
   }
-  PgNode *n = pg_node_new(c->p, c->graph, kind, nm, name->loc);
-  pg_map_put(c->nodes, nm, n);
+  PgNode *n = *slot = pg_node_new(c->p, c->graph, kind, nm, name->loc);
   if (f[ns - 1]) n->origin = string_of(c, f[ns - 1]);
   if (f[ns - 2]) n->eager = string_of(c, f[ns - 2]);
   if (f[ns - 3]) {
@@ -960,6 +960,16 @@ void gf_edge(GfCtx *c, PgStr from, PgLoc from_loc, PgStr to, PgLoc to_loc) {
   if (c->block != IN_GRAPH) {
     pg_error(c->d, from_loc, "an edge belongs inside a graph block");
     return;
+  }
+  /* Both ends declared, in this graph, and nothing deferred before: add it now (the
+   * usual case: nodes come first), in statement order.  Otherwise wait for the end of
+   * the block, where later declarations count and errors are reported. */
+  if (!c->edges.n) {
+    PgNode *a = pg_map_getn(c->nodes, from.s, from.len), *b = a ? pg_map_getn(c->nodes, to.s, to.len) : NULL;
+    if (a && b && a->graph == c->graph && b->graph == c->graph) {
+      pg_edge_add(c->p, c->graph, a, b, from_loc);
+      return;
+    }
   }
   PendingEdge e = {from, to, from_loc, to_loc};
   pg_vec_push(c->a, c->edges, e);

@@ -67,6 +67,9 @@ void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgLoc loc) 
   pg_vec_push(p->arena, g->edges, e);
 }
 
+/* Each node's preds and succs, in edge order.  Counted first, then carved from one
+ * allocation per graph at their exact sizes: a million single-edge nodes would
+ * otherwise hold two four-slot vectors each. */
 void pg_program_link(PgProgram *p) {
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     PgGraph *g = p->graphs.v[gi];
@@ -75,9 +78,19 @@ void pg_program_link(PgProgram *p) {
       g->nodes.v[i]->preds.n = 0;
     }
     for (size_t i = 0; i < g->edges.n; i++) {
+      g->edges.v[i].from->succs.n++;
+      g->edges.v[i].to->preds.n++;
+    }
+    PgNode **slots = g->edges.n ? pg_arena_alloc(p->arena, 2 * g->edges.n * sizeof *slots) : NULL;
+    for (size_t i = 0; i < g->nodes.n; i++) {
+      PgNode *n = g->nodes.v[i];
+      n->succs.v = slots, n->succs.cap = n->succs.n, slots += n->succs.n, n->succs.n = 0;
+      n->preds.v = slots, n->preds.cap = n->preds.n, slots += n->preds.n, n->preds.n = 0;
+    }
+    for (size_t i = 0; i < g->edges.n; i++) {
       PgEdge *e = &g->edges.v[i];
-      pg_vec_push(p->arena, e->from->succs, e->to);
-      pg_vec_push(p->arena, e->to->preds, e->from);
+      e->from->succs.v[e->from->succs.n++] = e->to;
+      e->to->preds.v[e->to->preds.n++] = e->from;
     }
   }
 }

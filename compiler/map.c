@@ -57,6 +57,15 @@ void *pg_map_getn(const PgMap *m, const char *key, size_t len) {
 void *pg_map_get(const PgMap *m, const char *key) { return pg_map_getn(m, key, strlen(key)); }
 
 void *pg_map_put(PgMap *m, const char *key, void *val) {
+  void **slot = pg_map_slot(m, key);
+  if (*slot) return *slot;
+  *slot = val;
+  return NULL;
+}
+
+/* The place of key's value, the key added (with a NULL value) if it was not there:
+ * a lookup and an insertion in one probe.  Valid until the next insertion. */
+void **pg_map_slot(PgMap *m, const char *key) {
   if ((m->n + 1) * 2 > m->cap) {
     Slot *old = m->slots;
     size_t ocap = m->cap;
@@ -68,8 +77,9 @@ void *pg_map_put(PgMap *m, const char *key, void *val) {
   size_t len = strlen(key);
   uint64_t h = hash(key, len);
   Slot *s = find(m, key, len, h);
-  if (s->key) return s->val;
-  *s = (Slot){key, len, h, val};
-  m->n++;
-  return NULL;
+  if (!s->key) {
+    *s = (Slot){key, len, h, NULL};
+    m->n++;
+  }
+  return &s->val;
 }
