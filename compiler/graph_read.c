@@ -1017,6 +1017,13 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->events = pg_map_new(a);
   c->graphs = pg_map_new(a);
   c->nodes = pg_map_new(a);
+  { /* "node" once per node statement (and maybe elsewhere): an upper bound, cheap to count */
+    size_t nodes = 0;
+    for (const char *q = src->text, *end = src->text + src->len;
+         (q = memchr(q, 'n', (size_t)(end - q))) != NULL; q++)
+      nodes += end - q >= 4 && memcmp(q, "node", 4) == 0;
+    pg_map_reserve(c->nodes, nodes);
+  }
   int errors = d->errors;
   if (gf_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
   PgProgram *p = c->p;

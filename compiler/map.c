@@ -63,6 +63,20 @@ void *pg_map_put(PgMap *m, const char *key, void *val) {
   return NULL;
 }
 
+/* Room for n entries without growing: a frontend that can count its names first
+ * saves the rehashing, and the tables that growing leaves behind in the arena. */
+void pg_map_reserve(PgMap *m, size_t n) {
+  size_t cap = m->cap;
+  while ((n + 1) * 2 > cap) cap *= 2;
+  if (cap == m->cap) return;
+  Slot *old = m->slots;
+  size_t ocap = m->cap;
+  m->cap = cap;
+  m->slots = pg_arena_alloc(m->arena, cap * sizeof *m->slots);
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].key) *find(m, old[i].key, old[i].len, old[i].hash) = old[i];
+}
+
 /* The place of key's value, the key added (with a NULL value) if it was not there:
  * a lookup and an insertion in one probe.  Valid until the next insertion. */
 void **pg_map_slot(PgMap *m, const char *key) {

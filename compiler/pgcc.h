@@ -442,6 +442,7 @@ void *pg_map_getn(const PgMap *m, const char *key, size_t len);
 /* Inserts key -> val; returns the previous value (and keeps it) if key was present. */
 void *pg_map_put(PgMap *m, const char *key, void *val);
 void **pg_map_slot(PgMap *m, const char *key);
+void pg_map_reserve(PgMap *m, size_t n);
 
 /* diag.c */
 struct PgSource {
