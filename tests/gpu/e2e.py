@@ -210,7 +210,7 @@ def forward_err(prog, fn, inputs, ref_out):
 
 def check(name, out, exporter, models, watch, calls=6):
     fn, inputs, weights = models.BUILDERS[name]()
-    if getattr(fn, "train", False):
+    if getattr(fn, "train", False) is True:  # (an nn.Module has a train() method)
         return check_train(name, out, exporter, fn, inputs, weights, watch, calls)
     cfn = torch.compile(fn)
     t0 = time.perf_counter()
