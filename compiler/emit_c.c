@@ -448,34 +448,36 @@ static void ldims(W *w, const char *field, const uint32_t d[3]) {
   lput(w, field), lnum(w, d[0]), lput(w, ", "), lnum(w, d[1]), lput(w, ", "), lnum(w, d[2]), lput(w, "}");
 }
 
+/* A kernel node's fields: launch dimensions, then its tables or the caller's arguments. */
+static void kernel_fields(W *w, const PgNode *n, int at) {
+  lput(w, ".kind = PGRT_NODE_KERNEL, .origin = \""), lput(w, n->name), lput(w, "\", .kernel = ");
+  lint(w, idx(w->kernels, n->u.kernel.kernel->name));
+  lput(w, n->u.kernel.has_args ? ",\n" : ", .caller_args = 1,\n");
+  ldims(w, "     .grid = {", n->u.kernel.grid), ldims(w, ", .block = {", n->u.kernel.block);
+  lput(w, ", .smem = "), lnum(w, n->u.kernel.smem);
+  if (!n->u.kernel.has_args) return;
+  unsigned char *blk = calloc(param_bytes(n->u.kernel.kernel) + 1, 1);
+  Strs rel = {0}, sc = {0}, cr = {0};
+  kernel_block(w, n, blk, &rel, &sc, &cr);
+  free(blk);
+  size_t nrel = rel.n, nsc = sc.n, ncr = cr.n;
+  lflush(w);
+  FILE *f = w->f;
+  fprintf(f, ",\n     .params = %s_params_%d, .param_offsets = %s_offsets_%d, .param_count = %zu", w->name, at, w->name,
+          at, n->u.kernel.kernel->params.n);
+  if (nrel) fprintf(f, ",\n     .relocs = %s_relocs_%d, .reloc_count = %zu", w->name, at, nrel);
+  if (nsc) fprintf(f, ",\n     .scalars = %s_scalars_%d, .scalar_count = %zu", w->name, at, nsc);
+  if (ncr) fprintf(f, ",\n     .cond_refs = %s_conds_%d, .cond_ref_count = %zu", w->name, at, ncr);
+}
+
+/* One node table entry.  Kernel nodes, the many, go through the line buffer; the
+ * other kinds are printed after it is flushed. */
 static void emit_node(W *w, const PgNode *n, int at) {
   FILE *f = w->f;
   lorigin(w, n, at);
+  if (n->kind != PG_KERNEL) lflush(w);
   switch (n->kind) {
-  case PG_KERNEL: {
-    lput(w, ".kind = PGRT_NODE_KERNEL, .origin = \""), lput(w, n->name), lput(w, "\", .kernel = ");
-    lint(w, idx(w->kernels, n->u.kernel.kernel->name));
-    lput(w, n->u.kernel.has_args ? ",\n" : ", .caller_args = 1,\n");
-    ldims(w, "     .grid = {", n->u.kernel.grid), ldims(w, ", .block = {", n->u.kernel.block);
-    lput(w, ", .smem = "), lnum(w, n->u.kernel.smem);
-    if (!n->u.kernel.has_args) break;
-    unsigned char *blk = calloc(param_bytes(n->u.kernel.kernel) + 1, 1);
-    Strs rel = {0}, sc = {0}, cr = {0};
-    kernel_block(w, n, blk, &rel, &sc, &cr);
-    free(blk);
-    size_t nrel = rel.n, nsc = sc.n, ncr = cr.n;
-    lflush(w);
-    fprintf(f, ",\n     .params = %s_params_%d, .param_offsets = %s_offsets_%d, .param_count = %zu", w->name, at, w->name,
-            at, n->u.kernel.kernel->params.n);
-    if (nrel) fprintf(f, ",\n     .relocs = %s_relocs_%d, .reloc_count = %zu", w->name, at, nrel);
-    if (nsc) fprintf(f, ",\n     .scalars = %s_scalars_%d, .scalar_count = %zu", w->name, at, nsc);
-    if (ncr) fprintf(f, ",\n     .cond_refs = %s_conds_%d, .cond_ref_count = %zu", w->name, at, ncr);
-    break;
-  }
-  default: lflush(w); break;
-  }
-  switch (n->kind) {
-  case PG_KERNEL: break;
+  case PG_KERNEL: kernel_fields(w, n, at); break;
   case PG_CHILD:
     fprintf(f, ".kind = PGRT_NODE_CHILD, .origin = \"%s\", .body = %d, .body_count = 1 /* %s */", n->name,
             body_at(w, n->u.child.body), n->u.child.body->name);

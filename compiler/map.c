@@ -63,12 +63,9 @@ void *pg_map_put(PgMap *m, const char *key, void *val) {
   return NULL;
 }
 
-/* Room for n entries without growing: a frontend that can count its names first
- * saves the rehashing, and the tables that growing leaves behind in the arena. */
-void pg_map_reserve(PgMap *m, size_t n) {
-  size_t cap = m->cap;
-  while ((n + 1) * 2 > cap) cap *= 2;
-  if (cap == m->cap) return;
+/* Moves every entry into a fresh table of cap slots (a power of two).  The old table
+ * stays in the arena. */
+static void rehash(PgMap *m, size_t cap) {
   Slot *old = m->slots;
   size_t ocap = m->cap;
   m->cap = cap;
@@ -77,17 +74,18 @@ void pg_map_reserve(PgMap *m, size_t n) {
     if (old[i].key) *find(m, old[i].key, old[i].len, old[i].hash) = old[i];
 }
 
+/* Room for n entries without growing: a frontend that can count its names first
+ * saves the rehashing, and the tables that growing leaves behind in the arena. */
+void pg_map_reserve(PgMap *m, size_t n) {
+  size_t cap = m->cap;
+  while ((n + 1) * 2 > cap) cap *= 2;
+  if (cap != m->cap) rehash(m, cap);
+}
+
 /* The place of key's value, the key added (with a NULL value) if it was not there:
  * a lookup and an insertion in one probe.  Valid until the next insertion. */
 void **pg_map_slot(PgMap *m, const char *key) {
-  if ((m->n + 1) * 2 > m->cap) {
-    Slot *old = m->slots;
-    size_t ocap = m->cap;
-    m->cap *= 2;
-    m->slots = pg_arena_alloc(m->arena, m->cap * sizeof *m->slots);
-    for (size_t i = 0; i < ocap; i++)
-      if (old[i].key) *find(m, old[i].key, old[i].len, old[i].hash) = old[i];
-  }
+  if ((m->n + 1) * 2 > m->cap) rehash(m, m->cap * 2);
   size_t len = strlen(key);
   uint64_t h = hash(key, len);
   Slot *s = find(m, key, len, h);

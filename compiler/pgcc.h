@@ -441,7 +441,9 @@ void *pg_map_get(const PgMap *m, const char *key);
 void *pg_map_getn(const PgMap *m, const char *key, size_t len);
 /* Inserts key -> val; returns the previous value (and keeps it) if key was present. */
 void *pg_map_put(PgMap *m, const char *key, void *val);
+/* The place of key's value, key added with a NULL value if absent (one probe for both). */
 void **pg_map_slot(PgMap *m, const char *key);
+/* Room for n entries, so that inserting them never rehashes. */
 void pg_map_reserve(PgMap *m, size_t n);
 
 /* diag.c */

@@ -19,25 +19,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define NODES 200
 #define ROUNDS 30
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
-
 /* The same chain by stream capture: k0 = mul(n, x, b, t0); ki = scale_add(n, 1, t(i-1), b, ti); y last. */
 static double capture_once(const void *cubin, CUdeviceptr x, CUdeviceptr y, CUdeviceptr b, CUstream s) {
-  double t0 = now_us();
+  double t0 = gpu_now_us();
   CUlibrary lib;
   CUkernel km, ks;
   CUfunction fm, fs;
@@ -68,7 +56,7 @@ static double capture_once(const void *cubin, CUdeviceptr x, CUdeviceptr y, CUde
   CHECK(cuGraphInstantiate(&e, g, 0));
   CHECK(cuGraphUpload(e, s));
   CHECK(cuStreamSynchronize(s));
-  double t1 = now_us();
+  double t1 = gpu_now_us();
   CHECK(cuGraphExecDestroy(e));
   CHECK(cuGraphDestroy(g));
   CHECK(cuMemFree(arena));
@@ -91,17 +79,17 @@ int main(int argc, char **argv) {
   CHECK(cuMemAlloc(&y, 4096));
   static double pg[ROUNDS], cap[ROUNDS];
   for (int r = -3; r < ROUNDS; r++) { /* three warm-up rounds of each */
-    double t0 = now_us();
+    double t0 = gpu_now_us();
     pgrt_ctx *pc;
     if (chain_cubin_init(&pc, &w, NULL, 0) != PGRT_OK) return fprintf(stderr, "init: %s\n", pgrt_error()), 1;
     CHECK(cuCtxSynchronize());
-    double t1 = now_us();
+    double t1 = gpu_now_us();
     chain_cubin_destroy(&pc);
     double c = capture_once(cubin, x, y, w.b, s);
     if (r >= 0) pg[r] = t1 - t0, cap[r] = c;
   }
-  qsort(pg, ROUNDS, sizeof *pg, cmp);
-  qsort(cap, ROUNDS, sizeof *cap, cmp);
+  qsort(pg, ROUNDS, sizeof *pg, gpu_cmp_double);
+  qsort(cap, ROUNDS, sizeof *cap, gpu_cmp_double);
   printf("init, %d kernels from one cubin: pgcc NAME_init %.0f us, stream capture %.0f us (ratio %.2f; medians of %d)\n",
          NODES, pg[ROUNDS / 2], cap[ROUNDS / 2], pg[ROUNDS / 2] / cap[ROUNDS / 2], ROUNDS);
   return 0;

@@ -11,18 +11,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
 
 int main(int argc, char **argv) {
   const char *label = argc > 1 ? argv[1] : "?";
@@ -48,9 +36,9 @@ int main(int argc, char **argv) {
       BENCH_NAME_args a = {.x = x[moving ? i & 1 : 0], .y = y[moving ? i & 1 : 0]};
       CHECK(cuStreamSynchronize(s));
       CHECK(cuEventRecord(e0, s));
-      double t0 = now_us();
+      double t0 = gpu_now_us();
       PGRT(BENCH_NAME_run(pc, &a, s));
-      double t1 = now_us();
+      double t1 = gpu_now_us();
       CHECK(cuEventRecord(e1, s));
       CHECK(cuEventSynchronize(e1));
       float ms;
@@ -60,8 +48,8 @@ int main(int argc, char **argv) {
       pgrt_last_run(pc, &st);
       if (i >= 0) patched = st.nodes_patched, device = st.device_updated;
     }
-    qsort(host, N, sizeof *host, cmp);
-    qsort(gpu, N, sizeof *gpu, cmp);
+    qsort(host, N, sizeof *host, gpu_cmp_double);
+    qsort(gpu, N, sizeof *gpu, gpu_cmp_double);
     printf("%-12s %-6s  nodes patched per call: %3d host-side, %3d on the device  host %7.2f us  GPU %7.2f us  "
            "(medians of %d)\n", label, moving ? "moving" : "fixed", patched, device, host[N / 2], gpu[N / 2], N);
   }

@@ -129,12 +129,6 @@ def fresh_like(xs):
     return [torch.randn_like(x) if x.is_floating_point() else torch.randint_like(x, 0, int(x.max()) + 1) for x in xs]
 
 
-def ident(s):
-    """A weight's name as pgcc-export names its buffer (after "w_")."""
-    s = re.sub(r"[^A-Za-z0-9_]", "_", s)
-    return s if re.match(r"[A-Za-z_]", s) else "_" + s
-
-
 def as_list(x):
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
@@ -144,14 +138,7 @@ def copy_dtod(dst, src, size):
     f = C.CDLL("libcuda.so.1").cuMemcpyDtoD_v2
     f.argtypes = [C.c_uint64, C.c_uint64, C.c_size_t]
     r = f(dst, src, size)
-    if r != 0:
-        attr = C.CDLL("libcuda.so.1").cuPointerGetAttribute
-        attr.argtypes = [C.c_void_p, C.c_int, C.c_uint64]
-        kinds = []
-        for ptr in (dst, src):
-            t = C.c_uint(0)
-            kinds.append((hex(ptr), attr(C.byref(t), 2, ptr), t.value))
-        raise AssertionError(f"cuMemcpyDtoD({size} bytes): CUDA error {r}; (pointer, query status, memory type): {kinds}")
+    assert r == 0, f"cuMemcpyDtoD(0x{dst:x}, 0x{src:x}, {size}): CUDA error {r}"
 
 
 def weight_tensor(prog, field, like):
@@ -182,7 +169,8 @@ def diagnose(prog, run_err):
         return fill
 
     for byte in (0x00, 0x3F, 0x7F, 0xFF):
-        print(f"  diagnosis: arena filled with 0x{byte:02x} bytes: error {err_after(lambda: prog.arena.fill_(byte)):.3g}")
+        e = err_after(lambda: prog.arena.fill_(byte))
+        print(f"  diagnosis: arena filled with 0x{byte:02x} bytes: error {e:.3g}")
     culprits = [b for b in prog.buffers if not err_after(poison(b[1], b[2])) <= TOL]
     print(f"  diagnosis: {len(culprits)} of {len(prog.buffers)} intermediates are read before they are written")
     for bname, off, size in culprits:
@@ -249,7 +237,7 @@ def check(name, out, exporter, models, watch, calls=6):
     return ok, prog, fn, cfn, inputs, ref_out
 
 
-def train_err(prog, step, inputs, start):
+def train_err(prog, exporter, step, inputs, start):
     """One training step from the exported weights, C against eager: the worst error in the
     loss and the weights after it."""
     ref = step.fresh()
@@ -257,7 +245,7 @@ def train_err(prog, step, inputs, start):
         for n, w in ref.weights.items():
             w.copy_(start[n])
     loss = as_list(ref(*inputs))
-    fields = {"w_" + ident(n): (w, start[n]) for n, w in ref.weights.items()}
+    fields = {"w_" + exporter.ident(n): (w, start[n]) for n, w in ref.weights.items()}
 
     def run_err():
         for f, (_, w0) in fields.items():
@@ -285,8 +273,9 @@ def check_train(name, out, exporter, step, inputs, weights, watch, calls):
     exporter.export(cstep, inputs, weights, out, name, watch=watch)
     export_s = time.perf_counter() - t0
     prog = Program(out, name)
-    fields = {"w_" + ident(n): w for n, w in ref.weights.items()}
-    missing = [f for f in fields if f not in (f[0] for f in prog.Weights._fields_)]
+    fields = {"w_" + exporter.ident(n): w for n, w in ref.weights.items()}  # (the exporter's buffer names)
+    have = {field for field, _ in prog.Weights._fields_}
+    missing = [f for f in fields if f not in have]
     assert not missing, f"weights the C program does not have: {missing}"
     worst_loss = 0.0
     keep = []
@@ -308,7 +297,7 @@ def check_train(name, out, exporter, step, inputs, weights, watch, calls):
           f"loss, {worst_w:.3g} in the {len(fields)} weights after the last step (tolerance {TOL}); export "
           f"{export_s:.2f} s, init {prog.init_s * 1e3:.1f} ms")
     if not ok:
-        diagnose(prog, train_err(prog, step, inputs, start))
+        diagnose(prog, train_err(prog, exporter, step, inputs, start))
     return ok, prog, step, cstep, inputs, expect
 
 

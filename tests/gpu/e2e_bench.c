@@ -4,19 +4,10 @@
  * through ctypes).  Calls alternate between two argument sets whose buffers sit
  * at different addresses, so every call patches what moved.
  */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime */
-#include <cuda.h>
-#include <time.h>
-
+#define _POSIX_C_SOURCE 199309L /* gpu_now_us: clock_gettime */
 #include "gpu_check.h"
 
 typedef int (*run_fn)(void *ctx, const void *args, CUstream stream);
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
 
 /* Runs `iters` calls; returns host microseconds per call, *gpu_us the GPU time per
  * call (events around the whole loop), or a negative value if a call failed. */
@@ -26,10 +17,10 @@ double e2e_bench(run_fn run, void *ctx, const void *args_a, const void *args_b, 
   CHECK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   CHECK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   CHECK(cuEventRecord(e0, s));
-  double t0 = now_us();
+  double t0 = gpu_now_us();
   for (int i = 0; i < iters; i++)
     if (run(ctx, i % 2 ? args_b : args_a, s) != 0) return -1;
-  double host = (now_us() - t0) / iters;
+  double host = (gpu_now_us() - t0) / iters;
   CHECK(cuEventRecord(e1, s));
   CHECK(cuEventSynchronize(e1));
   float ms = 0;

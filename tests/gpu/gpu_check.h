@@ -2,7 +2,8 @@
  * gpu_check.h -- what the GPU test and benchmark programs share (tests/gpu/codegen,
  * tests/gpu/faults, bench/codegen): the one check macro for CUDA driver calls and its
  * twin for libpgrt calls (both report the call, __func__, file:line and the device,
- * then exit), the context they run on, and a reproducible random number.
+ * then exit), the context they run on, a reproducible random number, and for the
+ * programs that time things (they define _POSIX_C_SOURCE), a clock and a sort key.
  */
 #ifndef PGCC_GPU_CHECK_H
 #define PGCC_GPU_CHECK_H
@@ -52,5 +53,22 @@ static inline float frand(unsigned *seed) {
   *seed = *seed * 1664525u + 1013904223u;
   return (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
+
+#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 199309L
+#include <time.h>
+
+/* Microseconds on the monotonic clock. */
+static inline double gpu_now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* qsort's order for doubles (medians of timings). */
+static inline int gpu_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+#endif
 
 #endif

@@ -30,6 +30,23 @@ START_TEST(arena_large_and_printf) {
 }
 END_TEST
 
+/* A mapped block (2 MiB and more) is zero when fresh without a memset; after a reset
+ * it holds old data, which the next allocations must not see. */
+START_TEST(arena_reset_rezeroes_a_mapped_block) {
+  PgArena *a = pg_arena_new();
+  size_t big = 4u << 20;
+  unsigned char *p = pg_arena_alloc(a, big);
+  for (size_t k = 0; k < big; k += 4093) ck_assert_uint_eq(p[k], 0);
+  memset(p, 0xcd, big);
+  pg_arena_reset(a);
+  unsigned char *q = pg_arena_alloc(a, 100), *r = pg_arena_alloc(a, big / 2);
+  ck_assert_ptr_eq(q, p); /* the same block, from its start */
+  for (size_t k = 0; k < 100; k++) ck_assert_uint_eq(q[k], 0);
+  for (size_t k = 0; k < big / 2; k++) ck_assert_uint_eq(r[k], 0);
+  pg_arena_free(a);
+}
+END_TEST
+
 START_TEST(vec_grows_and_keeps_contents) {
   PgArena *a = pg_arena_new();
   PG_VEC(int) v = {0};
@@ -71,14 +88,37 @@ START_TEST(map_put_keeps_first) {
 }
 END_TEST
 
+START_TEST(map_slot_and_reserve) {
+  PgArena *a = pg_arena_new();
+  PgMap *m = pg_map_new(a);
+  int x;
+  void **slot = pg_map_slot(m, "n0");
+  ck_assert_ptr_null(*slot); /* added, empty */
+  *slot = &x;
+  ck_assert_ptr_eq(pg_map_get(m, "n0"), &x);
+  ck_assert_ptr_eq(*pg_map_slot(m, "n0"), &x); /* found, not added again */
+  pg_map_reserve(m, 5000); /* entries survive the move to the bigger table */
+  ck_assert_ptr_eq(pg_map_get(m, "n0"), &x);
+  size_t before = pg_arena_used(a);
+  static int vals[5000];
+  for (int i = 1; i < 5000; i++) *pg_map_slot(m, pg_arena_printf(a, "n%d", i)) = &vals[i];
+  for (int i = 1; i < 5000; i++) ck_assert_ptr_eq(pg_map_get(m, pg_arena_printf(a, "n%d", i)), &vals[i]);
+  /* no table was allocated after the reservation: only the 4999 keys (16 bytes each) */
+  ck_assert_uint_le(pg_arena_used(a) - before, 2 * 4999 * 16);
+  pg_arena_free(a);
+}
+END_TEST
+
 Suite *arena_suite(void) {
   Suite *s = suite_create("arena");
   TCase *t = tcase_create("arena");
   tcase_add_test(t, arena_aligned_and_zeroed);
   tcase_add_test(t, arena_large_and_printf);
+  tcase_add_test(t, arena_reset_rezeroes_a_mapped_block);
   tcase_add_test(t, vec_grows_and_keeps_contents);
   tcase_add_test(t, map_put_get_many);
   tcase_add_test(t, map_put_keeps_first);
+  tcase_add_test(t, map_slot_and_reserve);
   suite_add_tcase(s, t);
   return s;
 }
