@@ -16,6 +16,7 @@
 #include "pgcc.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,30 +31,36 @@ static bool fits_c(PgDiag *d, const PgNode *n) {
                           "verbose flags)", n->name);
       return false;
     }
-    if (!n->u.kernel.has_args) return true;
-    for (size_t i = 0; i < n->u.kernel.args.n; i++) {
-      const PgArg *a = &n->u.kernel.args.v[i];
-      PgType t = n->u.kernel.kernel->params.v[i].type;
-      if ((t == PG_T_F16 || t == PG_T_BF16) && (a->kind == PG_ARG_FLOAT || a->kind == PG_ARG_INT)) {
-        pg_error(d, a->loc, "a %s literal argument cannot be generated yet", pg_type_names[t]);
-        return false;
-      }
-    }
     return true;
   case PG_MEMCPY:
-    if (!n->u.memcpy.has_ptrs || n->u.memcpy.height != 1 || n->u.memcpy.depth != 1 || !n->u.memcpy.src.buf ||
-        !n->u.memcpy.dst.buf) {
-      pg_error(d, n->loc, "node '%s': only one-dimensional copies between named buffers can be generated yet", n->name);
+    if (!n->u.memcpy.has_ptrs || !n->u.memcpy.src.buf || !n->u.memcpy.dst.buf) {
+      pg_error(d, n->loc, "node '%s': the copy's operands are not known (a DOT dump has them with the verbose or "
+                          "memcpy-params flags)", n->name);
+      return false;
+    }
+    if (n->u.memcpy.src_pitch && n->u.memcpy.src_pitch < n->u.memcpy.width) {
+      pg_error(d, n->loc, "node '%s': source rows %" PRIu64 " bytes apart overlap rows of %" PRIu64 " bytes", n->name,
+               n->u.memcpy.src_pitch, n->u.memcpy.width);
+      return false;
+    }
+    if (n->u.memcpy.dst_pitch && n->u.memcpy.dst_pitch < n->u.memcpy.width) {
+      pg_error(d, n->loc, "node '%s': destination rows %" PRIu64 " bytes apart overlap rows of %" PRIu64 " bytes",
+               n->name, n->u.memcpy.dst_pitch, n->u.memcpy.width);
       return false;
     }
     return true;
   case PG_MEMSET:
-    if (!n->u.memset.has_dst || !n->u.memset.dst.buf || !n->u.memset.elem || n->u.memset.height != 1) {
-      pg_error(d, n->loc, "node '%s': only one-dimensional memsets of a buffer with a known element size can be "
-                          "generated yet", n->name);
+    if (!n->u.memset.has_dst || !n->u.memset.dst.buf || !n->u.memset.elem) {
+      pg_error(d, n->loc, "node '%s': only memsets of a known buffer with a known element size can be generated", n->name);
+      return false;
+    }
+    if (n->u.memset.pitch && n->u.memset.pitch < n->u.memset.width * n->u.memset.elem) {
+      pg_error(d, n->loc, "node '%s': rows %" PRIu64 " bytes apart overlap rows of %" PRIu64 " bytes", n->name,
+               n->u.memset.pitch, n->u.memset.width * n->u.memset.elem);
       return false;
     }
     return true;
+  case PG_HOST: return true; /* the caller binds the function on every call */
   case PG_EMPTY: return true;
   case PG_EVENT_RECORD:
   case PG_EVENT_WAIT:
@@ -88,9 +95,9 @@ static void fits_body(PgDiag *d, const PgNode *n) {
     pg_error(d, n->loc, "node '%s': a host operation cannot be inside the body of '%s'", n->name, owner->name);
     return;
   }
-  if (owner->kind == PG_CONDITIONAL && (n->kind == PG_EVENT_RECORD || n->kind == PG_EVENT_WAIT)) {
-    pg_error(d, n->loc, "node '%s': a conditional body holds no event nodes (CUDA: only kernels, copies, memsets, "
-                        "empty, child and conditional nodes)", n->name);
+  if (owner->kind == PG_CONDITIONAL && (n->kind == PG_EVENT_RECORD || n->kind == PG_EVENT_WAIT || n->kind == PG_HOST)) {
+    pg_error(d, n->loc, "node '%s': a conditional body holds no %s nodes (CUDA: only kernels, copies, memsets, "
+                        "empty, child and conditional nodes)", n->name, n->kind == PG_HOST ? "host" : "event");
     return;
   }
   if (n->kind == PG_CONDITIONAL)
@@ -100,6 +107,21 @@ static void fits_body(PgDiag *d, const PgNode *n) {
                             "only in the root graph and in conditional bodies", n->name, up->name);
         return;
       }
+}
+
+/* A host node is a member of NAME_args, beside the per-call buffers and scalars. */
+static void fits_args(PgDiag *d, const PgProgram *p, const PgNode *n) {
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE &&
+        strcmp(b->name, n->name) == 0)
+      pg_error(d, n->loc, "host node '%s' has the name of a buffer, and both would be members of the call's "
+                          "arguments: rename one", n->name);
+  }
+  for (size_t i = 0; i < p->scalars.n; i++)
+    if (p->scalars.v[i]->is_input && strcmp(p->scalars.v[i]->name, n->name) == 0)
+      pg_error(d, n->loc, "host node '%s' has the name of a scalar, and both would be members of the call's "
+                          "arguments: rename one", n->name);
 }
 
 /* The root node under which n runs (n itself in the root graph). */
@@ -138,6 +160,7 @@ int pg_c_check(const PgProgram *p, PgDiag *d) {
         pg_error(d, n->loc, "node '%s': a conditional node runs only inside a CUDA graph, and its region is eager",
                  n->name);
       if (n->kind == PG_KERNEL && n->u.kernel.has_args) fits_condition_args(d, p, n);
+      if (n->kind == PG_HOST) fits_args(d, p, n);
     }
   }
   return d->errors - errors;
@@ -157,6 +180,7 @@ typedef struct {
   PG_VEC(const PgGraph *) bodies;
   PG_VEC(int) body_first;        /* where each body's nodes start in `order` */
   size_t deps_at;                /* the next node's first entry in NAME_deps */
+  int hosts;                     /* host nodes written so far: the next one's slot */
   char *line;                    /* the hot path's text, written with one fwrite (lput...) */
   size_t line_len, line_cap;
 } W;
@@ -324,9 +348,32 @@ static const char *ctype(PgType t) {
   }
 }
 
+/* v in a 16-bit binary floating-point format of ebits exponent and mbits mantissa
+ * bits (f16: 5, 10; bf16: 8, 7), rounded to nearest, ties to even, as CUDA's
+ * __float2half_rn and __float2bfloat16_rn round; too large: infinity. */
+static uint16_t to_float16(double v, int ebits, int mbits) {
+  uint32_t sign = signbit(v) ? 1u << (ebits + mbits) : 0, inf = ((1u << ebits) - 1) << mbits;
+  if (isnan(v)) return (uint16_t)(sign | inf | 1u << (mbits - 1));
+  v = fabs(v);
+  if (isinf(v)) return (uint16_t)(sign | inf);
+  if (v == 0) return (uint16_t)sign;
+  int bias = (1 << (ebits - 1)) - 1, e;
+  frexp(v, &e);
+  int exp = e - 1; /* v = 1.m * 2^exp */
+  if (exp < 1 - bias) /* subnormal: v = m * 2^(1 - bias - mbits); m == 2^mbits is the least normal */
+    return (uint16_t)(sign | (uint32_t)rint(ldexp(v, mbits - (1 - bias))));
+  uint32_t m = (uint32_t)rint(ldexp(v, mbits - exp)); /* in [2^mbits, 2^(mbits+1)] */
+  if (m == 1u << (mbits + 1)) m >>= 1, exp++;
+  if (exp + bias >= (1 << ebits) - 1) return (uint16_t)(sign | inf);
+  return (uint16_t)(sign | (uint32_t)(exp + bias) << mbits | (m & ((1u << mbits) - 1)));
+}
+
 /* The bytes of a literal of type t, little-endian, into out. */
 static void encode(const char *lit, PgType t, unsigned size, unsigned char *out) {
-  if (t == PG_T_F32) {
+  if (t == PG_T_F16 || t == PG_T_BF16) {
+    uint16_t v = t == PG_T_F16 ? to_float16(strtod(lit, NULL), 5, 10) : to_float16(strtod(lit, NULL), 8, 7);
+    out[0] = (unsigned char)v, out[1] = (unsigned char)(v >> 8);
+  } else if (t == PG_T_F32) {
     float v = (float)strtod(lit, NULL);
     memcpy(out, &v, 4);
   } else if (t == PG_T_F64) {
@@ -497,6 +544,9 @@ static void emit_node(W *w, const PgNode *n, int at) {
             n->name, idx(w->buffers, n->u.memcpy.src.buf->name), n->u.memcpy.src.offset,
             idx(w->buffers, n->u.memcpy.dst.buf->name),
             n->u.memcpy.dst.offset, n->u.memcpy.width);
+    if (n->u.memcpy.height * n->u.memcpy.depth > 1)
+      fprintf(f, ",\n     .height = %" PRIu64 ", .depth = %" PRIu64 ", .src_pitch = %" PRIu64 ", .dst_pitch = %" PRIu64,
+              n->u.memcpy.height, n->u.memcpy.depth, n->u.memcpy.src_pitch, n->u.memcpy.dst_pitch);
     break;
   case PG_MEMSET:
     fprintf(f, ".kind = PGRT_NODE_MEMSET, .origin = \"%s\", .dst = %d, .dst_offset = %" PRIu64 ", .value = %" PRIu32
@@ -504,6 +554,12 @@ static void emit_node(W *w, const PgNode *n, int at) {
             n->name, idx(w->buffers, n->u.memset.dst.buf->name), n->u.memset.dst.offset, n->u.memset.value,
             n->u.memset.elem,
             n->u.memset.width * n->u.memset.elem);
+    if (n->u.memset.height > 1)
+      fprintf(f, ", .height = %" PRIu64 ", .dst_pitch = %" PRIu64, n->u.memset.height, n->u.memset.pitch);
+    break;
+  case PG_HOST:
+    fprintf(f, ".kind = PGRT_NODE_HOST, .origin = \"%s\", .host = %d /* args->", n->name, w->hosts++);
+    cname(f, n->name), fputs(" */", f);
     break;
   case PG_EMPTY: fprintf(f, ".kind = PGRT_NODE_EMPTY, .origin = \"%s\"", n->name); break;
   case PG_MEM_ALLOC:
@@ -592,6 +648,13 @@ static void emit_api(W *w, bool list_caller_args) {
     fprintf(f, "  %s ", ctype(s->type)), cname(f, s->name), fputs(";\n", f);
     fields++;
   }
+  for (size_t i = 0; i < w->order.n; i++) {
+    const PgNode *n = w->order.v[i];
+    if (n->kind != PG_HOST) continue;
+    fputs("  pgrt_host_fn ", f), cname(f, n->name);
+    fprintf(f, "; /* host node %s: called with its data where the graph reaches it */\n", n->name);
+    fields++;
+  }
   if (!fields) fputs("  int unused;\n", f);
   fprintf(f, "} %s_args;\n\n/* The weights, bound once at init. */\ntypedef struct {\n", nm);
   fields = 0;
@@ -618,6 +681,9 @@ static void emit_api(W *w, bool list_caller_args) {
     fprintf(f, "/* The input did not say these kernel nodes' arguments: NAME_init takes, in this order, each\n"
                " * one's kernelParams array (as cuLaunchKernel takes it; kept alive until destroy). */\n");
     fprintf(f, "enum { %s_KERNEL_ARG_NODES = %zu };\n", nm, caller);
+    fprintf(f, "/* Where each came from, in this order: the DOT node's id (cudaGraphDebugDotPrint numbers\n"
+               " * a graph's nodes in the order they were added, e.g. the order of a stream capture). */\n");
+    fprintf(f, "extern const char *const %s_kernel_arg_origins[%s_KERNEL_ARG_NODES];\n", nm, nm);
     size_t k = 0;
     if (!list_caller_args) fprintf(f, "/* (listed in %s.h; marked '.caller_args = 1' in the node table below) */\n", nm);
     for (size_t i = 0; i < w->order.n && list_caller_args; i++) {
@@ -789,7 +855,9 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   if (p->conditions.n) fprintf(f, "    .conditions = %s_conditions, .condition_count = %zu,\n", name, p->conditions.n);
   fprintf(f, "    .arena_bytes = %" PRIu64 ", .bound_slots = %d, .weight_slots = %d, .scalar_slots = %d,\n",
           p->mem.arena_bytes, bound, weights, slot);
-  fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,\n", caller_arg_nodes(&w), p->events.n);
+  fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,", caller_arg_nodes(&w), p->events.n);
+  if (w.hosts) fprintf(f, " .host_slots = %d,", w.hosts);
+  fputc('\n', f);
   fprintf(f, "    .arch = \"%s\",\n};\n\n", p->arch ? p->arch : "");
 
   /* the three functions */
@@ -807,8 +875,19 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     fprintf(f, "  (void)weights;\n  return pgrt_init(ctx, &%s_program, NULL, kernel_args, arena);\n}\n\n", name);
   }
   for (size_t i = 0; i < p->weights.n; i++) emit_weights_loader(&w, p->weights.v[i]);
+  if (caller_arg_nodes(&w)) {
+    fprintf(f, "const char *const %s_kernel_arg_origins[%s_KERNEL_ARG_NODES] = {", name, name);
+    size_t k = 0;
+    for (size_t i = 0; i < w.order.n; i++) {
+      const PgNode *n = w.order.v[i];
+      if (n->kind != PG_KERNEL || n->u.kernel.has_args) continue;
+      fputs(k == 0 ? "\n    " : k % 4 ? ", " : ",\n    ", f), k++;
+      cstring(f, n->origin ? n->origin : n->name);
+    }
+    fputs("\n};\n\n", f);
+  }
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream) {\n", name, name);
-  fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, stream); /* libpgrt says what is missing */\n");
+  fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, NULL, stream); /* libpgrt says what is missing */\n");
   if (bound) {
     fprintf(f, "  const CUdeviceptr bound[%d] = {", bound);
     int k = 0;
@@ -828,7 +907,15 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
         fprintf(f, ", sizeof args->"), cname(f, p->scalars.v[i]->name), fputs(");\n", f);
       }
   }
-  fprintf(f, "  return pgrt_run(ctx, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL", slot ? "scalars" : "NULL");
+  if (w.hosts) {
+    fprintf(f, "  const pgrt_host_fn hosts[%d] = {", w.hosts);
+    int k = 0;
+    for (size_t i = 0; i < w.order.n; i++)
+      if (w.order.v[i]->kind == PG_HOST) fprintf(f, "%sargs->", k++ ? ", " : ""), cname(f, w.order.v[i]->name);
+    fputs("};\n", f);
+  }
+  fprintf(f, "  return pgrt_run(ctx, %s, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL", slot ? "scalars" : "NULL",
+          w.hosts ? "hosts" : "NULL");
   fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n", name);
   free(w.line);
 }

@@ -61,6 +61,34 @@ static const char updater_source[] =
     "  }\n"
     "}\n";
 
+/* Copies and memsets of more than one row whose operands move.  CUDA patches
+ * memcpy and memset nodes of an instantiated graph only when they are
+ * one-dimensional (cuGraphExecMemcpyNodeSetParams, ...SetParams: "must be
+ * 1-dimensional"), so in a graph such a node is built as one of these kernels,
+ * whose parameters can be patched like any kernel's.  Rows are `pitch` bytes apart;
+ * a 3-D box is height x depth rows (slices are height rows apart).  Either side may
+ * be pinned host memory (unified addressing). */
+static const char box_source[] =
+    "typedef unsigned long long u64;\n"
+    "extern \"C\" __global__ void pgrt_copy(const unsigned char *src, unsigned char *dst, u64 width, u64 rows,\n"
+    "                                     u64 spitch, u64 dpitch) {\n"
+    "  for (u64 r = blockIdx.y; r < rows; r += gridDim.y)\n"
+    "    for (u64 x = blockIdx.x * (u64)blockDim.x + threadIdx.x; x < width; x += (u64)gridDim.x * blockDim.x)\n"
+    "      dst[r * dpitch + x] = src[r * spitch + x];\n"
+    "}\n"
+    "extern \"C\" __global__ void pgrt_set(unsigned char *dst, unsigned value, unsigned elem, u64 width, u64 rows,\n"
+    "                                    u64 pitch) {\n"
+    "  for (u64 r = blockIdx.y; r < rows; r += gridDim.y)\n"
+    "    for (u64 x = blockIdx.x * (u64)blockDim.x + threadIdx.x; x < width; x += (u64)gridDim.x * blockDim.x) {\n"
+    "      unsigned char *row = dst + r * pitch;\n"
+    "      if (elem == 1) row[x] = (unsigned char)value;\n"
+    "      else if (elem == 2) ((unsigned short *)row)[x] = (unsigned short)value;\n"
+    "      else ((unsigned *)row)[x] = value;\n"
+    "    }\n"
+    "}\n";
+enum { BOX_COPY, BOX_SET };
+#define BOX_PARAM_BYTES 48 /* six 8-byte words: pgrt_set's value and elem share the second */
+
 typedef struct { /* as the updater reads it */
   CUgraphDeviceNode node;
   uint32_t at, size;
@@ -97,11 +125,15 @@ struct pgrt_ctx {
   CUgraphConditionalHandle *conds; /* per condition, created with its region's graph */
   CUlibrary upd_lib;        /* the updater kernel, when some region updates on the device */
   CUfunction upd_func;
+  CUlibrary box_lib;        /* pgrt_copy and pgrt_set, when some node is built as one */
+  CUfunction box_funcs[2];
+  char *boxed;              /* per node: a copy or memset built as a kernel (box_source) */
   updater *upd;             /* per region; upd[r].count 0: host-side patching */
   int any_updater;          /* some region has one */
   char *devupd;             /* per node: patched by its region's updater */
   CUevent *events;          /* event_count of them */
-  int *movable;             /* the nodes that use a per-call buffer or scalar */
+  pgrt_host_fn *hosts;      /* per host slot: what its nodes call now */
+  int *movable;             /* the nodes that use a per-call buffer, scalar or host function */
   int movable_count;
   int calls;
   pgrt_run_stats stats;
@@ -185,20 +217,23 @@ out:
   return st;
 }
 
-/* Compiles and loads the updater kernel (once, if any region asks for it). */
-static pgrt_status load_updater(pgrt_ctx *c) {
+/* Compiles and loads kernels of libpgrt's own (the updater, the box kernels) with
+ * NVRTC, once, and only when the program needs them. */
+static pgrt_status load_own(const char *name, const char *source, size_t size, CUlibrary *lib,
+                            const char *const *kernels, CUfunction *funcs, int count) {
   pgrt_status st = PGRT_OK;
   CUdevice dev;
   void *cubin = NULL;
-  size_t size;
-  const pgrt_module m = {.name = "pgrt_update", .kind = PGRT_MOD_CUDA, .image = updater_source,
-                         .size = sizeof updater_source};
-  CU(cuCtxGetDevice(&dev), "the updater");
-  if ((st = compile_cuda(&m, dev, &cubin, &size)) != PGRT_OK) goto out;
-  CU(cuLibraryLoadData(&c->upd_lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "the updater");
-  CUkernel k;
-  CU(cuLibraryGetKernel(&k, c->upd_lib, "pgrt_update"), "the updater");
-  CU(cuKernelGetFunction(&c->upd_func, k), "the updater");
+  size_t bytes;
+  const pgrt_module m = {.name = name, .kind = PGRT_MOD_CUDA, .image = source, .size = size};
+  CU(cuCtxGetDevice(&dev), name);
+  if ((st = compile_cuda(&m, dev, &cubin, &bytes)) != PGRT_OK) goto out;
+  CU(cuLibraryLoadData(lib, cubin, NULL, NULL, 0, NULL, NULL, 0), name);
+  for (int k = 0; k < count; k++) {
+    CUkernel kn;
+    CU(cuLibraryGetKernel(&kn, *lib, kernels[k]), kernels[k]);
+    CU(cuKernelGetFunction(&funcs[k], kn), kernels[k]);
+  }
 out:
   free(cubin);
   return st;
@@ -238,16 +273,21 @@ static CUDA_KERNEL_NODE_PARAMS kernel_params(const pgrt_ctx *c, int i) {
   return kp;
 }
 
+static uint64_t at_least_1(uint64_t v) { return v ? v : 1; }
+
 static CUDA_MEMCPY3D copy_params(const pgrt_ctx *c, const pgrt_node *n) {
   CUDA_MEMCPY3D m;
   memset(&m, 0, sizeof m);
-  m.srcHost = NULL;
   /* unified addressing: either side may be device memory or pinned host memory */
   m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
   m.srcDevice = c->addr[n->src] + n->src_offset;
   m.dstDevice = c->addr[n->dst] + n->dst_offset;
   m.WidthInBytes = n->bytes;
-  m.Height = m.Depth = 1;
+  m.Height = at_least_1(n->height);
+  m.Depth = at_least_1(n->depth);
+  m.srcPitch = n->src_pitch ? n->src_pitch : n->bytes;
+  m.dstPitch = n->dst_pitch ? n->dst_pitch : n->bytes;
+  m.srcHeight = m.dstHeight = m.Height; /* slices: height rows apart */
   return m;
 }
 
@@ -258,9 +298,48 @@ static CUDA_MEMSET_NODE_PARAMS set_params(const pgrt_ctx *c, const pgrt_node *n)
   m.value = n->value;
   m.elementSize = n->elem;
   m.width = n->bytes / n->elem;
-  m.height = 1;
-  m.pitch = n->bytes;
+  m.height = at_least_1(n->height);
+  m.pitch = n->dst_pitch ? n->dst_pitch : n->bytes;
   return m;
+}
+
+/* A copy or memset built as pgrt_copy or pgrt_set: its arguments from this call's
+ * addresses, one thread per byte or element of a row, a row per block row. */
+static CUDA_KERNEL_NODE_PARAMS box_params(const pgrt_ctx *c, int i) {
+  const pgrt_node *n = &c->prog->nodes[i];
+  unsigned char *p = c->params[i];
+  uint64_t w[6];
+  if (n->kind == PGRT_NODE_MEMCPY) {
+    CUDA_MEMCPY3D m = copy_params(c, n);
+    w[0] = m.srcDevice, w[1] = m.dstDevice, w[2] = m.WidthInBytes, w[3] = m.Height * m.Depth;
+    w[4] = m.srcPitch, w[5] = m.dstPitch;
+    memcpy(p, w, sizeof w);
+  } else {
+    CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
+    uint32_t ve[2] = {m.value, m.elementSize};
+    w[0] = m.dst, w[2] = m.width, w[3] = m.height, w[4] = m.pitch;
+    memcpy(p, &w[0], 8), memcpy(p + 8, ve, 8), memcpy(p + 16, &w[2], 24);
+  }
+  uint64_t units = w[2], rows = w[3]; /* bytes or elements of a row */
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  kp.func = c->box_funcs[n->kind == PGRT_NODE_MEMCPY ? BOX_COPY : BOX_SET];
+  kp.gridDimX = (unsigned)(units < 256 * 64 ? (units + 255) / 256 : 64);
+  kp.gridDimY = (unsigned)(rows < 65535 ? rows : 65535), kp.gridDimZ = 1;
+  kp.blockDimX = 256, kp.blockDimY = kp.blockDimZ = 1;
+  kp.kernelParams = c->args[i];
+  return kp;
+}
+
+/* A host node's function until the first call binds the caller's (pgrt_run checks
+ * that every one is bound before anything is launched). */
+static void CUDA_CB unbound_host(void *data) { (void)data; }
+
+static CUDA_HOST_NODE_PARAMS host_params(const pgrt_ctx *c, const pgrt_node *n) {
+  CUDA_HOST_NODE_PARAMS h;
+  h.fn = c->hosts[n->host].fn ? c->hosts[n->host].fn : unbound_host;
+  h.userData = c->hosts[n->host].data;
+  return h;
 }
 
 /* ---- init ---- */
@@ -334,14 +413,22 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
       }
       break;
     }
-    case PGRT_NODE_MEMCPY: {
-      CUDA_MEMCPY3D m = copy_params(c, n);
-      CU(cuGraphAddMemcpyNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
+    case PGRT_NODE_MEMCPY:
+    case PGRT_NODE_MEMSET:
+      if (c->boxed[i]) {
+        CUDA_KERNEL_NODE_PARAMS kp = box_params(c, i);
+        CU(cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
+      } else if (n->kind == PGRT_NODE_MEMCPY) {
+        CUDA_MEMCPY3D m = copy_params(c, n);
+        CU(cuGraphAddMemcpyNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
+      } else {
+        CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
+        CU(cuGraphAddMemsetNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
+      }
       break;
-    }
-    case PGRT_NODE_MEMSET: {
-      CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
-      CU(cuGraphAddMemsetNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
+    case PGRT_NODE_HOST: {
+      CUDA_HOST_NODE_PARAMS h = host_params(c, n);
+      CU(cuGraphAddHostNode(&c->gnodes[i], g, deps, (size_t)nd, &h), n->origin);
       break;
     }
     case PGRT_NODE_EMPTY: CU(cuGraphAddEmptyNode(&c->gnodes[i], g, deps, (size_t)nd), n->origin); break;
@@ -475,9 +562,11 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   c->conds = pgrt_zalloc(sizeof *c->conds * (size_t)pr->condition_count);
   c->upd = pgrt_zalloc(sizeof *c->upd * (size_t)pr->region_count);
   c->devupd = pgrt_zalloc((size_t)pr->node_count);
+  c->hosts = pgrt_zalloc(sizeof *c->hosts * (size_t)pr->host_slots);
+  c->boxed = pgrt_zalloc((size_t)pr->node_count);
   if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
       !c->graphs || !c->execs || !c->gnodes || !c->events || !c->region_of || !c->conds ||
-      !c->upd || !c->devupd) {
+      !c->upd || !c->devupd || !c->hosts || !c->boxed) {
     st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
@@ -575,6 +664,7 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     for (int r = 0; r < n->reloc_count; r++) uses |= pr->buffers[n->relocs[r].buffer].kind == PGRT_BUF_BOUND;
     if (n->kind == PGRT_NODE_MEMCPY) uses |= pr->buffers[n->src].kind == PGRT_BUF_BOUND;
     if (n->kind == PGRT_NODE_MEMCPY || n->kind == PGRT_NODE_MEMSET) uses |= pr->buffers[n->dst].kind == PGRT_BUF_BOUND;
+    if (n->kind == PGRT_NODE_HOST) uses = 1;
     if (uses) c->movable[c->movable_count++] = i;
   }
 
@@ -598,7 +688,31 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     }
     c->any_updater |= c->upd[r].count > 0;
   }
-  if (c->any_updater && (st = load_updater(c)) != PGRT_OK) goto out;
+  static const char *const upd_names[] = {"pgrt_update"}, *const box_names[] = {"pgrt_copy", "pgrt_set"};
+  if (c->any_updater &&
+      (st = load_own("the updater", updater_source, sizeof updater_source, &c->upd_lib, upd_names, &c->upd_func, 1)))
+    goto out;
+  int any_boxed = 0;
+  for (int m = 0; m < c->movable_count; m++) { /* moving copies and memsets of several rows, in graphs */
+    int i = c->movable[m];
+    const pgrt_node *n = &pr->nodes[i];
+    int several_rows = n->kind == PGRT_NODE_MEMCPY   ? at_least_1(n->height) * at_least_1(n->depth) > 1
+                       : n->kind == PGRT_NODE_MEMSET ? at_least_1(n->height) > 1
+                                                     : 0;
+    if (!several_rows || !pr->regions[c->region_of[i]].graph) continue;
+    c->boxed[i] = 1, any_boxed = 1;
+    c->params[i] = pgrt_zalloc(BOX_PARAM_BYTES);
+    c->args[i] = pgrt_zalloc(sizeof(void *) * 6);
+    if (!c->params[i] || !c->args[i]) {
+      st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+      goto out;
+    }
+    static const int copy_at[6] = {0, 8, 16, 24, 32, 40}, set_at[6] = {0, 8, 12, 16, 24, 32};
+    for (int q = 0; q < 6; q++) c->args[i][q] = c->params[i] + (n->kind == PGRT_NODE_MEMCPY ? copy_at : set_at)[q];
+  }
+  if (any_boxed &&
+      (st = load_own("the box kernels", box_source, sizeof box_source, &c->box_lib, box_names, c->box_funcs, 2)))
+    goto out;
 
   for (int r = 0; r < pr->region_count; r++)
     if (pr->regions[r].graph && (st = build_graph(c, r)) != PGRT_OK) goto out;
@@ -628,13 +742,24 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
     break;
   }
   case PGRT_NODE_MEMCPY:
-    CU(cuMemcpyAsync(c->addr[n->dst] + n->dst_offset, c->addr[n->src] + n->src_offset, n->bytes, s), n->origin);
+    if (at_least_1(n->height) * at_least_1(n->depth) == 1) {
+      CU(cuMemcpyAsync(c->addr[n->dst] + n->dst_offset, c->addr[n->src] + n->src_offset, n->bytes, s), n->origin);
+    } else {
+      CUDA_MEMCPY3D m = copy_params(c, n);
+      CU(cuMemcpy3DAsync(&m, s), n->origin);
+    }
     break;
   case PGRT_NODE_MEMSET: {
-    CUdeviceptr d = c->addr[n->dst] + n->dst_offset;
-    if (n->elem == 1) CU(cuMemsetD8Async(d, (unsigned char)n->value, n->bytes, s), n->origin);
-    else if (n->elem == 2) CU(cuMemsetD16Async(d, (unsigned short)n->value, n->bytes / 2, s), n->origin);
-    else CU(cuMemsetD32Async(d, n->value, n->bytes / 4, s), n->origin);
+    CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
+    if (m.elementSize == 1) CU(cuMemsetD2D8Async(m.dst, m.pitch, (unsigned char)m.value, m.width, m.height, s), n->origin);
+    else if (m.elementSize == 2)
+      CU(cuMemsetD2D16Async(m.dst, m.pitch, (unsigned short)m.value, m.width, m.height, s), n->origin);
+    else CU(cuMemsetD2D32Async(m.dst, m.pitch, m.value, m.width, m.height, s), n->origin);
+    break;
+  }
+  case PGRT_NODE_HOST: {
+    CUDA_HOST_NODE_PARAMS h = host_params(c, n);
+    CU(cuLaunchHostFunc(s, h.fn, h.userData), n->origin);
     break;
   }
   case PGRT_NODE_EMPTY: break;
@@ -659,6 +784,12 @@ out:
 static pgrt_status patch(pgrt_ctx *c, int r, int i) {
   const pgrt_node *n = &c->prog->nodes[i];
   pgrt_status st = PGRT_OK;
+  if (c->boxed[i]) {
+    CUDA_KERNEL_NODE_PARAMS kp = box_params(c, i);
+    CU(cuGraphExecKernelNodeSetParams(c->execs[r], c->gnodes[i], &kp), n->origin);
+    c->stats.nodes_patched++;
+    return st;
+  }
   switch (n->kind) {
   case PGRT_NODE_KERNEL: {
     CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
@@ -675,6 +806,11 @@ static pgrt_status patch(pgrt_ctx *c, int r, int i) {
     CU(cuGraphExecMemsetNodeSetParams(c->execs[r], c->gnodes[i], &m, c->cu), n->origin);
     break;
   }
+  case PGRT_NODE_HOST: {
+    CUDA_HOST_NODE_PARAMS h = host_params(c, n);
+    CU(cuGraphExecHostNodeSetParams(c->execs[r], c->gnodes[i], &h), n->origin);
+    break;
+  }
   case PGRT_NODE_EMPTY:
   case PGRT_NODE_SYNC:
   case PGRT_NODE_EVENT_RECORD:
@@ -687,11 +823,19 @@ out:
   return st;
 }
 
-pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, CUstream s) {
+pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
+                     CUstream s) {
   if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
   const pgrt_program *pr = c->prog;
   if (pr->bound_slots && !bound) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its buffers", pr->name);
   if (pr->scalar_slots && !scalars) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its scalars", pr->name);
+  if (pr->host_slots && !hosts)
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its host functions", pr->name);
+  for (int m = 0; m < c->movable_count; m++) { /* checked before this call changes anything */
+    const pgrt_node *n = &pr->nodes[c->movable[m]];
+    if (n->kind == PGRT_NODE_HOST && !hosts[n->host].fn)
+      return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: host node '%s' has no function", n->origin);
+  }
   memset(&c->stats, 0, sizeof c->stats);
   pgrt_status st = PGRT_OK;
 
@@ -705,8 +849,10 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   }
   for (int k = 0; k < pr->scalar_slots; k++)
     if (c->scalar_prev[k] != scalars[k] || c->calls == 0) c->scalar_prev[k] = scalars[k], any = 1;
-  /* kernels: did their bytes change; copies and memsets: patched whenever anything
-   * moved.  Nodes in graphs are patched there (inside bodies too); eager ones read
+  for (int k = 0; k < pr->host_slots; k++)
+    if (c->hosts[k].fn != hosts[k].fn || c->hosts[k].data != hosts[k].data) c->hosts[k] = hosts[k], any = 1;
+  /* kernels: did their bytes change; copies, memsets and host nodes: patched
+   * whenever anything moved.  Nodes in graphs are patched there (inside bodies too); eager ones read
    * their parameters when launched. */
   for (int m = 0; any && m < c->movable_count; m++) {
     int i = c->movable[m], r = c->region_of[i];
@@ -782,12 +928,13 @@ void pgrt_destroy(pgrt_ctx **pc) {
   for (int r = 0; c->upd && r < pr->region_count; r++)
     if (c->upd[r].table) cuMemFree(c->upd[r].table);
   if (c->upd_lib) cuLibraryUnload(c->upd_lib);
+  if (c->box_lib) cuLibraryUnload(c->box_lib);
   pgrt_libset_free(c->libset);
   if (c->own_arena && c->arena) cuMemFree(c->arena);
   if (c->placeholder) cuMemFree(c->placeholder);
   free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
   free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->movable), free(c->events);
-  free(c->region_of), free(c->conds), free(c->upd), free(c->devupd);
+  free(c->region_of), free(c->conds), free(c->upd), free(c->devupd), free(c->hosts), free(c->boxed);
   free(c);
   *pc = NULL;
 }

@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 3 /* the table layout below; generated code checks it */
+#define PGRT_VERSION 4 /* the table layout below; generated code checks it */
 
 typedef enum {
   PGRT_OK = 0,
@@ -132,7 +132,14 @@ typedef enum {
   PGRT_NODE_EVENT_WAIT,
   PGRT_NODE_CHILD,       /* runs body `body` */
   PGRT_NODE_CONDITIONAL, /* runs bodies body .. body+body_count-1 as `condition` says */
+  PGRT_NODE_HOST,        /* calls the caller's host function in slot `host` (bound per call) */
 } pgrt_node_kind;
+
+/* A host function and its user data, as cuLaunchHostFunc takes them. */
+typedef struct {
+  CUhostFn fn;
+  void *data;
+} pgrt_host_fn;
 
 typedef struct {
   pgrt_node_kind kind;
@@ -151,11 +158,17 @@ typedef struct {
   int scalar_count;
   const pgrt_cond_ref *cond_refs;
   int cond_ref_count;
-  /* memcpy: src -> dst, bytes (either may be pinned host memory: unified
-   * addressing);  memset: dst, value, elem, bytes */
+  /* memcpy: src -> dst (either may be pinned host memory: unified addressing), a
+   * box of `bytes` per row, `height` rows, `depth` slices; rows src_pitch and
+   * dst_pitch bytes apart, slices height rows apart.  memset: dst, value, elem,
+   * `bytes` per row, `height` rows dst_pitch apart.  0 for height or depth is 1; 0
+   * for a pitch is `bytes` (rows back to back). */
   int src, dst;
   uint64_t src_offset, dst_offset, bytes;
+  uint64_t height, depth, src_pitch, dst_pitch;
   uint32_t value, elem;
+  /* host */
+  int host;
   /* event record / wait */
   int event;
   /* child, conditional: bodies[body .. body+body_count); conditional: its type and
@@ -198,6 +211,7 @@ typedef struct {
   uint64_t arena_bytes;
   int bound_slots, weight_slots, scalar_slots;
   int caller_arg_nodes; /* kernel nodes whose arguments the caller gives at init */
+  int host_slots;       /* host functions the caller binds on every call */
   int event_count;
   const char *arch; /* "sm_90": for NVRTC */
 } pgrt_program;
@@ -233,8 +247,10 @@ typedef struct pgrt_ctx pgrt_ctx;
 pgrt_status pgrt_init(pgrt_ctx **ctx, const pgrt_program *prog, const CUdeviceptr *weights, void **const *kernel_args,
                       CUdeviceptr arena);
 
-/* One call: bound holds bound_slots device addresses, scalars scalar_slots values. */
-pgrt_status pgrt_run(pgrt_ctx *ctx, const CUdeviceptr *bound, const uint64_t *scalars, CUstream stream);
+/* One call: bound holds bound_slots device addresses, scalars scalar_slots values,
+ * hosts host_slots host functions (NULL when there are none). */
+pgrt_status pgrt_run(pgrt_ctx *ctx, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
+                     CUstream stream);
 
 /* Frees everything and sets *ctx to NULL. */
 void pgrt_destroy(pgrt_ctx **ctx);

@@ -101,11 +101,12 @@ check-valgrind: $(B)/pgcc
 # Generated C compiles warning-free with gcc and clang (-std=c11 -pedantic -Werror)
 # and links against libpgrt and the CUDA driver's stub; the same input gives the
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
-CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph \
+CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph tests/gpu/codegen/shapes.graph \
 	$(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
 	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
 # The GPU test programs that run this C compile against its headers here too.
-GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/faults/faults_main.c \
+GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/codegen/shapes_main.c \
+	tests/gpu/faults/faults_main.c \
 	tests/gpu/e2e_bench.c
 check-codegen: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: generated C not compiled"; exit 0; fi; \

@@ -10,7 +10,8 @@
  *  - DOT -> .graph -> .graph is a fixed point, and DOT -> DOT keeps the counts;
  *  - allkinds_verbose.dot gives exactly tests/golden/allkinds_verbose.graph;
  *  - pgrt/: graphs libpgrt built with cuGraphAdd*Node (tests/gpu/run_codegen.sh),
- *    whose memcpy records use the driver's CUDA_MEMCPY3D fields.
+ *    whose memcpy records use the driver's CUDA_MEMCPY3D fields; and a stream
+ *    capture (tests/gpu/dotin/capture.c) whose C lists its kernel nodes' origins.
  */
 #include "../helpers.h"
 
@@ -159,7 +160,7 @@ START_TEST(round_trips_are_fixed_points) {
     }
     closedir(dir);
   }
-  ck_assert_int_eq(files, 23);
+  ck_assert_int_eq(files, 25); /* a file fewer would be a file lost */
 }
 END_TEST
 
@@ -223,6 +224,55 @@ START_TEST(driver_built_child_and_conditional_nodes) {
 }
 END_TEST
 
+/* tests/gpu/codegen/shapes.graph as libpgrt built it (H100): a 2-D copy between
+ * intermediates as a memcpy node with its pitches, the copies and the memset whose
+ * operands move as libpgrt's own kernels, and the host node. */
+START_TEST(driver_built_pitched_copy_and_host_node) {
+  char *text = slurp("tests/corpus/pgrt/shapes_region0.dot", NULL);
+  Parsed *p = parse_text("shapes.dot", text);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  const PgNode *c = find_node(p->prog, "g1.n5");
+  ck_assert_int_eq(c->kind, PG_MEMCPY);
+  ck_assert_uint_eq(c->u.memcpy.width, 192);
+  ck_assert_uint_eq(c->u.memcpy.height, 64);
+  ck_assert_uint_eq(c->u.memcpy.depth, 1);
+  ck_assert_uint_eq(c->u.memcpy.src_pitch, 192);
+  ck_assert_uint_eq(c->u.memcpy.dst_pitch, 256);
+  ck_assert_int_eq(find_node(p->prog, "g1.n8")->kind, PG_HOST);
+  int boxed = 0;
+  const PgGraph *root = p->prog->graphs.v[0];
+  for (size_t i = 0; i < root->nodes.n; i++) {
+    const PgNode *n = root->nodes.v[i];
+    if (n->kind == PG_KERNEL && strncmp(n->u.kernel.kernel->symbol, "pgrt_", 5) == 0) boxed++;
+  }
+  ck_assert_int_eq(boxed, 3);
+  parsed_free(p);
+  free(text);
+}
+END_TEST
+
+/* A stream capture of four launches on two streams (tests/gpu/dotin/capture.c, H100):
+ * its C takes each kernel node's arguments at init, and says which node each is by
+ * its DOT id, which numbers the nodes in capture order. */
+START_TEST(captured_dot_lists_kernel_origins) {
+  Run r = run_pgcc("--calls=1000000", "--module=tests/gpu/codegen/chain.cu", "-o", "-",
+                   "tests/corpus/pgrt/captured.dot", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "enum { captured_KERNEL_ARG_NODES = 4 };"));
+  const char *list = strstr(r.out, "captured_kernel_arg_origins[captured_KERNEL_ARG_NODES] = {");
+  ck_assert_ptr_nonnull(list);
+  const char *at[4];
+  for (int k = 0; k < 4; k++) {
+    char id[32];
+    snprintf(id, sizeof id, "\"graph_1_node_%d\"", k);
+    at[k] = strstr(list, id);
+    ck_assert_msg(at[k], "%s is not listed", id);
+  }
+  ck_assert(at[3] > at[0] && at[3] > at[2] && at[2] > at[1]); /* the order they run in */
+  run_free(&r);
+}
+END_TEST
+
 Suite *corpus_suite(void) {
   Suite *s = suite_create("corpus");
   TCase *t = tcase_create("corpus");
@@ -233,6 +283,8 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, verbose_dump_golden_graph);
   tcase_add_test(t, driver_built_child_and_conditional_nodes);
   tcase_add_test(t, driver_built_memcpy_records);
+  tcase_add_test(t, driver_built_pitched_copy_and_host_node);
+  tcase_add_test(t, captured_dot_lists_kernel_origins);
   suite_add_tcase(s, t);
   return s;
 }

@@ -11,13 +11,19 @@
 #                graph regions around a host synchronization
 #   loops.graph: a child graph, a while node and an if/else node whose conditions
 #                kernels set on the device
+#   shapes.graph: 2-D and 3-D copies, a 2-D memset, f16 and bf16 literal arguments,
+#                a host node whose function the caller binds on every call; run a
+#                third time with every region eager (PGRT_FAULT=instantiate)
+# Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
+# dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
+# arguments and checks the result.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT/device" build/gpu
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 make -s build/pgcc runtime
-for t in chain loops; do
+for t in chain loops shapes; do
   build/pgcc tests/gpu/codegen/$t.graph -o build/gpu/$t.c
   gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c build/gpu/$t.c build/libpgrt.a \
@@ -29,3 +35,18 @@ for t in chain loops; do
   PGRT_UPDATE=device build/gpu/$t "$OUT/device"
   python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT/device"
 done
+echo "== shapes again, its graph region launched eagerly (PGRT_FAULT=instantiate)"
+mkdir -p "$OUT/eager"
+PGRT_FAULT=instantiate build/gpu/shapes "$OUT/eager"
+echo "== DOT input: a stream capture's cudaGraphDebugDotPrint dump, compiled by pgcc and run"
+"$CUDA_HOME/bin/nvcc" -cubin -arch=sm_90 tests/gpu/codegen/chain.cu -o build/gpu/chain.cubin
+gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/dotin/capture.c -L"$CUDA_HOME/lib64/stubs" -lcuda -o build/gpu/capture
+build/gpu/capture build/gpu/chain.cubin "$OUT/captured.dot"
+build/pgcc --calls=1000000 "$OUT/captured.dot" --module=tests/gpu/codegen/chain.cu --name=captured \
+  -o build/gpu/captured.c
+gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/dotin/run_main.c build/gpu/captured.c build/libpgrt.a \
+  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm \
+  -o build/gpu/captured
+build/gpu/captured

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libpgrt under faults, on a GPU, one command:  bash tests/gpu/run_faults.sh
 # Then the eager fallback (every instantiation made to fail: results must stay right)
-# and compute-sanitizer memcheck over the code-generation test program.
+# and compute-sanitizer memcheck and racecheck over the code-generation test programs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -20,7 +20,7 @@ bash tests/gpu/run_codegen.sh >/dev/null 2>&1 || true   # builds build/gpu/chain
 PGRT_FAULT=instantiate build/gpu/chain build/gpu 2>&1 | grep -E "warning|PASS|FAIL|call 0"
 echo "== a region with conditional nodes cannot fall back: init fails, with the reason"
 PGRT_FAULT=instantiate build/gpu/loops build/gpu 2>&1 | grep -E "failed|PASS|FAIL" || true
-for t in chain loops; do
+for t in chain loops shapes; do
   echo "== compute-sanitizer memcheck: $t"
   compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 build/gpu/$t build/gpu 2>&1 | grep -E "ERROR SUMMARY|PASS|FAIL"
   echo "== compute-sanitizer memcheck: $t, patched on the device"

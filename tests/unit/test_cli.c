@@ -131,6 +131,31 @@ START_TEST(c_emission) {
 }
 END_TEST
 
+/* f16 and bf16 literals: rounded to nearest, ties to even, as the GPU's cvt.rn does
+ * (shapes.graph checks some of them against it on a GPU); bytes 4-7 of each node's
+ * parameters are the f16 and the bf16, little-endian. */
+START_TEST(half_literals_round_to_nearest_even) {
+  Run r = run_pgcc("tests/codegen/halves.graph", "-o", "-", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  static const char *const want[] = {
+      "0xcd, 0x34, 0xcd, 0x3d", /* 0.3, 0.1 */
+      "0x00, 0x3c, 0x80, 0x3f", /* 1 + 2^-11 and 1 + 2^-8: halfway, to the even 1.0 */
+      "0x02, 0x3c, 0x82, 0x3f", /* 1 + 3 * 2^-11 and 1 + 3 * 2^-8: halfway, up to the even one */
+      "0x00, 0x7c, 0x80, 0x7f", /* 65520 and 3.4e38: past the largest finite: infinity */
+      "0xff, 0x7b, 0x7e, 0xff", /* 65519: the largest f16; -3.38e38 */
+      "0x01, 0x00, 0x01, 0x00", /* the least subnormals: 2^-24, 1e-40 */
+      "0x00, 0x00, 0x00, 0x80", /* 2^-25: halfway to zero; -0.0 */
+      "0x00, 0x04, 0x00, 0x40", /* (1023.5) * 2^-24: up to the least normal; 2 */
+  };
+  for (int k = 0; k < 8; k++) {
+    char head[96];
+    snprintf(head, sizeof head, "halves_params_%d[32] = {0x00, 0x00, 0x00, 0x00, %s,", k, want[k]);
+    ck_assert_msg(strstr(r.out, head), "node %d: expected %s", k, head);
+  }
+  run_free(&r);
+}
+END_TEST
+
 /* --arch names the target for input that names none; modules must run on it */
 START_TEST(arch_option_checks_modules) {
   Run r = run_pgcc("--arch=sm_90", "--module=tests/modules/sm_90.cubin", "tests/corpus/torch/mlp_compiled.dot", NULL);
@@ -259,6 +284,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, emit_graph_to_file_and_stdout_agree);
   tcase_add_test(t, emit_dot_renders_clusters);
   tcase_add_test(t, c_emission);
+  tcase_add_test(t, half_literals_round_to_nearest_even);
   tcase_add_test(t, max_errors_limits_output);
   tcase_add_test(t, arch_option_checks_modules);
   tcase_add_test(t, output_file_mode);
