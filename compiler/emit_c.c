@@ -181,6 +181,7 @@ typedef struct {
   PG_VEC(int) body_first;        /* where each body's nodes start in `order` */
   size_t deps_at;                /* the next node's first entry in NAME_deps */
   int hosts;                     /* host nodes written so far: the next one's slot */
+  size_t caller_args, host_nodes; /* kernel nodes without arguments; host nodes (plan_tables) */
   char *line;                    /* the hot path's text, written with one fwrite (lput...) */
   size_t line_len, line_cap;
 } W;
@@ -257,6 +258,8 @@ static void plan_tables(W *w) {
     }
   for (size_t i = 0; i < w->order.n; i++) { /* grows as bodies are added */
     const PgNode *n = w->order.v[i];
+    w->caller_args += n->kind == PG_KERNEL && !n->u.kernel.has_args;
+    w->host_nodes += n->kind == PG_HOST;
     if (n->kind == PG_CHILD) push_body(w, n->u.child.body);
     if (n->kind == PG_CONDITIONAL)
       for (size_t b = 0; b < n->u.cond.bodies.n; b++) push_body(w, n->u.cond.bodies.v[b]);
@@ -329,6 +332,17 @@ static void cstring(FILE *f, const char *s) {
     else fputc(c, f);
   }
   fputc('"', f);
+}
+
+/* s as a C string literal, through the line buffer (cstring() when it needs escapes) */
+static void lquoted(W *w, const char *s) {
+  for (const char *c = s; *c; c++)
+    if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) {
+      lflush(w), cstring(w->f, s);
+      return;
+    }
+  lput(w, "\""), lput(w, s), lput(w, "\"");
+  if (w->line_len > 65536) lflush(w);
 }
 
 static const char *ctype(PgType t) {
@@ -619,16 +633,14 @@ static void emit_weights_loader(W *w, const PgWeights *wf) {
 }
 
 /* Kernel nodes whose arguments the caller gives at init. */
-static size_t caller_arg_nodes(const W *w) {
-  size_t k = 0;
-  for (size_t i = 0; i < w->order.n; i++) k += w->order.v[i]->kind == PG_KERNEL && !w->order.v[i]->u.kernel.has_args;
-  return k;
-}
+static size_t caller_arg_nodes(const W *w) { return w->caller_args; }
 
 /* The API: the argument structs and the three functions' prototypes.  The header
  * lists the kernel nodes whose arguments the caller gives (list_caller_args); the C
  * file marks them in its node table instead (.caller_args = 1), which keeps a
  * million-node program's C from carrying the list twice. */
+#define LISTED_CALLER_ARGS 64 /* the header lists the first ones for people; programs read the array */
+
 static void emit_api(W *w, bool list_caller_args) {
   FILE *f = w->f;
   const PgProgram *p = w->p;
@@ -648,7 +660,7 @@ static void emit_api(W *w, bool list_caller_args) {
     fprintf(f, "  %s ", ctype(s->type)), cname(f, s->name), fputs(";\n", f);
     fields++;
   }
-  for (size_t i = 0; i < w->order.n; i++) {
+  for (size_t i = 0; i < w->order.n && w->host_nodes; i++) {
     const PgNode *n = w->order.v[i];
     if (n->kind != PG_HOST) continue;
     fputs("  pgrt_host_fn ", f), cname(f, n->name);
@@ -686,15 +698,17 @@ static void emit_api(W *w, bool list_caller_args) {
     fprintf(f, "extern const char *const %s_kernel_arg_origins[%s_KERNEL_ARG_NODES];\n", nm, nm);
     size_t k = 0;
     if (!list_caller_args) fprintf(f, "/* (listed in %s.h; marked '.caller_args = 1' in the node table below) */\n", nm);
-    for (size_t i = 0; i < w->order.n && list_caller_args; i++) {
+    for (size_t i = 0; i < w->order.n && list_caller_args && k < LISTED_CALLER_ARGS; i++) {
       const PgNode *n = w->order.v[i];
       if (n->kind != PG_KERNEL || n->u.kernel.has_args) continue;
       const char *sym = n->u.kernel.kernel->symbol;
       size_t len = strlen(sym);
       lput(w, "/*   ["), lnum(w, k++), lput(w, "] "), lput(w, n->name), lput(w, ": ");
       lputn(w, sym, len > 60 ? 60 : len), lput(w, len > 60 ? "... */\n" : " */\n");
-      if (w->line_len > 65536) lflush(w);
     }
+    if (list_caller_args && caller > k)
+      lput(w, "/*   ... and "), lnum(w, caller - k), lput(w, " more: "), lput(w, nm),
+          lput(w, "_kernel_arg_origins says which each is */\n");
     lflush(w);
     fputc('\n', f);
   }
@@ -881,10 +895,10 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     for (size_t i = 0; i < w.order.n; i++) {
       const PgNode *n = w.order.v[i];
       if (n->kind != PG_KERNEL || n->u.kernel.has_args) continue;
-      fputs(k == 0 ? "\n    " : k % 4 ? ", " : ",\n    ", f), k++;
-      cstring(f, n->origin ? n->origin : n->name);
+      lput(&w, k == 0 ? "\n    " : k % 4 ? ", " : ",\n    "), k++;
+      lquoted(&w, n->origin ? n->origin : n->name);
     }
-    fputs("\n};\n\n", f);
+    lput(&w, "\n};\n\n"), lflush(&w);
   }
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream) {\n", name, name);
   fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, NULL, stream); /* libpgrt says what is missing */\n");

@@ -1,22 +1,33 @@
 /*
  * map.c -- string-keyed hash map (open addressing, linear probing, FNV-1a), kept
  * in the arena.  Used for name lookup in both frontends; parsing stays linear.
+ *
+ * The table holds 8-byte slots: 32 bits of the key's hash and the position of its
+ * entry (key, length, value) in an array kept in insertion order.  A million names
+ * then need a 16 MiB table, not 64, and a probe that misses the cache costs one
+ * line; a name looked up soon after it was added (an edge after its node) finds
+ * its entry still in cache.
  */
 #include "pgcc.h"
 
 #include <string.h>
 
 typedef struct {
+  uint32_t tag;  /* the hash's high 32 bits */
+  uint32_t item; /* 1 + the entry's position; 0: empty */
+} Slot;
+
+typedef struct {
   const char *key;
   size_t len;
-  uint64_t hash;
   void *val;
-} Slot;
+} Entry;
 
 struct PgMap {
   PgArena *arena;
   Slot *slots;
-  size_t cap, n; /* cap is a power of two */
+  size_t cap;     /* a power of two */
+  PG_VEC(Entry) entries;
 };
 
 static uint64_t hash(const char *s, size_t n) {
@@ -41,17 +52,22 @@ PgMap *pg_map_new(PgArena *a) {
   return m;
 }
 
+/* The slot that holds key, or the empty one where it would go. */
 static Slot *find(const PgMap *m, const char *key, size_t len, uint64_t h) {
   size_t mask = m->cap - 1;
+  uint32_t tag = (uint32_t)(h >> 32);
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     Slot *s = &m->slots[i];
-    if (!s->key) return s;
-    if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) return s;
+    if (!s->item) return s;
+    if (s->tag != tag) continue;
+    const Entry *e = &m->entries.v[s->item - 1];
+    if (e->len == len && memcmp(e->key, key, len) == 0) return s;
   }
 }
 
 void *pg_map_getn(const PgMap *m, const char *key, size_t len) {
-  return find(m, key, len, hash(key, len))->val;
+  const Slot *s = find(m, key, len, hash(key, len));
+  return s->item ? m->entries.v[s->item - 1].val : NULL;
 }
 
 void *pg_map_get(const PgMap *m, const char *key) { return pg_map_getn(m, key, strlen(key)); }
@@ -63,15 +79,19 @@ void *pg_map_put(PgMap *m, const char *key, void *val) {
   return NULL;
 }
 
-/* Moves every entry into a fresh table of cap slots (a power of two).  The old table
- * stays in the arena. */
+/* Re-places every entry in a fresh table of cap slots (a power of two).  The old
+ * table stays in the arena. */
 static void rehash(PgMap *m, size_t cap) {
-  Slot *old = m->slots;
-  size_t ocap = m->cap;
   m->cap = cap;
   m->slots = pg_arena_alloc(m->arena, cap * sizeof *m->slots);
-  for (size_t i = 0; i < ocap; i++)
-    if (old[i].key) *find(m, old[i].key, old[i].len, old[i].hash) = old[i];
+  size_t mask = cap - 1;
+  for (size_t k = 0; k < m->entries.n; k++) {
+    const Entry *e = &m->entries.v[k];
+    uint64_t h = hash(e->key, e->len); /* all keys differ: the first empty slot is theirs */
+    size_t i = h & mask;
+    while (m->slots[i].item) i = (i + 1) & mask;
+    m->slots[i] = (Slot){(uint32_t)(h >> 32), (uint32_t)k + 1};
+  }
 }
 
 /* Room for n entries without growing: a frontend that can count its names first
@@ -80,18 +100,24 @@ void pg_map_reserve(PgMap *m, size_t n) {
   size_t cap = m->cap;
   while ((n + 1) * 2 > cap) cap *= 2;
   if (cap != m->cap) rehash(m, cap);
+  if (n > m->entries.cap) {
+    Entry *v = pg_arena_alloc(m->arena, n * sizeof *v);
+    if (m->entries.n) memcpy(v, m->entries.v, m->entries.n * sizeof *v);
+    m->entries.v = v, m->entries.cap = n;
+  }
 }
 
 /* The place of key's value, the key added (with a NULL value) if it was not there:
  * a lookup and an insertion in one probe.  Valid until the next insertion. */
 void **pg_map_slot(PgMap *m, const char *key) {
-  if ((m->n + 1) * 2 > m->cap) rehash(m, m->cap * 2);
+  if ((m->entries.n + 1) * 2 > m->cap) rehash(m, m->cap * 2);
   size_t len = strlen(key);
   uint64_t h = hash(key, len);
   Slot *s = find(m, key, len, h);
-  if (!s->key) {
-    *s = (Slot){key, len, h, NULL};
-    m->n++;
+  if (!s->item) {
+    if (m->entries.n >= UINT32_MAX - 1) PG_BUG("a map of more than 4 billion names");
+    pg_vec_push(m->arena, m->entries, ((Entry){key, len, NULL}));
+    *s = (Slot){(uint32_t)(h >> 32), (uint32_t)m->entries.n};
   }
-  return &s->val;
+  return &m->entries.v[s->item - 1].val;
 }
