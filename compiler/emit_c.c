@@ -33,9 +33,13 @@ static bool fits_c(PgDiag *d, const PgNode *n) {
     }
     return true;
   case PG_MEMCPY:
-    if (!n->u.memcpy.has_ptrs || !n->u.memcpy.src.buf || !n->u.memcpy.dst.buf) {
+    if (!n->u.memcpy.has_ptrs) {
       pg_error(d, n->loc, "node '%s': the copy's operands are not known (a DOT dump has them with the verbose or "
                           "memcpy-params flags)", n->name);
+      return false;
+    }
+    if (!n->u.memcpy.src.buf || !n->u.memcpy.dst.buf) {
+      pg_error(d, n->loc, "node '%s': a copy from or to a null pointer", n->name);
       return false;
     }
     if (n->u.memcpy.src_pitch && n->u.memcpy.src_pitch < n->u.memcpy.width) {
@@ -180,8 +184,8 @@ typedef struct {
   PG_VEC(const PgGraph *) bodies;
   PG_VEC(int) body_first;        /* where each body's nodes start in `order` */
   size_t deps_at;                /* the next node's first entry in NAME_deps */
-  int hosts;                     /* host nodes written so far: the next one's slot */
   size_t caller_args, host_nodes; /* kernel nodes without arguments; host nodes (plan_tables) */
+  int host_next;                 /* the next host node's slot in NAME_args (emit_node) */
   char *line;                    /* the hot path's text, written with one fwrite (lput...) */
   size_t line_len, line_cap;
 } W;
@@ -572,7 +576,7 @@ static void emit_node(W *w, const PgNode *n, int at) {
       fprintf(f, ", .height = %" PRIu64 ", .dst_pitch = %" PRIu64, n->u.memset.height, n->u.memset.pitch);
     break;
   case PG_HOST:
-    fprintf(f, ".kind = PGRT_NODE_HOST, .origin = \"%s\", .host = %d /* args->", n->name, w->hosts++);
+    fprintf(f, ".kind = PGRT_NODE_HOST, .origin = \"%s\", .host = %d /* args->", n->name, w->host_next++);
     cname(f, n->name), fputs(" */", f);
     break;
   case PG_EMPTY: fprintf(f, ".kind = PGRT_NODE_EMPTY, .origin = \"%s\"", n->name); break;
@@ -870,7 +874,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   fprintf(f, "    .arena_bytes = %" PRIu64 ", .bound_slots = %d, .weight_slots = %d, .scalar_slots = %d,\n",
           p->mem.arena_bytes, bound, weights, slot);
   fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,", caller_arg_nodes(&w), p->events.n);
-  if (w.hosts) fprintf(f, " .host_slots = %d,", w.hosts);
+  if (w.host_nodes) fprintf(f, " .host_slots = %zu,", w.host_nodes);
   fputc('\n', f);
   fprintf(f, "    .arch = \"%s\",\n};\n\n", p->arch ? p->arch : "");
 
@@ -921,15 +925,15 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
         fprintf(f, ", sizeof args->"), cname(f, p->scalars.v[i]->name), fputs(");\n", f);
       }
   }
-  if (w.hosts) {
-    fprintf(f, "  const pgrt_host_fn hosts[%d] = {", w.hosts);
+  if (w.host_nodes) {
+    fprintf(f, "  const pgrt_host_fn hosts[%zu] = {", w.host_nodes);
     int k = 0;
     for (size_t i = 0; i < w.order.n; i++)
       if (w.order.v[i]->kind == PG_HOST) fprintf(f, "%sargs->", k++ ? ", " : ""), cname(f, w.order.v[i]->name);
     fputs("};\n", f);
   }
   fprintf(f, "  return pgrt_run(ctx, %s, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL", slot ? "scalars" : "NULL",
-          w.hosts ? "hosts" : "NULL");
+          w.host_nodes ? "hosts" : "NULL");
   fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n", name);
   free(w.line);
 }

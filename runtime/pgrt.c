@@ -831,11 +831,11 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   if (pr->scalar_slots && !scalars) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its scalars", pr->name);
   if (pr->host_slots && !hosts)
     return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its host functions", pr->name);
-  for (int m = 0; m < c->movable_count; m++) { /* checked before this call changes anything */
-    const pgrt_node *n = &pr->nodes[c->movable[m]];
-    if (n->kind == PGRT_NODE_HOST && !hosts[n->host].fn)
-      return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: host node '%s' has no function", n->origin);
-  }
+  for (int k = 0; k < pr->host_slots; k++) /* checked before this call changes anything */
+    if (!hosts[k].fn)
+      for (int i = 0; i < pr->node_count; i++)
+        if (pr->nodes[i].kind == PGRT_NODE_HOST && pr->nodes[i].host == k)
+          return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: host node '%s' has no function", pr->nodes[i].origin);
   memset(&c->stats, 0, sizeof c->stats);
   pgrt_status st = PGRT_OK;
 
