@@ -95,6 +95,16 @@ void pg_program_link(PgProgram *p) {
   }
 }
 
+/* Every edge runs from an earlier node to a later one, so the nodes' own order is
+ * a topological order (and the graph has no cycle).  Frontends write nodes before
+ * the edges that use them, so this is the usual case, and checking it is one
+ * sequential pass where Kahn's algorithm chases pointers. */
+bool pg_graph_in_order(const PgGraph *g) {
+  for (size_t i = 0; i < g->edges.n; i++)
+    if (g->edges.v[i].from->index >= g->edges.v[i].to->index) return false;
+  return true;
+}
+
 bool pg_kind_from_name(const char *name, PgNodeKind *out) {
   for (int k = 0; k < PG_NODE_KIND_COUNT; k++)
     if (strcmp(pg_kinds[k].name, name) == 0) {

@@ -38,9 +38,15 @@ static void *xcalloc(size_t n, size_t size) {
   return p;
 }
 
-/* Kahn's algorithm with a binary min-heap on the node index. */
+/* Kahn's algorithm with a binary min-heap on the node index.  When every edge
+ * already runs forward, that order is the nodes' own (the lowest index left is
+ * always ready), so it is taken as it is. */
 static void topo_order(const PgGraph *g, uint32_t *order) {
   size_t n = g->nodes.n, len = 0, k = 0;
+  if (pg_graph_in_order(g)) {
+    for (size_t i = 0; i < n; i++) order[i] = (uint32_t)i;
+    return;
+  }
   uint32_t *indeg = xcalloc(n, sizeof *indeg), *heap = xcalloc(n, sizeof *heap);
   for (size_t i = 0; i < g->edges.n; i++) indeg[g->edges.v[i].to->index]++;
 #define PUSH(x)                                                     \
@@ -88,9 +94,9 @@ static PgRegion *new_region(PgProgram *p, bool graphable) {
   return r;
 }
 
-static void add(PgProgram *p, PgRegion *r, PgNode *n) {
+static void add(PgRegion *r, PgNode *n) {
   n->region = r->id;
-  pg_vec_push(p->arena, r->nodes, n);
+  r->nodes.v[r->nodes.n++] = n;
   r->kernels += n->kind == PG_KERNEL;
 }
 
@@ -100,6 +106,8 @@ void pg_partition(PgProgram *p) {
   p->regions.n = 0;
   uint32_t *order = xcalloc(n, sizeof *order), *asap = xcalloc(n, sizeof *asap),
            *alap = xcalloc(n, sizeof *alap), *phase = xcalloc(n, sizeof *phase);
+  bool *eager = xcalloc(n, sizeof *eager); /* !graphable, read once: the passes below stay out of the nodes */
+  for (size_t i = 0; i < n; i++) eager[i] = !g->nodes.v[i]->graphable;
   topo_order(g, order);
 
   /* 2. ASAP phases; prev_eager chains the eager nodes in T order */
@@ -110,10 +118,10 @@ void pg_partition(PgProgram *p) {
     uint32_t ph = 0;
     for (size_t q = 0; q < v->preds.n; q++) {
       const PgNode *u = v->preds.v[q];
-      uint32_t c = asap[u->index] + !u->graphable;
+      uint32_t c = asap[u->index] + eager[u->index];
       if (c > ph) ph = c;
     }
-    if (!v->graphable) {
+    if (eager[v->index]) {
       if (prev_eager != SIZE_MAX && asap[prev_eager] + 1 > ph) ph = asap[prev_eager] + 1;
       prev_eager = v->index;
       have_eager = true;
@@ -125,12 +133,12 @@ void pg_partition(PgProgram *p) {
 
   /* 3. ALAP phases of graphable nodes */
   for (size_t k = n; k-- > 0;) {
+    if (eager[order[k]]) continue;
     const PgNode *v = g->nodes.v[order[k]];
-    if (!v->graphable) continue;
     uint32_t ph = max_phase;
     for (size_t s = 0; s < v->succs.n; s++) {
-      const PgNode *w = v->succs.v[s];
-      uint32_t c = w->graphable ? alap[w->index] : asap[w->index];
+      uint32_t w = v->succs.v[s]->index;
+      uint32_t c = eager[w] ? asap[w] : alap[w];
       if (c < ph) ph = c;
     }
     alap[v->index] = ph;
@@ -141,10 +149,10 @@ void pg_partition(PgProgram *p) {
   uint32_t *by_alap = xcalloc(n, sizeof *by_alap);
   size_t ng = 0;
   for (size_t i = 0; i < n; i++)
-    if (g->nodes.v[i]->graphable) bucket[alap[i] + 1]++, ng++;
+    if (!eager[i]) bucket[alap[i] + 1]++, ng++;
   for (uint32_t ph = 0; ph <= max_phase; ph++) bucket[ph + 1] += bucket[ph];
   for (size_t i = 0; i < n; i++)
-    if (g->nodes.v[i]->graphable) by_alap[bucket[alap[i]]++] = (uint32_t)i;
+    if (!eager[i]) by_alap[bucket[alap[i]]++] = (uint32_t)i;
   bool *chosen = xcalloc((size_t)max_phase + 1, sizeof *chosen);
   int64_t point = -1;
   for (size_t k = 0; k < ng; k++) {
@@ -156,8 +164,8 @@ void pg_partition(PgProgram *p) {
   next_chosen[max_phase + 1] = UINT32_MAX;
   for (uint32_t ph = max_phase + 1; ph-- > 0;) next_chosen[ph] = chosen[ph] ? ph : next_chosen[ph + 1];
   for (size_t i = 0; i < n; i++) {
-    phase[i] = g->nodes.v[i]->graphable ? next_chosen[asap[i]] : asap[i];
-    if (phase[i] == UINT32_MAX || (g->nodes.v[i]->graphable && phase[i] > alap[i]))
+    phase[i] = eager[i] ? asap[i] : next_chosen[asap[i]];
+    if (phase[i] == UINT32_MAX || (!eager[i] && phase[i] > alap[i]))
       PG_BUG("partition: node '%s' has no phase", g->nodes.v[i]->name);
   }
 
@@ -167,20 +175,27 @@ void pg_partition(PgProgram *p) {
   size_t *start = xcalloc(2 * (size_t)max_phase + 3, sizeof *start);
   for (size_t k = 0; k < n; k++) {
     uint32_t i = order[k];
-    start[2 * (size_t)phase[i] + !g->nodes.v[i]->graphable + 1]++;
+    start[2 * (size_t)phase[i] + eager[i] + 1]++;
   }
   for (size_t b = 0; b < 2 * (size_t)max_phase + 2; b++) start[b + 1] += start[b];
   for (size_t k = 0; k < n; k++) {
     uint32_t i = order[k];
-    sorted[start[2 * (size_t)phase[i] + !g->nodes.v[i]->graphable]++] = i;
+    sorted[start[2 * (size_t)phase[i] + eager[i]]++] = i;
   }
-  PgRegion *cur = NULL;
-  for (size_t k = 0; k < n; k++) {
-    PgNode *v = g->nodes.v[sorted[k]];
-    bool new_graph = v->graphable && (!cur || !cur->graphable || phase[cur->nodes.v[0]->index] != phase[v->index]);
-    if (!cur || new_graph || (!v->graphable && cur->graphable)) cur = new_region(p, v->graphable);
-    add(p, cur, v);
+  /* a new region at the first node, at each graphable node of a new phase, and at
+   * the first eager node after graphable ones; each region's nodes are then carved
+   * at their exact count */
+  for (size_t k = 0, first = 0; k < n; first = k) {
+    uint32_t i0 = sorted[k];
+    for (k++; k < n; k++) {
+      uint32_t i = sorted[k];
+      if (eager[i] ? !eager[i0] : eager[i0] || phase[i] != phase[i0]) break;
+    }
+    PgRegion *r = new_region(p, !eager[i0]);
+    r->nodes.v = pg_arena_alloc(p->arena, (k - first) * sizeof *r->nodes.v);
+    r->nodes.cap = k - first;
+    for (size_t q = first; q < k; q++) add(r, g->nodes.v[sorted[q]]);
   }
   free(order), free(asap), free(alap), free(phase), free(bucket), free(by_alap), free(chosen), free(next_chosen);
-  free(sorted), free(start);
+  free(sorted), free(start), free(eager);
 }

@@ -479,6 +479,8 @@ PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name,
 void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgLoc loc);
 /* Fills succs/preds of every node from the edge lists. */
 void pg_program_link(PgProgram *p);
+/* Every edge goes from an earlier node to a later one: the node order is topological. */
+bool pg_graph_in_order(const PgGraph *g);
 bool pg_kind_from_name(const char *name, PgNodeKind *out);
 bool pg_type_from_name(const char *name, PgType *out);
 const char *pg_ident(PgArena *a, const char *prefix, const char *s); /* a safe identifier */
