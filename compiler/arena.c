@@ -15,12 +15,23 @@
  *
  * A second, scratch arena serves work whose results are copied out (the DOT
  * frontend interprets each node label in one); pg_arena_reset() rewinds it.
+ *
+ * Two more ways to touch less memory, which at a million nodes is most of the
+ * cost (the kernel zeroes every page first touched):
+ *  - pg_arena_grow() extends an array in place when it is the block's last
+ *    allocation, so vectors that grow while nothing else is allocated (a graph's
+ *    edges, read one after another) leave no abandoned copies behind;
+ *  - pg_arena_map_file() maps a large input file instead of copying it, so its
+ *    text is the page cache's own pages; the mapping is the arena's until it is
+ *    freed.  (As for any compiler that maps its input, truncating the file while
+ *    pgcc reads it is not supported.)
  */
 #include "pgcc.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define ALIGN 16
 #define FIRST_BLOCK (64 * 1024)
@@ -35,9 +46,18 @@ struct Block {
   _Alignas(ALIGN) unsigned char data[];
 };
 
+typedef struct Mapping Mapping;
+struct Mapping { /* a file mapped by pg_arena_map_file */
+  Mapping *next;
+  void *at;
+  size_t bytes;
+};
+
 struct PgArena {
   Block *top;
-  size_t total; /* bytes handed out */
+  size_t total;      /* bytes handed out */
+  void *last;        /* the last allocation, if it is the top block's last bytes */
+  Mapping *mappings; /* files mapped into this arena (their records live in it) */
 };
 
 static void *xmalloc(size_t n) {
@@ -53,6 +73,8 @@ PgArena *pg_arena_new(void) {
   PgArena *a = xmalloc(sizeof *a);
   a->top = NULL;
   a->total = 0;
+  a->last = NULL;
+  a->mappings = NULL;
   return a;
 }
 
@@ -89,6 +111,7 @@ static void block_free(Block *b) {
 
 void pg_arena_free(PgArena *a) {
   if (!a) return;
+  for (Mapping *m = a->mappings; m; m = m->next) munmap(m->at, m->bytes);
   for (Block *b = a->top, *prev; b; b = prev) {
     prev = b->prev;
     block_free(b);
@@ -112,6 +135,7 @@ void *pg_arena_alloc(PgArena *a, size_t size) {
   b->used += size;
   if (b->used > b->clean) b->clean = b->used;
   a->total += size;
+  a->last = p;
   return p;
 }
 
@@ -139,9 +163,26 @@ char *pg_arena_printf(PgArena *a, const char *fmt, ...) {
   return p;
 }
 
-/* Doubles an array living in the arena; the old copy is left behind. */
+/* Doubles an array living in the arena: in place when it is the last allocation
+ * and its block has room, else as a copy (the old one is left behind). */
 void *pg_arena_grow(PgArena *a, void *v, size_t *cap, size_t elem) {
   size_t ncap = *cap ? *cap * 2 : 4;
+  Block *b = a->top;
+  if (v && v == a->last) {
+    size_t old = (*cap * elem + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    size_t grown = (ncap * elem + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    unsigned char *end = (unsigned char *)v + old;
+    size_t more = grown - old;
+    if (end == b->data + b->used && b->size - b->used >= more) {
+      if (b->used < b->clean) /* as in pg_arena_alloc: zeroed, like a fresh copy's tail */
+        memset(end, 0, more < b->clean - b->used ? more : b->clean - b->used);
+      b->used += more;
+      if (b->used > b->clean) b->clean = b->used;
+      a->total += more;
+      *cap = ncap;
+      return v;
+    }
+  }
   void *nv = pg_arena_alloc(a, ncap * elem);
   if (v) memcpy(nv, v, *cap * elem);
   *cap = ncap;
@@ -172,4 +213,26 @@ void pg_arena_reset(PgArena *a) {
   if (b) b->used = 0;
   a->top = b;
   a->total = 0;
+  a->last = NULL;
+}
+
+/* The first len bytes of the regular file fd, mapped read-only and followed by
+ * two NULs, as PgSource.text wants; NULL if it cannot be mapped (read it then). */
+const char *pg_arena_map_file(PgArena *a, int fd, size_t len) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || len == 0) return NULL;
+  size_t bytes = (len + 2 + (size_t)page - 1) / (size_t)page * (size_t)page;
+  /* reserve room for the text and its NULs in zeroed anonymous memory, then lay the
+   * file over the front: the rest of its last page reads as zero, and so does any
+   * page past it */
+  void *at = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (at == MAP_FAILED) return NULL;
+  if (mmap(at, len, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED) {
+    munmap(at, bytes);
+    return NULL;
+  }
+  Mapping *m = pg_arena_alloc(a, sizeof *m);
+  *m = (Mapping){a->mappings, at, bytes};
+  a->mappings = m;
+  return at;
 }

@@ -16,6 +16,7 @@
 /* Inputs past this size are refused before reading: a sanity limit, far above any
  * real capture (a 1M-node verbose dump is about 500 MB). */
 #define MAX_INPUT_BYTES ((size_t)2 << 30)
+#define MAP_INPUT_FROM (1 << 20) /* inputs this large are mapped, not read */
 
 PgSource *pg_source_from_string(PgArena *a, const char *name, const char *text) {
   PgSource *s = pg_arena_alloc(a, sizeof *s);
@@ -56,10 +57,15 @@ PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
     fclose(f);
     return NULL;
   }
-  /* Read to EOF (works for pipes too), growing as needed. */
+  /* A large regular file is mapped, not copied (pg_arena_map_file); anything else
+   * is read to EOF (works for pipes too), growing as needed. */
   size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 65536, len = 0;
-  char *buf = pg_arena_alloc(a, cap);
-  for (;;) {
+  const char *mapped = S_ISREG(st.st_mode) && st.st_size >= MAP_INPUT_FROM
+                           ? pg_arena_map_file(a, fileno(f), (size_t)st.st_size)
+                           : NULL;
+  char *buf = mapped ? NULL : pg_arena_alloc(a, cap);
+  if (mapped) len = (size_t)st.st_size;
+  while (!mapped) {
     if (cap - len < 2) {
       size_t ncap = cap * 2;
       char *nb = pg_arena_alloc(a, ncap);
@@ -81,11 +87,12 @@ PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
     return NULL;
   }
   fclose(f);
-  buf[len] = buf[len + 1] = 0;
+  if (!mapped) buf[len] = buf[len + 1] = 0;
+  const char *text = mapped ? mapped : buf;
 
   PgSource *s = pg_arena_alloc(a, sizeof *s);
   s->name = pg_arena_strdup(a, path);
-  s->text = buf;
+  s->text = text;
   s->len = len;
 
   /* Text only: a NUL or a control byte other than whitespace means this is not a
@@ -95,10 +102,10 @@ PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
       [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,
       [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [127] = 1};
   for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)buf[i];
+    unsigned char c = (unsigned char)text[i];
     if (binary[c]) {
       PgLoc start = {s, 1, 1};
-      pg_error(d, pg_loc_advance(start, buf, i),
+      pg_error(d, pg_loc_advance(start, text, i),
                "binary data (byte 0x%02x) in input; expected a DOT or .graph text file", c);
       return NULL;
     }

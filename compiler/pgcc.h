@@ -434,6 +434,7 @@ void *pg_arena_grow(PgArena *a, void *v, size_t *cap, size_t elem);
 size_t pg_arena_used(const PgArena *a);
 char *pg_arena_cat(PgArena *a, const char *s1, const char *s2, const char *s3);
 void pg_arena_reset(PgArena *a);
+const char *pg_arena_map_file(PgArena *a, int fd, size_t len); /* read-only, two NULs after; NULL: read it */
 
 /* map.c: an open-addressing hash map from string to pointer */
 PgMap *pg_map_new(PgArena *a);

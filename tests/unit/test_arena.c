@@ -2,7 +2,9 @@
 #include "../helpers.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 START_TEST(arena_aligned_and_zeroed) {
   PgArena *a = pg_arena_new();
@@ -54,6 +56,62 @@ START_TEST(vec_grows_and_keeps_contents) {
   ck_assert_uint_eq(v.n, 100000);
   for (int i = 0; i < 100000; i++) ck_assert_int_eq(v.v[i], i * 3);
   pg_arena_free(a);
+}
+END_TEST
+
+/* A vector that is the arena's last allocation grows where it is: the arena uses
+ * only the final size, not the sum of every doubling; once something else is
+ * allocated it moves, keeping its contents, and new elements start zeroed. */
+START_TEST(vec_grows_in_place_when_last) {
+  PgArena *a = pg_arena_new();
+  (void)pg_arena_alloc(a, 100);
+  size_t before = pg_arena_used(a);
+  PG_VEC(uint64_t) v = {0};
+  for (uint64_t i = 0; i < 4096; i++) pg_vec_push(a, v, i + 1);
+  ck_assert_uint_eq(v.cap, 4096);
+  ck_assert_uint_eq(pg_arena_used(a) - before, 4096 * sizeof(uint64_t)); /* no copies left behind */
+  uint64_t *at = v.v;
+  char *other = pg_arena_strdup(a, "x");
+  for (uint64_t i = 4096; i < 5000; i++) pg_vec_push(a, v, i + 1);
+  ck_assert_ptr_ne(v.v, at); /* not the last any more: moved */
+  ck_assert_str_eq(other, "x");
+  for (uint64_t i = 0; i < 5000; i++) ck_assert_uint_eq(v.v[i], i + 1);
+  for (size_t i = v.n; i < v.cap; i++) ck_assert_uint_eq(v.v[i], 0);
+  /* in place after a reset, over bytes an earlier use left dirty */
+  pg_arena_reset(a);
+  unsigned char *dirty = pg_arena_alloc(a, 4096);
+  memset(dirty, 0xab, 4096);
+  pg_arena_reset(a);
+  PG_VEC(unsigned char) w = {0};
+  pg_vec_push(a, w, 1);
+  while (w.cap < 2048) w.v = pg_arena_grow(a, w.v, &w.cap, 1);
+  ck_assert_ptr_eq(w.v, dirty);
+  ck_assert_uint_eq(w.v[0], 1);
+  for (size_t i = 1; i < w.cap; i++) ck_assert_uint_eq(w.v[i], 0);
+  pg_arena_free(a);
+}
+END_TEST
+
+/* A mapped file reads as its bytes followed by two NULs, also when its length is a
+ * whole number of pages (the NULs are then on a page of their own). */
+START_TEST(arena_maps_a_file_with_nuls_after) {
+  long page = sysconf(_SC_PAGESIZE);
+  size_t lens[] = {1, 5000, (size_t)page, 2 * (size_t)page - 1};
+  for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+    char path[] = "/tmp/pgcc-map-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    for (size_t i = 0; i < lens[k]; i++) ck_assert_int_eq(write(fd, &"abcdefg"[i % 7], 1), 1);
+    PgArena *a = pg_arena_new();
+    const char *t = pg_arena_map_file(a, fd, lens[k]);
+    close(fd); /* the mapping outlives the descriptor */
+    ck_assert_ptr_nonnull(t);
+    for (size_t i = 0; i < lens[k]; i++) ck_assert_int_eq(t[i], "abcdefg"[i % 7]);
+    ck_assert_int_eq(t[lens[k]], 0);
+    ck_assert_int_eq(t[lens[k] + 1], 0);
+    pg_arena_free(a);
+  }
 }
 END_TEST
 
@@ -116,6 +174,8 @@ Suite *arena_suite(void) {
   tcase_add_test(t, arena_large_and_printf);
   tcase_add_test(t, arena_reset_rezeroes_a_mapped_block);
   tcase_add_test(t, vec_grows_and_keeps_contents);
+  tcase_add_test(t, vec_grows_in_place_when_last);
+  tcase_add_test(t, arena_maps_a_file_with_nuls_after);
   tcase_add_test(t, map_put_get_many);
   tcase_add_test(t, map_put_keeps_first);
   tcase_add_test(t, map_slot_and_reserve);
