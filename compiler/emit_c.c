@@ -536,7 +536,7 @@ static void kernel_fields(W *w, const PgNode *n, int at) {
 }
 
 /* One node table entry.  Kernel nodes, the many, go through the line buffer; the
- * other kinds are printed after it is flushed. */
+ * other kinds are printed after it is flushed.  The caller flushes after the last. */
 static void emit_node(W *w, const PgNode *n, int at) {
   FILE *f = w->f;
   lorigin(w, n, at);
@@ -601,7 +601,7 @@ static void emit_node(W *w, const PgNode *n, int at) {
     w->deps_at += nd;
   }
   lput(w, "},\n");
-  lflush(w);
+  if (w->line_len > 65536) lflush(w);
 }
 
 /* NAME_load_W: the tensors' places in the file, checked against its header by
@@ -830,9 +830,10 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   }
   fprintf(f, "\nstatic const pgrt_node %s_nodes[] = {\n", name);
   for (size_t i = 0; i < w.order.n; i++) {
-    if (i == (size_t)g->nodes.n && w.bodies.n) fputs("    /* the bodies of child and conditional nodes */\n", f);
+    if (i == (size_t)g->nodes.n && w.bodies.n) lput(&w, "    /* the bodies of child and conditional nodes */\n");
     emit_node(&w, w.order.v[i], (int)i);
   }
+  lflush(&w);
   if (!w.order.n) fputs("    {0},\n", f);
   fputs("};\n\n", f);
   if (w.bodies.n) {
