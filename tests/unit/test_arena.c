@@ -135,6 +135,36 @@ START_TEST(map_put_get_many) {
 }
 END_TEST
 
+/* Batched lookups give what one-by-one lookups give, for batches shorter and
+ * longer than the prefetch distance, with absent keys among them. */
+START_TEST(map_get_many_matches_getn) {
+  PgArena *a = pg_arena_new();
+  PgMap *m = pg_map_new(a);
+  static int vals[3000];
+  for (int i = 0; i < 3000; i += 2) pg_map_put(m, pg_arena_printf(a, "g1.n%d", i), &vals[i]);
+  size_t counts[] = {0, 1, 5, 16, 17, 3000};
+  for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+    size_t n = counts[c];
+    const char **keys = malloc((n + 1) * sizeof *keys);
+    size_t *lens = malloc((n + 1) * sizeof *lens);
+    void **got = malloc((n + 1) * sizeof *got);
+    for (size_t i = 0; i < n; i++) {
+      keys[i] = pg_arena_printf(a, "g1.n%zu", (i * 7) % 3000); /* odd ones are absent */
+      lens[i] = strlen(keys[i]);
+      got[i] = &vals[0] + 1; /* must be overwritten */
+    }
+    pg_map_get_many(m, n, keys, lens, got);
+    for (size_t i = 0; i < n; i++) {
+      size_t k = (i * 7) % 3000;
+      ck_assert_ptr_eq(got[i], k % 2 ? NULL : (void *)&vals[k]);
+      ck_assert_ptr_eq(got[i], pg_map_getn(m, keys[i], lens[i]));
+    }
+    free(keys), free(lens), free(got);
+  }
+  pg_arena_free(a);
+}
+END_TEST
+
 START_TEST(map_put_keeps_first) {
   PgArena *a = pg_arena_new();
   PgMap *m = pg_map_new(a);
@@ -177,6 +207,7 @@ Suite *arena_suite(void) {
   tcase_add_test(t, vec_grows_in_place_when_last);
   tcase_add_test(t, arena_maps_a_file_with_nuls_after);
   tcase_add_test(t, map_put_get_many);
+  tcase_add_test(t, map_get_many_matches_getn);
   tcase_add_test(t, map_put_keeps_first);
   tcase_add_test(t, map_slot_and_reserve);
   suite_add_tcase(s, t);

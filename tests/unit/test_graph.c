@@ -105,6 +105,31 @@ START_TEST(bodies_may_come_later_edges_anywhere) {
 }
 END_TEST
 
+/* Edges are looked up in batches; more edges than a batch, one of them naming a
+ * node declared only after it, keep statement order in the graph's edge list. */
+START_TEST(many_edges_keep_statement_order) {
+  size_t cap = 1 << 16, len = 0;
+  char *t = malloc(cap);
+  len += (size_t)snprintf(t + len, cap - len, "pgcc 1;\ngraph g {\n");
+  for (int i = 0; i < 700; i++) len += (size_t)snprintf(t + len, cap - len, " node n%d empty;", i);
+  for (int i = 0; i < 600; i++) {
+    int from = i == 300 ? 0 : i, to = i == 300 ? 700 : i + 1; /* n700 comes after its edge */
+    len += (size_t)snprintf(t + len, cap - len, " n%d -> n%d;", from, to);
+  }
+  snprintf(t + len, cap - len, " node n700 empty;\n}\n");
+  Parsed *p = parse_text("t.graph", t);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  const PgGraph *g = p->prog->graphs.v[0];
+  ck_assert_uint_eq(g->edges.n, 600);
+  for (size_t i = 0; i < 600; i++) {
+    ck_assert_uint_eq(g->edges.v[i].from->index, i == 300 ? 0 : i);
+    ck_assert_uint_eq(g->edges.v[i].to->index, i == 300 ? 700 : i + 1);
+  }
+  parsed_free(p);
+  free(t);
+}
+END_TEST
+
 static void expect_error(const char *text, const char *msg) {
   Parsed *p = parse_text("e.graph", text);
   ck_assert_msg(!p->prog || p->diag.errors > 0, "accepted: %s", text);
@@ -304,6 +329,7 @@ Suite *graph_suite(void) {
   tcase_add_test(t, reads_every_statement);
   tcase_add_test(t, write_read_write_is_a_fixed_point);
   tcase_add_test(t, bodies_may_come_later_edges_anywhere);
+  tcase_add_test(t, many_edges_keep_statement_order);
   tcase_add_test(t, statement_errors);
   tcase_add_test(t, conditions_read_and_write);
   tcase_add_test(t, condition_errors);
