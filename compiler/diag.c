@@ -101,7 +101,15 @@ PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
       [0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [8] = 1, [14] = 1,
       [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,
       [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [127] = 1};
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
   for (size_t i = 0; i < len; i++) {
+    /* eight bytes at a time while none is below 0x20 or 0x7f (the usual case) */
+    for (uint64_t x; i + 8 <= len; i += 8) {
+      memcpy(&x, text + i, 8);
+      uint64_t y = x ^ (0x7f * ones);
+      if ((((x - 0x20 * ones) & ~x) | ((y - ones) & ~y)) & highs) break;
+    }
+    if (i >= len) break;
     unsigned char c = (unsigned char)text[i];
     if (binary[c]) {
       PgLoc start = {s, 1, 1};

@@ -252,8 +252,13 @@ static void plan_tables(W *w) {
   PgArena *a = p->arena;
   w->pos = pg_arena_alloc(a, p->graphs.n * sizeof *w->pos);
   w->body_at = pg_arena_alloc(a, p->graphs.n * sizeof *w->body_at);
-  for (size_t g = 0; g < p->graphs.n; g++)
+  size_t all = 0;
+  for (size_t g = 0; g < p->graphs.n; g++) {
     w->pos[g] = pg_arena_alloc(a, (p->graphs.v[g]->nodes.n + 1) * sizeof **w->pos);
+    all += p->graphs.v[g]->nodes.n;
+  }
+  w->order.v = pg_arena_alloc(a, (all ? all : 1) * sizeof *w->order.v); /* every node, once */
+  w->order.cap = all ? all : 1;
   for (size_t r = 0; r < p->regions.n; r++)
     for (size_t k = 0; k < p->regions.v[r]->nodes.n; k++) {
       const PgNode *n = p->regions.v[r]->nodes.v[k];

@@ -1,6 +1,7 @@
 /* test_diag.c -- diagnostics, source loading and dialect detection */
 #include "../helpers.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,6 +105,50 @@ START_TEST(load_rejects_binary_with_location) {
 }
 END_TEST
 
+/* The check reads eight bytes at a time: a bad byte is found at every position
+ * in a word, in the tail past the last whole word, right after a newline, and in a
+ * file large enough to be mapped rather than read; 0x7f and 0x1f count, tab,
+ * newline and bytes of 0x80 and up do not. */
+START_TEST(load_finds_binary_anywhere) {
+  size_t sizes[] = {70, (2u << 20) + 13};
+  unsigned char bad[] = {0x00, 0x1f, 0x7f};
+  for (size_t z = 0; z < 2; z++)
+    for (size_t pos = sizes[z] - 36; pos < sizes[z]; pos++) {
+      size_t len = sizes[z];
+      char *text = malloc(len);
+      for (size_t i = 0; i < len; i++) /* 40-byte lines: whole words with no byte below 0x20 */
+        text[i] = i % 40 == 39 ? '\n' : i % 40 == 3 ? '\t' : i % 40 == 5 ? (char)0xc3 : 'a';
+      unsigned char b = bad[pos % 3];
+      text[pos] = (char)b;
+      char path[] = "/tmp/pgcc-test-XXXXXX";
+      int fd = mkstemp(path);
+      ck_assert_int_ge(fd, 0);
+      ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+      close(fd);
+      text[pos] = 'a'; /* the same file without it is text */
+      PgArena *a = pg_arena_new();
+      char *buf;
+      size_t n;
+      FILE *f = open_memstream(&buf, &n);
+      PgDiag d = {.out = f};
+      ck_assert_ptr_null(pg_source_load(a, &d, path));
+      fclose(f);
+      char want[64];
+      snprintf(want, sizeof want, ":%zu:%zu: error: binary data (byte 0x%02x)", pos / 40 + 1, pos % 40 + 1, b);
+      ck_assert_msg(strstr(buf, want), "wanted '%s', got '%s'", want, buf);
+      free(buf);
+      fd = open(path, O_WRONLY | O_TRUNC);
+      ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+      close(fd);
+      d = (PgDiag){.out = stderr};
+      ck_assert_ptr_nonnull(pg_source_load(a, &d, path));
+      pg_arena_free(a);
+      unlink(path);
+      free(text);
+    }
+}
+END_TEST
+
 Suite *diag_suite(void) {
   Suite *s = suite_create("diag");
   TCase *t = tcase_create("diag");
@@ -113,6 +158,7 @@ Suite *diag_suite(void) {
   tcase_add_test(t, dialects_by_content);
   tcase_add_test(t, blank_source);
   tcase_add_test(t, load_rejects_binary_with_location);
+  tcase_add_test(t, load_finds_binary_anywhere);
   suite_add_tcase(s, t);
   return s;
 }
