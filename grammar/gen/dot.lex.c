@@ -2794,8 +2794,8 @@ static void yynoreturn yy_fatal_error ( const char* msg , yyscan_t yyscanner );
 	yyg->yy_hold_char = *yy_cp; \
 	*yy_cp = '\0'; \
 	yyg->yy_c_buf_p = yy_cp;
-#define YY_NUM_RULES 20
-#define YY_END_OF_BUFFER 21
+#define YY_NUM_RULES 21
+#define YY_END_OF_BUFFER 22
 /* This struct is not used in this scanner,
    but its presence is necessary. */
 struct yy_trans_info
@@ -2805,9 +2805,9 @@ struct yy_trans_info
 	};
 static const flex_int16_t yy_accept[70] =
     {   0,
-        0,    0,    0,    0,   21,   19,    1,    1,   16,   18,
-       19,   19,   19,   14,   17,   14,   14,   14,   14,   14,
-       14,    3,    6,    6,    1,   16,   15,   16,   13,    0,
+        0,    0,    0,    0,   22,   20,    1,    1,   16,   19,
+       20,   20,   20,   14,   18,   14,   14,   14,   14,   14,
+       14,    3,    6,    6,    1,   16,   15,   16,   13,   17,
        14,   14,    4,    2,   14,   14,   14,   14,   14,   14,
        14,   14,    3,    6,    5,    2,   14,   14,   14,   14,
        14,   14,   14,   14,   12,   14,   11,   14,   14,   14,
@@ -3141,15 +3141,7 @@ YY_DECL
 		yy_current_state += YY_AT_BOL();
 yy_match:
 		while ( (yy_current_state = yy_nxt[yy_current_state][ YY_SC_TO_UI(*yy_cp) ]) > 0 )
-			{
-			if ( yy_accept[yy_current_state] )
-				{
-				yyg->yy_last_accepting_state = yy_current_state;
-				yyg->yy_last_accepting_cpos = yy_cp;
-				}
-
 			++yy_cp;
-			}
 
 		yy_current_state = -yy_current_state;
 
@@ -3162,13 +3154,6 @@ do_action:	/* This label is used only to access EOF actions. */
 
 		switch ( yy_act )
 	{ /* beginning of action switch */
-			case 0: /* must back up */
-			/* undo the effects of YY_DO_BEFORE_ACTION */
-			*yy_cp = yyg->yy_hold_char;
-			yy_cp = yyg->yy_last_accepting_cpos + 1;
-			yy_current_state = yyg->yy_last_accepting_state;
-			goto yy_find_action;
-
 case 1:
 /* rule 1 can match eol */
 YY_RULE_SETUP
@@ -3268,20 +3253,29 @@ YY_RULE_SETUP
 case 17:
 YY_RULE_SETUP
 #line 68 "grammar/dot.l"
-{
-                          pg_error(yyextra->diag, *yylloc, "HTML-like labels are not supported");
+{ /* no digits after it: a rule of its own, so that the scanner never backs up */
+                          pg_error(yyextra->diag, *yylloc, "malformed number '-.'");
                           yyextra->lex_error = true;
                           return 0;
                         }
 	YY_BREAK
 case 18:
 YY_RULE_SETUP
-#line 74 "grammar/dot.l"
-return yytext[0];
+#line 73 "grammar/dot.l"
+{
+                          pg_error(yyextra->diag, *yylloc, "HTML-like labels are not supported");
+                          yyextra->lex_error = true;
+                          return 0;
+                        }
 	YY_BREAK
 case 19:
 YY_RULE_SETUP
-#line 76 "grammar/dot.l"
+#line 79 "grammar/dot.l"
+return yytext[0];
+	YY_BREAK
+case 20:
+YY_RULE_SETUP
+#line 81 "grammar/dot.l"
 {
                           unsigned char c = (unsigned char)yytext[0];
                           if (c >= 0x20 && c < 0x7f)
@@ -3292,14 +3286,14 @@ YY_RULE_SETUP
                           return 0;
                         }
 	YY_BREAK
-case 20:
+case 21:
 YY_RULE_SETUP
-#line 86 "grammar/dot.l"
+#line 91 "grammar/dot.l"
 YY_FATAL_ERROR( "flex scanner jammed" );
 	YY_BREAK
-#line 3301 "grammar/gen/dot.lex.c"
-case YY_STATE_EOF(INITIAL):
-	yyterminate();
+#line 3295 "grammar/gen/dot.lex.c"
+			case YY_STATE_EOF(INITIAL):
+				yyterminate();
 
 	case YY_END_OF_BUFFER:
 		{
@@ -3594,11 +3588,6 @@ static int yy_get_next_buffer (yyscan_t yyscanner)
 			}
 		else
 			yy_current_state = yy_NUL_trans[yy_current_state];
-		if ( yy_accept[yy_current_state] )
-			{
-			yyg->yy_last_accepting_state = yy_current_state;
-			yyg->yy_last_accepting_cpos = yy_cp;
-			}
 		}
 
 	return yy_current_state;
@@ -3613,19 +3602,9 @@ static int yy_get_next_buffer (yyscan_t yyscanner)
 {
 	int yy_is_jam;
     struct yyguts_t * yyg = (struct yyguts_t*)yyscanner; /* This var may be unused depending upon options. */
-	char *yy_cp = yyg->yy_c_buf_p;
 
 	yy_current_state = yy_NUL_trans[yy_current_state];
 	yy_is_jam = (yy_current_state == 0);
-
-	if ( ! yy_is_jam )
-		{
-		if ( yy_accept[yy_current_state] )
-			{
-			yyg->yy_last_accepting_state = yy_current_state;
-			yyg->yy_last_accepting_cpos = yy_cp;
-			}
-		}
 
 	(void)yyg;
 	return yy_is_jam ? 0 : yy_current_state;
@@ -4421,7 +4400,7 @@ static int yy_flex_strlen (const char * s , yyscan_t yyscanner)
 
 #define YYTABLES_NAME "yytables"
 
-#line 86 "grammar/dot.l"
+#line 91 "grammar/dot.l"
 
 
 /* flex allocates its own state and buffers through the compilation's arena. Each

@@ -1782,8 +1782,8 @@ static void yynoreturn yy_fatal_error ( const char* msg , yyscan_t yyscanner );
 	yyg->yy_hold_char = *yy_cp; \
 	*yy_cp = '\0'; \
 	yyg->yy_c_buf_p = yy_cp;
-#define YY_NUM_RULES 11
-#define YY_END_OF_BUFFER 12
+#define YY_NUM_RULES 12
+#define YY_END_OF_BUFFER 13
 /* This struct is not used in this scanner,
    but its presence is necessary. */
 struct yy_trans_info
@@ -1793,10 +1793,10 @@ struct yy_trans_info
 	};
 static const flex_int16_t yy_accept[38] =
     {   0,
-        0,    0,   12,   10,    1,    1,    8,    2,    9,   10,
-       10,    5,    5,    4,    1,    8,    7,    8,    2,    0,
+        0,    0,   13,   11,    1,    1,    9,    2,   10,   11,
+       11,    5,    5,    4,    1,    9,    8,    9,    2,    7,
         5,    5,    3,    5,    5,    6,    6,    6,    4,    6,
-        5,    0,    5,    5,    5,    0,    5
+        5,    7,    5,    5,    5,    7,    5
     } ;
 
 static const yy_state_type yy_NUL_trans[38] =
@@ -2093,7 +2093,7 @@ YY_DECL
 		}
 
 	{
-#line 33 "grammar/graph.l"
+#line 34 "grammar/graph.l"
 
 
 #line 2100 "grammar/gen/graph.lex.c"
@@ -2113,15 +2113,7 @@ YY_DECL
 		yy_current_state = yyg->yy_start;
 yy_match:
 		while ( (yy_current_state = yy_nxt[yy_current_state][ YY_SC_TO_UI(*yy_cp) ]) > 0 )
-			{
-			if ( yy_accept[yy_current_state] )
-				{
-				yyg->yy_last_accepting_state = yy_current_state;
-				yyg->yy_last_accepting_cpos = yy_cp;
-				}
-
 			++yy_cp;
-			}
 
 		yy_current_state = -yy_current_state;
 
@@ -2134,70 +2126,66 @@ do_action:	/* This label is used only to access EOF actions. */
 
 		switch ( yy_act )
 	{ /* beginning of action switch */
-			case 0: /* must back up */
-			/* undo the effects of YY_DO_BEFORE_ACTION */
-			*yy_cp = yyg->yy_hold_char;
-			yy_cp = yyg->yy_last_accepting_cpos + 1;
-			yy_current_state = yyg->yy_last_accepting_state;
-			goto yy_find_action;
-
 case 1:
 /* rule 1 can match eol */
-YY_RULE_SETUP
-#line 35 "grammar/graph.l"
-;
-	YY_BREAK
-case 2:
 YY_RULE_SETUP
 #line 36 "grammar/graph.l"
 ;
 	YY_BREAK
-case 3:
+case 2:
 YY_RULE_SETUP
 #line 37 "grammar/graph.l"
+;
+	YY_BREAK
+case 3:
+YY_RULE_SETUP
+#line 38 "grammar/graph.l"
 return ARROW;
 	YY_BREAK
 case 4:
 YY_RULE_SETUP
-#line 38 "grammar/graph.l"
+#line 39 "grammar/graph.l"
 return NAME;
 	YY_BREAK
 case 5:
 YY_RULE_SETUP
-#line 39 "grammar/graph.l"
+#line 40 "grammar/graph.l"
 return NUMBER;
 	YY_BREAK
 case 6:
+#line 42 "grammar/graph.l"
+case 7:
 YY_RULE_SETUP
-#line 40 "grammar/graph.l"
-{
+#line 42 "grammar/graph.l"
+{ /* a number's start with no digits to end it ("1e+", "-."): a rule
+                             * of its own, so that the scanner never backs up (flex -b) */
                               pg_error(yyextra->diag, *yylloc, "malformed number '%s'", yytext);
                               yyextra->lex_error = true;
                               return 0;
                             }
 	YY_BREAK
-case 7:
-YY_RULE_SETUP
-#line 45 "grammar/graph.l"
-return STRING;
-	YY_BREAK
 case 8:
 YY_RULE_SETUP
-#line 46 "grammar/graph.l"
+#line 48 "grammar/graph.l"
+return STRING;
+	YY_BREAK
+case 9:
+YY_RULE_SETUP
+#line 49 "grammar/graph.l"
 {
                               pg_error(yyextra->diag, *yylloc, "unterminated string");
                               yyextra->lex_error = true;
                               return 0;
                             }
 	YY_BREAK
-case 9:
-YY_RULE_SETUP
-#line 51 "grammar/graph.l"
-return yytext[0];
-	YY_BREAK
 case 10:
 YY_RULE_SETUP
-#line 52 "grammar/graph.l"
+#line 54 "grammar/graph.l"
+return yytext[0];
+	YY_BREAK
+case 11:
+YY_RULE_SETUP
+#line 55 "grammar/graph.l"
 {
                               unsigned char c = (unsigned char)yytext[0];
                               if (c >= 0x20 && c < 0x7f)
@@ -2208,14 +2196,14 @@ YY_RULE_SETUP
                               return 0;
                             }
 	YY_BREAK
-case 11:
+case 12:
 YY_RULE_SETUP
-#line 62 "grammar/graph.l"
+#line 65 "grammar/graph.l"
 YY_FATAL_ERROR( "flex scanner jammed" );
 	YY_BREAK
-#line 2217 "grammar/gen/graph.lex.c"
-case YY_STATE_EOF(INITIAL):
-	yyterminate();
+#line 2205 "grammar/gen/graph.lex.c"
+			case YY_STATE_EOF(INITIAL):
+				yyterminate();
 
 	case YY_END_OF_BUFFER:
 		{
@@ -2509,11 +2497,6 @@ static int yy_get_next_buffer (yyscan_t yyscanner)
 			}
 		else
 			yy_current_state = yy_NUL_trans[yy_current_state];
-		if ( yy_accept[yy_current_state] )
-			{
-			yyg->yy_last_accepting_state = yy_current_state;
-			yyg->yy_last_accepting_cpos = yy_cp;
-			}
 		}
 
 	return yy_current_state;
@@ -2528,19 +2511,9 @@ static int yy_get_next_buffer (yyscan_t yyscanner)
 {
 	int yy_is_jam;
     struct yyguts_t * yyg = (struct yyguts_t*)yyscanner; /* This var may be unused depending upon options. */
-	char *yy_cp = yyg->yy_c_buf_p;
 
 	yy_current_state = yy_NUL_trans[yy_current_state];
 	yy_is_jam = (yy_current_state == 0);
-
-	if ( ! yy_is_jam )
-		{
-		if ( yy_accept[yy_current_state] )
-			{
-			yyg->yy_last_accepting_state = yy_current_state;
-			yyg->yy_last_accepting_cpos = yy_cp;
-			}
-		}
 
 	(void)yyg;
 	return yy_is_jam ? 0 : yy_current_state;
@@ -3334,7 +3307,7 @@ static int yy_flex_strlen (const char * s , yyscan_t yyscanner)
 
 #define YYTABLES_NAME "yytables"
 
-#line 62 "grammar/graph.l"
+#line 65 "grammar/graph.l"
 
 
 /* Allocation through the arena, as in dot.l. */
