@@ -107,6 +107,11 @@ check-generated:
 	  && $(FLEX) --header-file=grammar/gen/graph.lex.h -o grammar/gen/graph.lex.c grammar/graph.l
 	@if diff -r -q $(B)/regen/grammar/gen grammar/gen; then echo "generated sources: up to date"; \
 	 else echo "generated sources differ from grammar/: run 'make regen' and commit"; exit 1; fi
+	@# a scanner that backs up records its last accepting state on every character
+	@for l in dot graph; do \
+	  (cd $(B)/regen && $(FLEX) -b -o /dev/null grammar/$$l.l && grep -q "^No backing up" lex.backup) \
+	  || { echo "grammar/$$l.l: the scanner backs up (see flex -b)"; exit 1; }; done
+	@echo "scanners: no backing up"
 
 # ---- libpgrt: the runtime generated code links against (needs the CUDA headers)
 PREFIX ?= /usr/local
