@@ -294,17 +294,17 @@ extern const char *const pg_dir_names[PG_DIR_COUNT];
 typedef enum { PG_COND_IF, PG_COND_WHILE, PG_COND_SWITCH, PG_COND_COUNT } PgCondType;
 extern const char *const pg_cond_names[PG_COND_COUNT];
 
-struct PgNode {
+struct PgNode { /* fields ordered without padding: a million of them is the bulk of the IR */
   PgNodeKind kind;
+  uint32_t index;     /* position in graph->nodes */
+  int region;         /* partition region, -1 before partitioning */
+  bool graphable;     /* set by classify.c */
   const char *name;   /* unique within the program */
   const char *origin; /* where it came from (a DOT node id), or NULL */
   PgGraph *graph;     /* the graph it belongs to */
-  uint32_t index;     /* position in graph->nodes */
-  int region;         /* partition region, -1 before partitioning */
   PgLoc loc;
   const char *eager;  /* input says: run eagerly, for this reason (`eager "..."`) */
   double gpu_us;      /* measured GPU time of one execution, 0: unknown (`gpu_us N`) */
-  bool graphable;     /* set by classify.c */
   const char *why;    /* classify.c: why it cannot be in a graph */
   PG_VEC(PgNode *) succs; /* filled by pg_graph_link() */
   PG_VEC(PgNode *) preds;
@@ -320,10 +320,10 @@ struct PgNode {
     struct {
       PgCopyDir dir;
       bool has_ptrs; /* false: operands supplied by the caller at init */
+      bool pageable; /* the host side is pageable memory (not capturable) */
       PgPtr src, dst;
       uint64_t width, height, depth; /* bytes per row, rows, slices */
       uint64_t src_pitch, dst_pitch;
-      bool pageable; /* the host side is pageable memory (not capturable) */
     } memcpy;
     struct {
       bool has_dst; /* false: destination supplied by the caller at init */
