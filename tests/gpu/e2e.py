@@ -234,7 +234,7 @@ def check(name, out, exporter, models, watch, calls=6):
           f"{prog.load_s * 1e3:.1f} ms, init {prog.init_s * 1e3:.1f} ms")
     if not ok:
         diagnose(prog, forward_err(prog, fn, inputs, ref_out))
-    return ok, prog, fn, cfn, inputs, ref_out
+    return ok, prog, fn, cfn, inputs, ref_out, weights
 
 
 def train_err(prog, exporter, step, inputs, start):
@@ -298,7 +298,7 @@ def check_train(name, out, exporter, step, inputs, weights, watch, calls):
           f"{export_s:.2f} s, init {prog.init_s * 1e3:.1f} ms")
     if not ok:
         diagnose(prog, train_err(prog, exporter, step, inputs, start))
-    return ok, prog, step, cstep, inputs, expect
+    return ok, prog, step, cstep, inputs, expect, weights
 
 
 # ---- side-by-side timing ---------------------------------------------------------------
@@ -322,45 +322,89 @@ def time_steps(step, iters=100, reps=15):
     return statistics.median(gpu), statistics.median(host)
 
 
-def peak_above(f, base):
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    f()
-    torch.cuda.synchronize()
-    return torch.cuda.max_memory_allocated() - base
+def nbytes(ts):
+    seen, n = set(), 0
+    for t in ts:
+        if t.data_ptr() not in seen:
+            seen.add(t.data_ptr())
+            n += t.numel() * t.element_size()
+    return n
 
 
-def bench(name, prog, fn, inputs, ref_out):
+class Variant:
+    """One way of running the model, measured the same way as the others: set-up time
+    (creating it and its first 3 calls: compiling, warming up, capturing), step time,
+    and the device memory it needs beyond weights, inputs and outputs -- the larger of
+    what it keeps reserved once set up (a graph's private pool, static input copies)
+    and what a step allocates at its peak (activations)."""
+
+    def __init__(self, label, make):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        r0, a0 = torch.cuda.memory_reserved(), torch.cuda.memory_allocated()
+        t0 = time.perf_counter()
+        self.label, self.failed = label, None
+        try:
+            self.step = make()
+            for _ in range(3):
+                self.step()
+            torch.cuda.synchronize()
+        except Exception as e:  # reported with the table; the other variants are still timed
+            self.failed = f"{type(e).__name__}: {e}"
+            self.gpu = self.host = self.extra = float("nan")
+            self.setup_s = time.perf_counter() - t0
+            torch.cuda.synchronize()
+            return
+        self.setup_s = time.perf_counter() - t0
+        self.gpu, self.host = time_steps(self.step)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        self.step()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - a0
+        torch.cuda.empty_cache()
+        held = torch.cuda.memory_reserved() - r0
+        self.extra = max(peak, held)
+
+
+def profiled_kernel_us(step, n=20):
+    """The GPU time of the kernels (and copies) that n calls of step run, summed, per call."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            step()
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.self_device_time_total > 0]
+    return sum(e.self_device_time_total for e in events) / n, sum(e.count for e in events) / n
+
+
+def bench(name, prog, fn, inputs, ref_out, weights):
     if getattr(fn, "train", False) is True:
         fn = fn.__call__  # a training step: torch.compile takes it as a function (it updates the weights)
     xs_a, xs_b = fresh_like(inputs), fresh_like(inputs)
-    rows = []
-    rows.append(("eager",) + time_steps(lambda: fn(*xs_a)))
+    variants = [Variant("eager", lambda: lambda: fn(*xs_a))]
     cdef = torch.compile(fn)
-    rows.append(("torch.compile default",) + time_steps(lambda: cdef(*xs_a)))
+    variants.append(Variant("torch.compile default", lambda: lambda: cdef(*xs_a)))
+    floor_default, launches_default = profiled_kernel_us(lambda: cdef(*xs_a))  # before the reset below
     torch._dynamo.reset()
-    try:
-        cro = torch.compile(fn, mode="reduce-overhead")
-        rows.append(("torch.compile reduce-overhead",) + time_steps(lambda: cro(*xs_a)))
-    except Exception as e:  # (a training step, say): report it and time the rest
-        print(f"  torch.compile reduce-overhead failed: {type(e).__name__}: {str(e)[:300]}")
-        rows.append(("torch.compile reduce-overhead (failed)", float("nan"), float("nan")))
-    try:
+    cro = torch.compile(fn, mode="reduce-overhead")
+    variants.append(Variant("torch.compile reduce-overhead", lambda: lambda: cro(*xs_a)))
+
+    def manual():
         static = [x.clone() for x in inputs]
         g = torch.cuda.CUDAGraph()
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            fn(*static)
+        with torch.cuda.stream(s):  # as in PyTorch's whole-network example: warm up on a side stream
+            for _ in range(3):
+                fn(*static)
         torch.cuda.current_stream().wait_stream(s)
         with torch.cuda.graph(g):
             fn(*static)
-        rows.append(("manual torch.cuda.graph (copy inputs in)",)
-                    + time_steps(lambda: ([st.copy_(x) for st, x in zip(static, xs_a)], g.replay())))
-    except Exception as e:  # (the eager training step does not capture)
-        print(f"  manual torch.cuda.graph failed: {type(e).__name__}: {str(e)[:300]}")
-        rows.append(("manual torch.cuda.graph (failed)", float("nan"), float("nan")))
-        torch.cuda.synchronize()
+        return lambda: ([st.copy_(x) for st, x in zip(static, xs_a)], g.replay())
+    variants.append(Variant("manual torch.cuda.graph (copy inputs in)", manual))
+
     outs_a, outs_b = [torch.empty_like(r) for r in ref_out], [torch.empty_like(r) for r in ref_out]
     a, b = prog.args(xs_a, outs_a), prog.args(xs_b, outs_b)
     prog.lib.e2e_bench.restype = C.c_double
@@ -375,32 +419,42 @@ def bench(name, prog, fn, inputs, ref_out):
         assert h >= 0, prog.err()
         gpu.append(gus.value)
         host.append(h)
-    rows.append(("pgcc C (new addresses every call)", statistics.median(gpu), statistics.median(host)))
-    # the floor: the kernels' own GPU time, summed, per step (torch.compile default launches them one by one)
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(20):
-            cdef(*xs_a)
-        torch.cuda.synchronize()
-    floor = sum(e.self_device_time_total for e in prof.key_averages()) / 20
-    # device memory beyond weights, inputs and outputs: eager's activations, reduce-overhead's pool, pgcc's arena
-    torch.cuda.synchronize()
-    base = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    fn(*xs_a)
-    torch.cuda.synchronize()
-    eager_extra = torch.cuda.max_memory_allocated() - base
     arena = int(re.search(r"_ARENA_BYTES UINT64_C\((\d+)\)", open(prog.header_path).read()).group(1))
-    ro = rows[2][1]
+    pg = Variant.__new__(Variant)
+    pg.label, pg.failed, pg.gpu, pg.host = "pgcc C (new addresses every call)", None, statistics.median(gpu), \
+        statistics.median(host)
+    pg.extra, pg.setup_s = arena, prog.init_s + prog.load_s
+    variants.append(pg)
+    # The floor: the GPU time of the very kernels pgcc launches, summed per step (CUPTI sees
+    # every kernel in the process, whoever launched it).  torch.compile default's profile is
+    # printed beside it: it is a different set of kernels where the step has graph breaks.
+    turn = [a, b]
+    floor, launches = profiled_kernel_us(lambda: (prog.run(turn[0]), turn.reverse()))
+    if launches == 0:
+        print("  the profiler saw no kernels of the pgcc program: its floor is torch.compile default's")
+        floor = floor_default
+
+    io = nbytes(list(xs_a) + list(outs_a))
+    wb = nbytes(list(weights.values()))
+    eager_total = wb + io + variants[0].extra
+    ro = variants[2].gpu
     print(f"\n{name}: median of 15 x 100 steps, {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print(f"  {'':44s} {'step us':>9s} {'host us/call':>13s} {'vs reduce-overhead':>19s} {'vs floor':>9s}")
-    for r in rows:
-        print(f"  {r[0]:44s} {r[1]:9.1f} {r[2]:13.1f} {r[1] / ro:18.2f}x {r[1] / floor:8.2f}x")
-    print(f"  floor (the kernels' own GPU time per step, profiled): {floor:.1f} us")
-    print(f"  device memory beyond weights and I/O: eager peak {eager_extra / 2**20:.2f} MiB, pgcc arena "
-          f"{arena / 2**20:.2f} MiB (above eager: {(arena - eager_extra) / 2**20:+.2f} MiB); pgcc init "
-          f"{prog.init_s * 1e3:.1f} ms + weights {prog.load_s * 1e3:.1f} ms")
-    return rows
+    print(f"  {'':42s} {'step us':>8s} {'host us':>8s} {'vs RO':>7s} {'vs floor':>8s} {'mem MiB':>8s} "
+          f"{'vs eager':>9s} {'set-up ms':>9s}")
+    for v in variants:
+        if v.failed:
+            print(f"  {v.label:42s} failed: {v.failed[:2000]}")
+            continue
+        above = (v.extra - variants[0].extra) / eager_total
+        print(f"  {v.label:42s} {v.gpu:8.1f} {v.host:8.1f} {v.gpu / ro:6.2f}x {v.gpu / floor:7.2f}x "
+              f"{v.extra / 2**20:8.2f} {above:+8.1%} {v.setup_s * 1e3:9.1f}")
+    print(f"  floor: the pgcc program's kernels' own GPU time per step, profiled: {floor:.1f} us "
+          f"({launches:.0f} kernels and copies per step); torch.compile default's: {floor_default:.1f} us "
+          f"({launches_default:.0f} per step)")
+    print(f"  memory: beyond weights ({wb / 2**20:.2f} MiB), inputs and outputs ({io / 2**20:.2f} MiB); 'vs eager' "
+          f"is the difference over eager's total ({eager_total / 2**20:.2f} MiB); pgcc's is its arena; set-up for "
+          f"pgcc is NAME_init plus reading the weights")
+    return variants
 
 
 def main():
@@ -424,7 +478,7 @@ def main():
         out = os.path.join(a.out, name)
         shutil.rmtree(out, ignore_errors=True)
         try:
-            ok, prog, fn, cfn, inputs, ref_out = check(name, out, exporter, models, watch)
+            ok, prog, fn, cfn, inputs, ref_out, weights = check(name, out, exporter, models, watch)
         except Exception as e:  # report and go on to the next model
             import traceback
             traceback.print_exc()
@@ -432,15 +486,15 @@ def main():
             failed += 1
             continue
         failed += not ok
-        done.append((name, prog, fn, inputs, ref_out))
+        done.append((name, prog, fn, inputs, ref_out, weights))
         if a.fixture:
             shutil.copytree(out, os.path.join(a.fixture, name), dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("*.so", "*.c", "*.h"))
     if watch:
         watch.close()  # the benchmark's profiler needs CUPTI to itself
-    for name, prog, fn, inputs, ref_out in done:
+    for name, prog, fn, inputs, ref_out, weights in done:
         if a.bench:
-            bench(name, prog, fn, inputs, ref_out)
+            bench(name, prog, fn, inputs, ref_out, weights)
         prog.destroy()
     print(f"e2e: {len(a.models) - failed} passed, {failed} failed")
     return 1 if failed else 0
