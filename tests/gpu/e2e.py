@@ -332,21 +332,28 @@ def nbytes(ts):
     return n
 
 
+def private_pool_segments():
+    """{segment address: size} of the caching allocator's segments in private pools (a
+    CUDA graph's memory: torch.cuda.graph's, CUDA Graph Trees')."""
+    return {seg["address"]: seg["total_size"] for seg in torch.cuda.memory_snapshot()
+            if tuple(seg.get("segment_pool_id") or (0, 0)) != (0, 0)}
+
+
 class Variant:
     """One way of running the model, measured the same way as the others: set-up time
     (creating it and its first 3 calls: compiling, warming up, capturing), step time,
-    and the device memory it needs beyond weights, inputs and outputs -- the larger of
-    what it keeps reserved once set up (a graph's private pool, static input copies)
-    and what a step allocates at its peak (activations)."""
+    and the device memory it needs beyond weights, inputs and outputs: what a step
+    allocates at its peak (activations; a training step's gradients), plus the private
+    pools it made (a CUDA graph's memory), plus what it says it keeps (static copies of
+    the inputs).  Library workspaces, made once per stream and shared by all the
+    variants, are not counted for any of them."""
 
     def __init__(self, label, make, clear=lambda: None):
         torch.cuda.synchronize()
         clear()
-        gc.collect()  # what earlier variants and the export left for the collector goes first
-        torch.cuda.empty_cache()
-        r0, a0 = torch.cuda.memory_reserved(), torch.cuda.memory_allocated()
+        before = private_pool_segments()
         t0 = time.perf_counter()
-        self.label, self.failed = label, None
+        self.label, self.failed, self.keeps = label, None, 0
         try:
             self.step = make()
             for _ in range(3):
@@ -362,13 +369,16 @@ class Variant:
         self.setup_s = time.perf_counter() - t0
         self.gpu, self.host = time_steps(self.step)
         torch.cuda.synchronize()
+        clear()
+        gc.collect()
+        a0 = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
-        self.step()  # (a training step frees the last step's gradients first, then makes new ones)
+        self.step()
         torch.cuda.synchronize()
-        peak = torch.cuda.max_memory_allocated() - a0
-        torch.cuda.empty_cache()
-        held = torch.cuda.memory_reserved() - r0
-        self.extra = max(peak, held)
+        self.peak = torch.cuda.max_memory_allocated() - a0
+        self.pools = sum(size for addr, size in private_pool_segments().items() if addr not in before)
+        self.keeps = getattr(self.step, "keeps", 0)
+        self.extra = self.peak + self.pools + self.keeps
 
 
 def profiled_kernel_us(step, n=20):
@@ -403,7 +413,9 @@ def bench(name, prog, fn, inputs, ref_out, weights):
         torch.cuda.current_stream().wait_stream(s)
         with torch.cuda.graph(g):
             fn(*static)
-        return lambda: ([st.copy_(x) for st, x in zip(static, xs_a)], g.replay())
+        step = lambda: ([st.copy_(x) for st, x in zip(static, xs_a)], g.replay())
+        step.keeps = nbytes(static)  # the static inputs it copies into
+        return step
     # before torch.compile has touched anything (a capture that fails can leave the CUDA
     # generator thinking a capture is still under way)
     variants.append(Variant("manual torch.cuda.graph (copy inputs in)", manual, clear))
@@ -411,6 +423,13 @@ def bench(name, prog, fn, inputs, ref_out, weights):
     variants.append(Variant("torch.compile default", lambda: lambda: cdef(*xs_a), clear))
     floor_default, launches_default = profiled_kernel_us(lambda: cdef(*xs_a))  # before the reset below
     torch._dynamo.reset()
+    try:  # CUDA Graph Trees keep one pool per device for every graph: a fresh one for this model
+        from torch._inductor.cudagraph_trees import reset_cudagraph_trees
+        reset_cudagraph_trees()
+    except ImportError:
+        pass
+    gc.collect()
+    torch.cuda.empty_cache()
     cro = torch.compile(fn, mode="reduce-overhead")
     variants.append(Variant("torch.compile reduce-overhead", lambda: lambda: cro(*xs_a), clear))
     variants = [variants[0], variants[2], variants[3], variants[1]]  # the order of the tables
@@ -433,7 +452,7 @@ def bench(name, prog, fn, inputs, ref_out, weights):
     pg = Variant.__new__(Variant)
     pg.label, pg.failed, pg.gpu, pg.host = "pgcc C (new addresses every call)", None, statistics.median(gpu), \
         statistics.median(host)
-    pg.extra, pg.setup_s = arena, prog.init_s + prog.load_s
+    pg.peak, pg.pools, pg.keeps, pg.extra, pg.setup_s = 0, arena, 0, arena, prog.init_s + prog.load_s
     variants.append(pg)
     # The floor: the GPU time of the very kernels pgcc launches, summed per step (CUPTI sees
     # every kernel in the process, whoever launched it).  torch.compile default's profile is
@@ -457,12 +476,13 @@ def bench(name, prog, fn, inputs, ref_out, weights):
             continue
         above = (v.extra - variants[0].extra) / eager_total
         print(f"  {v.label:42s} {v.gpu:8.1f} {v.host:8.1f} {v.gpu / ro:6.2f}x {v.gpu / floor:7.2f}x "
-              f"{v.extra / 2**20:8.2f} {above:+8.1%} {v.setup_s * 1e3:9.1f}")
+              f"{v.extra / 2**20:8.2f} {above:+8.1%} {v.setup_s * 1e3:9.1f}   (step peak {v.peak / 2**20:.2f}, "
+              f"pools {v.pools / 2**20:.2f}, kept {v.keeps / 2**20:.2f} MiB)")
     print(f"  floor: the pgcc program's kernels' own GPU time per step, profiled: {floor:.1f} us "
           f"({launches:.0f} kernels and copies per step); torch.compile default's: {floor_default:.1f} us "
           f"({launches_default:.0f} per step)")
     print(f"  memory: beyond weights ({wb / 2**20:.2f} MiB), inputs and outputs ({io / 2**20:.2f} MiB); 'vs eager' "
-          f"is the difference over eager's total ({eager_total / 2**20:.2f} MiB); pgcc's is its arena; set-up for "
+          f"is the difference over eager's total ({eager_total / 2**20:.2f} MiB); pgcc's is its arena (as its pool); set-up for "
           f"pgcc is NAME_init plus reading the weights")
     return variants
 
