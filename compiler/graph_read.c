@@ -287,6 +287,12 @@ static bool is_float_text(PgStr t) {
 
 static bool read_args(GfCtx *c, const GfWord *list, PgArgs *args) {
   bool ok = true;
+  size_t count = 0; /* carved at its size: a million nodes' arguments, not their doublings */
+  for (const GfWord *w = W(c, list->first); w; w = W(c, w->next)) count++;
+  if (args->n == 0 && count > args->cap) {
+    args->v = pg_arena_alloc(c->a, count * sizeof *args->v);
+    args->cap = count;
+  }
   for (const GfWord *w = W(c, list->first); w; w = W(c, w->next)) {
     PgArg a = {.loc = w->loc};
     switch (w->kind) {

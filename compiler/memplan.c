@@ -60,7 +60,8 @@ static void use(Walk *w, PgBuffer *b) {
 static void use_args(Walk *w, const PgArgs *args) {
   for (size_t i = 0; i < args->n; i++) {
     if (args->v[i].kind == PG_ARG_PTR) use(w, args->v[i].ptr.buf);
-    for (size_t k = 0; k < args->v[i].ptrs.n; k++) use(w, args->v[i].ptrs.v[k].buf);
+    if (args->v[i].kind == PG_ARG_BYTES)
+      for (size_t k = 0; k < args->v[i].ptrs.n; k++) use(w, args->v[i].ptrs.v[k].buf);
   }
 }
 
