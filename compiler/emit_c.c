@@ -500,12 +500,13 @@ static size_t deps_kept(const W *w, const PgNode *n) {
   return k;
 }
 
-/* The node's origin: the input's line when it came from the input named at the top. */
+/* The node's position and origin: the input's line when it came from the input named
+ * at the top.  (Its name is the entry's .origin.) */
 static void lorigin(W *w, const PgNode *n, int at) {
-  lput(w, "    /* "), lint(w, at), lput(w, ": "), lput(w, n->name);
+  lput(w, "    /* "), lint(w, at);
   if (n->origin) lput(w, " (from "), lput(w, n->origin), lput(w, ")");
   if (n->loc.src) {
-    if (w->input && strcmp(n->loc.src->name, w->input) == 0)
+    if (w->input && (n->loc.src->name == w->input || strcmp(n->loc.src->name, w->input) == 0))
       lput(w, ", line ");
     else
       lput(w, ", "), lput(w, n->loc.src->name), lput(w, ":");
@@ -524,7 +525,7 @@ static void kernel_fields(W *w, const PgNode *n, int at) {
   lint(w, idx(w->kernels, n->u.kernel.kernel->name));
   lput(w, n->u.kernel.has_args ? ",\n" : ", .caller_args = 1,\n");
   ldims(w, "     .grid = {", n->u.kernel.grid), ldims(w, ", .block = {", n->u.kernel.block);
-  lput(w, ", .smem = "), lnum(w, n->u.kernel.smem);
+  if (n->u.kernel.smem) lput(w, ", .smem = "), lnum(w, n->u.kernel.smem);
   if (!n->u.kernel.has_args) return;
   unsigned char *blk = calloc(param_bytes(n->u.kernel.kernel) + 1, 1);
   Strs rel = {0}, sc = {0}, cr = {0};
@@ -601,8 +602,9 @@ static void emit_node(W *w, const PgNode *n, int at) {
   }
   size_t nd = deps_kept(w, n);
   if (nd) {
-    lput(w, ",\n     .deps = "), lput(w, w->name), lput(w, "_deps + "), lnum(w, w->deps_at);
-    lput(w, ", .dep_count = "), lnum(w, nd);
+    bool short_line = n->kind == PG_KERNEL && !n->u.kernel.has_args; /* ends with its launch dimensions */
+    lput(w, short_line ? ", .deps = DEPS(" : ",\n     .deps = DEPS("), lnum(w, w->deps_at);
+    lput(w, "), .dep_count = "), lnum(w, nd);
     w->deps_at += nd;
   }
   lput(w, "},\n");
@@ -833,6 +835,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     }
     lput(&w, "\n};\n"), lflush(&w);
   }
+  if (deps) fprintf(f, "\n#define DEPS(at) (%s_deps + (at)) /* a node's run of dependencies */", name);
   fprintf(f, "\nstatic const pgrt_node %s_nodes[] = {\n", name);
   for (size_t i = 0; i < w.order.n; i++) {
     if (i == (size_t)g->nodes.n && w.bodies.n) lput(&w, "    /* the bodies of child and conditional nodes */\n");
@@ -840,7 +843,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   }
   lflush(&w);
   if (!w.order.n) fputs("    {0},\n", f);
-  fputs("};\n\n", f);
+  fputs(deps ? "};\n#undef DEPS\n\n" : "};\n\n", f);
   if (w.bodies.n) {
     fprintf(f, "static const pgrt_body %s_bodies[] = {\n", name);
     for (size_t b = 0; b < w.bodies.n; b++)
