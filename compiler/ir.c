@@ -81,7 +81,15 @@ void pg_program_link(PgProgram *p) {
       g->edges.v[i].from->succs.n++;
       g->edges.v[i].to->preds.n++;
     }
-    PgNode **slots = g->edges.n ? pg_arena_alloc(p->arena, 2 * g->edges.n * sizeof *slots) : NULL;
+    if (!g->edges.n) { /* nothing to carve (and no pointer arithmetic on NULL) */
+      for (size_t i = 0; i < g->nodes.n; i++) {
+        PgNode *n = g->nodes.v[i];
+        n->succs.v = n->preds.v = NULL;
+        n->succs.cap = n->preds.cap = 0;
+      }
+      continue;
+    }
+    PgNode **slots = pg_arena_alloc(p->arena, 2 * g->edges.n * sizeof *slots);
     for (size_t i = 0; i < g->nodes.n; i++) {
       PgNode *n = g->nodes.v[i];
       n->succs.v = slots, n->succs.cap = n->succs.n, slots += n->succs.n, n->succs.n = 0;
