@@ -338,20 +338,36 @@ END_TEST
 START_TEST(random_dags_hold_the_invariants) {
   unsigned seed = 12345;
 #define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
-  for (int round = 0; round < 50; round++) {
+  int backward_rounds = 0;
+  for (int round = 0; round < 100; round++) {
     static char text[1 << 16];
     int n = 5 + (int)(RND() % 60), len = snprintf(text, sizeof text, K "graph g {\n");
-    for (int i = 0; i < n; i++) {
-      if (RND() % 5 == 0)
-        len += snprintf(text + len, sizeof text - (size_t)len, " node n%d hostop op sync reason \"r\";\n", i);
-      else
-        len += snprintf(text + len, sizeof text - (size_t)len, " node n%d kernel k gpu_us %u;\n", i, RND() % 12);
+    /* odd rounds declare the nodes in a shuffled order, so that edges run backwards
+     * too and partition takes its heap path, not the node order as it is */
+    int decl[64], at[64];
+    for (int i = 0; i < n; i++) decl[i] = i;
+    for (int i = n - 1; i > 0 && round % 2; i--) {
+      int j = (int)(RND() % (unsigned)(i + 1)), t = decl[i];
+      decl[i] = decl[j], decl[j] = t;
     }
+    for (int k = 0; k < n; k++) {
+      at[decl[k]] = k;
+      if (RND() % 5 == 0)
+        len += snprintf(text + len, sizeof text - (size_t)len, " node n%d hostop op sync reason \"r\";\n", decl[k]);
+      else
+        len += snprintf(text + len, sizeof text - (size_t)len, " node n%d kernel k gpu_us %u;\n", decl[k], RND() % 12);
+    }
+    bool forward = true;
     for (int i = 0; i < n; i++)
       for (int j = i + 1; j < n; j++)
-        if (RND() % 9 == 0) len += snprintf(text + len, sizeof text - (size_t)len, " n%d -> n%d;\n", i, j);
+        if (RND() % 9 == 0) {
+          len += snprintf(text + len, sizeof text - (size_t)len, " n%d -> n%d;\n", i, j);
+          forward = forward && at[i] < at[j];
+        }
     snprintf(text + len, sizeof text - (size_t)len, "}\n");
-    Parsed *p = plan(text, NULL, 1 + RND() % 2000);
+    Parsed *p = plan(text, NULL, 1 + RND() % 2000); /* pg_verify_regions aborts on an edge run backwards */
+    ck_assert(pg_graph_in_order(p->prog->graphs.v[0]) == forward);
+    backward_rounds += !forward;
     size_t eager_nodes = 0, graph_regions = 0;
     for (size_t i = 0; i < p->prog->regions.n; i++) {
       const PgRegion *r = p->prog->regions.v[i];
@@ -364,6 +380,7 @@ START_TEST(random_dags_hold_the_invariants) {
     ck_assert_uint_le(graph_regions, eager_nodes + 1);
     parsed_free(p);
   }
+  ck_assert_int_ge(backward_rounds, 25); /* the heap path ran */
 #undef RND
 }
 END_TEST
