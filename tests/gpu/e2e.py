@@ -441,13 +441,23 @@ def bench(name, prog, fn, inputs, ref_out, weights):
                                    C.POINTER(C.c_double)]
     stream = C.c_void_p(torch.cuda.current_stream().cuda_stream)
     fnp = C.cast(prog.run_fn, C.c_void_p)
-    gpu, host = [], []
-    for _ in range(15):
-        gus = C.c_double()
-        h = prog.lib.e2e_bench(fnp, prog.ctx, C.byref(a), C.byref(b), stream, 100, C.byref(gus))
-        assert h >= 0, prog.err()
-        gpu.append(gus.value)
-        host.append(h)
+
+    def pgcc_steps(first, second):
+        gpu, host = [], []
+        for _ in range(15):
+            gus = C.c_double()
+            h = prog.lib.e2e_bench(fnp, prog.ctx, C.byref(first), C.byref(second), stream, 100, C.byref(gus))
+            assert h >= 0, prog.err()
+            gpu.append(gus.value)
+            host.append(h)
+        return gpu, host
+    # the same addresses on every call as well: what patching the moved nodes costs
+    same = Variant.__new__(Variant)
+    same.label, same.failed, same.peak, same.pools, same.keeps, same.extra, same.setup_s = \
+        "pgcc C (same addresses every call)", None, 0, 0, 0, float("nan"), float("nan")
+    g_same, h_same = pgcc_steps(a, a)
+    same.gpu, same.host = statistics.median(g_same), statistics.median(h_same)
+    gpu, host = pgcc_steps(a, b)
     arena = int(re.search(r"_ARENA_BYTES UINT64_C\((\d+)\)", open(prog.header_path).read()).group(1))
     pg = Variant.__new__(Variant)
     pg.label, pg.failed, pg.gpu, pg.host = "pgcc C (new addresses every call)", None, statistics.median(gpu), \
@@ -459,6 +469,7 @@ def bench(name, prog, fn, inputs, ref_out, weights):
     pg.peak, pg.pools, pg.keeps, pg.setup_s = 0, arena, kept, prog.init_s + prog.load_s
     pg.extra = arena + kept
     variants.append(pg)
+    variants.append(same)
     # The floor: the GPU time of the very kernels pgcc launches, summed per step (CUPTI sees
     # every kernel in the process, whoever launched it).  torch.compile default's profile is
     # printed beside it: it is a different set of kernels where the step has graph breaks.
