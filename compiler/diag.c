@@ -101,14 +101,17 @@ PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
       [0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [8] = 1, [14] = 1,
       [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,
       [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [127] = 1};
-  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull, lows = 0x7f * ones;
   for (size_t i = 0; i < len; i++) {
-    /* eight bytes at a time while none is below 0x20 or 0x7f (the usual case) */
+    /* Eight bytes at a time while none is binary (the usual case).  Per byte, exactly:
+     * ((x & 0x7f) + (0x80 - n)) | x has its high bit set when the byte is n or more. */
+#define AT_LEAST(x, n) ((((x) & lows) + (0x80 - (n)) * ones) | (x))
     for (uint64_t x; i + 8 <= len; i += 8) {
       memcpy(&x, text + i, 8);
-      uint64_t y = x ^ (0x7f * ones);
-      if ((((x - 0x20 * ones) & ~x) | ((y - ones) & ~y)) & highs) break;
+      uint64_t control = ~AT_LEAST(x, 0x20), space = AT_LEAST(x, 9) & ~AT_LEAST(x, 14), del = ~AT_LEAST(x ^ lows, 1);
+      if (((control & ~space) | del) & highs) break; /* a control byte but \t..\r, or 0x7f */
     }
+#undef AT_LEAST
     if (i >= len) break;
     unsigned char c = (unsigned char)text[i];
     if (binary[c]) {
