@@ -192,18 +192,21 @@ typedef struct {
 
 /* The per-node text of a large program is most of the output: it is assembled here
  * without printf, then written at once. */
-static void lputn(W *w, const char *s, size_t n) {
-  if (w->line_len + n > w->line_cap) {
-    size_t cap = w->line_cap ? w->line_cap : 4096;
-    while (cap < w->line_len + n) cap *= 2;
-    char *nl = realloc(w->line, cap);
-    if (!nl) PG_BUG("out of memory for %zu bytes of output", cap);
-    w->line = nl, w->line_cap = cap;
-  }
+static void lgrow(W *w, size_t n);
+static inline void lputn(W *w, const char *s, size_t n) {
+  if (w->line_len + n > w->line_cap) lgrow(w, n);
   memcpy(w->line + w->line_len, s, n);
   w->line_len += n;
 }
-static void lput(W *w, const char *s) { lputn(w, s, strlen(s)); }
+/* inline, so that a literal's strlen is folded */
+static inline void lput(W *w, const char *s) { lputn(w, s, strlen(s)); }
+static void lgrow(W *w, size_t n) {
+  size_t cap = w->line_cap ? w->line_cap : 4096;
+  while (cap < w->line_len + n) cap *= 2;
+  char *nl = realloc(w->line, cap);
+  if (!nl) PG_BUG("out of memory for %zu bytes of output", cap);
+  w->line = nl, w->line_cap = cap;
+}
 static void lnum(W *w, uint64_t v) {
   char d[24], *e = d + sizeof d, *q = e;
   do *--q = (char)('0' + v % 10); while (v /= 10);
