@@ -671,7 +671,6 @@ static void pend_body(GfCtx *c, PgNode *n, const GfWord *w) {
 }
 
 static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
-  pg_map_prefetch(c->nodes, name->text.s, name->text.len); /* its slot arrives while the attributes are read */
   const GfWord *kw = W(c, name->next);
   PgNodeKind kind;
   if (!kw || kw->kind != GF_NAME || !pg_kind_from_name(name_of(c, kw), &kind)) {

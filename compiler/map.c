@@ -72,14 +72,9 @@ void *pg_map_getn(const PgMap *m, const char *key, size_t len) {
 
 void *pg_map_get(const PgMap *m, const char *key) { return pg_map_getn(m, key, strlen(key)); }
 
-/* A million-name table is 16 MiB: a lookup is a cache miss, about 100 ns, which
- * is most of its cost.  These two let a caller overlap them with other work. */
-void pg_map_prefetch(const PgMap *m, const char *key, size_t len) {
-  __builtin_prefetch(&m->slots[hash(key, len) & (m->cap - 1)]);
-}
-
-/* vals[i] = the value of keys[i] (or NULL), the misses of up to AHEAD lookups in
- * flight at once. */
+/* vals[i] = the value of keys[i] (or NULL).  A million-name table is 16 MiB, so a
+ * lookup is a cache miss, about 100 ns, most of its cost: here up to AHEAD of them
+ * are in flight at once. */
 #define AHEAD 16
 void pg_map_get_many(const PgMap *m, size_t n, const char *const *keys, const size_t *lens, void **vals) {
   uint64_t h[AHEAD];
