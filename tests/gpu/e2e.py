@@ -339,46 +339,53 @@ def private_pool_segments():
             if tuple(seg.get("segment_pool_id") or (0, 0)) != (0, 0)}
 
 
-class Variant:
-    """One way of running the model, measured the same way as the others: set-up time
-    (creating it and its first 3 calls: compiling, warming up, capturing), step time,
-    and the device memory it needs beyond weights, inputs and outputs: what a step
+class Row:
+    """One way of running the model, in the table: step time (GPU and host, µs), set-up
+    time, and the device memory it needs beyond weights, inputs and outputs: what a step
     allocates at its peak (activations; a training step's gradients), plus the private
-    pools it made (a CUDA graph's memory), plus what it says it keeps (static copies of
-    the inputs).  Library workspaces, made once per stream and shared by all the
-    variants, are not counted for any of them."""
+    pools it made (a CUDA graph's memory), plus what it keeps (static copies of the
+    inputs).  Library workspaces, made once per stream and shared by all the PyTorch
+    ways, are not counted for any of them."""
 
-    def __init__(self, label, make, clear=lambda: None):
+    def __init__(self, label, gpu=float("nan"), host=float("nan"), setup_s=float("nan"), peak=0, pools=0, keeps=0,
+                 failed=None):
+        self.label, self.gpu, self.host, self.setup_s = label, gpu, host, setup_s
+        self.peak, self.pools, self.keeps, self.failed = peak, pools, keeps, failed
+
+    @property
+    def extra(self):
+        return float("nan") if self.failed else self.peak + self.pools + self.keeps
+
+
+def measure(label, make, clear=lambda: None):
+    """Sets a way up (make() returns its step; it is called 3 times: compiling, warming
+    up, capturing), times it, and measures its memory (Row)."""
+    torch.cuda.synchronize()
+    clear()
+    before = private_pool_segments()
+    t0 = time.perf_counter()
+    try:
+        step = make()
+        for _ in range(3):
+            step()
         torch.cuda.synchronize()
-        clear()
-        before = private_pool_segments()
-        t0 = time.perf_counter()
-        self.label, self.failed, self.keeps = label, None, 0
-        try:
-            self.step = make()
-            for _ in range(3):
-                self.step()
-            torch.cuda.synchronize()
-        except Exception as e:  # reported with the table; the other variants are still timed
-            import traceback
-            self.failed = f"{type(e).__name__}: {e}\n" + "".join(traceback.format_tb(e.__traceback__)[-4:])
-            self.gpu = self.host = self.extra = float("nan")
-            self.setup_s = time.perf_counter() - t0
-            torch.cuda.synchronize()
-            return
-        self.setup_s = time.perf_counter() - t0
-        self.gpu, self.host = time_steps(self.step)
+    except Exception as e:  # reported with the table; the other ways are still timed
+        import traceback
         torch.cuda.synchronize()
-        clear()
-        gc.collect()
-        a0 = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        self.step()
-        torch.cuda.synchronize()
-        self.peak = torch.cuda.max_memory_allocated() - a0
-        self.pools = sum(size for addr, size in private_pool_segments().items() if addr not in before)
-        self.keeps = getattr(self.step, "keeps", 0)
-        self.extra = self.peak + self.pools + self.keeps
+        return Row(label, setup_s=time.perf_counter() - t0,
+                   failed=f"{type(e).__name__}: {e}\n" + "".join(traceback.format_tb(e.__traceback__)[-4:]))
+    setup_s = time.perf_counter() - t0
+    gpu, host = time_steps(step)
+    torch.cuda.synchronize()
+    clear()
+    gc.collect()
+    a0 = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    return Row(label, gpu, host, setup_s, peak=torch.cuda.max_memory_allocated() - a0,
+               pools=sum(size for addr, size in private_pool_segments().items() if addr not in before),
+               keeps=getattr(step, "keeps", 0))
 
 
 def profiled_kernel_us(step, n=20):
@@ -400,7 +407,7 @@ def bench(name, prog, fn, inputs, ref_out, weights):
         clear = lambda opt=fn.opt: opt.zero_grad(set_to_none=True)
         fn = fn.__call__  # a training step: torch.compile takes it as a function (it updates the weights)
     xs_a, xs_b = fresh_like(inputs), fresh_like(inputs)
-    variants = [Variant("eager", lambda: lambda: fn(*xs_a), clear)]
+    variants = [measure("eager", lambda: lambda: fn(*xs_a), clear)]
 
     def manual():
         static = [x.clone() for x in inputs]
@@ -418,9 +425,9 @@ def bench(name, prog, fn, inputs, ref_out, weights):
         return step
     # before torch.compile has touched anything (a capture that fails can leave the CUDA
     # generator thinking a capture is still under way)
-    variants.append(Variant("manual torch.cuda.graph (copy inputs in)", manual, clear))
+    variants.append(measure("manual torch.cuda.graph (copy inputs in)", manual, clear))
     cdef = torch.compile(fn)
-    variants.append(Variant("torch.compile default", lambda: lambda: cdef(*xs_a), clear))
+    variants.append(measure("torch.compile default", lambda: lambda: cdef(*xs_a), clear))
     floor_default, launches_default = profiled_kernel_us(lambda: cdef(*xs_a))  # before the reset below
     torch._dynamo.reset()
     try:  # CUDA Graph Trees keep one pool per device for every graph: a fresh one for this model
@@ -431,7 +438,7 @@ def bench(name, prog, fn, inputs, ref_out, weights):
     gc.collect()
     torch.cuda.empty_cache()
     cro = torch.compile(fn, mode="reduce-overhead")
-    variants.append(Variant("torch.compile reduce-overhead", lambda: lambda: cro(*xs_a), clear))
+    variants.append(measure("torch.compile reduce-overhead", lambda: lambda: cro(*xs_a), clear))
     variants = [variants[0], variants[2], variants[3], variants[1]]  # the order of the tables
 
     outs_a, outs_b = [torch.empty_like(r) for r in ref_out], [torch.empty_like(r) for r in ref_out]
@@ -452,24 +459,17 @@ def bench(name, prog, fn, inputs, ref_out, weights):
             host.append(h)
         return gpu, host
     # the same addresses on every call as well: what patching the moved nodes costs
-    same = Variant.__new__(Variant)
-    same.label, same.failed, same.peak, same.pools, same.keeps, same.extra, same.setup_s = \
-        "pgcc C (same addresses every call)", None, 0, 0, 0, float("nan"), float("nan")
     g_same, h_same = pgcc_steps(a, a)
-    same.gpu, same.host = statistics.median(g_same), statistics.median(h_same)
     gpu, host = pgcc_steps(a, b)
     arena = int(re.search(r"_ARENA_BYTES UINT64_C\((\d+)\)", open(prog.header_path).read()).group(1))
-    pg = Variant.__new__(Variant)
-    pg.label, pg.failed, pg.gpu, pg.host = "pgcc C (new addresses every call)", None, statistics.median(gpu), \
-        statistics.median(host)
-    # blocks from outside the captures (a library's workspace) are weights of the program,
-    # loaded with their bytes: memory eager does not have as weights, so it counts here
+    # blocks from outside the captures whose bytes matter (the exporter's t<N>, role weight)
+    # are weights of the program that eager does not have as weights: they count here
     graph = open(prog.header_path[:-2] + ".graph").read()
     kept = sum(int(m.group(1)) for m in re.finditer(r"^buffer t\d+ size (\d+) [^;]*role weight", graph, re.M))
-    pg.peak, pg.pools, pg.keeps, pg.setup_s = 0, arena, kept, prog.init_s + prog.load_s
-    pg.extra = arena + kept
-    variants.append(pg)
-    variants.append(same)
+    variants.append(Row("pgcc C (new addresses every call)", statistics.median(gpu), statistics.median(host),
+                        prog.init_s + prog.load_s, pools=arena, keeps=kept))
+    variants.append(Row("pgcc C (same addresses every call)", statistics.median(g_same), statistics.median(h_same),
+                        pools=arena, keeps=kept))  # the same program: its memory too
     # The floor: the GPU time of the very kernels pgcc launches, summed per step (CUPTI sees
     # every kernel in the process, whoever launched it).  torch.compile default's profile is
     # printed beside it: it is a different set of kernels where the step has graph breaks.
