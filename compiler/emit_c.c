@@ -646,9 +646,6 @@ static void emit_weights_loader(W *w, const PgWeights *wf) {
   fputs("  return PGRT_OK;\n}\n\n", f);
 }
 
-/* Kernel nodes whose arguments the caller gives at init. */
-static size_t caller_arg_nodes(const W *w) { return w->caller_args; }
-
 /* The API: the argument structs and the three functions' prototypes.  The header
  * lists the kernel nodes whose arguments the caller gives (list_caller_args); the C
  * file marks them in its node table instead (.caller_args = 1), which keeps a
@@ -702,7 +699,7 @@ static void emit_api(W *w, bool list_caller_args) {
   /* a macro, not an enum: an arena may pass INT_MAX bytes */
   fprintf(f, "#define %s_ARENA_BYTES UINT64_C(%" PRIu64 ") /* device memory for intermediates */\n\n", nm,
           p->mem.arena_bytes);
-  size_t caller = caller_arg_nodes(w);
+  size_t caller = w->caller_args;
   if (caller) {
     fprintf(f, "/* The input did not say these kernel nodes' arguments: NAME_init takes, in this order, each\n"
                " * one's kernelParams array (as cuLaunchKernel takes it; kept alive until destroy). */\n");
@@ -885,7 +882,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   if (p->conditions.n) fprintf(f, "    .conditions = %s_conditions, .condition_count = %zu,\n", name, p->conditions.n);
   fprintf(f, "    .arena_bytes = %" PRIu64 ", .bound_slots = %d, .weight_slots = %d, .scalar_slots = %d,\n",
           p->mem.arena_bytes, bound, weights, slot);
-  fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,", caller_arg_nodes(&w), p->events.n);
+  fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,", w.caller_args, p->events.n);
   if (w.host_nodes) fprintf(f, " .host_slots = %zu,", w.host_nodes);
   fputc('\n', f);
   fprintf(f, "    .arch = \"%s\",\n};\n\n", p->arch ? p->arch : "");
@@ -905,7 +902,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     fprintf(f, "  (void)weights;\n  return pgrt_init(ctx, &%s_program, NULL, kernel_args, arena);\n}\n\n", name);
   }
   for (size_t i = 0; i < p->weights.n; i++) emit_weights_loader(&w, p->weights.v[i]);
-  if (caller_arg_nodes(&w)) {
+  if (w.caller_args) {
     fprintf(f, "const char *const %s_kernel_arg_origins[%s_KERNEL_ARG_NODES] = {", name, name);
     size_t k = 0;
     for (size_t i = 0; i < w.order.n; i++) {
