@@ -51,7 +51,7 @@ GEN_SRCS = grammar/gen/dot.tab.c grammar/gen/dot.tab.h grammar/gen/dot.lex.c gra
 
 HEADERS = compiler/pgcc.h compiler/parse.h
 
-.PHONY: runtime install all deps demo check check-generated check-clang check-cuda check-asan check-valgrind check-codegen test bench clean regen calibrate fuzz
+.PHONY: runtime install all deps demo check check-generated check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen test bench clean regen calibrate fuzz
 .DELETE_ON_ERROR:
 # The generated sources are committed: never delete them as intermediates.
 .SECONDARY: $(GEN_SRCS)
