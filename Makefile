@@ -11,21 +11,19 @@
 # machine); `make check` verifies that they match the grammar.
 
 CC      ?= cc
+CUDA_HOME ?= /usr/local/cuda
 OPT     ?= -O2 -g
 WARN    = -Wall -Wextra -Wpedantic -Wmissing-prototypes -Wshadow -Wstrict-prototypes -Werror
 CFLAGS  = -std=c11 -D_DEFAULT_SOURCE $(OPT) $(WARN) $(EXTRA_CFLAGS)
-CPPFLAGS = -Icompiler -Igrammar/gen $(CPPFLAGS_LIBCLANG) $(JANSSON_CFLAGS)
+CPPFLAGS = -Icompiler -Igrammar/gen $(CPPFLAGS_LIBCLANG)
 # Generated code is not ours to fix: keep -Werror, drop the warnings flex and bison trip.
 GENWARN = -Wno-unused-function -Wno-sign-compare -Wno-missing-prototypes -Wno-unused-parameter
 LDFLAGS ?=
-LDLIBS  = -lm $(JANSSON_LIBS)
-# jansson reads safetensors headers.  Where it is not installed (the GPU machine),
-# point these at an unpacked copy: make JANSSON_CFLAGS=-I... JANSSON_LIBS=.../libjansson.a
-JANSSON_CFLAGS ?= $(shell pkg-config --cflags jansson 2>/dev/null)
-JANSSON_LIBS ?= $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
+LDLIBS  = -lm
 # libclang, optional: with it pgcc checks CUDA C kernels' layouts against their source
+# (loaded with dlopen, only when a CUDA C module is checked).  Looked for when make
+# starts: `make demo` and `make check` install it first, then build in a new make.
 LIBCLANG_DIR ?= $(firstword $(wildcard /usr/lib/llvm-1[0-9]))
-# (loaded with dlopen, only when a CUDA C module is checked)
 ifneq ($(wildcard $(LIBCLANG_DIR)/include/clang-c/Index.h),)
 CPPFLAGS_LIBCLANG = -DPGCC_HAVE_LIBCLANG -isystem $(LIBCLANG_DIR)/include \
 	-DPGCC_LIBCLANG='"$(firstword $(wildcard $(LIBCLANG_DIR)/lib/libclang.so.1 $(LIBCLANG_DIR)/lib/libclang.so))"'
@@ -51,7 +49,7 @@ GEN_SRCS = grammar/gen/dot.tab.c grammar/gen/dot.tab.h grammar/gen/dot.lex.c gra
 
 HEADERS = compiler/pgcc.h compiler/parse.h
 
-.PHONY: runtime install all deps demo check check-generated check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen test bench clean regen calibrate fuzz
+.PHONY: FORCE runtime install all deps demo check check-generated check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen test bench clean regen calibrate fuzz
 .DELETE_ON_ERROR:
 # The generated sources are committed: never delete them as intermediates.
 .SECONDARY: $(GEN_SRCS)
@@ -61,11 +59,23 @@ all: $(B)/pgcc $(if $(wildcard $(CUDA_HOME)/include/cuda.h),runtime)
 $(B):
 	@mkdir -p $(B)
 
-$(B)/%.o: compiler/%.c $(HEADERS) $(GEN_SRCS) | $(B)
+# The build's configuration: the compiler and its version, the flags, whether
+# libclang was found, the CUDA headers.  When any of it changes, everything built
+# with it is rebuilt; the stamp is rewritten only when it differs, so an unchanged
+# configuration rebuilds nothing.
+CONFIG = $(CC) [$(shell $(CC) --version 2>/dev/null | head -n 1)] $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) \
+	cuda=$(CUDA_HOME)$(if $(wildcard $(CUDA_HOME)/include/cuda.h),,(none))
+$(B)/config.stamp: FORCE | $(B)
+	$(file >$@.new,$(CONFIG))
+	@if cmp -s $@.new $@; then rm -f $@.new; else \
+	  [ ! -f $@ ] || echo "configuration changed: rebuilding $(B)/"; mv $@.new $@; fi
+FORCE:
+
+$(B)/%.o: compiler/%.c $(HEADERS) $(GEN_SRCS) $(B)/config.stamp | $(B)
 	@$(if $(Q),echo "CC $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(B)/%.o: grammar/gen/%.c $(HEADERS) $(GEN_SRCS) | $(B)
+$(B)/%.o: grammar/gen/%.c $(HEADERS) $(GEN_SRCS) $(B)/config.stamp | $(B)
 	@$(if $(Q),echo "CC $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(GENWARN) -c -o $@ $<
 
@@ -121,7 +131,7 @@ CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl
 
 RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o
 
-$(B)/rt/%.o: runtime/%.c runtime/pgrt.h runtime/pgrt_impl.h | $(B)
+$(B)/rt/%.o: runtime/%.c runtime/pgrt.h runtime/pgrt_impl.h $(B)/config.stamp | $(B)
 	@mkdir -p $(B)/rt
 	@$(if $(Q),echo "CC $<")
 	$(Q)$(CC) $(CFLAGS) -fPIC $(CUDA_INC) -c -o $@ $<
@@ -148,7 +158,6 @@ install: $(B)/pgcc $(if $(wildcard $(CUDA_HOME)/include/cuda.h),runtime) runtime
 	install -m 644 $(B)/pgrt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/pgrt.pc
 
 # ---- pgcc-calibrate: measures a machine profile on a GPU (needs nvcc to build)
-CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || echo $(CUDA_HOME)/bin/nvcc)
 NVCCFLAGS = -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
 	-Xcompiler -Wall,-Wextra,-Werror
@@ -163,7 +172,10 @@ calibrate: $(B)/pgcc-calibrate
 deps:
 	@bash scripts/install-deps.sh
 
-demo: deps $(B)/pgcc
+# Set-up first, then the build in a new make: this one looked for libclang and the
+# CUDA headers when it started, before install-deps ran.
+demo: deps
+	@$(MAKE) --no-print-directory $(B)/pgcc
 	@bash examples/demo.sh
 
 include tests/tests.mk

@@ -4,13 +4,14 @@
 #
 #   flex, bison        regenerate the scanners and parsers in grammar/
 #   check, pkg-config  the unit and golden test suites (make check)
-#   libjansson-dev     JSON in tests (reading the drivers' _walk.json files)
+#   libjansson-dev     JSON in tests (reading the drivers' _walk.json files, reports)
 #   libclang-dev       optional at build time: kernel signatures from CUDA C
 #   clang, libclang-rt-14-dev  the clang build check, sanitizers and libFuzzer
+#   valgrind           make check runs pgcc under memcheck
 #   graphviz           renders --emit=dot pictures (dot -Tsvg)
 set -euo pipefail
 
-packages=(flex bison check pkg-config libjansson-dev libclang-dev clang libclang-rt-14-dev graphviz)
+packages=(flex bison check pkg-config libjansson-dev libclang-dev clang libclang-rt-14-dev valgrind graphviz)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -51,6 +51,16 @@ bool file_exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
+size_t first_nonzero(const void *p, size_t n) {
+  static const unsigned char zero[4096];
+  const unsigned char *b = p;
+  size_t at = 0;
+  while (at < n && memcmp(b + at, zero, n - at < sizeof zero ? n - at : sizeof zero) == 0) at += sizeof zero;
+  for (; at < n; at++) /* within the first chunk that differs */
+    if (b[at]) return at;
+  return n;
+}
+
 /* On the heap: the diagnostics stream writes through pointers into it. */
 Parsed *parse_text(const char *name, const char *text) {
   Parsed *p = calloc(1, sizeof *p);

@@ -20,6 +20,12 @@ void run_free(Run *r);
 char *slurp(const char *path, size_t *len);
 bool file_exists(const char *path);
 
+/* The index of the first nonzero byte of n at p, or n if all are zero.  Large
+ * buffers are checked with this and one assertion, not an assertion per byte: each
+ * passing Check assertion writes to a pipe, which under a sanitizer on a slow
+ * machine turned a 4 MiB check into a timeout. */
+size_t first_nonzero(const void *p, size_t n);
+
 /* Parses text in the given dialect into a program; diagnostics go to *diags. */
 typedef struct {
   PgArena *arena;
@@ -49,5 +55,6 @@ Suite *cli_suite(void);
 Suite *partition_suite(void);
 Suite *fuzz_suite(void);
 Suite *signatures_suite(void);
+Suite *safetensors_suite(void);
 
 #endif

@@ -276,7 +276,6 @@ END_TEST
 Suite *corpus_suite(void) {
   Suite *s = suite_create("corpus");
   TCase *t = tcase_create("corpus");
-  tcase_set_timeout(t, 60);
   tcase_add_loop_test(t, torch_capture_matches_driver_walk, 0, NTORCH);
   tcase_add_test(t, cuda_allkinds_under_every_flag);
   tcase_add_test(t, round_trips_are_fixed_points);

@@ -6,8 +6,6 @@
 # Builds pgcc and libpgrt from the committed sources, then runs tests/gpu/e2e.py:
 # each model is torch.compile'd, exported by tools/pgcc-export, compiled by pgcc,
 # built and run from C on fresh inputs at new addresses, and checked against PyTorch.
-# Where jansson is not installed (it reads safetensors headers), set JANSSON_CFLAGS
-# and JANSSON_LIBS to an unpacked copy (scripts/jansson-carry.sh makes one).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}

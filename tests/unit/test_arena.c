@@ -11,7 +11,7 @@ START_TEST(arena_aligned_and_zeroed) {
   for (size_t i = 1; i < 5000; i += 37) {
     unsigned char *p = pg_arena_alloc(a, i);
     ck_assert_uint_eq((uintptr_t)p % 16, 0);
-    for (size_t k = 0; k < i; k++) ck_assert_uint_eq(p[k], 0);
+    ck_assert_uint_eq(first_nonzero(p, i), i);
     memset(p, 0xab, i); /* must not disturb earlier blocks: checked below */
   }
   char *s = pg_arena_strdup(a, "kernel");
@@ -38,13 +38,13 @@ START_TEST(arena_reset_rezeroes_a_mapped_block) {
   PgArena *a = pg_arena_new();
   size_t big = 4u << 20;
   unsigned char *p = pg_arena_alloc(a, big);
-  for (size_t k = 0; k < big; k += 4093) ck_assert_uint_eq(p[k], 0);
+  ck_assert_uint_eq(first_nonzero(p, big), big);
   memset(p, 0xcd, big);
   pg_arena_reset(a);
   unsigned char *q = pg_arena_alloc(a, 100), *r = pg_arena_alloc(a, big / 2);
   ck_assert_ptr_eq(q, p); /* the same block, from its start */
-  for (size_t k = 0; k < 100; k++) ck_assert_uint_eq(q[k], 0);
-  for (size_t k = 0; k < big / 2; k++) ck_assert_uint_eq(r[k], 0);
+  ck_assert_uint_eq(first_nonzero(q, 100), 100);
+  ck_assert_uint_eq(first_nonzero(r, big / 2), big / 2);
   pg_arena_free(a);
 }
 END_TEST
@@ -54,7 +54,10 @@ START_TEST(vec_grows_and_keeps_contents) {
   PG_VEC(int) v = {0};
   for (int i = 0; i < 100000; i++) pg_vec_push(a, v, i * 3);
   ck_assert_uint_eq(v.n, 100000);
-  for (int i = 0; i < 100000; i++) ck_assert_int_eq(v.v[i], i * 3);
+  int bad = -1;
+  for (int i = 0; i < 100000 && bad < 0; i++)
+    if (v.v[i] != i * 3) bad = i;
+  ck_assert_int_eq(bad, -1);
   pg_arena_free(a);
 }
 END_TEST
@@ -75,8 +78,11 @@ START_TEST(vec_grows_in_place_when_last) {
   for (uint64_t i = 4096; i < 5000; i++) pg_vec_push(a, v, i + 1);
   ck_assert_ptr_ne(v.v, at); /* not the last any more: moved */
   ck_assert_str_eq(other, "x");
-  for (uint64_t i = 0; i < 5000; i++) ck_assert_uint_eq(v.v[i], i + 1);
-  for (size_t i = v.n; i < v.cap; i++) ck_assert_uint_eq(v.v[i], 0);
+  uint64_t bad = 0;
+  for (uint64_t i = 0; i < 5000 && !bad; i++)
+    if (v.v[i] != i + 1) bad = i + 1;
+  ck_assert_uint_eq(bad, 0);
+  ck_assert_uint_eq(first_nonzero(v.v + v.n, (v.cap - v.n) * sizeof *v.v), (v.cap - v.n) * sizeof *v.v);
   /* in place after a reset, over bytes an earlier use left dirty */
   pg_arena_reset(a);
   unsigned char *dirty = pg_arena_alloc(a, 4096);
@@ -87,7 +93,7 @@ START_TEST(vec_grows_in_place_when_last) {
   while (w.cap < 2048) w.v = pg_arena_grow(a, w.v, &w.cap, 1);
   ck_assert_ptr_eq(w.v, dirty);
   ck_assert_uint_eq(w.v[0], 1);
-  for (size_t i = 1; i < w.cap; i++) ck_assert_uint_eq(w.v[i], 0);
+  ck_assert_uint_eq(first_nonzero(w.v + 1, w.cap - 1), w.cap - 1);
   pg_arena_free(a);
 }
 END_TEST
@@ -102,12 +108,15 @@ START_TEST(arena_maps_a_file_with_nuls_after) {
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     unlink(path);
-    for (size_t i = 0; i < lens[k]; i++) ck_assert_int_eq(write(fd, &"abcdefg"[i % 7], 1), 1);
+    char *want = malloc(lens[k]);
+    for (size_t i = 0; i < lens[k]; i++) want[i] = "abcdefg"[i % 7];
+    ck_assert_int_eq(write(fd, want, lens[k]), (ssize_t)lens[k]);
     PgArena *a = pg_arena_new();
     const char *t = pg_arena_map_file(a, fd, lens[k]);
     close(fd); /* the mapping outlives the descriptor */
     ck_assert_ptr_nonnull(t);
-    for (size_t i = 0; i < lens[k]; i++) ck_assert_int_eq(t[i], "abcdefg"[i % 7]);
+    ck_assert_int_eq(memcmp(t, want, lens[k]), 0);
+    free(want);
     ck_assert_int_eq(t[lens[k]], 0);
     ck_assert_int_eq(t[lens[k] + 1], 0);
     pg_arena_free(a);
@@ -119,16 +128,16 @@ START_TEST(map_put_get_many) {
   PgArena *a = pg_arena_new();
   PgMap *m = pg_map_new(a);
   static int vals[20000];
-  for (int i = 0; i < 20000; i++) {
-    char *k = pg_arena_printf(a, "graph_1_node_%d", i);
-    ck_assert_ptr_null(pg_map_put(m, k, &vals[i]));
-  }
-  for (int i = 0; i < 20000; i++) {
+  int bad = -1; /* the first key that misbehaves: one assertion for all of them */
+  for (int i = 0; i < 20000 && bad < 0; i++)
+    if (pg_map_put(m, pg_arena_printf(a, "graph_1_node_%d", i), &vals[i]) != NULL) bad = i;
+  ck_assert_int_eq(bad, -1);
+  for (int i = 0; i < 20000 && bad < 0; i++) {
     char k[64];
     snprintf(k, sizeof k, "graph_1_node_%d", i);
-    ck_assert_ptr_eq(pg_map_get(m, k), &vals[i]);
-    ck_assert_ptr_eq(pg_map_getn(m, k, strlen(k)), &vals[i]);
+    if (pg_map_get(m, k) != &vals[i] || pg_map_getn(m, k, strlen(k)) != &vals[i]) bad = i;
   }
+  ck_assert_int_eq(bad, -1);
   ck_assert_ptr_null(pg_map_get(m, "graph_1_node_20000"));
   ck_assert_ptr_null(pg_map_getn(m, "graph_1_node_1", 13)); /* a prefix is another key */
   pg_arena_free(a);
@@ -154,11 +163,12 @@ START_TEST(map_get_many_matches_getn) {
       got[i] = &vals[0] + 1; /* must be overwritten */
     }
     pg_map_get_many(m, n, keys, lens, got);
-    for (size_t i = 0; i < n; i++) {
+    size_t bad = n;
+    for (size_t i = 0; i < n && bad == n; i++) {
       size_t k = (i * 7) % 3000;
-      ck_assert_ptr_eq(got[i], k % 2 ? NULL : (void *)&vals[k]);
-      ck_assert_ptr_eq(got[i], pg_map_getn(m, keys[i], lens[i]));
+      if (got[i] != (k % 2 ? NULL : (void *)&vals[k]) || got[i] != pg_map_getn(m, keys[i], lens[i])) bad = i;
     }
+    ck_assert_uint_eq(bad, n);
     free(keys), free(lens), free(got);
   }
   pg_arena_free(a);
@@ -190,7 +200,10 @@ START_TEST(map_slot_and_reserve) {
   size_t before = pg_arena_used(a);
   static int vals[5000];
   for (int i = 1; i < 5000; i++) *pg_map_slot(m, pg_arena_printf(a, "n%d", i)) = &vals[i];
-  for (int i = 1; i < 5000; i++) ck_assert_ptr_eq(pg_map_get(m, pg_arena_printf(a, "n%d", i)), &vals[i]);
+  int bad = 0;
+  for (int i = 1; i < 5000 && !bad; i++)
+    if (pg_map_get(m, pg_arena_printf(a, "n%d", i)) != &vals[i]) bad = i;
+  ck_assert_int_eq(bad, 0);
   /* no table was allocated after the reservation: only the 4999 keys (16 bytes each) */
   ck_assert_uint_le(pg_arena_used(a) - before, 2 * 4999 * 16);
   pg_arena_free(a);

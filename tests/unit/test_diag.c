@@ -120,12 +120,13 @@ END_TEST
 START_TEST(load_finds_binary_anywhere) {
   size_t sizes[] = {70, (2u << 20) + 13};
   unsigned char bad[] = {0x00, 0x1f, 0x7f, 0x08, 0x0e}; /* and the bytes beside \t..\r */
-  for (size_t z = 0; z < 2; z++)
-    for (size_t pos = sizes[z] - 36; pos < sizes[z]; pos++) {
-      size_t len = sizes[z];
-      char *text = malloc(len);
-      for (size_t i = 0; i < len; i++) /* 40-byte lines: whole words with no byte below 0x20 */
-        text[i] = i % 40 == 39 ? '\n' : i % 40 == 3 ? '\t' : i % 40 == 5 ? (char)0xc3 : 'a';
+  for (size_t z = 0; z < 2; z++) {
+    size_t len = sizes[z];
+    char *text = malloc(len);
+    for (size_t i = 0; i < len; i++) /* 40-byte lines: whole words with no byte below 0x20 */
+      text[i] = i % 40 == 39 ? '\n' : i % 40 == 3 ? '\t' : i % 40 == 5 ? (char)0xc3 : 'a';
+    for (size_t pos = len - 36; pos < len; pos++) {
+      char was = text[pos];
       unsigned char b = bad[pos % 5];
       text[pos] = (char)b;
       bool loaded;
@@ -135,12 +136,13 @@ START_TEST(load_finds_binary_anywhere) {
       ck_assert(!loaded);
       ck_assert_msg(strstr(out, want), "wanted '%s', got '%s'", want, out);
       free(out);
-      text[pos] = 'a'; /* the same file without it is text */
+      text[pos] = was; /* the same file without it is text */
       out = load_file(text, len, &loaded);
       ck_assert_msg(loaded, "%s", out);
       free(out);
-      free(text);
     }
+    free(text);
+  }
 }
 END_TEST
 

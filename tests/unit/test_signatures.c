@@ -65,7 +65,6 @@ END_TEST
 Suite *signatures_suite(void) {
   Suite *s = suite_create("signatures");
   TCase *t = tcase_create("signatures");
-  tcase_set_timeout(t, 30);
   tcase_add_test(t, layouts_match_their_source);
   tcase_add_test(t, mismatches_are_located);
   suite_add_tcase(s, t);
