@@ -291,6 +291,13 @@ static uint32_t param_bytes(const PgKernel *k) {
 
 static void encode(const char *lit, PgType t, unsigned size, unsigned char *out);
 
+/* libpgrt's names of pgcc's relocation kinds (pgrt.h's pgrt_reloc_kind, same order) */
+static const char *const reloc_names[PG_RELOC_KIND_COUNT] = {
+#define X(e, name, size, shift) [PG_RELOC_##e] = "PGRT_RELOC_" #e,
+    PG_RELOC_KINDS(X)
+#undef X
+};
+
 static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs, Strs *scalars, Strs *conds) {
   const PgKernel *k = n->u.kernel.kernel;
   PgArena *a = w->p->arena;
@@ -302,8 +309,9 @@ static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs
     case PG_ARG_FLOAT: encode(arg->lit, pa->type, pa->size, blk + pa->offset); break;
     case PG_ARG_PTR:
       if (arg->ptr.buf)
-        pg_vec_push(a, *relocs, pg_arena_printf(a, "{%" PRIu32 ", %d, %" PRIu64 "}", pa->offset,
-                                                idx(w->buffers, arg->ptr.buf->name), arg->ptr.offset));
+        pg_vec_push(a, *relocs, pg_arena_printf(a, "{%" PRIu32 ", %d, %" PRIu64 ", %s}", pa->offset,
+                                                idx(w->buffers, arg->ptr.buf->name), arg->ptr.offset,
+                                                reloc_names[PG_RELOC_ABS64]));
       break;
     case PG_ARG_SCALAR:
       if (arg->scalar->is_input)
@@ -322,8 +330,10 @@ static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs
       }
       for (size_t r = 0; r < arg->ptrs.n; r++)
         if (arg->ptrs.v[r].buf)
-          pg_vec_push(a, *relocs, pg_arena_printf(a, "{%" PRIu32 ", %d, %" PRIu64 "}", pa->offset + pa->ptrs.v[r],
-                                                  idx(w->buffers, arg->ptrs.v[r].buf->name), arg->ptrs.v[r].offset));
+          pg_vec_push(a, *relocs, pg_arena_printf(a, "{%" PRIu32 ", %d, %" PRIu64 ", %s}",
+                                                  pa->offset + pa->ptrs.v[r].offset,
+                                                  idx(w->buffers, arg->ptrs.v[r].buf->name), arg->ptrs.v[r].offset,
+                                                  reloc_names[pa->ptrs.v[r].kind]));
       break;
     }
   }
@@ -470,6 +480,11 @@ static void emit_kernel_tables(W *w, const PgNode *n, int at) {
     for (size_t r = 0; r < relocs.n; r++) fprintf(f, "%s%s", r ? ", " : "", relocs.v[r]);
     fputs("};\n", f);
   }
+  for (size_t q = 0; q < k->params.n; q++) /* the .graph's don't-care bytes: in the block as captured */
+    for (size_t d = 0; d < k->params.v[q].dontcare.n; d++)
+      fprintf(f, "/* don't care, never patched: bytes %" PRIu32 "..%" PRIu32 " (parameter %zu) */\n",
+              k->params.v[q].offset + k->params.v[q].dontcare.v[d].offset,
+              k->params.v[q].offset + k->params.v[q].dontcare.v[d].offset + k->params.v[q].dontcare.v[d].size, q);
   if (scalars.n) {
     fprintf(f, "static const pgrt_scalar_ref %s_scalars_%d[] = {", w->name, at);
     for (size_t r = 0; r < scalars.n; r++) fprintf(f, "%s%s", r ? ", " : "", scalars.v[r]);
@@ -646,53 +661,125 @@ static void emit_weights_loader(W *w, const PgWeights *wf) {
   fputs("  return PGRT_OK;\n}\n\n", f);
 }
 
-/* The API: the argument structs and the three functions' prototypes.  The header
- * lists the kernel nodes whose arguments the caller gives (list_caller_args); the C
- * file marks them in its node table instead (.caller_args = 1), which keeps a
- * million-node program's C from carrying the list twice. */
+/* The API: the argument structs, each field described, and the functions'
+ * prototypes with their contracts.  The header lists the kernel nodes whose
+ * arguments the caller gives (list_caller_args); the C file marks them in its node
+ * table instead (.caller_args = 1), which keeps a million-node program's C from
+ * carrying the list twice. */
 #define LISTED_CALLER_ARGS 64 /* the header lists the first ones for people; programs read the array */
+
+/* A buffer bound on every call (a member of NAME_args). */
+static bool per_call(const PgBuffer *b) {
+  return b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE;
+}
+
+/* Text inside a C comment: a name cannot end it. */
+static void ccomment(FILE *f, const char *s) {
+  for (; *s; s++) fputc((s[0] == '*' && s[1] == '/') || (s[0] == '/' && s[1] == '*') ? '_' : *s, f);
+}
+
+/* "f32 [1, 256], 1024 bytes": what the .graph says of a buffer. */
+static void describe_buffer(FILE *f, const PgBuffer *b) {
+  if (b->has_dtype) fprintf(f, "%s%s", pg_type_names[b->dtype], b->shape.n ? " " : ", ");
+  if (b->shape.n) {
+    fputc('[', f);
+    for (size_t j = 0; j < b->shape.n; j++) fprintf(f, "%s%" PRId64, j ? ", " : "", b->shape.v[j]);
+    fputs("], ", f);
+  }
+  fprintf(f, "%" PRIu64 " bytes", b->size);
+}
+
+static unsigned ctype_size(PgType t) {
+  switch (t) {
+  case PG_T_I8: case PG_T_U8: case PG_T_BOOL: return 1;
+  case PG_T_I16: case PG_T_U16: case PG_T_F16: case PG_T_BF16: return 2;
+  case PG_T_I32: case PG_T_U32: case PG_T_F32: return 4;
+  default: return 8; /* the rest are 8-byte types in ctype() */
+  }
+}
+
+/* The kernel nodes that take scalar s as an argument: the first few by name. */
+static void scalar_users(FILE *f, const PgProgram *p, const PgScalar *s) {
+  size_t users = 0;
+  for (size_t gi = 0; gi < p->graphs.n; gi++)
+    for (size_t i = 0; i < p->graphs.v[gi]->nodes.n; i++) {
+      const PgNode *n = p->graphs.v[gi]->nodes.v[i];
+      if (n->kind != PG_KERNEL || !n->u.kernel.has_args) continue;
+      for (size_t q = 0; q < n->u.kernel.args.n; q++)
+        if (n->u.kernel.args.v[q].kind == PG_ARG_SCALAR && n->u.kernel.args.v[q].scalar == s) {
+          if (users < 3) fprintf(f, "%s%s", users ? ", " : "; argument of kernel node ", n->name);
+          users++;
+          break;
+        }
+    }
+  if (users > 3) fprintf(f, " and %zu more", users - 3);
+}
 
 static void emit_api(W *w, bool list_caller_args) {
   FILE *f = w->f;
   const PgProgram *p = w->p;
   const char *nm = w->name;
-  fprintf(f, "/* This call's buffers (device addresses; they may move on every call) and scalars. */\n");
+  fprintf(f, "/* This call's buffers (device addresses; they may move on every call) and scalars.\n"
+             " * %s_info() describes each field for programs. */\n", nm);
   fprintf(f, "typedef struct {\n");
   int fields = 0;
   for (size_t i = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
-    if (b->role == PG_ROLE_WEIGHT || b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE) continue;
-    fprintf(f, "  CUdeviceptr "), cname(f, b->name), fprintf(f, "; /* %s, %" PRIu64 " bytes */\n", pg_role_names[b->role], b->size);
+    if (!per_call(b)) continue;
+    fprintf(f, "  CUdeviceptr "), cname(f, b->name);
+    fprintf(f, "; /* %s: ", b->role == PG_ROLE_UNKNOWN ? "inout (role unknown: read, written or both)"
+                                                        : pg_role_names[b->role]);
+    describe_buffer(f, b);
+    fputs(" */\n", f);
     fields++;
   }
   for (size_t i = 0; i < p->scalars.n; i++) {
     const PgScalar *s = p->scalars.v[i];
     if (!s->is_input) continue;
-    fprintf(f, "  %s ", ctype(s->type)), cname(f, s->name), fputs(";\n", f);
+    fprintf(f, "  %s ", ctype(s->type)), cname(f, s->name);
+    fprintf(f, "; /* scalar: %s, by value on every call", pg_type_names[s->type]);
+    if (s->type == PG_T_F16 || s->type == PG_T_BF16) fprintf(f, " (its bits)");
+    scalar_users(f, p, s);
+    fputs(" */\n", f);
     fields++;
   }
   for (size_t i = 0; i < w->order.n && w->host_nodes; i++) {
     const PgNode *n = w->order.v[i];
     if (n->kind != PG_HOST) continue;
     fputs("  pgrt_host_fn ", f), cname(f, n->name);
-    fprintf(f, "; /* host node %s: called with its data where the graph reaches it */\n", n->name);
+    fprintf(f, "; /* host node %s: called with its data where the graph reaches it; required */\n", n->name);
     fields++;
   }
   if (!fields) fputs("  int unused;\n", f);
-  fprintf(f, "} %s_args;\n\n/* The weights, bound once at init. */\ntypedef struct {\n", nm);
+  fprintf(f, "} %s_args;\n\n/* The weights, bound once at init (device addresses, kept valid until %s_destroy). */\n"
+             "typedef struct {\n", nm, nm);
   fields = 0;
   for (size_t i = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
     if (b->role != PG_ROLE_WEIGHT) continue;
-    fprintf(f, "  CUdeviceptr "), cname(f, b->name), fprintf(f, "; /* %" PRIu64 " bytes */\n", b->size);
+    fprintf(f, "  CUdeviceptr "), cname(f, b->name), fputs("; /* weight: ", f);
+    describe_buffer(f, b);
+    if (b->weights) {
+      fputs("; tensor \"", f), ccomment(f, b->tensor), fputs("\" of ", f), ccomment(f, b->weights->file);
+      fprintf(f, " (%s_load_%s)", nm, b->weights->name);
+    }
+    fputs(" */\n", f);
     fields++;
   }
   if (!fields) fputs("  int unused;\n", f);
   fprintf(f, "} %s_weights;\n\n", nm);
+  fprintf(f, "/* Every function that returns a pgrt_status returns PGRT_OK (0) on success, else one of\n"
+             " * the PGRT_ERR_* values of pgrt.h; pgrt_error() then says, for this thread, what failed\n"
+             " * (the CUDA call, file:line, the node).  Each needs the CUDA context current that\n"
+             " * %s_init ran on (a primary context: cuDevicePrimaryCtxRetain, cuCtxSetCurrent). */\n\n", nm);
   for (size_t i = 0; i < p->weights.n; i++) {
     fprintf(f, "/* Reads the weights that come from %s (a safetensors file; path: where it is now) into\n"
                " * one device allocation, *block (cuMemFree it after %s_destroy), and sets their fields\n"
-               " * in *weights. */\n", p->weights.v[i]->file, nm);
+               " * in *weights.  The file must be the one the program was compiled against (its size and\n"
+               " * header length are checked).  PGRT_ERR_ARGUMENT: a null argument, a file that cannot be\n"
+               " * read or is another one; PGRT_ERR_MEMORY, PGRT_ERR_CUDA: the allocation or a copy\n"
+               " * failed.  On failure *block is 0 and nothing stays allocated.  Synchronous. */\n",
+            p->weights.v[i]->file, nm);
     fprintf(f, "pgrt_status %s_load_%s(const char *path, %s_weights *weights, CUdeviceptr *block);\n\n", nm,
             p->weights.v[i]->name, nm);
   }
@@ -723,12 +810,136 @@ static void emit_api(W *w, bool list_caller_args) {
     lflush(w);
     fputc('\n', f);
   }
-  fprintf(f, "/* kernel_args: see above (NULL if none); arena: %s_ARENA_BYTES of device memory, or 0 for\n"
-             " * libpgrt to allocate it. */\n", nm);
+  fprintf(f, "/* Builds the program on the current CUDA context: loads its modules (library kernels from\n"
+             " * the installed libraries, CUDA C through NVRTC), places its intermediates in the arena,\n"
+             " * builds, instantiates and uploads its CUDA graphs.  weights: every field set (NULL only\n"
+             " * for a program without weights).  kernel_args: %s.  arena:\n"
+             " * %s_ARENA_BYTES of device memory that the caller owns and keeps until %s_destroy, or 0\n"
+             " * for libpgrt to allocate it.  On success *ctx is the new context; on failure *ctx is NULL\n"
+             " * and everything init made is freed.  PGRT_ERR_ARGUMENT: a null ctx, missing weights or\n"
+             " * kernel arguments, a null weight, no current context; PGRT_ERR_MODULE: a module does not\n"
+             " * load or compile, or a kernel is not in it (another library version, a GPU the code is\n"
+             " * not for); PGRT_ERR_MEMORY; PGRT_ERR_CUDA; PGRT_ERR_VERSION: libpgrt is not the one this\n"
+             " * code was generated for.  A graph region that does not instantiate runs eagerly, with a\n"
+             " * warning on stderr.  Synchronous; not thread-safe with other calls on the same ctx. */\n",
+          caller ? "see above" : "NULL (every kernel's arguments are known)", nm, nm);
   fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
-             "CUdeviceptr arena);\n", nm, nm);
-  fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream);\n", nm, nm);
-  fprintf(f, "void %s_destroy(pgrt_ctx **ctx);\n", nm);
+             "CUdeviceptr arena);\n\n", nm, nm);
+  bool sync = false;
+  for (size_t i = 0; i < p->graphs.v[0]->nodes.n && !sync; i++)
+    sync = p->graphs.v[0]->nodes.v[i]->kind == PG_HOSTOP;
+  fprintf(f, "/* One call, queued on `stream` and asynchronous: it returns once the work is queued%s.\n"
+             " * args: this call's buffers (none null) and scalars.  Buffers may sit at new addresses on\n"
+             " * every call: only what changed is patched; nothing is copied, re-captured or\n"
+             " * re-instantiated.  The buffers must stay valid, and the inputs unchanged, until the\n"
+             " * stream has run the call; the outputs are ready after that (cuStreamSynchronize, or an\n"
+             " * event).  Intermediates live in the arena and carry nothing from one call to the next:\n"
+             " * its contents may be overwritten (poisoned) between calls.  Calls on one ctx must come\n"
+             " * one after another from one thread, on one stream (or on streams the caller orders):\n"
+             " * they share the arena.  PGRT_ERR_ARGUMENT: a null ctx or args, a null buffer%s;\n"
+             " * PGRT_ERR_CUDA: a patch or a launch failed.  Faults of the work itself appear later, at\n"
+             " * the stream's synchronization (a CUresult). */\n",
+          sync ? " (its host synchronization, 'sync', waits for the stream where the program has it)" : "",
+          w->host_nodes ? ", a host node without a function" : "");
+  fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream);\n\n", nm, nm);
+  fprintf(f, "/* Frees what %s_init made (not the weights' block, nor a caller's arena) and sets *ctx\n"
+             " * to NULL; a null ctx or *ctx does nothing.  Synchronize the last call's stream first. */\n", nm);
+  fprintf(f, "void %s_destroy(pgrt_ctx **ctx);\n\n", nm);
+  fprintf(f, "/* What the fields of %s_args and %s_weights are (name, role, dtype, shape, offset,\n"
+             " * size, a weight's tensor), for programs that bind them by name; constant data, no\n"
+             " * GPU needed, never NULL. */\n", nm, nm);
+  fprintf(f, "const pgrt_program_info *%s_info(void);\n", nm);
+}
+
+/* NAME_info: the fields of NAME_args and NAME_weights, in their order, as constant
+ * tables with offsetof. */
+static void emit_field(W *w, const char *strct, const char *fieldname_src, const char *role, const char *dtype, int ndim,
+                       const char *shape, const char *size, const PgBuffer *weight) {
+  FILE *f = w->f;
+  fputs("    {.name = \"", f), cname(f, fieldname_src), fprintf(f, "\", .role = %s, .dtype = \"%s\", .ndim = %d,", role, dtype, ndim);
+  if (shape) fprintf(f, " .shape = %s,", shape);
+  fprintf(f, "\n     .offset = offsetof(%s_%s, ", w->name, strct), cname(f, fieldname_src);
+  fprintf(f, "), .size = %s", size);
+  if (weight && weight->weights) fputs(", .tensor = ", f), cstring(f, weight->tensor);
+  fputs("},\n", f);
+}
+
+static void emit_shape(W *w, const PgBuffer *b, const char *kind, size_t at, char *name, size_t cap) {
+  if (!b->shape.n) {
+    name[0] = 0;
+    return;
+  }
+  snprintf(name, cap, "%s_shape_%s%zu", w->name, kind, at);
+  fprintf(w->f, "static const int64_t %s[] = {", name);
+  for (size_t j = 0; j < b->shape.n; j++) fprintf(w->f, "%s%" PRId64, j ? ", " : "", b->shape.v[j]);
+  fputs("};\n", w->f);
+}
+
+static void emit_info(W *w) {
+  const PgProgram *p = w->p;
+  FILE *f = w->f;
+  const char *nm = w->name;
+  size_t nargs = 0, nweights = 0, cap = strlen(nm) + 48;
+  char *shape = malloc(cap), size[32];
+  if (!shape) PG_BUG("out of memory");
+  fprintf(f, "/* What %s_args and %s_weights hold, for %s_info(). */\n", nm, nm, nm);
+  for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (per_call(b)) emit_shape(w, b, "a", k++, shape, cap);
+  }
+  for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->role == PG_ROLE_WEIGHT) emit_shape(w, b, "w", k++, shape, cap);
+  }
+  for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (!per_call(b)) continue;
+    if (!nargs) fprintf(f, "static const pgrt_field %s_arg_fields[] = {\n", nm);
+    const char *role = b->role == PG_ROLE_INPUT ? "PGRT_FIELD_INPUT" : b->role == PG_ROLE_OUTPUT ? "PGRT_FIELD_OUTPUT"
+                                                                                                : "PGRT_FIELD_INOUT";
+    snprintf(shape, cap, "%s_shape_a%zu", nm, k++);
+    snprintf(size, sizeof size, "%" PRIu64, b->size);
+    emit_field(w, "args", b->name, role, b->has_dtype ? pg_type_names[b->dtype] : "", b->shape.n ? (int)b->shape.n : -1,
+               b->shape.n ? shape : NULL, size, NULL);
+    nargs++;
+  }
+  for (size_t i = 0; i < p->scalars.n; i++) {
+    const PgScalar *s = p->scalars.v[i];
+    if (!s->is_input) continue;
+    if (!nargs) fprintf(f, "static const pgrt_field %s_arg_fields[] = {\n", nm);
+    snprintf(size, sizeof size, "%u", ctype_size(s->type));
+    emit_field(w, "args", s->name, "PGRT_FIELD_SCALAR", pg_type_names[s->type], 0, NULL, size, NULL);
+    nargs++;
+  }
+  for (size_t i = 0; i < w->order.n && w->host_nodes; i++) {
+    const PgNode *n = w->order.v[i];
+    if (n->kind != PG_HOST) continue;
+    if (!nargs) fprintf(f, "static const pgrt_field %s_arg_fields[] = {\n", nm);
+    emit_field(w, "args", n->name, "PGRT_FIELD_HOST_FN", "", -1, NULL, "sizeof(pgrt_host_fn)", NULL);
+    nargs++;
+  }
+  if (nargs) fputs("};\n", f);
+  for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->role != PG_ROLE_WEIGHT) continue;
+    if (!nweights) fprintf(f, "static const pgrt_field %s_weight_fields[] = {\n", nm);
+    snprintf(shape, cap, "%s_shape_w%zu", nm, k++);
+    snprintf(size, sizeof size, "%" PRIu64, b->size);
+    emit_field(w, "weights", b->name, "PGRT_FIELD_WEIGHT", b->has_dtype ? pg_type_names[b->dtype] : "",
+               b->shape.n ? (int)b->shape.n : -1, b->shape.n ? shape : NULL, size, b);
+    nweights++;
+  }
+  if (nweights) fputs("};\n", f);
+  fprintf(f, "static const pgrt_program_info %s_info_table = {\n    .name = \"%s\",\n", nm, nm);
+  fprintf(f, "    .args_size = sizeof(%s_args), .n_args = %zu, .args = ", nm, nargs);
+  if (nargs) fprintf(f, "%s_arg_fields,\n", nm);
+  else fputs("NULL,\n", f);
+  fprintf(f, "    .weights_size = sizeof(%s_weights), .n_weights = %zu, .weights = ", nm, nweights);
+  if (nweights) fprintf(f, "%s_weight_fields,\n", nm);
+  else fputs("NULL,\n", f);
+  fprintf(f, "    .arena_bytes = UINT64_C(%" PRIu64 "),\n};\n\n", p->mem.arena_bytes);
+  fprintf(f, "const pgrt_program_info *%s_info(void) { return &%s_info_table; }\n", nm, nm);
+  free(shape);
 }
 
 void pg_emit_h(const PgProgram *p, const char *name, FILE *f) {
@@ -761,7 +972,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
              " * launched as CUDA graphs; build with libpgrt:\n", w.order.n, w.order.n - g->nodes.n, p->regions.n,
           graph_regions);
   fprintf(f, " *   cc -c %s.c $(pkg-config --cflags pgrt) && cc ... $(pkg-config --libs pgrt)\n */\n", name);
-  fputs("#include \"pgrt.h\"\n\n#include <stdint.h>\n#include <string.h>\n\n", f);
+  fputs("#include \"pgrt.h\"\n\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n", f);
   emit_api(&w, false);
   fputc('\n', f);
 
@@ -943,6 +1154,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   }
   fprintf(f, "  return pgrt_run(ctx, %s, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL", slot ? "scalars" : "NULL",
           w.host_nodes ? "hosts" : "NULL");
-  fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n", name);
+  fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n\n", name);
+  emit_info(&w);
   free(w.line);
 }

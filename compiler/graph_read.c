@@ -73,8 +73,18 @@ int gf_ref(GfCtx *c, PgStr name, PgStr num, PgLoc loc) {
   return push_word(c, (GfWord){.kind = GF_REF, .text = name, .num = num, .loc = loc, .first = -1});
 }
 
+int gf_range(GfCtx *c, PgStr start, PgStr len, PgLoc loc) {
+  return push_word(c, (GfWord){.kind = GF_RANGE, .text = start, .num = len, .loc = loc, .first = -1});
+}
+
 int gf_listword(GfCtx *c, GfList items, PgLoc loc) {
   return push_word(c, (GfWord){.kind = GF_LIST, .loc = loc, .first = items.head});
+}
+
+/* A list item: one word is itself; several are a phrase that holds them. */
+int gf_phrase(GfCtx *c, GfList words) {
+  if (words.head == words.tail) return words.head;
+  return push_word(c, (GfWord){.kind = GF_PHRASE, .loc = c->pool.v[words.head].loc, .first = words.head});
 }
 
 GfList gf_list(GfCtx *c, int word) {
@@ -95,7 +105,8 @@ static GfWord *W(GfCtx *c, int i) { return i < 0 ? NULL : &c->pool.v[i]; }
 /* ---- reading words ---- */
 
 static const char *kind_text(GfWordKind k) {
-  static const char *const names[] = {"a name", "a number", "a string", "a reference", "a list"};
+  static const char *const names[] = {"a name", "a number", "a string", "a reference", "a list", "a range",
+                                      "a phrase"};
   return names[k];
 }
 
@@ -344,7 +355,9 @@ static bool read_args(GfCtx *c, const GfWord *list, PgArgs *args) {
       break;
     }
     case GF_STRING:
-      pg_error(c->d, w->loc, "a string is not a kernel argument");
+    case GF_RANGE:
+    case GF_PHRASE:
+      pg_error(c->d, w->loc, "%s is not a kernel argument", w->kind == GF_STRING ? "a string" : kind_text(w->kind));
       ok = false;
       break;
     }
@@ -472,6 +485,42 @@ static void stmt_kernel(GfCtx *c, const GfWord *name, PgLoc loc, bool block) {
   if (block) c->block = IN_KERNEL, c->kernel = k;
 }
 
+/* One relocation of a `ptrs` list: `OFFSET` (a whole address, abs64) or
+ * `KIND OFFSET` (version 2: abs64, lo32, hi32; the verifier checks the version). */
+static bool reloc_of(GfCtx *c, const GfWord *w, PgParam *pa) {
+  PgReloc r = {.kind = PG_RELOC_ABS64, .loc = w->loc};
+  const GfWord *off = w;
+  if (w->kind == GF_PHRASE) {
+    const GfWord *kind = W(c, w->first);
+    off = W(c, kind->next);
+    if (c->p->version < 2) {
+      pg_error(c->d, w->loc, "a relocation kind needs .graph format version 2 ('pgcc 2;'); version 1 has "
+                             "only whole addresses, written as bare offsets");
+      return false;
+    }
+    int k = PG_RELOC_KIND_COUNT;
+    if (kind->kind == GF_NAME)
+      for (k = 0; k < PG_RELOC_KIND_COUNT; k++)
+        if (pg_str_eq(kind->text, pg_relocs[k].name)) break;
+    if (k == PG_RELOC_KIND_COUNT) {
+      if (kind->kind == GF_NAME)
+        pg_error(c->d, kind->loc, "unknown relocation kind '%.*s' (expected abs64, lo32 or hi32)",
+                 (int)kind->text.len, kind->text.s);
+      else
+        pg_error(c->d, kind->loc, "expected a relocation kind (abs64, lo32 or hi32), found %s", kind_text(kind->kind));
+      return false;
+    }
+    if (off->next >= 0) {
+      pg_error(c->d, W(c, off->next)->loc, "a relocation is 'OFFSET' or 'KIND OFFSET', e.g. 'lo32 56'");
+      return false;
+    }
+    r.kind = (PgRelocKind)k;
+  }
+  if (!u32_of(c, off, "pointer offset", &r.offset)) return false;
+  pg_vec_push(c->a, pa->ptrs, r);
+  return true;
+}
+
 static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
   const GfWord *off = W(c, kw->next), *size = off ? W(c, off->next) : NULL, *type = size ? W(c, size->next) : NULL;
   if (!type || type->kind != GF_NAME) {
@@ -486,20 +535,36 @@ static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
     pg_error(c->d, type->loc, "unknown type '%s'", tn);
     return;
   }
-  static const Spec spec[] = {{"ptrs", A_LIST, false}};
-  const GfWord *f[1];
-  if (!read_attrs(c, type->next, "param", loc, spec, 1, f)) return;
-  if (f[0]) {
-    if (pa.type != PG_T_BYTES) {
-      pg_error(c->d, f[0]->loc, "only a 'bytes' parameter has inner pointers");
+  static const Spec spec[] = {{"ptrs", A_LIST, false}, {"dontcare", A_LIST, false}};
+  const GfWord *f[2];
+  if (!read_attrs(c, type->next, "param", loc, spec, 2, f)) return;
+  for (int i = 0; i < 2; i++)
+    if (f[i] && pa.type != PG_T_BYTES) {
+      pg_error(c->d, f[i]->loc, "only a 'bytes' parameter has %s", i ? "don't-care bytes" : "inner pointers");
       return;
     }
-    for (const GfWord *w = W(c, f[0]->first); w; w = W(c, w->next)) {
-      uint32_t at;
-      if (!u32_of(c, w, "pointer offset", &at)) return;
-      pg_vec_push(c->a, pa.ptrs, at);
-    }
+  if (f[0])
+    for (const GfWord *w = W(c, f[0]->first); w; w = W(c, w->next))
+      if (!reloc_of(c, w, &pa)) return;
+  if (f[1] && c->p->version < 2) {
+    pg_error(c->d, f[1]->loc, "don't-care bytes need .graph format version 2 ('pgcc 2;')");
+    return;
   }
+  if (f[1])
+    for (const GfWord *w = W(c, f[1]->first); w; w = W(c, w->next)) {
+      PgDontCare dc = {.loc = w->loc};
+      if (w->kind != GF_RANGE) {
+        pg_error(c->d, w->loc, "dontcare: expected a byte range 'OFFSET:LENGTH', found %s", kind_text(w->kind));
+        return;
+      }
+      GfWord start = *w, len = *w; /* the two numbers of `start:length` */
+      start.kind = len.kind = GF_NUMBER;
+      len.text = w->num;
+      len.loc = pg_loc_advance(w->loc, w->text.s, (size_t)(w->num.s - w->text.s));
+      if (!u32_of(c, &start, "don't-care offset", &dc.offset) || !u32_of(c, &len, "don't-care length", &dc.size))
+        return;
+      pg_vec_push(c->a, pa.dontcare, dc);
+    }
   pg_vec_push(c->a, c->kernel->params, pa);
 }
 
@@ -897,9 +962,11 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
     }
     c->seen_header = true;
     if (!u64_of(c, ver, "format version", &v)) goto done;
-    if (v != PG_GRAPH_FORMAT_VERSION)
-      pg_error(c->d, ver->loc, "unsupported .graph format version %" PRIu64 " (this pgcc reads version %d)", v,
+    if (v < 1 || v > PG_GRAPH_FORMAT_VERSION)
+      pg_error(c->d, ver->loc, "unsupported .graph format version %" PRIu64 " (this pgcc reads versions 1 to %d)", v,
                PG_GRAPH_FORMAT_VERSION);
+    else
+      c->p->version = (int)v;
     goto done;
   }
 

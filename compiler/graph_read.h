@@ -4,14 +4,15 @@
 
 #include "parse.h"
 
-typedef enum { GF_NAME, GF_NUMBER, GF_STRING, GF_REF, GF_LIST } GfWordKind;
+typedef enum { GF_NAME, GF_NUMBER, GF_STRING, GF_REF, GF_LIST, GF_RANGE, GF_PHRASE } GfWordKind;
 
 /* One word of a statement.  Words are linked through `next` (an index into the
- * pool, -1 at the end); a list's items start at `first`. */
+ * pool, -1 at the end); a list's items start at `first`, and so do the words of a
+ * phrase (a list item of several words, `lo32 56`). */
 typedef struct {
   GfWordKind kind;
-  PgStr text; /* NAME, NUMBER, STRING (with its quotes), REF: the name */
-  PgStr num;  /* REF: the offset */
+  PgStr text; /* NAME, NUMBER, STRING (with its quotes), REF: the name; RANGE: its start */
+  PgStr num;  /* REF: the offset; RANGE: its length (`start:length`) */
   PgLoc loc;
   int next, first;
 } GfWord;
@@ -22,7 +23,9 @@ typedef struct {
 
 int gf_word(GfCtx *c, GfWordKind kind, PgStr text, PgLoc loc);
 int gf_ref(GfCtx *c, PgStr name, PgStr num, PgLoc loc);
+int gf_range(GfCtx *c, PgStr start, PgStr len, PgLoc loc);
 int gf_listword(GfCtx *c, GfList items, PgLoc loc);
+int gf_phrase(GfCtx *c, GfList words);
 GfList gf_list(GfCtx *c, int word);
 GfList gf_append(GfCtx *c, GfList l, int word);
 void gf_words_reset(GfCtx *c);

@@ -185,12 +185,25 @@ static void put_file(FILE *f, const char *file, const char *path, const char *di
   free(rel);
 }
 
+/* The oldest format version that says everything p holds: 2 for relocations other
+ * than whole addresses and for don't-care bytes, else 1, which every pgcc reads. */
+int pg_graph_min_version(const PgProgram *p) {
+  for (size_t i = 0; i < p->kernels.n; i++)
+    for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
+      const PgParam *pa = &p->kernels.v[i]->params.v[j];
+      if (pa->dontcare.n) return 2;
+      for (size_t q = 0; q < pa->ptrs.n; q++)
+        if (pa->ptrs.v[q].kind != PG_RELOC_ABS64) return 2;
+    }
+  return 1;
+}
+
 void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
   char cwd[PATH_MAX], *dir = NULL;
   if (out_dir) dir = realpath(out_dir, NULL);
   if (!dir && getcwd(cwd, sizeof cwd)) dir = strdup(cwd);
   fprintf(f, "# pgcc launch program (written by pgcc %s)\n", PGCC_VERSION);
-  fprintf(f, "pgcc %d;\n", p->version);
+  fprintf(f, "pgcc %d;\n", pg_graph_min_version(p));
   if (p->arch) fprintf(f, "arch %s;\n", p->arch);
 
   if (p->modules.n) fputc('\n', f);
@@ -225,9 +238,20 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     for (size_t j = 0; j < k->params.n; j++) {
       const PgParam *pa = &k->params.v[j];
       fprintf(f, "  param %" PRIu32 " %" PRIu32 " %s", pa->offset, pa->size, pg_type_names[pa->type]);
-      if (pa->type == PG_T_BYTES && pa->ptrs.n) {
+      if (pa->type == PG_T_BYTES && pa->ptrs.n) { /* a whole address is a bare offset, as in version 1 */
         fputs(" ptrs [", f);
-        for (size_t q = 0; q < pa->ptrs.n; q++) fprintf(f, "%s%" PRIu32, q ? ", " : "", pa->ptrs.v[q]);
+        for (size_t q = 0; q < pa->ptrs.n; q++) {
+          const PgReloc *r = &pa->ptrs.v[q];
+          fputs(q ? ", " : "", f);
+          if (r->kind != PG_RELOC_ABS64) fprintf(f, "%s ", pg_relocs[r->kind].name);
+          fprintf(f, "%" PRIu32, r->offset);
+        }
+        fputc(']', f);
+      }
+      if (pa->type == PG_T_BYTES && pa->dontcare.n) {
+        fputs(" dontcare [", f);
+        for (size_t q = 0; q < pa->dontcare.n; q++)
+          fprintf(f, "%s%" PRIu32 ":%" PRIu32, q ? ", " : "", pa->dontcare.v[q].offset, pa->dontcare.v[q].size);
         fputc(']', f);
       }
       fputs(";\n", f);

@@ -24,6 +24,11 @@ const unsigned pg_type_sizes[PG_TYPE_COUNT] = {
     PG_TYPES(X)
 #undef X
 };
+const PgRelocInfo pg_relocs[PG_RELOC_KIND_COUNT] = {
+#define X(e, name, size, shift) [PG_RELOC_##e] = {name, size, shift},
+    PG_RELOC_KINDS(X)
+#undef X
+};
 const char *const pg_role_names[PG_ROLE_COUNT] = {
 #define X(e, name) [PG_ROLE_##e] = name,
     PG_ROLES(X)

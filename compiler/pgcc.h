@@ -24,7 +24,7 @@
 #include <stdio.h>
 
 #define PGCC_VERSION "0.1.0"
-#define PG_GRAPH_FORMAT_VERSION 1
+#define PG_GRAPH_FORMAT_VERSION 2 /* the newest .graph format this pgcc reads (it reads 1 too) */
 
 /* Limits on hostile input: nesting that recursion would follow. */
 #define PG_MAX_NESTING 64 /* record-label braces; child/conditional bodies inside bodies */
@@ -157,13 +157,59 @@ typedef struct {
   PgLoc loc;
 } PgModule;
 
+/* Relocation kinds, listed once: what of an address a relocation writes into a
+ * by-value parameter, as a linker's relocation types say it.  The value is the
+ * argument's address (buffer + offset: the addend is the argument's offset), then
+ * truncated by the kind.
+ *
+ *   X(ENUM, "name in .graph", bytes written, shift)
+ *
+ *   abs64: the whole 64-bit address (8 bytes; the only kind of format version 1);
+ *   lo32:  its low 32 bits (4 bytes);  hi32: its high 32 bits (4 bytes). */
+#define PG_RELOC_KINDS(X)    \
+  X(ABS64, "abs64", 8, 0)    \
+  X(LO32,  "lo32",  4, 0)    \
+  X(HI32,  "hi32",  4, 32)
+
+typedef enum {
+#define X(e, name, size, shift) PG_RELOC_##e,
+  PG_RELOC_KINDS(X)
+#undef X
+  PG_RELOC_KIND_COUNT
+} PgRelocKind;
+
+typedef struct {
+  const char *name;
+  unsigned size;  /* bytes it writes */
+  unsigned shift; /* the address is shifted right this much before its low bytes are written */
+} PgRelocInfo;
+
+extern const PgRelocInfo pg_relocs[PG_RELOC_KIND_COUNT];
+
+/* A relocation inside a by-value parameter: pg_relocs[kind].size bytes at `offset`,
+ * relative to the parameter's start (4-byte aligned; the verifier checks). */
+typedef struct {
+  uint32_t offset;
+  PgRelocKind kind;
+  PgLoc loc;
+} PgReloc;
+
+/* Bytes of a by-value parameter that change between captures but were proven not
+ * to matter (`dontcare [O:N]`): never patched, kept as the argument gives them. */
+typedef struct {
+  uint32_t offset, size;
+  PgLoc loc;
+} PgDontCare;
+
 /* One kernel parameter: `size` bytes at `offset`.  A PTR parameter is one
- * relocatable pointer; a BYTES parameter is a by-value struct whose relocatable
- * pointers (8 bytes each) sit at ptrs[] relative to the parameter's start. */
+ * relocatable pointer (a whole address, 8 bytes); a BYTES parameter is a by-value
+ * struct whose relocations sit at ptrs[] and whose don't-care bytes at dontcare[],
+ * both relative to the parameter's start. */
 typedef struct {
   uint32_t offset, size;
   PgType type;
-  PG_VEC(uint32_t) ptrs;
+  PG_VEC(PgReloc) ptrs;
+  PG_VEC(PgDontCare) dontcare;
   PgLoc loc;
 } PgParam;
 
@@ -411,7 +457,7 @@ typedef struct {
 
 typedef struct {
   PgArena *arena;
-  int version;
+  int version;      /* the .graph format version it was read from (DOT: the newest) */
   const char *arch; /* "sm_90"; NULL if unknown */
   PgLoc arch_loc;   /* where it was named */
   PG_VEC(PgModule *) modules;
@@ -530,8 +576,10 @@ PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src);
 PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src);
 
 /* graph_write.c, dot_write.c.  pg_graph_write writes module paths relative to
- * out_dir (NULL: the working directory), where the .graph being written will be. */
+ * out_dir (NULL: the working directory), where the .graph being written will be,
+ * in the oldest format version that can say the program (pg_graph_min_version). */
 void pg_graph_write(const PgProgram *p, FILE *out, const char *out_dir);
+int pg_graph_min_version(const PgProgram *p);
 void pg_dot_write(const PgProgram *p, FILE *out);
 
 /* emit_c.c: --emit=c.  pg_c_check reports what cannot be generated (the count of

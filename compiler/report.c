@@ -5,6 +5,7 @@
  */
 #include "pgcc.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 typedef struct {
@@ -67,6 +68,20 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   fprintf(f, "memory: arena %s for %zu intermediates; %s as separate allocations; %s with one pool per graph\n",
           bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
+  if (pg_graph_min_version(p) >= 2) { /* by-value parameters with relocation kinds or don't-care bytes */
+    size_t kinds[PG_RELOC_KIND_COUNT] = {0}, runs = 0;
+    uint64_t dc = 0;
+    for (size_t i = 0; i < p->kernels.n; i++)
+      for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
+        const PgParam *pa = &p->kernels.v[i]->params.v[j];
+        for (size_t r = 0; r < pa->ptrs.n; r++) kinds[pa->ptrs.v[r].kind]++;
+        for (size_t r = 0; r < pa->dontcare.n; r++) runs++, dc += pa->dontcare.v[r].size;
+      }
+    fputs("relocations in by-value parameters (kernel layouts):", f);
+    for (int k = 0; k < PG_RELOC_KIND_COUNT; k++) fprintf(f, "%s %zu %s", k ? "," : "", kinds[k], pg_relocs[k].name);
+    fprintf(f, "; %zu %s of don't-care bytes (%" PRIu64 " bytes), never patched\n", runs, plural(runs, "run", "runs"),
+            dc);
+  }
 }
 
 /* ---- JSON ---- */

@@ -7,8 +7,10 @@
  *           body of exactly one child or conditional node, which names it;
  *   nodes:  belong to their graph at their index; references resolve;
  *   edges:  join two nodes of one graph, no self-loops, no duplicates, no cycles;
- *   kernels: parameters sorted, non-overlapping, of their type's size, inner
- *           pointers inside their parameter; arguments agree with the layout;
+ *   kernels: parameters sorted, non-overlapping, of their type's size; inside a
+ *           by-value parameter, relocations and don't-care bytes 4-byte aligned
+ *           (relocations), inside it, not overlapping, and of a kind the file's
+ *           format version has; arguments agree with the layout;
  *   pointers: inside their buffer.
  */
 #include "pgcc.h"
@@ -31,6 +33,66 @@ static void check_ptr(V *v, PgLoc loc, PgPtr p, uint64_t extent, const char *wha
          p.buf->name, p.offset, extent, p.buf->size);
 }
 
+/* A relocation or a run of don't-care bytes inside a by-value parameter. */
+typedef struct {
+  uint64_t begin, end;
+  const char *what; /* "lo32", "don't-care" */
+  PgLoc loc;
+  size_t index; /* as written: ties keep it, so messages do not depend on qsort */
+  bool bad;     /* misplaced (reported already): left out of the overlap check */
+} Span;
+
+static int span_order(const void *a, const void *b) {
+  const Span *x = a, *y = b;
+  if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Parameter i's relocations and don't-care bytes: each of a kind its format version
+ * has, a relocation 4-byte aligned, each inside the parameter, none overlapping
+ * another (sorted by offset, each against the furthest-reaching one before it). */
+static void check_inner(V *v, const PgKernel *k, size_t i, const PgParam *pa) {
+  size_t n = pa->ptrs.n + pa->dontcare.n;
+  Span *s = malloc(n * sizeof *s);
+  if (!s) PG_BUG("out of memory");
+  for (size_t q = 0; q < pa->ptrs.n; q++) {
+    const PgReloc *r = &pa->ptrs.v[q];
+    s[q] = (Span){r->offset, (uint64_t)r->offset + pg_relocs[r->kind].size, pg_relocs[r->kind].name, r->loc, q,
+                  r->offset % 4 != 0};
+    if (r->kind != PG_RELOC_ABS64 && v->p->version < 2)
+      FAIL(v, r->loc, "kernel '%s': parameter %zu: a %s relocation needs .graph format version 2", k->name, i,
+           pg_relocs[r->kind].name);
+    if (r->offset % 4)
+      FAIL(v, r->loc, "kernel '%s': parameter %zu: the %s relocation at %" PRIu32 " is not 4-byte aligned", k->name,
+           i, pg_relocs[r->kind].name, r->offset);
+  }
+  for (size_t q = 0; q < pa->dontcare.n; q++) {
+    const PgDontCare *dc = &pa->dontcare.v[q];
+    s[pa->ptrs.n + q] = (Span){dc->offset, (uint64_t)dc->offset + dc->size, "don't-care", dc->loc, pa->ptrs.n + q,
+                               dc->size == 0};
+    if (v->p->version < 2)
+      FAIL(v, dc->loc, "kernel '%s': parameter %zu: don't-care bytes need .graph format version 2", k->name, i);
+    if (dc->size == 0) FAIL(v, dc->loc, "kernel '%s': parameter %zu: don't-care bytes of length 0", k->name, i);
+  }
+  for (size_t q = 0; q < n; q++)
+    if (s[q].end > pa->size) {
+      FAIL(v, s[q].loc, "kernel '%s': parameter %zu: %s bytes %" PRIu64 "..%" PRIu64 " lie past its %" PRIu32
+           " bytes", k->name, i, s[q].what, s[q].begin, s[q].end, pa->size);
+      s[q].bad = true;
+    }
+  size_t good = 0; /* the well-placed ones, sorted */
+  for (size_t q = 0; q < n; q++)
+    if (!s[q].bad) s[good++] = s[q];
+  qsort(s, good, sizeof *s, span_order);
+  for (size_t q = 1, far = 0; q < good; q++) {
+    if (s[q].begin < s[far].end)
+      FAIL(v, s[q].loc, "kernel '%s': parameter %zu: %s bytes %" PRIu64 "..%" PRIu64 " overlap %s bytes %" PRIu64
+           "..%" PRIu64, k->name, i, s[q].what, s[q].begin, s[q].end, s[far].what, s[far].begin, s[far].end);
+    if (s[q].end > s[far].end) far = q;
+  }
+  free(s);
+}
+
 static void check_layout(V *v, const PgKernel *k) {
   uint64_t end = 0;
   for (size_t i = 0; i < k->params.n; i++) {
@@ -43,10 +105,7 @@ static void check_layout(V *v, const PgKernel *k) {
       FAIL(v, k->loc, "kernel '%s': parameter %zu is %s, %u bytes, but its size is %" PRIu32, k->name, i,
            pg_type_names[pa->type], want, pa->size);
     if (pa->size == 0) FAIL(v, k->loc, "kernel '%s': parameter %zu has size 0", k->name, i);
-    for (size_t q = 0; q < pa->ptrs.n; q++)
-      if ((uint64_t)pa->ptrs.v[q] + 8 > pa->size)
-        FAIL(v, k->loc, "kernel '%s': parameter %zu has an inner pointer at %" PRIu32 ", past its %" PRIu32 " bytes",
-             k->name, i, pa->ptrs.v[q], pa->size);
+    if (pa->ptrs.n || pa->dontcare.n) check_inner(v, k, i, pa);
     end = (uint64_t)pa->offset + pa->size;
   }
   if (end > 32764) /* CUDA's limit on kernel parameter space since 12.1 */

@@ -4,7 +4,9 @@
  *
  *   file   := stmt*
  *   stmt   := word+ ';'  |  word+ '{' stmt* '}'  |  NAME '->' NAME ';'
- *   word   := NAME | NAME '+' NUMBER | NUMBER | STRING | '[' (word (',' word)*)? ']'
+ *   word   := NAME | NAME '+' NUMBER | NUMBER | NUMBER ':' NUMBER | STRING
+ *           | '[' (item (',' item)*)? ']'
+ *   item   := word+                  (two or more words: a phrase, `lo32 56`)
  *
  * There are no reserved words: what a statement means (`buffer x size 4096 ...;`)
  * is decided by graph_read.c as each statement is reduced, so any name can be used
@@ -53,6 +55,7 @@ static void gferror(PgLoc *loc, void *scanner, GfCtx *ctx, const char *msg) {
 %token <str> NAME "name" NUMBER "number" STRING "string" ARROW "'->'"
 %type <word> word
 %type <list> words items
+%type <word> item
 
 %%
 
@@ -86,14 +89,19 @@ word
   : NAME                        { $$ = gf_word(ctx, GF_NAME, $1, @1); }
   | NAME '+' NUMBER             { $$ = gf_ref(ctx, $1, $3, @1); }
   | NUMBER                      { $$ = gf_word(ctx, GF_NUMBER, $1, @1); }
+  | NUMBER ':' NUMBER           { $$ = gf_range(ctx, $1, $3, @1); }
   | STRING                      { $$ = gf_word(ctx, GF_STRING, $1, @1); }
   | '[' ']'                     { $$ = gf_listword(ctx, (GfList){-1, -1}, @1); }
   | '[' items ']'               { $$ = gf_listword(ctx, $2, @1); }
   ;
 
 items
-  : word                        { $$ = gf_list(ctx, $1); }
-  | items ',' word              { $$ = gf_append(ctx, $1, $3); }
+  : item                        { $$ = gf_list(ctx, $1); }
+  | items ',' item              { $$ = gf_append(ctx, $1, $3); }
+  ;
+
+item
+  : words                       { $$ = gf_phrase(ctx, $1); }
   ;
 
 %%

@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -231,5 +232,314 @@ out:
   if (st != PGRT_OK && *block) cuMemFree(*block), *block = 0;
   if (fd >= 0) close(fd);
   free(buf);
+  return st;
+}
+
+/* ---- tensors of a safetensors file in host memory ----
+ *
+ * A safetensors file is 8 bytes (the header's length, little-endian), a JSON
+ * object (tensor name -> {"dtype", "shape", "data_offsets": [begin, end]}, and an
+ * optional "__metadata__" of strings), then the tensors' bytes, offsets counted
+ * from the end of the header.  libpgrt has no JSON library: the little reader
+ * below knows exactly that much JSON, and skips any other value it meets. */
+
+#define MAX_HEADER (100u << 20)
+
+typedef struct {
+  const char *p, *end;
+} js;
+
+static void js_ws(js *j) {
+  while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
+}
+
+static int js_lit(js *j, char c) {
+  js_ws(j);
+  if (j->p < j->end && *j->p == c) return j->p++, 1;
+  return 0;
+}
+
+static void js_utf8(char *out, size_t cap, size_t *n, uint32_t c) {
+  unsigned char b[4];
+  int k;
+  if (c < 0x80) b[0] = (unsigned char)c, k = 1;
+  else if (c < 0x800) b[0] = (unsigned char)(0xc0 | c >> 6), b[1] = (unsigned char)(0x80 | (c & 63)), k = 2;
+  else if (c < 0x10000)
+    b[0] = (unsigned char)(0xe0 | c >> 12), b[1] = (unsigned char)(0x80 | (c >> 6 & 63)),
+    b[2] = (unsigned char)(0x80 | (c & 63)), k = 3;
+  else
+    b[0] = (unsigned char)(0xf0 | c >> 18), b[1] = (unsigned char)(0x80 | (c >> 12 & 63)),
+    b[2] = (unsigned char)(0x80 | (c >> 6 & 63)), b[3] = (unsigned char)(0x80 | (c & 63)), k = 4;
+  for (int i = 0; i < k; i++)
+    if (*n + 1 < cap) out[(*n)++] = (char)b[i];
+}
+
+static int js_hex4(js *j, uint32_t *v) {
+  if (j->end - j->p < 4) return 0;
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = *j->p++;
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return 0;
+    *v = *v << 4 | (uint32_t)d;
+  }
+  return 1;
+}
+
+/* A string, decoded into out (NUL-terminated; cut at cap - 1 bytes). */
+static int js_str(js *j, char *out, size_t cap) {
+  size_t n = 0;
+  if (!js_lit(j, '"')) return 0;
+  while (j->p < j->end && *j->p != '"') {
+    char c = *j->p++;
+    if ((unsigned char)c < 0x20) return 0;
+    if (c != '\\') {
+      if (n + 1 < cap) out[n++] = c;
+      continue;
+    }
+    if (j->p == j->end) return 0;
+    c = *j->p++;
+    uint32_t u;
+    switch (c) {
+    case '"': case '\\': case '/': break;
+    case 'b': c = '\b'; break;
+    case 'f': c = '\f'; break;
+    case 'n': c = '\n'; break;
+    case 'r': c = '\r'; break;
+    case 't': c = '\t'; break;
+    case 'u':
+      if (!js_hex4(j, &u)) return 0;
+      if (u >= 0xd800 && u < 0xdc00) { /* a surrogate pair */
+        uint32_t lo;
+        if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u') return 0;
+        j->p += 2;
+        if (!js_hex4(j, &lo) || lo < 0xdc00 || lo >= 0xe000) return 0;
+        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+      }
+      js_utf8(out, cap, &n, u);
+      continue;
+    default: return 0;
+    }
+    if (n + 1 < cap) out[n++] = c;
+  }
+  if (j->p == j->end) return 0;
+  j->p++;
+  out[n] = 0;
+  return 1;
+}
+
+static int js_int(js *j, int64_t *v) {
+  js_ws(j);
+  int neg = j->p < j->end && *j->p == '-';
+  j->p += neg;
+  if (j->p == j->end || *j->p < '0' || *j->p > '9') return 0;
+  uint64_t x = 0;
+  while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+    if (x > (UINT64_C(1) << 62) / 10) return 0;
+    x = x * 10 + (uint64_t)(*j->p++ - '0');
+  }
+  if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E')) return 0;
+  *v = neg ? -(int64_t)x : (int64_t)x;
+  return 1;
+}
+
+/* Any value, skipped (nesting bounded). */
+static int js_skip(js *j, int depth) {
+  js_ws(j);
+  if (j->p == j->end || depth > 64) return 0;
+  char c = *j->p;
+  if (c == '"') {
+    char one[1];
+    return js_str(j, one, 1);
+  }
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    j->p++;
+    if (js_lit(j, close)) return 1;
+    do {
+      if (c == '{') {
+        char one[1];
+        if (!js_str(j, one, 1) || !js_lit(j, ':')) return 0;
+      }
+      if (!js_skip(j, depth + 1)) return 0;
+    } while (js_lit(j, ','));
+    return js_lit(j, close);
+  }
+  const char *s = j->p; /* a number, true, false, null */
+  while (j->p < j->end && (isalnum((unsigned char)*j->p) || *j->p == '-' || *j->p == '+' || *j->p == '.')) j->p++;
+  return j->p > s;
+}
+
+/* [a, b, ...]: at most max integers into v, their count into *n. */
+static int js_ints(js *j, int64_t *v, int max, int *n) {
+  *n = 0;
+  if (!js_lit(j, '[')) return 0;
+  if (js_lit(j, ']')) return 1;
+  do {
+    if (*n == max || !js_int(j, &v[*n])) return 0;
+    ++*n;
+  } while (js_lit(j, ','));
+  return js_lit(j, ']');
+}
+
+static unsigned dtype_bytes(const char *d) {
+  static const struct {
+    const char *name;
+    unsigned bytes;
+  } t[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1},
+           {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (strcmp(t[i].name, d) == 0) return t[i].bytes;
+  return 0;
+}
+
+void pgrt_host_tensor_free(pgrt_host_tensor *t) {
+  if (!t) return;
+  free(t->data);
+  t->data = NULL;
+}
+
+pgrt_status pgrt_tensor_read(const char *path, const char *name, pgrt_host_tensor *out) {
+  if (!path || !name || !out) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_tensor_read: null path, name or tensor");
+  memset(out, 0, sizeof *out);
+  out->name = name;
+  pgrt_status st = PGRT_OK;
+  char *hdr = NULL, *key = NULL;
+  unsigned char len8[8];
+  int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "tensor file '%s' cannot be read: %s", path, strerror(errno));
+    goto out;
+  }
+  uint64_t fsize = (uint64_t)sb.st_size, hlen = 0;
+  if (fsize < 8 || pread(fd, len8, 8, 0) != 8 || (hlen = rd(len8, 8)) > fsize - 8 || hlen > MAX_HEADER || hlen < 2) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s' is not a safetensors file (its header's length is wrong)", path);
+    goto out;
+  }
+  hdr = malloc((size_t)hlen + 1), key = malloc((size_t)hlen + 1);
+  if (!hdr || !key) {
+    st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+    goto out;
+  }
+  if (pread(fd, hdr, (size_t)hlen, 8) != (ssize_t)hlen) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "tensor file '%s': short read of its header", path);
+    goto out;
+  }
+  js j = {hdr, hdr + hlen};
+  int64_t offs[2] = {0, 0};
+  int noffs = -1, ok = js_lit(&j, '{');
+  if (ok && !js_lit(&j, '}')) {
+    do {
+      ok = js_str(&j, key, (size_t)hlen + 1) && js_lit(&j, ':');
+      if (!ok) break;
+      if (found || strcmp(key, name) != 0) {
+        ok = js_skip(&j, 0);
+        continue;
+      }
+      found = 1; /* {"dtype": "F32", "shape": [..], "data_offsets": [b, e]} in any order */
+      ok = js_lit(&j, '{');
+      int fields = 0;
+      if (ok && !js_lit(&j, '}')) {
+        do {
+          char f[16];
+          ok = js_str(&j, f, sizeof f) && js_lit(&j, ':');
+          if (ok && strcmp(f, "dtype") == 0) ok = js_str(&j, out->dtype, sizeof out->dtype), fields |= 1;
+          else if (ok && strcmp(f, "shape") == 0) ok = js_ints(&j, out->shape, PGRT_MAX_DIMS, &out->ndim), fields |= 2;
+          else if (ok && strcmp(f, "data_offsets") == 0) ok = js_ints(&j, offs, 2, &noffs), fields |= 4;
+          else if (ok) ok = js_skip(&j, 0);
+        } while (ok && js_lit(&j, ','));
+        ok = ok && js_lit(&j, '}');
+      }
+      ok = ok && fields == 7;
+    } while (ok && js_lit(&j, ','));
+    ok = ok && js_lit(&j, '}');
+  }
+  if (!ok) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': the safetensors header is not what it should be near byte %ld%s", path,
+                   8 + (long)(j.p - hdr), found ? " (in the entry of the tensor looked for)" : "");
+    goto out;
+  }
+  if (!found) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s' holds no tensor named '%s'", path, name);
+    goto out;
+  }
+  uint64_t data = fsize - 8 - hlen;
+  if (noffs != 2 || offs[0] < 0 || offs[1] < offs[0] || (uint64_t)offs[1] > data) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' has data offsets outside the file", path, name);
+    goto out;
+  }
+  out->size = (uint64_t)(offs[1] - offs[0]);
+  uint64_t elems = 1;
+  for (int i = 0; i < out->ndim; i++) elems = out->shape[i] < 0 ? UINT64_MAX : elems * (uint64_t)out->shape[i];
+  unsigned eb = dtype_bytes(out->dtype);
+  if (eb && elems * eb != out->size) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' is %llu bytes, but its dtype and shape say otherwise", path,
+                   name, (unsigned long long)out->size);
+    goto out;
+  }
+  if (!(out->data = malloc(out->size ? (size_t)out->size : 1))) {
+    st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory for tensor '%s' (%llu bytes)", name,
+                   (unsigned long long)out->size);
+    goto out;
+  }
+  for (uint64_t done = 0; done < out->size;) {
+    ssize_t r = pread(fd, (char *)out->data + done, (size_t)(out->size - done), (off_t)(8 + hlen + (uint64_t)offs[0] + done));
+    if (r <= 0) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "tensor file '%s': short read of tensor '%s'", path, name);
+      goto out;
+    }
+    done += (uint64_t)r;
+  }
+out:
+  if (st != PGRT_OK) pgrt_host_tensor_free(out);
+  if (fd >= 0) close(fd);
+  free(hdr), free(key);
+  return st;
+}
+
+static int json_safe(const char *s) {
+  for (; *s; s++)
+    if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) return 0;
+  return 1;
+}
+
+pgrt_status pgrt_tensors_write(const char *path, const pgrt_host_tensor *t, int count) {
+  if (!path || count < 0 || (count && !t)) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_tensors_write: null path or tensors");
+  size_t cap = 64, len = 0;
+  for (int i = 0; i < count; i++) {
+    const pgrt_host_tensor *x = &t[i];
+    if (!x->name || !json_safe(x->name) || !x->dtype[0] || !json_safe(x->dtype) || x->ndim < 0 ||
+        x->ndim > PGRT_MAX_DIMS || (x->size && !x->data))
+      return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_tensors_write: tensor %d ('%s') has a bad name, dtype, shape or data", i,
+                       x->name && json_safe(x->name) ? x->name : "?");
+    for (int k = 0; k < i; k++)
+      if (strcmp(t[k].name, x->name) == 0)
+        return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_tensors_write: two tensors named '%s'", x->name);
+    cap += strlen(x->name) + strlen(x->dtype) + 64 + (size_t)x->ndim * 22 + 2 * 22;
+  }
+  char *h = malloc(cap + 8);
+  if (!h) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+  uint64_t at = 0;
+  len += (size_t)snprintf(h + len, cap - len, "{");
+  for (int i = 0; i < count; i++) {
+    const pgrt_host_tensor *x = &t[i];
+    len += (size_t)snprintf(h + len, cap - len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", x->name, x->dtype);
+    for (int d = 0; d < x->ndim; d++) len += (size_t)snprintf(h + len, cap - len, "%s%lld", d ? "," : "", (long long)x->shape[d]);
+    len += (size_t)snprintf(h + len, cap - len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at,
+                            (unsigned long long)(at + x->size));
+    at += x->size;
+  }
+  len += (size_t)snprintf(h + len, cap - len, "}");
+  while (len % 8) h[len++] = ' '; /* the data 8-byte aligned, as safetensors writes it */
+  pgrt_status st = PGRT_OK;
+  FILE *f = fopen(path, "wb");
+  unsigned char len8[8];
+  for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)len >> (8 * i));
+  int ok = f && fwrite(len8, 1, 8, f) == 8 && fwrite(h, 1, len, f) == len;
+  for (int i = 0; ok && i < count; i++) ok = !t[i].size || fwrite(t[i].data, 1, (size_t)t[i].size, f) == t[i].size;
+  if (f && fclose(f) != 0) ok = 0;
+  if (!ok) st = pgrt_fail(PGRT_ERR_ARGUMENT, "cannot write '%s': %s", path, strerror(errno));
+  free(h);
   return st;
 }

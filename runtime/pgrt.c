@@ -37,7 +37,9 @@ pgrt_status pgrt_fail(pgrt_status s, const char *fmt, ...) {
 
 /* The device-side update: a graph region whose kernel nodes change on every call
  * makes them device-updatable and starts with one updater kernel that rewrites
- * their parameters, one thread per node, with cudaGraphKernelNodeSetParam.
+ * their parameters, one thread per node, with cudaGraphKernelNodeSetParam.  An
+ * entry writes the low `size` bytes of (value + offset) >> shift: a whole address
+ * (8, 0), its low half (4, 0) or its high half (4, 32), or a scalar (its size, 0).
  * A call then patches one node from the host (the updater's own arguments: this
  * call's addresses and scalars) instead of every node that uses them.  The entries
  * of one node are together in the table, and one thread writes them all: updates of
@@ -50,13 +52,13 @@ static const char updater_source[] =
     "struct CUgraphDeviceUpdatableNode_st;\n"
     "extern \"C\" __device__ __attribute__((cudart_builtin)) int cudaGraphKernelNodeSetParam(\n"
     "    CUgraphDeviceUpdatableNode_st *node, unsigned long offset, const void *value, unsigned long size);\n"
-    "struct Entry { CUgraphDeviceUpdatableNode_st *node; unsigned at, size; int slot, pad; unsigned long long offset; };\n"
+    "struct Entry { CUgraphDeviceUpdatableNode_st *node; unsigned at, size; int slot, shift; unsigned long long offset; };\n"
     "struct Vals { unsigned long long v[64]; };\n"
     "extern \"C\" __global__ void pgrt_update(const Entry *e, int n, Vals vals) {\n"
     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
     "  if (i >= n || (i > 0 && e[i - 1].node == e[i].node)) return;\n"
     "  for (int j = i; j < n && e[j].node == e[i].node; j++) { /* one thread per node */\n"
-    "    unsigned long long x = vals.v[e[j].slot] + e[j].offset;\n"
+    "    unsigned long long x = (vals.v[e[j].slot] + e[j].offset) >> e[j].shift; /* little-endian: low bytes first */\n"
     "    cudaGraphKernelNodeSetParam(e[j].node, e[j].at, &x, e[j].size);\n"
     "  }\n"
     "}\n";
@@ -92,9 +94,13 @@ enum { BOX_COPY, BOX_SET };
 typedef struct { /* as the updater reads it */
   CUgraphDeviceNode node;
   uint32_t at, size;
-  int32_t slot, pad;
+  int32_t slot, shift;
   uint64_t offset;
 } upd_entry;
+
+/* A relocation writes the low reloc_size bytes of its address >> reloc_shift. */
+static uint32_t reloc_size(pgrt_reloc_kind k) { return k == PGRT_RELOC_ABS64 ? 8 : 4; }
+static int32_t reloc_shift(pgrt_reloc_kind k) { return k == PGRT_RELOC_HI32 ? 32 : 0; }
 
 typedef struct {
   CUgraphNode node;       /* the updater kernel, first in its region's graph */
@@ -247,9 +253,10 @@ static int fill_params(pgrt_ctx *c, int i, const uint64_t *scalars) {
   const pgrt_node *n = &c->prog->nodes[i];
   unsigned char *p = c->params[i];
   int changed = 0;
-  for (int r = 0; r < n->reloc_count; r++) {
-    CUdeviceptr v = c->addr[n->relocs[r].buffer] + n->relocs[r].offset;
-    if (memcmp(p + n->relocs[r].at, &v, sizeof v) != 0) memcpy(p + n->relocs[r].at, &v, sizeof v), changed = 1;
+  for (int r = 0; r < n->reloc_count; r++) { /* the address, truncated by the kind: its low bytes (little-endian) */
+    const pgrt_reloc *rl = &n->relocs[r];
+    uint64_t v = (uint64_t)(c->addr[rl->buffer] + rl->offset) >> reloc_shift(rl->kind);
+    if (memcmp(p + rl->at, &v, reloc_size(rl->kind)) != 0) memcpy(p + rl->at, &v, reloc_size(rl->kind)), changed = 1;
   }
   for (int k = 0; k < n->cond_ref_count; k++)
     memcpy(p + n->cond_refs[k].at, &c->conds[n->cond_refs[k].condition], sizeof(CUgraphConditionalHandle));
@@ -517,7 +524,8 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
       for (int k = 0; k < n->reloc_count; k++) {
         const pgrt_buffer *b = &pr->buffers[n->relocs[k].buffer];
         if (b->kind != PGRT_BUF_BOUND) continue;
-        entries[e++] = (upd_entry){v.deviceUpdatableKernelNode.devNode, n->relocs[k].at, 8, b->slot, 0,
+        entries[e++] = (upd_entry){v.deviceUpdatableKernelNode.devNode, n->relocs[k].at,
+                                   reloc_size(n->relocs[k].kind), b->slot, reloc_shift(n->relocs[k].kind),
                                    n->relocs[k].offset};
       }
       for (int k = 0; k < n->scalar_count; k++)

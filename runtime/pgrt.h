@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 4 /* the table layout below; generated code checks it */
+#define PGRT_VERSION 5 /* the table layout below; generated code checks it (5: relocation kinds) */
 
 typedef enum {
   PGRT_OK = 0,
@@ -83,11 +83,17 @@ typedef struct {
   int slot;        /* PGRT_BUF_BOUND, PGRT_BUF_WEIGHT: index into the caller's address array */
 } pgrt_buffer;
 
-/* A pointer written into a node's parameters: buffer + offset at byte `at`. */
+/* What of an address a relocation writes (pgcc.h's PG_RELOC_KINDS, in its order):
+ * ABS64 all 8 bytes; LO32 its low 4 bytes; HI32 its high 4 bytes. */
+typedef enum { PGRT_RELOC_ABS64, PGRT_RELOC_LO32, PGRT_RELOC_HI32 } pgrt_reloc_kind;
+
+/* A pointer written into a node's parameters at byte `at`: the address
+ * buffer + offset, truncated as `kind` says. */
 typedef struct {
   uint32_t at;
   int buffer;
   uint64_t offset;
+  pgrt_reloc_kind kind;
 } pgrt_reloc;
 
 /* A scalar written into a node's parameters from the caller's scalars, at `at`. */
@@ -234,6 +240,67 @@ typedef struct {
  * addrs[i] to tensor i's address.  Needs a current CUDA context. */
 pgrt_status pgrt_weights_load(const char *path, const pgrt_weights_file *file, CUdeviceptr *block,
                               CUdeviceptr *addrs);
+
+/* ---- tensors of a safetensors file in host memory (inputs, expected outputs) ---- */
+
+#define PGRT_MAX_DIMS 8
+
+/* One tensor: its name, dtype as safetensors spells it ("F32", "BF16", "I64",
+ * "BOOL"...; pgcc's dtype names are the same letters in lower case), shape and
+ * bytes. */
+typedef struct {
+  const char *name;
+  char dtype[16];
+  int ndim;
+  int64_t shape[PGRT_MAX_DIMS];
+  uint64_t size; /* bytes */
+  void *data;
+} pgrt_host_tensor;
+
+/* Reads tensor `name` of the safetensors file at `path` into *out, its bytes into
+ * new host memory, out->data (malloc'd: pgrt_host_tensor_free frees it); out->name
+ * points at `name`.  PGRT_ERR_ARGUMENT when the file cannot be read, is not a
+ * safetensors file, or holds no tensor of that name (pgrt_error() says which);
+ * PGRT_ERR_MEMORY.  Needs no GPU. */
+pgrt_status pgrt_tensor_read(const char *path, const char *name, pgrt_host_tensor *out);
+
+/* Frees t->data and sets it to NULL. */
+void pgrt_host_tensor_free(pgrt_host_tensor *t);
+
+/* Writes `count` tensors as one safetensors file at `path` (replacing it), in that
+ * order; names must differ and be JSON-safe (no '"', '\\' or control characters).
+ * PGRT_ERR_ARGUMENT for a bad tensor or a failed write.  Needs no GPU. */
+pgrt_status pgrt_tensors_write(const char *path, const pgrt_host_tensor *tensors, int count);
+
+/* ---- what a generated program's arguments are: NAME_info() ---- */
+
+/* A field of NAME_args or NAME_weights.  INPUT buffers are read, OUTPUT written,
+ * INOUT bound per call without a known direction (role 'unknown' in the .graph:
+ * read, written or both); SCALAR a per-call scalar; WEIGHT a NAME_weights field;
+ * HOST_FN a host node's pgrt_host_fn.  A scalar has ndim 0 (shape NULL); a host
+ * function has dtype "", ndim -1 and the size of a pgrt_host_fn.  A table with no
+ * fields is NULL (n_args or n_weights 0). */
+typedef enum { PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN } pgrt_field_role;
+typedef struct {
+  const char *name;     /* the field's name in NAME_args or NAME_weights */
+  pgrt_field_role role;
+  const char *dtype;    /* "f32", "bf16", ... as in the .graph; "" where unknown */
+  int ndim;             /* -1 where the shape is unknown */
+  const int64_t *shape; /* ndim entries */
+  size_t offset;        /* offsetof(NAME_args or NAME_weights, field) */
+  size_t size;          /* bytes of the buffer, or of the scalar */
+  const char *tensor;   /* a weight's tensor name in its safetensors file; NULL otherwise */
+} pgrt_field;
+typedef struct {
+  const char *name;          /* the program's name (NAME) */
+  size_t args_size;          /* sizeof(NAME_args) */
+  int n_args;
+  const pgrt_field *args;
+  size_t weights_size;       /* sizeof(NAME_weights) */
+  int n_weights;
+  const pgrt_field *weights;
+  uint64_t arena_bytes;
+} pgrt_program_info;
 
 /* ---- the calls ---- */
 

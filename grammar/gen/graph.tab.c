@@ -111,24 +111,26 @@ enum yysymbol_kind_t
   YYSYMBOL_8_ = 8,                         /* '{'  */
   YYSYMBOL_9_ = 9,                         /* '}'  */
   YYSYMBOL_10_ = 10,                       /* '+'  */
-  YYSYMBOL_11_ = 11,                       /* '['  */
-  YYSYMBOL_12_ = 12,                       /* ']'  */
-  YYSYMBOL_13_ = 13,                       /* ','  */
-  YYSYMBOL_YYACCEPT = 14,                  /* $accept  */
-  YYSYMBOL_file = 15,                      /* file  */
-  YYSYMBOL_stmts = 16,                     /* stmts  */
-  YYSYMBOL_stmt = 17,                      /* stmt  */
-  YYSYMBOL_18_1 = 18,                      /* $@1  */
-  YYSYMBOL_words = 19,                     /* words  */
-  YYSYMBOL_word = 20,                      /* word  */
-  YYSYMBOL_items = 21                      /* items  */
+  YYSYMBOL_11_ = 11,                       /* ':'  */
+  YYSYMBOL_12_ = 12,                       /* '['  */
+  YYSYMBOL_13_ = 13,                       /* ']'  */
+  YYSYMBOL_14_ = 14,                       /* ','  */
+  YYSYMBOL_YYACCEPT = 15,                  /* $accept  */
+  YYSYMBOL_file = 16,                      /* file  */
+  YYSYMBOL_stmts = 17,                     /* stmts  */
+  YYSYMBOL_stmt = 18,                      /* stmt  */
+  YYSYMBOL_19_1 = 19,                      /* $@1  */
+  YYSYMBOL_words = 20,                     /* words  */
+  YYSYMBOL_word = 21,                      /* word  */
+  YYSYMBOL_items = 22,                     /* items  */
+  YYSYMBOL_item = 23                       /* item  */
 };
 typedef enum yysymbol_kind_t yysymbol_kind_t;
 
 
 
 /* Unqualified %code blocks.  */
-#line 40 "grammar/graph.y"
+#line 42 "grammar/graph.y"
 
 #include "graph.lex.h"
 
@@ -141,7 +143,7 @@ static void gferror(PgLoc *loc, void *scanner, GfCtx *ctx, const char *msg) {
   pg_error(gf_diag(ctx), *loc, "%s", msg);
 }
 
-#line 145 "grammar/gen/graph.tab.c"
+#line 147 "grammar/gen/graph.tab.c"
 
 #ifdef short
 # undef short
@@ -467,16 +469,16 @@ union yyalloc
 /* YYFINAL -- State number of the termination state.  */
 #define YYFINAL  3
 /* YYLAST -- Last index in YYTABLE.  */
-#define YYLAST   48
+#define YYLAST   44
 
 /* YYNTOKENS -- Number of terminals.  */
-#define YYNTOKENS  14
+#define YYNTOKENS  15
 /* YYNNTS -- Number of nonterminals.  */
-#define YYNNTS  8
+#define YYNNTS  9
 /* YYNRULES -- Number of rules.  */
-#define YYNRULES  19
+#define YYNRULES  21
 /* YYNSTATES -- Number of states.  */
-#define YYNSTATES  31
+#define YYNSTATES  34
 
 /* YYMAXUTOK -- Last valid token kind.  */
 #define YYMAXUTOK   261
@@ -497,12 +499,12 @@ static const yytype_int8 yytranslate[] =
        2,     2,     2,     2,     2,     2,     2,     2,     2,     2,
        2,     2,     2,     2,     2,     2,     2,     2,     2,     2,
        2,     2,     2,     2,     2,     2,     2,     2,     2,     2,
-       2,     2,     2,    10,    13,     2,     2,     2,     2,     2,
-       2,     2,     2,     2,     2,     2,     2,     2,     2,     7,
+       2,     2,     2,    10,    14,     2,     2,     2,     2,     2,
+       2,     2,     2,     2,     2,     2,     2,     2,    11,     7,
        2,     2,     2,     2,     2,     2,     2,     2,     2,     2,
        2,     2,     2,     2,     2,     2,     2,     2,     2,     2,
        2,     2,     2,     2,     2,     2,     2,     2,     2,     2,
-       2,    11,     2,    12,     2,     2,     2,     2,     2,     2,
+       2,    12,     2,    13,     2,     2,     2,     2,     2,     2,
        2,     2,     2,     2,     2,     2,     2,     2,     2,     2,
        2,     2,     2,     2,     2,     2,     2,     2,     2,     2,
        2,     2,     2,     8,     2,     9,     2,     2,     2,     2,
@@ -526,8 +528,9 @@ static const yytype_int8 yytranslate[] =
 /* YYRLINE[YYN] -- Source line where rule number YYN was defined.  */
 static const yytype_int8 yyrline[] =
 {
-       0,    60,    60,    64,    65,    69,    70,    70,    72,    73,
-      81,    82,    86,    87,    88,    89,    90,    91,    95,    96
+       0,    63,    63,    67,    68,    72,    73,    73,    75,    76,
+      84,    85,    89,    90,    91,    92,    93,    94,    95,    99,
+     100,   104
 };
 #endif
 
@@ -545,8 +548,9 @@ yysymbol_name (yysymbol_kind_t yysymbol)
   static const char *const yy_sname[] =
   {
   "end of file", "error", "invalid token", "name", "number", "string",
-  "'->'", "';'", "'{'", "'}'", "'+'", "'['", "']'", "','", "$accept",
-  "file", "stmts", "stmt", "$@1", "words", "word", "items", YY_NULLPTR
+  "'->'", "';'", "'{'", "'}'", "'+'", "':'", "'['", "']'", "','",
+  "$accept", "file", "stmts", "stmt", "$@1", "words", "word", "items",
+  "item", YY_NULLPTR
   };
   return yy_sname[yysymbol];
 }
@@ -566,10 +570,10 @@ yysymbol_name (yysymbol_kind_t yysymbol)
    STATE-NUM.  */
 static const yytype_int8 yypact[] =
 {
-      -9,    11,     3,    -9,     5,    -5,    -9,    -9,    18,    -9,
-      28,    -9,    -9,    10,    21,    17,    -9,    -9,    -3,    -9,
-      -9,    -9,     8,    -9,    -9,    37,    -9,    -9,    -9,    15,
-      -9
+      -9,     3,     1,    -9,     5,    32,     8,    -9,    18,    -9,
+      21,    -9,    -9,    11,    13,    23,    22,    -9,    31,    26,
+      -9,    -9,    -9,    -9,    30,    -9,    -9,    -9,    31,    -9,
+      -9,    -9,     6,    -9
 };
 
 /* YYDEFACT[STATE-NUM] -- Default reduction number in state STATE-NUM.
@@ -577,22 +581,22 @@ static const yytype_int8 yypact[] =
    means the default is an error.  */
 static const yytype_int8 yydefact[] =
 {
-       3,     0,     0,     1,     0,    12,    14,    15,     0,     4,
-       0,    10,     9,     0,     0,    12,    16,    18,     0,     5,
-       6,    11,     0,    13,    17,     0,     3,     8,    19,     0,
-       7
+       3,     0,     0,     1,     0,    12,    14,    16,     0,     4,
+       0,    10,     9,     0,     0,     0,    12,    17,    21,     0,
+      19,     5,     6,    11,     0,    13,    15,    18,     0,     3,
+       8,    20,     0,     7
 };
 
 /* YYPGOTO[NTERM-NUM].  */
 static const yytype_int8 yypgoto[] =
 {
-      -9,    -9,     2,    -9,    -9,    -9,    -8,    -9
+      -9,    -9,    12,    -9,    -9,    -8,    -2,    -9,    16
 };
 
 /* YYDEFGOTO[NTERM-NUM].  */
 static const yytype_int8 yydefgoto[] =
 {
-       0,     1,     2,     9,    26,    10,    11,    18
+       0,     1,     2,     9,    29,    10,    11,    19,    20
 };
 
 /* YYTABLE[YYPACT[STATE-NUM]] -- What to do in state STATE-NUM.  If
@@ -600,44 +604,46 @@ static const yytype_int8 yydefgoto[] =
    number is the opposite.  If YYTABLE_NINF, syntax error.  */
 static const yytype_int8 yytable[] =
 {
-      17,    13,    21,    -2,     4,    14,     5,     6,     7,    24,
-      25,     3,    12,    22,     8,    27,     4,    28,     5,     6,
-       7,    15,     6,     7,    30,    23,     8,    14,    29,     8,
-      16,    15,     6,     7,     0,    19,    20,     0,     0,     8,
-      15,     6,     7,     0,     0,     0,     0,     0,     8
+      18,    -2,     4,     3,     5,     6,     7,     4,    23,     5,
+       6,     7,    12,     8,    24,    33,    23,    25,     8,    15,
+      18,    16,     6,     7,    16,     6,     7,    26,    21,    22,
+       8,    17,    14,     8,    16,     6,     7,    30,    13,    27,
+      28,    32,    14,     8,    31
 };
 
 static const yytype_int8 yycheck[] =
 {
-       8,     6,    10,     0,     1,    10,     3,     4,     5,    12,
-      13,     0,     7,     3,    11,     7,     1,    25,     3,     4,
-       5,     3,     4,     5,     9,     4,    11,    10,    26,    11,
-      12,     3,     4,     5,    -1,     7,     8,    -1,    -1,    11,
-       3,     4,     5,    -1,    -1,    -1,    -1,    -1,    11
+       8,     0,     1,     0,     3,     4,     5,     1,    10,     3,
+       4,     5,     7,    12,     3,     9,    18,     4,    12,    11,
+      28,     3,     4,     5,     3,     4,     5,     4,     7,     8,
+      12,    13,    10,    12,     3,     4,     5,     7,     6,    13,
+      14,    29,    10,    12,    28
 };
 
 /* YYSTOS[STATE-NUM] -- The symbol kind of the accessing symbol of
    state STATE-NUM.  */
 static const yytype_int8 yystos[] =
 {
-       0,    15,    16,     0,     1,     3,     4,     5,    11,    17,
-      19,    20,     7,     6,    10,     3,    12,    20,    21,     7,
-       8,    20,     3,     4,    12,    13,    18,     7,    20,    16,
-       9
+       0,    16,    17,     0,     1,     3,     4,     5,    12,    18,
+      20,    21,     7,     6,    10,    11,     3,    13,    20,    22,
+      23,     7,     8,    21,     3,     4,     4,    13,    14,    19,
+       7,    23,    17,     9
 };
 
 /* YYR1[RULE-NUM] -- Symbol kind of the left-hand side of rule RULE-NUM.  */
 static const yytype_int8 yyr1[] =
 {
-       0,    14,    15,    16,    16,    17,    18,    17,    17,    17,
-      19,    19,    20,    20,    20,    20,    20,    20,    21,    21
+       0,    15,    16,    17,    17,    18,    19,    18,    18,    18,
+      20,    20,    21,    21,    21,    21,    21,    21,    21,    22,
+      22,    23
 };
 
 /* YYR2[RULE-NUM] -- Number of symbols on the right-hand side of rule RULE-NUM.  */
 static const yytype_int8 yyr2[] =
 {
        0,     2,     1,     0,     2,     2,     0,     5,     4,     2,
-       1,     2,     1,     3,     1,     1,     2,     3,     1,     3
+       1,     2,     1,     3,     1,     3,     1,     2,     3,     1,
+       3,     1
 };
 
 
@@ -1448,101 +1454,113 @@ yyreduce:
   switch (yyn)
     {
   case 5: /* stmt: words ';'  */
-#line 69 "grammar/graph.y"
+#line 72 "grammar/graph.y"
                                 { gf_stmt(ctx, (yyvsp[-1].list), false); }
-#line 1454 "grammar/gen/graph.tab.c"
-    break;
-
-  case 6: /* $@1: %empty  */
-#line 70 "grammar/graph.y"
-                                { gf_stmt(ctx, (yyvsp[-1].list), true); }
 #line 1460 "grammar/gen/graph.tab.c"
     break;
 
-  case 7: /* stmt: words '{' $@1 stmts '}'  */
-#line 71 "grammar/graph.y"
-                                { gf_block_end(ctx); }
+  case 6: /* $@1: %empty  */
+#line 73 "grammar/graph.y"
+                                { gf_stmt(ctx, (yyvsp[-1].list), true); }
 #line 1466 "grammar/gen/graph.tab.c"
     break;
 
-  case 8: /* stmt: "name" "'->'" "name" ';'  */
-#line 72 "grammar/graph.y"
-                                { gf_edge(ctx, (yyvsp[-3].str), (yylsp[-3]), (yyvsp[-1].str), (yylsp[-1])); }
+  case 7: /* stmt: words '{' $@1 stmts '}'  */
+#line 74 "grammar/graph.y"
+                                { gf_block_end(ctx); }
 #line 1472 "grammar/gen/graph.tab.c"
     break;
 
+  case 8: /* stmt: "name" "'->'" "name" ';'  */
+#line 75 "grammar/graph.y"
+                                { gf_edge(ctx, (yyvsp[-3].str), (yylsp[-3]), (yyvsp[-1].str), (yylsp[-1])); }
+#line 1478 "grammar/gen/graph.tab.c"
+    break;
+
   case 9: /* stmt: error ';'  */
-#line 73 "grammar/graph.y"
+#line 76 "grammar/graph.y"
                                 {
                                   yyerrok;
                                   gf_words_reset(ctx);
                                   if (pg_too_many_errors(gf_diag(ctx))) YYABORT;
                                 }
-#line 1482 "grammar/gen/graph.tab.c"
-    break;
-
-  case 10: /* words: word  */
-#line 81 "grammar/graph.y"
-                                { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
 #line 1488 "grammar/gen/graph.tab.c"
     break;
 
-  case 11: /* words: words word  */
-#line 82 "grammar/graph.y"
-                                { (yyval.list) = gf_append(ctx, (yyvsp[-1].list), (yyvsp[0].word)); }
+  case 10: /* words: word  */
+#line 84 "grammar/graph.y"
+                                { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
 #line 1494 "grammar/gen/graph.tab.c"
     break;
 
-  case 12: /* word: "name"  */
-#line 86 "grammar/graph.y"
-                                { (yyval.word) = gf_word(ctx, GF_NAME, (yyvsp[0].str), (yylsp[0])); }
+  case 11: /* words: words word  */
+#line 85 "grammar/graph.y"
+                                { (yyval.list) = gf_append(ctx, (yyvsp[-1].list), (yyvsp[0].word)); }
 #line 1500 "grammar/gen/graph.tab.c"
     break;
 
-  case 13: /* word: "name" '+' "number"  */
-#line 87 "grammar/graph.y"
-                                { (yyval.word) = gf_ref(ctx, (yyvsp[-2].str), (yyvsp[0].str), (yylsp[-2])); }
+  case 12: /* word: "name"  */
+#line 89 "grammar/graph.y"
+                                { (yyval.word) = gf_word(ctx, GF_NAME, (yyvsp[0].str), (yylsp[0])); }
 #line 1506 "grammar/gen/graph.tab.c"
     break;
 
-  case 14: /* word: "number"  */
-#line 88 "grammar/graph.y"
-                                { (yyval.word) = gf_word(ctx, GF_NUMBER, (yyvsp[0].str), (yylsp[0])); }
+  case 13: /* word: "name" '+' "number"  */
+#line 90 "grammar/graph.y"
+                                { (yyval.word) = gf_ref(ctx, (yyvsp[-2].str), (yyvsp[0].str), (yylsp[-2])); }
 #line 1512 "grammar/gen/graph.tab.c"
     break;
 
-  case 15: /* word: "string"  */
-#line 89 "grammar/graph.y"
-                                { (yyval.word) = gf_word(ctx, GF_STRING, (yyvsp[0].str), (yylsp[0])); }
+  case 14: /* word: "number"  */
+#line 91 "grammar/graph.y"
+                                { (yyval.word) = gf_word(ctx, GF_NUMBER, (yyvsp[0].str), (yylsp[0])); }
 #line 1518 "grammar/gen/graph.tab.c"
     break;
 
-  case 16: /* word: '[' ']'  */
-#line 90 "grammar/graph.y"
-                                { (yyval.word) = gf_listword(ctx, (GfList){-1, -1}, (yylsp[-1])); }
+  case 15: /* word: "number" ':' "number"  */
+#line 92 "grammar/graph.y"
+                                { (yyval.word) = gf_range(ctx, (yyvsp[-2].str), (yyvsp[0].str), (yylsp[-2])); }
 #line 1524 "grammar/gen/graph.tab.c"
     break;
 
-  case 17: /* word: '[' items ']'  */
-#line 91 "grammar/graph.y"
-                                { (yyval.word) = gf_listword(ctx, (yyvsp[-1].list), (yylsp[-2])); }
+  case 16: /* word: "string"  */
+#line 93 "grammar/graph.y"
+                                { (yyval.word) = gf_word(ctx, GF_STRING, (yyvsp[0].str), (yylsp[0])); }
 #line 1530 "grammar/gen/graph.tab.c"
     break;
 
-  case 18: /* items: word  */
-#line 95 "grammar/graph.y"
-                                { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
+  case 17: /* word: '[' ']'  */
+#line 94 "grammar/graph.y"
+                                { (yyval.word) = gf_listword(ctx, (GfList){-1, -1}, (yylsp[-1])); }
 #line 1536 "grammar/gen/graph.tab.c"
     break;
 
-  case 19: /* items: items ',' word  */
-#line 96 "grammar/graph.y"
-                                { (yyval.list) = gf_append(ctx, (yyvsp[-2].list), (yyvsp[0].word)); }
+  case 18: /* word: '[' items ']'  */
+#line 95 "grammar/graph.y"
+                                { (yyval.word) = gf_listword(ctx, (yyvsp[-1].list), (yylsp[-2])); }
 #line 1542 "grammar/gen/graph.tab.c"
     break;
 
+  case 19: /* items: item  */
+#line 99 "grammar/graph.y"
+                                { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
+#line 1548 "grammar/gen/graph.tab.c"
+    break;
 
-#line 1546 "grammar/gen/graph.tab.c"
+  case 20: /* items: items ',' item  */
+#line 100 "grammar/graph.y"
+                                { (yyval.list) = gf_append(ctx, (yyvsp[-2].list), (yyvsp[0].word)); }
+#line 1554 "grammar/gen/graph.tab.c"
+    break;
+
+  case 21: /* item: words  */
+#line 104 "grammar/graph.y"
+                                { (yyval.word) = gf_phrase(ctx, (yyvsp[0].list)); }
+#line 1560 "grammar/gen/graph.tab.c"
+    break;
+
+
+#line 1564 "grammar/gen/graph.tab.c"
 
       default: break;
     }
@@ -1771,7 +1789,7 @@ yyreturnlab:
   return yyresult;
 }
 
-#line 99 "grammar/graph.y"
+#line 107 "grammar/graph.y"
 
 
 int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag) {

@@ -175,6 +175,71 @@ START_TEST(verbose_dump_golden_graph) {
 }
 END_TEST
 
+/* .graph format 2: relocation kinds and don't-care bytes are read, written back to
+ * the same bytes (tests/golden/relocs_v2.graph is pgcc's own output), and become
+ * libpgrt relocation tables with their kinds; a version-1 file with by-value
+ * pointers at 4-byte-aligned offsets reads and writes as it always did. */
+START_TEST(relocation_kinds_round_trip) {
+  static const char *const files[] = {"tests/golden/relocs_v2.graph", "tests/golden/relocs_v1.graph"};
+  for (int f = 0; f < 2; f++) {
+    Run r = run_pgcc("--emit=graph", files[f], NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    char *want = slurp(files[f], NULL);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_str_eq(r.out, want);
+    Parsed *p = parse_text(files[f], want);
+    ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+    ck_assert_int_eq(p->prog->version, 2 - f);
+    const PgKernel *k = p->prog->kernels.v[0];
+    if (f == 0) {
+      static const PgRelocKind kinds[] = {PG_RELOC_ABS64, PG_RELOC_ABS64, PG_RELOC_LO32, PG_RELOC_HI32,
+                                          PG_RELOC_ABS64};
+      static const uint32_t at[] = {0, 8, 56, 60, 20};
+      ck_assert_uint_eq(k->params.v[0].ptrs.n, 5);
+      for (int q = 0; q < 5; q++) {
+        ck_assert_int_eq(k->params.v[0].ptrs.v[q].kind, kinds[q]);
+        ck_assert_uint_eq(k->params.v[0].ptrs.v[q].offset, at[q]);
+      }
+      ck_assert_uint_eq(k->params.v[0].dontcare.n, 2);
+      ck_assert_uint_eq(k->params.v[0].dontcare.v[1].offset, 28);
+      ck_assert_uint_eq(k->params.v[0].dontcare.v[1].size, 8);
+      k = p->prog->kernels.v[1]; /* the same layout as relocs_v1.graph's */
+    }
+    ck_assert_uint_eq(k->params.v[0].ptrs.n, 2);
+    ck_assert_int_eq(k->params.v[0].ptrs.v[0].kind, PG_RELOC_ABS64);
+    ck_assert_uint_eq(k->params.v[0].ptrs.v[0].offset, 4);
+    ck_assert_uint_eq(k->params.v[0].dontcare.n, 0);
+    parsed_free(p);
+    free(want);
+    run_free(&r);
+  }
+  /* version 2 without its features is written as version 1, which every pgcc reads */
+  Parsed *p = parse_text("v2.graph", "pgcc 2;\nkernel k symbol \"k\" { param 0 16 bytes ptrs [abs64 8]; }\n"
+                                     "graph g { node a kernel k; }\n");
+  ck_assert_msg(p->prog, "%s", p->diags);
+  char *text = graph_text(p->prog);
+  ck_assert_ptr_nonnull(strstr(text, "\npgcc 1;\n"));
+  ck_assert_ptr_nonnull(strstr(text, "param 0 16 bytes ptrs [8];"));
+  free(text);
+  parsed_free(p);
+  /* the C: each relocation with its kind and absolute offset; the don't-care bytes noted */
+  Run r = run_pgcc("tests/golden/relocs_v2.graph", "-o", "-", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "{0, 0, 0, PGRT_RELOC_ABS64}, {8, 1, 0, PGRT_RELOC_ABS64}, "
+                                      "{56, 1, 64, PGRT_RELOC_LO32}, {60, 1, 64, PGRT_RELOC_HI32}, "
+                                      "{20, 0, 128, PGRT_RELOC_ABS64}, {72, 1, 64, PGRT_RELOC_ABS64}}"));
+  ck_assert_ptr_nonnull(strstr(r.out, "/* don't care, never patched: bytes 28..36 (parameter 0) */"));
+  ck_assert_ptr_nonnull(strstr(r.out, "{4, 0, 0, PGRT_RELOC_ABS64}, {24, 1, 0, PGRT_RELOC_ABS64}}"));
+  run_free(&r);
+  /* and the report counts them */
+  r = run_pgcc("--report", "tests/golden/relocs_v2.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "relocations in by-value parameters (kernel layouts): 5 abs64, 1 lo32, 1 hi32; "
+                                      "2 runs of don't-care bytes (12 bytes), never patched\n"));
+  run_free(&r);
+}
+END_TEST
+
 START_TEST(driver_built_memcpy_records) {
   char *text = slurp("tests/corpus/pgrt/chain_region0.dot", NULL);
   Parsed *p = parse_text("r0.dot", text);
@@ -282,6 +347,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, verbose_dump_golden_graph);
   tcase_add_test(t, driver_built_child_and_conditional_nodes);
   tcase_add_test(t, driver_built_memcpy_records);
+  tcase_add_test(t, relocation_kinds_round_trip);
   tcase_add_test(t, driver_built_pitched_copy_and_host_node);
   tcase_add_test(t, captured_dot_lists_kernel_origins);
   suite_add_tcase(s, t);

@@ -14,6 +14,11 @@
 #   shapes.graph: 2-D and 3-D copies, a 2-D memset, f16 and bf16 literal arguments,
 #                a host node whose function the caller binds on every call; run a
 #                third time with every region eager (PGRT_FAULT=instantiate)
+#   relocs.graph: .graph format 2's relocation kinds: a whole address at a 4-byte-
+#                aligned offset in a by-value struct, the low and high halves of an
+#                address (buffers mapped 4 GiB apart, so the high halves move too), a
+#                don't-care word; run with PGRT_UPDATE=host as well, and it checks
+#                which path patched its nodes
 # Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
 # dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
 # arguments and checks the result.
@@ -23,7 +28,7 @@ export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT/device" build/gpu
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 make -s build/pgcc runtime
-for t in chain loops shapes; do
+for t in chain loops shapes relocs; do
   build/pgcc tests/gpu/codegen/$t.graph -o build/gpu/$t.c
   gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c build/gpu/$t.c build/libpgrt.a \
@@ -35,6 +40,10 @@ for t in chain loops shapes; do
   PGRT_UPDATE=device build/gpu/$t "$OUT/device"
   python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT/device"
 done
+echo "== relocs again, every graph region patched from the host (PGRT_UPDATE=host)"
+mkdir -p "$OUT/host"
+PGRT_UPDATE=host build/gpu/relocs "$OUT/host"
+python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/relocs.graph "$OUT/host"
 echo "== shapes again, its graph region launched eagerly (PGRT_FAULT=instantiate)"
 mkdir -p "$OUT/eager"
 PGRT_FAULT=instantiate build/gpu/shapes "$OUT/eager"

@@ -25,7 +25,7 @@ START_TEST(help_and_version) {
   run_free(&r);
   r = run_pgcc("--version", NULL);
   ck_assert_int_eq(r.status, 0);
-  ck_assert_str_eq(r.out, "pgcc " PGCC_VERSION " (.graph format 1)\n");
+  ck_assert_str_eq(r.out, "pgcc " PGCC_VERSION " (.graph format 2)\n");
   run_free(&r);
 }
 END_TEST
@@ -78,6 +78,42 @@ START_TEST(emit_dot_renders_clusters) {
   ck_assert_ptr_nonnull(strstr(r.out, "subgraph cluster_1 {"));
   ck_assert_ptr_nonnull(strstr(r.out, "subgraph cluster_4 {"));
   ck_assert_ptr_nonnull(strstr(r.out, "{True|graph_4}"));
+  run_free(&r);
+}
+END_TEST
+
+/* NAME_info and the self-describing header (make check-info compiles and runs the
+ * tables too): each field's role, dtype, shape and offset, a weight's tensor. */
+START_TEST(c_emission_info) {
+  Run r = run_pgcc("tests/corpus/export/mlp_small/mlp_small.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "  CUdeviceptr in0; /* input: f32 [1, 256], 1024 bytes */\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "  CUdeviceptr w_layers_0_weight; /* weight: f32 [256, 256], 262144 bytes; tensor "
+                                      "\"layers.0.weight\" of mlp_small.safetensors (mlp_small_load_w) */\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "const pgrt_program_info *mlp_small_info(void);\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "static const int64_t mlp_small_shape_a0[] = {1, 256};\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "    {.name = \"out0\", .role = PGRT_FIELD_OUTPUT, .dtype = \"f32\", .ndim = 2, "
+                                      ".shape = mlp_small_shape_a1,\n     .offset = offsetof(mlp_small_args, out0), "
+                                      ".size = 1024},\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, ".offset = offsetof(mlp_small_weights, w_layers_1_bias), .size = 1024, "
+                                      ".tensor = \"layers.1.bias\"},\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, ".args_size = sizeof(mlp_small_args), .n_args = 2, .args = mlp_small_arg_fields,"));
+  ck_assert_ptr_nonnull(strstr(r.out, ".n_weights = 4, .weights = mlp_small_weight_fields,"));
+  ck_assert_ptr_nonnull(strstr(r.out, "const pgrt_program_info *mlp_small_info(void) { return &mlp_small_info_table; }"));
+  run_free(&r);
+  /* role unknown is inout; scalars and host functions; no fields: NULL */
+  r = run_pgcc("tests/codegen/info_roles.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "{.name = \"t\", .role = PGRT_FIELD_INOUT, .dtype = \"\", .ndim = -1,\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "{.name = \"h\", .role = PGRT_FIELD_SCALAR, .dtype = \"f16\", .ndim = 0,\n"
+                                      "     .offset = offsetof(info_roles_args, h), .size = 2},"));
+  ck_assert_ptr_nonnull(strstr(r.out, "  uint16_t h; /* scalar: f16, by value on every call (its bits); argument of "
+                                      "kernel node first, second */"));
+  ck_assert_ptr_nonnull(strstr(r.out, ".role = PGRT_FIELD_HOST_FN, .dtype = \"\", .ndim = -1,\n     .offset = "
+                                      "offsetof(info_roles_args, note), .size = sizeof(pgrt_host_fn)},"));
+  run_free(&r);
+  r = run_pgcc("tests/codegen/halves.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, ".weights_size = sizeof(halves_weights), .n_weights = 0, .weights = NULL,"));
   run_free(&r);
 }
 END_TEST
@@ -284,6 +320,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, emit_graph_to_file_and_stdout_agree);
   tcase_add_test(t, emit_dot_renders_clusters);
   tcase_add_test(t, c_emission);
+  tcase_add_test(t, c_emission_info);
   tcase_add_test(t, half_literals_round_to_nearest_even);
   tcase_add_test(t, max_errors_limits_output);
   tcase_add_test(t, arch_option_checks_modules);

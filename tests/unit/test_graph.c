@@ -50,7 +50,8 @@ START_TEST(reads_every_statement) {
   ck_assert_uint_eq(k->params.n, 4);
   ck_assert_int_eq(k->params.v[3].type, PG_T_BYTES);
   ck_assert_uint_eq(k->params.v[3].ptrs.n, 2);
-  ck_assert_uint_eq(k->params.v[3].ptrs.v[1], 16);
+  ck_assert_uint_eq(k->params.v[3].ptrs.v[1].offset, 16);
+  ck_assert_int_eq(k->params.v[3].ptrs.v[1].kind, PG_RELOC_ABS64);
   ck_assert(!prog->kernels.v[1]->has_layout);
   ck_assert_uint_eq(prog->buffers.v[0]->shape.n, 2);
   ck_assert_int_eq(prog->buffers.v[0]->shape.v[1], 1024);

@@ -58,7 +58,68 @@ START_TEST(by_value_structs) {
          "graph g { node a kernel k args [[\"00000000000000000000000000000000\"]]; }\n",
          "0 pointers for a parameter with 1");
   expect("pgcc 1;\nkernel k symbol \"f\" { param 0 16 bytes ptrs [12]; }\ngraph g { node a kernel k; }\n",
-         "has an inner pointer at 12, past its 16 bytes");
+         "v.graph:2:46: error: kernel 'k': parameter 0: abs64 bytes 12..20 lie past its 16 bytes");
+}
+END_TEST
+
+/* Format version 2: relocation kinds and don't-care bytes, and their rules. */
+#define K2(layout) "pgcc 2;\nkernel k symbol \"f\" { param 0 24 bytes " layout "; }\ngraph g { node a kernel k; }\n"
+
+START_TEST(relocation_kinds) {
+  expect(K2("ptrs [abs64 4, lo32 16, hi32 20] dontcare [12:4]"), NULL);
+  expect(K2("ptrs [0, hi32 8, 16] dontcare [12:1, 13:3]"), NULL);
+  expect(K2("ptrs [lo32 6]"), "v.graph:2:46: error: kernel 'k': parameter 0: the lo32 relocation at 6 is not 4-byte aligned");
+  expect(K2("ptrs [hi32 24]"), "kernel 'k': parameter 0: hi32 bytes 24..28 lie past its 24 bytes");
+  expect(K2("ptrs [abs64 20]"), "kernel 'k': parameter 0: abs64 bytes 20..28 lie past its 24 bytes");
+  expect(K2("ptrs [0, lo32 4]"), "v.graph:2:49: error: kernel 'k': parameter 0: lo32 bytes 4..8 overlap abs64 bytes 0..8");
+  expect(K2("ptrs [lo32 8, hi32 8]"), "hi32 bytes 8..12 overlap lo32 bytes 8..12");
+  expect(K2("ptrs [16, 0] dontcare [4:8]"), "don't-care bytes 4..12 overlap abs64 bytes 0..8");
+  expect(K2("dontcare [0:16, 8:4]"), "don't-care bytes 8..12 overlap don't-care bytes 0..16");
+  expect(K2("dontcare [20:8]"), "don't-care bytes 20..28 lie past its 24 bytes");
+  expect(K2("dontcare [8:0]"), "don't-care bytes of length 0");
+  expect(K2("ptrs [lo32 8 9]"), "a relocation is 'OFFSET' or 'KIND OFFSET', e.g. 'lo32 56'");
+  expect(K2("ptrs [lo64 8]"), "v.graph:2:46: error: unknown relocation kind 'lo64' (expected abs64, lo32 or hi32)");
+  expect(K2("dontcare [8]"), "dontcare: expected a byte range 'OFFSET:LENGTH', found a number");
+  expect(K2("dontcare [8:x]"), "syntax error");
+  expect("pgcc 2;\nkernel k symbol \"f\" { param 0 8 u64 ptrs [lo32 0]; }\ngraph g { node a kernel k; }\n",
+         "only a 'bytes' parameter has inner pointers");
+  expect("pgcc 2;\nkernel k symbol \"f\" { param 0 8 ptr dontcare [0:4]; }\ngraph g { node a kernel k; }\n",
+         "only a 'bytes' parameter has don't-care bytes");
+  /* version 1 has whole addresses only, written as bare offsets */
+  expect("pgcc 1;\nkernel k symbol \"f\" { param 0 16 bytes ptrs [0, lo32 8]; }\ngraph g { node a kernel k; }\n",
+         "v.graph:2:49: error: a relocation kind needs .graph format version 2");
+  expect("pgcc 1;\nkernel k symbol \"f\" { param 0 16 bytes dontcare [0:4]; }\ngraph g { node a kernel k; }\n",
+         "v.graph:2:49: error: don't-care bytes need .graph format version 2");
+  expect("pgcc 3;\ngraph g { node a empty; }\n", "unsupported .graph format version 3 (this pgcc reads versions 1 to 2)");
+  /* arguments: one pointer per relocation, of any kind */
+  expect("pgcc 2;\nkernel k symbol \"f\" { param 0 24 bytes ptrs [lo32 0, hi32 4, 8] dontcare [16:4]; }\n"
+         "buffer x size 64;\ngraph g { node a kernel k args [[\"000000000000000000000000000000000000000000000000\", x, x, "
+         "x+8]]; }\n",
+         NULL);
+  expect("pgcc 2;\nkernel k symbol \"f\" { param 0 16 bytes ptrs [lo32 0, hi32 4]; }\n"
+         "buffer x size 64;\ngraph g { node a kernel k args [[\"00000000000000000000000000000000\", x]]; }\n",
+         "1 pointers for a parameter with 2");
+}
+END_TEST
+
+/* The verifier holds a version-1 program to version 1, however it was built. */
+START_TEST(version_1_programs_have_whole_addresses_only) {
+  Parsed *p = parse_text("v.graph", "pgcc 2;\nkernel k symbol \"f\" { param 0 16 bytes ptrs [0, hi32 8] dontcare [12:4]; }\n"
+                                    "graph g { node a kernel k; }\n");
+  ck_assert_msg(p->prog, "%s", p->diags);
+  PgProgram *prog = p->prog;
+  ck_assert_int_eq(prog->version, 2);
+  prog->version = 1;
+  PgDiag d = {.out = NULL};
+  char *buf;
+  size_t n;
+  d.out = open_memstream(&buf, &n);
+  ck_assert_int_eq(pg_verify(prog, &d), 2);
+  fclose(d.out);
+  ck_assert_msg(strstr(buf, "v.graph:2:49: error: kernel 'k': parameter 0: a hi32 relocation needs .graph format version 2"), "%s", buf);
+  ck_assert_ptr_nonnull(strstr(buf, "v.graph:2:67: error: kernel 'k': parameter 0: don't-care bytes need .graph format version 2"));
+  free(buf);
+  parsed_free(p);
 }
 END_TEST
 
@@ -85,6 +146,8 @@ Suite *verify_suite(void) {
   tcase_add_test(t, cycles_self_loops_and_duplicate_edges);
   tcase_add_test(t, arguments_must_fit_the_layout);
   tcase_add_test(t, by_value_structs);
+  tcase_add_test(t, relocation_kinds);
+  tcase_add_test(t, version_1_programs_have_whole_addresses_only);
   tcase_add_test(t, layouts_and_launches);
   suite_add_tcase(s, t);
   return s;
