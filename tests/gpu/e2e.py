@@ -1,11 +1,12 @@
-"""End to end on a GPU: torch.compile -> pgcc-export -> pgcc -> C -> run, checked
+"""End to end on a GPU: torch.compile -> pgcc.export -> pgcc -> C -> run, checked
 against PyTorch, then timed side by side with PyTorch's ways of running the model.
 
     python3 tests/gpu/e2e.py [--bench] [--fixture DIR] [MODEL ...]   (tests/gpu/run_e2e.sh)
 
-For each model of tests/e2e/models.py: export the torch.compile'd forward, compile
-the .graph with build/pgcc, build the C with libpgrt into a shared library, load
-the weights from the exported safetensors file, and run it through ctypes on
+For each model of tests/e2e/models.py: export the torch.compile'd forward with the
+pgcc package (python/pgcc), load it with pgcc.load (which compiles the .graph with
+pgcc, builds the C with libpgrt and this directory's timing helper into a shared
+library and loads the weights from the exported safetensors file), and run it on
 fresh inputs at new addresses on every call, its outputs also at new addresses.
 Each call's output is compared with eager PyTorch and with the torch.compile'd
 model on the same input (max error relative to the largest reference value), with
@@ -23,7 +24,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,9 +31,13 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # a fresh Inductor cache: the exporter finds this run's Triton cubins there
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="pgcc-e2e-inductor-"))
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the pgcc package of this tree (run_e2e.sh sets it too)
 import torch  # noqa: E402
 
-CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+import pgcc  # noqa: E402
+from pgcc.graphfile import ident  # noqa: E402
+from pgcc.kernels import ModuleWatch  # noqa: E402
+
 TOL = 1e-5  # fp32 with TF32 off
 
 
@@ -46,78 +50,25 @@ def load(path, name):
     return mod
 
 
-def struct_of(header, tname):
-    """The fields of `typedef struct {...} tname;` in a generated header, as a ctypes Structure."""
-    m = next(m for m in re.finditer(r"typedef struct \{\n(.*?)\} (\w+);", header, re.S) if m.group(2) == tname)
-    types = {"CUdeviceptr": C.c_uint64, "int": C.c_int, "float": C.c_float, "double": C.c_double,
-             "int32_t": C.c_int32, "int64_t": C.c_int64, "uint32_t": C.c_uint32, "uint64_t": C.c_uint64}
-    fields = [(f.group(2), types[f.group(1)]) for f in re.finditer(r"^\s+(\w+) (\w+);", m.group(1), re.M)]
-    return type(tname, (C.Structure,), {"_fields_": fields})
-
-
-def build(out, name):
-    """pgcc, then the C with libpgrt and the timing helper into NAME.so."""
-    subprocess.run([f"{ROOT}/build/pgcc", f"{out}/{name}.graph", "-o", f"{out}/{name}.c"], check=True)
-    subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared",
-                    f"-I{ROOT}/runtime", f"-I{ROOT}/tests/gpu", f"-I{CUDA_HOME}/include", f"{out}/{name}.c",
-                    f"{ROOT}/tests/gpu/e2e_bench.c", f"{ROOT}/build/libpgrt.a", f"-L{CUDA_HOME}/lib64",
-                    f"-L{CUDA_HOME}/lib64/stubs", "-lcuda", "-lnvrtc", "-ldl", "-o", f"{out}/{name}.so"],
-                   check=True)
-    return C.CDLL(f"{out}/{name}.so"), open(f"{out}/{name}.h").read()
-
-
 def arena_buffers(c_path):
-    """The intermediates' places in the arena, from the generated C's buffer table: (name, offset, size)."""
+    """The intermediates' places in the arena, from the generated C's buffer table: (name, offset, size).
+    (Only diagnose() needs them; NAME_info gives the program's fields, not its arena plan.)"""
     return [(m.group(1), int(m.group(3)), int(m.group(2))) for m in re.finditer(
         r'\{\.name = "(\w+)", \.size = (\d+), \.kind = PGRT_BUF_ARENA, \.offset = (\d+)\}', open(c_path).read())]
 
 
-class Program:
-    """The generated C of one model, loaded and initialised.  Its arena is a torch tensor
-    that the tests fill with 0xff bytes (NaN as floats) before every call: a node that
-    reads an intermediate before anything wrote it then shows up as a wrong result,
-    however the memory happened to be left by earlier work in the process."""
-
-    def __init__(self, out, name):
-        self.lib, header = build(out, name)
-        self.header_path = f"{out}/{name}.h"
-        self.name = name
-        self.buffers = arena_buffers(f"{out}/{name}.c")
-        size = int(re.search(r"_ARENA_BYTES UINT64_C\((\d+)\)", header).group(1))
-        self.arena = torch.full((max(size, 1),), 0xFF, dtype=torch.uint8, device="cuda")
-        self.Args, self.Weights = struct_of(header, f"{name}_args"), struct_of(header, f"{name}_weights")
-        self.weights, self.block, self.ctx = self.Weights(), C.c_uint64(0), C.c_void_p()
-        err = self.lib.pgrt_error
-        err.restype = C.c_char_p
-        self.err = lambda: err().decode()
-        t0 = time.perf_counter()
-        if getattr(self.lib, f"{name}_load_w")(f"{out}/{name}.safetensors".encode(), C.byref(self.weights),
-                                              C.byref(self.block)) != 0:
-            raise RuntimeError(f"{name}_load_w: {self.err()}")
-        t1 = time.perf_counter()
-        if getattr(self.lib, f"{name}_init")(C.byref(self.ctx), C.byref(self.weights), None,
-                                            C.c_uint64(self.arena.data_ptr())) != 0:
-            raise RuntimeError(f"{name}_init: {self.err()}")
-        torch.cuda.synchronize()
-        self.load_s, self.init_s = t1 - t0, time.perf_counter() - t1
-        self.run_fn = getattr(self.lib, f"{name}_run")
-
-    def args(self, inputs, outputs):
-        a = self.Args()
-        for i, x in enumerate(inputs):
-            setattr(a, f"in{i}", x.data_ptr())
-        for i, o in enumerate(outputs):
-            setattr(a, f"out{i}", o.data_ptr())
-        return a
-
-    def run(self, args):
-        r = self.run_fn(self.ctx, C.byref(args), C.c_void_p(torch.cuda.current_stream().cuda_stream))
-        if r != 0:
-            raise RuntimeError(f"{self.name}_run: {self.err()}")
-
-    def destroy(self):
-        getattr(self.lib, f"{self.name}_destroy")(C.byref(self.ctx))
-        C.CDLL("libcuda.so.1").cuMemFree_v2(self.block)
+def load_program(out, name):
+    """The generated C of one model, built with the timing helper e2e_bench.c (strict
+    warnings, as the C must compile cleanly), loaded and initialised by pgcc.load.  Its
+    arena is a torch tensor that the tests fill with 0xff bytes (NaN as floats) before
+    every call: a node that reads an intermediate before anything wrote it then shows up
+    as a wrong result, however the memory happened to be left by earlier work in the
+    process."""
+    prog = pgcc.load(out, name=name, build_dir=os.path.join(out, "build-e2e"),  # (verify's is build/)
+                     extra_sources=[f"{ROOT}/tests/gpu/e2e_bench.c"],
+                     extra_flags=["-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{ROOT}/tests/gpu"])
+    prog.buffers = arena_buffers(prog.so_path[:-3] + ".c")
+    return prog
 
 
 def rel_err(got, ref):
@@ -135,22 +86,20 @@ def as_list(x):
 
 
 def copy_dtod(dst, src, size):
+    from pgcc.cuda import check, cu
     torch.cuda.synchronize()
-    f = C.CDLL("libcuda.so.1").cuMemcpyDtoD_v2
-    f.argtypes = [C.c_uint64, C.c_uint64, C.c_size_t]
-    r = f(dst, src, size)
-    assert r == 0, f"cuMemcpyDtoD(0x{dst:x}, 0x{src:x}, {size}): CUDA error {r}"
+    check(cu().MemcpyDtoD(dst, src, size), f"cuMemcpyDtoD(0x{dst:x}, 0x{src:x}, {size})")
 
 
 def weight_tensor(prog, field, like):
     """A copy of one of the C program's weights (its device memory, by the weights struct)."""
     t = torch.empty_like(like)
-    copy_dtod(t.data_ptr(), getattr(prog.weights, field), t.numel() * t.element_size())
+    copy_dtod(t.data_ptr(), prog.weight_ptr(field), t.numel() * t.element_size())
     return t
 
 
 def set_weight(prog, field, t):
-    copy_dtod(getattr(prog.weights, field), t.data_ptr(), t.numel() * t.element_size())
+    copy_dtod(prog.weight_ptr(field), t.data_ptr(), t.numel() * t.element_size())
 
 
 def diagnose(prog, run_err):
@@ -197,19 +146,24 @@ def forward_err(prog, fn, inputs, ref_out):
     return run_err
 
 
-def check(name, out, exporter, models, watch, calls=6):
+def export(cfn, inputs, weights, out, name, watch):
+    """The package's export of a callable already compiled and warmed up (here)."""
+    pgcc.export(cfn, inputs, out, name=name, weights=weights, compile=False, verify=False, warmup=0, watch=watch)
+
+
+def check(name, out, models, watch, calls=6):
     fn, inputs, weights = models.BUILDERS[name]()
     if getattr(fn, "train", False) is True:  # (an nn.Module has a train() method)
-        return check_train(name, out, exporter, fn, inputs, weights, watch, calls)
+        return check_train(name, out, fn, inputs, weights, watch, calls)
     cfn = torch.compile(fn)
     t0 = time.perf_counter()
     if watch:
         watch.paused = False  # this model's first run loads its library modules
     for _ in range(3):
         cfn(*inputs)
-    exporter.export(cfn, inputs, weights, out, name, watch=watch)
+    export(cfn, inputs, weights, out, name, watch)
     export_s = time.perf_counter() - t0
-    prog = Program(out, name)
+    prog = load_program(out, name)
     ref_out = as_list(fn(*inputs))
     keep, seen, worst_eager, worst_compiled = [], set(), 0.0, 0.0
     for call in range(calls):
@@ -219,7 +173,7 @@ def check(name, out, exporter, models, watch, calls=6):
         assert not seen.intersection(addrs), "an address repeated: the test would not show that moving works"
         seen.update(addrs)
         keep += xs + outs  # alive, so that the next call's buffers are elsewhere
-        prog.arena.fill_(0xFF)
+        prog.fill_arena(0xFF)
         prog.run(prog.args(xs, outs))
         torch.cuda.synchronize()
         eager = as_list(fn(*xs))
@@ -235,10 +189,17 @@ def check(name, out, exporter, models, watch, calls=6):
           f"{prog.load_s * 1e3:.1f} ms, init {prog.init_s * 1e3:.1f} ms")
     if not ok:
         diagnose(prog, forward_err(prog, fn, inputs, ref_out))
+    else:  # the package's own check (pgcc/verify.py) on the same export: it must agree
+        try:
+            from pgcc.verify import verify
+            print("  " + verify(out, cfn, inputs))
+        except pgcc.ExportError as e:
+            print(f"FAIL {name}: pgcc.verify: {e}")
+            ok = False
     return ok, prog, fn, cfn, inputs, ref_out, weights
 
 
-def train_err(prog, exporter, step, inputs, start):
+def train_err(prog, step, inputs, start):
     """One training step from the exported weights, C against eager: the worst error in the
     loss and the weights after it."""
     ref = step.fresh()
@@ -246,7 +207,7 @@ def train_err(prog, exporter, step, inputs, start):
         for n, w in ref.weights.items():
             w.copy_(start[n])
     loss = as_list(ref(*inputs))
-    fields = {"w_" + exporter.ident(n): (w, start[n]) for n, w in ref.weights.items()}
+    fields = {"w_" + ident(n): (w, start[n]) for n, w in ref.weights.items()}
 
     def run_err():
         for f, (_, w0) in fields.items():
@@ -259,7 +220,7 @@ def train_err(prog, exporter, step, inputs, start):
     return run_err
 
 
-def check_train(name, out, exporter, step, inputs, weights, watch, calls):
+def check_train(name, out, step, inputs, weights, watch, calls):
     """A training step: its state is the weights, which the C program keeps and updates.
     The reference is an eager copy of the model taken at export time; both take the same
     steps on fresh batches, and the losses and, at the end, every weight must agree."""
@@ -271,11 +232,11 @@ def check_train(name, out, exporter, step, inputs, weights, watch, calls):
         cstep(*inputs)
     ref = step.fresh()  # the weights as exported (the captures below do not run)
     start = {n: w.detach().clone() for n, w in ref.weights.items()}
-    exporter.export(cstep, inputs, weights, out, name, watch=watch)
+    export(cstep, inputs, weights, out, name, watch)
     export_s = time.perf_counter() - t0
-    prog = Program(out, name)
-    fields = {"w_" + exporter.ident(n): w for n, w in ref.weights.items()}  # (the exporter's buffer names)
-    have = {field for field, _ in prog.Weights._fields_}
+    prog = load_program(out, name)
+    fields = {"w_" + ident(n): w for n, w in ref.weights.items()}  # (the exporter's buffer names)
+    have = {f.name for f in prog.weight_fields}
     missing = [f for f in fields if f not in have]
     assert not missing, f"weights the C program does not have: {missing}"
     worst_loss = 0.0
@@ -285,7 +246,7 @@ def check_train(name, out, exporter, step, inputs, weights, watch, calls):
         expect = as_list(ref(*xs))
         outs = [torch.empty_like(r) for r in expect]
         keep += xs + outs
-        prog.arena.fill_(0xFF)
+        prog.fill_arena(0xFF)
         prog.run(prog.args(xs, outs))
         torch.cuda.synchronize()
         e = max(rel_err(o, r) for o, r in zip(outs, expect))
@@ -298,7 +259,7 @@ def check_train(name, out, exporter, step, inputs, weights, watch, calls):
           f"loss, {worst_w:.3g} in the {len(fields)} weights after the last step (tolerance {TOL}); export "
           f"{export_s:.2f} s, init {prog.init_s * 1e3:.1f} ms")
     if not ok:
-        diagnose(prog, train_err(prog, exporter, step, inputs, start))
+        diagnose(prog, train_err(prog, step, inputs, start))
     return ok, prog, step, cstep, inputs, expect, weights
 
 
@@ -461,11 +422,10 @@ def bench(name, prog, fn, inputs, ref_out, weights):
     # the same addresses on every call as well: what patching the moved nodes costs
     g_same, h_same = pgcc_steps(a, a)
     gpu, host = pgcc_steps(a, b)
-    arena = int(re.search(r"_ARENA_BYTES UINT64_C\((\d+)\)", open(prog.header_path).read()).group(1))
-    # blocks from outside the captures whose bytes matter (the exporter's t<N>, role weight)
-    # are weights of the program that eager does not have as weights: they count here
-    graph = open(prog.header_path[:-2] + ".graph").read()
-    kept = sum(int(m.group(1)) for m in re.finditer(r"^buffer t\d+ size (\d+) [^;]*role weight", graph, re.M))
+    arena = prog.arena_bytes
+    # blocks from outside the captures whose bytes matter (the exporter's t<N>, role weight,
+    # tensor __static_N) are weights of the program that eager does not have as weights: they count here
+    kept = sum(f.size for f in prog.weight_fields if (f.tensor or "").startswith("__static_"))
     variants.append(Row("pgcc C (new addresses every call)", statistics.median(gpu), statistics.median(host),
                         prog.init_s + prog.load_s, pools=arena, keeps=kept))
     variants.append(Row("pgcc C (same addresses every call)", statistics.median(g_same), statistics.median(h_same),
@@ -512,11 +472,10 @@ def main():
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    exporter = load(os.path.join(ROOT, "tools", "pgcc-export"), "pgcc_export")
     models = load(os.path.join(ROOT, "tests", "e2e", "models.py"), "pgcc_models")
     try:  # before any model runs: library modules load on first use
-        watch = exporter.ModuleWatch()
-    except exporter.ExportError as e:
+        watch = ModuleWatch()
+    except pgcc.ExportError as e:
         print(f"warning: {e}")
         watch = None
     failed, done = 0, []
@@ -524,7 +483,7 @@ def main():
         out = os.path.join(a.out, name)
         shutil.rmtree(out, ignore_errors=True)
         try:
-            ok, prog, fn, cfn, inputs, ref_out, weights = check(name, out, exporter, models, watch)
+            ok, prog, fn, cfn, inputs, ref_out, weights = check(name, out, models, watch)
         except Exception as e:  # report and go on to the next model
             import traceback
             traceback.print_exc()
@@ -535,13 +494,13 @@ def main():
         done.append((name, prog, fn, inputs, ref_out, weights))
         if a.fixture:
             shutil.copytree(out, os.path.join(a.fixture, name), dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("*.so", "*.c", "*.h"))
+                            ignore=shutil.ignore_patterns("*.so", "*.c", "*.h", "build", "build-e2e"))
     if watch:
         watch.close()  # the benchmark's profiler needs CUPTI to itself
     for name, prog, fn, inputs, ref_out, weights in done:
         if a.bench:
             bench(name, prog, fn, inputs, ref_out, weights)
-        prog.destroy()
+        prog.close()
     print(f"e2e: {len(a.models) - failed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -1,0 +1,6 @@
+"""python -m pgcc: the pgcc-export command (cli.py)."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

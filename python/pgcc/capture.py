@@ -1,0 +1,216 @@
+"""Capturing a callable with torch.cuda.graph and walking the captured graph through
+the driver: each node's kind, a kernel's launch and parameter bytes (given as
+kernelParams or packed in `extra`, as cuBLASLt's Hopper kernels give them), memset and memcpy
+parameters, the edges; with the caching allocator's trace of what the capture
+allocated (its private pool's segments, cut at the last allocation) and the blocks it
+had handed out.  Also what a constant parameter word points at in this process
+(host memory, device memory the allocator does not own).
+
+Assumes PyTorch with CUDA (passed in as `torch`, so importing this module needs
+neither torch nor a GPU) and a driver with cuGraphKernelNodeGetParams_v2,
+cuFuncGetParamInfo and cuGraphGetEdges_v2 (CUDA 12.4 or later).
+"""
+import ctypes as C
+
+from .cuda import (LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE, LAUNCH_PARAM_END, NODE_KERNEL,
+                   NODE_MEMCPY, NODE_MEMSET, KernelNodeParams, Memcpy3D, MemsetParams, check, cu)
+from .kernels import func_attrs
+
+
+class Capture:
+    """A captured graph's nodes: kind, kernel launch, parameter bytes, edges."""
+
+    def __init__(self, torch, fn, inputs):
+        self.graph = torch.cuda.CUDAGraph(keep_graph=True)
+        torch.cuda.synchronize()
+        traced = record_allocations(torch, True)
+        with torch.cuda.graph(self.graph):
+            out = fn(*inputs)
+        torch.cuda.synchronize()
+        self.allocs = record_allocations(torch, False) if traced else None
+        self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+        self.inputs = inputs
+        self.snapshot = torch.cuda.memory_snapshot()
+        self.walk(self.graph.raw_cuda_graph())
+
+    def walk(self, g):
+        d = cu()
+        g = C.c_void_p(g)
+        n = C.c_size_t(0)
+        check(d.GraphGetNodes(g, None, C.byref(n)), "cuGraphGetNodes")
+        arr = (C.c_void_p * max(n.value, 1))()
+        check(d.GraphGetNodes(g, arr, C.byref(n)), "cuGraphGetNodes")
+        self.handles = [arr[i] for i in range(n.value)]
+        index = {h: i for i, h in enumerate(self.handles)}
+        e = C.c_size_t(0)
+        check(d.GraphGetEdges(g, None, None, None, C.byref(e)), "cuGraphGetEdges")
+        fr, to = (C.c_void_p * max(e.value, 1))(), (C.c_void_p * max(e.value, 1))()
+        data = (C.c_ubyte * (8 * max(e.value, 1)))()  # CUgraphEdgeData: from_port, to_port, type, ...
+        check(d.GraphGetEdges(g, fr, to, data, C.byref(e)), "cuGraphGetEdges")
+        self.edges = sorted((index[fr[i]], index[to[i]]) for i in range(e.value))
+        # edges that are not full dependencies (programmatic dependent launch, type 1) are
+        # exported as full ones: counted, so that the export can say so
+        self.special_edges = sum(1 for i in range(e.value) if data[8 * i + 2] != 0)
+        self.nodes = [self.node(h) for h in self.handles]
+
+    def node(self, h):
+        d = cu()
+        t = C.c_int()
+        check(d.GraphNodeGetType(h, C.byref(t)), "cuGraphNodeGetType")
+        node = {"type": t.value}
+        if t.value == NODE_KERNEL:
+            p = KernelNodeParams()
+            check(d.KernelNodeGetParams(h, C.byref(p)), "cuGraphKernelNodeGetParams")
+            name = C.c_char_p()
+            check(d.FuncGetName(C.byref(name), p.func), "cuFuncGetName")
+            layout, i = [], 0
+            while True:
+                off, size = C.c_size_t(), C.c_size_t()
+                if d.FuncGetParamInfo(p.func, i, C.byref(off), C.byref(size)) != 0:
+                    break
+                layout.append((off.value, size.value))
+                i += 1
+            argv = C.cast(p.kernelParams, C.POINTER(C.c_void_p)) if p.kernelParams else None
+            blob = bytearray(max((o + s for o, s in layout), default=0))
+            if argv:
+                for k, (o, s) in enumerate(layout):
+                    blob[o:o + s] = C.string_at(argv[k], s)
+            elif p.extra:  # the arguments packed in one buffer, laid out as the parameters are
+                packed, why = packed_arguments(p.extra)
+                if packed is None or len(packed) < len(blob):
+                    node["problem"] = why or (f"its packed arguments (extra) hold {len(packed)} bytes, its parameters "
+                                              f"take {len(blob)}")
+                else:
+                    blob[:] = packed[:len(blob)]
+                    node["packed"] = True
+            attrs = func_attrs(p.func)
+            node.update(func=p.func, name=name.value.decode(), grid=list(p.grid), block=list(p.block), smem=p.smem,
+                        layout=layout, bytes=bytes(blob), attrs=attrs)
+        elif t.value == NODE_MEMSET:
+            p = MemsetParams()
+            check(d.MemsetNodeGetParams(h, C.byref(p)), "cuGraphMemsetNodeGetParams")
+            node.update(dst=p.dst, pitch=p.pitch, value=p.value, elem=p.elementSize, width=p.width, height=p.height)
+        elif t.value == NODE_MEMCPY:
+            p = Memcpy3D()
+            check(d.MemcpyNodeGetParams(h, C.byref(p)), "cuGraphMemcpyNodeGetParams")
+            node.update(src=p.srcDevice + p.srcXInBytes, dst=p.dstDevice + p.dstXInBytes, width=p.WidthInBytes,
+                        src_type=p.srcMemoryType, dst_type=p.dstMemoryType, height=p.Height, depth=p.Depth)
+        return node
+
+    def regions(self):
+        """The memory the capture allocated, by segment of its private pool: each segment from
+        its start up to the end of the last allocation the capture made in it (rounded up as
+        the allocator rounds).  A whole segment keeps the capture's layout, so pointers that
+        kernels derive past a tensor's end stay right; cutting at the last allocation leaves
+        out what the allocator reserved but the capture never used.  (address, size), sorted;
+        None where the allocator's trace was not available."""
+        if self.allocs is None:
+            return None
+        return pool_regions(self.snapshot, self.allocs)
+
+    def blocks(self):
+        """Every block the caching allocator has handed out: (address, size), sorted."""
+        return allocator_blocks(self.snapshot)
+
+
+def packed_arguments(extra):
+    """The bytes of a launch's `extra` array (CU_LAUNCH_PARAM_BUFFER_POINTER, the buffer,
+    CU_LAUNCH_PARAM_BUFFER_SIZE, a pointer to its size, CU_LAUNCH_PARAM_END): (bytes,
+    None), or (None, why) for an array of another shape."""
+    ex = C.cast(extra, C.POINTER(C.c_void_p))
+    buf = size = None
+    for i in range(0, 16, 2):
+        key = ex[i] or 0
+        if key == LAUNCH_PARAM_END:
+            break
+        if key == LAUNCH_PARAM_BUFFER_POINTER:
+            buf = ex[i + 1]
+        elif key == LAUNCH_PARAM_BUFFER_SIZE:
+            size = C.cast(ex[i + 1], C.POINTER(C.c_size_t))[0] if ex[i + 1] else None
+        else:
+            return None, f"its packed arguments (extra) hold a key 0x{key:x} pgcc-export does not know"
+    if not buf or size is None:
+        return None, "its packed arguments (extra) give no buffer or no size"
+    return C.string_at(buf, size), None
+
+
+def pool_regions(snapshot, allocs):
+    """Capture.regions over plain data: snapshot as torch.cuda.memory_snapshot() gives it,
+    allocs the (address, size) of the capture's allocations."""
+    out = []
+    for seg in snapshot:
+        if tuple(seg.get("segment_pool_id") or (0, 0)) == (0, 0):  # not a private pool
+            continue
+        lo, hi = seg["address"], seg["address"] + seg["total_size"]
+        ends = [a + -(-size // 512) * 512 for a, size in allocs if lo <= a < hi]
+        if ends:
+            out.append((lo, min(max(ends), hi) - lo))
+    return sorted(out)
+
+
+def allocator_blocks(snapshot):
+    """Capture.blocks over plain data (a memory snapshot)."""
+    out = []
+    for seg in snapshot:
+        addr = seg["address"]
+        for b in seg.get("blocks", []):
+            a = b.get("address", addr)
+            out.append((a, b["size"]))
+            addr = a + b["size"]
+    return sorted(out)
+
+
+def record_allocations(torch, start):
+    """The caching allocator's trace around a capture: start=True turns it on (False if this
+    torch cannot); start=False turns it off and returns the (address, size) of every
+    allocation made since."""
+    mem = torch.cuda.memory
+    if start:
+        try:
+            mem._record_memory_history(enabled="all", context=None, stacks="python", max_entries=1 << 20,
+                                       clear_history=True)
+            return True
+        except (AttributeError, TypeError, RuntimeError):
+            return False
+    snap = mem._snapshot()
+    mem._record_memory_history(enabled=None)
+    events = snap.get("device_traces", [[]])[torch.cuda.current_device()]
+    return [(e["addr"], e["size"]) for e in events if e["action"] == "alloc"]
+
+
+def host_maps():
+    """This process's host mappings, (start, end, name), from /proc/self/maps (empty elsewhere)."""
+    out = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split()
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                if parts[1].startswith("r"):  # (CUDA reserves address space it has not mapped: ---p)
+                    out.append((lo, hi, parts[5] if len(parts) > 5 else "anonymous"))
+    except OSError:
+        pass
+    return out
+
+
+def foreign_memory(maps, addr):
+    """What a constant parameter word points into, if it is an address this process owns
+    that the export does not: device memory the caching allocator did not hand out (a
+    library's own allocation), or host memory (which kernels can read through HMM)."""
+    if not 1 << 32 <= addr < 1 << 48:  # (below 4 GiB: more likely two 32-bit values than an address)
+        return None
+    t = C.c_uint()
+    if cu().PointerGetAttribute(C.byref(t), 2, C.c_uint64(addr)) == 0 and t.value == 2:  # MEMORY_TYPE, DEVICE
+        return "device memory the caching allocator did not hand out (it will not exist in another process)"
+    for lo, hi, name in maps:
+        if lo <= addr < hi:
+            return f"host memory of this process ({name})"
+    return None
+
+
+def tensor_span(t):
+    """The bytes a tensor's view covers: (address, size)."""
+    if t.numel() == 0:
+        return t.data_ptr(), 0
+    hi = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    return t.data_ptr(), (hi + 1) * t.element_size()

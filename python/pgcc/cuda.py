@@ -1,0 +1,107 @@
+"""The CUDA driver API through ctypes: the few entry points the exporter and the
+loader call (versioned names, as cuda.h maps them), the parameter structs the graph
+walk reads, and one check function that turns a CUresult into an exception.
+
+Assumes libcuda.so.1 can be loaded (a machine with the NVIDIA driver); nothing here
+loads it until cu() is first called, so importing this module needs no GPU.
+"""
+import ctypes as C
+
+_cu = None
+
+
+def cu():
+    """libcuda, with the few entry points used here (versioned names, as cuda.h maps them)."""
+    global _cu
+    if _cu:
+        return _cu
+    lib = C.CDLL("libcuda.so.1")
+    P, U, S, I = C.c_void_p, C.c_uint, C.c_size_t, C.c_int
+
+    def fn(name, *args):
+        f = getattr(lib, name)
+        f.restype, f.argtypes = C.c_int, list(args)
+        return f
+
+    class NS:
+        pass
+
+    n = NS()
+    n.GetErrorString = fn("cuGetErrorString", I, C.POINTER(C.c_char_p))
+    n.GraphGetNodes = fn("cuGraphGetNodes", P, C.POINTER(P), C.POINTER(S))
+    n.GraphGetEdges = fn("cuGraphGetEdges_v2", P, C.POINTER(P), C.POINTER(P), P, C.POINTER(S))
+    n.GraphNodeGetType = fn("cuGraphNodeGetType", P, C.POINTER(I))
+    n.KernelNodeGetParams = fn("cuGraphKernelNodeGetParams_v2", P, P)
+    n.MemsetNodeGetParams = fn("cuGraphMemsetNodeGetParams", P, P)
+    n.MemcpyNodeGetParams = fn("cuGraphMemcpyNodeGetParams", P, P)
+    n.FuncGetName = fn("cuFuncGetName", C.POINTER(C.c_char_p), P)
+    n.FuncGetParamInfo = fn("cuFuncGetParamInfo", P, S, C.POINTER(S), C.POINTER(S))
+    n.FuncGetAttribute = fn("cuFuncGetAttribute", C.POINTER(I), I, P)
+    n.ModuleLoadData = fn("cuModuleLoadData", C.POINTER(P), P)
+    n.ModuleGetFunction = fn("cuModuleGetFunction", C.POINTER(P), P, C.c_char_p)
+    n.ModuleUnload = fn("cuModuleUnload", P)
+    n.LibraryLoadData = fn("cuLibraryLoadData", C.POINTER(P), P, P, P, U, P, P, U)
+    n.LibraryGetKernel = fn("cuLibraryGetKernel", C.POINTER(P), P, C.c_char_p)
+    n.LibraryUnload = fn("cuLibraryUnload", P)
+    n.KernelGetFunction = fn("cuKernelGetFunction", C.POINTER(P), P)
+    n.MemcpyDtoH = fn("cuMemcpyDtoH_v2", P, C.c_uint64, S)
+    n.MemcpyHtoD = fn("cuMemcpyHtoD_v2", C.c_uint64, P, S)
+    n.MemcpyDtoD = fn("cuMemcpyDtoD_v2", C.c_uint64, C.c_uint64, S)
+    n.MemsetD8 = fn("cuMemsetD8_v2", C.c_uint64, C.c_ubyte, S)
+    n.MemFree = fn("cuMemFree_v2", C.c_uint64)
+    n.PointerGetAttribute = fn("cuPointerGetAttribute", P, I, C.c_uint64)
+    n.GraphInstantiate = fn("cuGraphInstantiateWithFlags", C.POINTER(P), P, C.c_ulonglong)
+    n.GraphLaunch = fn("cuGraphLaunch", P, P)
+    n.GraphExecDestroy = fn("cuGraphExecDestroy", P)
+    n.GraphExecKernelNodeSetParams = fn("cuGraphExecKernelNodeSetParams_v2", P, P, P)
+    n.StreamSynchronize = fn("cuStreamSynchronize", P)
+    _cu = n
+    return n
+
+
+def check(r, what):
+    if r != 0:
+        s = C.c_char_p()
+        cu().GetErrorString(r, C.byref(s))
+        raise RuntimeError(f"{what}: CUDA error {r} ({(s.value or b'?').decode()})")
+
+
+def read_device(addr, size):
+    raw = C.create_string_buffer(size)
+    check(cu().MemcpyDtoH(raw, addr, size), "cuMemcpyDtoH")
+    return raw.raw
+
+
+def write_device(addr, data):
+    check(cu().MemcpyHtoD(addr, data, len(data)), "cuMemcpyHtoD")
+
+
+class KernelNodeParams(C.Structure):
+    _fields_ = [("func", C.c_void_p), ("grid", C.c_uint * 3), ("block", C.c_uint * 3), ("smem", C.c_uint),
+                ("kernelParams", C.c_void_p), ("extra", C.c_void_p), ("kern", C.c_void_p), ("ctx", C.c_void_p)]
+
+
+class MemsetParams(C.Structure):
+    _fields_ = [("dst", C.c_uint64), ("pitch", C.c_size_t), ("value", C.c_uint), ("elementSize", C.c_uint),
+                ("width", C.c_size_t), ("height", C.c_size_t)]
+
+
+class Memcpy3D(C.Structure):
+    _fields_ = [("srcXInBytes", C.c_size_t), ("srcY", C.c_size_t), ("srcZ", C.c_size_t), ("srcLOD", C.c_size_t),
+                ("srcMemoryType", C.c_int), ("srcHost", C.c_void_p), ("srcDevice", C.c_uint64),
+                ("srcArray", C.c_void_p), ("reserved0", C.c_void_p), ("srcPitch", C.c_size_t),
+                ("srcHeight", C.c_size_t),
+                ("dstXInBytes", C.c_size_t), ("dstY", C.c_size_t), ("dstZ", C.c_size_t), ("dstLOD", C.c_size_t),
+                ("dstMemoryType", C.c_int), ("dstHost", C.c_void_p), ("dstDevice", C.c_uint64),
+                ("dstArray", C.c_void_p), ("reserved1", C.c_void_p), ("dstPitch", C.c_size_t),
+                ("dstHeight", C.c_size_t),
+                ("WidthInBytes", C.c_size_t), ("Height", C.c_size_t), ("Depth", C.c_size_t)]
+
+
+# the keys of a kernel launch's `extra` array (cuda.h)
+LAUNCH_PARAM_END, LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE = 0, 1, 2
+
+NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_EMPTY = 0, 1, 2, 5
+NODE_NAMES = {0: "kernel", 1: "memcpy", 2: "memset", 3: "host", 4: "child graph", 5: "empty", 6: "event wait",
+              7: "event record", 8: "external semaphore signal", 9: "external semaphore wait", 10: "memory alloc",
+              11: "memory free", 12: "batch memop", 13: "conditional"}

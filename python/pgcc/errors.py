@@ -1,0 +1,6 @@
+"""The one exception the package raises for what stands in the way of an export, a
+build or a load: ExportError, whose message names the node, kernel or argument."""
+
+
+class ExportError(Exception):
+    pass

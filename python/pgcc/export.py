@@ -1,0 +1,388 @@
+"""The export, step by step: warm the callable up, capture it three times (one thrown
+away, A on the example inputs, B on copies at other addresses), walk both graphs,
+map every pointer word to a (buffer, offset) (relocate.py), find each kernel's code
+(kernels.py), tell library workspaces from data (replays with the block poisoned),
+and write NAME.graph, kernels/, NAME.safetensors, NAME.io.safetensors and
+NAME.export.json; then, unless told not to, verify the result (verify.py).
+
+Assumes PyTorch with CUDA and a GPU; torch is imported when export() is called, not
+when this module is imported.  docs/e2e.md explains each step and why.
+"""
+import hashlib
+import json
+import os
+
+from .capture import Capture, foreign_memory, host_maps, tensor_span
+from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES, read_device
+from .errors import ExportError
+from .fatbin import image_kind
+from .graphfile import ident, node_buffers, write_graph
+from .kernels import (ModuleWatch, cache_roots, find_in_images, find_in_libraries, same_kernel, triton_cubins,
+                      triton_images)
+from .progress import Progress
+from .relocate import Buffers, Relocator
+from .replay import Replayer, prove_irrelevant, scratch_blocks
+from .weights import dtype_of, tensor_bytes, write_safetensors
+
+
+class ExportResult:
+    """Where an export went: out_dir, name, and the paths of what it wrote (graph,
+    weights, io, report); os.fspath() of it is out_dir."""
+
+    def __init__(self, out_dir, name, report):
+        self.out_dir, self.name, self.report = os.path.abspath(out_dir), name, report
+        self.graph = os.path.join(self.out_dir, name + ".graph")
+        self.weights = os.path.join(self.out_dir, name + ".safetensors")
+        self.io = os.path.join(self.out_dir, name + ".io.safetensors")
+        self.report_path = os.path.join(self.out_dir, name + ".export.json")
+        self.verified = None  # verify's summary line, where it ran
+
+    def __fspath__(self):
+        return self.out_dir
+
+    def __str__(self):
+        return self.out_dir
+
+    def __repr__(self):
+        return f"ExportResult({self.out_dir!r}, name={self.name!r})"
+
+
+def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, compile=True, verify=True,
+           quiet=False, warmup=3, watch=None, progress=None):
+    """Exports fn_or_module (an nn.Module or a callable) as captured on example_inputs (a
+    tuple of CUDA tensors) into out_dir; returns an ExportResult.
+
+    weights: {name: tensor} the callable reads besides its inputs; for a module, by
+    default its named_parameters() and named_buffers() (shared tensors once).  A module
+    in eval mode runs under torch.no_grad(); one in training mode runs as it is, like
+    any callable.  compile: run it under torch.compile (False: eagerly).  warmup: calls
+    before the captures (torch.compile compiles on the first; libraries load their
+    kernels).  verify: build the export, run it, and compare with the callable
+    (verify.py).  watch: a ModuleWatch already started (one is started here otherwise,
+    which sees only the modules loaded from now on).  quiet: errors only."""
+    import torch
+
+    prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
+    inputs = list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
+    fn = fn_or_module
+    if isinstance(fn_or_module, torch.nn.Module):
+        module = fn_or_module
+        if weights is None:
+            weights = dict(module.named_parameters())  # (each shared tensor once)
+            weights.update(module.named_buffers())
+        if not module.training:
+            def inference(*xs):
+                with torch.no_grad():
+                    return module(*xs)
+            fn = inference
+        name = name or type(module).__name__.lower()
+    name = ident(name or getattr(fn_or_module, "__name__", None) or "model")
+    weights = {} if weights is None else weights
+    own_watch = watch is None
+    if own_watch:
+        try:
+            watch = ModuleWatch()
+        except ExportError as e:
+            prog.warn("no ModuleWatch: library kernels outside .nv_fatbin cannot be exported", e)
+            watch = None
+    try:
+        run = torch.compile(fn) if compile else fn
+        if watch and warmup:
+            watch.paused = False  # the first runs load the libraries' modules
+        for i in range(warmup):
+            prog.status(f"{name}: warm-up call {i + 1}/{warmup}" + (" (compiling)" if compile and i == 0 else ""))
+            run(*inputs)
+        report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch)
+    finally:
+        if own_watch and watch:
+            watch.close()
+        prog.done()
+    result = ExportResult(out_dir, name, report)
+    try:
+        if verify:
+            if getattr(fn_or_module, "train", False) is True:  # (an nn.Module has a train() method)
+                prog.log(f"pgcc-export: {name}: a training step (fn.train): not verified here, since each call "
+                         "updates its weights (tests/gpu/e2e.py check_train compares the steps)")
+            else:
+                from .verify import verify as verify_export
+                result.verified = verify_export(result, run, inputs, progress=prog)
+    finally:
+        prog.flush()
+    return result
+
+
+def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=None):
+    """The export proper, of a callable that has run (warmed up) already.  watch: a
+    ModuleWatch started before fn first ran, for library kernels that are in no fatbin of
+    their library (their images are then written beside the .graph)."""
+    import torch
+
+    prog = progress or Progress(prefix="pgcc-export")
+    log = prog.log
+    if watch:
+        watch.paused = True  # the captures and searches below load modules of their own
+
+    os.makedirs(os.path.join(out_dir, "kernels"), exist_ok=True)
+    # A first capture, thrown away: libraries allocate what they keep (cuBLASLt's
+    # workspace) the first time they are captured, which would shift every later
+    # allocation of capture A against capture B (seen with GPT-2).
+    prog.status(f"{name}: capture 1/4 (thrown away)")
+    Capture(torch, fn, inputs).graph.reset()
+    prog.status(f"{name}: capture 2/4 (A, the example inputs)")
+    capA = Capture(torch, fn, inputs)
+    prog.status(f"{name}: capture 3/4 (B, the inputs at other addresses)")
+    inputs_b = [x.clone() for x in inputs]  # the same values at other addresses
+    capB = Capture(torch, fn, inputs_b)
+    prog.status(f"{name}: capture 4/4 (C, past a spacer: other high address bits)")
+    inputs_c, capC = capture_far(torch, fn, inputs, prog)
+    caps = [capA, capB, capC]
+    for c, cap in enumerate(caps[1:], 1):
+        if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges:
+            raise ExportError(f"captures A and {'ABC'[c]} differ in their nodes or edges: the callable is not "
+                              "deterministic")
+    if capA.special_edges:
+        prog.warn("edges that are not full dependencies (programmatic dependent launch) are exported as full ones",
+                  f"{capA.special_edges} of the capture's {len(capA.edges)} edges")
+    maps = host_maps()
+
+    # buffers known by tensor: inputs, outputs, weights (captures: 0 is A, 1 is B, 2 is C)
+    bufs = Buffers()
+    for i, xs in enumerate(zip(inputs, inputs_b, inputs_c)):
+        a, size = tensor_span(xs[0])
+        bufs.add(name=f"in{i}", size=size, role="input", dtype=dtype_of(xs[0]), shape=list(xs[0].shape),
+                 ranges={c: x.data_ptr() for c, x in enumerate(xs)})
+    for i, os_ in enumerate(zip(*(cap.outputs for cap in caps))):
+        a, size = tensor_span(os_[0])
+        bufs.add(name=f"out{i}", size=size, role="output", dtype=dtype_of(os_[0]),
+                 shape=list(os_[0].shape), ranges={c: o.data_ptr() for c, o in enumerate(os_)})
+    seen_w = set()
+    for wname, t in weights.items():
+        a, size = tensor_span(t)
+        if a in seen_w or size == 0:
+            continue  # tied weights: one buffer
+        seen_w.add(a)
+        bufs.add(name="w_" + ident(wname), size=size, role="weight", dtype=dtype_of(t),
+                 shape=list(t.shape), tensor=wname, value=t, ranges={c: a for c in range(len(caps))})
+    spread = address_spread(bufs)
+    if not spread["high"] or not spread["low"]:
+        prog.warn("the captures' buffers do not differ in both their low and high address bits: addresses cut to "
+                  "32 bits cannot be told from constants", f"{spread}")
+    rel = Relocator(bufs, [cap.blocks() for cap in caps], [cap.regions() for cap in caps],
+                    foreign=lambda addr: foreign_memory(maps, addr))
+    problems = rel.problems
+    suspects = {}  # node index -> [(parameter byte, length, why)]: proven irrelevant by replay, or problems
+
+    # kernels
+    prog.status(f"{name}: mapping the parameters of {len(capA.nodes)} nodes")
+    kernels, nodes = {}, []
+    for i, (na, nb, nc) in enumerate(zip(capA.nodes, capB.nodes, capC.nodes)):
+        where = f"node {i}"
+        if not na["type"] == nb["type"] == nc["type"]:
+            raise ExportError(f"{where}: the captures differ in its kind")
+        kind = NODE_NAMES.get(na["type"], str(na["type"]))
+        if na["type"] == NODE_KERNEL:
+            where = f"node {i} ({na['name'][:80]})"
+            if na.get("problem"):
+                problems.append(f"{where}: {na['problem']}")
+                continue
+            if na["func"] not in kernels:
+                kernels[na["func"]] = {"symbol": na["name"], "layout": na["layout"], "attrs": na["attrs"],
+                                       "name": None, "ptr_words": set()}
+            k = kernels[na["func"]]
+            sus = []
+            args = rel.kernel_args(na["layout"], [na["bytes"], nb["bytes"], nc["bytes"]], where, k["ptr_words"], sus)
+            if sus:
+                suspects[i] = sus
+            k["packed"] = k.get("packed", False) or bool(na.get("packed"))
+            nodes.append({"kind": "kernel", "func": na["func"], "grid": na["grid"], "block": na["block"],
+                          "smem": na["smem"], "args": args, "index": i})
+        elif na["type"] == NODE_MEMSET:
+            r = rel.resolve((na["dst"], nb["dst"], nc["dst"]), where)
+            if not r or na["height"] > 1:
+                problems.append(f"{where}: a memset pgcc-export cannot map (2-D, or outside every buffer)")
+                continue
+            nodes.append({"kind": "memset", "dst": r, "value": na["value"], "elem": na["elem"], "width": na["width"],
+                          "index": i})
+        elif na["type"] == NODE_MEMCPY:
+            s, t = (rel.resolve((na[k], nb[k], nc[k]), where) for k in ("src", "dst"))
+            if not s or not t or na["height"] > 1 or na["depth"] > 1 or na["src_type"] != 2 or na["dst_type"] != 2:
+                problems.append(f"{where}: a memcpy pgcc-export cannot map (not 1-D device to device)")
+                continue
+            nodes.append({"kind": "memcpy", "src": s, "dst": t, "width": na["width"], "index": i})
+        elif na["type"] == NODE_EMPTY:
+            nodes.append({"kind": "empty", "index": i})
+        else:
+            problems.append(f"{where}: a {kind} node, which pgcc-export does not export yet")
+
+    # where each kernel's code is
+    prog.status(f"{name}: finding the code of {len(kernels)} kernels")
+    roots = cache_roots()
+    library_wanted = {}
+    launched = triton_images(roots, log)
+    log(f"  {sum(1 for f in kernels if f in launched)} of {len(kernels)} kernels are Triton's, found by their "
+        f"function handle among the {len(launched)} kernels Triton loaded")
+    for func, k in kernels.items():
+        image = launched.get(func)
+        if image is None:  # not a kernel Triton launched in this process: the caches, if unambiguous
+            found = {}
+            for path in triton_cubins(k["symbol"], roots):
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                if same_kernel(data, k["symbol"], k["attrs"]):
+                    found[hashlib.sha256(data).hexdigest()] = data
+            if len(found) > 1:
+                problems.append(f"kernel {k['symbol'][:100]}: {len(found)} different cubins in the caches match "
+                                "it (autotuned variants, or kernels of other graphs with its name)")
+                continue
+            image = next(iter(found.values()), None)
+        if image is not None:
+            digest = hashlib.sha256(image).hexdigest()
+            mname = ident(k["symbol"])[:48] + "_" + digest[:8]  # names cut short may collide
+            rel_path = os.path.join("kernels", mname + ".cubin")
+            with open(os.path.join(out_dir, rel_path), "wb") as f:
+                f.write(image)
+            k["module"] = {"name": mname, "kind": "cubin", "file": rel_path, "sha256": digest}
+        else:
+            library_wanted[k["symbol"]] = k["attrs"]
+    if library_wanted:
+        major, minor = torch.cuda.get_device_capability()
+        found = find_in_libraries(library_wanted, log, sm=10 * major + minor, progress=prog.status)
+        for func, k in kernels.items():
+            if k["symbol"] in found:
+                path, off = found[k["symbol"]]
+                k["module"] = {"name": ident(os.path.basename(path).split(".so")[0]), "kind": "library",
+                               "library": os.path.basename(path)}
+                k["entry"] = off
+        rest = {s: a for s, a in library_wanted.items() if s not in found}
+        if rest and watch:
+            prog.status(f"{name}: searching {len(watch.images)} module images for {len(rest)} kernels")
+            images = find_in_images(rest, list(watch.images.values()), log, problems)
+            for func, k in kernels.items():
+                if k["symbol"] in images:
+                    image = images[k["symbol"]]
+                    kind, digest = image_kind(image), hashlib.sha256(image).hexdigest()
+                    mname = "image_" + digest[:12]
+                    rel_path = os.path.join("kernels", f"{mname}.{kind}")
+                    with open(os.path.join(out_dir, rel_path), "wb") as f:
+                        f.write(image)
+                    k["module"] = {"name": mname, "kind": kind, "file": rel_path, "sha256": digest}
+    for func, k in kernels.items():
+        if "module" not in k:
+            problems.append(f"kernel {k['symbol'][:100]}: its code is neither a Triton cubin in "
+                            f"{roots or 'no cache directory'} nor in a loaded library's fatbins"
+                            + ("" if watch else " (and no ModuleWatch saw the modules load)"))
+    report = {"nodes": len(capA.nodes), "edges": len(capA.edges), "problems": problems,
+              "address_bits_differ": spread,
+              "packed_arguments": sum(1 for n in capA.nodes if n.get("packed")),
+              "relocations": relocation_counts(kernels),
+              "dontcare": [{"node": i, "bytes": [[a, n, why] for a, n, why in r]} for i, r in suspects.items()],
+              "kernels": [{"symbol": k["symbol"], "module": k.get("module"), "entry": k.get("entry")}
+                          for k in kernels.values()]}
+    with open(os.path.join(out_dir, name + ".export.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    def write_report():
+        with open(os.path.join(out_dir, name + ".export.json"), "w") as f:
+            json.dump(report, f, indent=1)
+
+    write_report()
+    if problems:
+        raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))
+
+    replayer = Replayer(torch, capA, bufs)
+    try:
+        if suspects:
+            prog.status(f"{name}: replaying to prove {sum(map(len, suspects.values()))} changing parameter words "
+                        "irrelevant")
+            problems += prove_irrelevant(replayer, suspects, lambda i: capA.nodes[i]["name"][:80])
+            write_report()
+            if problems:
+                raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))
+            for i, r in suspects.items():
+                mark_dontcare(kernels[capA.nodes[i]["func"]], r)
+            log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
+                "captures or hold this process's addresses, and replays with them zeroed and poisoned give the same "
+                "results bit for bit: written as don't-care")
+        prog.status(f"{name}: replaying to tell workspaces from data")
+        scratch_blocks(replayer, bufs, nodes, log)
+    finally:
+        replayer.close()
+
+    # weights file: the model's weights that are used, and static blocks' bytes
+    used = {id(b) for n in nodes for b in node_buffers(n)}
+    tensors = []
+    for b in bufs.list:
+        if b["role"] != "weight" or id(b) not in used:
+            continue
+        if b.get("static"):
+            tensors.append((b["tensor"], "u8", [b["size"]], read_device(b["ranges"][0], b["size"])))
+        else:
+            tensors.append((b["tensor"], b["dtype"], b["shape"], tensor_bytes(b["value"])))
+    write_safetensors(os.path.join(out_dir, name + ".safetensors"), tensors)
+    io = [(f"in{i}", dtype_of(x), list(x.shape), tensor_bytes(x)) for i, x in enumerate(inputs)]
+    io += [(f"out{i}", dtype_of(o), list(o.shape), tensor_bytes(o))
+           for i, o in enumerate(capA_outputs(torch, capA))]
+    write_safetensors(os.path.join(out_dir, name + ".io.safetensors"), io)
+    major, minor = torch.cuda.get_device_capability()
+    write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, capA.edges,
+                f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture")
+    prog.done()
+    log(f"pgcc-export: {name}: {len(nodes)} nodes, {len(capA.edges)} edges, {len(kernels)} kernels "
+        f"({sum(1 for k in kernels.values() if k['module']['kind'] == 'library')} from libraries), "
+        f"{len(tensors)} weight tensors -> {out_dir}")
+    return report
+
+
+def capture_far(torch, fn, inputs, prog):
+    """Capture C: the inputs and the capture's own memory past a spacer of 5 GiB, so that
+    their addresses differ from A's and B's in the high 32 bits too (an address cut to
+    its low or high half can then be told from a constant).  Where the spacer does not
+    fit, C is captured without it (and the check of the address bits says so)."""
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # free cached blocks would be reused below the spacer
+    try:
+        spacer = torch.empty(5 << 30, dtype=torch.uint8, device="cuda")
+    except torch.OutOfMemoryError:
+        prog.warn("no room for the 5 GiB spacer that moves capture C's addresses", "capture C without it")
+        spacer = None
+    inputs_c = [x.clone() for x in inputs]
+    cap = Capture(torch, fn, inputs_c)
+    del spacer
+    return inputs_c, cap
+
+
+def address_spread(bufs):
+    """Whether the inputs' and outputs' addresses differ between every two captures in
+    their low 32 bits, and in their high 32 bits between some two."""
+    low, high = True, False
+    for b in bufs.list:
+        if b["role"] in ("input", "output"):
+            addrs = [a for _, a in sorted(b["ranges"].items())]
+            low = low and len({a & 0xFFFFFFFF for a in addrs}) == len(addrs)
+            high = high or len({a >> 32 for a in addrs}) > 1
+    return {"low": low, "high": high}
+
+
+def relocation_counts(kernels):
+    counts = {}
+    for k in kernels.values():
+        for _, _, kind in k["ptr_words"]:
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def mark_dontcare(k, ranges):
+    """Adds a node's proven-irrelevant byte ranges (offsets in its parameter bytes) to its
+    kernel's layout, as (parameter offset, offset inside, length)."""
+    dc = k.setdefault("dontcare", set())
+    for a, n, _ in ranges:
+        for off, size in k["layout"]:
+            lo, hi = max(a, off), min(a + n, off + size)
+            if lo < hi:
+                dc.add((off, lo - off, hi - lo))
+
+
+def capA_outputs(torch, cap):
+    """The outputs of capture A, after one replay on the example inputs."""
+    cap.graph.replay()
+    torch.cuda.synchronize()
+    return cap.outputs

@@ -1,0 +1,87 @@
+"""Fatbins, read without the driver: an ELF file's .nv_fatbin section, the fatbins in
+it, and which SM versions each holds a cubin for; what kind a module image is.
+
+Pure: bytes and files in, numbers out (no CUDA, no torch).  The layout assumed is the
+one CUDA 11-13 write: a fatbin is a 16-byte header (magic 0xBA55ED50 as u32, version
+u16, header size u16, size of its entries u64), then entries, each starting with its
+kind (u16: 1 PTX, 2 a cubin), header size (u32 at +4), payload size (u64 at +8) and SM
+version (u32 at +28); fatbins in a section start 8-byte aligned.
+"""
+import struct
+
+FATBIN_MAGIC = 0xBA55ED50
+FATBIN_ELF = 2  # an entry's kind: 1 PTX, 2 a cubin (ELF)
+
+
+def fatbin_section(path):
+    """(offset, size) of the ELF file's .nv_fatbin section, or None."""
+    try:
+        with open(path, "rb") as f:
+            eh = f.read(64)
+            if eh[:4] != b"\x7fELF" or eh[4] != 2:
+                return None
+            shoff, = struct.unpack_from("<Q", eh, 0x28)
+            shentsize, shnum, shstrndx = struct.unpack_from("<HHH", eh, 0x3A)
+            f.seek(shoff)
+            sh = f.read(shentsize * shnum)
+            so, ss = struct.unpack_from("<QQ", sh, shstrndx * shentsize + 0x18)
+            f.seek(so)
+            names = f.read(ss)
+            for i in range(shnum):
+                nm, = struct.unpack_from("<I", sh, i * shentsize)
+                off, size = struct.unpack_from("<QQ", sh, i * shentsize + 0x18)
+                if names[nm:names.index(b"\0", nm)] == b".nv_fatbin":
+                    return off, size
+    except (OSError, struct.error, ValueError):
+        return None
+    return None
+
+
+def read_section(path):
+    """The bytes of the file's .nv_fatbin section, or None."""
+    where = fatbin_section(path)
+    if where is None:
+        return None
+    off, size = where
+    with open(path, "rb") as f:
+        f.seek(off)
+        return f.read(size)
+
+
+def fatbin_cubin_archs(sec, at, hsize, fsize):
+    """The SM versions (90 for sm_90) of the cubins in the fatbin at sec[at:].  Each entry
+    starts with its kind (u16), header size (u32 at +4), payload size (u64 at +8) and SM
+    version (u32 at +28)."""
+    archs, e, end = set(), at + hsize, min(at + hsize + fsize, len(sec))
+    while e + 32 <= end:
+        kind, _, ehsize, psize = struct.unpack_from("<HHIQ", sec, e)
+        sm, = struct.unpack_from("<I", sec, e + 28)
+        if ehsize < 32:
+            break
+        if kind == FATBIN_ELF:
+            archs.add(sm)
+        e += ehsize + psize
+    return archs
+
+
+def fatbins(sec, sm=None):
+    """The fatbins in a .nv_fatbin section: [(offset, wanted)], wanted saying whether it
+    lists a cubin for SM version sm (always True for sm None)."""
+    blobs, at = [], 0
+    while at + 16 <= len(sec):
+        magic, _, hsize, fsize = struct.unpack_from("<IHHQ", sec, at)
+        if magic != FATBIN_MAGIC:
+            at += 8
+            continue
+        blobs.append((at, sm is None or sm in fatbin_cubin_archs(sec, at, hsize, fsize)))
+        at += (hsize + fsize + 7) & ~7
+    return blobs
+
+
+def image_kind(image):
+    """What a module image is: "cubin" (ELF), "fatbin" or "ptx"."""
+    if image[:4] == b"\x7fELF":
+        return "cubin"
+    if image[:4] == struct.pack("<I", FATBIN_MAGIC):
+        return "fatbin"
+    return "ptx"

@@ -1,0 +1,181 @@
+"""Writing the .graph text (docs/graph-format.md) from what the export found: modules,
+kernels with their parameter layouts, buffers with roles, dtypes and shapes, and the
+graph's nodes and edges.
+
+Pure: plain data in (the kernels, buffers and nodes as export.py and relocate.py
+build them), text out.  Assumes every kernel has its "module" and every pointer
+argument a buffer; a parameter that is a pointer in one launch and a constant in
+another is an ExportError.
+"""
+import re
+
+from .errors import ExportError
+
+
+def ident(s):
+    """s as a C identifier (and a .graph name)."""
+    s = re.sub(r"[^A-Za-z0-9_]", "_", s)
+    return s if re.match(r"[A-Za-z_]", s) else "_" + s
+
+
+def ref(b, off):
+    return b["name"] + (f"+{off}" if off else "")
+
+
+def ctype_of(size):
+    return {1: "u8", 2: "u16", 4: "u32", 8: "u64"}.get(size, "bytes")
+
+
+def value_of(raw):
+    if len(raw) in (1, 2, 4, 8):
+        return str(int.from_bytes(raw, "little"))
+    return "[" + f'"{raw.hex()}"' + "]"
+
+
+def node_buffers(n):
+    """The buffers a node refers to."""
+    if n["kind"] == "kernel":
+        for a in n["args"]:
+            if a[0] == "ptr":
+                yield a[1]
+            elif a[0] == "bytes":
+                for r in a[2]:
+                    yield r[1]
+    elif n["kind"] == "memset":
+        yield n["dst"][0]
+    elif n["kind"] == "memcpy":
+        yield n["src"][0]
+        yield n["dst"][0]
+
+
+def relocations(k, off):
+    """The relocations of kernel k's parameter at off: sorted (offset inside it, kind)."""
+    return sorted((at, kind) for o, at, kind in k["ptr_words"] if o == off)
+
+
+def dontcare(k, off, inner):
+    """The don't-care byte ranges of kernel k's parameter at off, (offset inside it, length),
+    merged, less the bytes of its relocations (a word that is an address in one launch
+    is patched there, and written as given elsewhere)."""
+    reloc = {at + i for at, kind in inner for i in range(8 if kind == "abs64" else 4)}
+    bytes_ = sorted({at + i for o, at, n in k.get("dontcare", ()) if o == off for i in range(n)} - reloc)
+    out = []
+    for b in bytes_:
+        if out and out[-1][0] + out[-1][1] == b:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((b, 1))
+    return out
+
+
+def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"):
+    """The .graph file's text.  kernels: {func: {"symbol", "layout", "ptr_words" ((param
+    offset, offset inside, kind) of each relocation), "dontcare" ((param offset, offset
+    inside, length) of bytes no launch depends on), "module", ["entry"]}} (each gets its
+    "name" here); bufs: Buffers (or anything with .list); used:
+    ids of the buffers nodes refer to; arch: "sm_90"; origin: words for the header comment."""
+    # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
+    v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
+    v2 = v2 or any(k.get("dontcare") for k in kernels.values())
+    out = [f"# {name}: exported by pgcc-export from {origin}", f"pgcc {2 if v2 else 1};", f"arch {arch};", ""]
+    mods = {}
+    for k in kernels.values():
+        m = k["module"]
+        if m["name"] in mods:
+            continue
+        mods[m["name"]] = m
+        if m["kind"] == "library":
+            out.append(f'module {m["name"]} library library "{m["library"]}";')
+        else:
+            out.append(f'module {m["name"]} {m["kind"]} file "{m["file"]}" sha256 "{m["sha256"]}";')
+    out += ["", f'weights w file "{name}.safetensors";', ""]
+    names = set()
+    for i, k in enumerate(kernels.values()):
+        kn = ident(k["symbol"]) if len(k["symbol"]) <= 60 else f"k{i}"
+        while kn in names:
+            kn += "_"
+        names.add(kn)
+        k["name"] = kn
+        head = f'kernel {kn} symbol "{k["symbol"]}" module {k["module"]["name"]}'
+        if "entry" in k:
+            head += f' entry {k["entry"]}'
+        out.append(head + " {")
+        for off, size in k["layout"]:
+            inner = relocations(k, off)
+            care = dontcare(k, off, inner)
+            if size == 8 and inner == [(0, "abs64")] and not care:
+                out.append(f"  param {off} 8 ptr;")
+            elif inner or care:
+                line = f"  param {off} {size} bytes"
+                if inner:
+                    line += " ptrs [" + ", ".join(str(at) if kind == "abs64" else f"{kind} {at}"
+                                                  for at, kind in inner) + "]"
+                if care:
+                    line += " dontcare [" + ", ".join(f"{a}:{n}" for a, n in care) + "]"
+                out.append(line + ";")
+            else:
+                out.append(f"  param {off} {size} {ctype_of(size)};")
+        out.append("}")
+    out.append("")
+    for b in bufs.list:
+        if id(b) not in used and b["role"] not in ("input", "output"):
+            continue
+        line = f'buffer {b["name"]} size {b["size"]} align 256 role {b["role"]}'
+        if b.get("dtype"):
+            line += f' dtype {b["dtype"]}'
+        if b.get("shape"):
+            line += f' shape [{", ".join(map(str, b["shape"]))}]'
+        if b["role"] == "weight":
+            line += f' weights w tensor "{b["tensor"]}"'
+        out.append(line + ";")
+    out += ["", "graph main {"]
+    for n in nodes:
+        i = n["index"]
+        if n["kind"] == "kernel":
+            k = kernels[n["func"]]
+            args = []
+            for (off, size), a in zip(k["layout"], n["args"]):
+                inner = relocations(k, off)
+                care = dontcare(k, off, inner)
+                if size == 8 and inner == [(0, "abs64")] and not care:  # a pointer parameter
+                    if a[0] == "ptr":
+                        args.append(ref(a[1], a[2]))
+                    elif not any(a[1]):
+                        args.append("null")
+                    else:
+                        raise ExportError(f"node {i}: parameter {off} is a pointer in other launches of "
+                                          f"{k['symbol'][:80]}, a constant 0x{a[1].hex()} here")
+                elif inner or care:  # a struct with relocations or don't-care bytes inside
+                    got = {r[0]: ref(r[1], r[2]) for r in (a[2] if a[0] == "bytes" else [])}
+                    for at, kind in inner:
+                        width = 8 if kind == "abs64" else 4
+                        if at not in got and any(a[1][at:at + width]):
+                            raise ExportError(f"node {i}: bytes {off + at}.. of {k['symbol'][:80]} are a pointer "
+                                              "in other launches, a constant here")
+                    raw = bytearray(a[1])
+                    for at, n_ in care:  # what no launch depends on is written as zeros
+                        raw[at:at + n_] = bytes(n_)
+                    ptrs = [got.get(at, "null") for at, _ in inner]
+                    args.append("[" + ", ".join([f'"{bytes(raw).hex()}"'] + ptrs) + "]")
+                else:
+                    args.append(value_of(a[1]))
+            g, bl = n["grid"], n["block"]
+            out.append(f'  node n{i} kernel {k["name"]} grid [{g[0]}, {g[1]}, {g[2]}] block [{bl[0]}, {bl[1]}, {bl[2]}] '
+                       f'smem {n["smem"]} args [{", ".join(args)}];')
+        elif n["kind"] == "memset":
+            out.append(f'  node n{i} memset dst {ref(*n["dst"])} value {n["value"]} elem {n["elem"]} width {n["width"]};')
+        elif n["kind"] == "memcpy":
+            out.append(f'  node n{i} memcpy dir dtod src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
+        else:
+            out.append(f"  node n{i} empty;")
+    kept = {n["index"] for n in nodes}
+    out += [f"  n{a} -> n{b};" for a, b in edges if a in kept and b in kept]
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def write_graph(path, *args, **kw):
+    """graph_text, written to path."""
+    text = graph_text(*args, **kw)
+    with open(path, "w") as f:
+        f.write(text)

@@ -1,0 +1,291 @@
+"""Where each captured kernel's code is: Triton's kernels by the cubin behind the very
+CUfunction the graph launches (Triton's and Inductor's kernel objects, Triton's cache),
+library kernels by name in the fatbins of each loaded library's .nv_fatbin section,
+and the rest among the module images the process loaded (ModuleWatch, through CUPTI).
+
+Assumes the driver (the candidates are loaded with cuLibraryLoadData and compared by
+their attributes) and, for ModuleWatch, libcupti; torch is imported only to find
+CUPTI beside it.  Nothing is guessed: a kernel that two different images could hold
+is reported, not chosen.
+"""
+import ctypes as C
+import hashlib
+import json
+import os
+import time
+
+from .cuda import check, cu
+from .errors import ExportError
+from .fatbin import fatbins, read_section
+
+# max threads, shared, const, local, registers, PTX and binary version: what tells compiled kernels apart
+FUNC_ATTRS = (0, 1, 2, 3, 4, 5, 6)
+
+
+def triton_images(roots, log=None):
+    """{CUfunction handle: cubin} for every kernel Triton (or Inductor's static launcher) has
+    loaded in this process.  The handle is what a captured kernel node launches, so this
+    finds its very cubin: a name alone does not, since autotuning leaves several variants of
+    one kernel in the cache and different graphs (forward, backward) reuse kernel names."""
+    import gc
+    import warnings
+    from collections.abc import Mapping
+    out, classes, unfound = {}, {}, {}
+    index = cache_index(roots)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for o in gc.get_objects():
+            try:
+                if not hasattr(type(o), "__dict__") or "function" not in getattr(o, "__dict__", {}):
+                    continue
+                f = o.__dict__["function"]
+                if not isinstance(f, int) or isinstance(f, bool) or not f:
+                    continue
+                d = o.__dict__
+                asm = d.get("asm")
+                image = asm.get("cubin") if isinstance(asm, Mapping) else None
+                image = image or d.get("kernel") or d.get("cubin_raw") or d.get("cubin")  # (Triton: kernel)
+                path = d.get("cubin_path")
+                if not image and isinstance(path, str) and os.path.isfile(path):
+                    with open(path, "rb") as fh:
+                        image = fh.read()
+                if not image and isinstance(d.get("hash"), str):  # Inductor's static launcher drops its
+                    image = cached_cubin(index, d["hash"], d.get("name"))  # cubin once loaded: Triton's cache
+                name = type(o).__name__
+                classes[name] = classes.get(name, 0) + 1
+                if isinstance(image, (bytes, bytearray)) and image:
+                    out[f] = bytes(image)
+                else:
+                    unfound[name] = unfound.get(name, 0) + 1
+            except Exception:  # whatever gc holds: some objects do not like being asked
+                continue
+    if log:
+        log(f"  objects holding a loaded kernel: {classes or 'none'}; {len(out)} with their cubin"
+            + "".join(f"; {k} {n} without" for n, k in unfound.items()))
+    return out
+
+
+def cached_cubin(index, key, name):
+    """The cubin Triton's cache keeps for compilation `key`: the one beside a metadata file
+    (NAME.json) whose "hash" is key.  index: {key: cubin path}, from cache_index."""
+    path = index.get(key)
+    if not path or (name and os.path.basename(path) != name + ".cubin"):
+        return None
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def cache_index(roots):
+    """{compilation hash: cubin path} for the Triton caches under roots."""
+    index = {}
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            for f in files:
+                if f.endswith(".json") and f[:-5] + ".cubin" in files:
+                    try:
+                        with open(os.path.join(dirpath, f)) as fh:
+                            key = json.load(fh).get("hash")
+                    except (OSError, ValueError, AttributeError):
+                        continue
+                    if isinstance(key, str):
+                        index[key] = os.path.join(dirpath, f[:-5] + ".cubin")
+    return index
+
+
+def triton_cubins(name, roots):
+    """Cubins in the caches that may hold kernel `name`.  Triton cuts long names short
+    in file names (to 150 characters, seen with Inductor's attention kernels), so a
+    file whose name is a prefix of the kernel's is a candidate too; same_kernel decides."""
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            for f in files:
+                if f.endswith(".cubin") and (f == name + ".cubin" or (len(f) > 100 and name.startswith(f[:-6]))):
+                    yield os.path.join(dirpath, f)
+
+
+def cache_roots():
+    """The Triton and Inductor cache directories of this process that exist."""
+    roots = [p for p in (os.environ.get("TORCHINDUCTOR_CACHE_DIR"), os.environ.get("TRITON_CACHE_DIR"),
+                         os.path.expanduser("~/.triton/cache")) if p and os.path.isdir(p)]
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+        roots.append(cache_dir())
+    except Exception:
+        pass
+    return roots
+
+
+def func_attrs(fn):
+    """The attributes that tell compiled kernels apart (FUNC_ATTRS), of a CUfunction."""
+    got = []
+    for a in FUNC_ATTRS:
+        v = C.c_int()
+        check(cu().FuncGetAttribute(C.byref(v), a, fn), "cuFuncGetAttribute")
+        got.append(v.value)
+    return got
+
+
+def matching_kernels(image_ptr, wanted, skip=()):
+    """Loads the module image at image_ptr and yields each symbol of wanted ({symbol:
+    attrs}, less skip) that it holds compiled to those attributes."""
+    d = cu()
+    lib = C.c_void_p()
+    if d.LibraryLoadData(C.byref(lib), image_ptr, None, None, 0, None, None, 0) != 0:
+        return  # not a module, or none for this GPU
+    try:
+        for sym, attrs in wanted.items():
+            k, fn = C.c_void_p(), C.c_void_p()
+            if sym in skip or d.LibraryGetKernel(C.byref(k), lib, sym.encode()) != 0:
+                continue
+            if d.KernelGetFunction(C.byref(fn), k) == 0 and func_attrs(fn) == attrs:
+                yield sym
+    finally:
+        d.LibraryUnload(lib)
+
+
+def same_kernel(image, name, attrs):
+    """Loads a cubin and says whether its kernel `name` compiled to what was captured."""
+    buf = C.create_string_buffer(image, len(image))
+    return any(True for _ in matching_kernels(buf, {name: attrs}))
+
+
+def loaded_libraries():
+    """Shared libraries in this process that carry device code (.nv_fatbin), most likely first."""
+    from .fatbin import fatbin_section
+    seen = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            p = line.split()[-1] if len(line.split()) >= 6 else ""
+            if ".so" in p and p.startswith("/") and p not in seen:
+                seen.append(p)
+    order = ("libcublasLt", "libcublas", "libtorch_cuda", "libcudnn", "libc10_cuda")
+    key = lambda p: next((i for i, o in enumerate(order) if os.path.basename(p).startswith(o)), len(order))
+    return sorted((p for p in seen if fatbin_section(p) is not None), key=key)
+
+
+def find_in_libraries(wanted, log, sm=None, progress=None):
+    """wanted: {symbol: attrs}.  Returns {symbol: (library path, offset of its fatbin in .nv_fatbin)}.
+    sm: the GPU's SM version (90).  A fatbin without a cubin for it is not loaded: the
+    kernel that ran was compiled for this GPU, and loading a fatbin that has only PTX
+    for it makes the driver compile that PTX (libtorch_cuda and cuDNN hold thousands,
+    which made a search through every library take minutes).  progress: a callable
+    given a short status line while a library is searched."""
+    found = {}
+    for path in loaded_libraries():
+        if len(found) == len(wanted):
+            break
+        t0 = time.perf_counter()
+        sec = read_section(path)
+        base = C.cast(C.c_char_p(sec), C.c_void_p).value
+        loaded, before = 0, len(found)
+        blobs = fatbins(sec, sm)
+        if sm is not None and blobs and not any(ok for _, ok in blobs):  # headers not as expected: load them all
+            log(f"  no fatbin of {os.path.basename(path)} lists a cubin for sm_{sm}: searching all of them")
+            blobs = [(at, True) for at, _ in blobs]
+        for n, (at, ok) in enumerate(blobs):
+            if len(found) == len(wanted):
+                break
+            if not ok:
+                continue
+            if progress and n % 64 == 0:
+                progress(f"searching {os.path.basename(path)}: fatbin {n}/{len(blobs)}, "
+                         f"{len(found)}/{len(wanted)} kernels found")
+            loaded += 1
+            for sym in list(matching_kernels(C.c_void_p(base + at), wanted, skip=found)):
+                found[sym] = (path, at)
+        log(f"  {os.path.basename(path)}: {len(blobs)} fatbins, {loaded} with a cubin for "
+            f"{'this GPU' if sm is not None else 'any GPU'} loaded, {len(found) - before} kernels found "
+            f"({len(found)}/{len(wanted)} so far), {time.perf_counter() - t0:.1f} s")
+    return found
+
+
+class ModuleWatch:
+    """Copies of the module images this process loads from now on, from CUPTI's
+    module-loaded callback: the second route to a library kernel that is in no
+    fatbin of its library's .nv_fatbin section (cuBLASLt's CUTLASS SGEMMs).  Start
+    it before the callable first runs; close it before anything else uses CUPTI
+    (torch.profiler): CUPTI takes one subscriber at a time."""
+
+    class _Resource(C.Structure):
+        _fields_ = [("context", C.c_void_p), ("handle", C.c_void_p), ("descriptor", C.c_void_p)]
+
+    class _Module(C.Structure):
+        _fields_ = [("moduleId", C.c_uint32), ("cubinSize", C.c_size_t), ("pCubin", C.c_void_p)]
+
+    def __init__(self):
+        self.images, self.paused, self.sub = {}, False, None
+        lib = None
+        for path in self._candidates():
+            try:
+                lib = C.CDLL(path)
+                break
+            except OSError:
+                continue
+        if lib is None:
+            raise ExportError("CUPTI (libcupti) not found: library kernels outside .nv_fatbin cannot be exported")
+        self.lib = lib
+        CB = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_uint, C.c_void_p)
+
+        def seen(user, domain, cbid, data):
+            if domain != 3 or cbid != 6 or self.paused or not data:  # RESOURCE, MODULE_LOADED
+                return
+            res = C.cast(data, C.POINTER(self._Resource)).contents
+            if not res.descriptor:
+                return
+            m = C.cast(res.descriptor, C.POINTER(self._Module)).contents
+            if m.pCubin and m.cubinSize:
+                image = C.string_at(m.pCubin, m.cubinSize)
+                self.images.setdefault(hashlib.sha256(image).hexdigest(), image)
+
+        self._cb = CB(seen)
+        sub = C.c_void_p()
+        r = lib.cuptiSubscribe(C.byref(sub), self._cb, None)
+        if r != 0:
+            raise ExportError(f"cuptiSubscribe failed ({r}): another CUPTI subscriber (a profiler) is active")
+        self.sub = sub
+        lib.cuptiEnableCallback(1, sub, 3, 6)
+
+    @staticmethod
+    def _candidates():
+        with open("/proc/self/maps") as f:  # the one already loaded, if any
+            for line in f:
+                if "libcupti.so" in line:
+                    yield line.split()[-1]
+        try:
+            import torch
+            root = os.path.dirname(os.path.dirname(torch.__file__))
+            for dirpath, _, files in os.walk(os.path.join(root, "nvidia")):
+                for f in sorted(files):
+                    if f.startswith("libcupti.so"):
+                        yield os.path.join(dirpath, f)
+        except ImportError:
+            pass
+        for d in ("/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64"):
+            for f in ("libcupti.so", "libcupti.so.13", "libcupti.so.12"):
+                yield os.path.join(d, f)
+
+    def close(self):
+        if self.sub:
+            self.lib.cuptiUnsubscribe(self.sub)
+            self.sub = None
+
+
+def find_in_images(wanted, images, log, problems):
+    """wanted: {symbol: attrs}; images: module images.  Returns {symbol: image}.  Where
+    several different images hold a kernel of that name and those attributes, which
+    one ran cannot be told: that is a problem, not a guess."""
+    found, more = {}, {}
+    for image in images:
+        buf = C.create_string_buffer(image, len(image))
+        for sym in list(matching_kernels(buf, wanted)):
+            if sym in found:
+                more[sym] = more.get(sym, 1) + 1
+            else:
+                found[sym] = image
+    for sym, n in more.items():
+        problems.append(f"kernel {sym[:100]}: {n} different module images hold a kernel of this name and these "
+                        "attributes; which one ran cannot be told")
+        del found[sym]
+    log(f"  searched {len(images)} module images the process loaded: {len(found)}/{len(wanted)} kernels found"
+        + (f", {len(more)} ambiguous" if more else ""))
+    return found

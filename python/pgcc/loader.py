@@ -1,0 +1,257 @@
+"""Running an export from Python: pgcc.load(out_dir) builds the export's C with
+libpgrt (toolchain.py), reads the program's fields from the generated NAME_info()
+(pgrt_program_info, runtime/pgrt.h) through ctypes, loads the weights from the
+export's safetensors file and initialises the program with an arena that Python
+owns; the Program it returns is called on torch CUDA tensors on the current stream.
+
+Assumes PyTorch with CUDA (imported when load() is called) and a generated C that
+has NAME_info; the structures below must match runtime/pgrt.h field for field.
+"""
+import ctypes as C
+import glob
+import os
+import struct
+
+from .errors import ExportError
+from .toolchain import build_program
+
+# pgrt_field_role
+PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN = \
+    range(6)
+ROLE_NAMES = ("input", "output", "inout", "scalar", "weight", "host function")
+
+
+class PgrtField(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("role", C.c_int), ("dtype", C.c_char_p), ("ndim", C.c_int),
+                ("shape", C.POINTER(C.c_int64)), ("offset", C.c_size_t), ("size", C.c_size_t),
+                ("tensor", C.c_char_p)]
+
+
+class PgrtProgramInfo(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("args_size", C.c_size_t), ("n_args", C.c_int),
+                ("args", C.POINTER(PgrtField)), ("weights_size", C.c_size_t), ("n_weights", C.c_int),
+                ("weights", C.POINTER(PgrtField)), ("arena_bytes", C.c_uint64)]
+
+
+class Field:
+    """One field of NAME_args or NAME_weights: name, role (a ROLE_NAMES word), dtype ("f32";
+    None where unknown), shape (a tuple; None where unknown), offset, size, tensor."""
+
+    def __init__(self, f):
+        self.name = f.name.decode()
+        self.role = ROLE_NAMES[f.role] if 0 <= f.role < len(ROLE_NAMES) else f"role {f.role}"
+        self.dtype = (f.dtype or b"").decode() or None
+        self.shape = tuple(f.shape[i] for i in range(f.ndim)) if f.ndim >= 0 else None
+        self.offset, self.size = f.offset, f.size
+        self.tensor = f.tensor.decode() if f.tensor else None
+
+    def __repr__(self):
+        return f"Field({self.name!r}, {self.role}, {self.dtype}, {self.shape}, offset {self.offset}, {self.size} bytes)"
+
+
+def read_info(lib, name):
+    """The program's fields: (info, [Field] of the args, [Field] of the weights)."""
+    try:
+        fn = getattr(lib, f"{name}_info")
+    except AttributeError:
+        raise ExportError(f"the generated C has no {name}_info(): it was made by a pgcc older than this package "
+                          "(rebuild pgcc: make build/pgcc)") from None
+    fn.restype, fn.argtypes = C.POINTER(PgrtProgramInfo), []
+    info = fn().contents
+    args = [Field(info.args[i]) for i in range(info.n_args)]
+    weights = [Field(info.weights[i]) for i in range(info.n_weights)]
+    return info, args, weights
+
+
+SCALAR_FORMATS = {"f32": "<f", "f64": "<d", "f16": "<e", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q",
+                  "u8": "<B", "bool": "<?", "u16": "<H", "u32": "<I", "u64": "<Q"}
+
+
+class Program:
+    """An export, built, loaded and initialised: prog(*inputs, out=None) runs one call.
+
+    inputs: one per input (and inout) buffer and scalar, in the order of NAME_args:
+    contiguous CUDA tensors of the recorded dtype and shape on the program's device,
+    or numbers for scalars.  out: the outputs to write (a tensor or a sequence), else
+    they are allocated.  Returns the output tensor, or a tuple of them.  The arena
+    (intermediates and workspaces) is .arena, a uint8 tensor of .arena_bytes bytes
+    (fill_arena() poisons it); the weights' device addresses are weight_ptr(name).
+    load_s and init_s: the seconds NAME_load_w and NAME_init took."""
+
+    def __init__(self, so_path, name, export_dir, device=None):
+        import torch
+        self.torch, self.name, self.export_dir, self.so_path = torch, name, export_dir, so_path
+        self.lib = C.CDLL(so_path)
+        info, self.fields, self.weight_fields = read_info(self.lib, name)
+        self.args_size, self.weights_size, self.arena_bytes = info.args_size, info.weights_size, info.arena_bytes
+        host = [f.name for f in self.fields + self.weight_fields if f.role == "host function"]
+        if host:
+            raise ExportError(f"{name}: fields {host} are host functions, which a Program cannot give from Python")
+        self.inputs = [f for f in self.fields if f.role in ("input", "inout", "scalar")]
+        self.outputs = [f for f in self.fields if f.role == "output"]
+        self.device = torch.device(device if device is not None else "cuda")
+        if self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        err = self.lib.pgrt_error
+        err.restype = C.c_char_p
+        self.err = lambda: (err() or b"?").decode()
+        self.ctx, self.block = C.c_void_p(), C.c_uint64(0)
+        self._weights = C.create_string_buffer(max(self.weights_size, 1))
+        import time
+        t0 = time.perf_counter()
+        self.load_s = 0.0
+        with torch.cuda.device(self.device):
+            self.arena = torch.full((max(self.arena_bytes, 1),), 0xFF, dtype=torch.uint8, device=self.device)
+            load_w = getattr(self.lib, f"{name}_load_w", None)
+            if load_w is not None and self.weight_fields:
+                path = os.path.join(export_dir, name + ".safetensors")
+                if load_w(path.encode(), self._weights, C.byref(self.block)) != 0:
+                    raise ExportError(f"{name}_load_w({path}): {self.err()}")
+            t1 = time.perf_counter()
+            self.load_s = t1 - t0
+            init = getattr(self.lib, f"{name}_init")
+            init.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p, C.c_uint64]
+            if init(C.byref(self.ctx), self._weights, None, self.arena.data_ptr()) != 0:
+                raise ExportError(f"{name}_init: {self.err()}")
+            torch.cuda.synchronize()
+            self.init_s = time.perf_counter() - t1
+        self.run_fn = getattr(self.lib, f"{name}_run")
+        self.run_fn.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]
+        self._destroy = getattr(self.lib, f"{name}_destroy")
+
+    def __repr__(self):
+        return (f"<pgcc.Program {self.name}: inputs {[f.name for f in self.inputs]}, outputs "
+                f"{[f.name for f in self.outputs]}, arena {self.arena_bytes} bytes>")
+
+    # ---- arguments -----------------------------------------------------------------
+
+    def _check(self, f, t, what):
+        torch = self.torch
+        if f.role == "scalar":
+            if isinstance(t, torch.Tensor):
+                raise TypeError(f"{self.name}: {what} ({f.name}) is a scalar: give a number, not a tensor")
+            return
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{self.name}: {what} ({f.name}) must be a CUDA tensor, got {type(t).__name__}")
+        want = []
+        from .weights import torch_dtype
+        dt = torch_dtype(f.dtype) if f.dtype else None
+        if dt is not None and t.dtype != dt:
+            want.append(f"dtype {dt} (got {t.dtype})")
+        if f.shape is not None and tuple(t.shape) != f.shape:
+            want.append(f"shape {list(f.shape)} (got {list(t.shape)})")
+        if t.device != self.device:
+            want.append(f"device {self.device} (got {t.device})")
+        if not t.is_contiguous():
+            want.append("a contiguous tensor (got strides " + str(list(t.stride())) + ")")
+        if not want and t.numel() * t.element_size() < f.size:
+            want.append(f"{f.size} bytes (got {t.numel() * t.element_size()})")
+        if want:
+            raise ValueError(f"{self.name}: {what} ({f.name}) must have " + ", ".join(want))
+
+    def new_outputs(self):
+        """Fresh tensors for the outputs, as the export recorded them."""
+        torch = self.torch
+        from .weights import torch_dtype
+        outs = []
+        for f in self.outputs:
+            dt = torch_dtype(f.dtype) if f.dtype else None
+            if dt is None or f.shape is None:
+                outs.append(torch.empty(f.size, dtype=torch.uint8, device=self.device))
+            else:
+                outs.append(torch.empty(f.shape, dtype=dt, device=self.device))
+        return outs
+
+    def args(self, inputs, outputs):
+        """NAME_args for these inputs and outputs (checked), as a ctypes buffer."""
+        if len(inputs) != len(self.inputs):
+            raise TypeError(f"{self.name}: takes {len(self.inputs)} inputs "
+                            f"({', '.join(f.name for f in self.inputs)}), got {len(inputs)}")
+        if len(outputs) != len(self.outputs):
+            raise TypeError(f"{self.name}: has {len(self.outputs)} outputs "
+                            f"({', '.join(f.name for f in self.outputs)}), got {len(outputs)} in out=")
+        buf = C.create_string_buffer(max(self.args_size, 1))
+        for i, (f, x) in enumerate(zip(self.inputs, inputs)):
+            self._check(f, x, f"argument {i}")
+            if f.role == "scalar":
+                fmt = SCALAR_FORMATS.get(f.dtype or "")
+                if fmt and struct.calcsize(fmt) == f.size:
+                    struct.pack_into(fmt, buf, f.offset, x)
+                else:
+                    buf[f.offset:f.offset + f.size] = int(x).to_bytes(f.size, "little", signed=int(x) < 0)
+            else:
+                struct.pack_into("<Q", buf, f.offset, x.data_ptr())
+        for i, (f, o) in enumerate(zip(self.outputs, outputs)):
+            self._check(f, o, f"out[{i}]")
+            struct.pack_into("<Q", buf, f.offset, o.data_ptr())
+        return buf
+
+    def run(self, args, stream=None):
+        """One call with NAME_args already made (args()), on stream (default: the current one)."""
+        torch = self.torch
+        if stream is None:
+            stream = torch.cuda.current_stream(self.device).cuda_stream
+        r = self.run_fn(self.ctx, args, C.c_void_p(stream))
+        if r != 0:
+            raise RuntimeError(f"{self.name}_run: {self.err()}")
+
+    def __call__(self, *inputs, out=None):
+        if out is None:
+            outs = self.new_outputs()
+        else:
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        self.run(self.args(list(inputs), outs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # ---- state ---------------------------------------------------------------------
+
+    def fill_arena(self, byte=0xFF):
+        """Fills the arena with byte (0xff: NaN as floats), on the current stream."""
+        self.arena.fill_(byte)
+
+    def weight_field(self, name):
+        for f in self.weight_fields:
+            if f.name == name or f.tensor == name:
+                return f
+        raise KeyError(f"{self.name}: no weight {name!r} (have {[f.name for f in self.weight_fields]})")
+
+    def weight_ptr(self, name):
+        """The device address of a weight (by field name, w_..., or tensor name)."""
+        f = self.weight_field(name)
+        return struct.unpack_from("<Q", self._weights, f.offset)[0]
+
+    def close(self):
+        if self.ctx:
+            self._destroy(C.byref(self.ctx))
+            self.ctx = C.c_void_p()
+        if self.block.value:
+            from .cuda import cu
+            cu().MemFree(self.block.value)
+            self.block = C.c_uint64(0)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def export_name(out_dir, name=None):
+    """The program name of the export in out_dir: name, or that of its only .graph."""
+    if name:
+        return name
+    graphs = sorted(glob.glob(os.path.join(out_dir, "*.graph")))
+    if len(graphs) != 1:
+        raise ExportError(f"{out_dir}: {'no' if not graphs else len(graphs)} .graph files"
+                          + (f" ({', '.join(os.path.basename(g) for g in graphs)}): give name=" if graphs else ""))
+    return os.path.basename(graphs[0])[:-len(".graph")]
+
+
+def load(out_dir, *, name=None, device=None, build_dir=None, extra_sources=(), extra_flags=()):
+    """Builds the export in out_dir (pgcc, then its C with libpgrt, into out_dir/build or a
+    cache directory; rebuilt only when an input changed), loads its weights and returns
+    a Program to call.  extra_sources/extra_flags: more C compiled into the same library."""
+    out_dir = os.fspath(out_dir)
+    name = export_name(out_dir, name)
+    so = build_program(out_dir, name, build_dir=build_dir, extra_sources=extra_sources, extra_flags=extra_flags)
+    return Program(so, name, out_dir, device)

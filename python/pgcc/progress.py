@@ -1,0 +1,88 @@
+"""What the exporter says while it works: one updating status line for long steps on
+a terminal (stderr), plain lines otherwise; quiet mode, which keeps only errors; and
+warnings collected by kind and printed grouped (one line per kind, with a count and
+a few examples) instead of a line per kernel or word.
+
+Assumes nothing beyond the standard library; stream defaults to sys.stderr.
+"""
+import sys
+import time
+
+
+class Progress:
+    """log(msg): a line of the export's account (plain); status(msg): the current step of a
+    long one (rewritten in place on a TTY, rate-limited to a plain line every few seconds
+    otherwise); warn(kind, example): a warning, grouped by kind; flush(): prints the
+    grouped warnings; done(): clears the status line."""
+
+    EXAMPLES = 3
+
+    def __init__(self, quiet=False, stream=None, tty=None, prefix="pgcc"):
+        self.quiet, self.stream, self.prefix = quiet, stream or sys.stderr, prefix
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.warnings = {}  # kind -> [count, examples]
+        self._line, self._last = False, 0.0
+
+    def _clear(self):
+        if self._line:
+            self.stream.write("\r\033[K")
+            self._line = False
+
+    def log(self, msg):
+        if self.quiet:
+            return
+        self._clear()
+        self.stream.write(msg + "\n")
+        self.stream.flush()
+
+    __call__ = log
+
+    def status(self, msg):
+        if self.quiet:
+            return
+        if self.tty:
+            width = 120
+            self.stream.write("\r\033[K" + (f"{self.prefix}: {msg}")[:width])
+            self.stream.flush()
+            self._line = True
+        else:
+            now = time.monotonic()
+            if now - self._last >= 5.0:  # plain output: a line now and then, not one per step
+                self._last = now
+                self.stream.write(f"{self.prefix}: {msg}\n")
+                self.stream.flush()
+
+    def done(self):
+        self._clear()
+
+    def warn(self, kind, example=None):
+        entry = self.warnings.setdefault(kind, [0, []])
+        entry[0] += 1
+        if example is not None and len(entry[1]) < self.EXAMPLES:
+            entry[1].append(str(example))
+
+    def lines(self):
+        """The grouped warnings, one line per kind."""
+        out = []
+        for kind, (n, examples) in self.warnings.items():
+            line = f"{self.prefix}: warning: {kind}" + (f" ({n} times)" if n > 1 else "")
+            if examples:
+                more = f"; and {n - len(examples)} more" if n > len(examples) else ""
+                line += ": " + "; ".join(examples) + more
+            out.append(line)
+        return out
+
+    def flush(self):
+        if not self.quiet:
+            self._clear()
+            for line in self.lines():
+                self.stream.write(line + "\n")
+            self.stream.flush()
+        self.warnings = {}
+
+
+class Quiet(Progress):
+    """A Progress that says nothing (for library use)."""
+
+    def __init__(self):
+        super().__init__(quiet=True)

@@ -1,0 +1,241 @@
+"""Pointer words to (buffer, offset): the solving at the heart of the export.
+
+A program is captured several times with its inputs (and so its intermediates) at
+different addresses.  An 8-byte-aligned word of a kernel's parameters (or a memset's
+or memcpy's address) is a pointer when it lies in a buffer known by its tensors
+(inputs, outputs, weights), when it differs between the captures, or when it points
+into a block the caching allocator handed out; it then maps to the buffer and offset
+every capture must agree on.  Memory of the captures (their private pools) becomes
+one intermediate buffer per region; memory from outside them that the same word
+reaches in every capture becomes a static block, kept with its bytes.  A word that
+differs but points nowhere, or captures that disagree, are problems: reported, never
+guessed.
+
+Relocations have a kind, as a linker's have: a whole 8-byte address ("abs64") at
+any 4-byte-aligned offset, or the low or the high 32 bits of one ("lo32", "hi32":
+cuDNN's layout kernels carry a truncated copy of an address).  A truncated address
+is only believed when every capture agrees on its buffer and offset, which takes
+captures whose buffers differ in their low and their high address bits (export.py
+makes three: A, B, and C past a spacer of more than 4 GiB); a high half is only
+believed beside the low half or the whole address of the same place.  Bytes that
+change between the captures and that no relocation explains -- and constant words
+that are addresses this process owns but the export does not -- are "suspects":
+export.py replays the graph with them zeroed and poisoned, and writes them as
+don't-care only if every output stays the same bit for bit.
+
+Pure: captures are numbered 0, 1, ... and described by plain data (the address
+ranges of the known buffers, the allocator's blocks and the captures' regions as
+sorted (address, size) lists, the parameter bytes); the one question about the
+process -- what a constant word that is no buffer points at -- is a callable given
+in (`foreign`).  No torch, no CUDA.
+"""
+import struct
+
+
+class Buffers:
+    """The buffers of the export, and for each capture the address ranges that are theirs."""
+
+    def __init__(self):
+        self.list = []  # dicts: name, size, role, dtype, shape, tensor (for weights), ranges {capture: addr}
+
+    def add(self, **kw):
+        kw.setdefault("ranges", {})
+        self.list.append(kw)
+        return kw
+
+    def find(self, cap, addr):
+        for b in self.list:
+            base = b["ranges"].get(cap)
+            if base is not None and base <= addr < base + b["size"]:
+                return b, addr - base
+        return None, 0
+
+
+def block_of(blocks, addr):
+    """The (address, size) of blocks (sorted (address, size) pairs) that holds addr, or None."""
+    for a, s in blocks:
+        if a <= addr < a + s:
+            return a, s
+    return None
+
+
+def u32(blob, at):
+    return struct.unpack_from("<I", blob, at)[0]
+
+
+def u64(blob, at):
+    return struct.unpack_from("<Q", blob, at)[0]
+
+
+def _label(c):
+    return chr(ord("A") + c) if c < 26 else str(c)
+
+
+class Relocator:
+    """Resolves the words of several captures against the buffers.
+
+    bufs: Buffers whose ranges are keyed by capture number; blocks: for each capture,
+    the blocks the caching allocator had handed out; regions: for each capture, the
+    memory it allocated (Capture.regions), or None where the allocator's trace was not
+    available (then an intermediate is the allocator block it is in); foreign(addr): a
+    description of what a constant word that is no buffer points at in this process,
+    or None (its word is then a constant).  Problems and foreign words are collected
+    in .problems and .foreign_words; intermediates and static blocks are added to bufs
+    as t0, t1, ... in the order they are first met."""
+
+    def __init__(self, bufs, blocks, regions=None, foreign=None):
+        self.bufs, self.blocks = bufs, list(blocks)
+        self.regions = None if regions is None or any(r is None for r in regions) else list(regions)
+        self.foreign = foreign or (lambda addr: None)
+        self.pairs = {}  # block address in capture 0 -> buffer (intermediates), checked against the others
+        self.problems, self.foreign_words = [], []
+
+    def resolve(self, vals, where, nowhere=True):
+        """A word seen as vals[c] in capture c: (buffer, offset), or None if not a pointer.
+        nowhere=False: a word that changes but points nowhere is no problem of its own
+        (the caller treats it as a suspect)."""
+        vals = list(vals)
+        found = [self.bufs.find(c, v) for c, v in enumerate(vals)]
+        if any(b for b, _ in found):
+            b0, o0 = found[0]
+            if any(b is not b0 or o != o0 for b, o in found[1:]):
+                self.problems.append(f"{where}: the captures disagree: a pointer into " + ", ".join(
+                    f"{b['name'] if b else '?'}+{o} in capture {_label(c)}" for c, (b, o) in enumerate(found)))
+                return None
+            return b0, o0
+        bl = [block_of(self.blocks[c], v) for c, v in enumerate(vals)]
+        same = all(v == vals[0] for v in vals)
+        if same and not bl[0]:
+            m = self.foreign(vals[0])
+            if m:  # a kernel that reads it would read something else, or nothing, at run time
+                self.foreign_words.append(f"{where}: 0x{vals[0]:x}, {m}")
+            return None  # the same in every capture and no device memory: a constant
+        words = " / ".join(f"0x{v:x}" for v in vals)
+        if not all(bl):
+            if nowhere:
+                self.problems.append(f"{where}: {words} changes between captures but points into no allocation"
+                                     " the caching allocator knows (memory it does not own, or not a pointer)")
+            return None
+        static = same  # memory from outside the captures (a workspace, a constant): its bytes are kept
+        if not static and self.regions is not None:  # memory of the captures: the region of allocations it is in
+            bl = [block_of(self.regions[c], v) for c, v in enumerate(vals)]
+            if not all(bl) or any(b[1] != bl[0][1] for b in bl):
+                self.problems.append(f"{where}: {words} is in no allocation the captures made, or in "
+                                     "regions of different sizes")
+                return None
+        off = vals[0] - bl[0][0]
+        if bl[0][0] in self.pairs:
+            b = self.pairs[bl[0][0]]
+            if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in range(1, len(vals))):
+                self.problems.append(f"{where}: the captures disagree on where {b['name']} is")
+                return None
+            return b, off
+        b = self.bufs.add(name=f"t{len(self.pairs)}", size=bl[0][1], role="weight" if static else "intermediate",
+                          ranges={c: blk[0] for c, blk in enumerate(bl)}, static=static)
+        if static:
+            b["tensor"] = f"__static_{len(self.pairs)}"
+        self.pairs[bl[0][0]] = b
+        return b, off
+
+    def probe(self, vals):
+        """(buffer, offset) if every capture's word is the same place of one buffer the
+        export already knows, else None; silent (a window across two fields may hit a
+        buffer by chance in one capture: that is no problem, only not an address)."""
+        found = [self.bufs.find(c, v) for c, v in enumerate(vals)]
+        b0, o0 = found[0]
+        return (b0, o0) if b0 and all(b is b0 and o == o0 for b, o in found[1:]) else None
+
+    def places(self):
+        """(buffer, [its address in each capture]) for every buffer every capture has."""
+        n = len(self.blocks)
+        return [(b, [b["ranges"][c] for c in range(n)]) for b in self.bufs.list
+                if all(c in b["ranges"] for c in range(n))]
+
+    def truncated(self, vals, kind, pairs=()):
+        """(buffer, offset) whose address, cut as kind says, is vals[c] in every capture c, or
+        None.  lo32: any buffer, if exactly one offset inside it fits every capture; hi32:
+        only the places in pairs (the same parameter's other relocations)."""
+        if kind == "lo32":
+            hits = []
+            for b, bases in self.places():
+                o = (vals[0] - bases[0]) & 0xFFFFFFFF
+                if o < b["size"] and all((base + o) & 0xFFFFFFFF == v for base, v in zip(bases, vals)):
+                    hits.append((b, o))
+            return hits[0] if len(hits) == 1 else None
+        for b, o in pairs:
+            if all((b["ranges"][c] + o) >> 32 == v for c, v in enumerate(vals)):
+                return b, o
+        return None
+
+    def kernel_args(self, layout, blobs, where, ptr_words, suspects=None):
+        """One kernel node's arguments.  layout: its parameters' (offset, size); blobs: its
+        parameter bytes in each capture.  Returns, one per parameter, ("ptr", buffer, offset)
+        for an 8-byte parameter that is one whole address, ("bytes", raw, [(at, buffer,
+        offset, kind)]) for one with relocations inside, or ("value", raw); adds to
+        ptr_words the (parameter offset, offset inside it, kind) of each relocation.
+        suspects, a list, gets (offset, length, why) for the bytes that change between the
+        captures but no relocation explains, and for constant words that are addresses this
+        process owns but the export does not; their bytes are zero in raw.  Without it (the
+        two-capture behaviour) those are problems, and foreign words are written as null."""
+        args = []
+        blob = bytearray(blobs[0])
+        for off, size in layout:
+            end = off + size
+            relocs = {}  # at (from the blob's start) -> (buffer, offset, kind)
+            covered = set()  # bytes that relocations explain
+
+            def take(w, r, kind, width):
+                relocs[w] = (r[0], r[1], kind)
+                covered.update(range(w, w + width))
+
+            changed = {i for i in range(off, end) if any(b[i] != blobs[0][i] for b in blobs[1:])}
+            # whole addresses at 8-byte-aligned words: pointers, constants, foreign words
+            for w in range(off + (-off % 8), end - 7, 8):
+                vals = [u64(b, w) for b in blobs]
+                seen = len(self.foreign_words)
+                r = self.resolve(vals, f"{where}, parameter bytes {w}..{w + 8}", nowhere=suspects is None)
+                if r:
+                    take(w, r, "abs64", 8)
+                elif len(self.foreign_words) > seen:
+                    struct.pack_into("<Q", blob, w, 0)  # never the process's own address
+                    if suspects is not None:
+                        suspects.append((w, 8, "an address this process owns, not the export's"))
+                        covered.update(range(w, w + 8))
+            if suspects is not None:
+                # whole addresses at 4-byte-aligned words, then truncated ones, where bytes change
+                for w in range(off + (-off % 4), end - 7, 4):
+                    if w % 8 and not covered & set(range(w, w + 8)) and changed & set(range(w, w + 8)):
+                        r = self.probe([u64(b, w) for b in blobs])
+                        if r:
+                            take(w, r, "abs64", 8)
+                for kind in ("lo32", "hi32"):
+                    pairs = [(b, o) for b, o, _ in relocs.values()]
+                    for w in range(off + (-off % 4), end - 3, 4):
+                        if not covered & set(range(w, w + 4)) and changed & set(range(w, w + 4)):
+                            r = self.truncated([u32(b, w) for b in blobs], kind, pairs)
+                            if r:
+                                take(w, r, kind, 4)
+                # what nothing explains: whole 4-byte words (clipped to the parameter), in runs
+                left = sorted({g for i in changed - covered for g in range(i - i % 4, i - i % 4 + 4)
+                               if off <= g < end and g not in covered})
+                while left:  # what nothing explains, in runs of bytes
+                    a = b = left.pop(0)
+                    while left and left[0] == b + 1:
+                        b = left.pop(0)
+                    suspects.append((a, b + 1 - a, "changes between the captures and is no address of the export's"))
+                    blob[a:b + 1] = bytes(b + 1 - a)
+            if size == 8 and list(relocs) == [off] and relocs[off][2] == "abs64":
+                ptr_words.add((off, 0, "abs64"))
+                args.append(("ptr", relocs[off][0], relocs[off][1]))
+            elif relocs:
+                ptrs = []
+                for w, (b, o, kind) in sorted(relocs.items()):
+                    ptr_words.add((off, w - off, kind))
+                    ptrs.append((w - off, b, o, kind))
+                args.append(("bytes", bytes(blob[off:end]), ptrs))
+            else:
+                if suspects is None and changed:
+                    self.problems.append(f"{where}: parameter at {off} ({size} bytes) differs between the captures "
+                                         "and holds no pointer (a seed or a counter?)")
+                args.append(("value", bytes(blob[off:end])))
+        return args

@@ -1,0 +1,178 @@
+"""Proofs by replay: what the captured graph's results do not depend on.
+
+Two questions are answered by replaying capture A and comparing every output, and
+every weight (a training step updates its state in place), bit for bit with a plain
+replay:
+- scratch_blocks: which blocks from outside the captures are a library's workspace
+  (replays with the block filled with 0xff, then 0x00);
+- prove_irrelevant: which parameter bytes that change between the captures but are no
+  address of the export's -- stack bytes in a field a kernel does not read, a host
+  address -- the kernels ignore (replays with them zeroed, then poisoned).
+
+Each replay starts from the same state: the weights, the inputs and the static blocks
+are saved once and written back before every replay and at the end, so the caller's
+model is as it was.  Parameter changes are made on an executable graph of our own,
+instantiated from capture A's graph, through cuGraphExecKernelNodeSetParams; torch's
+own executable is not touched.
+
+A kernel that dereferences a poisoned word as an address faults, and a fault leaves
+the process's CUDA context unusable: the bytes replayed here are only those no
+capture showed to be an address -- words that point into no allocation, or into host
+memory no kernel may read -- so a fault means the kernel reads memory it was never
+given, and the export fails saying so.
+"""
+import ctypes as C
+
+from .capture import tensor_span
+from .cuda import KernelNodeParams, check, cu, read_device, write_device
+from .errors import ExportError
+
+POISON = 0xA5
+
+
+class Replayer:
+    """Capture A, replayed from a saved state; its outputs and weights read back as bytes."""
+
+    def __init__(self, torch, cap, bufs):
+        self.torch, self.cap = torch, cap
+        state = [(b["ranges"][0], b["size"]) for b in bufs.list if b["role"] == "weight"]
+        state += [tensor_span(x) for x in cap.inputs]
+        self.saved = [(a, read_device(a, n)) for a, n in state]
+        self.watched = [tensor_span(o) for o in cap.outputs]
+        self.watched += [(b["ranges"][0], b["size"]) for b in bufs.list if b["role"] == "weight" and not b.get("static")]
+        self.exec = None
+
+    def restore(self):
+        for a, data in self.saved:
+            write_device(a, data)
+
+    def results(self):
+        self.torch.cuda.synchronize()
+        return [read_device(a, n) for a, n in self.watched]
+
+    def replay(self, before=None):
+        """Replays torch's own executable graph after before() (a change to make first)."""
+        self.restore()
+        if before:
+            before()
+        self.cap.graph.replay()
+        return self.results()
+
+    def own_exec(self):
+        """An executable graph of our own from capture A's graph, for changed parameters."""
+        if self.exec is None:
+            e = C.c_void_p()
+            check(cu().GraphInstantiate(C.byref(e), C.c_void_p(self.cap.graph.raw_cuda_graph()), 0),
+                  "cuGraphInstantiateWithFlags")
+            self.exec = e
+        return self.exec
+
+    def replay_params(self, changed):
+        """Replays our executable with the kernel nodes in changed ({node index: parameter
+        bytes}) set to those bytes, then sets them back to capture A's."""
+        e, stream = self.own_exec(), C.c_void_p(self.torch.cuda.current_stream().cuda_stream)
+        self.restore()
+        try:
+            for i, blob in changed.items():
+                self.set_params(e, i, blob)
+            check(cu().GraphLaunch(e, stream), "cuGraphLaunch")
+            check(cu().StreamSynchronize(stream), "cuStreamSynchronize")
+            return self.results()
+        finally:
+            for i in changed:
+                self.set_params(e, i, self.cap.nodes[i]["bytes"])
+
+    def set_params(self, e, i, blob):
+        n = self.cap.nodes[i]
+        vals = [C.create_string_buffer(bytes(blob[o:o + s]), max(s, 1)) for o, s in n["layout"]]
+        argv = (C.c_void_p * max(len(vals), 1))(*[C.cast(v, C.c_void_p) for v in vals])
+        p = KernelNodeParams(func=n["func"], smem=n["smem"], kernelParams=C.cast(argv, C.c_void_p))
+        p.grid[:], p.block[:] = n["grid"], n["block"]
+        check(cu().GraphExecKernelNodeSetParams(e, C.c_void_p(self.cap.handles[i]), C.byref(p)),
+              "cuGraphExecKernelNodeSetParams")
+
+    def close(self):
+        self.restore()
+        self.torch.cuda.synchronize()
+        if self.exec is not None:
+            check(cu().GraphExecDestroy(self.exec), "cuGraphExecDestroy")
+            self.exec = None
+
+
+def _filled(blob, ranges, fill):
+    out = bytearray(blob)
+    for at, n, _ in ranges:
+        out[at:at + n] = bytes([fill]) * n
+    return bytes(out)
+
+
+def prove_irrelevant(replayer, suspects, name_of):
+    """suspects: {node index: [(byte offset in its parameters, length, why)]}.  Replays with
+    all of them zeroed, then poisoned; where an output or weight changes, node by node to
+    say which.  Returns the problems (empty: every suspect is proven irrelevant)."""
+    if not suspects:
+        return []
+    nodes = replayer.cap.nodes
+    try:
+        reference = replayer.replay_params({})
+        if replayer.replay_params({}) != reference:
+            return [f"{len(suspects)} kernel nodes have parameter bytes that change between the captures and are no "
+                    "address, but two plain replays of the graph already differ (a kernel that is not "
+                    "deterministic): they cannot be proven irrelevant"]
+        bad = []
+        for fill, how in ((0x00, "zeroed"), (POISON, "poisoned")):
+            together = {i: _filled(nodes[i]["bytes"], r, fill) for i, r in suspects.items()}
+            if replayer.replay_params(together) == reference:
+                continue
+            for i, r in suspects.items():  # which nodes: one at a time
+                got = replayer.replay_params({i: together[i]})
+                if got != reference:
+                    which = next(k for k, (g, want) in enumerate(zip(got, reference)) if g != want)
+                    spans = ", ".join(f"bytes {a}..{a + n} ({why})" for a, n, why in r)
+                    bad.append(f"node {i} ({name_of(i)}): {spans}: replaying with them {how} changes result "
+                               f"{which}: the kernel reads them")
+            break
+        return bad
+    except RuntimeError as e:  # a CUDA error: a kernel read what a suspect pointed at
+        raise ExportError(f"replaying with parameter bytes that are no address of the export's zeroed or poisoned "
+                          f"failed ({e}): a kernel reads memory it was not given; the suspects were " + "; ".join(
+                              f"node {i} bytes " + ", ".join(f"{a}..{a + n}" for a, n, _ in r)
+                              for i, r in suspects.items())) from e
+
+
+def scratch_blocks(replayer, bufs, nodes, log):
+    """Static blocks (memory from outside the captures, kept with their bytes) whose
+    contents the graph does not depend on: a library's workspace (cuBLASLt's is 32 MiB).
+    Each is tried by replaying capture A with the block filled with 0xff, then with 0x00:
+    if the outputs are bit for bit those of a replay on its own bytes, what it holds does
+    not matter, and it becomes a workspace in the arena, as large as the replays wrote
+    into it (and its pointers reach), instead of a weight read from the file."""
+    reach = {}  # block id -> the furthest byte its pointers reach
+    for n in nodes:
+        if n["kind"] == "kernel":
+            refs = [(a[1], a[2]) for a in n["args"] if a[0] == "ptr"]
+            refs += [(r[1], r[2]) for a in n["args"] if a[0] == "bytes" for r in a[2]]
+        elif n["kind"] == "memset":
+            refs = [n["dst"]]
+        else:
+            refs = [n["src"], n["dst"]] if n["kind"] == "memcpy" else []
+        for b, o in refs:
+            reach[id(b)] = max(reach.get(id(b), 0), o + 1)
+    reference = replayer.replay()
+    for b in [b for b in bufs.list if b.get("static")]:
+        wrote = 0
+        same = True
+        for fill in (0xFF, 0x00):
+            def fill_block(fill=fill, b=b):
+                check(cu().MemsetD8(b["ranges"][0], fill, b["size"]), "cuMemsetD8")
+            same = same and replayer.replay(fill_block)[:len(replayer.cap.outputs)] == \
+                reference[:len(replayer.cap.outputs)]
+            wrote = max(wrote, len(read_device(b["ranges"][0], b["size"]).rstrip(bytes([fill]))))
+        if not same:
+            continue
+        size = max(wrote, reach.get(id(b), 0), 1)
+        size = min(b["size"], -(-size // 256) * 256)
+        log(f"  {b['name']}: {b['size']} bytes from outside the captures that no result depends on "
+            f"(a workspace): {size} bytes of it in the arena")
+        b.update(role="workspace", size=size, static=False)
+        b.pop("tensor", None)

@@ -1,0 +1,18 @@
+"""Shared by the CPU tests of the pgcc package: the package from this tree on sys.path,
+the repository's root, the fixtures, and a pgcc binary (the checkout's build/pgcc when
+it is up to date, else built once into a temporary cache)."""
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+@pytest.fixture(scope="session")
+def pgcc_bin(tmp_path_factory):
+    os.environ.setdefault("PGCC_CACHE", str(tmp_path_factory.mktemp("pgcc-cache")))
+    from pgcc import toolchain
+    return toolchain.find_pgcc()

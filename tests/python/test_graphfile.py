@@ -1,0 +1,110 @@
+"""graphfile.py: a .graph written from synthetic export data (relocate.py's buffers, a
+real cubin as the module, weights by weights.py) that pgcc reads: --stats counts it,
+--emit=graph writes it back, and that reads back to the same bytes; pgcc's C is emitted."""
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+
+from conftest import FIXTURES
+
+from pgcc.graphfile import graph_text, ident, node_buffers, write_graph
+from pgcc.relocate import Buffers, Relocator
+from pgcc.weights import write_safetensors
+
+
+def program(tmp_path):
+    os.makedirs(tmp_path / "kernels")
+    cubin = os.path.join(FIXTURES, "scale.cubin")
+    shutil.copy(cubin, tmp_path / "kernels" / "scale.cubin")
+    digest = hashlib.sha256(open(cubin, "rb").read()).hexdigest()
+    bufs = Buffers()
+    bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000, 1: 0x90000})
+    bufs.add(name="out0", size=1024, role="output", dtype="f32", shape=[256], ranges={0: 0x20000, 1: 0xA0000})
+    bufs.add(name="w_a", size=1024, role="weight", dtype="f32", shape=[256], tensor="a", ranges={0: 0x30000, 1: 0x30000})
+    rel = Relocator(bufs, [[(0x40000, 4096)], [(0xB0000, 4096)]], [[(0x40000, 4096)], [(0xB0000, 4096)]])
+    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": set(),
+         "module": {"name": "m_scale", "kind": "cubin", "file": "kernels/scale.cubin", "sha256": digest}}
+    nodes = []
+    for i, (pa, pb) in enumerate([(0x10000, 0x90000), (0x40000, 0xB0000), (0x20000, 0xA0000)]):
+        blobs = [struct.pack("<QfI", p, 2.0, 256) for p in (pa, pb)]
+        args = rel.kernel_args(k["layout"], blobs, f"node {i}", k["ptr_words"])
+        nodes.append({"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "args": args,
+                      "index": i})
+    nodes.append({"kind": "memcpy", "src": rel.resolve((0x10000, 0x90000), "cp"),
+                  "dst": rel.resolve((0x40000, 0xB0000), "cp"), "width": 1024, "index": 3})
+    nodes.append({"kind": "memset", "dst": rel.resolve((0x30000, 0x30000), "ms"), "value": 0, "elem": 4,
+                  "width": 4, "index": 4})
+    assert rel.problems == []
+    used = {id(b) for n in nodes for b in node_buffers(n)}
+    write_safetensors(tmp_path / "p.safetensors", [("a", "f32", [256], b"\0" * 1024)])
+    return {1: k}, bufs, used, nodes, [(0, 1), (1, 2), (3, 1), (4, 2)]
+
+
+def pgcc(pgcc_bin, *args, cwd=None):
+    r = subprocess.run([pgcc_bin, *map(str, args)], capture_output=True, text=True, cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_graph_text(tmp_path):
+    kernels, bufs, used, nodes, edges = program(tmp_path)
+    text = graph_text("p", kernels, bufs, used, nodes, edges, "sm_90", origin="a test")
+    assert text.startswith("# p: exported by pgcc-export from a test\npgcc 1;\narch sm_90;\n")
+    assert "kernel scale symbol \"scale\" module m_scale {\n  param 0 8 ptr;\n  param 8 4 u32;\n  param 12 4 u32;\n}" \
+        in text
+    assert "buffer t0 size 4096 align 256 role intermediate;" in text
+    assert 'buffer w_a size 1024 align 256 role weight dtype f32 shape [256] weights w tensor "a";' in text
+    assert "  node n1 kernel scale grid [1, 1, 1] block [256, 1, 1] smem 0 args [t0, 1073741824, 256];" in text
+    assert "  node n3 memcpy dir dtod src in0 dst t0 width 1024;" in text
+    assert "  n3 -> n1;" in text
+
+
+def test_pgcc_reads_it_and_round_trips(tmp_path, pgcc_bin):
+    kernels, bufs, used, nodes, edges = program(tmp_path)
+    write_graph(tmp_path / "p.graph", "p", kernels, bufs, used, nodes, edges, "sm_90", origin="a test")
+    assert pgcc(pgcc_bin, "--stats", tmp_path / "p.graph").split() == \
+        ["nodes=5", "edges=4", "graphs=1", "kernels=3"]  # (kernel nodes)
+    pgcc(pgcc_bin, "--emit=graph", "-o", tmp_path / "again.graph", tmp_path / "p.graph")
+    pgcc(pgcc_bin, "--emit=graph", "-o", tmp_path / "again2.graph", tmp_path / "again.graph")
+    assert (tmp_path / "again.graph").read_bytes() == (tmp_path / "again2.graph").read_bytes()
+    assert pgcc(pgcc_bin, "--stats", tmp_path / "again.graph").split()[0] == "nodes=5"
+    pgcc(pgcc_bin, tmp_path / "p.graph", "-o", tmp_path / "p.c")
+    assert "p_run" in (tmp_path / "p.h").read_text()
+
+
+def test_pgcc_rejects_a_wrong_module_hash(tmp_path, pgcc_bin):
+    kernels, bufs, used, nodes, edges = program(tmp_path)
+    kernels[1]["module"]["sha256"] = "0" * 64
+    write_graph(tmp_path / "p.graph", "p", kernels, bufs, used, nodes, edges, "sm_90")
+    r = subprocess.run([pgcc_bin, str(tmp_path / "p.graph"), "-o", str(tmp_path / "p.c")], capture_output=True)
+    assert r.returncode != 0
+
+
+def test_ident():
+    assert ident("layers.0.weight") == "layers_0_weight"
+    assert ident("0abc") == "_0abc"
+
+
+def test_relocation_kinds_and_dontcare_read_back(tmp_path, pgcc_bin):
+    """A kernel whose struct holds a whole address at a 4-byte-aligned offset, a split
+    address (low and high halves apart) and don't-care bytes: the exporter writes format
+    version 2, and pgcc reads it and writes the same relocations back."""
+    from pgcc.graphfile import graph_text
+    bufs = Buffers()
+    x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
+    k = {"symbol": "split", "layout": [(0, 40)], "module": {"name": "lib", "kind": "library", "library": "libx.so.1"},
+         "ptr_words": {(0, 4, "abs64"), (0, 16, "lo32"), (0, 24, "hi32")}, "dontcare": {(0, 32, 4), (0, 36, 4)}}
+    raw = bytes(range(40))
+    node = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
+            "args": [("bytes", raw, [(4, x, 0, "abs64"), (16, x, 8, "lo32"), (24, x, 8, "hi32")])]}
+    text = graph_text("m", {1: k}, bufs, {id(x)}, [node], [], "sm_90")
+    assert "pgcc 2;" in text
+    assert "param 0 40 bytes ptrs [4, lo32 16, hi32 24] dontcare [32:8];" in text
+    assert '"' + raw[:32].hex() + "00" * 8 + '", in0, in0+8, in0+8]' in text  # don't-care bytes written as zeros
+    (tmp_path / "m.graph").write_text(text)
+    write_safetensors(tmp_path / "m.safetensors", [])
+    again = pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "m.graph"))
+    assert "param 0 40 bytes ptrs [4, lo32 16, hi32 24] dontcare [32:8];" in again
+    assert "in0, in0+8, in0+8]" in again

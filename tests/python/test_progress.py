@@ -1,0 +1,47 @@
+"""progress.py: grouped warnings, quiet mode, the status line on a TTY and off it."""
+import io
+
+from pgcc.progress import Progress
+
+
+def test_warnings_grouped_with_count_and_examples():
+    out = io.StringIO()
+    p = Progress(stream=out, tty=False, prefix="x")
+    for i in range(10):
+        p.warn("a word written as null", f"node {i}")
+    p.warn("another kind")
+    p.flush()
+    lines = out.getvalue().splitlines()
+    assert lines == ["x: warning: a word written as null (10 times): node 0; node 1; node 2; and 7 more",
+                     "x: warning: another kind"]
+    p.flush()  # flushed: nothing again
+    assert out.getvalue().splitlines() == lines
+
+
+def test_quiet_says_nothing():
+    out = io.StringIO()
+    p = Progress(quiet=True, stream=out, tty=True)
+    p.log("hello")
+    p.status("working")
+    p.warn("w", "e")
+    p.flush()
+    assert out.getvalue() == ""
+
+
+def test_status_rewrites_one_line_on_a_tty():
+    out = io.StringIO()
+    p = Progress(stream=out, tty=True, prefix="x")
+    p.status("step 1")
+    p.status("step 2")
+    p.log("done")
+    text = out.getvalue()
+    assert "\n" not in text.split("done")[0]  # the status lines were rewritten in place
+    assert text.endswith("\r\033[Kdone\n")
+
+
+def test_status_off_a_tty_is_plain_and_rate_limited():
+    out = io.StringIO()
+    p = Progress(stream=out, tty=False, prefix="x")
+    for i in range(100):
+        p.status(f"step {i}")
+    assert out.getvalue() == "x: step 0\n"

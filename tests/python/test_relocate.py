@@ -1,0 +1,213 @@
+"""relocate.py on synthetic captures: the words of two or three captures of one program,
+with its buffers at different addresses, solved to (buffer, offset); and the cases
+that must fail."""
+import struct
+
+from pgcc.relocate import Buffers, Relocator
+
+# where things are in each capture (capture 0, 1, 2)
+IN = [0x7000_0000_0000, 0x7000_0010_0000, 0x7000_0020_0000]
+OUT = [0x7100_0000_0000, 0x7100_0010_0000, 0x7100_0020_0000]
+W = 0x7200_0000_0000  # a weight: the same in every capture
+POOL = [0x7300_0000_0000, 0x7300_0100_0000, 0x7300_0200_0000]  # each capture's private pool segment
+WORKSPACE = 0x7400_0000_0000  # allocated before the captures: the same everywhere
+
+
+def setup(n=2, regions=True, foreign=None):
+    bufs = Buffers()
+    bufs.add(name="in0", size=1024, role="input", ranges={c: IN[c] for c in range(n)})
+    bufs.add(name="out0", size=1024, role="output", ranges={c: OUT[c] for c in range(n)})
+    bufs.add(name="w_a", size=4096, role="weight", ranges={c: W for c in range(n)})
+    blocks = [sorted([(POOL[c], 2048), (POOL[c] + 2048, 1024), (WORKSPACE, 1 << 20)]) for c in range(n)]
+    regs = [[(POOL[c], 4096)] for c in range(n)] if regions else None
+    return bufs, Relocator(bufs, blocks, regs, foreign=foreign)
+
+
+def words(*vals):
+    return b"".join(struct.pack("<Q", v) for v in vals)
+
+
+def test_known_buffers_and_intermediates_two_captures():
+    bufs, rel = setup()
+    b, off = rel.resolve((IN[0] + 16, IN[1] + 16), "w")
+    assert (b["name"], off) == ("in0", 16)
+    b, off = rel.resolve((W + 8, W + 8), "w")
+    assert (b["name"], off) == ("w_a", 8)
+    # an intermediate: a region of each capture's pool, one buffer however many words reach it
+    t, off = rel.resolve((POOL[0] + 2100, POOL[1] + 2100), "w")
+    assert (t["name"], t["role"], t["size"], off) == ("t0", "intermediate", 4096, 2100)
+    again, off = rel.resolve((POOL[0], POOL[1]), "w")
+    assert again is t and off == 0
+    assert rel.problems == []
+
+
+def test_three_captures_agree():
+    bufs, rel = setup(n=3)
+    b, off = rel.resolve(tuple(OUT[c] + 4 for c in range(3)), "w")
+    assert (b["name"], off) == ("out0", 4)
+    t, off = rel.resolve(tuple(POOL[c] + 8 for c in range(3)), "w")
+    assert t["ranges"] == {0: POOL[0], 1: POOL[1], 2: POOL[2]} and off == 8
+    assert rel.problems == []
+
+
+def test_three_captures_one_disagrees():
+    bufs, rel = setup(n=3)
+    assert rel.resolve((IN[0] + 16, IN[1] + 16, IN[2] + 32), "node 3") is None
+    assert len(rel.problems) == 1
+    assert "node 3" in rel.problems[0] and "in0+32 in capture C" in rel.problems[0]
+
+
+def test_pointer_into_different_buffers():
+    bufs, rel = setup()
+    assert rel.resolve((IN[0], OUT[1]), "node 1") is None
+    assert "in0+0 in capture A, out0+0 in capture B" in rel.problems[0]
+
+
+def test_changing_word_that_points_nowhere_fails():
+    bufs, rel = setup()
+    assert rel.resolve((1234, 5678), "node 2, parameter bytes 0..8") is None
+    assert len(rel.problems) == 1 and "points into no allocation" in rel.problems[0]
+
+
+def test_intermediate_moved_within_region_fails():
+    bufs, rel = setup()
+    rel.resolve((POOL[0] + 64, POOL[1] + 64), "a")
+    assert rel.resolve((POOL[0] + 128, POOL[1] + 256), "b") is None
+    assert "t0+128 in capture A, t0+256 in capture B" in rel.problems[0]
+
+
+def test_regions_of_different_sizes_fail():
+    bufs = Buffers()
+    blocks = [[(POOL[0], 4096)], [(POOL[1], 4096)]]
+    rel = Relocator(bufs, blocks, [[(POOL[0], 4096)], [(POOL[1], 2048)]])
+    assert rel.resolve((POOL[0], POOL[1]), "x") is None
+    assert "regions of different sizes" in rel.problems[0]
+
+
+def test_without_regions_the_allocator_block_is_the_buffer():
+    bufs, rel = setup(regions=False)
+    t, off = rel.resolve((POOL[0] + 2050, POOL[1] + 2050), "w")
+    assert (t["size"], off, t["ranges"]) == (1024, 2, {0: POOL[0] + 2048, 1: POOL[1] + 2048})
+
+
+def test_static_block_and_constants_and_foreign_words():
+    foreign = {0x5555_0000_1000: "host memory of this process (stack)"}
+    bufs, rel = setup(foreign=foreign.get)
+    t, off = rel.resolve((WORKSPACE + 64, WORKSPACE + 64), "w")
+    assert (t["role"], t["static"], t["tensor"], off) == ("weight", True, "__static_0", 64)
+    assert rel.resolve((42, 42), "w") is None  # a constant
+    assert rel.resolve((0x5555_0000_1000, 0x5555_0000_1000), "node 7") is None
+    assert rel.foreign_words == ["node 7: 0x555500001000, host memory of this process (stack)"]
+    assert rel.problems == []
+
+
+def test_kernel_args():
+    foreign = {0x5555_0000_1000: "host memory"}
+    bufs, rel = setup(foreign=foreign.get)
+    layout = [(0, 8), (8, 4), (16, 24), (40, 8)]
+    # a pointer; an int; a struct {ptr into the pool, int64 7, host pointer}; a constant u64
+    a = words(IN[0] + 8) + struct.pack("<I", 5) + b"\0" * 4 + words(POOL[0] + 16, 7, 0x5555_0000_1000) + words(99)
+    b = words(IN[1] + 8) + struct.pack("<I", 5) + b"\0" * 4 + words(POOL[1] + 16, 7, 0x5555_0000_1000) + words(99)
+    ptr_words = set()
+    args = rel.kernel_args(layout, [a, b], "node 0", ptr_words)
+    assert args[0][0] == "ptr" and args[0][1]["name"] == "in0" and args[0][2] == 8
+    assert args[1] == ("value", struct.pack("<I", 5))
+    kind, raw, ptrs = args[2]
+    assert kind == "bytes" and [(at, p["name"], off, k) for at, p, off, k in ptrs] == [(0, "t0", 16, "abs64")]
+    assert raw[16:24] == b"\0" * 8  # the host pointer, written as null
+    assert args[3] == ("value", words(99))
+    assert ptr_words == {(0, 0, "abs64"), (16, 0, "abs64")}
+    assert rel.problems == [] and len(rel.foreign_words) == 1
+
+
+def test_kernel_args_seed_that_changes_fails():
+    bufs, rel = setup()
+    args = rel.kernel_args([(0, 4)], [struct.pack("<I", 1), struct.pack("<I", 2)], "node 9", set())
+    assert args == [("value", struct.pack("<I", 1))]
+    assert rel.problems == ["node 9: parameter at 0 (4 bytes) differs between the captures and holds no "
+                            "pointer (a seed or a counter?)"]
+
+
+# ---- relocation kinds, from three captures whose buffers differ in low and high bits
+
+IN3 = [0x7000_1234_5600, 0x7000_2234_9a00, 0x7005_0230_0100]  # C past a spacer: other high bits
+OUT3 = [0x7100_0000_0000, 0x7100_0040_0000, 0x7106_0000_8000]
+
+
+def setup3():
+    bufs = Buffers()
+    bufs.add(name="in0", size=1024, role="input", ranges=dict(enumerate(IN3)))
+    bufs.add(name="out0", size=1024, role="output", ranges=dict(enumerate(OUT3)))
+    bufs.add(name="w_a", size=4096, role="weight", ranges={c: W for c in range(3)})
+    blocks = [[(WORKSPACE, 1 << 20)]] * 3
+    return bufs, Relocator(bufs, blocks, None)
+
+
+def blobs_of(make):
+    return [make(c) for c in range(3)]
+
+
+def test_kinds_whole_at_4_low_and_high_halves():
+    """cuDNN-like: a 40-byte struct with a whole address at offset 4 (4-byte aligned), the
+    low half of out0+64 at 16 and its high half at 24 (split, an int between), the low
+    half of in0+8 at 28 (truncated, its whole address not in the struct), and an int at
+    32.  (Halves side by side in order are a whole address: abs64.)"""
+    bufs, rel = setup3()
+
+    def make(c):
+        b = bytearray(40)
+        struct.pack_into("<Q", b, 4, IN3[c])
+        struct.pack_into("<III", b, 16, (OUT3[c] + 64) & 0xFFFFFFFF, 9, (OUT3[c] + 64) >> 32)
+        struct.pack_into("<I", b, 28, (IN3[c] + 8) & 0xFFFFFFFF)
+        struct.pack_into("<I", b, 32, 7)
+        return bytes(b)
+
+    ptr_words, suspects = set(), []
+    args = rel.kernel_args([(0, 40)], blobs_of(make), "node 1", ptr_words, suspects)
+    kind, raw, ptrs = args[0]
+    assert kind == "bytes"
+    got = [(at, p["name"], off, k) for at, p, off, k in ptrs]
+    assert got == [(4, "in0", 0, "abs64"), (16, "out0", 64, "lo32"), (24, "out0", 64, "hi32"), (28, "in0", 8, "lo32")]
+    assert ptr_words == {(0, 4, "abs64"), (0, 16, "lo32"), (0, 24, "hi32"), (0, 28, "lo32")}
+    assert suspects == [] and rel.problems == []
+
+
+def test_a_high_half_alone_is_not_believed():
+    """The high half of an address with no low half or whole address beside it names no
+    place (every buffer in the same 4 GiB shares it): a suspect, not a relocation."""
+    bufs, rel = setup3()
+    ptr_words, suspects = set(), []
+    args = rel.kernel_args([(0, 8)], blobs_of(lambda c: struct.pack("<II", 5, OUT3[c] >> 32)), "node 2", ptr_words,
+                           suspects)
+    assert args == [("value", struct.pack("<II", 5, 0))]  # the suspect's bytes zeroed
+    assert ptr_words == set()
+    assert [(a, n) for a, n, _ in suspects] == [(4, 4)]
+
+
+def test_a_low_half_that_fits_no_buffer_is_a_suspect():
+    bufs, rel = setup3()
+    suspects = []
+    args = rel.kernel_args([(0, 4)], blobs_of(lambda c: struct.pack("<I", 0x1000 + 16 * c)), "node 3", set(),
+                           suspects)
+    assert args == [("value", bytes(4))] and suspects == [(0, 4, suspects[0][2])]
+    assert "changes between the captures" in suspects[0][2] and rel.problems == []
+
+
+def test_a_coincidence_in_two_captures_is_refused_by_the_third():
+    """A word that equals in0's low half in captures A and B but not in C: no relocation."""
+    bufs, rel = setup3()
+    vals = [IN3[0] & 0xFFFFFFFF, IN3[1] & 0xFFFFFFFF, 0x1234]
+    suspects = []
+    rel.kernel_args([(0, 4)], [struct.pack("<I", v) for v in vals], "node 4", set(), suspects)
+    assert len(suspects) == 1
+
+
+def test_foreign_words_become_suspects():
+    """A constant word that is an address of this process (not of the export) is a suspect,
+    zeroed, to be proven irrelevant by replay, not a silent null."""
+    bufs = Buffers()
+    rel = Relocator(bufs, [[], [], []], None, foreign={0x5555_0000_1000: "host memory"}.get)
+    suspects = []
+    args = rel.kernel_args([(0, 16)], [words(0x5555_0000_1000, 3)] * 3, "node 5", set(), suspects)
+    assert args == [("value", words(0, 3))]
+    assert [(a, n) for a, n, _ in suspects] == [(0, 8)] and "this process owns" in suspects[0][2]
