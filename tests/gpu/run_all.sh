@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every GPU check in one command, each step run whatever the others did, with a
+# summary at the end and every log under $OUT (default build/gpu):
+#
+#   bash tests/gpu/run_all.sh [STEP ...]        STEP: codegen deploy e2e zoo (default: all)
+#
+#   codegen  tests/gpu/run_codegen.sh: generated C on fresh buffers, both update paths
+#   deploy   tests/gpu/run_deploy.sh: examples/deploy on the committed export
+#   e2e      tests/gpu/run_e2e.sh $E2E_MODELS (default: mlp gpt2 bert mlp_train)
+#   zoo      tests/gpu/zoo.py $ZOO (default: every zoo model), for at most $ZOO_SECONDS
+#
+# Exits nonzero if any step failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export OUT=${OUT:-build/gpu}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(codegen deploy e2e zoo)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)' \
+  | tee -a "$OUT/gpu.txt"
+make -s build/pgcc runtime >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
+
+summary=()
+for s in "${steps[@]}"; do
+  t0=$(date +%s)
+  case $s in
+    codegen) bash tests/gpu/run_codegen.sh >"$OUT/codegen.log" 2>&1 ;;
+    deploy) bash tests/gpu/run_deploy.sh >"$OUT/deploy.log" 2>&1 ;;
+    e2e) bash tests/gpu/run_e2e.sh ${E2E_MODELS:-mlp gpt2 bert mlp_train} >"$OUT/e2e.log" 2>&1 ;;
+    zoo) timeout "${ZOO_SECONDS:-420}" python3 tests/gpu/zoo.py --jobs "${ZOO_JOBS:-4}" --out "$OUT/zoo" ${ZOO:-} \
+           >"$OUT/zoo.log" 2>&1 ;;
+    *) echo "unknown step $s"; false ;;
+  esac
+  rc=$?
+  summary+=("$(printf '%-8s %s  (%d s)' "$s" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (exit $rc)")" $(($(date +%s) - t0)))")
+  echo "== $s: exit $rc"; tail -n 25 "$OUT/$s.log"
+done
+# the per-model zoo logs, packed (the device tool brings back few files)
+[ -d "$OUT/zoo" ] && tar czf "$OUT/zoo-logs.tar.gz" -C "$OUT" zoo && rm -rf "$OUT/zoo"
+echo; echo "== summary"; printf '%s\n' "${summary[@]}"
+! printf '%s\n' "${summary[@]}" | grep -q FAIL

@@ -1,0 +1,99 @@
+"""The zoo on a GPU: export every model of tests/e2e/zoo.py with pgcc.export (which
+verifies the export: pgcc, C, run at new addresses, compared with PyTorch), and
+tabulate what exported and verified and what stands in the way.
+
+    python3 tests/gpu/zoo.py [--jobs N] [--timeout S] [--out DIR] [PATTERN ...]
+
+Each model runs in a child process of its own (a fresh Inductor cache, a crash or
+hang cannot take the others with it), N at a time.  A child prints one JSON line:
+the model, PASS or FAIL, the seconds it took, the verification's max error or the
+first lines of what stopped the export.  The table goes to stdout and, with --out,
+zoo.json and one log per model there.
+"""
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def child(key, out_dir):
+    """Runs in the child: build, export with verification, one JSON line on stdout."""
+    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
+    import torch
+    import zoo
+    import pgcc
+
+    t0 = time.time()
+    rec = {"model": key}
+    try:
+        fn, inputs, weights = zoo.ZOO[key]()
+        res = pgcc.export(fn, tuple(inputs), os.path.join(out_dir, "export"), name=key.replace(":", "_"),
+                          weights=weights, verify=True, quiet=True)
+        rec.update(status="PASS", detail=str(getattr(res, "verified", "") or ""))
+    except Exception as e:  # noqa: BLE001 -- the table reports every failure
+        lines = [l for l in f"{type(e).__name__}: {e}".splitlines() if l.strip()]
+        rec.update(status="FAIL", detail=" | ".join(lines[:4])[:600])
+    rec["seconds"] = round(time.time() - t0, 1)
+    rec["torch"] = torch.__version__
+    print("ZOO " + json.dumps(rec), flush=True)
+
+
+def run_one(key, args, root_out):
+    out = os.path.join(root_out, key.replace(":", "_"))
+    os.makedirs(out, exist_ok=True)
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(out, "inductor"), PYTHONUNBUFFERED="1")
+    t0 = time.time()
+    try:
+        p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", out], env=env,
+                           capture_output=True, text=True, timeout=args.timeout)
+        log = p.stdout + p.stderr
+        recs = [json.loads(l[4:]) for l in p.stdout.splitlines() if l.startswith("ZOO ")]
+        rec = recs[-1] if recs else {"model": key, "status": "CRASH",
+                                     "detail": f"exit {p.returncode}: " + " | ".join(log.strip().splitlines()[-3:])}
+    except subprocess.TimeoutExpired as e:
+        log = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+        rec = {"model": key, "status": "TIMEOUT", "detail": f"over {args.timeout} s"}
+    rec.setdefault("seconds", round(time.time() - t0, 1))
+    if args.out:
+        with open(os.path.join(args.out, key.replace(":", "_") + ".log"), "w") as f:
+            f.write(log)
+    print(f"{rec['status']:8} {key:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
+    return rec
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("patterns", nargs="*", help="fnmatch patterns over 'family:variant' (default: all)")
+    ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--timeout", type=int, default=420)
+    ap.add_argument("--out", help="a folder for zoo.json and the per-model logs")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child, args.child_out)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+    import zoo
+    keys = [k for k in zoo.ZOO if not args.patterns or any(fnmatch.fnmatch(k, p) for p in args.patterns)]
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="pgcc-zoo-")
+    print(f"zoo: {len(keys)} models, {args.jobs} at a time, in {work}", flush=True)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        recs = list(pool.map(lambda k: run_one(k, args, work), keys))
+    passed = sum(r["status"] == "PASS" for r in recs)
+    print(f"\nzoo: {passed} of {len(recs)} exported and verified")
+    if args.out:
+        with open(os.path.join(args.out, "zoo.json"), "w") as f:
+            json.dump(recs, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
