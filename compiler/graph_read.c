@@ -748,7 +748,7 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   static const Spec specs[PG_NODE_KIND_COUNT][10] = {
       [PG_KERNEL] = {{"grid", A_LIST, false}, {"block", A_LIST, false},
                      {"smem", A_U64, false}, {"args", A_LIST, false}, {"cooperative", A_U64, false},
-                     {"priority", A_INT, false}},
+                     {"priority", A_INT, false}, {"cluster", A_LIST, false}},
       [PG_MEMCPY] = {{"dir", A_NAME, true}, {"src", A_REF, false}, {"dst", A_REF, false},
                      {"width", A_U64, true}, {"height", A_U64, false}, {"depth", A_U64, false},
                      {"src_pitch", A_U64, false}, {"dst_pitch", A_U64, false}, {"pageable", A_FLAG, false}},
@@ -828,6 +828,7 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
       if (u32_of(c, f[4], "cooperative", &v)) n->u.kernel.cooperative = v != 0;
     }
     if (f[5]) n->u.kernel.priority = atoi(name_of(c, f[5]));
+    if (f[6] && !dims_of(c, f[6], "cluster", n->u.kernel.cluster)) return;
     break;
   case PG_MEMCPY: {
     int d;

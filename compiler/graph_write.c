@@ -93,6 +93,8 @@ static void put_node(FILE *f, const PgNode *n) {
     }
     if (n->u.kernel.cooperative) fputs(" cooperative 1", f);
     if (n->u.kernel.priority) fprintf(f, " priority %d", n->u.kernel.priority);
+    if (n->u.kernel.cluster[0])
+      fprintf(f, " cluster [%u, %u, %u]", n->u.kernel.cluster[0], n->u.kernel.cluster[1], n->u.kernel.cluster[2]);
     if (n->u.kernel.has_args) put_args(f, &n->u.kernel.args);
     break;
   case PG_MEMCPY:
@@ -186,8 +188,14 @@ static void put_file(FILE *f, const char *file, const char *path, const char *di
 }
 
 /* The oldest format version that says everything p holds: 2 for relocations other
- * than whole addresses and for don't-care bytes, else 1, which every pgcc reads. */
+ * than whole addresses, for don't-care bytes and for thread block clusters, else 1,
+ * which every pgcc reads. */
 int pg_graph_min_version(const PgProgram *p) {
+  for (size_t g = 0; g < p->graphs.n; g++)
+    for (size_t i = 0; i < p->graphs.v[g]->nodes.n; i++) {
+      const PgNode *n = p->graphs.v[g]->nodes.v[i];
+      if (n->kind == PG_KERNEL && n->u.kernel.cluster[0]) return 2;
+    }
   for (size_t i = 0; i < p->kernels.n; i++)
     for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
       const PgParam *pa = &p->kernels.v[i]->params.v[j];

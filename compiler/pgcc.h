@@ -362,6 +362,7 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
     struct {
       PgKernel *kernel;
       uint32_t grid[3], block[3], smem;
+      uint32_t cluster[3]; /* thread block cluster dimensions; all 0: no cluster attribute */
       bool has_args; /* false: arguments supplied by the caller at init */
       PgArgs args;
       bool cooperative;

@@ -183,6 +183,15 @@ static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
     if (known && (gr[0] > 2147483647u || gr[1] > 65535 || gr[2] > 65535 || bl[2] > 64))
       FAIL(v, n->loc, "node '%s': launch dimensions beyond CUDA's limits (grid 2^31-1 x 65535 x 65535, block z 64)",
            n->name);
+    const uint32_t *cl = n->u.kernel.cluster;
+    if (cl[0] && known && (gr[0] % cl[0] || gr[1] % cl[1] || gr[2] % cl[2]))
+      FAIL(v, n->loc, "node '%s': the grid [%" PRIu32 ", %" PRIu32 ", %" PRIu32 "] is not a whole number of clusters [%"
+           PRIu32 ", %" PRIu32 ", %" PRIu32 "]", n->name, gr[0], gr[1], gr[2], cl[0], cl[1], cl[2]);
+    if (cl[0] && (uint64_t)cl[0] * cl[1] * cl[2] > 16)
+      FAIL(v, n->loc, "node '%s': a cluster of %" PRIu64 " blocks, over the 16 CUDA allows", n->name,
+           (uint64_t)cl[0] * cl[1] * cl[2]);
+    if (cl[0] && v->p->version < 2)
+      FAIL(v, n->loc, "node '%s': a thread block cluster needs .graph format version 2", n->name);
     if (n->u.kernel.smem > 232448)
       FAIL(v, n->loc, "node '%s': %" PRIu32 " bytes of dynamic shared memory, over the 227 KiB a block can have",
            n->name, n->u.kernel.smem);

@@ -218,6 +218,18 @@ static pgrt_status load_modules(pgrt_ctx *c) {
     if (!found) return pgrt_fail(PGRT_ERR_MODULE, "kernel '%s' (%s) is in none of the modules", kn->name, kn->symbol);
     CU(cuKernelGetFunction(&c->funcs[k], kernel), kn->name);
   }
+  /* Over 48 KiB of dynamic shared memory is allowed only up to the function's
+   * attribute, which the library that launched it set in its own process: set it
+   * here to the most any node of the kernel asks for. */
+  for (int k = 0; k < pr->kernel_count; k++) {
+    unsigned most = 0;
+    for (int i = 0; i < pr->node_count; i++)
+      if (pr->nodes[i].kind == PGRT_NODE_KERNEL && pr->nodes[i].kernel == k && pr->nodes[i].smem > most)
+        most = pr->nodes[i].smem;
+    if (most > 48u << 10)
+      CU(cuFuncSetAttribute(c->funcs[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)most),
+         pr->kernels[k].name);
+  }
 out:
   free(compiled);
   return st;
@@ -411,6 +423,12 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
       CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
       if (c->devupd[i]) deps[nd++] = c->upd[c->region_of[i]].node; /* after the updater */
       CU(cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
+      if (n->cluster[0]) {
+        CUkernelNodeAttrValue v;
+        memset(&v, 0, sizeof v);
+        v.clusterDim.x = n->cluster[0], v.clusterDim.y = n->cluster[1], v.clusterDim.z = n->cluster[2];
+        CU(cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v), n->origin);
+      }
       if (c->devupd[i]) {
         CUkernelNodeAttrValue v;
         memset(&v, 0, sizeof v);
@@ -744,9 +762,14 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
   switch (n->kind) {
   case PGRT_NODE_KERNEL: {
     CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
-    CU(cuLaunchKernel(kp.func, kp.gridDimX, kp.gridDimY, kp.gridDimZ, kp.blockDimX, kp.blockDimY, kp.blockDimZ,
-                      kp.sharedMemBytes, s, kp.kernelParams, NULL),
-       n->origin);
+    CUlaunchAttribute cluster;
+    memset(&cluster, 0, sizeof cluster);
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = n->cluster[0], cluster.value.clusterDim.y = n->cluster[1];
+    cluster.value.clusterDim.z = n->cluster[2];
+    CUlaunchConfig cfg = {kp.gridDimX, kp.gridDimY, kp.gridDimZ, kp.blockDimX, kp.blockDimY, kp.blockDimZ,
+                          kp.sharedMemBytes, s, &cluster, n->cluster[0] ? 1u : 0u};
+    CU(cuLaunchKernelEx(&cfg, kp.func, kp.kernelParams, NULL), n->origin);
     break;
   }
   case PGRT_NODE_MEMCPY:

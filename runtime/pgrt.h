@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 5 /* the table layout below; generated code checks it (5: relocation kinds) */
+#define PGRT_VERSION 6 /* the table layout below; generated code checks it (5: relocation kinds) */
 
 typedef enum {
   PGRT_OK = 0,
@@ -153,6 +153,7 @@ typedef struct {
   /* kernel */
   int kernel;
   unsigned grid[3], block[3], smem;
+  unsigned cluster[3]; /* thread block cluster dimensions; all 0: none given */
   int caller_args; /* 1: the caller gives this node's arguments at init (DOT input: the
                       layout is unknown); params, offsets, relocs and scalars unused */
   const unsigned char *params; /* the constant bytes of the parameter block */

@@ -230,6 +230,8 @@ START_TEST(relocation_kinds_round_trip) {
                                       "{20, 0, 128, PGRT_RELOC_ABS64}, {72, 1, 64, PGRT_RELOC_ABS64}}"));
   ck_assert_ptr_nonnull(strstr(r.out, "/* don't care, never patched: bytes 28..36 (parameter 0) */"));
   ck_assert_ptr_nonnull(strstr(r.out, "{4, 0, 0, PGRT_RELOC_ABS64}, {24, 1, 0, PGRT_RELOC_ABS64}}"));
+  /* node b runs in clusters of 2 blocks (read, written back above, and in its table) */
+  ck_assert_ptr_nonnull(strstr(r.out, ".block = {256, 1, 1}, .cluster = {2, 1, 1}"));
   run_free(&r);
   /* and the report counts them */
   r = run_pgcc("--report", "tests/golden/relocs_v2.graph", NULL);
