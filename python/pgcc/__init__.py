@@ -15,10 +15,11 @@ package needs neither torch nor a GPU; export and load do.
 from .errors import ExportError
 from .export import ExportResult
 from .export import export as _export
+from .kernels import ModuleWatch
 from .loader import Program, load
 
 __version__ = "0.1.0"
-__all__ = ["export", "load", "ExportError", "ExportResult", "Program", "__version__"]
+__all__ = ["export", "load", "ExportError", "ExportResult", "ModuleWatch", "Program", "__version__"]
 
 # (importing the submodule export above bound pgcc.export to it: the function takes the name back;
 # `from pgcc.export import ...` still reaches the module)

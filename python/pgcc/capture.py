@@ -10,9 +10,10 @@ Assumes PyTorch with CUDA (passed in as `torch`, so importing this module needs
 neither torch nor a GPU) and a driver with cuGraphKernelNodeGetParams_v2,
 cuFuncGetParamInfo and cuGraphGetEdges_v2 (CUDA 12.4 or later).
 """
+import contextlib
 import ctypes as C
 
-from .cuda import (LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE, LAUNCH_PARAM_END, NODE_KERNEL,
+from .cuda import (ATTR_CLUSTER_DIMENSION, ATTR_COOPERATIVE, ATTR_PRIORITY, ATTR_VALUE_BYTES, LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE, LAUNCH_PARAM_END, NODE_KERNEL,
                    NODE_MEMCPY, NODE_MEMSET, KernelNodeParams, Memcpy3D, MemsetParams, check, cu)
 from .kernels import func_attrs
 
@@ -20,12 +21,15 @@ from .kernels import func_attrs
 class Capture:
     """A captured graph's nodes: kind, kernel launch, parameter bytes, edges."""
 
-    def __init__(self, torch, fn, inputs):
+    def __init__(self, torch, fn, inputs, far=None):
+        """far: a context manager under which the capture runs (farmem.far, pool=False:
+        the capture's private pool is then made far away)."""
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
         torch.cuda.synchronize()
         traced = record_allocations(torch, True)
-        with torch.cuda.graph(self.graph):
-            out = fn(*inputs)
+        with far() if far else contextlib.nullcontext():
+            with torch.cuda.graph(self.graph):
+                out = fn(*inputs)
         torch.cuda.synchronize()
         self.allocs = record_allocations(torch, False) if traced else None
         self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -84,6 +88,7 @@ class Capture:
                     blob[:] = packed[:len(blob)]
                     node["packed"] = True
             attrs = func_attrs(p.func)
+            node.update(launch_attributes(h))
             node.update(func=p.func, name=name.value.decode(), grid=list(p.grid), block=list(p.block), smem=p.smem,
                         layout=layout, bytes=bytes(blob), attrs=attrs)
         elif t.value == NODE_MEMSET:
@@ -111,6 +116,23 @@ class Capture:
     def blocks(self):
         """Every block the caching allocator has handed out: (address, size), sorted."""
         return allocator_blocks(self.snapshot)
+
+
+def launch_attributes(h):
+    """A kernel node's launch attributes that change how it must be launched again:
+    {"cluster": [x, y, z]} where it runs in thread block clusters (Hopper's cuBLASLt
+    and cuDNN kernels), {"cooperative": True}, {"priority": n}."""
+    out = {}
+    v = (C.c_ubyte * ATTR_VALUE_BYTES)()
+    if cu().GraphKernelNodeGetAttribute(h, ATTR_CLUSTER_DIMENSION, v) == 0:
+        dims = list(C.cast(v, C.POINTER(C.c_uint))[0:3])
+        if dims[0] * dims[1] * dims[2] > 1:
+            out["cluster"] = dims
+    for attr, key in ((ATTR_COOPERATIVE, "cooperative"), (ATTR_PRIORITY, "priority")):
+        C.memset(v, 0, ATTR_VALUE_BYTES)
+        if cu().GraphKernelNodeGetAttribute(h, attr, v) == 0 and C.cast(v, C.POINTER(C.c_int))[0]:
+            out[key] = C.cast(v, C.POINTER(C.c_int))[0]
+    return out
 
 
 def packed_arguments(extra):

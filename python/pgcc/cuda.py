@@ -55,6 +55,7 @@ def cu():
     n.GraphExecDestroy = fn("cuGraphExecDestroy", P)
     n.GraphExecKernelNodeSetParams = fn("cuGraphExecKernelNodeSetParams_v2", P, P, P)
     n.StreamSynchronize = fn("cuStreamSynchronize", P)
+    n.GraphKernelNodeGetAttribute = fn("cuGraphKernelNodeGetAttribute", P, I, P)
     _cu = n
     return n
 
@@ -97,6 +98,10 @@ class Memcpy3D(C.Structure):
                 ("dstHeight", C.c_size_t),
                 ("WidthInBytes", C.c_size_t), ("Height", C.c_size_t), ("Depth", C.c_size_t)]
 
+
+# kernel node attributes read (CUlaunchAttributeID) and their values' size
+ATTR_COOPERATIVE, ATTR_CLUSTER_DIMENSION, ATTR_PRIORITY = 2, 4, 8
+ATTR_VALUE_BYTES = 64  # CUlaunchAttributeValue
 
 # the keys of a kernel launch's `extra` array (cuda.h)
 LAUNCH_PARAM_END, LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE = 0, 1, 2

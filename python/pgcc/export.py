@@ -15,6 +15,7 @@ import os
 from .capture import Capture, foreign_memory, host_maps, tensor_span
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES, read_device
 from .errors import ExportError
+from .farmem import far
 from .fatbin import image_kind
 from .graphfile import ident, node_buffers, write_graph
 from .kernels import (ModuleWatch, cache_roots, find_in_images, find_in_libraries, same_kernel, triton_cubins,
@@ -133,7 +134,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     prog.status(f"{name}: capture 3/4 (B, the inputs at other addresses)")
     inputs_b = [x.clone() for x in inputs]  # the same values at other addresses
     capB = Capture(torch, fn, inputs_b)
-    prog.status(f"{name}: capture 4/4 (C, past a spacer: other high address bits)")
+    prog.status(f"{name}: capture 4/4 (C, far away: other high address bits)")
     inputs_c, capC = capture_far(torch, fn, inputs, prog)
     caps = [capA, capB, capC]
     for c, cap in enumerate(caps[1:], 1):
@@ -194,8 +195,11 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
             if sus:
                 suspects[i] = sus
             k["packed"] = k.get("packed", False) or bool(na.get("packed"))
+            if na.get("cooperative"):
+                problems.append(f"{where}: a cooperative launch, which pgcc-export does not export yet")
             nodes.append({"kind": "kernel", "func": na["func"], "grid": na["grid"], "block": na["block"],
-                          "smem": na["smem"], "args": args, "index": i})
+                          "smem": na["smem"], "args": args, "index": i, "cluster": na.get("cluster"),
+                          "priority": na.get("priority")})
         elif na["type"] == NODE_MEMSET:
             r = rel.resolve((na["dst"], nb["dst"], nc["dst"]), where)
             if not r or na["height"] > 1:
@@ -270,7 +274,8 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         if "module" not in k:
             problems.append(f"kernel {k['symbol'][:100]}: its code is neither a Triton cubin in "
                             f"{roots or 'no cache directory'} nor in a loaded library's fatbins"
-                            + ("" if watch else " (and no ModuleWatch saw the modules load)"))
+                            + (" (the module holding it was loaded before pgcc started watching: make a "
+                               "pgcc.ModuleWatch() before the model first runs and pass it as watch=)"))
     report = {"nodes": len(capA.nodes), "edges": len(capA.edges), "problems": problems,
               "address_bits_differ": spread,
               "packed_arguments": sum(1 for n in capA.nodes if n.get("packed")),
@@ -333,20 +338,14 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
 
 
 def capture_far(torch, fn, inputs, prog):
-    """Capture C: the inputs and the capture's own memory past a spacer of 5 GiB, so that
-    their addresses differ from A's and B's in the high 32 bits too (an address cut to
-    its low or high half can then be told from a constant).  Where the spacer does not
-    fit, C is captured without it (and the check of the address bits says so)."""
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()  # free cached blocks would be reused below the spacer
-    try:
-        spacer = torch.empty(5 << 30, dtype=torch.uint8, device="cuda")
-    except torch.OutOfMemoryError:
-        prog.warn("no room for the 5 GiB spacer that moves capture C's addresses", "capture C without it")
-        spacer = None
-    inputs_c = [x.clone() for x in inputs]
-    cap = Capture(torch, fn, inputs_c)
-    del spacer
+    """Capture C, with its inputs and its own pool in memory far from A's and B's
+    (farmem.py), so that their addresses differ in the high 32 bits too."""
+    with far(torch) as where:
+        if where.pool is None:
+            prog.warn("PyTorch has no allocator setting for expandable segments", "capture C at ordinary addresses")
+        inputs_c = [x.clone() for x in inputs]
+    cap = Capture(torch, fn, inputs_c, far=lambda: far(torch, pool=False))
+    cap.inputs_memory = where  # as long as the capture
     return inputs_c, cap
 
 

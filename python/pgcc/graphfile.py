@@ -76,7 +76,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     ids of the buffers nodes refer to; arch: "sm_90"; origin: words for the header comment."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
     v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
-    v2 = v2 or any(k.get("dontcare") for k in kernels.values())
+    v2 = v2 or any(k.get("dontcare") for k in kernels.values()) or any(n.get("cluster") for n in nodes)
     out = [f"# {name}: exported by pgcc-export from {origin}", f"pgcc {2 if v2 else 1};", f"arch {arch};", ""]
     mods = {}
     for k in kernels.values():
@@ -159,9 +159,11 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                     args.append("[" + ", ".join([f'"{bytes(raw).hex()}"'] + ptrs) + "]")
                 else:
                     args.append(value_of(a[1]))
-            g, bl = n["grid"], n["block"]
+            g, bl, cl = n["grid"], n["block"], n.get("cluster")
+            extra = f' cluster [{cl[0]}, {cl[1]}, {cl[2]}]' if cl else ""
+            extra += f' priority {n["priority"]}' if n.get("priority") else ""
             out.append(f'  node n{i} kernel {k["name"]} grid [{g[0]}, {g[1]}, {g[2]}] block [{bl[0]}, {bl[1]}, {bl[2]}] '
-                       f'smem {n["smem"]} args [{", ".join(args)}];')
+                       f'smem {n["smem"]}{extra} args [{", ".join(args)}];')
         elif n["kind"] == "memset":
             out.append(f'  node n{i} memset dst {ref(*n["dst"])} value {n["value"]} elem {n["elem"]} width {n["width"]};')
         elif n["kind"] == "memcpy":

@@ -16,7 +16,7 @@ any 4-byte-aligned offset, or the low or the high 32 bits of one ("lo32", "hi32"
 cuDNN's layout kernels carry a truncated copy of an address).  A truncated address
 is only believed when every capture agrees on its buffer and offset, which takes
 captures whose buffers differ in their low and their high address bits (export.py
-makes three: A, B, and C past a spacer of more than 4 GiB); a high half is only
+makes three: A, B, and C in memory of its own far from theirs); a high half is only
 believed beside the low half or the whole address of the same place.  Bytes that
 change between the captures and that no relocation explains -- and constant words
 that are addresses this process owns but the export does not -- are "suspects":

@@ -1,6 +1,8 @@
 """Checking an export after it is written: build it (pgcc, libpgrt), load it, run it on
-the example inputs and on copies of them at new addresses, with its outputs at new
-addresses too and its arena filled with 0xff bytes before every call, and compare
+the example inputs and on copies of them at new addresses -- the last call's in memory
+far away, whose addresses differ in the high 32 bits too (farmem.py) -- with its
+outputs at new addresses too and its arena filled with 0xff bytes before every call,
+and compare
 each output with the callable's own on the same inputs.  Bit-identical passes; else
 the largest difference over the reference's largest magnitude must be within the
 dtype's tolerance (TOL).  Prints `PASS NAME: max error X (bit-identical|within tol)`
@@ -9,7 +11,10 @@ or raises ExportError naming the output.
 Assumes a GPU, PyTorch, and a toolchain (toolchain.py); a callable whose calls change
 its state (a training step) is not verified here.  compare() is pure over tensors.
 """
+import contextlib
+
 from .errors import ExportError
+from .farmem import far
 
 TOL = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-3, "float64": 1e-12}
 
@@ -49,14 +54,18 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None):
     prog.status("verify: building the export with pgcc and libpgrt")
     p = load(out_dir, name=name, build_dir=build_dir)
     name = p.name
-    worst, identical, keep = 0.0, True, []
+    worst, identical, keep, far_high = 0.0, True, [], False
     try:
-        for call in range(calls):
-            prog.status(f"verify: call {call + 1}/{calls}")
-            xs = list(inputs) if call == 0 else [x.clone() for x in inputs]  # new addresses after the first
-            keep += xs  # alive: the next call's are elsewhere
-            p.fill_arena(0xFF)
-            got = p(*xs)
+        for call in range(calls + 1):
+            prog.status(f"verify: call {call + 1}/{calls + 1}")
+            where = far(torch) if call == calls else contextlib.nullcontext()
+            with where as memory:  # the last call's inputs and outputs far away: other high address bits
+                xs = list(inputs) if call == 0 else [x.clone() for x in inputs]  # new addresses after the first
+                p.fill_arena(0xFF)
+                got = p(*xs)
+            keep += xs + [memory]  # alive: the next call's are elsewhere
+            if call == calls:
+                far_high = all(x.data_ptr() >> 32 != y.data_ptr() >> 32 for x, y in zip(xs, inputs) if x.numel())
             got = list(got) if isinstance(got, tuple) else [got]
             keep += got
             with torch.no_grad():
@@ -71,12 +80,14 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None):
                 worst = max(worst, err)
                 if not same and not err <= tol:
                     raise ExportError(f"verify {name}: output {i} (out{i}) differs from the callable's on call {call} "
-                                      f"(inputs {'as given' if call == 0 else 'copied to new addresses'}, arena "
+                                      f"(inputs {'as given' if call == 0 else 'copied to new addresses'}"
+                                      f"{', far away: other high address bits' if call == calls else ''}, arena "
                                       f"poisoned): max error {err:.3g} relative to its largest value, tolerance "
                                       f"{tol:g} for {r.dtype}")
     finally:
         prog.done()
         p.close()
-    line = f"PASS {name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'})"
+    line = (f"PASS {name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; {calls + 1} calls, "
+            f"the last {'at addresses with other high 32 bits' if far_high else 'NOT far away (high bits the same)'})")
     prog.log(line)
     return line

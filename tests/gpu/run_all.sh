@@ -25,7 +25,7 @@ summary=()
 for s in "${steps[@]}"; do
   t0=$(date +%s)
   case $s in
-    codegen) bash tests/gpu/run_codegen.sh >"$OUT/codegen.log" 2>&1 ;;
+    codegen) OUT="$OUT/codegen" bash tests/gpu/run_codegen.sh >"$OUT/codegen.log" 2>&1 ;;
     deploy) bash tests/gpu/run_deploy.sh >"$OUT/deploy.log" 2>&1 ;;
     e2e) bash tests/gpu/run_e2e.sh ${E2E_MODELS:-mlp gpt2 bert mlp_train} >"$OUT/e2e.log" 2>&1 ;;
     zoo) timeout "${ZOO_SECONDS:-420}" python3 tests/gpu/zoo.py --jobs "${ZOO_JOBS:-4}" --out "$OUT/zoo" ${ZOO:-} \
@@ -36,7 +36,8 @@ for s in "${steps[@]}"; do
   summary+=("$(printf '%-8s %s  (%d s)' "$s" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (exit $rc)")" $(($(date +%s) - t0)))")
   echo "== $s: exit $rc"; tail -n 25 "$OUT/$s.log"
 done
-# the per-model zoo logs, packed (the device tool brings back few files)
-[ -d "$OUT/zoo" ] && tar czf "$OUT/zoo-logs.tar.gz" -C "$OUT" zoo && rm -rf "$OUT/zoo"
+# the rest (per-model zoo logs, codegen's graph dumps), packed: the device tool brings back few files
+dirs=$(cd "$OUT" && ls -d zoo codegen 2>/dev/null)
+[ -n "$dirs" ] && tar czf "$OUT/more.tar.gz" -C "$OUT" $dirs && (cd "$OUT" && rm -rf $dirs)
 echo; echo "== summary"; printf '%s\n' "${summary[@]}"
 ! printf '%s\n' "${summary[@]}" | grep -q FAIL

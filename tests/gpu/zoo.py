@@ -32,14 +32,19 @@ def child(key, out_dir):
 
     t0 = time.time()
     rec = {"model": key}
+    watch = pgcc.ModuleWatch()  # before anything runs: library kernels outside .nv_fatbin
     try:
         fn, inputs, weights = zoo.ZOO[key]()
         res = pgcc.export(fn, tuple(inputs), os.path.join(out_dir, "export"), name=key.replace(":", "_"),
-                          weights=weights, verify=True, quiet=True)
+                          weights=weights, verify=True, quiet=True, watch=watch)
         rec.update(status="PASS", detail=str(getattr(res, "verified", "") or ""))
     except Exception as e:  # noqa: BLE001 -- the table reports every failure
+        import traceback
+        traceback.print_exc()
         lines = [l for l in f"{type(e).__name__}: {e}".splitlines() if l.strip()]
-        rec.update(status="FAIL", detail=" | ".join(lines[:4])[:600])
+        rec.update(status="FAIL", detail=" | ".join(lines[:6])[:900])
+    finally:
+        watch.close()
     rec["seconds"] = round(time.time() - t0, 1)
     rec["torch"] = torch.__version__
     print("ZOO " + json.dumps(rec), flush=True)
