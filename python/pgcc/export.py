@@ -21,7 +21,7 @@ from .graphfile import ident, node_buffers, write_graph
 from .kernels import (ModuleWatch, cache_roots, find_in_images, find_in_libraries, same_kernel, triton_cubins,
                       triton_images)
 from .progress import Progress
-from .relocate import Buffers, Relocator
+from .relocate import Allocations, Buffers, Relocator
 from .replay import Replayer, prove_irrelevant, scratch_blocks
 from .weights import dtype_of, tensor_bytes, write_safetensors
 
@@ -168,8 +168,16 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     if not spread["high"] or not spread["low"]:
         prog.warn("the captures' buffers do not differ in both their low and high address bits: addresses cut to "
                   "32 bits cannot be told from constants", f"{spread}")
+    # capture C's memory is laid out otherwise (one expandable segment): its words are
+    # checked through its allocations, paired with A's by the order the program made them
+    if not Allocations.pairable(capC.allocs, capA.allocs):
+        raise ExportError("capture C made other allocations than capture A (" + (
+            "no allocator trace" if capC.allocs is None or capA.allocs is None else
+            f"{len(capC.allocs)} against {len(capA.allocs)}, or of other sizes") + "): the callable allocates "
+            "differently from call to call, so its pointers cannot be matched between captures")
     rel = Relocator(bufs, [cap.blocks() for cap in caps], [cap.regions() for cap in caps],
-                    foreign=lambda addr: foreign_memory(maps, addr))
+                    foreign=lambda addr: foreign_memory(maps, addr),
+                    paired={2: Allocations(capC.allocs, capA.allocs)})
     problems = rel.problems
     suspects = {}  # node index -> [(parameter byte, length, why)]: proven irrelevant by replay, or problems
 

@@ -24,7 +24,8 @@ class Far:
 
 @contextlib.contextmanager
 def far(torch, pool=True):
-    setter = getattr(torch.cuda.memory, "_set_allocator_settings", None)
+    setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None) or getattr(
+        torch.cuda.memory, "_set_allocator_settings", None)
     if setter is None or not hasattr(torch.cuda, "MemPool"):
         yield Far(None)
         return

@@ -71,6 +71,29 @@ def _label(c):
     return chr(ord("A") + c) if c < 26 else str(c)
 
 
+class Allocations:
+    """One capture's allocations, in the order the program made them, paired with capture
+    0's by that order: the same program makes the same allocations, of the same sizes,
+    wherever (and however packed) its memory is.  Maps an address of this capture to the
+    addresses it may be in capture 0 and back: several where one place held several
+    allocations in turn (the allocator reuses freed blocks).  An address at an
+    allocation's end counts as in it (a kernel's end pointer)."""
+
+    def __init__(self, mine, first):
+        self.pairs = list(zip(mine, first))  # ((address, size) here, (address, size) in capture 0)
+
+    @staticmethod
+    def pairable(mine, first):
+        return mine is not None and first is not None and len(mine) == len(first) and all(
+            a[1] == b[1] for a, b in zip(mine, first))
+
+    def to_first(self, v):
+        return {f[0] + (v - m[0]) for m, f in self.pairs if m[0] <= v <= m[0] + m[1]}
+
+    def from_first(self, a):
+        return {m[0] + (a - f[0]) for m, f in self.pairs if f[0] <= a <= f[0] + f[1]}
+
+
 class Relocator:
     """Resolves the words of several captures against the buffers.
 
@@ -79,59 +102,86 @@ class Relocator:
     memory it allocated (Capture.regions), or None where the allocator's trace was not
     available (then an intermediate is the allocator block it is in); foreign(addr): a
     description of what a constant word that is no buffer points at in this process,
-    or None (its word is then a constant).  Problems and foreign words are collected
-    in .problems and .foreign_words; intermediates and static blocks are added to bufs
-    as t0, t1, ... in the order they are first met."""
+    or None (its word is then a constant); paired: {capture: Allocations} for captures
+    whose memory is laid out otherwise than capture 0's (capture C, in memory of its
+    own): their words are checked against capture 0's through the allocations, not
+    through regions.  Problems and foreign words are collected in .problems and
+    .foreign_words; intermediates and static blocks are added to bufs as t0, t1, ...
+    in the order they are first met."""
 
-    def __init__(self, bufs, blocks, regions=None, foreign=None):
+    def __init__(self, bufs, blocks, regions=None, foreign=None, paired=None):
         self.bufs, self.blocks = bufs, list(blocks)
-        self.regions = None if regions is None or any(r is None for r in regions) else list(regions)
+        self.paired = dict(paired or {})
+        self.direct = [c for c in range(len(self.blocks)) if c not in self.paired]
+        regions = None if regions is None else [regions[c] for c in self.direct]
+        self.regions = None if regions is None or any(r is None for r in regions) else regions
         self.foreign = foreign or (lambda addr: None)
         self.pairs = {}  # block address in capture 0 -> buffer (intermediates), checked against the others
         self.problems, self.foreign_words = [], []
+
+    def at(self, c, b, o):
+        """The addresses place (b, o) may have in capture c."""
+        if c in b["ranges"]:
+            return {b["ranges"][c] + o}
+        if c in self.paired and 0 in b["ranges"]:
+            return self.paired[c].from_first(b["ranges"][0] + o)
+        return set()
 
     def resolve(self, vals, where, nowhere=True):
         """A word seen as vals[c] in capture c: (buffer, offset), or None if not a pointer.
         nowhere=False: a word that changes but points nowhere is no problem of its own
         (the caller treats it as a suspect)."""
         vals = list(vals)
-        found = [self.bufs.find(c, v) for c, v in enumerate(vals)]
-        if any(b for b, _ in found):
+        d = self.direct
+        found = {c: self.bufs.find(c, vals[c]) for c in d}
+        words = " / ".join(f"0x{v:x}" for v in vals)
+        if any(b for b, _ in found.values()):
             b0, o0 = found[0]
-            if any(b is not b0 or o != o0 for b, o in found[1:]):
+            bad = [c for c in d if found[c][0] is not b0 or found[c][1] != o0]
+            bad += [c for c in self.paired if not b0 or vals[c] not in self.at(c, b0, o0)]
+            if bad:
                 self.problems.append(f"{where}: the captures disagree: a pointer into " + ", ".join(
-                    f"{b['name'] if b else '?'}+{o} in capture {_label(c)}" for c, (b, o) in enumerate(found)))
+                    f"{b['name'] if b else '?'}+{o} in capture {_label(c)}" for c, (b, o) in found.items())
+                    + "".join(f", 0x{vals[c]:x} in capture {_label(c)}" for c in self.paired))
                 return None
             return b0, o0
-        bl = [block_of(self.blocks[c], v) for c, v in enumerate(vals)]
+        bl = {c: block_of(self.blocks[c], vals[c]) for c in d}
         same = all(v == vals[0] for v in vals)
         if same and not bl[0]:
             m = self.foreign(vals[0])
             if m:  # a kernel that reads it would read something else, or nothing, at run time
                 self.foreign_words.append(f"{where}: 0x{vals[0]:x}, {m}")
             return None  # the same in every capture and no device memory: a constant
-        words = " / ".join(f"0x{v:x}" for v in vals)
-        if not all(bl):
+        if not all(bl.values()):
             if nowhere:
                 self.problems.append(f"{where}: {words} changes between captures but points into no allocation"
                                      " the caching allocator knows (memory it does not own, or not a pointer)")
             return None
         static = same  # memory from outside the captures (a workspace, a constant): its bytes are kept
         if not static and self.regions is not None:  # memory of the captures: the region of allocations it is in
-            bl = [block_of(self.regions[c], v) for c, v in enumerate(vals)]
-            if not all(bl) or any(b[1] != bl[0][1] for b in bl):
+            bl = {c: block_of(r, vals[c]) for c, r in zip(d, self.regions)}
+            if not all(bl.values()) or any(b[1] != bl[0][1] for b in bl.values()):
                 self.problems.append(f"{where}: {words} is in no allocation the captures made, or in "
                                      "regions of different sizes")
+                return None
+        if not static:
+            off_c = [c for c in self.paired if vals[0] not in self.paired[c].to_first(vals[c])]
+            if off_c:
+                self.problems.append(f"{where}: {words}: capture {_label(off_c[0])}'s word is not in the allocation "
+                                     "capture A's is in, at the same offset")
                 return None
         off = vals[0] - bl[0][0]
         if bl[0][0] in self.pairs:
             b = self.pairs[bl[0][0]]
-            if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in range(1, len(vals))):
+            if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]):
                 self.problems.append(f"{where}: the captures disagree on where {b['name']} is")
                 return None
             return b, off
+        ranges = {c: bl[c][0] for c in d}
+        if static:  # the same everywhere
+            ranges.update({c: bl[0][0] for c in self.paired})
         b = self.bufs.add(name=f"t{len(self.pairs)}", size=bl[0][1], role="weight" if static else "intermediate",
-                          ranges={c: blk[0] for c, blk in enumerate(bl)}, static=static)
+                          ranges=ranges, static=static)
         if static:
             b["tensor"] = f"__static_{len(self.pairs)}"
         self.pairs[bl[0][0]] = b
@@ -141,29 +191,28 @@ class Relocator:
         """(buffer, offset) if every capture's word is the same place of one buffer the
         export already knows, else None; silent (a window across two fields may hit a
         buffer by chance in one capture: that is no problem, only not an address)."""
-        found = [self.bufs.find(c, v) for c, v in enumerate(vals)]
-        b0, o0 = found[0]
-        return (b0, o0) if b0 and all(b is b0 and o == o0 for b, o in found[1:]) else None
-
-    def places(self):
-        """(buffer, [its address in each capture]) for every buffer every capture has."""
-        n = len(self.blocks)
-        return [(b, [b["ranges"][c] for c in range(n)]) for b in self.bufs.list
-                if all(c in b["ranges"] for c in range(n))]
+        b0, o0 = self.bufs.find(0, vals[0])
+        if b0 and all(vals[c] in self.at(c, b0, o0) for c in range(1, len(vals))):
+            return b0, o0
+        return None
 
     def truncated(self, vals, kind, pairs=()):
         """(buffer, offset) whose address, cut as kind says, is vals[c] in every capture c, or
-        None.  lo32: any buffer, if exactly one offset inside it fits every capture; hi32:
+        None.  lo32: any buffer, if exactly one place inside it fits every capture; hi32:
         only the places in pairs (the same parameter's other relocations)."""
+        n = len(vals)
         if kind == "lo32":
             hits = []
-            for b, bases in self.places():
-                o = (vals[0] - bases[0]) & 0xFFFFFFFF
-                if o < b["size"] and all((base + o) & 0xFFFFFFFF == v for base, v in zip(bases, vals)):
+            for b in self.bufs.list:
+                if 0 not in b["ranges"]:
+                    continue
+                o = (vals[0] - b["ranges"][0]) & 0xFFFFFFFF
+                if o < b["size"] and all(any(a & 0xFFFFFFFF == vals[c] for a in self.at(c, b, o))
+                                         for c in range(1, n)):
                     hits.append((b, o))
             return hits[0] if len(hits) == 1 else None
         for b, o in pairs:
-            if all((b["ranges"][c] + o) >> 32 == v for c, v in enumerate(vals)):
+            if all(any(a >> 32 == vals[c] for a in self.at(c, b, o)) for c in range(n)):
                 return b, o
         return None
 

@@ -211,3 +211,54 @@ def test_foreign_words_become_suspects():
     args = rel.kernel_args([(0, 16)], [words(0x5555_0000_1000, 3)] * 3, "node 5", set(), suspects)
     assert args == [("value", words(0, 3))]
     assert [(a, n) for a, n, _ in suspects] == [(0, 8)] and "this process owns" in suspects[0][2]
+
+
+# ---- capture C in memory laid out otherwise: checked through its allocations
+
+def paired_setup():
+    """A and B: one pool segment each (regions); C: its allocations elsewhere, packed
+    otherwise (an expandable segment), paired with A's by order: two allocations of
+    1024 and 512 bytes, the second reusing nothing."""
+    from pgcc.relocate import Allocations
+    bufs = Buffers()
+    bufs.add(name="in0", size=1024, role="input", ranges={0: IN[0], 1: IN[1], 2: 0x19_4800_0000})
+    allocs_a = [(POOL[0], 1024), (POOL[0] + 1024, 512)]
+    allocs_c = [(0x19_5000_0000, 1024), (0x19_5000_2000, 512)]  # 8 KiB apart, not 1 KiB
+    blocks = [[(POOL[c], 1536)] for c in range(2)] + [[(0x19_5000_0000, 1 << 21)]]
+    regions = [[(POOL[0], 1536)], [(POOL[1], 1536)], [(0x19_5000_0000, 1 << 21)]]
+    return bufs, Relocator(bufs, blocks, regions, paired={2: Allocations(allocs_c, allocs_a)})
+
+
+def test_capture_c_through_its_allocations():
+    bufs, rel = paired_setup()
+    # the second allocation, 16 bytes in: A and B through their regions, C through pairing
+    t, off = rel.resolve((POOL[0] + 1024 + 16, POOL[1] + 1024 + 16, 0x19_5000_2000 + 16), "w")
+    assert (t["name"], off) == ("t0", 1040) and 2 not in t["ranges"]
+    assert rel.at(2, t, off) == {0x19_5000_2010}
+    # a known buffer: C's range directly
+    assert rel.resolve((IN[0], IN[1], 0x19_4800_0000), "w")[0]["name"] == "in0"
+    assert rel.problems == []
+
+
+def test_capture_c_at_another_allocation_fails():
+    bufs, rel = paired_setup()
+    # C's word is in the first allocation while A's is in the second
+    assert rel.resolve((POOL[0] + 1024 + 16, POOL[1] + 1024 + 16, 0x19_5000_0000 + 16), "node 2") is None
+    assert len(rel.problems) == 1 and "capture C" in rel.problems[0] and "node 2" in rel.problems[0]
+
+
+def test_low_half_of_an_intermediate_checked_in_capture_c():
+    bufs, rel = paired_setup()
+    t, off = rel.resolve((POOL[0] + 1024, POOL[1] + 1024, 0x19_5000_2000), "w")  # makes t0
+    lo = [(POOL[0] + 1024 + 64) & 0xFFFFFFFF, (POOL[1] + 1024 + 64) & 0xFFFFFFFF, (0x19_5000_2000 + 64) & 0xFFFFFFFF]
+    assert rel.truncated(lo, "lo32") == (t, 1088)
+    lo[2] ^= 0x100  # not where C's allocation is
+    assert rel.truncated(lo, "lo32") is None
+
+
+def test_allocations_pair_only_the_same_program():
+    from pgcc.relocate import Allocations
+    assert Allocations.pairable([(1, 8), (9, 4)], [(100, 8), (200, 4)])
+    assert not Allocations.pairable([(1, 8), (9, 4)], [(100, 8), (200, 8)])
+    assert not Allocations.pairable([(1, 8)], [(100, 8), (200, 4)])
+    assert not Allocations.pairable(None, [(100, 8)])

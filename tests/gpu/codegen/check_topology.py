@@ -23,7 +23,7 @@ graphs = {}  # graph name -> (node names, edges)
 for name, body in re.findall(r'^graph (\S+) \{\n(.*?)^\}', text, re.M | re.S):
     graphs[name] = (re.findall(r'^\s*node (\S+)', body, re.M), re.findall(r'^\s*(\S+) -> (\S+);', body, re.M))
 kinds, bodies = {}, {}
-for name, kind, rest in re.findall(r'^\s*node (\S+) (\S+)([^;]*);', text, re.M):
+for name, kind, rest in re.findall(r'^\s*node (\S+) ([^\s;]+)([^;]*);', text, re.M):
     kinds[name] = BUILT_AS.get(kind, kind)
     m = re.search(r'\bbody (\S+)|\bbodies \[([^\]]*)\]', rest)
     bodies[name] = [g.strip() for g in (m.group(1) or m.group(2)).split(',')] if m else []
