@@ -175,9 +175,9 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
             "no allocator trace" if capC.allocs is None or capA.allocs is None else
             f"{len(capC.allocs)} against {len(capA.allocs)}, or of other sizes") + "): the callable allocates "
             "differently from call to call, so its pointers cannot be matched between captures")
+    alloc_c = Allocations(capC.allocs, capA.allocs)
     rel = Relocator(bufs, [cap.blocks() for cap in caps], [cap.regions() for cap in caps],
-                    foreign=lambda addr: foreign_memory(maps, addr),
-                    paired={2: Allocations(capC.allocs, capA.allocs)})
+                    foreign=lambda addr: foreign_memory(maps, addr), paired={2: alloc_c})
     problems = rel.problems
     suspects = {}  # node index -> [(parameter byte, length, why)]: proven irrelevant by replay, or problems
 
@@ -286,6 +286,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
                                "pgcc.ModuleWatch() before the model first runs and pass it as watch=)"))
     report = {"nodes": len(capA.nodes), "edges": len(capA.edges), "problems": problems,
               "address_bits_differ": spread,
+              "capture_c_allocations": {"c": len(capC.allocs), "a": len(capA.allocs), "paired": len(alloc_c.pairs)},
               "packed_arguments": sum(1 for n in capA.nodes if n.get("packed")),
               "relocations": relocation_counts(kernels),
               "dontcare": [{"node": i, "bytes": [[a, n, why] for a, n, why in r]} for i, r in suspects.items()],

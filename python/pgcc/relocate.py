@@ -74,18 +74,26 @@ def _label(c):
 class Allocations:
     """One capture's allocations, in the order the program made them, paired with capture
     0's by that order: the same program makes the same allocations, of the same sizes,
-    wherever (and however packed) its memory is.  Maps an address of this capture to the
-    addresses it may be in capture 0 and back: several where one place held several
-    allocations in turn (the allocator reuses freed blocks).  An address at an
-    allocation's end counts as in it (a kernel's end pointer)."""
+    wherever (and however packed) its memory is.  The two lists are aligned by their
+    sizes (a longest-matching alignment: seen on an H100, capture A's trace held two
+    allocations more than C's, for every model), and only aligned ones are paired; a
+    word in an allocation left unpaired fails the check, it is never guessed.  Maps an
+    address of this capture to the addresses it may be in capture 0 and back: several
+    where one place held several allocations in turn (the allocator reuses freed
+    blocks).  An address at an allocation's end counts as in it (a kernel's end
+    pointer)."""
 
     def __init__(self, mine, first):
-        self.pairs = list(zip(mine, first))  # ((address, size) here, (address, size) in capture 0)
+        import difflib
+        sm = difflib.SequenceMatcher(None, [s for _, s in mine], [s for _, s in first], autojunk=False)
+        # ((address, size) here, (address, size) in capture 0)
+        self.pairs = [(mine[i + k], first[j + k]) for i, j, n in sm.get_matching_blocks() for k in range(n)]
+        self.unpaired = len(mine) - len(self.pairs)
 
     @staticmethod
     def pairable(mine, first):
-        return mine is not None and first is not None and len(mine) == len(first) and all(
-            a[1] == b[1] for a, b in zip(mine, first))
+        """Whether an alignment can pair all but a few (a tenth) of this capture's allocations."""
+        return mine is not None and first is not None and len(Allocations(mine, first).pairs) >= 0.9 * len(mine)
 
     def to_first(self, v):
         return {f[0] + (v - m[0]) for m, f in self.pairs if m[0] <= v <= m[0] + m[1]}

@@ -260,5 +260,9 @@ def test_allocations_pair_only_the_same_program():
     from pgcc.relocate import Allocations
     assert Allocations.pairable([(1, 8), (9, 4)], [(100, 8), (200, 4)])
     assert not Allocations.pairable([(1, 8), (9, 4)], [(100, 8), (200, 8)])
-    assert not Allocations.pairable([(1, 8)], [(100, 8), (200, 4)])
     assert not Allocations.pairable(None, [(100, 8)])
+    # capture 0 with allocations the other has not (seen: two more, in every model): aligned by size
+    a = Allocations([(1, 8), (9, 4), (13, 16)], [(500, 64), (100, 8), (200, 4), (300, 16), (600, 64)])
+    assert a.pairs == [((1, 8), (100, 8)), ((9, 4), (200, 4)), ((13, 16), (300, 16))] and a.unpaired == 0
+    assert a.to_first(10) == {201} and a.from_first(305) == {18}
+    assert a.to_first(600) == set()  # in no allocation: never guessed
