@@ -408,6 +408,17 @@ out:
   return st;
 }
 
+/* Whether node n's cluster must be given at launch: it has one, and its kernel was not
+ * compiled with one (a kernel with __cluster_dims__ refuses a launch that sets it:
+ * CUDA_ERROR_CLUSTER_MISCONFIGURATION, seen with cuDNN's ResNet-50 kernels). */
+static int cluster_attr(const pgrt_ctx *c, const pgrt_node *n) {
+  int compiled = 0;
+  if (!n->cluster[0]) return 0;
+  if (cuFuncGetAttribute(&compiled, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, c->funcs[n->kernel]) != CUDA_SUCCESS)
+    compiled = 0;
+  return compiled == 0;
+}
+
 /* Adds nodes[first .. first+count) to graph g, with explicit cuGraphAdd*Node calls. */
 static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
   const pgrt_program *pr = c->prog;
@@ -423,11 +434,20 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
       CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
       if (c->devupd[i]) deps[nd++] = c->upd[c->region_of[i]].node; /* after the updater */
       CU(cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
-      if (n->cluster[0]) {
+      if (cluster_attr(c, n)) {
         CUkernelNodeAttrValue v;
         memset(&v, 0, sizeof v);
         v.clusterDim.x = n->cluster[0], v.clusterDim.y = n->cluster[1], v.clusterDim.z = n->cluster[2];
-        CU(cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v), n->origin);
+        if (n->cluster[0] * n->cluster[1] * n->cluster[2] > 8) /* past the portable 8 blocks */
+          CU(cuFuncSetAttribute(kp.func, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), n->origin);
+        CUresult r = cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v);
+        if (r != CUDA_SUCCESS) {
+          const char *s = "unknown error";
+          cuGetErrorString(r, &s);
+          return pgrt_fail(PGRT_ERR_CUDA, "node '%s': its cluster [%u, %u, %u] (grid [%u, %u, %u], %u bytes of "
+                           "dynamic shared memory) is refused: %s", n->origin, n->cluster[0], n->cluster[1],
+                           n->cluster[2], n->grid[0], n->grid[1], n->grid[2], n->smem, s);
+        }
       }
       if (c->devupd[i]) {
         CUkernelNodeAttrValue v;
@@ -768,7 +788,7 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
     cluster.value.clusterDim.x = n->cluster[0], cluster.value.clusterDim.y = n->cluster[1];
     cluster.value.clusterDim.z = n->cluster[2];
     CUlaunchConfig cfg = {kp.gridDimX, kp.gridDimY, kp.gridDimZ, kp.blockDimX, kp.blockDimY, kp.blockDimZ,
-                          kp.sharedMemBytes, s, &cluster, n->cluster[0] ? 1u : 0u};
+                          kp.sharedMemBytes, s, &cluster, cluster_attr(c, n) ? 1u : 0u};
     CU(cuLaunchKernelEx(&cfg, kp.func, kp.kernelParams, NULL), n->origin);
     break;
   }

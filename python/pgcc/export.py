@@ -168,16 +168,20 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     if not spread["high"] or not spread["low"]:
         prog.warn("the captures' buffers do not differ in both their low and high address bits: addresses cut to "
                   "32 bits cannot be told from constants", f"{spread}")
-    # capture C's memory is laid out otherwise (one expandable segment): its words are
-    # checked through its allocations, paired with A's by the order the program made them
-    if not Allocations.pairable(capC.allocs, capA.allocs):
-        raise ExportError("capture C made other allocations than capture A (" + (
-            "no allocator trace" if capC.allocs is None or capA.allocs is None else
-            f"{len(capC.allocs)} against {len(capA.allocs)}, or of other sizes") + "): the callable allocates "
-            "differently from call to call, so its pointers cannot be matched between captures")
-    alloc_c = Allocations(capC.allocs, capA.allocs)
+    # captures B and C are checked against A through their allocations, paired with A's
+    # by the order the program made them: C's memory is laid out otherwise (one
+    # expandable segment), and B's regions need not be A's either (seen: ResNet-50 under
+    # fp16 autocast); A's regions define the intermediates
+    paired = {}
+    for c, cap in ((1, capB), (2, capC)):
+        if not Allocations.pairable(cap.allocs, capA.allocs):
+            raise ExportError(f"capture {'ABC'[c]} made other allocations than capture A (" + (
+                "no allocator trace" if cap.allocs is None or capA.allocs is None else
+                f"{len(cap.allocs)} against {len(capA.allocs)}, or of other sizes") + "): the callable allocates "
+                "differently from call to call, so its pointers cannot be matched between captures")
+        paired[c] = Allocations(cap.allocs, capA.allocs)
     rel = Relocator(bufs, [cap.blocks() for cap in caps], [cap.regions() for cap in caps],
-                    foreign=lambda addr: foreign_memory(maps, addr), paired={2: alloc_c})
+                    foreign=lambda addr: foreign_memory(maps, addr), paired=paired)
     problems = rel.problems
     suspects = {}  # node index -> [(parameter byte, length, why)]: proven irrelevant by replay, or problems
 
@@ -286,10 +290,12 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
                                "pgcc.ModuleWatch() before the model first runs and pass it as watch=)"))
     report = {"nodes": len(capA.nodes), "edges": len(capA.edges), "problems": problems,
               "address_bits_differ": spread,
-              "capture_c_allocations": {"c": len(capC.allocs), "a": len(capA.allocs), "paired": len(alloc_c.pairs)},
+              "allocations": {"A": len(capA.allocs), **{"ABC"[c]: {"made": len(caps[c].allocs), "paired": len(a.pairs)}
+                                                          for c, a in paired.items()}},
               "packed_arguments": sum(1 for n in capA.nodes if n.get("packed")),
               "relocations": relocation_counts(kernels),
               "dontcare": [{"node": i, "bytes": [[a, n, why] for a, n, why in r]} for i, r in suspects.items()],
+              "host_memory_read": [],
               "kernels": [{"symbol": k["symbol"], "module": k.get("module"), "entry": k.get("entry")}
                           for k in kernels.values()]}
     with open(os.path.join(out_dir, name + ".export.json"), "w") as f:
@@ -307,7 +313,14 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         if suspects:
             prog.status(f"{name}: replaying to prove {sum(map(len, suspects.values()))} changing parameter words "
                         "irrelevant")
-            problems += prove_irrelevant(replayer, suspects, lambda i: capA.nodes[i]["name"][:80])
+            rescued = {}
+            problems += prove_irrelevant(replayer, suspects, lambda i: capA.nodes[i]["name"][:80],
+                                         rescue=lambda i, r: read_host(i, r, capA, maps, bufs, nodes, kernels,
+                                                                       rescued))
+            report["host_memory_read"] = [f"0x{a:x}" for a in rescued]
+            if rescued:
+                log(f"  {len(rescued)} parameter words in host memory that kernels read (through the GPU's access "
+                    "to host memory): their bytes copied into the weights, the words pointed at the copies")
             write_report()
             if problems:
                 raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))
@@ -327,7 +340,9 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     for b in bufs.list:
         if b["role"] != "weight" or id(b) not in used:
             continue
-        if b.get("static"):
+        if b.get("host"):
+            tensors.append((b["tensor"], "u8", [b["size"]], b["host"]))
+        elif b.get("static"):
             tensors.append((b["tensor"], "u8", [b["size"]], read_device(b["ranges"][0], b["size"])))
         else:
             tensors.append((b["tensor"], b["dtype"], b["shape"], tensor_bytes(b["value"])))
@@ -368,6 +383,48 @@ def address_spread(bufs):
             low = low and len({a & 0xFFFFFFFF for a in addrs}) == len(addrs)
             high = high or len({a >> 32 for a in addrs}) > 1
     return {"low": low, "high": high}
+
+
+HOST_WINDOW = 256  # bytes of host memory copied where a kernel reads through a host address
+
+
+def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done):
+    """A node whose kernel reads host memory through addresses in its parameters (the
+    GPU reaches host memory: cuBLAS and CUTLASS epilogues read alpha and beta where the
+    caller left them).  If every suspect of node i is such an address, the bytes there
+    (HOST_WINDOW of them, within the mapping) are copied into a static block of the
+    weights, and the words become relocations to the copy; returns whether it did.  The
+    copy holds what was there at export: right for constants, which is what a
+    captured graph can rely on anyway."""
+    import ctypes
+    from .relocate import u64
+    blob = cap.nodes[i]["bytes"]
+    found = []
+    for a, n, _ in ranges:
+        addr = u64(blob, a) if n == 8 and a % 4 == 0 else 0
+        where = next(((lo, hi) for lo, hi, _ in maps if lo <= addr < hi), None)
+        if where is None:
+            return False
+        found.append((a, addr, min(HOST_WINDOW, where[1] - addr)))
+    node = next(n for n in nodes if n.get("index") == i)
+    k = kernels[cap.nodes[i]["func"]]
+    for a, addr, size in found:
+        b = done.get(addr)
+        if b is None:
+            b = done[addr] = bufs.add(name=f"h{len(done)}", size=size, role="weight", static=True,
+                                      host=ctypes.string_at(addr, size), tensor=f"__host_{len(done)}",
+                                      ranges={c: addr for c in range(3)})
+        for p, (off, size_) in enumerate(k["layout"]):
+            if off <= a < off + size_:
+                arg = node["args"][p]
+                if arg[0] == "value" and size_ == 8:
+                    node["args"][p] = ("ptr", b, 0)
+                else:
+                    raw = arg[1] if arg[0] != "ptr" else bytes(size_)
+                    ptrs = list(arg[2]) if arg[0] == "bytes" else []
+                    node["args"][p] = ("bytes", raw, sorted(ptrs + [(a - off, b, 0, "abs64")], key=lambda r: r[0]))
+                k["ptr_words"].add((off, a - off, "abs64"))
+    return True
 
 
 def relocation_counts(kernels):

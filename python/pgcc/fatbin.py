@@ -85,3 +85,40 @@ def image_kind(image):
     if image[:4] == struct.pack("<I", FATBIN_MAGIC):
         return "fatbin"
     return "ptx"
+
+
+def elf_sections(image):
+    """A 64-bit little-endian ELF image's sections: {name: bytes}; {} for anything else."""
+    if image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:
+        return {}
+    shoff, = struct.unpack_from("<Q", image, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", image, 0x3A)
+    if shoff + shnum * shentsize > len(image) or shstrndx >= shnum:
+        return {}
+    heads = [struct.unpack_from("<IIQQQQ", image, shoff + i * shentsize) for i in range(shnum)]
+    names = heads[shstrndx]
+    strtab = image[names[4]:names[4] + names[5]]
+    out = {}
+    for name, kind, _, _, off, size in heads:
+        end = strtab.find(b"\0", name)
+        data = b"" if kind == 8 else image[off:off + size]  # SHT_NOBITS holds no bytes
+        out[strtab[name:end].decode(errors="replace")] = data
+    return out
+
+
+def same_kernel_code(images, symbol):
+    """Whether every image holds the very same code for kernel `symbol`: identical machine
+    code (.text.SYM), constant bank (.nv.constant0.SYM) and attributes (.nv.info.SYM),
+    and no relocations in it (code that refers to other symbols of its module could
+    differ through them).  Then any of them will do."""
+    keys = (f".text.{symbol}", f".nv.constant0.{symbol}", f".nv.info.{symbol}")
+    seen = None
+    for image in images:
+        secs = elf_sections(image)
+        if keys[0] not in secs or f".rel.text.{symbol}" in secs or f".rela.text.{symbol}" in secs:
+            return False
+        mine = tuple(secs.get(k) for k in keys)
+        if seen is not None and mine != seen:
+            return False
+        seen = mine
+    return seen is not None

@@ -16,7 +16,7 @@ import time
 
 from .cuda import check, cu
 from .errors import ExportError
-from .fatbin import fatbins, read_section
+from .fatbin import fatbins, read_section, same_kernel_code
 
 # max threads, shared, const, local, registers, PTX and binary version: what tells compiled kernels apart
 FUNC_ATTRS = (0, 1, 2, 3, 4, 5, 6)
@@ -279,12 +279,15 @@ def find_in_images(wanted, images, log, problems):
         buf = C.create_string_buffer(image, len(image))
         for sym in list(matching_kernels(buf, wanted)):
             if sym in found:
-                more[sym] = more.get(sym, 1) + 1
+                more.setdefault(sym, [found[sym]]).append(image)
             else:
                 found[sym] = image
-    for sym, n in more.items():
-        problems.append(f"kernel {sym[:100]}: {n} different module images hold a kernel of this name and these "
-                        "attributes; which one ran cannot be told")
+    for sym, holders in list(more.items()):
+        if same_kernel_code(holders, sym):  # (cuDNN loads its runtime-compiled engines more than once)
+            del more[sym]
+            continue
+        problems.append(f"kernel {sym[:100]}: {len(holders)} different module images hold a kernel of this name and "
+                        "these attributes, with different code; which one ran cannot be told")
         del found[sym]
     log(f"  searched {len(images)} module images the process loaded: {len(found)}/{len(wanted)} kernels found"
         + (f", {len(more)} ambiguous" if more else ""))

@@ -128,12 +128,12 @@ class Relocator:
         self.problems, self.foreign_words = [], []
 
     def at(self, c, b, o):
-        """The addresses place (b, o) may have in capture c."""
-        if c in b["ranges"]:
-            return {b["ranges"][c] + o}
+        """The addresses place (b, o) may have in capture c: its own range there (a known
+        buffer), and, in a paired capture, wherever the allocations put it."""
+        out = {b["ranges"][c] + o} if c in b["ranges"] else set()
         if c in self.paired and 0 in b["ranges"]:
-            return self.paired[c].from_first(b["ranges"][0] + o)
-        return set()
+            out |= self.paired[c].from_first(b["ranges"][0] + o)
+        return out
 
     def resolve(self, vals, where, nowhere=True):
         """A word seen as vals[c] in capture c: (buffer, offset), or None if not a pointer.

@@ -106,10 +106,13 @@ def _filled(blob, ranges, fill):
     return bytes(out)
 
 
-def prove_irrelevant(replayer, suspects, name_of):
+def prove_irrelevant(replayer, suspects, name_of, rescue=None):
     """suspects: {node index: [(byte offset in its parameters, length, why)]}.  Replays with
     all of them zeroed, then poisoned; where an output or weight changes, node by node to
-    say which.  Returns the problems (empty: every suspect is proven irrelevant)."""
+    say which.  rescue(i, ranges): for a node whose suspects matter, whether they can be
+    made right otherwise (host memory the kernel reads, copied: export.py); it is then
+    taken out of suspects.  Returns the problems (empty: every suspect left is proven
+    irrelevant)."""
     if not suspects:
         return []
     nodes = replayer.cap.nodes
@@ -124,14 +127,17 @@ def prove_irrelevant(replayer, suspects, name_of):
             together = {i: _filled(nodes[i]["bytes"], r, fill) for i, r in suspects.items()}
             if replayer.replay_params(together) == reference:
                 continue
-            for i, r in suspects.items():  # which nodes: one at a time
+            for i, r in list(suspects.items()):  # which nodes: one at a time
                 got = replayer.replay_params({i: together[i]})
-                if got != reference:
+                if got != reference and rescue and rescue(i, r):
+                    del suspects[i]
+                elif got != reference:
                     which = next(k for k, (g, want) in enumerate(zip(got, reference)) if g != want)
                     spans = ", ".join(f"bytes {a}..{a + n} ({why})" for a, n, why in r)
                     bad.append(f"node {i} ({name_of(i)}): {spans}: replaying with them {how} changes result "
                                f"{which}: the kernel reads them")
-            break
+            if bad or not rescue:
+                break
         return bad
     except RuntimeError as e:  # a CUDA error: a kernel read what a suspect pointed at
         raise ExportError(f"replaying with parameter bytes that are no address of the export's zeroed or poisoned "
@@ -159,7 +165,7 @@ def scratch_blocks(replayer, bufs, nodes, log):
         for b, o in refs:
             reach[id(b)] = max(reach.get(id(b), 0), o + 1)
     reference = replayer.replay()
-    for b in [b for b in bufs.list if b.get("static")]:
+    for b in [b for b in bufs.list if b.get("static") and not b.get("host")]:
         wrote = 0
         same = True
         for fill in (0xFF, 0x00):

@@ -43,11 +43,43 @@ def child(key, out_dir):
         traceback.print_exc()
         lines = [l for l in f"{type(e).__name__}: {e}".splitlines() if l.strip()]
         rec.update(status="FAIL", detail=" | ".join(lines[:6])[:900])
+        if str(e).startswith("verify"):
+            rec["diagnosis"] = diagnose(torch, pgcc, os.path.join(out_dir, "export"), key.replace(":", "_"), fn,
+                                        inputs)
     finally:
         watch.close()
     rec["seconds"] = round(time.time() - t0, 1)
     rec["torch"] = torch.__version__
     print("ZOO " + json.dumps(rec), flush=True)
+
+
+def diagnose(torch, pgcc, export_dir, name, fn, inputs):
+    """After a failed verification: what the export found (its report), and the error of
+    the C program against the callable with the arena filled with zeros and with 0xff
+    bytes (the same error twice: wrong data; different: a node reads memory nothing in
+    the call wrote)."""
+    from pgcc.verify import rel_err
+    out = {}
+    try:
+        with open(os.path.join(export_dir, name + ".export.json")) as f:
+            rep = json.load(f)
+        out["report"] = {k: rep.get(k) for k in ("nodes", "relocations", "packed_arguments", "address_bits_differ",
+                                                "allocations", "host_memory_read")}
+        out["dontcare_nodes"] = [d["node"] for d in rep.get("dontcare", [])]
+        p = pgcc.load(export_dir, name=name)
+        with torch.no_grad():
+            ref = fn(*inputs)
+        ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+        for byte in (0x00, 0xFF):
+            p.fill_arena(byte)
+            got = p(*inputs)
+            got = got[0] if isinstance(got, tuple) else got
+            torch.cuda.synchronize()
+            out[f"arena 0x{byte:02x}"] = rel_err(got, ref)
+        p.close()
+    except Exception as e:  # noqa: BLE001 -- a diagnosis never hides the failure it explains
+        out["diagnosis failed"] = f"{type(e).__name__}: {e}"[:300]
+    return out
 
 
 def run_one(key, args, root_out):
@@ -70,6 +102,8 @@ def run_one(key, args, root_out):
         with open(os.path.join(args.out, key.replace(":", "_") + ".log"), "w") as f:
             f.write(log)
     print(f"{rec['status']:8} {key:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
+    if "diagnosis" in rec:
+        print(f"         diagnosis: {json.dumps(rec['diagnosis'])[:600]}", flush=True)
     return rec
 
 

@@ -68,3 +68,20 @@ def test_nvcc_fatbin_now(tmp_path):
     fb = out.read_bytes()
     assert archs(fb, 0) == {80, 90}
     assert fatbins(fb, 75) == [(0, False)]
+
+
+def test_elf_sections_and_same_kernel_code():
+    """The cubin nvcc made of scale.cu: its kernel's code section is found; two copies of
+    one image hold the same code, an image with that code changed does not."""
+    from pgcc.fatbin import elf_sections, same_kernel_code
+    cubin = open(os.path.join(FIXTURES, "scale.cubin"), "rb").read()
+    secs = elf_sections(cubin)
+    sym = next(n[len(".text."):] for n in secs if n.startswith(".text."))
+    assert secs[f".text.{sym}"] and f".nv.info.{sym}" in secs
+    assert same_kernel_code([cubin, bytes(cubin)], sym)
+    code = secs[f".text.{sym}"]
+    at = cubin.index(code)
+    changed = cubin[:at] + bytes([code[0] ^ 1]) + cubin[at + 1:]
+    assert not same_kernel_code([cubin, changed], sym)
+    assert not same_kernel_code([cubin], "no_such_kernel")
+    assert elf_sections(b"not an elf") == {}
