@@ -296,6 +296,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
               "relocations": relocation_counts(kernels),
               "dontcare": [{"node": i, "bytes": [[a, n, why] for a, n, why in r]} for i, r in suspects.items()],
               "host_memory_read": [],
+              "library_candidates": {s: n for s, n in getattr(find_in_libraries, "candidates", {}).items() if n > 1},
               "kernels": [{"symbol": k["symbol"], "module": k.get("module"), "entry": k.get("entry")}
                           for k in kernels.values()]}
     with open(os.path.join(out_dir, name + ".export.json"), "w") as f:

@@ -169,10 +169,15 @@ def find_in_libraries(wanted, log, sm=None, progress=None):
     kernel that ran was compiled for this GPU, and loading a fatbin that has only PTX
     for it makes the driver compile that PTX (libtorch_cuda and cuDNN hold thousands,
     which made a search through every library take minutes).  progress: a callable
-    given a short status line while a library is searched."""
+    given a short status line while a library is searched.  With the environment
+    variable PGCC_FIND_ALL=1 the search goes on through every fatbin and counts, in
+    find_in_libraries.candidates, how many hold each kernel (a name found in several is
+    taken from the first: a diagnosis of wrong results, not a fix)."""
     found = {}
+    every = os.environ.get("PGCC_FIND_ALL") == "1"
+    find_in_libraries.candidates = counts = {}
     for path in loaded_libraries():
-        if len(found) == len(wanted):
+        if len(found) == len(wanted) and not every:
             break
         t0 = time.perf_counter()
         sec = read_section(path)
@@ -183,7 +188,7 @@ def find_in_libraries(wanted, log, sm=None, progress=None):
             log(f"  no fatbin of {os.path.basename(path)} lists a cubin for sm_{sm}: searching all of them")
             blobs = [(at, True) for at, _ in blobs]
         for n, (at, ok) in enumerate(blobs):
-            if len(found) == len(wanted):
+            if len(found) == len(wanted) and not every:
                 break
             if not ok:
                 continue
@@ -191,8 +196,9 @@ def find_in_libraries(wanted, log, sm=None, progress=None):
                 progress(f"searching {os.path.basename(path)}: fatbin {n}/{len(blobs)}, "
                          f"{len(found)}/{len(wanted)} kernels found")
             loaded += 1
-            for sym in list(matching_kernels(C.c_void_p(base + at), wanted, skip=found)):
-                found[sym] = (path, at)
+            for sym in list(matching_kernels(C.c_void_p(base + at), wanted, skip=() if every else found)):
+                counts[sym] = counts.get(sym, 0) + 1
+                found.setdefault(sym, (path, at))
         log(f"  {os.path.basename(path)}: {len(blobs)} fatbins, {loaded} with a cubin for "
             f"{'this GPU' if sm is not None else 'any GPU'} loaded, {len(found) - before} kernels found "
             f"({len(found)}/{len(wanted)} so far), {time.perf_counter() - t0:.1f} s")

@@ -137,8 +137,11 @@ class Relocator:
 
     def resolve(self, vals, where, nowhere=True):
         """A word seen as vals[c] in capture c: (buffer, offset), or None if not a pointer.
-        nowhere=False: a word that changes but points nowhere is no problem of its own
-        (the caller treats it as a suspect)."""
+        nowhere=False: a word that no place explains in every capture -- it changes but
+        points nowhere, or the captures disagree on where it points (stale stack bytes in
+        the unused slots of ATen's multi-tensor metadata looked like an address in one
+        capture and not in the others) -- is no problem of its own: the caller treats
+        it as a suspect, to be proven irrelevant by replay."""
         vals = list(vals)
         d = self.direct
         found = {c: self.bufs.find(c, vals[c]) for c in d}
@@ -147,6 +150,8 @@ class Relocator:
             b0, o0 = found[0]
             bad = [c for c in d if found[c][0] is not b0 or found[c][1] != o0]
             bad += [c for c in self.paired if not b0 or vals[c] not in self.at(c, b0, o0)]
+            if bad and not nowhere:
+                return None  # no pointer every capture agrees on: a suspect for the caller
             if bad:
                 self.problems.append(f"{where}: the captures disagree: a pointer into " + ", ".join(
                     f"{b['name'] if b else '?'}+{o} in capture {_label(c)}" for c, (b, o) in found.items())
@@ -168,12 +173,16 @@ class Relocator:
         static = same  # memory from outside the captures (a workspace, a constant): its bytes are kept
         if not static and self.regions is not None:  # memory of the captures: the region of allocations it is in
             bl = {c: block_of(r, vals[c]) for c, r in zip(d, self.regions)}
+            if (not all(bl.values()) or any(b[1] != bl[0][1] for b in bl.values())) and not nowhere:
+                return None
             if not all(bl.values()) or any(b[1] != bl[0][1] for b in bl.values()):
                 self.problems.append(f"{where}: {words} is in no allocation the captures made, or in "
                                      "regions of different sizes")
                 return None
         if not static:
             off_c = [c for c in self.paired if vals[0] not in self.paired[c].to_first(vals[c])]
+            if off_c and not nowhere:
+                return None
             if off_c:
                 self.problems.append(f"{where}: {words}: capture {_label(off_c[0])}'s word is not in the allocation "
                                      "capture A's is in, at the same offset")
@@ -181,6 +190,8 @@ class Relocator:
         off = vals[0] - bl[0][0]
         if bl[0][0] in self.pairs:
             b = self.pairs[bl[0][0]]
+            if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]) and not nowhere:
+                return None
             if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]):
                 self.problems.append(f"{where}: the captures disagree on where {b['name']} is")
                 return None

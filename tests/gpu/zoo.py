@@ -64,7 +64,7 @@ def diagnose(torch, pgcc, export_dir, name, fn, inputs):
         with open(os.path.join(export_dir, name + ".export.json")) as f:
             rep = json.load(f)
         out["report"] = {k: rep.get(k) for k in ("nodes", "relocations", "packed_arguments", "address_bits_differ",
-                                                "allocations", "host_memory_read")}
+                                                "allocations", "host_memory_read", "library_candidates")}
         out["dontcare_nodes"] = [d["node"] for d in rep.get("dontcare", [])]
         p = pgcc.load(export_dir, name=name)
         with torch.no_grad():
