@@ -340,6 +340,41 @@ START_TEST(captured_dot_lists_kernel_origins) {
 }
 END_TEST
 
+/* The exports made on an H100 by tests/gpu/fixtures.py (bf16 Llama-style decoder,
+ * cuDNN convnet): they read as format version 2, with don't-care bytes the exporter
+ * proved irrelevant by replay, and library kernels: cuBLAS's GEMMs as module images
+ * the exporter saw load (the decoder), cuDNN's from its library's fatbins (the
+ * convnet). */
+START_TEST(exported_fixtures_read) {
+  static const char *const files[] = {"tests/corpus/export/llama_tiny_bf16/llama_tiny_bf16.graph",
+                                      "tests/corpus/export/convnet_tiny/convnet_tiny.graph"};
+  static const char *const libs[] = {NULL, "libcudnn_engines_precompiled.so.9"}; /* NULL: module images */
+  for (int f = 0; f < 2; f++) {
+    char *text = slurp(files[f], NULL);
+    ck_assert_ptr_nonnull(text);
+    Parsed *p = parse_text(files[f], text);
+    ck_assert_msg(p->prog && p->diag.errors == 0, "%s: %s", files[f], p->diags);
+    ck_assert_int_eq(p->prog->version, 2);
+    size_t dontcare = 0, library = 0;
+    for (size_t k = 0; k < p->prog->kernels.n; k++) {
+      const PgKernel *kn = p->prog->kernels.v[k];
+      for (size_t q = 0; q < kn->params.n; q++) dontcare += kn->params.v[q].dontcare.n;
+      library += kn->module && (libs[f] ? kn->module->kind == PG_MOD_LIBRARY && strcmp(kn->module->library, libs[f]) == 0
+                                        : strncmp(kn->module->name, "image_", 6) == 0);
+    }
+    ck_assert_msg(dontcare > 0 && library > 0, "%s: %zu don't-care runs, %zu kernels from %s", files[f], dontcare,
+                  library, libs[f] ? libs[f] : "module images");
+    parsed_free(p);
+    Run r = run_pgcc("--emit=graph", files[f], NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "pgcc 2;\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, " dontcare ["));
+    run_free(&r);
+    free(text);
+  }
+}
+END_TEST
+
 Suite *corpus_suite(void) {
   Suite *s = suite_create("corpus");
   TCase *t = tcase_create("corpus");
@@ -352,6 +387,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, relocation_kinds_round_trip);
   tcase_add_test(t, driver_built_pitched_copy_and_host_node);
   tcase_add_test(t, captured_dot_lists_kernel_origins);
+  tcase_add_test(t, exported_fixtures_read);
   suite_add_tcase(s, t);
   return s;
 }
