@@ -283,7 +283,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
                         f.write(image)
                     k["module"] = {"name": mname, "kind": kind, "file": rel_path, "sha256": digest}
     for func, k in kernels.items():
-        if "module" not in k:
+        if "module" not in k and k["symbol"] not in getattr(find_in_images, "ambiguous", ()):
             problems.append(f"kernel {k['symbol'][:100]}: its code is neither a Triton cubin in "
                             f"{roots or 'no cache directory'} nor in a loaded library's fatbins"
                             + (" (the module holding it was loaded before pgcc started watching: make a "

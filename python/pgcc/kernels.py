@@ -281,6 +281,7 @@ def find_in_images(wanted, images, log, problems):
     several different images hold a kernel of that name and those attributes, which
     one ran cannot be told: that is a problem, not a guess."""
     found, more = {}, {}
+    find_in_images.ambiguous = set()
     for image in images:
         buf = C.create_string_buffer(image, len(image))
         for sym in list(matching_kernels(buf, wanted)):
@@ -292,6 +293,7 @@ def find_in_images(wanted, images, log, problems):
         if same_kernel_code(holders, sym):  # (cuDNN loads its runtime-compiled engines more than once)
             del more[sym]
             continue
+        find_in_images.ambiguous.add(sym)
         problems.append(f"kernel {sym[:100]}: {len(holders)} different module images hold a kernel of this name and "
                         "these attributes, with different code; which one ran cannot be told")
         del found[sym]
