@@ -47,7 +47,7 @@ LIB_OBJS = $(COMPILER_OBJS) $(GEN_OBJS)
 GEN_SRCS = grammar/gen/dot.tab.c grammar/gen/dot.tab.h grammar/gen/dot.lex.c grammar/gen/dot.lex.h \
 	grammar/gen/graph.tab.c grammar/gen/graph.tab.h grammar/gen/graph.lex.c grammar/gen/graph.lex.h
 
-HEADERS = compiler/pgcc.h compiler/parse.h
+HEADERS = compiler/pgcc.h compiler/parse.h runtime/st_header.h
 
 .PHONY: FORCE runtime install all deps demo check check-generated check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen test bench clean regen calibrate fuzz
 .DELETE_ON_ERROR:
@@ -131,7 +131,7 @@ CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl
 
 RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o
 
-$(B)/rt/%.o: runtime/%.c runtime/pgrt.h runtime/pgrt_impl.h $(B)/config.stamp | $(B)
+$(B)/rt/%.o: runtime/%.c runtime/pgrt.h runtime/pgrt_impl.h runtime/st_header.h $(B)/config.stamp | $(B)
 	@mkdir -p $(B)/rt
 	@$(if $(Q),echo "CC $<")
 	$(Q)$(CC) $(CFLAGS) -fPIC $(CUDA_INC) -c -o $@ $<

@@ -14,10 +14,10 @@
  */
 #define _GNU_SOURCE /* dlinfo */
 #include "pgrt_impl.h"
+#include "st_header.h"
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -240,146 +240,31 @@ out:
  * A safetensors file is 8 bytes (the header's length, little-endian), a JSON
  * object (tensor name -> {"dtype", "shape", "data_offsets": [begin, end]}, and an
  * optional "__metadata__" of strings), then the tensors' bytes, offsets counted
- * from the end of the header.  libpgrt has no JSON library: the little reader
- * below knows exactly that much JSON, and skips any other value it meets. */
+ * from the end of the header.  libpgrt has no JSON library: st_header.h, the reader
+ * pgcc uses too, reads the header. */
 
 #define MAX_HEADER (100u << 20)
 
+/* What pgrt_tensor_read looks for, and what it found (st_parse's callback). */
 typedef struct {
-  const char *p, *end;
-} js;
+  const char *name;
+  pgrt_host_tensor *out;
+  int64_t offsets[2];
+  int complete; /* the entry has a dtype, a shape and two data offsets */
+} wanted;
 
-static void js_ws(js *j) {
-  while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
-}
-
-static int js_lit(js *j, char c) {
-  js_ws(j);
-  if (j->p < j->end && *j->p == c) return j->p++, 1;
-  return 0;
-}
-
-static void js_utf8(char *out, size_t cap, size_t *n, uint32_t c) {
-  unsigned char b[4];
-  int k;
-  if (c < 0x80) b[0] = (unsigned char)c, k = 1;
-  else if (c < 0x800) b[0] = (unsigned char)(0xc0 | c >> 6), b[1] = (unsigned char)(0x80 | (c & 63)), k = 2;
-  else if (c < 0x10000)
-    b[0] = (unsigned char)(0xe0 | c >> 12), b[1] = (unsigned char)(0x80 | (c >> 6 & 63)),
-    b[2] = (unsigned char)(0x80 | (c & 63)), k = 3;
-  else
-    b[0] = (unsigned char)(0xf0 | c >> 18), b[1] = (unsigned char)(0x80 | (c >> 12 & 63)),
-    b[2] = (unsigned char)(0x80 | (c >> 6 & 63)), b[3] = (unsigned char)(0x80 | (c & 63)), k = 4;
-  for (int i = 0; i < k; i++)
-    if (*n + 1 < cap) out[(*n)++] = (char)b[i];
-}
-
-static int js_hex4(js *j, uint32_t *v) {
-  if (j->end - j->p < 4) return 0;
-  *v = 0;
-  for (int i = 0; i < 4; i++) {
-    char c = *j->p++;
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (d < 0) return 0;
-    *v = *v << 4 | (uint32_t)d;
+static int find_tensor(void *ctx, const st_tensor *t) {
+  wanted *w = ctx;
+  if (strcmp(t->name, w->name) != 0) return 0;
+  w->complete = t->is_object && t->dtype && strlen(t->dtype) < sizeof w->out->dtype && t->ndim >= 0 &&
+                t->ndim <= PGRT_MAX_DIMS && t->n_offsets == 2;
+  if (w->complete) {
+    strcpy(w->out->dtype, t->dtype);
+    w->out->ndim = t->ndim;
+    memcpy(w->out->shape, t->shape, sizeof t->shape[0] * (size_t)t->ndim);
+    memcpy(w->offsets, t->offsets, sizeof w->offsets);
   }
-  return 1;
-}
-
-/* A string, decoded into out (NUL-terminated; cut at cap - 1 bytes). */
-static int js_str(js *j, char *out, size_t cap) {
-  size_t n = 0;
-  if (!js_lit(j, '"')) return 0;
-  while (j->p < j->end && *j->p != '"') {
-    char c = *j->p++;
-    if ((unsigned char)c < 0x20) return 0;
-    if (c != '\\') {
-      if (n + 1 < cap) out[n++] = c;
-      continue;
-    }
-    if (j->p == j->end) return 0;
-    c = *j->p++;
-    uint32_t u;
-    switch (c) {
-    case '"': case '\\': case '/': break;
-    case 'b': c = '\b'; break;
-    case 'f': c = '\f'; break;
-    case 'n': c = '\n'; break;
-    case 'r': c = '\r'; break;
-    case 't': c = '\t'; break;
-    case 'u':
-      if (!js_hex4(j, &u)) return 0;
-      if (u >= 0xd800 && u < 0xdc00) { /* a surrogate pair */
-        uint32_t lo;
-        if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u') return 0;
-        j->p += 2;
-        if (!js_hex4(j, &lo) || lo < 0xdc00 || lo >= 0xe000) return 0;
-        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-      }
-      js_utf8(out, cap, &n, u);
-      continue;
-    default: return 0;
-    }
-    if (n + 1 < cap) out[n++] = c;
-  }
-  if (j->p == j->end) return 0;
-  j->p++;
-  out[n] = 0;
-  return 1;
-}
-
-static int js_int(js *j, int64_t *v) {
-  js_ws(j);
-  int neg = j->p < j->end && *j->p == '-';
-  j->p += neg;
-  if (j->p == j->end || *j->p < '0' || *j->p > '9') return 0;
-  uint64_t x = 0;
-  while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
-    if (x > (UINT64_C(1) << 62) / 10) return 0;
-    x = x * 10 + (uint64_t)(*j->p++ - '0');
-  }
-  if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E')) return 0;
-  *v = neg ? -(int64_t)x : (int64_t)x;
-  return 1;
-}
-
-/* Any value, skipped (nesting bounded). */
-static int js_skip(js *j, int depth) {
-  js_ws(j);
-  if (j->p == j->end || depth > 64) return 0;
-  char c = *j->p;
-  if (c == '"') {
-    char one[1];
-    return js_str(j, one, 1);
-  }
-  if (c == '{' || c == '[') {
-    char close = c == '{' ? '}' : ']';
-    j->p++;
-    if (js_lit(j, close)) return 1;
-    do {
-      if (c == '{') {
-        char one[1];
-        if (!js_str(j, one, 1) || !js_lit(j, ':')) return 0;
-      }
-      if (!js_skip(j, depth + 1)) return 0;
-    } while (js_lit(j, ','));
-    return js_lit(j, close);
-  }
-  const char *s = j->p; /* a number, true, false, null */
-  while (j->p < j->end && (isalnum((unsigned char)*j->p) || *j->p == '-' || *j->p == '+' || *j->p == '.')) j->p++;
-  return j->p > s;
-}
-
-/* [a, b, ...]: at most max integers into v, their count into *n. */
-static int js_ints(js *j, int64_t *v, int max, int *n) {
-  *n = 0;
-  if (!js_lit(j, '[')) return 0;
-  if (js_lit(j, ']')) return 1;
-  do {
-    if (*n == max || !js_int(j, &v[*n])) return 0;
-    ++*n;
-  } while (js_lit(j, ','));
-  return js_lit(j, ']');
+  return 1; /* found: stop */
 }
 
 static unsigned dtype_bytes(const char *d) {
@@ -406,7 +291,7 @@ pgrt_status pgrt_tensor_read(const char *path, const char *name, pgrt_host_tenso
   pgrt_status st = PGRT_OK;
   char *hdr = NULL, *key = NULL;
   unsigned char len8[8];
-  int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "tensor file '%s' cannot be read: %s", path, strerror(errno));
@@ -417,7 +302,7 @@ pgrt_status pgrt_tensor_read(const char *path, const char *name, pgrt_host_tenso
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s' is not a safetensors file (its header's length is wrong)", path);
     goto out;
   }
-  hdr = malloc((size_t)hlen + 1), key = malloc((size_t)hlen + 1);
+  hdr = malloc((size_t)hlen + 1), key = malloc((size_t)hlen + 1); /* key: st_parse's scratch */
   if (!hdr || !key) {
     st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
@@ -426,46 +311,27 @@ pgrt_status pgrt_tensor_read(const char *path, const char *name, pgrt_host_tenso
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "tensor file '%s': short read of its header", path);
     goto out;
   }
-  js j = {hdr, hdr + hlen};
-  int64_t offs[2] = {0, 0};
-  int noffs = -1, ok = js_lit(&j, '{');
-  if (ok && !js_lit(&j, '}')) {
-    do {
-      ok = js_str(&j, key, (size_t)hlen + 1) && js_lit(&j, ':');
-      if (!ok) break;
-      if (found || strcmp(key, name) != 0) {
-        ok = js_skip(&j, 0);
-        continue;
-      }
-      found = 1; /* {"dtype": "F32", "shape": [..], "data_offsets": [b, e]} in any order */
-      ok = js_lit(&j, '{');
-      int fields = 0;
-      if (ok && !js_lit(&j, '}')) {
-        do {
-          char f[16];
-          ok = js_str(&j, f, sizeof f) && js_lit(&j, ':');
-          if (ok && strcmp(f, "dtype") == 0) ok = js_str(&j, out->dtype, sizeof out->dtype), fields |= 1;
-          else if (ok && strcmp(f, "shape") == 0) ok = js_ints(&j, out->shape, PGRT_MAX_DIMS, &out->ndim), fields |= 2;
-          else if (ok && strcmp(f, "data_offsets") == 0) ok = js_ints(&j, offs, 2, &noffs), fields |= 4;
-          else if (ok) ok = js_skip(&j, 0);
-        } while (ok && js_lit(&j, ','));
-        ok = ok && js_lit(&j, '}');
-      }
-      ok = ok && fields == 7;
-    } while (ok && js_lit(&j, ','));
-    ok = ok && js_lit(&j, '}');
-  }
-  if (!ok) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': the safetensors header is not what it should be near byte %ld%s", path,
-                   8 + (long)(j.p - hdr), found ? " (in the entry of the tensor looked for)" : "");
+  wanted w = {name, out, {0, 0}, 0};
+  const char *err = NULL;
+  size_t at = 0;
+  int found = st_parse(hdr, (size_t)hlen, key, find_tensor, &w, &err, &at);
+  if (found < 0) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': the safetensors header is not what it should be near byte %zu: %s", path,
+                   8 + at, err);
     goto out;
   }
   if (!found) {
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s' holds no tensor named '%s'", path, name);
     goto out;
   }
+  if (!w.complete) {
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' has no dtype, shape (of at most %d dimensions) or "
+                   "data_offsets [begin, end]", path, name, PGRT_MAX_DIMS);
+    goto out;
+  }
+  int64_t *offs = w.offsets;
   uint64_t data = fsize - 8 - hlen;
-  if (noffs != 2 || offs[0] < 0 || offs[1] < offs[0] || (uint64_t)offs[1] > data) {
+  if (offs[0] < 0 || offs[1] < offs[0] || (uint64_t)offs[1] > data) {
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' has data offsets outside the file", path, name);
     goto out;
   }

@@ -8,7 +8,7 @@ from one and build/ is not older than the sources (`make build/pgcc runtime`);
 otherwise they are built with $CC (default cc) from the C sources the wheel carries
 (pgcc/_csrc) or the checkout's, into ~/.cache/pgcc/<hash of the sources> ($PGCC_CACHE
 or $XDG_CACHE_HOME move it), under a lock file so that concurrent processes build it
-once.  pgcc needs a C11 compiler (and jansson while its sources include it); libpgrt
+once.  pgcc needs a C11 compiler and nothing else; libpgrt
 needs the CUDA headers ($CUDA_HOME, default /usr/local/cuda), and programs link
 -lcuda -lnvrtc -ldl.
 """
@@ -55,9 +55,10 @@ def csrc():
 
 
 def source_files(src, part):
-    """The C sources of "pgcc" (compiler/*.c *.h, grammar/gen/*) or "runtime" (runtime/*.c *.h) under src."""
-    pats = (["compiler/*.c", "compiler/*.h", "grammar/gen/*.c", "grammar/gen/*.h"] if part == "pgcc"
-            else ["runtime/*.c", "runtime/*.h"])
+    """The C sources of "pgcc" (compiler/*.c *.h, grammar/gen/*, and the safetensors reader it
+    shares with libpgrt, runtime/st_header.h) or "runtime" (runtime/*.c *.h) under src."""
+    pats = (["compiler/*.c", "compiler/*.h", "grammar/gen/*.c", "grammar/gen/*.h", "runtime/st_header.h"]
+            if part == "pgcc" else ["runtime/*.c", "runtime/*.h"])
     return sorted(f for p in pats for f in glob.glob(os.path.join(src, p)))
 
 
@@ -84,18 +85,6 @@ def run(cmd, what):
     return r
 
 
-def _jansson(files):
-    """Compiler and linker flags for jansson, where the sources still include it."""
-    if not any("<jansson.h>" in open(f, errors="replace").read() for f in files if f.endswith(".c")):
-        return [], []
-    try:
-        cf = subprocess.run(["pkg-config", "--cflags", "jansson"], capture_output=True, text=True, check=True)
-        lf = subprocess.run(["pkg-config", "--libs", "jansson"], capture_output=True, text=True, check=True)
-        return cf.stdout.split(), lf.stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        return [], ["-ljansson"]
-
-
 def _compile_all(sources, flags, objdir):
     os.makedirs(objdir, exist_ok=True)
 
@@ -111,10 +100,9 @@ def _compile_all(sources, flags, objdir):
 def build_pgcc(src, dest):
     """Builds pgcc from src's compiler/ and grammar/gen/ into dest/pgcc."""
     files = source_files(src, "pgcc")
-    jc, jl = _jansson(files)
-    flags = CSTD + ["-O2", f"-I{src}/compiler", f"-I{src}/grammar/gen"] + jc
+    flags = CSTD + ["-O2", f"-I{src}/compiler", f"-I{src}/grammar/gen"]
     objs = _compile_all([f for f in files if f.endswith(".c")], flags, os.path.join(dest, "obj"))
-    run([cc()] + objs + ["-o", os.path.join(dest, "pgcc"), "-lm"] + jl, "linking pgcc")
+    run([cc()] + objs + ["-o", os.path.join(dest, "pgcc"), "-lm"], "linking pgcc")
     return os.path.join(dest, "pgcc")
 
 
