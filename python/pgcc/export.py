@@ -1,9 +1,10 @@
-"""The export, step by step: warm the callable up, capture it three times (one thrown
-away, A on the example inputs, B on copies at other addresses), walk both graphs,
-map every pointer word to a (buffer, offset) (relocate.py), find each kernel's code
-(kernels.py), tell library workspaces from data (replays with the block poisoned),
-and write NAME.graph, kernels/, NAME.safetensors, NAME.io.safetensors and
-NAME.export.json; then, unless told not to, verify the result (verify.py).
+"""The export, step by step: warm the callable up, capture it four times (one thrown
+away, A on the example inputs, B on copies at other addresses, C on copies in memory
+far away: farmem.py), walk the graphs, map every pointer word to a (buffer, offset)
+with a relocation kind (relocate.py), prove by replay which changing bytes do not
+matter and which blocks are workspaces (replay.py), find each kernel's code
+(kernels.py), and write NAME.graph, kernels/, NAME.safetensors, NAME.io.safetensors
+and NAME.export.json; then, unless told not to, verify the result (verify.py).
 
 Assumes PyTorch with CUDA and a GPU; torch is imported when export() is called, not
 when this module is imported.  docs/e2e.md explains each step and why.

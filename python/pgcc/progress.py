@@ -16,12 +16,13 @@ class Progress:
     grouped warnings; done(): clears the status line."""
 
     EXAMPLES = 3
+    EVERY = 5.0  # seconds between plain status lines
 
-    def __init__(self, quiet=False, stream=None, tty=None, prefix="pgcc"):
-        self.quiet, self.stream, self.prefix = quiet, stream or sys.stderr, prefix
+    def __init__(self, quiet=False, stream=None, tty=None, prefix="pgcc", clock=time.monotonic):
+        self.quiet, self.stream, self.prefix, self.clock = quiet, stream or sys.stderr, prefix, clock
         self.tty = self.stream.isatty() if tty is None else tty
         self.warnings = {}  # kind -> [count, examples]
-        self._line, self._last = False, 0.0
+        self._line, self._last = False, None
 
     def _clear(self):
         if self._line:
@@ -46,8 +47,8 @@ class Progress:
             self.stream.flush()
             self._line = True
         else:
-            now = time.monotonic()
-            if now - self._last >= 5.0:  # plain output: a line now and then, not one per step
+            now = self.clock()
+            if self._last is None or now - self._last >= self.EVERY:  # plain output: a line now and then
                 self._last = now
                 self.stream.write(f"{self.prefix}: {msg}\n")
                 self.stream.flush()

@@ -16,10 +16,11 @@ instantiated from capture A's graph, through cuGraphExecKernelNodeSetParams; tor
 own executable is not touched.
 
 A kernel that dereferences a poisoned word as an address faults, and a fault leaves
-the process's CUDA context unusable: the bytes replayed here are only those no
-capture showed to be an address -- words that point into no allocation, or into host
-memory no kernel may read -- so a fault means the kernel reads memory it was never
-given, and the export fails saying so.
+the process's CUDA context unusable.  The bytes replayed here are only those that no
+place explains in every capture -- words that point into no allocation, stale bytes
+that looked like an address in one capture only, host addresses -- so a kernel that
+faults on them reads memory it was never consistently given; the export then fails
+saying so, and says that the process's CUDA context may be unusable.
 """
 import ctypes as C
 
@@ -141,7 +142,8 @@ def prove_irrelevant(replayer, suspects, name_of, rescue=None):
         return bad
     except RuntimeError as e:  # a CUDA error: a kernel read what a suspect pointed at
         raise ExportError(f"replaying with parameter bytes that are no address of the export's zeroed or poisoned "
-                          f"failed ({e}): a kernel reads memory it was not given; the suspects were " + "; ".join(
+                          f"failed ({e}): a kernel reads memory it was not given (this process's CUDA context may "
+                          "now be unusable); the suspects were " + "; ".join(
                               f"node {i} bytes " + ", ".join(f"{a}..{a + n}" for a, n, _ in r)
                               for i, r in suspects.items())) from e
 
