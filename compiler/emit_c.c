@@ -681,8 +681,8 @@ static void ccomment(FILE *f, const char *s) {
 
 /* "f32 [1, 256], 1024 bytes": what the .graph says of a buffer. */
 static void describe_buffer(FILE *f, const PgBuffer *b) {
-  if (b->has_dtype) fprintf(f, "%s%s", pg_type_names[b->dtype], b->shape.n ? " " : ", ");
-  if (b->shape.n) {
+  if (b->has_dtype) fprintf(f, "%s%s", pg_type_names[b->dtype], b->has_shape ? " " : ", ");
+  if (b->has_shape) {
     fputc('[', f);
     for (size_t j = 0; j < b->shape.n; j++) fprintf(f, "%s%" PRId64, j ? ", " : "", b->shape.v[j]);
     fputs("], ", f);
@@ -900,7 +900,7 @@ static void emit_info(W *w) {
                                                                                                 : "PGRT_FIELD_INOUT";
     snprintf(shape, cap, "%s_shape_a%zu", nm, k++);
     snprintf(size, sizeof size, "%" PRIu64, b->size);
-    emit_field(w, "args", b->name, role, b->has_dtype ? pg_type_names[b->dtype] : "", b->shape.n ? (int)b->shape.n : -1,
+    emit_field(w, "args", b->name, role, b->has_dtype ? pg_type_names[b->dtype] : "", b->has_shape ? (int)b->shape.n : -1,
                b->shape.n ? shape : NULL, size, NULL);
     nargs++;
   }
@@ -927,7 +927,7 @@ static void emit_info(W *w) {
     snprintf(shape, cap, "%s_shape_w%zu", nm, k++);
     snprintf(size, sizeof size, "%" PRIu64, b->size);
     emit_field(w, "weights", b->name, "PGRT_FIELD_WEIGHT", b->has_dtype ? pg_type_names[b->dtype] : "",
-               b->shape.n ? (int)b->shape.n : -1, b->shape.n ? shape : NULL, size, b);
+               b->has_shape ? (int)b->shape.n : -1, b->shape.n ? shape : NULL, size, b);
     nweights++;
   }
   if (nweights) fputs("};\n", f);

@@ -649,6 +649,7 @@ static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
     }
     b->has_dtype = true;
   }
+  if (f[4]) b->has_shape = true;
   if (f[4])
     for (const GfWord *w = W(c, f[4]->first); w; w = W(c, w->next)) {
       uint64_t d;

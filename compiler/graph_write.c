@@ -274,7 +274,7 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     if (b->align) fprintf(f, " align %" PRIu64, b->align);
     fprintf(f, " role %s", pg_role_names[b->role]);
     if (b->has_dtype) fprintf(f, " dtype %s", pg_type_names[b->dtype]);
-    if (b->shape.n) {
+    if (b->has_shape) {
       fputs(" shape [", f);
       for (size_t j = 0; j < b->shape.n; j++) fprintf(f, "%s%" PRId64, j ? ", " : "", b->shape.v[j]);
       fputc(']', f);

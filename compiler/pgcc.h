@@ -267,6 +267,7 @@ typedef struct {
   uint64_t data_offset; /* its data's offset in the file */
   bool has_dtype;
   PgType dtype;
+  bool has_shape; /* a shape was given ([] for a 0-dimensional tensor) */
   PG_VEC(int64_t) shape;
   bool has_addr;
   uint64_t addr; /* the address it had when captured (DOT input) */

@@ -956,6 +956,15 @@ out:
   return st;
 }
 
+pgrt_status pgrt_debug_node(const pgrt_ctx *c, int node, const char **origin, CUfunction *func) {
+  if (!c || node < 0 || node >= c->prog->node_count || !origin || !func)
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_debug_node: no node %d", node);
+  const pgrt_node *n = &c->prog->nodes[node];
+  *origin = n->origin;
+  *func = n->kind == PGRT_NODE_KERNEL ? c->funcs[n->kernel] : NULL;
+  return PGRT_OK;
+}
+
 void pgrt_last_run(const pgrt_ctx *c, pgrt_run_stats *out) {
   if (c && out) *out = c->stats;
 }

@@ -331,6 +331,12 @@ const char *pgrt_error(void);
  * PGRT_ERR_ARGUMENT if that region is launched eagerly. */
 pgrt_status pgrt_debug_dot(const pgrt_ctx *ctx, int region, const char *path);
 
+/* Node `node` (0 .. the program's node_count - 1) as libpgrt holds it: its name in the
+ * .graph (*origin) and, for a kernel node, the function it launches (*func; NULL for
+ * other nodes).  pgcc.diagnose runs exported nodes through these to tell a kernel's
+ * code from its arguments.  PGRT_ERR_ARGUMENT for a node out of range. */
+pgrt_status pgrt_debug_node(const pgrt_ctx *ctx, int node, const char **origin, CUfunction *func);
+
 /* Statistics of the last pgrt_run, for tests and benchmarks. */
 typedef struct {
   int graphs_launched, eager_nodes;

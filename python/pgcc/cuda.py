@@ -37,6 +37,7 @@ def cu():
     n.FuncGetName = fn("cuFuncGetName", C.POINTER(C.c_char_p), P)
     n.FuncGetParamInfo = fn("cuFuncGetParamInfo", P, S, C.POINTER(S), C.POINTER(S))
     n.FuncGetAttribute = fn("cuFuncGetAttribute", C.POINTER(I), I, P)
+    n.FuncSetAttribute = fn("cuFuncSetAttribute", P, I, I)
     n.ModuleLoadData = fn("cuModuleLoadData", C.POINTER(P), P)
     n.ModuleGetFunction = fn("cuModuleGetFunction", C.POINTER(P), P, C.c_char_p)
     n.ModuleUnload = fn("cuModuleUnload", P)
@@ -56,6 +57,10 @@ def cu():
     n.GraphExecKernelNodeSetParams = fn("cuGraphExecKernelNodeSetParams_v2", P, P, P)
     n.StreamSynchronize = fn("cuStreamSynchronize", P)
     n.GraphKernelNodeGetAttribute = fn("cuGraphKernelNodeGetAttribute", P, I, P)
+    n.LaunchKernelEx = fn("cuLaunchKernelEx", P, P, P, P)
+    n.MemsetD16 = fn("cuMemsetD16_v2", C.c_uint64, C.c_ushort, S)
+    n.MemsetD32 = fn("cuMemsetD32_v2", C.c_uint64, U, S)
+    n.CtxSynchronize = fn("cuCtxSynchronize")
     _cu = n
     return n
 
@@ -75,6 +80,20 @@ def read_device(addr, size):
 
 def write_device(addr, data):
     check(cu().MemcpyHtoD(addr, data, len(data)), "cuMemcpyHtoD")
+
+
+class _DeviceMemory:
+    """Device memory as a __cuda_array_interface__ object."""
+
+    def __init__(self, addr, n):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "|u1", "data": (addr, False), "version": 3}
+
+
+def device_bytes(torch, addr, n):
+    """A uint8 tensor over n bytes of device memory at addr (no copy; torch passed in)."""
+    if not n:
+        return torch.empty(0, dtype=torch.uint8, device="cuda")
+    return torch.as_tensor(_DeviceMemory(addr, n), device="cuda")
 
 
 class KernelNodeParams(C.Structure):
@@ -98,6 +117,17 @@ class Memcpy3D(C.Structure):
                 ("dstHeight", C.c_size_t),
                 ("WidthInBytes", C.c_size_t), ("Height", C.c_size_t), ("Depth", C.c_size_t)]
 
+
+class LaunchAttribute(C.Structure):
+    _fields_ = [("id", C.c_int), ("pad", C.c_int), ("value", C.c_ubyte * 64)]
+
+
+class LaunchConfig(C.Structure):
+    _fields_ = [("grid", C.c_uint * 3), ("block", C.c_uint * 3), ("smem", C.c_uint), ("stream", C.c_void_p),
+                ("attrs", C.c_void_p), ("numAttrs", C.c_uint)]
+
+
+FUNC_REQUIRED_CLUSTER_WIDTH, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 11, 14
 
 # kernel node attributes read (CUlaunchAttributeID) and their values' size
 ATTR_COOPERATIVE, ATTR_CLUSTER_DIMENSION, ATTR_PRIORITY = 2, 4, 8

@@ -50,7 +50,7 @@ class ExportResult:
 
 
 def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, compile=True, verify=True,
-           quiet=False, warmup=3, watch=None, progress=None):
+           quiet=False, warmup=3, watch=None, progress=None, diagnose=None):
     """Exports fn_or_module (an nn.Module or a callable) as captured on example_inputs (a
     tuple of CUDA tensors) into out_dir; returns an ExportResult.
 
@@ -61,7 +61,11 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     before the captures (torch.compile compiles on the first; libraries load their
     kernels).  verify: build the export, run it, and compare with the callable
     (verify.py).  watch: a ModuleWatch already started (one is started here otherwise,
-    which sees only the modules loaded from now on).  quiet: errors only."""
+    which sees only the modules loaded from now on).  quiet: errors only.  diagnose: also
+    run the nodes one by one in this process, as captured and as exported, and report the
+    first that differs (diagnose.py; default: the PGCC_DIAGNOSE environment variable).
+    A training step (fn.train is True) is verified over several steps (verify.py), and
+    its state left as it was before the export."""
     import torch
 
     prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
@@ -94,7 +98,9 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         for i in range(warmup):
             prog.status(f"{name}: warm-up call {i + 1}/{warmup}" + (" (compiling)" if compile and i == 0 else ""))
             run(*inputs)
-        report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch)
+        if diagnose is None:
+            diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
+        report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose)
     finally:
         if own_watch and watch:
             watch.close()
@@ -103,8 +109,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     try:
         if verify:
             if getattr(fn_or_module, "train", False) is True:  # (an nn.Module has a train() method)
-                prog.log(f"pgcc-export: {name}: a training step (fn.train): not verified here, since each call "
-                         "updates its weights (tests/gpu/e2e.py check_train compares the steps)")
+                from .verify import verify_training
+                result.verified = verify_training(result, run, inputs, weights, progress=prog)
             else:
                 from .verify import verify as verify_export
                 result.verified = verify_export(result, run, inputs, progress=prog)
@@ -113,10 +119,11 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     return result
 
 
-def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=None):
+def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=None, diagnose=False):
     """The export proper, of a callable that has run (warmed up) already.  watch: a
     ModuleWatch started before fn first ran, for library kernels that are in no fatbin of
-    their library (their images are then written beside the .graph)."""
+    their library (their images are then written beside the .graph).  diagnose: run the
+    nodes one by one as captured and as exported (diagnose.py), into the report."""
     import torch
 
     prog = progress or Progress(prefix="pgcc-export")
@@ -333,6 +340,9 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
                 "results bit for bit: written as don't-care")
         prog.status(f"{name}: replaying to tell workspaces from data")
         scratch_blocks(replayer, bufs, nodes, log)
+        # the outputs of capture A on the example inputs; the replay's updates to the
+        # weights (a training step's) are undone when the replayer closes
+        outputs = [o.clone() for o in capA_outputs(torch, capA)]
     finally:
         replayer.close()
 
@@ -350,12 +360,28 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
             tensors.append((b["tensor"], b["dtype"], b["shape"], tensor_bytes(b["value"])))
     write_safetensors(os.path.join(out_dir, name + ".safetensors"), tensors)
     io = [(f"in{i}", dtype_of(x), list(x.shape), tensor_bytes(x)) for i, x in enumerate(inputs)]
-    io += [(f"out{i}", dtype_of(o), list(o.shape), tensor_bytes(o))
-           for i, o in enumerate(capA_outputs(torch, capA))]
+    io += [(f"out{i}", dtype_of(o), list(o.shape), tensor_bytes(o)) for i, o in enumerate(outputs)]
     write_safetensors(os.path.join(out_dir, name + ".io.safetensors"), io)
     major, minor = torch.cuda.get_device_capability()
     write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, capA.edges,
                 f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture")
+    if diagnose:
+        prog.status(f"{name}: diagnosis, node by node")
+        from .diagnose import diagnose as run_diagnosis
+        from .loader import load
+        program = None
+        try:
+            program = load(out_dir, name=name)
+        except ExportError as e:
+            log(f"  diagnosis: the export does not load ({e}); the passes with libpgrt's code are left out")
+        replayer = Replayer(torch, capA, bufs)
+        try:
+            report["diagnosis"] = run_diagnosis(torch, capA, bufs, nodes, replayer, log, program)
+        finally:
+            replayer.close()
+            if program is not None:
+                program.close()
+        write_report()
     prog.done()
     log(f"pgcc-export: {name}: {len(nodes)} nodes, {len(capA.edges)} edges, {len(kernels)} kernels "
         f"({sum(1 for k in kernels.values() if k['module']['kind'] == 'library')} from libraries), "

@@ -123,7 +123,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         line = f'buffer {b["name"]} size {b["size"]} align 256 role {b["role"]}'
         if b.get("dtype"):
             line += f' dtype {b["dtype"]}'
-        if b.get("shape"):
+        if b.get("shape") is not None:  # ([] for a 0-dimensional tensor, a loss)
             line += f' shape [{", ".join(map(str, b["shape"]))}]'
         if b["role"] == "weight":
             line += f' weights w tensor "{b["tensor"]}"'
@@ -146,17 +146,19 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                         raise ExportError(f"node {i}: parameter {off} is a pointer in other launches of "
                                           f"{k['symbol'][:80]}, a constant 0x{a[1].hex()} here")
                 elif inner or care:  # a struct with relocations or don't-care bytes inside
+                    if a[0] == "ptr":  # a whole address here; a struct with more in other launches
+                        a = ("bytes", bytes(size), [(0, a[1], a[2], "abs64")])
                     got = {r[0]: ref(r[1], r[2]) for r in (a[2] if a[0] == "bytes" else [])}
                     for at, kind in inner:
                         width = 8 if kind == "abs64" else 4
                         if at not in got and any(a[1][at:at + width]):
                             raise ExportError(f"node {i}: bytes {off + at}.. of {k['symbol'][:80]} are a pointer "
                                               "in other launches, a constant here")
-                    raw = bytearray(a[1])
-                    for at, n_ in care:  # what no launch depends on is written as zeros
-                        raw[at:at + n_] = bytes(n_)
+                    # The launch's own bytes, don't-care ones too: the ranges are the kernel's,
+                    # proven for the launches whose bytes there changed (those the exporter
+                    # already wrote as zeros); another launch may hold a value there that it reads.
                     ptrs = [got.get(at, "null") for at, _ in inner]
-                    args.append("[" + ", ".join([f'"{bytes(raw).hex()}"'] + ptrs) + "]")
+                    args.append("[" + ", ".join([f'"{bytes(a[1]).hex()}"'] + ptrs) + "]")
                 else:
                     args.append(value_of(a[1]))
             g, bl, cl = n["grid"], n["block"], n.get("cluster")

@@ -220,6 +220,14 @@ class Program:
         f = self.weight_field(name)
         return struct.unpack_from("<Q", self._weights, f.offset)[0]
 
+    def weight(self, name, like=None):
+        """The program's own copy of a weight (by field or tensor name) as a tensor over its
+        memory (no copy): uint8 bytes, or shaped and typed as like."""
+        from .cuda import device_bytes
+        f = self.weight_field(name)
+        raw = device_bytes(self.torch, self.weight_ptr(name), f.size)
+        return raw if like is None else raw[:like.numel() * like.element_size()].view(like.dtype).view(like.shape)
+
     def close(self):
         if self.ctx:
             self._destroy(C.byref(self.ctx))

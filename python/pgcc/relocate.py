@@ -124,7 +124,7 @@ class Relocator:
         regions = None if regions is None else [regions[c] for c in self.direct]
         self.regions = None if regions is None or any(r is None for r in regions) else regions
         self.foreign = foreign or (lambda addr: None)
-        self.pairs = {}  # block address in capture 0 -> buffer (intermediates), checked against the others
+        self.pairs = {}  # ("region" or "static", address in capture 0) -> buffer, checked against the others
         self.problems, self.foreign_words = [], []
 
     def at(self, c, b, o):
@@ -146,6 +146,12 @@ class Relocator:
         d = self.direct
         found = {c: self.bufs.find(c, vals[c]) for c in d}
         words = " / ".join(f"0x{v:x}" for v in vals)
+        same = all(v == vals[0] for v in vals)
+        if same and found[0][0] and found[0][0]["role"] == "intermediate":
+            # The same address in every capture is no capture's own memory, even where it lies
+            # in capture A's region: a library's allocation made while A was captured (its
+            # workspace, kept for later calls) that B and C use again.  Static memory.
+            found = {c: (None, 0) for c in d}
         if any(b for b, _ in found.values()):
             b0, o0 = found[0]
             bad = [c for c in d if found[c][0] is not b0 or found[c][1] != o0]
@@ -159,7 +165,6 @@ class Relocator:
                 return None
             return b0, o0
         bl = {c: block_of(self.blocks[c], vals[c]) for c in d}
-        same = all(v == vals[0] for v in vals)
         if same and not bl[0]:
             m = self.foreign(vals[0])
             if m:  # a kernel that reads it would read something else, or nothing, at run time
@@ -188,8 +193,9 @@ class Relocator:
                                      "capture A's is in, at the same offset")
                 return None
         off = vals[0] - bl[0][0]
-        if bl[0][0] in self.pairs:
-            b = self.pairs[bl[0][0]]
+        key = ("static" if static else "region", bl[0][0])  # a region may start where a static block does
+        if key in self.pairs:
+            b = self.pairs[key]
             if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]) and not nowhere:
                 return None
             if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]):
@@ -203,7 +209,7 @@ class Relocator:
                           ranges=ranges, static=static)
         if static:
             b["tensor"] = f"__static_{len(self.pairs)}"
-        self.pairs[bl[0][0]] = b
+        self.pairs[key] = b
         return b, off
 
     def probe(self, vals):

@@ -36,7 +36,7 @@ class Replayer:
 
     def __init__(self, torch, cap, bufs):
         self.torch, self.cap = torch, cap
-        state = [(b["ranges"][0], b["size"]) for b in bufs.list if b["role"] == "weight"]
+        state = [(b["ranges"][0], b["size"]) for b in bufs.list if b["role"] == "weight" and not b.get("host")]
         state += [tensor_span(x) for x in cap.inputs]
         self.saved = [(a, read_device(a, n)) for a, n in state]
         self.watched = [tensor_span(o) for o in cap.outputs]

@@ -8,8 +8,13 @@ the largest difference over the reference's largest magnitude must be within the
 dtype's tolerance (TOL).  Prints `PASS NAME: max error X (bit-identical|within tol)`
 or raises ExportError naming the output.
 
-Assumes a GPU, PyTorch, and a toolchain (toolchain.py); a callable whose calls change
-its state (a training step) is not verified here.  compare() is pure over tensors.
+A callable whose calls change its state (a training step: fn.train is True) is
+verified by verify_training: the program and the callable take several steps from the
+same state on the same fresh batches, and each step's outputs (the loss) and, after the
+last, every weight and optimizer state tensor are compared; the callable's state is
+put back as it was.
+
+Assumes a GPU, PyTorch, and a toolchain (toolchain.py).  compare() is pure over tensors.
 """
 import contextlib
 
@@ -35,8 +40,8 @@ def compare(got, ref):
     """(bit-identical, relative error, tolerance) of one output against its reference."""
     import torch
     same = got.shape == ref.shape and got.dtype == ref.dtype and torch.equal(
-        got.contiguous().view(torch.uint8) if got.numel() else got,
-        ref.contiguous().view(torch.uint8) if ref.numel() else ref)
+        got.reshape(-1).view(torch.uint8) if got.numel() else got,
+        ref.reshape(-1).view(torch.uint8) if ref.numel() else ref)  # (a 0-dimensional loss too)
     tol = TOL.get(str(ref.dtype)[6:], 0.0)
     return same, (0.0 if same else rel_err(got, ref)), tol
 
@@ -89,5 +94,73 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None):
         p.close()
     line = (f"PASS {name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; {calls + 1} calls, "
             f"the last {'at addresses with other high 32 bits' if far_high else 'NOT far away (high bits the same)'})")
+    prog.log(line)
+    return line
+
+
+def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_dir=None):
+    """A training step: result is its export, fn the callable as exported (compiled, if it
+    was), weights {name: tensor} its state, which the export left as it wrote it.  The
+    program and fn take `steps` steps on the same fresh batches (copies of the inputs at
+    new addresses; the program's arena poisoned before each); each step's outputs, then
+    every state tensor the program holds, must be bit-identical or within the dtype's
+    tolerance.  fn's state is restored afterwards.  Returns the PASS line."""
+    import torch
+    from .loader import load
+    from .progress import Progress
+
+    prog = progress or Progress(prefix="pgcc-export")
+    out_dir = getattr(result, "out_dir", result)
+    prog.status("verify: building the export with pgcc and libpgrt")
+    p = load(out_dir, name=getattr(result, "name", None))
+    name = p.name
+    saved = {n: w.detach().clone() for n, w in weights.items()}
+    held = []
+    for n, w in weights.items():
+        try:
+            held.append((n, w, p.weight_field(n)))
+        except KeyError:
+            pass  # a state tensor the step does not use
+    worst, identical = 0.0, True
+
+    def check(what, got, ref):
+        nonlocal worst, identical
+        same, err, tol = compare(got, ref)
+        identical = identical and same
+        worst = max(worst, err)
+        if not same and not err <= tol:
+            raise ExportError(f"verify {name}: {what} differs from the callable's: max error {err:.3g} relative to "
+                              f"its largest value, tolerance {tol:g} for {ref.dtype}")
+
+    try:
+        with torch.no_grad():
+            for w_name, w, _ in held:  # the same state to start from
+                check(f"weight {w_name} before the first step", p.weight(w_name, w), w.detach())
+        for step in range(steps):
+            prog.status(f"verify: training step {step + 1}/{steps}")
+            xs = [x.clone() for x in inputs]
+            p.fill_arena(0xFF)
+            got = p(*xs)
+            got = list(got) if isinstance(got, tuple) else [got]
+            ref = fn(*xs)
+            ref = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+            torch.cuda.synchronize()
+            if len(ref) != len(got):
+                raise ExportError(f"verify {name}: the program has {len(got)} outputs, the callable {len(ref)}")
+            for i, (g, r) in enumerate(zip(got, ref)):
+                check(f"output {i} (out{i}) of step {step + 1}", g, r.detach())
+        with torch.no_grad():
+            for w_name, w, _ in held:
+                check(f"state tensor {w_name} after {steps} steps", p.weight(w_name, w), w.detach())
+    finally:
+        with torch.no_grad():
+            for n, w in weights.items():
+                w.detach().copy_(saved[n])
+        torch.cuda.synchronize()
+        prog.done()
+        p.close()
+    line = (f"PASS {name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; {steps} training "
+            f"steps on fresh batches at new addresses, the outputs of each and {len(held)} state tensors after the "
+            "last)")
     prog.log(line)
     return line

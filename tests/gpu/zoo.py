@@ -57,7 +57,8 @@ def diagnose(torch, pgcc, export_dir, name, fn, inputs):
     """After a failed verification: what the export found (its report), and the error of
     the C program against the callable with the arena filled with zeros and with 0xff
     bytes (the same error twice: wrong data; different: a node reads memory nothing in
-    the call wrote)."""
+    the call wrote), and with PGCC_DIAGNOSE=1 set, the first node whose buffers differ
+    as captured and as exported (pgcc/diagnose.py)."""
     from pgcc.verify import rel_err
     out = {}
     try:
@@ -66,6 +67,10 @@ def diagnose(torch, pgcc, export_dir, name, fn, inputs):
         out["report"] = {k: rep.get(k) for k in ("nodes", "relocations", "packed_arguments", "address_bits_differ",
                                                 "allocations", "host_memory_read", "library_candidates")}
         out["dontcare_nodes"] = [d["node"] for d in rep.get("dontcare", [])]
+        if rep.get("diagnosis"):  # PGCC_DIAGNOSE: the nodes one by one, as captured and as exported
+            out["node_by_node"] = rep["diagnosis"]
+        if getattr(fn, "train", False) is True:
+            return out  # (another call would take a step)
         p = pgcc.load(export_dir, name=name)
         with torch.no_grad():
             ref = fn(*inputs)
@@ -103,7 +108,7 @@ def run_one(key, args, root_out):
             f.write(log)
     print(f"{rec['status']:8} {key:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
     if "diagnosis" in rec:
-        print(f"         diagnosis: {json.dumps(rec['diagnosis'])[:600]}", flush=True)
+        print(f"         diagnosis: {json.dumps(rec['diagnosis'])[:1500]}", flush=True)
     return rec
 
 

@@ -99,12 +99,33 @@ def test_relocation_kinds_and_dontcare_read_back(tmp_path, pgcc_bin):
     raw = bytes(range(40))
     node = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
             "args": [("bytes", raw, [(4, x, 0, "abs64"), (16, x, 8, "lo32"), (24, x, 8, "hi32")])]}
-    text = graph_text("m", {1: k}, bufs, {id(x)}, [node], [], "sm_90")
+    # another launch of the kernel, whose bytes 32..40 are a value it reads: the don't-care
+    # ranges are the kernel's (proven for the first launch), its bytes are its own
+    other = dict(node, index=1, args=[("bytes", bytes(range(100, 140)), [(4, x, 0, "abs64"), (16, x, 8, "lo32"),
+                                                                          (24, x, 8, "hi32")])])
+    text = graph_text("m", {1: k}, bufs, {id(x)}, [node, other], [], "sm_90")
     assert "pgcc 2;" in text
     assert "param 0 40 bytes ptrs [4, lo32 16, hi32 24] dontcare [32:8];" in text
-    assert '"' + raw[:32].hex() + "00" * 8 + '", in0, in0+8, in0+8]' in text  # don't-care bytes written as zeros
+    assert '"' + raw.hex() + '", in0, in0+8, in0+8]' in text  # each launch's bytes as given
+    assert '"' + bytes(range(100, 140)).hex() + '", in0, in0+8, in0+8]' in text
     (tmp_path / "m.graph").write_text(text)
     write_safetensors(tmp_path / "m.safetensors", [])
     again = pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "m.graph"))
     assert "param 0 40 bytes ptrs [4, lo32 16, hi32 24] dontcare [32:8];" in again
     assert "in0, in0+8, in0+8]" in again
+
+
+def test_a_0_dimensional_output_keeps_its_shape(tmp_path, pgcc_bin):
+    """A training step's loss is a 0-dimensional tensor: `shape []`, read back as such, and
+    the generated C's field says 0 dimensions (not unknown), so that pgcc.load makes a
+    0-dimensional float output for it."""
+    bufs = Buffers()
+    out = bufs.add(name="out0", size=4, role="output", dtype="f32", shape=[], ranges={0: 0x10000})
+    node = {"kind": "memset", "dst": (out, 0), "value": 0, "elem": 4, "width": 1, "index": 0}
+    text = graph_text("m", {}, bufs, {id(out)}, [node], [], "sm_90")
+    assert "buffer out0 size 4 align 256 role output dtype f32 shape [];" in text
+    (tmp_path / "m.graph").write_text(text)
+    write_safetensors(tmp_path / "m.safetensors", [])
+    assert "shape [];" in pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "m.graph"))
+    c = pgcc(pgcc_bin, str(tmp_path / "m.graph"), "-o", "-")
+    assert '.name = "out0", .role = PGRT_FIELD_OUTPUT, .dtype = "f32", .ndim = 0,' in c

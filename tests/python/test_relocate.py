@@ -3,7 +3,7 @@ with its buffers at different addresses, solved to (buffer, offset); and the cas
 that must fail."""
 import struct
 
-from pgcc.relocate import Buffers, Relocator
+from pgcc.relocate import Allocations, Buffers, Relocator
 
 # where things are in each capture (capture 0, 1, 2)
 IN = [0x7000_0000_0000, 0x7000_0010_0000, 0x7000_0020_0000]
@@ -98,6 +98,25 @@ def test_static_block_and_constants_and_foreign_words():
     assert rel.resolve((42, 42), "w") is None  # a constant
     assert rel.resolve((0x5555_0000_1000, 0x5555_0000_1000), "node 7") is None
     assert rel.foreign_words == ["node 7: 0x555500001000, host memory of this process (stack)"]
+    assert rel.problems == []
+
+
+def test_memory_allocated_while_capture_a_ran_and_used_again_is_static():
+    # A library allocates its workspace from capture A's pool (the first capture that
+    # needs it) and keeps it: B and C use it again, at the same address, inside A's region.
+    bufs = Buffers()
+    bufs.add(name="in0", size=1024, role="input", ranges={c: IN[c] for c in range(3)})
+    lib = POOL[0] + 2048  # the library's block, in A's segment after A's own allocation
+    allocs = [[(POOL[0], 2048), (lib, 1024)], [(POOL[1], 2048)], [(POOL[2], 2048)]]
+    blocks = [sorted({(POOL[c], 2048), (lib, 1024)}) for c in range(3)]
+    paired = {c: Allocations(allocs[c], allocs[0]) for c in (1, 2)}
+    rel = Relocator(bufs, blocks, [[(POOL[0], 3072)], [(POOL[1], 2048)], [(POOL[2], 2048)]], paired=paired)
+    t, off = rel.resolve(tuple(POOL[c] + 8 for c in range(3)), "a")  # A's own intermediate
+    assert (t["role"], off) == ("intermediate", 8)
+    s, off = rel.resolve((lib + 16,) * 3, "b")
+    assert (s["role"], s.get("static"), s["size"], off) == ("weight", True, 1024, 16)
+    assert rel.resolve((lib,) * 3, "c")[0] is s  # the same block again, though A's region holds it
+    assert rel.resolve(tuple(POOL[c] + 8 for c in range(3)), "d")[0] is t
     assert rel.problems == []
 
 

@@ -1,0 +1,322 @@
+"""Where an export goes wrong, node by node (pgcc.export(..., diagnose=True), or
+PGCC_DIAGNOSE=1 in the environment).
+
+The captured program is run in this process one node at a time, in the capture's
+order, twice side by side: as captured (capture A's own parameter bytes, at capture
+A's addresses) and as exported (the arguments the .graph holds, relocated to fresh
+copies of every buffer).  Both start from the same state -- intermediates, workspaces
+and outputs zeroed, weights and inputs equal -- and every kernel is deterministic
+(the export checked that two replays agree), so after each node the buffers it names
+must be equal byte for byte.  The first node after which they are not is where the
+export is wrong: its arguments, or an earlier node's write that no argument names.
+
+A second pass runs the exported program twice, its intermediates zeroed in one copy
+and poisoned in the other, and names the first node whose written bytes differ: a
+kernel that reads memory nothing wrote in this call (a padded read, a counter it
+expects to find zeroed), which a captured graph gets away with only as long as its
+private pool happens to hold harmless bytes there.
+
+Both passes launch kernels through the functions the libraries loaded in this
+process, not the code the export wrote: a divergence here is in the exported
+arguments or buffers; a program that passes here but not in verify.py differs in
+its code or in how libpgrt runs it.  Assumes a GPU and PyTorch; the captured graph
+and its nodes as export.py holds them.
+"""
+import ctypes as C
+import struct
+
+from .cuda import (FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, FUNC_REQUIRED_CLUSTER_WIDTH, ATTR_CLUSTER_DIMENSION,
+                   LaunchAttribute, LaunchConfig, check, cu, device_bytes)
+from .graphfile import node_buffers
+
+POISON = 0xA5
+
+
+def view(torch, addr, n):
+    return device_bytes(torch, addr, n)
+
+
+def launch(node, blob, func=None):
+    """One kernel launch of a captured node (its function, or func) with parameter bytes blob."""
+    d = cu()
+    func = func or node["func"]
+    vals = [C.create_string_buffer(bytes(blob[o:o + s]), max(s, 1)) for o, s in node["layout"]]
+    argv = (C.c_void_p * max(len(vals), 1))(*[C.cast(v, C.c_void_p) for v in vals])
+    cfg = LaunchConfig()
+    cfg.grid[:], cfg.block[:], cfg.smem = node["grid"], node["block"], node["smem"]
+    attr = LaunchAttribute()
+    cl = node.get("cluster")
+    compiled = C.c_int(0)
+    if cl and d.FuncGetAttribute(C.byref(compiled), FUNC_REQUIRED_CLUSTER_WIDTH, C.c_void_p(func)) == 0 \
+            and compiled.value == 0:
+        attr.id = ATTR_CLUSTER_DIMENSION
+        struct.pack_into("<3I", attr.value, 0, *cl)
+        if cl[0] * cl[1] * cl[2] > 8:
+            check(d.FuncSetAttribute(C.c_void_p(func), FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                  "cuFuncSetAttribute")
+        cfg.attrs, cfg.numAttrs = C.cast(C.pointer(attr), C.c_void_p), 1
+    check(d.LaunchKernelEx(C.byref(cfg), C.c_void_p(func), argv, None), "cuLaunchKernelEx")
+
+
+def memset(addr, value, elem, width):
+    d = cu()
+    if elem == 1:
+        check(d.MemsetD8(addr, value & 0xFF, width), "cuMemsetD8")
+    elif elem == 2:
+        check(d.MemsetD16(addr, value & 0xFFFF, width), "cuMemsetD16")
+    else:
+        check(d.MemsetD32(addr, value, width), "cuMemsetD32")
+
+
+def exported_bytes(layout, args, addr):
+    """A kernel node's parameter bytes as the .graph gives them, its relocations patched
+    with addr(buffer) + offset."""
+    blob = bytearray(max((o + s for o, s in layout), default=0))
+    for (off, size), a in zip(layout, args):
+        if a[0] == "ptr":
+            struct.pack_into("<Q", blob, off, addr(a[1]) + a[2])
+            continue
+        blob[off:off + size] = a[1]
+        for at, b, o, kind in (a[2] if a[0] == "bytes" else ()):
+            v = addr(b) + o
+            if kind == "abs64":
+                struct.pack_into("<Q", blob, off + at, v)
+            else:
+                struct.pack_into("<I", blob, off + at, v & 0xFFFFFFFF if kind == "lo32" else v >> 32)
+    return bytes(blob)
+
+
+def order(n, edges):
+    """The nodes 0..n-1 in an order that keeps every edge (capture order when it does)."""
+    if all(a < b for a, b in edges):
+        return list(range(n))
+    import heapq
+    deps, succ = [0] * n, [[] for _ in range(n)]
+    for a, b in edges:
+        deps[b] += 1
+        succ[a].append(b)
+    ready = [i for i in range(n) if not deps[i]]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(i)
+        for j in succ[i]:
+            deps[j] -= 1
+            if not deps[j]:
+                heapq.heappush(ready, j)
+    return out
+
+
+class Side:
+    """One run of the program: each buffer's address, and how a node's parameters are made."""
+
+    def __init__(self, torch, bufs, fill, own, funcs=None):
+        """own: fresh copies of every buffer (the exported program); else capture A's memory.
+        funcs: {capture node index: function} to launch instead of the captured ones."""
+        self.torch, self.own, self.keep, self.at, self.funcs = torch, own, [], {}, funcs or {}
+        for b in bufs:
+            if own:
+                t = torch.empty(max(b["size"], 1), dtype=torch.uint8, device="cuda")
+                self.keep.append(t)
+                self.at[id(b)] = t.data_ptr()
+            else:
+                self.at[id(b)] = b["ranges"][0]
+            if b.get("host"):
+                if own:
+                    self.keep[-1][:len(b["host"])].copy_(torch.frombuffer(bytearray(b["host"]), dtype=torch.uint8))
+            elif b["role"] in ("intermediate", "workspace", "output"):
+                view(torch, self.at[id(b)], b["size"]).fill_(fill)
+            elif own:
+                view(torch, self.at[id(b)], b["size"]).copy_(view(torch, b["ranges"][0], b["size"]))
+
+    def addr(self, b):
+        return self.at[id(b)]
+
+    def run(self, exported, captured):
+        """Launches one node: exported (export.py's node) and captured (capture A's)."""
+        k = exported["kind"]
+        if k == "kernel":
+            blob = exported_bytes(captured["layout"], exported["args"], self.addr) if self.own else captured["bytes"]
+            launch(captured, blob, self.funcs.get(exported["index"]))
+        elif k == "memset":
+            b, o = exported["dst"]
+            memset(self.addr(b) + o if self.own else captured["dst"], exported["value"], exported["elem"],
+                   exported["width"])
+        elif k == "memcpy":
+            (sb, so), (db, do) = exported["src"], exported["dst"]
+            src, dst = (self.addr(sb) + so, self.addr(db) + do) if self.own else (captured["src"], captured["dst"])
+            check(cu().MemcpyDtoD(dst, src, exported["width"]), "cuMemcpyDtoD")
+
+    def bytes_of(self, b):
+        return view(self.torch, self.addr(b), b["size"])
+
+
+def _where(n, cap_node):
+    return f"node {n['index']} ({n['kind']}{': ' + cap_node['name'][:90] if n['kind'] == 'kernel' else ''})"
+
+
+def _differ(x, y):
+    ne = (x != y).nonzero()
+    return int(ne[0]) if ne.numel() else None, int(ne.numel())
+
+
+def describe_node(n, cap_node, bufs, blocks):
+    """A kernel node's parameters as captured and as exported: each relocation and what
+    capture A's word there points at, and every word of capture A's bytes that is an
+    address of a buffer or an allocator block but is no relocation (a pointer missed)."""
+    if n["kind"] != "kernel":
+        return []
+    from .relocate import block_of, u64
+    blob, lines, covered = cap_node["bytes"], [], set()
+    for (off, size), a in zip(cap_node["layout"], n["args"]):
+        relocs = [(0, a[1], a[2], "abs64")] if a[0] == "ptr" else (a[2] if a[0] == "bytes" else [])
+        for at, b, o, kind in relocs:
+            covered.update(range(off + at, off + at + (8 if kind == "abs64" else 4)))
+            was = u64(blob, off + at) if kind == "abs64" else int.from_bytes(blob[off + at:off + at + 4], "little")
+            lines.append(f"param {off}+{at} {kind} -> {b['name']}+{o} ({b['role']}); captured 0x{was:x}")
+        if a[0] == "value" and bytes(a[1]) != blob[off:off + size]:
+            lines.append(f"param {off} ({size} bytes): exported {bytes(a[1]).hex()[:64]}, captured "
+                         f"{blob[off:off + size].hex()[:64]}")
+        if a[0] == "bytes":
+            raw = bytes(a[1])
+            diff = [i for i in range(size) if raw[i] != blob[off + i] and off + i not in covered]
+            if diff:
+                lines.append(f"param {off}: {len(diff)} bytes not relocated differ from the capture's, at "
+                             f"{diff[:8]} (don't-care or zeroed)")
+    for w in range(0, len(blob) - 7, 4):
+        if covered & set(range(w, w + 8)):
+            continue
+        v = u64(blob, w)
+        b, o = bufs.find(0, v)
+        bl = block_of(blocks, v) if v >> 32 else None
+        if b or bl:
+            lines.append(f"byte {w}: 0x{v:x} is " + (f"{b['name']}+{o} ({b['role']})" if b else
+                                                     f"in allocator block 0x{bl[0]:x} ({bl[1]} bytes)")
+                         + " in capture A, but no relocation")
+    return lines
+
+
+def compare_run(torch, seq, by_index, cap, blist, masks, funcs=None):
+    """Pass 1 (and 3): as captured against as exported (with funcs: launching those)."""
+    ref = Side(torch, blist, 0, own=False)
+    exp = Side(torch, blist, 0, own=True, funcs=funcs)
+    torch.cuda.synchronize()
+    first = None
+    for i in seq:
+        n = by_index[i]
+        ref.run(n, cap.nodes[i])
+        exp.run(n, cap.nodes[i])
+        check(cu().CtxSynchronize(), _where(n, cap.nodes[i]))
+        for b in {id(b): b for b in node_buffers(n) if not b.get("host")}.values():
+            x, y = ref.bytes_of(b), exp.bytes_of(b)
+            if id(b) in masks:
+                x, y = x * masks[id(b)], y * masks[id(b)]
+            at, count = _differ(x, y)
+            if at is not None:
+                first = (i, f"{_where(n, cap.nodes[i])}: after it, {b['name']} ({b['role']}, {b['size']} bytes) "
+                            f"differs in {count} bytes, the first at byte {at}")
+                break
+        if first:
+            break
+    outs = [b for b in blist if b["role"] == "output"]
+    equal = all(torch.equal(ref.bytes_of(b), exp.bytes_of(b)) for b in outs)
+    return first, equal
+
+
+def program_functions(program):
+    """{capture node index: function} of a loaded Program (loader.py), from libpgrt's
+    pgrt_debug_node; node names are n<index>, as graphfile.py writes them."""
+    import re
+    fn = program.lib.pgrt_debug_node
+    fn.argtypes = [C.c_void_p, C.c_int, C.POINTER(C.c_char_p), C.POINTER(C.c_void_p)]
+    out, i = {}, 0
+    while True:
+        origin, func = C.c_char_p(), C.c_void_p()
+        if fn(program.ctx, i, C.byref(origin), C.byref(func)) != 0:
+            return out
+        m = re.search(r"n(\d+)$", (origin.value or b"").decode())
+        if m and func.value:
+            out[int(m.group(1))] = func.value
+        i += 1
+
+
+def diagnose(torch, cap, bufs, nodes, replayer, log, program=None):
+    """Runs the passes; returns {"first_difference", "outputs_equal", "details",
+    "reads_unwritten", and with program (the export loaded by loader.py) "with_pgcc_code":
+    pass 1 again launching the functions libpgrt loaded}, and logs them.  replayer
+    (replay.py) restores the weights and inputs between passes."""
+    by_index = {n["index"]: n for n in nodes if n["kind"] != "empty"}
+    seq = [i for i in order(len(cap.nodes), cap.edges) if i in by_index]
+    used = {}
+    for n in by_index.values():
+        for b in node_buffers(n):
+            used[id(b)] = b
+    for b in bufs.list:
+        if b["role"] in ("input", "output"):
+            used[id(b)] = b
+    blist = list(used.values())
+    out = {"first_difference": None, "outputs_equal": None, "details": [], "reads_unwritten": None}
+    # Capture A's outputs lie inside its regions; the exported program writes them apart
+    # from its copy of the region, whose bytes there are left out of the comparison.
+    masks = {}
+    for b in blist:
+        if b["role"] == "intermediate":
+            base = b["ranges"][0]
+            for o in blist:
+                if o["role"] == "output" and base <= o["ranges"][0] < base + b["size"]:
+                    m = masks.setdefault(id(b), torch.ones(b["size"], dtype=torch.bool, device="cuda"))
+                    m[o["ranges"][0] - base:o["ranges"][0] - base + o["size"]] = False
+
+    # pass 1: as captured against as exported
+    replayer.restore()
+    first, out["outputs_equal"] = compare_run(torch, seq, by_index, cap, blist, masks)
+    if first:
+        out["first_difference"] = first[1]
+        out["details"] = describe_node(by_index[first[0]], cap.nodes[first[0]], bufs, cap.blocks())
+
+    # pass 2: the exported program over zeroed and over poisoned memory
+    replayer.restore()
+    zero = Side(torch, blist, 0, own=True)
+    poison = Side(torch, blist, POISON, own=True)
+    torch.cuda.synchronize()
+    for i in seq:
+        n = by_index[i]
+        mine = [b for b in {id(b): b for b in node_buffers(n)}.values() if b["role"] in ("intermediate", "workspace",
+                                                                                       "output")]
+        before = [(zero.bytes_of(b).clone(), poison.bytes_of(b).clone()) for b in mine]
+        zero.run(n, cap.nodes[i])
+        poison.run(n, cap.nodes[i])
+        check(cu().CtxSynchronize(), _where(n, cap.nodes[i]))
+        for b, (z0, p0) in zip(mine, before):
+            z1, p1 = zero.bytes_of(b), poison.bytes_of(b)
+            bad = ((z0 != z1) | (p0 != p1)) & (z1 != p1)
+            if bool(bad.any()):
+                out["reads_unwritten"] = (f"{_where(n, cap.nodes[i])}: what it writes into {b['name']} depends on "
+                                          f"memory nothing wrote in this call ({int(bad.sum())} bytes differ between "
+                                          f"zeroed and poisoned memory, the first at byte {int(bad.nonzero()[0])})")
+                break
+        if out["reads_unwritten"]:
+            break
+    del zero, poison
+
+    # pass 3: pass 1 with the code libpgrt loaded from the export
+    if program is not None:
+        replayer.restore()
+        funcs = program_functions(program)
+        first3, equal3 = compare_run(torch, seq, by_index, cap, blist, masks, funcs)
+        out["with_pgcc_code"] = {"functions": len(funcs), "first_difference": first3[1] if first3 else None,
+                                 "outputs_equal": equal3}
+    torch.cuda.synchronize()
+    replayer.restore()
+    log("  diagnosis, node by node in this process:")
+    log("    as captured against as exported: " + (out["first_difference"] or
+        f"every node's buffers equal ({len(seq)} nodes); outputs {'equal' if out['outputs_equal'] else 'DIFFER'}"))
+    for line in out["details"]:
+        log("      " + line)
+    log("    zeroed against poisoned memory: " + (out["reads_unwritten"] or "no node reads memory nothing wrote"))
+    if "with_pgcc_code" in out:
+        w = out["with_pgcc_code"]
+        log("    as exported, with the code libpgrt loaded: " + (w["first_difference"] or
+            f"every node's buffers equal; outputs {'equal' if w['outputs_equal'] else 'DIFFER'}"))
+    return out
