@@ -63,10 +63,11 @@ static const char updater_source[] =
     "  }\n"
     "}\n";
 
-/* Copies and memsets of more than one row whose operands move.  CUDA patches
- * memcpy and memset nodes of an instantiated graph only when they are
- * one-dimensional (cuGraphExecMemcpyNodeSetParams, ...SetParams: "must be
- * 1-dimensional"), so in a graph such a node is built as one of these kernels,
+/* Copies and memsets whose operands move.  CUDA patches memcpy and memset nodes of
+ * an instantiated graph only when they are one-dimensional
+ * (cuGraphExecMemcpyNodeSetParams, ...SetParams: "must be 1-dimensional") and their
+ * memory keeps its mapping (memory of the virtual memory API is refused), so in a
+ * graph such a node is built as one of these kernels,
  * whose parameters can be patched like any kernel's.  Rows are `pitch` bytes apart;
  * a 3-D box is height x depth rows (slices are height rows apart).  Either side may
  * be pinned host memory (unified addressing). */
@@ -739,13 +740,16 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
       (st = load_own("the updater", updater_source, sizeof updater_source, &c->upd_lib, upd_names, &c->upd_func, 1)))
     goto out;
   int any_boxed = 0;
-  for (int m = 0; m < c->movable_count; m++) { /* moving copies and memsets of several rows, in graphs */
+  /* Copies and memsets in graphs whose memory moves are built as kernels: CUDA patches
+   * a copy or memset node only where it stays one-dimensional and its memory keeps its
+   * mapping, and refuses (CUDA_ERROR_INVALID_VALUE, seen on an H100) a caller's memory
+   * from the virtual memory API -- PyTorch's expandable segments -- in place of
+   * cuMemAlloc'd memory; a kernel's arguments may point at any of it (pinned host
+   * memory included: unified addressing). */
+  for (int m = 0; m < c->movable_count; m++) {
     int i = c->movable[m];
     const pgrt_node *n = &pr->nodes[i];
-    int several_rows = n->kind == PGRT_NODE_MEMCPY   ? at_least_1(n->height) * at_least_1(n->depth) > 1
-                       : n->kind == PGRT_NODE_MEMSET ? at_least_1(n->height) > 1
-                                                     : 0;
-    if (!several_rows || !pr->regions[c->region_of[i]].graph) continue;
+    if ((n->kind != PGRT_NODE_MEMCPY && n->kind != PGRT_NODE_MEMSET) || !pr->regions[c->region_of[i]].graph) continue;
     c->boxed[i] = 1, any_boxed = 1;
     c->params[i] = pgrt_zalloc(BOX_PARAM_BYTES);
     c->args[i] = pgrt_zalloc(sizeof(void *) * 6);

@@ -127,7 +127,7 @@ class LaunchConfig(C.Structure):
                 ("attrs", C.c_void_p), ("numAttrs", C.c_uint)]
 
 
-FUNC_REQUIRED_CLUSTER_WIDTH, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 11, 14
+FUNC_MAX_DYNAMIC_SHARED_SIZE, FUNC_REQUIRED_CLUSTER_WIDTH, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 8, 11, 14
 
 # kernel node attributes read (CUlaunchAttributeID) and their values' size
 ATTR_COOPERATIVE, ATTR_CLUSTER_DIMENSION, ATTR_PRIORITY = 2, 4, 8

@@ -25,7 +25,7 @@ and its nodes as export.py holds them.
 import ctypes as C
 import struct
 
-from .cuda import (FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, FUNC_REQUIRED_CLUSTER_WIDTH, ATTR_CLUSTER_DIMENSION,
+from .cuda import (FUNC_MAX_DYNAMIC_SHARED_SIZE, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, FUNC_REQUIRED_CLUSTER_WIDTH, ATTR_CLUSTER_DIMENSION,
                    LaunchAttribute, LaunchConfig, check, cu, device_bytes)
 from .graphfile import node_buffers
 
@@ -39,6 +39,8 @@ def view(torch, addr, n):
 def launch(node, blob, func=None):
     """One kernel launch of a captured node (its function, or func) with parameter bytes blob."""
     d = cu()
+    if func and node["smem"] > 48 << 10:  # a function of our own: allowed what the library allowed its own
+        check(d.FuncSetAttribute(C.c_void_p(func), FUNC_MAX_DYNAMIC_SHARED_SIZE, node["smem"]), "cuFuncSetAttribute")
     func = func or node["func"]
     vals = [C.create_string_buffer(bytes(blob[o:o + s]), max(s, 1)) for o, s in node["layout"]]
     argv = (C.c_void_p * max(len(vals), 1))(*[C.cast(v, C.c_void_p) for v in vals])
@@ -197,31 +199,69 @@ def describe_node(n, cap_node, bufs, blocks):
     return lines
 
 
-def compare_run(torch, seq, by_index, cap, blist, masks, funcs=None):
-    """Pass 1 (and 3): as captured against as exported (with funcs: launching those)."""
-    ref = Side(torch, blist, 0, own=False)
-    exp = Side(torch, blist, 0, own=True, funcs=funcs)
-    torch.cuda.synchronize()
-    first = None
-    for i in seq:
-        n = by_index[i]
-        ref.run(n, cap.nodes[i])
-        exp.run(n, cap.nodes[i])
-        check(cu().CtxSynchronize(), _where(n, cap.nodes[i]))
-        for b in {id(b): b for b in node_buffers(n) if not b.get("host")}.values():
-            x, y = ref.bytes_of(b), exp.bytes_of(b)
-            if id(b) in masks:
-                x, y = x * masks[id(b)], y * masks[id(b)]
-            at, count = _differ(x, y)
-            if at is not None:
-                first = (i, f"{_where(n, cap.nodes[i])}: after it, {b['name']} ({b['role']}, {b['size']} bytes) "
-                            f"differs in {count} bytes, the first at byte {at}")
+def as_captured(n):
+    """A node the export added (an output's copy out of its region) as capture A would
+    have had it: at capture A's addresses."""
+    if n["kind"] == "memcpy":
+        return {"src": n["src"][0]["ranges"][0] + n["src"][1], "dst": n["dst"][0]["ranges"][0] + n["dst"][1]}
+    raise ValueError(f"node {n['index']}: a {n['kind']} node that no capture made")
+
+
+class Harness:
+    """The nodes of an export and capture A's, ready to run one by one side by side."""
+
+    def __init__(self, torch, cap, bufs, nodes, edges):
+        self.torch, self.cap, self.bufs = torch, cap, bufs
+        self.by_index = {n["index"]: n for n in nodes if n["kind"] != "empty"}
+        count = max([len(cap.nodes)] + [i + 1 for i in self.by_index])
+        self.seq = [i for i in order(count, edges) if i in self.by_index]
+        self.captured = {i: cap.nodes[i] if i < len(cap.nodes) else as_captured(self.by_index[i])
+                         for i in self.by_index}
+        used = {}
+        for n in self.by_index.values():
+            for b in node_buffers(n):
+                used[id(b)] = b
+        for b in bufs.list:
+            if b["role"] in ("input", "output"):
+                used[id(b)] = b
+        self.blist = list(used.values())
+        # Capture A's outputs lie inside its regions; the exported program writes them
+        # apart from its copy of the region, whose bytes there are left out of comparisons.
+        self.masks = {}
+        for b in self.blist:
+            if b["role"] == "intermediate":
+                base = b["ranges"][0]
+                for o in self.blist:
+                    if o["role"] == "output" and base <= o["ranges"][0] < base + b["size"]:
+                        m = self.masks.setdefault(id(b), torch.ones(b["size"], dtype=torch.bool, device="cuda"))
+                        m[o["ranges"][0] - base:o["ranges"][0] - base + o["size"]] = False
+
+    def compare(self, funcs=None):
+        """As captured against as exported (with funcs, {node index: function}: launching
+        those): (None or (node index, what differs), whether the outputs are equal)."""
+        torch, captured = self.torch, self.captured
+        ref = Side(torch, self.blist, 0, own=False)
+        exp = Side(torch, self.blist, 0, own=True, funcs=funcs)
+        torch.cuda.synchronize()
+        first = None
+        for i in self.seq:
+            n = self.by_index[i]
+            ref.run(n, captured[i])
+            exp.run(n, captured[i])
+            check(cu().CtxSynchronize(), _where(n, captured[i]))
+            for b in {id(b): b for b in node_buffers(n) if not b.get("host")}.values():
+                x, y = ref.bytes_of(b), exp.bytes_of(b)
+                if id(b) in self.masks:
+                    x, y = x * self.masks[id(b)], y * self.masks[id(b)]
+                at, count = _differ(x, y)
+                if at is not None:
+                    first = (i, f"{_where(n, captured[i])}: after it, {b['name']} ({b['role']}, {b['size']} bytes) "
+                                f"differs in {count} bytes, the first at byte {at}")
+                    break
+            if first:
                 break
-        if first:
-            break
-    outs = [b for b in blist if b["role"] == "output"]
-    equal = all(torch.equal(ref.bytes_of(b), exp.bytes_of(b)) for b in outs)
-    return first, equal
+        equal = all(torch.equal(ref.bytes_of(b), exp.bytes_of(b)) for b in self.blist if b["role"] == "output")
+        return first, equal
 
 
 def program_functions(program):
@@ -241,39 +281,21 @@ def program_functions(program):
         i += 1
 
 
-def diagnose(torch, cap, bufs, nodes, replayer, log, program=None):
+def diagnose(torch, cap, bufs, nodes, edges, replayer, log, program=None):
     """Runs the passes; returns {"first_difference", "outputs_equal", "details",
     "reads_unwritten", and with program (the export loaded by loader.py) "with_pgcc_code":
     pass 1 again launching the functions libpgrt loaded}, and logs them.  replayer
     (replay.py) restores the weights and inputs between passes."""
-    by_index = {n["index"]: n for n in nodes if n["kind"] != "empty"}
-    seq = [i for i in order(len(cap.nodes), cap.edges) if i in by_index]
-    used = {}
-    for n in by_index.values():
-        for b in node_buffers(n):
-            used[id(b)] = b
-    for b in bufs.list:
-        if b["role"] in ("input", "output"):
-            used[id(b)] = b
-    blist = list(used.values())
+    h = Harness(torch, cap, bufs, nodes, edges)
+    by_index, seq, captured, blist = h.by_index, h.seq, h.captured, h.blist
     out = {"first_difference": None, "outputs_equal": None, "details": [], "reads_unwritten": None}
-    # Capture A's outputs lie inside its regions; the exported program writes them apart
-    # from its copy of the region, whose bytes there are left out of the comparison.
-    masks = {}
-    for b in blist:
-        if b["role"] == "intermediate":
-            base = b["ranges"][0]
-            for o in blist:
-                if o["role"] == "output" and base <= o["ranges"][0] < base + b["size"]:
-                    m = masks.setdefault(id(b), torch.ones(b["size"], dtype=torch.bool, device="cuda"))
-                    m[o["ranges"][0] - base:o["ranges"][0] - base + o["size"]] = False
 
     # pass 1: as captured against as exported
     replayer.restore()
-    first, out["outputs_equal"] = compare_run(torch, seq, by_index, cap, blist, masks)
+    first, out["outputs_equal"] = h.compare()
     if first:
         out["first_difference"] = first[1]
-        out["details"] = describe_node(by_index[first[0]], cap.nodes[first[0]], bufs, cap.blocks())
+        out["details"] = describe_node(by_index[first[0]], captured[first[0]], bufs, cap.blocks())
 
     # pass 2: the exported program over zeroed and over poisoned memory
     replayer.restore()
@@ -285,14 +307,14 @@ def diagnose(torch, cap, bufs, nodes, replayer, log, program=None):
         mine = [b for b in {id(b): b for b in node_buffers(n)}.values() if b["role"] in ("intermediate", "workspace",
                                                                                        "output")]
         before = [(zero.bytes_of(b).clone(), poison.bytes_of(b).clone()) for b in mine]
-        zero.run(n, cap.nodes[i])
-        poison.run(n, cap.nodes[i])
-        check(cu().CtxSynchronize(), _where(n, cap.nodes[i]))
+        zero.run(n, captured[i])
+        poison.run(n, captured[i])
+        check(cu().CtxSynchronize(), _where(n, captured[i]))
         for b, (z0, p0) in zip(mine, before):
             z1, p1 = zero.bytes_of(b), poison.bytes_of(b)
             bad = ((z0 != z1) | (p0 != p1)) & (z1 != p1)
             if bool(bad.any()):
-                out["reads_unwritten"] = (f"{_where(n, cap.nodes[i])}: what it writes into {b['name']} depends on "
+                out["reads_unwritten"] = (f"{_where(n, captured[i])}: what it writes into {b['name']} depends on "
                                           f"memory nothing wrote in this call ({int(bad.sum())} bytes differ between "
                                           f"zeroed and poisoned memory, the first at byte {int(bad.nonzero()[0])})")
                 break
@@ -304,7 +326,7 @@ def diagnose(torch, cap, bufs, nodes, replayer, log, program=None):
     if program is not None:
         replayer.restore()
         funcs = program_functions(program)
-        first3, equal3 = compare_run(torch, seq, by_index, cap, blist, masks, funcs)
+        first3, equal3 = h.compare(funcs)
         out["with_pgcc_code"] = {"functions": len(funcs), "first_difference": first3[1] if first3 else None,
                                  "outputs_equal": equal3}
     torch.cuda.synchronize()

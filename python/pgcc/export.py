@@ -9,6 +9,7 @@ and NAME.export.json; then, unless told not to, verify the result (verify.py).
 Assumes PyTorch with CUDA and a GPU; torch is imported when export() is called, not
 when this module is imported.  docs/e2e.md explains each step and why.
 """
+import ctypes as C
 import hashlib
 import json
 import os
@@ -164,6 +165,9 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         a, size = tensor_span(os_[0])
         bufs.add(name=f"out{i}", size=size, role="output", dtype=dtype_of(os_[0]),
                  shape=list(os_[0].shape), ranges={c: o.data_ptr() for c, o in enumerate(os_)})
+    for i, b in enumerate(b for b in bufs.list if b["role"] == "output"):
+        if reused(capA.allocs, b["ranges"][0], b["size"]):
+            b["aliased"] = True
     seen_w = set()
     for wname, t in weights.items():
         a, size = tensor_span(t)
@@ -238,6 +242,22 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         else:
             problems.append(f"{where}: a {kind} node, which pgcc-export does not export yet")
 
+    # Outputs whose memory held other tensors earlier in capture A: a word pointing there
+    # cannot say which tensor it means, so every word is the region's, and the output is
+    # copied out of the region at the end (a copy node after every node without successors).
+    edges = list(capA.edges)
+    last = {a for a, _ in edges}
+    sinks = [n["index"] for n in nodes if n["index"] not in last]
+    for b in [b for b in bufs.list if b.get("aliased")]:
+        src = rel.resolve(tuple(b["ranges"][c] for c in range(len(caps))), f"output {b['name']}")
+        if not src:
+            continue  # (a problem, said by resolve)
+        index = len(capA.nodes) + sum(1 for n in nodes if n["index"] >= len(capA.nodes))
+        nodes.append({"kind": "memcpy", "src": src, "dst": (b, 0), "width": b["size"], "index": index})
+        edges += [(s, index) for s in sinks]
+        log(f"  {b['name']}: its memory in capture A held other tensors before it; computed in {src[0]['name']} "
+            f"and copied out at the end ({b['size']} bytes)")
+
     # where each kernel's code is
     prog.status(f"{name}: finding the code of {len(kernels)} kernels")
     roots = cache_roots()
@@ -283,13 +303,15 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
             images = find_in_images(rest, list(watch.images.values()), log, problems)
             for func, k in kernels.items():
                 if k["symbol"] in images:
-                    image = images[k["symbol"]]
-                    kind, digest = image_kind(image), hashlib.sha256(image).hexdigest()
-                    mname = "image_" + digest[:12]
-                    rel_path = os.path.join("kernels", f"{mname}.{kind}")
-                    with open(os.path.join(out_dir, rel_path), "wb") as f:
-                        f.write(image)
-                    k["module"] = {"name": mname, "kind": kind, "file": rel_path, "sha256": digest}
+                    set_image(k, images[k["symbol"]], out_dir)
+                    if k["symbol"] in find_in_images.alternatives:
+                        # Not tried by running them: one such variant of cuDNN's attention
+                        # kernel, run on another's arguments, stopped the GPU (an illegal
+                        # instruction) and left the process's CUDA context unusable.
+                        problems.append(f"kernel {k['symbol'][:100]}: "
+                                        f"{len(find_in_images.alternatives[k['symbol']])} different module images "
+                                        "the process loaded hold a kernel of this name and these attributes, with "
+                                        "different code; which one ran cannot be told")
     for func, k in kernels.items():
         if "module" not in k and k["symbol"] not in getattr(find_in_images, "ambiguous", ()):
             problems.append(f"kernel {k['symbol'][:100]}: its code is neither a Triton cubin in "
@@ -340,6 +362,13 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
                 "results bit for bit: written as don't-care")
         prog.status(f"{name}: replaying to tell workspaces from data")
         scratch_blocks(replayer, bufs, nodes, log)
+        if any(k["module"]["kind"] == "library" or "image" in k for k in kernels.values()):
+            prog.status(f"{name}: running the library kernels' code found, node by node")
+            try:
+                prove_code(torch, capA, bufs, nodes, edges, kernels, replayer, log, prog.warn, out_dir,
+                       list(watch.images.values()) if watch else [])
+            except RuntimeError as e:  # a launch refused: the code stays as found, verify.py judges it
+                prog.warn("the library kernels' code could not be run node by node", str(e))
         # the outputs of capture A on the example inputs; the replay's updates to the
         # weights (a training step's) are undone when the replayer closes
         outputs = [o.clone() for o in capA_outputs(torch, capA)]
@@ -363,7 +392,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     io += [(f"out{i}", dtype_of(o), list(o.shape), tensor_bytes(o)) for i, o in enumerate(outputs)]
     write_safetensors(os.path.join(out_dir, name + ".io.safetensors"), io)
     major, minor = torch.cuda.get_device_capability()
-    write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, capA.edges,
+    write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, edges,
                 f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture")
     if diagnose:
         prog.status(f"{name}: diagnosis, node by node")
@@ -376,7 +405,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
             log(f"  diagnosis: the export does not load ({e}); the passes with libpgrt's code are left out")
         replayer = Replayer(torch, capA, bufs)
         try:
-            report["diagnosis"] = run_diagnosis(torch, capA, bufs, nodes, replayer, log, program)
+            report["diagnosis"] = run_diagnosis(torch, capA, bufs, nodes, edges, replayer, log, program)
         finally:
             replayer.close()
             if program is not None:
@@ -387,6 +416,117 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         f"({sum(1 for k in kernels.values() if k['module']['kind'] == 'library')} from libraries), "
         f"{len(tensors)} weight tensors -> {out_dir}")
     return report
+
+
+def set_image(k, image, out_dir):
+    """Kernel k's code is a module image of its own, written under kernels/."""
+    kind, digest = image_kind(image), hashlib.sha256(image).hexdigest()
+    mname = "image_" + digest[:12]
+    rel_path = os.path.join("kernels", f"{mname}.{kind}")
+    with open(os.path.join(out_dir, rel_path), "wb") as f:
+        f.write(image)
+    k["module"], k["image"] = {"name": mname, "kind": kind, "file": rel_path, "sha256": digest}, image
+
+
+def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out_dir, images=()):
+    """Library kernels are found by name and attributes, and a library may hold several
+    kernels of one name with different code (cuDNN's depthwise convolution, one per data
+    type); cuDNN compiles kernels at run time, one name for several variants, which
+    ModuleWatch sees as several images.  The program is run node by node in this process,
+    as captured and as exported with the code found (diagnose.Harness); where a library
+    kernel's launch is the first to differ, the module images this process loaded
+    (images: ModuleWatch's; a kernel the driver compiled from a fatbin's PTX is there,
+    in no fatbin's cubin) and then every other fatbin holding a kernel of that name
+    compiled for this GPU are tried, and the one with which the program runs further
+    is kept.  A kernel nothing proves right is left as found, with a warning: verify.py
+    has the last word."""
+    from .diagnose import Harness
+    from .kernels import LibraryFunctions, library_candidates, loaded_libraries
+    judged = {f: k for f, k in kernels.items() if k["module"]["kind"] == "library" or "image" in k}
+    h = Harness(torch, cap, bufs, nodes, edges)
+    replayer.restore()
+    first, _ = h.compare()
+    if first:  # the arguments already differ: no run can judge the code (PGCC_DIAGNOSE tells more)
+        warn("the library kernels' code was not proven: the exported program differs from the capture in this "
+             "process already", first[1])
+        return
+    paths = {os.path.basename(p): p for p in loaded_libraries()}
+    major, minor = torch.cuda.get_device_capability()
+    loaded = LibraryFunctions()
+    pos = {i: n for n, i in enumerate(h.seq)}
+
+    def load(k):
+        if k["module"]["kind"] == "library":
+            return loaded.load(paths[k["module"]["library"]], k["entry"], k["symbol"])
+        return loaded.load_image(k["image"], k["symbol"])
+
+    def candidates(k):
+        """(how to load it, how to keep it) of each other place holding k's name: the
+        images this process loaded first, then the fatbins (searched only if need be)."""
+        if k["module"]["kind"] != "library":
+            return
+        from .kernels import matching_kernels
+        for img in images:
+            if any(True for _ in matching_kernels(C.create_string_buffer(img, len(img)), {k["symbol"]: k["attrs"]})):
+                yield (lambda img=img: loaded.load_image(img, k["symbol"]),
+                       lambda img=img: (set_image(k, img, out_dir), k.pop("entry", None)))
+        here, entry = paths[k["module"]["library"]], k["entry"]
+
+        def keep(path, at):
+            k["module"] = {"name": ident(os.path.basename(path).split(".so")[0]), "kind": "library",
+                           "library": os.path.basename(path)}
+            k["entry"] = at
+        for p, a in library_candidates(k["symbol"], k["attrs"], 10 * major + minor,
+                                       [here] + [p for p in paths.values() if p != here]):
+            if (p, a) != (here, entry):
+                yield (lambda p=p, a=a: loaded.load(p, a, k["symbol"]), lambda p=p, a=a: keep(p, a))
+
+    try:
+        chosen = {f: load(k) for f, k in judged.items()}
+
+        def run():
+            replayer.restore()
+            return h.compare({n["index"]: chosen[n["func"]] for n in nodes if n.get("func") in chosen})[0]
+
+        first, tried = run(), set()
+        while first:
+            func = h.by_index[first[0]].get("func")
+            if func not in judged or func in tried:
+                warn("a kernel's launch differs from the capture's with the code found for it", first[1])
+                return
+            tried.add(func)
+            k = judged[func]
+            was = f"{k['module'].get('library', 'a module image')}" + (f" (fatbin at {k['entry']})" if "entry" in k
+                                                                       else "")
+            count = 0
+            for load_it, keep in candidates(k):
+                count += 1
+                chosen[func] = load_it()
+                again = run()
+                if again is None or pos[again[0]] > pos[first[0]]:
+                    keep()
+                    log(f"  kernel {k['symbol'][:80]}: the code found in {was} does not reproduce the capture; "
+                        f"{k['module'].get('library', 'another image')}"
+                        + (f" (fatbin at {k['entry']})" if "entry" in k else "") + " does")
+                    first = again
+                    break
+            else:
+                warn(f"kernel {k['symbol'][:80]}: neither the code found nor any of {count} other places "
+                     "holding a kernel of that name reproduces the capture's launch", first[1])
+                return
+        log(f"  the code of {len(judged)} library kernels reproduces the capture, node by node")
+    finally:
+        loaded.close()
+
+
+def reused(allocs, addr, size):
+    """Whether, in an allocation trace ((address, size) in order), memory of the allocation
+    at addr (the last made there) was handed out to an earlier allocation too."""
+    allocs = allocs or []
+    last = max((i for i, (a, _) in enumerate(allocs) if a == addr), default=None)
+    if last is None:
+        return False
+    return any(a < addr + size and addr < a + s for a, s in allocs[:last])
 
 
 def capture_far(torch, fn, inputs, prog):

@@ -205,6 +205,57 @@ def find_in_libraries(wanted, log, sm=None, progress=None):
     return found
 
 
+def library_candidates(symbol, attrs, sm, paths):
+    """Every (library path, offset of a fatbin in its .nv_fatbin) among paths whose cubin for
+    this GPU (sm) holds symbol compiled to attrs: a library may hold several kernels of one
+    name (cuDNN's depthwise convolution, one per data type), and only running them tells
+    which one ran (export.py)."""
+    out = []
+    for path in paths:
+        sec = read_section(path)
+        if not sec:
+            continue
+        base = C.cast(C.c_char_p(sec), C.c_void_p).value
+        for at, ok in fatbins(sec, sm):
+            if ok and any(True for _ in matching_kernels(C.c_void_p(base + at), {symbol: attrs})):
+                out.append((path, at))
+    return out
+
+
+class LibraryFunctions:
+    """Functions loaded from libraries' fatbins, as libpgrt would load them (the fatbin at
+    an offset of the .nv_fatbin section); unloaded by close()."""
+
+    def __init__(self):
+        self.libs, self.sections = [], {}
+
+    def load(self, path, at, symbol):
+        """symbol's function in the fatbin at offset `at` of path's .nv_fatbin section."""
+        sec = self.sections.setdefault(path, read_section(path))
+        return self._load(C.c_void_p(C.cast(C.c_char_p(sec), C.c_void_p).value + at), symbol,
+                          f"{os.path.basename(path)} at {at}")
+
+    def load_image(self, image, symbol):
+        """symbol's function in a module image (bytes)."""
+        buf = C.create_string_buffer(image, len(image))
+        self.sections[id(buf)] = buf  # alive as long as the functions
+        return self._load(buf, symbol, "a module image")
+
+    def _load(self, ptr, symbol, what):
+        d = cu()
+        lib, k, fn = C.c_void_p(), C.c_void_p(), C.c_void_p()
+        check(d.LibraryLoadData(C.byref(lib), ptr, None, None, 0, None, None, 0), f"cuLibraryLoadData ({what})")
+        self.libs.append(lib)
+        check(d.LibraryGetKernel(C.byref(k), lib, symbol.encode()), f"cuLibraryGetKernel ({symbol[:60]})")
+        check(d.KernelGetFunction(C.byref(fn), k), "cuKernelGetFunction")
+        return fn.value
+
+    def close(self):
+        for lib in self.libs:
+            cu().LibraryUnload(lib)
+        self.libs = []
+
+
 class ModuleWatch:
     """Copies of the module images this process loads from now on, from CUPTI's
     module-loaded callback: the second route to a library kernel that is in no
@@ -278,10 +329,14 @@ class ModuleWatch:
 
 def find_in_images(wanted, images, log, problems):
     """wanted: {symbol: attrs}; images: module images.  Returns {symbol: image}.  Where
-    several different images hold a kernel of that name and those attributes, which
-    one ran cannot be told: that is a problem, not a guess."""
+    several images hold a kernel of that name and those attributes with different code
+    (cuDNN compiles its attention kernels at run time, one name for several variants),
+    which one ran cannot be told from them: the first is returned, and all of them are
+    in find_in_images.alternatives[symbol], for export.py to run each and keep the one
+    that reproduces the capture."""
     found, more = {}, {}
     find_in_images.ambiguous = set()
+    find_in_images.alternatives = {}
     for image in images:
         buf = C.create_string_buffer(image, len(image))
         for sym in list(matching_kernels(buf, wanted)):
@@ -293,10 +348,7 @@ def find_in_images(wanted, images, log, problems):
         if same_kernel_code(holders, sym):  # (cuDNN loads its runtime-compiled engines more than once)
             del more[sym]
             continue
-        find_in_images.ambiguous.add(sym)
-        problems.append(f"kernel {sym[:100]}: {len(holders)} different module images hold a kernel of this name and "
-                        "these attributes, with different code; which one ran cannot be told")
-        del found[sym]
+        find_in_images.alternatives[sym] = list({hashlib.sha256(h).digest(): h for h in holders}.values())
     log(f"  searched {len(images)} module images the process loaded: {len(found)}/{len(wanted)} kernels found"
-        + (f", {len(more)} ambiguous" if more else ""))
+        + (f", {len(find_in_images.alternatives)} in several images with different code" if more else ""))
     return found

@@ -45,6 +45,8 @@ class Buffers:
 
     def find(self, cap, addr):
         for b in self.list:
+            if b.get("aliased"):  # (an output whose memory held other tensors first: export.py)
+                continue
             base = b["ranges"].get(cap)
             if base is not None and base <= addr < base + b["size"]:
                 return b, addr - base
@@ -212,7 +214,7 @@ class Relocator:
         self.pairs[key] = b
         return b, off
 
-    def probe(self, vals):
+    def probe(self, vals):  # (bufs.find skips aliased outputs)
         """(buffer, offset) if every capture's word is the same place of one buffer the
         export already knows, else None; silent (a window across two fields may hit a
         buffer by chance in one capture: that is no problem, only not an address)."""
@@ -229,7 +231,7 @@ class Relocator:
         if kind == "lo32":
             hits = []
             for b in self.bufs.list:
-                if 0 not in b["ranges"]:
+                if 0 not in b["ranges"] or b.get("aliased"):
                     continue
                 o = (vals[0] - b["ranges"][0]) & 0xFFFFFFFF
                 if o < b["size"] and all(any(a & 0xFFFFFFFF == vals[c] for a in self.at(c, b, o))

@@ -36,7 +36,7 @@ def child(key, out_dir):
     try:
         fn, inputs, weights = zoo.ZOO[key]()
         res = pgcc.export(fn, tuple(inputs), os.path.join(out_dir, "export"), name=key.replace(":", "_"),
-                          weights=weights, verify=True, quiet=True, watch=watch)
+                          weights=weights, verify=True, quiet=False, watch=watch)
         rec.update(status="PASS", detail=str(getattr(res, "verified", "") or ""))
     except Exception as e:  # noqa: BLE001 -- the table reports every failure
         import traceback

@@ -300,3 +300,20 @@ def test_stale_word_that_looks_like_a_pointer_in_one_capture_is_a_suspect():
     # without suspects (the strict, two-capture behaviour) it is a problem, as before
     rel.resolve((POOL[0] + 1024, 0xF3CF3BFFF1567800, 0), "node 0")
     assert len(rel.problems) == 1
+
+
+def test_an_output_whose_memory_held_another_tensor_first_is_the_regions():
+    # ViT in bf16: capture A's output (4000 bytes) was allocated where a 151 KB
+    # intermediate had been; a kernel writing that intermediate points at the output's
+    # address.  Mapping it to the output would write 151 KB into 4000 bytes.
+    from pgcc.export import reused
+    allocs = [(POOL[0], 151296), (POOL[0] + 151552, 1024), (POOL[0], 4000)]
+    assert reused(allocs, POOL[0], 4000)
+    assert not reused(allocs, POOL[0] + 151552, 1024)
+    assert not reused([(POOL[0] + 8192, 64)], POOL[0], 4000)
+    bufs = Buffers()
+    out = bufs.add(name="out0", size=4000, role="output", ranges={c: POOL[c] for c in range(2)}, aliased=True)
+    rel = Relocator(bufs, [[(POOL[c], 1 << 20)] for c in range(2)], [[(POOL[c], 1 << 20)] for c in range(2)])
+    t, off = rel.resolve((POOL[0] + 16, POOL[1] + 16), "w")
+    assert t is not out and (t["role"], off) == ("intermediate", 16)
+    assert rel.problems == []
