@@ -304,7 +304,11 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
             for func, k in kernels.items():
                 if k["symbol"] in images:
                     set_image(k, images[k["symbol"]], out_dir)
-                    if k["symbol"] in find_in_images.alternatives:
+                    own = watch.images.get(watch.image_of(func) or "")
+                    if k["symbol"] in find_in_images.alternatives and own and same_kernel(own, k["symbol"],
+                                                                                         k["attrs"]):
+                        set_image(k, own, out_dir)  # the image this very function was taken from
+                    elif k["symbol"] in find_in_images.alternatives:
                         # Not tried by running them: one such variant of cuDNN's attention
                         # kernel, run on another's arguments, stopped the GPU (an illegal
                         # instruction) and left the process's CUDA context unusable.
@@ -355,6 +359,15 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
             write_report()
             if problems:
                 raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))
+            # A word that is a host address is pointed at a copy of the bytes there even where
+            # zeroing it changed nothing in the replay: a null alpha pointer made ResNet-50's
+            # CUTLASS GEMM fall back to the scalar beside it, which held another value.
+            for i in list(suspects):
+                suspects[i] = [r for r in suspects[i] if not read_host(i, [r], capA, maps, bufs, nodes, kernels,
+                                                                        rescued)]
+                if not suspects[i]:
+                    del suspects[i]
+            report["host_memory_read"] = [f"0x{a:x}" for a in rescued]
             for i, r in suspects.items():
                 mark_dontcare(kernels[capA.nodes[i]["func"]], r)
             log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
@@ -365,8 +378,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         if any(k["module"]["kind"] == "library" or "image" in k for k in kernels.values()):
             prog.status(f"{name}: running the library kernels' code found, node by node")
             try:
-                prove_code(torch, capA, bufs, nodes, edges, kernels, replayer, log, prog.warn, out_dir,
-                       list(watch.images.values()) if watch else [])
+                prove_code(torch, capA, bufs, nodes, edges, kernels, replayer, log, prog.warn, out_dir, watch)
             except RuntimeError as e:  # a launch refused: the code stays as found, verify.py judges it
                 prog.warn("the library kernels' code could not be run node by node", str(e))
         # the outputs of capture A on the example inputs; the replay's updates to the
@@ -428,16 +440,15 @@ def set_image(k, image, out_dir):
     k["module"], k["image"] = {"name": mname, "kind": kind, "file": rel_path, "sha256": digest}, image
 
 
-def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out_dir, images=()):
+def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out_dir, watch=None):
     """Library kernels are found by name and attributes, and a library may hold several
     kernels of one name with different code (cuDNN's depthwise convolution, one per data
     type); cuDNN compiles kernels at run time, one name for several variants, which
     ModuleWatch sees as several images.  The program is run node by node in this process,
     as captured and as exported with the code found (diagnose.Harness); where a library
-    kernel's launch is the first to differ, the module images this process loaded
-    (images: ModuleWatch's; a kernel the driver compiled from a fatbin's PTX is there,
-    in no fatbin's cubin) and then every other fatbin holding a kernel of that name
-    compiled for this GPU are tried, and the one with which the program runs further
+    kernel's launch is the first to differ, the image its function was taken from (where
+    the ModuleWatch saw it), the other module images this process loaded, and then every
+    other fatbin holding a kernel of that name compiled for this GPU are tried, and the one with which the program runs further
     is kept.  A kernel nothing proves right is left as found, with a warning: verify.py
     has the last word."""
     from .diagnose import Harness
@@ -460,13 +471,16 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
             return loaded.load(paths[k["module"]["library"]], k["entry"], k["symbol"])
         return loaded.load_image(k["image"], k["symbol"])
 
-    def candidates(k):
+    def candidates(func, k):
         """(how to load it, how to keep it) of each other place holding k's name: the
-        images this process loaded first, then the fatbins (searched only if need be)."""
+        images this process loaded first (the function's own first), then the fatbins
+        (searched only if need be)."""
         if k["module"]["kind"] != "library":
             return
         from .kernels import matching_kernels
-        for img in images:
+        images = list(watch.images.values()) if watch else []
+        own = watch.images.get(watch.image_of(func) or "") if watch else None
+        for img in ([own] if own else []) + [i for i in images if i is not own]:
             if any(True for _ in matching_kernels(C.create_string_buffer(img, len(img)), {k["symbol"]: k["attrs"]})):
                 yield (lambda img=img: loaded.load_image(img, k["symbol"]),
                        lambda img=img: (set_image(k, img, out_dir), k.pop("entry", None)))
@@ -499,7 +513,7 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
             was = f"{k['module'].get('library', 'a module image')}" + (f" (fatbin at {k['entry']})" if "entry" in k
                                                                        else "")
             count = 0
-            for load_it, keep in candidates(k):
+            for load_it, keep in candidates(func, k):
                 count += 1
                 chosen[func] = load_it()
                 again = run()

@@ -256,12 +256,64 @@ class LibraryFunctions:
         self.libs = []
 
 
+# CUPTI: callback domains, the resource callback for a module's loading, and the
+# driver API calls whose handles say which image a function came from
+# (cupti_callbacks.h, cupti_driver_cbid.h; their parameters: generated_cuda_meta.h)
+DOMAIN_DRIVER_API, DOMAIN_RESOURCE, RESOURCE_MODULE_LOADED = 1, 3, 6
+CBID_MODULE_LOAD = (19, 20, 21)  # cuModuleLoadData, ...DataEx, ...FatBinary: (CUmodule *, const void *image)
+CBID_MODULE_GET_FUNCTION = 23  # (CUfunction *, CUmodule, name)
+CBID_LIBRARY_LOAD = 678  # cuLibraryLoadData: (CUlibrary *, const void *code, ...)
+CBID_LIBRARY_GET_KERNEL = 681  # (CUkernel *, CUlibrary, name)
+CBID_KERNEL_GET_FUNCTION = 683  # (CUfunction *, CUkernel)
+
+
+FATBIN_WRAPPER_MAGIC = 0x466243B1  # what nvcc's registration passes: magic, version, the fatbin's address
+
+
+def image_at(ptr):
+    """The module image at ptr (an address) as a driver call takes it, or None where it is
+    none of the kinds known: a cubin, a fatbin (or the wrapper nvcc puts around one), PTX
+    text.  (Bytes read past an unknown structure and later loaded as an image crashed
+    the driver.)"""
+    head = C.string_at(ptr, 16)
+    magic = int.from_bytes(head[:4], "little")
+    if magic == FATBIN_WRAPPER_MAGIC:
+        inner = int.from_bytes(head[8:16], "little")
+        return image_at(inner) if inner else None
+    if head[:4] == b"\x7fELF" or magic == 0xBA55ED50:
+        return C.string_at(ptr, image_size(ptr))
+    text = C.string_at(ptr, 4096).split(b"\0")[0]
+    if text.lstrip().startswith((b"//", b".version")):  # PTX, as ptxas reads it
+        return C.string_at(ptr)
+    return None
+
+
+def image_size(ptr):
+    """The size of the module image at ptr (an address): an ELF cubin to the end of its
+    section headers, a fatbin by its header, PTX to its terminating zero."""
+    head = C.string_at(ptr, 16)
+    if head[:4] == b"\x7fELF":
+        eh = C.string_at(ptr, 64)
+        shoff = int.from_bytes(eh[0x28:0x30], "little")
+        shentsize, shnum = int.from_bytes(eh[0x3A:0x3C], "little"), int.from_bytes(eh[0x3C:0x3E], "little")
+        phoff = int.from_bytes(eh[0x20:0x28], "little")
+        phentsize, phnum = int.from_bytes(eh[0x36:0x38], "little"), int.from_bytes(eh[0x38:0x3A], "little")
+        return max(shoff + shentsize * shnum, phoff + phentsize * phnum)
+    if int.from_bytes(head[:4], "little") == 0xBA55ED50:
+        return int.from_bytes(head[6:8], "little") + int.from_bytes(head[8:16], "little")
+    return len(C.string_at(ptr))
+
+
 class ModuleWatch:
     """Copies of the module images this process loads from now on, from CUPTI's
     module-loaded callback: the second route to a library kernel that is in no
-    fatbin of its library's .nv_fatbin section (cuBLASLt's CUTLASS SGEMMs).  Start
-    it before the callable first runs; close it before anything else uses CUPTI
-    (torch.profiler): CUPTI takes one subscriber at a time."""
+    fatbin of its library's .nv_fatbin section (cuBLASLt's CUTLASS SGEMMs).  And which
+    image each function came from (image_of): cuDNN compiles kernels at run time under
+    one name for several variants, and only the handles tell them apart -- the driver
+    calls that load an image (cuModuleLoadData*, cuLibraryLoadData) and the ones that
+    take a function out of it (cuModuleGetFunction; cuLibraryGetKernel, then
+    cuKernelGetFunction).  Start it before the callable first runs; close it before
+    anything else uses CUPTI (torch.profiler): CUPTI takes one subscriber at a time."""
 
     class _Resource(C.Structure):
         _fields_ = [("context", C.c_void_p), ("handle", C.c_void_p), ("descriptor", C.c_void_p)]
@@ -269,8 +321,15 @@ class ModuleWatch:
     class _Module(C.Structure):
         _fields_ = [("moduleId", C.c_uint32), ("cubinSize", C.c_size_t), ("pCubin", C.c_void_p)]
 
+    class _Api(C.Structure):  # CUpti_CallbackData, as far as used
+        _fields_ = [("site", C.c_int), ("functionName", C.c_char_p), ("params", C.c_void_p),
+                    ("result", C.c_void_p)]
+
     def __init__(self):
         self.images, self.paused, self.sub = {}, False, None
+        self.loaded_by = {}  # module or library handle -> digests of the images loaded by that call
+        self.parent = {}  # function -> module, or kernel; kernel -> library
+        self._during = None  # digests of the images loaded during the call in progress
         lib = None
         for path in self._candidates():
             try:
@@ -284,15 +343,17 @@ class ModuleWatch:
         CB = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_uint, C.c_void_p)
 
         def seen(user, domain, cbid, data):
-            if domain != 3 or cbid != 6 or self.paused or not data:  # RESOURCE, MODULE_LOADED
+            if self.paused or not data:
                 return
-            res = C.cast(data, C.POINTER(self._Resource)).contents
-            if not res.descriptor:
-                return
-            m = C.cast(res.descriptor, C.POINTER(self._Module)).contents
-            if m.pCubin and m.cubinSize:
-                image = C.string_at(m.pCubin, m.cubinSize)
-                self.images.setdefault(hashlib.sha256(image).hexdigest(), image)
+            if domain == DOMAIN_RESOURCE and cbid == RESOURCE_MODULE_LOADED:
+                res = C.cast(data, C.POINTER(self._Resource)).contents
+                if not res.descriptor:
+                    return
+                m = C.cast(res.descriptor, C.POINTER(self._Module)).contents
+                if m.pCubin and m.cubinSize:
+                    self._keep(C.string_at(m.pCubin, m.cubinSize))
+            elif domain == DOMAIN_DRIVER_API:
+                self._api(cbid, C.cast(data, C.POINTER(self._Api)).contents)
 
         self._cb = CB(seen)
         sub = C.c_void_p()
@@ -300,7 +361,53 @@ class ModuleWatch:
         if r != 0:
             raise ExportError(f"cuptiSubscribe failed ({r}): another CUPTI subscriber (a profiler) is active")
         self.sub = sub
-        lib.cuptiEnableCallback(1, sub, 3, 6)
+        lib.cuptiEnableCallback(1, sub, DOMAIN_RESOURCE, RESOURCE_MODULE_LOADED)
+        for cbid in CBID_MODULE_LOAD + (CBID_MODULE_GET_FUNCTION, CBID_LIBRARY_LOAD, CBID_LIBRARY_GET_KERNEL,
+                                        CBID_KERNEL_GET_FUNCTION):
+            lib.cuptiEnableCallback(1, sub, DOMAIN_DRIVER_API, cbid)
+
+    def _keep(self, image):
+        digest = hashlib.sha256(image).hexdigest()
+        self.images.setdefault(digest, image)
+        if self._during is not None:
+            self._during.append(digest)
+        return digest
+
+    def _api(self, cbid, cd):
+        P = C.POINTER(C.c_void_p)
+        if cd.site == 0:  # entering: the images loaded from here on are this call's
+            if cbid in CBID_MODULE_LOAD or cbid == CBID_LIBRARY_LOAD:
+                self._during = []
+            return
+        if not cd.params or (cd.result and C.cast(cd.result, C.POINTER(C.c_int))[0] != 0):
+            self._during = None
+            return
+        p = C.cast(cd.params, P)
+        if cbid in CBID_MODULE_LOAD or cbid == CBID_LIBRARY_LOAD:
+            handle = C.cast(p[0], P)[0] if p[0] else None
+            during, self._during = self._during or [], None
+            if handle and not during and p[1]:  # loaded lazily: the image given is what will run
+                image = image_at(p[1])
+                during = [self._keep(image)] if image else []
+            if handle:
+                self.loaded_by[handle] = during
+        elif cbid in (CBID_MODULE_GET_FUNCTION, CBID_LIBRARY_GET_KERNEL, CBID_KERNEL_GET_FUNCTION):
+            out = C.cast(p[0], P)[0] if p[0] else None
+            if out:
+                self.parent[out] = p[1]
+
+    def image_of(self, func):
+        """The digest of the image function func was taken from, if this watch saw it
+        loaded and taken (None otherwise, or where one load gave several images)."""
+        h = func
+        for _ in range(3):  # function -> module; function -> kernel -> library
+            if h in self.loaded_by:
+                d = self.loaded_by[h]
+                return d[0] if len(set(d)) == 1 else None
+            h = self.parent.get(h)
+            if h is None:
+                return None
+        return None
 
     @staticmethod
     def _candidates():

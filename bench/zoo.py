@@ -1,0 +1,220 @@
+"""The zoo side by side: for each model of tests/e2e/zoo.py, one step run eagerly, under
+torch.compile, under torch.compile(mode="reduce-overhead") (CUDA Graph Trees), as a
+manual capture of the compiled program replayed (the same kernels in one graph with
+nothing moving: the floor), and as pgcc's export run from C through libpgrt.
+
+    python3 bench/zoo.py [--rounds 5] [--iters 50] [--out DIR] PATTERN ...
+
+Each model runs in a child process of its own, one after another (never two timings
+at once).  In a child: the ways are set up (set-up time: the first three calls, the
+export and its verification for pgcc, the load), then timed in `rounds` interleaved
+rounds (each round times every way once: `iters` steps between two CUDA events for
+the GPU time per step, the host's perf_counter for its time per call); the table
+gives medians over the rounds, the spread (max - min over the median) of the GPU time,
+ratios to reduce-overhead and to the floor, and memory: weights, what an eager step
+allocates at its peak beyond them, reduce-overhead's private pools, pgcc's arena.
+The export comes right after torch.compile's set-up, before the other ways run
+(an eager call makes cuDNN compile attention kernels under the names of the compiled
+program's, which the export cannot tell apart).  Every way gets fresh inputs at other addresses each call (pgcc and eager read them in
+place; reduce-overhead copies them into its static inputs).  One JSON line per model
+on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.
+"""
+import argparse
+import fnmatch
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc")
+
+
+def child(key, rounds, iters, out_dir):
+    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
+    import torch
+    import zoo
+    import pgcc
+
+    watch = pgcc.ModuleWatch()
+    fn, inputs, weights = zoo.ZOO[key]()
+    train = getattr(fn, "train", False) is True
+    wbytes = sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in weights.values()}.values())
+    pool = [[x.clone() for x in inputs] for _ in range(4)]  # inputs at other addresses, call by call
+    rec = {"model": key, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "weights_bytes": wbytes}
+    steps, setup = {}, {}
+
+    def timed_setup(name, make):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        steps[name] = make()
+        torch.cuda.synchronize()
+        setup[name] = time.perf_counter() - t0
+
+    def calls(f):
+        state = {"k": 0}
+
+        def step():
+            state["k"] = (state["k"] + 1) % len(pool)
+            return f(*pool[state["k"]])
+        return step
+
+    compiled = torch.compile(fn)
+
+    def make_compiled():
+        for _ in range(3):
+            compiled(*inputs)
+        return calls(compiled)
+    timed_setup("compile", make_compiled)
+
+    def make_pgcc():
+        exp = os.path.join(out_dir, key.replace(":", "_"))
+        t0 = time.perf_counter()
+        res = pgcc.export(compiled, tuple(inputs), exp, name=key.replace(":", "_"), weights=weights, compile=False,
+                          quiet=True, watch=watch, warmup=1)
+        rec["pgcc_export_s"] = round(time.perf_counter() - t0, 2)
+        rec["pgcc_verified"] = str(res.verified)
+        p = pgcc.load(exp)
+        rec["pgcc_init_ms"] = round(p.init_s * 1e3, 2)
+        rec["pgcc_load_ms"] = round(p.load_s * 1e3, 2)
+        rec["pgcc_arena_bytes"] = p.arena_bytes
+        outs = p.new_outputs()
+        steps["_program"] = p
+        return calls(lambda *xs: p(*xs, out=outs))
+    try:
+        timed_setup("pgcc", make_pgcc)
+    except Exception as e:  # noqa: BLE001 -- the table says what failed
+        rec["pgcc_failed"] = f"{type(e).__name__}: {e}"[:300]
+    watch.close()
+
+    ro = torch.compile(fn, mode="reduce-overhead")
+    pools_before = pool_bytes(torch)
+
+    def make_ro():
+        for _ in range(3):
+            ro(*inputs)
+        return calls(lambda *xs: ro(*xs))
+    timed_setup("reduce-overhead", make_ro)
+    rec["ro_pool_bytes"] = pool_bytes(torch) - pools_before
+
+    def make_manual():
+        g = torch.cuda.CUDAGraph()
+        compiled(*inputs)
+        torch.cuda.synchronize()
+        with torch.cuda.graph(g):
+            compiled(*inputs)
+        return g.replay
+    timed_setup("manual capture", make_manual)
+
+    # eager, last (an eager call makes cuDNN compile variants of the compiled program's
+    # kernels under the same names, which an export after it could not tell apart), and
+    # its peak beyond weights and inputs
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    fn(*inputs)
+    torch.cuda.synchronize()
+    rec["eager_peak_bytes"] = torch.cuda.max_memory_allocated() - base
+    timed_setup("eager", lambda: calls(fn))
+
+    ways = [w for w in WAYS if w in steps]
+    for w in ways:  # warm
+        for _ in range(5):
+            steps[w]()
+    torch.cuda.synchronize()
+    gpu = {w: [] for w in ways}
+    host = {w: [] for w in ways}
+    for _ in range(rounds):
+        for w in ways:  # interleaved: every way once per round
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            e0.record()
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                steps[w]()
+            host[w].append((time.perf_counter() - t0) / iters * 1e6)
+            e1.record()
+            e1.synchronize()
+            gpu[w].append(e0.elapsed_time(e1) / iters * 1e3)
+    rec["train"] = train
+    rec["ways"] = {w: {"gpu_us": round(statistics.median(gpu[w]), 1), "host_us": round(statistics.median(host[w]), 1),
+                       "spread": round((max(gpu[w]) - min(gpu[w])) / statistics.median(gpu[w]), 3),
+                       "setup_s": round(setup[w], 3)} for w in ways}
+    print("BENCH " + json.dumps(rec), flush=True)
+    if "_program" in steps:
+        steps["_program"].close()
+
+
+def pool_bytes(torch):
+    return sum(seg["total_size"] for seg in torch.cuda.memory_snapshot()
+               if tuple(seg.get("segment_pool_id") or (0, 0)) != (0, 0))
+
+
+def table(recs):
+    lines = ["| model | eager | compile | reduce-overhead | manual capture (floor) | pgcc | pgcc / RO | "
+             "pgcc / floor | host µs/call pgcc (RO) | spread pgcc (RO) | pgcc set-up: export, init | "
+             "memory: weights, eager peak, RO pools, pgcc arena |",
+             "|---" * 12 + "|"]
+    for r in recs:
+        w = r.get("ways", {})
+        g = {k: v["gpu_us"] for k, v in w.items()}
+        def f(k):
+            return f"{g[k]:.1f} µs" if k in g else "—"
+        ratio = lambda a, b: f"{g[a] / g[b]:.2f}x" if a in g and b in g else "—"
+        mib = lambda n: f"{n / 2**20:.1f}" if isinstance(n, (int, float)) else "—"
+        p = w.get("pgcc", {})
+        ro = w.get("reduce-overhead", {})
+        lines.append(
+            f"| {r['model']} | {f('eager')} | {f('compile')} | {f('reduce-overhead')} | {f('manual capture')} | "
+            f"{f('pgcc') if 'pgcc' in g else 'FAIL: ' + r.get('pgcc_failed', r.get('failed', '?'))[:80]} | "
+            f"{ratio('pgcc', 'reduce-overhead')} | {ratio('pgcc', 'manual capture')} | "
+            f"{p.get('host_us', '—')} ({ro.get('host_us', '—')}) | {p.get('spread', '—')} ({ro.get('spread', '—')}) | "
+            f"{r.get('pgcc_export_s', '—')} s, {r.get('pgcc_init_ms', '—')} ms | "
+            f"{mib(r.get('weights_bytes'))}, {mib(r.get('eager_peak_bytes'))}, {mib(r.get('ro_pool_bytes'))}, "
+            f"{mib(r.get('pgcc_arena_bytes'))} MiB |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("patterns", nargs="*", help="fnmatch patterns over 'family:variant' (default: all)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--out", help="a folder for zoo_bench.json")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child, args.rounds, args.iters, args.child_out)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+    import zoo
+    import tempfile
+    keys = [k for k in zoo.ZOO if not args.patterns or any(fnmatch.fnmatch(k, p) for p in args.patterns)]
+    work = tempfile.mkdtemp(prefix="pgcc-bench-")
+    recs = []
+    for key in keys:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(work, "inductor", key.replace(":", "_")))
+        try:
+            p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", work, "--rounds",
+                                str(args.rounds), "--iters", str(args.iters)], env=env, capture_output=True,
+                               text=True, timeout=args.timeout)
+            got = [json.loads(l[6:]) for l in p.stdout.splitlines() if l.startswith("BENCH ")]
+            rec = got[-1] if got else {"model": key, "failed": " | ".join((p.stdout + p.stderr).strip()
+                                                                         .splitlines()[-3:])[:300]}
+        except subprocess.TimeoutExpired:
+            rec = {"model": key, "failed": f"over {args.timeout} s"}
+        recs.append(rec)
+        print(json.dumps(rec), flush=True)
+    print()
+    print(table(recs))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "zoo_bench.json"), "w") as f:
+            json.dump(recs, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
