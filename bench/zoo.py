@@ -12,7 +12,9 @@ rounds (each round times every way once: `iters` steps between two CUDA events f
 the GPU time per step, the host's perf_counter for its time per call); the table
 gives medians over the rounds, the spread (max - min over the median) of the GPU time,
 ratios to reduce-overhead and to the floor, and memory: weights, what an eager step
-allocates at its peak beyond them, reduce-overhead's private pools, pgcc's arena.
+allocates at its peak beyond them (libraries' workspaces, made once, not counted),
+the private pool segments reduce-overhead made, pgcc's arena (pgcc holds its own copy
+of the weights besides: a deployment has no PyTorch model beside it).
 The export comes right after torch.compile's set-up, before the other ways run
 (an eager call makes cuDNN compile attention kernels under the names of the compiled
 program's, which the export cannot tell apart).  Every way gets fresh inputs at other addresses each call (pgcc and eager read them in
@@ -90,14 +92,14 @@ def child(key, rounds, iters, out_dir):
     watch.close()
 
     ro = torch.compile(fn, mode="reduce-overhead")
-    pools_before = pool_bytes(torch)
+    pools_before = pool_segments(torch)
 
     def make_ro():
         for _ in range(3):
             ro(*inputs)
         return calls(lambda *xs: ro(*xs))
     timed_setup("reduce-overhead", make_ro)
-    rec["ro_pool_bytes"] = pool_bytes(torch) - pools_before
+    rec["ro_pool_bytes"] = sum(n for a, n in pool_segments(torch).items() if a not in pools_before)
 
     def make_manual():
         g = torch.cuda.CUDAGraph()
@@ -110,7 +112,8 @@ def child(key, rounds, iters, out_dir):
 
     # eager, last (an eager call makes cuDNN compile variants of the compiled program's
     # kernels under the same names, which an export after it could not tell apart), and
-    # its peak beyond weights and inputs
+    # its peak beyond weights and inputs (after the other ways: libraries' workspaces,
+    # made once per process, are not counted)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
@@ -147,9 +150,10 @@ def child(key, rounds, iters, out_dir):
         steps["_program"].close()
 
 
-def pool_bytes(torch):
-    return sum(seg["total_size"] for seg in torch.cuda.memory_snapshot()
-               if tuple(seg.get("segment_pool_id") or (0, 0)) != (0, 0))
+def pool_segments(torch):
+    """{address: size} of the caching allocator's segments in private pools (CUDA graphs')."""
+    return {seg["address"]: seg["total_size"] for seg in torch.cuda.memory_snapshot()
+            if tuple(seg.get("segment_pool_id") or (0, 0)) != (0, 0)}
 
 
 def table(recs):
