@@ -27,9 +27,15 @@ class Capture:
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
         torch.cuda.synchronize()
         traced = record_allocations(torch, True)
-        with far() if far else contextlib.nullcontext():
-            with torch.cuda.graph(self.graph):
-                out = fn(*inputs)
+        pool = torch.cuda.graph_pool_handle()  # (a pool of its own, as by default, but known if the capture fails)
+        try:
+            with far() if far else contextlib.nullcontext():
+                with torch.cuda.graph(self.graph, pool=pool):
+                    out = fn(*inputs)
+        except Exception as e:
+            if traced:
+                record_allocations(torch, False)
+            raise capture_failed(torch, self.graph, pool, e) from e
         torch.cuda.synchronize()
         self.allocs = record_allocations(torch, False) if traced else None
         self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -116,6 +122,74 @@ class Capture:
     def blocks(self):
         """Every block the caching allocator has handed out: (address, size), sorted."""
         return allocator_blocks(self.snapshot)
+
+
+HOST_SYNC = ("operation not permitted when stream is capturing", "StreamCaptureUnsupported",
+             "capture_unsupported", "StreamCaptureInvalidated", "operation failed due to a previous error during capture")
+
+
+def capture_failed(torch, graph, pool, e):
+    """After a capture that raised: the capture ended, PyTorch's state put back (a capture
+    that fails half-way leaves the CUDA generator believing one is under way: every later
+    torch.randn failed with "Offset increment outside graph capture"), and an
+    ExportError saying what stands in the way, with the user's line that did it."""
+    import traceback
+    from .errors import ExportError
+    s = C.c_void_p(torch.cuda.current_stream().cuda_stream)
+    status = C.c_int()
+    for stream in (s, C.c_void_p(torch.cuda.graphs.graph.default_capture_stream.cuda_stream)
+                   if getattr(torch.cuda.graphs.graph, "default_capture_stream", None) else None):
+        if stream is not None and cu().StreamIsCapturing(stream, C.byref(status)) == 0 and status.value:
+            g = C.c_void_p()
+            cu().StreamEndCapture(stream, C.byref(g))
+            if g.value:
+                cu().GraphDestroy(g)
+    # The caching allocator still routes this capture's allocations to its private pool
+    # (CUDAGraph.capture_end ends that only after the stream's capture ended well): every
+    # later synchronising call then aborted the process (captures_underway.empty()).
+    try:
+        dev = torch.cuda.current_device()
+        torch._C._cuda_endAllocateToPool(dev, pool)
+        torch._C._cuda_releasePool(dev, pool)
+    except (AttributeError, RuntimeError):
+        pass
+    try:
+        graph.reset()
+    except RuntimeError:
+        pass
+    healthy = True
+    try:  # a capture that succeeds ends the generators' capture bookkeeping
+        torch.cuda.synchronize()
+        probe = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(probe):
+            torch.randn(1, device="cuda")
+        probe.reset()
+        torch.randn(1, device="cuda")
+        torch.cuda.synchronize()
+    except RuntimeError:
+        healthy = False
+    chain = [e]  # the error inside the callable, and what ending the capture raised over it
+    while (chain[-1].__context__ or chain[-1].__cause__) is not None and len(chain) < 8:
+        chain.append(chain[-1].__context__ or chain[-1].__cause__)
+    where = ""
+    import os
+    ours = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torch.__file__)))
+    for x in reversed(chain):  # the innermost error's line in the user's code
+        frames = [f for f in traceback.extract_tb(x.__traceback__)
+                  if not os.path.abspath(f.filename).startswith(ours) and "<" not in f.filename]
+        if frames:
+            where = f" (at {frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line})"
+            break
+    text = str(chain[-1]).strip().splitlines()[0] if str(chain[-1]).strip() else type(chain[-1]).__name__
+    if any(h in str(x) for x in chain for h in HOST_SYNC[:3]):
+        why = ("the callable waits for the GPU during the call" + where + ": a host read (.item(), .tolist(), "
+               "a tensor in an if or a print, a data-dependent shape) or a synchronisation, which a CUDA graph "
+               "cannot hold; pgcc-export captures a call whole and cannot yet export it in pieces")
+    else:
+        why = f"capturing the callable failed{where}: {text}"
+    if not healthy:
+        why += (" (and PyTorch's CUDA state could not be put back: this process should not run more CUDA work)")
+    return ExportError(f"cannot export: {why}")
 
 
 def launch_attributes(h):

@@ -61,6 +61,9 @@ def cu():
     n.MemsetD16 = fn("cuMemsetD16_v2", C.c_uint64, C.c_ushort, S)
     n.MemsetD32 = fn("cuMemsetD32_v2", C.c_uint64, U, S)
     n.CtxSynchronize = fn("cuCtxSynchronize")
+    n.StreamIsCapturing = fn("cuStreamIsCapturing", P, C.POINTER(I))
+    n.StreamEndCapture = fn("cuStreamEndCapture", P, C.POINTER(P))
+    n.GraphDestroy = fn("cuGraphDestroy", P)
     _cu = n
     return n
 
