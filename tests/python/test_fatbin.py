@@ -113,3 +113,46 @@ def test_image_at_reads_only_images_it_knows():
     assert image_at(ctypes.addressof(ptx)).startswith(b"//")
     junk = ctypes.create_string_buffer(bytes(range(1, 200)))
     assert image_at(ctypes.addressof(junk)) is None
+
+
+def test_module_watch_knows_which_image_a_function_came_from():
+    """ModuleWatch's driver-API bookkeeping, fed the callback data CUPTI gives: a module
+    loaded from an image (none reported loaded during the call: the image given is
+    kept), a function taken out of it; a library, a kernel, its function."""
+    import ctypes as C
+    from pgcc.kernels import CBID_KERNEL_GET_FUNCTION, CBID_LIBRARY_GET_KERNEL, CBID_LIBRARY_LOAD, \
+        CBID_MODULE_GET_FUNCTION, CBID_MODULE_LOAD, ModuleWatch
+
+    w = ModuleWatch.__new__(ModuleWatch)
+    w.images, w.paused, w.loaded_by, w.parent, w._during = {}, False, {}, {}, None
+    keep = []
+
+    def call(cbid, *params, site=None):
+        vals = [C.c_void_p(p) for p in params]
+        keep.append(vals)
+        arr = (C.c_void_p * len(vals))(*[v.value for v in vals])
+        keep.append(arr)
+        ok = C.c_int(0)
+        keep.append(ok)
+        for s in ((0, 1) if site is None else (site,)):
+            cd = ModuleWatch._Api(site=s, params=C.cast(arr, C.c_void_p), result=C.cast(C.pointer(ok), C.c_void_p))
+            w._api(cbid, cd)
+
+    def out_slot(value):
+        slot = C.c_void_p(value)
+        keep.append(slot)
+        return C.addressof(slot)
+
+    cubin = C.create_string_buffer(fixture("scale.cubin"))
+    call(CBID_MODULE_LOAD[0], out_slot(0x1111), C.addressof(cubin))
+    call(CBID_MODULE_GET_FUNCTION, out_slot(0x2222), 0x1111, 0)
+    digest = w.image_of(0x2222)
+    assert digest and w.images[digest] == fixture("scale.cubin")
+    # a library whose load reported an image during the call (the cubin it really loaded)
+    call(CBID_LIBRARY_LOAD, out_slot(0x3333), 0, site=0)
+    w._keep(b"\x7fELF another image")
+    call(CBID_LIBRARY_LOAD, out_slot(0x3333), 0, site=1)
+    call(CBID_LIBRARY_GET_KERNEL, out_slot(0x4444), 0x3333, 0)
+    call(CBID_KERNEL_GET_FUNCTION, out_slot(0x5555), 0x4444)
+    assert w.images[w.image_of(0x5555)] == b"\x7fELF another image"
+    assert w.image_of(0x9999) is None
