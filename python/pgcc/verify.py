@@ -46,6 +46,18 @@ def compare(got, ref):
     return same, (0.0 if same else rel_err(got, ref)), tol
 
 
+def outputs(name, got, ref):
+    """The program's outputs and the callable's, as two lists of the same length (after
+    the GPU finished both)."""
+    import torch
+    got = list(got) if isinstance(got, tuple) else [got]
+    ref = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    torch.cuda.synchronize()
+    if len(ref) != len(got):
+        raise ExportError(f"verify {name}: the program has {len(got)} outputs, the callable {len(ref)}")
+    return got, ref
+
+
 def verify(result, fn, inputs, calls=3, progress=None, build_dir=None):
     """result: an ExportResult (or the export's directory); fn: the callable as exported
     (compiled, if it was); inputs: the example inputs.  Returns the PASS line."""
@@ -71,14 +83,9 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None):
             keep += xs + [memory]  # alive: the next call's are elsewhere
             if call == calls:
                 far_high = all(x.data_ptr() >> 32 != y.data_ptr() >> 32 for x, y in zip(xs, inputs) if x.numel())
-            got = list(got) if isinstance(got, tuple) else [got]
-            keep += got
             with torch.no_grad():
-                ref = fn(*xs)
-            ref = list(ref) if isinstance(ref, (tuple, list)) else [ref]
-            torch.cuda.synchronize()
-            if len(ref) != len(got):
-                raise ExportError(f"verify {name}: the program has {len(got)} outputs, the callable {len(ref)}")
+                got, ref = outputs(name, got, fn(*xs))
+            keep += got
             for i, (g, r) in enumerate(zip(got, ref)):
                 same, err, tol = compare(g, r.detach())
                 identical = identical and same
@@ -140,13 +147,7 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
             prog.status(f"verify: training step {step + 1}/{steps}")
             xs = [x.clone() for x in inputs]
             p.fill_arena(0xFF)
-            got = p(*xs)
-            got = list(got) if isinstance(got, tuple) else [got]
-            ref = fn(*xs)
-            ref = list(ref) if isinstance(ref, (tuple, list)) else [ref]
-            torch.cuda.synchronize()
-            if len(ref) != len(got):
-                raise ExportError(f"verify {name}: the program has {len(got)} outputs, the callable {len(ref)}")
+            got, ref = outputs(name, p(*xs), fn(*xs))
             for i, (g, r) in enumerate(zip(got, ref)):
                 check(f"output {i} (out{i}) of step {step + 1}", g, r.detach())
         with torch.no_grad():
