@@ -17,12 +17,13 @@ the private pool segments reduce-overhead made, pgcc's arena (pgcc holds its own
 of the weights besides: a deployment has no PyTorch model beside it).
 The export comes right after torch.compile's set-up, before the other ways run
 (an eager call makes cuDNN compile attention kernels under the names of the compiled
-program's, which the export cannot tell apart).  Every way gets fresh inputs at other addresses each call (pgcc and eager read them in
-place; reduce-overhead copies them into its static inputs).  One JSON line per model
+program's, which the export cannot tell apart).  Every way but the manual capture gets
+inputs at other addresses from call to call, four sets in turn (pgcc and eager read
+them in place; reduce-overhead copies them into its static inputs); the manual capture
+replays on the inputs it was captured on.  One JSON line per model
 on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.
 """
 import argparse
-import fnmatch
 import json
 import os
 import statistics
@@ -196,7 +197,7 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
     import tempfile
-    keys = [k for k in zoo.ZOO if not args.patterns or any(fnmatch.fnmatch(k, p) for p in args.patterns)]
+    keys = zoo.select(args.patterns)
     work = tempfile.mkdtemp(prefix="pgcc-bench-")
     recs = []
     for key in keys:

@@ -85,6 +85,14 @@ def write_device(addr, data):
     check(cu().MemcpyHtoD(addr, data, len(data)), "cuMemcpyHtoD")
 
 
+def kernel_argv(layout, blob):
+    """A kernel's parameters as cuLaunchKernel* and kernel node parameters take them (an
+    array of pointers, one per parameter of layout, into copies of blob's bytes), and the
+    copies, which must stay alive as long as the array is used."""
+    vals = [C.create_string_buffer(bytes(blob[o:o + s]), max(s, 1)) for o, s in layout]
+    return (C.c_void_p * max(len(vals), 1))(*[C.cast(v, C.c_void_p) for v in vals]), vals
+
+
 class _DeviceMemory:
     """Device memory as a __cuda_array_interface__ object."""
 

@@ -5,9 +5,9 @@ The captured program is run in this process one node at a time, in the capture's
 order, twice side by side: as captured (capture A's own parameter bytes, at capture
 A's addresses) and as exported (the arguments the .graph holds, relocated to fresh
 copies of every buffer).  Both start from the same state -- intermediates, workspaces
-and outputs zeroed, weights and inputs equal -- and every kernel is deterministic
-(the export checked that two replays agree), so after each node the buffers it names
-must be equal byte for byte.  The first node after which they are not is where the
+and outputs zeroed, weights and inputs equal -- so after each node the buffers it
+names must be equal byte for byte, as long as the kernels are deterministic (one that
+is not, with atomics, shows up here as a difference: read it as a hint, not a proof).  The first node after which they are not is where the
 export is wrong: its arguments, or an earlier node's write that no argument names.
 
 A second pass runs the exported program twice, its intermediates zeroed in one copy
@@ -17,23 +17,21 @@ expects to find zeroed), which a captured graph gets away with only as long as i
 private pool happens to hold harmless bytes there.
 
 Both passes launch kernels through the functions the libraries loaded in this
-process, not the code the export wrote: a divergence here is in the exported
-arguments or buffers; a program that passes here but not in verify.py differs in
-its code or in how libpgrt runs it.  Assumes a GPU and PyTorch; the captured graph
-and its nodes as export.py holds them.
+process, not the code the export wrote: a divergence there is in the exported
+arguments or buffers.  A third pass (given the export loaded by loader.py) runs the
+first again with the functions libpgrt loaded from the export (pgrt_debug_node): a
+divergence only there is in a kernel's code.  Harness, the first pass on its own, is
+also how export.py proves the library code it found (prove_code).  Assumes a GPU and
+PyTorch; the captured graph and its nodes as export.py holds them.
 """
 import ctypes as C
 import struct
 
-from .cuda import (FUNC_MAX_DYNAMIC_SHARED_SIZE, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, FUNC_REQUIRED_CLUSTER_WIDTH, ATTR_CLUSTER_DIMENSION,
-                   LaunchAttribute, LaunchConfig, check, cu, device_bytes)
+from .cuda import (ATTR_CLUSTER_DIMENSION, FUNC_MAX_DYNAMIC_SHARED_SIZE, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                   FUNC_REQUIRED_CLUSTER_WIDTH, LaunchAttribute, LaunchConfig, check, cu, device_bytes, kernel_argv)
 from .graphfile import node_buffers
 
 POISON = 0xA5
-
-
-def view(torch, addr, n):
-    return device_bytes(torch, addr, n)
 
 
 def launch(node, blob, func=None):
@@ -42,8 +40,7 @@ def launch(node, blob, func=None):
     if func and node["smem"] > 48 << 10:  # a function of our own: allowed what the library allowed its own
         check(d.FuncSetAttribute(C.c_void_p(func), FUNC_MAX_DYNAMIC_SHARED_SIZE, node["smem"]), "cuFuncSetAttribute")
     func = func or node["func"]
-    vals = [C.create_string_buffer(bytes(blob[o:o + s]), max(s, 1)) for o, s in node["layout"]]
-    argv = (C.c_void_p * max(len(vals), 1))(*[C.cast(v, C.c_void_p) for v in vals])
+    argv, _vals = kernel_argv(node["layout"], blob)
     cfg = LaunchConfig()
     cfg.grid[:], cfg.block[:], cfg.smem = node["grid"], node["block"], node["smem"]
     attr = LaunchAttribute()
@@ -128,9 +125,9 @@ class Side:
                 if own:
                     self.keep[-1][:len(b["host"])].copy_(torch.frombuffer(bytearray(b["host"]), dtype=torch.uint8))
             elif b["role"] in ("intermediate", "workspace", "output"):
-                view(torch, self.at[id(b)], b["size"]).fill_(fill)
+                device_bytes(torch, self.at[id(b)], b["size"]).fill_(fill)
             elif own:
-                view(torch, self.at[id(b)], b["size"]).copy_(view(torch, b["ranges"][0], b["size"]))
+                device_bytes(torch, self.at[id(b)], b["size"]).copy_(device_bytes(torch, b["ranges"][0], b["size"]))
 
     def addr(self, b):
         return self.at[id(b)]
@@ -151,7 +148,7 @@ class Side:
             check(cu().MemcpyDtoD(dst, src, exported["width"]), "cuMemcpyDtoD")
 
     def bytes_of(self, b):
-        return view(self.torch, self.addr(b), b["size"])
+        return device_bytes(self.torch, self.addr(b), b["size"])
 
 
 def _where(n, cap_node):

@@ -9,7 +9,6 @@ and NAME.export.json; then, unless told not to, verify the result (verify.py).
 Assumes PyTorch with CUDA and a GPU; torch is imported when export() is called, not
 when this module is imported.  docs/e2e.md explains each step and why.
 """
-import ctypes as C
 import hashlib
 import json
 import os
@@ -165,8 +164,8 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         a, size = tensor_span(os_[0])
         bufs.add(name=f"out{i}", size=size, role="output", dtype=dtype_of(os_[0]),
                  shape=list(os_[0].shape), ranges={c: o.data_ptr() for c, o in enumerate(os_)})
-    for i, b in enumerate(b for b in bufs.list if b["role"] == "output"):
-        if reused(capA.allocs, b["ranges"][0], b["size"]):
+    for b in bufs.list:
+        if b["role"] == "output" and reused(capA.allocs, b["ranges"][0], b["size"]):
             b["aliased"] = True
     seen_w = set()
     for wname, t in weights.items():
@@ -317,7 +316,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
                                         "the process loaded hold a kernel of this name and these attributes, with "
                                         "different code; which one ran cannot be told")
     for func, k in kernels.items():
-        if "module" not in k and k["symbol"] not in getattr(find_in_images, "ambiguous", ()):
+        if "module" not in k:
             problems.append(f"kernel {k['symbol'][:100]}: its code is neither a Triton cubin in "
                             f"{roots or 'no cache directory'} nor in a loaded library's fatbins"
                             + (" (the module holding it was loaded before pgcc started watching: make a "
@@ -448,9 +447,9 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
     as captured and as exported with the code found (diagnose.Harness); where a library
     kernel's launch is the first to differ, the image its function was taken from (where
     the ModuleWatch saw it), the other module images this process loaded, and then every
-    other fatbin holding a kernel of that name compiled for this GPU are tried, and the one with which the program runs further
-    is kept.  A kernel nothing proves right is left as found, with a warning: verify.py
-    has the last word."""
+    other fatbin holding a kernel of that name compiled for this GPU are tried, and the
+    one with which the program runs further is kept.  A kernel nothing proves right is
+    left as found, with a warning: verify.py has the last word."""
     from .diagnose import Harness
     from .kernels import LibraryFunctions, library_candidates, loaded_libraries
     judged = {f: k for f, k in kernels.items() if k["module"]["kind"] == "library" or "image" in k}
@@ -477,11 +476,10 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
         (searched only if need be)."""
         if k["module"]["kind"] != "library":
             return
-        from .kernels import matching_kernels
         images = list(watch.images.values()) if watch else []
         own = watch.images.get(watch.image_of(func) or "") if watch else None
         for img in ([own] if own else []) + [i for i in images if i is not own]:
-            if any(True for _ in matching_kernels(C.create_string_buffer(img, len(img)), {k["symbol"]: k["attrs"]})):
+            if same_kernel(img, k["symbol"], k["attrs"]):
                 yield (lambda img=img: loaded.load_image(img, k["symbol"]),
                        lambda img=img: (set_image(k, img, out_dir), k.pop("entry", None)))
         here, entry = paths[k["module"]["library"]], k["entry"]

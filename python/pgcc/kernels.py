@@ -5,8 +5,11 @@ and the rest among the module images the process loaded (ModuleWatch, through CU
 
 Assumes the driver (the candidates are loaded with cuLibraryLoadData and compared by
 their attributes) and, for ModuleWatch, libcupti; torch is imported only to find
-CUPTI beside it.  Nothing is guessed: a kernel that two different images could hold
-is reported, not chosen.
+CUPTI beside it.  Nothing is guessed: where two images with different code hold a
+kernel, the one its function was taken from (ModuleWatch.image_of) is taken, or the
+kernel is reported; the other places holding a library kernel's name
+(library_candidates, loaded by LibraryFunctions) are judged by running them
+(export.prove_code).
 """
 import ctypes as C
 import hashlib
@@ -16,7 +19,7 @@ import time
 
 from .cuda import check, cu
 from .errors import ExportError
-from .fatbin import fatbins, read_section, same_kernel_code
+from .fatbin import FATBIN_MAGIC, fatbins, read_section, same_kernel_code
 
 # max threads, shared, const, local, registers, PTX and binary version: what tells compiled kernels apart
 FUNC_ATTRS = (0, 1, 2, 3, 4, 5, 6)
@@ -280,10 +283,9 @@ def image_at(ptr):
     if magic == FATBIN_WRAPPER_MAGIC:
         inner = int.from_bytes(head[8:16], "little")
         return image_at(inner) if inner else None
-    if head[:4] == b"\x7fELF" or magic == 0xBA55ED50:
+    if head[:4] == b"\x7fELF" or magic == FATBIN_MAGIC:
         return C.string_at(ptr, image_size(ptr))
-    text = C.string_at(ptr, 4096).split(b"\0")[0]
-    if text.lstrip().startswith((b"//", b".version")):  # PTX, as ptxas reads it
+    if head.lstrip().startswith((b"//", b".version")):  # PTX, as ptxas reads it, up to its zero
         return C.string_at(ptr)
     return None
 
@@ -299,7 +301,7 @@ def image_size(ptr):
         phoff = int.from_bytes(eh[0x20:0x28], "little")
         phentsize, phnum = int.from_bytes(eh[0x36:0x38], "little"), int.from_bytes(eh[0x38:0x3A], "little")
         return max(shoff + shentsize * shnum, phoff + phentsize * phnum)
-    if int.from_bytes(head[:4], "little") == 0xBA55ED50:
+    if int.from_bytes(head[:4], "little") == FATBIN_MAGIC:
         return int.from_bytes(head[6:8], "little") + int.from_bytes(head[8:16], "little")
     return len(C.string_at(ptr))
 
@@ -442,7 +444,6 @@ def find_in_images(wanted, images, log, problems):
     in find_in_images.alternatives[symbol], for export.py to run each and keep the one
     that reproduces the capture."""
     found, more = {}, {}
-    find_in_images.ambiguous = set()
     find_in_images.alternatives = {}
     for image in images:
         buf = C.create_string_buffer(image, len(image))

@@ -25,7 +25,7 @@ saying so, and says that the process's CUDA context may be unusable.
 import ctypes as C
 
 from .capture import tensor_span
-from .cuda import KernelNodeParams, check, cu, read_device, write_device
+from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, write_device
 from .errors import ExportError
 
 POISON = 0xA5
@@ -85,8 +85,7 @@ class Replayer:
 
     def set_params(self, e, i, blob):
         n = self.cap.nodes[i]
-        vals = [C.create_string_buffer(bytes(blob[o:o + s]), max(s, 1)) for o, s in n["layout"]]
-        argv = (C.c_void_p * max(len(vals), 1))(*[C.cast(v, C.c_void_p) for v in vals])
+        argv, _vals = kernel_argv(n["layout"], blob)
         p = KernelNodeParams(func=n["func"], smem=n["smem"], kernelParams=C.cast(argv, C.c_void_p))
         p.grid[:], p.block[:] = n["grid"], n["block"]
         check(cu().GraphExecKernelNodeSetParams(e, C.c_void_p(self.cap.handles[i]), C.byref(p)),

@@ -232,5 +232,11 @@ ZOO = {f"{family}:{v}": functools.partial(make, v) for family, make in INFERENCE
 ZOO.update({f"{name}:{v}": functools.partial(make, v) for name, (make, v) in TRAINING.items()})
 
 
+def select(patterns):
+    """The keys of ZOO that match any of the fnmatch patterns (all of them for none)."""
+    import fnmatch
+    return [k for k in ZOO if not patterns or any(fnmatch.fnmatch(k, p) for p in patterns)]
+
+
 def variant_of(key):
     return key.split(":", 1)[1]

@@ -11,7 +11,6 @@ first lines of what stopped the export.  The table goes to stdout and, with --ou
 zoo.json and one log per model there.
 """
 import argparse
-import fnmatch
 import json
 import os
 import subprocess
@@ -125,7 +124,7 @@ def main():
         return child(args.child, args.child_out)
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
-    keys = [k for k in zoo.ZOO if not args.patterns or any(fnmatch.fnmatch(k, p) for p in args.patterns)]
+    keys = zoo.select(args.patterns)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="pgcc-zoo-")
