@@ -21,47 +21,129 @@ from .kernels import func_attrs
 class Capture:
     """A captured graph's nodes: kind, kernel launch, parameter bytes, edges."""
 
-    def __init__(self, torch, fn, inputs, far=None):
+    def __init__(self, torch, fn, inputs, far=None, split=False):
         """far: a context manager under which the capture runs (farmem.far, pool=False:
-        the capture's private pool is then made far away)."""
+        the capture's private pool is then made far away).  split: cut the capture at
+        every host read (hostreads.py) into stretches, each its own graph on one pool;
+        each stretch is replayed when the read comes, so that the value read is real
+        (the call then runs for real, once).  Without it a host read fails the capture."""
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
+        self.segments, self.reads, self.stream = [self.graph], [], None
         torch.cuda.synchronize()
         traced = record_allocations(torch, True)
         pool = torch.cuda.graph_pool_handle()  # (a pool of its own, as by default, but known if the capture fails)
         try:
             with far() if far else contextlib.nullcontext():
-                with torch.cuda.graph(self.graph, pool=pool):
-                    out = fn(*inputs)
+                if split:
+                    out = self.capture_split(torch, fn, inputs, pool)
+                else:
+                    with torch.cuda.graph(self.graph, pool=pool):
+                        out = fn(*inputs)
         except Exception as e:
             if traced:
                 record_allocations(torch, False)
-            raise capture_failed(torch, self.graph, pool, e) from e
+            raise capture_failed(torch, self.segments, pool, e, self.stream) from e
         torch.cuda.synchronize()
         self.allocs = record_allocations(torch, False) if traced else None
         self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         self.inputs = inputs
         self.snapshot = torch.cuda.memory_snapshot()
-        self.walk(self.graph.raw_cuda_graph())
+        self.walk_all()
+
+    def capture_split(self, torch, fn, inputs, pool):
+        """fn(*inputs) captured in stretches between its host reads (self.segments), the
+        reads in self.reads: where each read (its address, bytes, dtype), the bytes it
+        read, the operation and the user's line."""
+        from .cuda import read_device
+        from .hostreads import HostReads
+        from .weights import dtype_of
+
+        def at_read(t, op, where):
+            self.segments[-1].capture_end()
+            self.segments[-1].replay()
+            torch.cuda.current_stream().synchronize()
+            addr, size = t.data_ptr(), t.element_size()
+            self.reads.append({"src": addr, "width": size, "dtype": dtype_of(t), "value": read_device(addr, size),
+                               "op": op, "where": where})
+            self.segments.append(torch.cuda.CUDAGraph(keep_graph=True))
+            self.segments[-1].capture_begin(pool=pool)
+        import gc
+        gc.collect()
+        self.stream = torch.cuda.Stream()  # (as torch.cuda.graph captures: on a side stream)
+        self.stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.stream):
+            self.graph.capture_begin(pool=pool)
+            with HostReads(at_read):
+                out = fn(*inputs)
+            self.segments[-1].capture_end()
+        torch.cuda.current_stream().wait_stream(self.stream)
+        return out
+
+    def replay(self):
+        """Replays the captured call: its stretches in order (the values read are capture
+        time's, baked in)."""
+        for g in self.segments:
+            g.replay()
+
+    def reset(self):
+        for g in self.segments:
+            g.reset()
+
+    def walk_all(self):
+        """The nodes and edges of every stretch, one list: a stretch's nodes, then for the
+        read after it a "read" node (the copy of the value to the host) and a "sync" node
+        (the host waits for it); every node of the next stretch that waits for nothing
+        waits for the sync, and the read for every node of the stretch before that nothing
+        waits for.  handles[i] is node i's handle in its stretch's graph (None for reads
+        and syncs), segment_of[i] its stretch."""
+        self.nodes, self.edges, self.handles, self.segment_of, self.special_edges = [], [], [], [], 0
+        tail = []  # what the next stretch waits for
+        for k, g in enumerate(self.segments):
+            handles, edges, special, nodes = self.walk(g.raw_cuda_graph())
+            base = len(self.nodes)
+            self.nodes += nodes
+            self.handles += handles
+            self.segment_of += [k] * len(nodes)
+            self.special_edges += special
+            self.edges += [(base + a, base + b) for a, b in edges]
+            if nodes:
+                waits, waited = {b for _, b in edges}, {a for a, _ in edges}
+                self.edges += [(t, base + j) for t in tail for j in range(len(nodes)) if j not in waits]
+                tail = [base + j for j in range(len(nodes)) if j not in waited]
+            if k < len(self.reads):
+                i = len(self.nodes)
+                self.nodes += [{"type": "read", "read": k, **self.reads[k]}, {"type": "sync", "read": k}]
+                self.handles += [None, None]
+                self.segment_of += [None, None]
+                self.edges += [(t, i) for t in tail] + [(i, i + 1)]
+                tail = [i + 1]
+        self.edges.sort()
 
     def walk(self, g):
+        """One graph's (node handles, edges as index pairs, edges that are not full
+        dependencies, nodes)."""
         d = cu()
         g = C.c_void_p(g)
         n = C.c_size_t(0)
         check(d.GraphGetNodes(g, None, C.byref(n)), "cuGraphGetNodes")
-        arr = (C.c_void_p * max(n.value, 1))()
+        if n.value == 0:  # (an empty stretch: two reads in a row)
+            return [], [], 0, []
+        arr = (C.c_void_p * n.value)()
         check(d.GraphGetNodes(g, arr, C.byref(n)), "cuGraphGetNodes")
-        self.handles = [arr[i] for i in range(n.value)]
-        index = {h: i for i, h in enumerate(self.handles)}
+        handles = [arr[i] for i in range(n.value)]
+        index = {h: i for i, h in enumerate(handles)}
         e = C.c_size_t(0)
         check(d.GraphGetEdges(g, None, None, None, C.byref(e)), "cuGraphGetEdges")
-        fr, to = (C.c_void_p * max(e.value, 1))(), (C.c_void_p * max(e.value, 1))()
-        data = (C.c_ubyte * (8 * max(e.value, 1)))()  # CUgraphEdgeData: from_port, to_port, type, ...
-        check(d.GraphGetEdges(g, fr, to, data, C.byref(e)), "cuGraphGetEdges")
-        self.edges = sorted((index[fr[i]], index[to[i]]) for i in range(e.value))
-        # edges that are not full dependencies (programmatic dependent launch, type 1) are
-        # exported as full ones: counted, so that the export can say so
-        self.special_edges = sum(1 for i in range(e.value) if data[8 * i + 2] != 0)
-        self.nodes = [self.node(h) for h in self.handles]
+        edges, special = [], 0
+        if e.value:
+            fr, to = (C.c_void_p * e.value)(), (C.c_void_p * e.value)()
+            data = (C.c_ubyte * (8 * e.value))()  # CUgraphEdgeData: from_port, to_port, type, ...
+            check(d.GraphGetEdges(g, fr, to, data, C.byref(e)), "cuGraphGetEdges")
+            edges = sorted((index[fr[i]], index[to[i]]) for i in range(e.value))
+            # edges that are not full dependencies (programmatic dependent launch, type 1) are
+            # exported as full ones: counted, so that the export can say so
+            special = sum(1 for i in range(e.value) if data[8 * i + 2] != 0)
+        return handles, edges, special, [self.node(h) for h in handles]
 
     def node(self, h):
         d = cu()
@@ -128,8 +210,9 @@ HOST_SYNC = ("operation not permitted when stream is capturing", "StreamCaptureU
              "capture_unsupported", "StreamCaptureInvalidated", "operation failed due to a previous error during capture")
 
 
-def capture_failed(torch, graph, pool, e):
-    """After a capture that raised: the capture ended, PyTorch's state put back (a capture
+def capture_failed(torch, graphs, pool, e, stream=None):
+    """After a capture that raised (graphs: its graph, or its stretches' graphs; stream: the
+    stream it captured on, where not torch.cuda.graph's): the capture ended, PyTorch's state put back (a capture
     that fails half-way leaves the CUDA generator believing one is under way: every later
     torch.randn failed with "Offset increment outside graph capture"), and an
     ExportError saying what stands in the way, with the user's line that did it."""
@@ -137,11 +220,12 @@ def capture_failed(torch, graph, pool, e):
     from .errors import ExportError
     s = C.c_void_p(torch.cuda.current_stream().cuda_stream)
     status = C.c_int()
-    for stream in (s, C.c_void_p(torch.cuda.graphs.graph.default_capture_stream.cuda_stream)
-                   if getattr(torch.cuda.graphs.graph, "default_capture_stream", None) else None):
-        if stream is not None and cu().StreamIsCapturing(stream, C.byref(status)) == 0 and status.value:
+    for st in (s, C.c_void_p(torch.cuda.graphs.graph.default_capture_stream.cuda_stream)
+               if getattr(torch.cuda.graphs.graph, "default_capture_stream", None) else None,
+               C.c_void_p(stream.cuda_stream) if stream is not None else None):
+        if st is not None and cu().StreamIsCapturing(st, C.byref(status)) == 0 and status.value:
             g = C.c_void_p()
-            cu().StreamEndCapture(stream, C.byref(g))
+            cu().StreamEndCapture(st, C.byref(g))
             if g.value:
                 cu().GraphDestroy(g)
     # The caching allocator still routes this capture's allocations to its private pool
@@ -153,10 +237,11 @@ def capture_failed(torch, graph, pool, e):
         torch._C._cuda_releasePool(dev, pool)
     except (AttributeError, RuntimeError):
         pass
-    try:
-        graph.reset()
-    except RuntimeError:
-        pass
+    for graph in graphs if isinstance(graphs, list) else [graphs]:
+        try:
+            graph.reset()
+        except RuntimeError:
+            pass
     healthy = True
     try:  # a capture that succeeds ends the generators' capture bookkeeping
         torch.cuda.synchronize()
@@ -182,9 +267,9 @@ def capture_failed(torch, graph, pool, e):
             break
     text = str(chain[-1]).strip().splitlines()[0] if str(chain[-1]).strip() else type(chain[-1]).__name__
     if any(h in str(x) for x in chain for h in HOST_SYNC[:3]):
-        why = ("the callable waits for the GPU during the call" + where + ": a host read (.item(), .tolist(), "
-               "a tensor in an if or a print, a data-dependent shape) or a synchronisation, which a CUDA graph "
-               "cannot hold; pgcc-export captures a call whole and cannot yet export it in pieces")
+        why = ("the callable waits for the GPU during the call" + where + ": a host read pgcc-export does not "
+               "split the capture at (it splits at .item(), bool(), int(), float() and index of a one-element "
+               "tensor; not at .tolist(), .cpu(), a print or a data-dependent shape) or a synchronisation")
     else:
         why = f"capturing the callable failed{where}: {text}"
     if not healthy:

@@ -12,7 +12,8 @@ replay:
 Each replay starts from the same state: the weights, the inputs and the static blocks
 are saved once and written back before every replay and at the end, so the caller's
 model is as it was.  Parameter changes are made on an executable graph of our own,
-instantiated from capture A's graph, through cuGraphExecKernelNodeSetParams; torch's
+instantiated from capture A's graph (one per stretch between host reads: hostreads.py),
+through cuGraphExecKernelNodeSetParams; torch's
 own executable is not touched.
 
 A kernel that dereferences a poisoned word as an address faults, and a fault leaves
@@ -41,7 +42,7 @@ class Replayer:
         self.saved = [(a, read_device(a, n)) for a, n in state]
         self.watched = [tensor_span(o) for o in cap.outputs]
         self.watched += [(b["ranges"][0], b["size"]) for b in bufs.list if b["role"] == "weight" and not b.get("static")]
-        self.exec = None
+        self.execs = None
 
     def restore(self):
         for a, data in self.saved:
@@ -56,32 +57,36 @@ class Replayer:
         self.restore()
         if before:
             before()
-        self.cap.graph.replay()
+        self.cap.replay()
         return self.results()
 
-    def own_exec(self):
-        """An executable graph of our own from capture A's graph, for changed parameters."""
-        if self.exec is None:
-            e = C.c_void_p()
-            check(cu().GraphInstantiate(C.byref(e), C.c_void_p(self.cap.graph.raw_cuda_graph()), 0),
-                  "cuGraphInstantiateWithFlags")
-            self.exec = e
-        return self.exec
+    def own_execs(self):
+        """Executable graphs of our own from capture A's graphs (one per stretch between host
+        reads), for changed parameters."""
+        if self.execs is None:
+            self.execs = []
+            for g in self.cap.segments:
+                e = C.c_void_p()
+                check(cu().GraphInstantiate(C.byref(e), C.c_void_p(g.raw_cuda_graph()), 0),
+                      "cuGraphInstantiateWithFlags")
+                self.execs.append(e)
+        return self.execs
 
     def replay_params(self, changed):
         """Replays our executable with the kernel nodes in changed ({node index: parameter
         bytes}) set to those bytes, then sets them back to capture A's."""
-        e, stream = self.own_exec(), C.c_void_p(self.torch.cuda.current_stream().cuda_stream)
+        execs, stream = self.own_execs(), C.c_void_p(self.torch.cuda.current_stream().cuda_stream)
         self.restore()
         try:
             for i, blob in changed.items():
-                self.set_params(e, i, blob)
-            check(cu().GraphLaunch(e, stream), "cuGraphLaunch")
+                self.set_params(execs[self.cap.segment_of[i]], i, blob)
+            for e in execs:
+                check(cu().GraphLaunch(e, stream), "cuGraphLaunch")
             check(cu().StreamSynchronize(stream), "cuStreamSynchronize")
             return self.results()
         finally:
             for i in changed:
-                self.set_params(e, i, self.cap.nodes[i]["bytes"])
+                self.set_params(execs[self.cap.segment_of[i]], i, self.cap.nodes[i]["bytes"])
 
     def set_params(self, e, i, blob):
         n = self.cap.nodes[i]
@@ -94,9 +99,9 @@ class Replayer:
     def close(self):
         self.restore()
         self.torch.cuda.synchronize()
-        if self.exec is not None:
-            check(cu().GraphExecDestroy(self.exec), "cuGraphExecDestroy")
-            self.exec = None
+        for e in self.execs or []:
+            check(cu().GraphExecDestroy(e), "cuGraphExecDestroy")
+        self.execs = None
 
 
 def _filled(blob, ranges, fill):
@@ -162,7 +167,7 @@ def scratch_blocks(replayer, bufs, nodes, log):
         elif n["kind"] == "memset":
             refs = [n["dst"]]
         else:
-            refs = [n["src"], n["dst"]] if n["kind"] == "memcpy" else []
+            refs = [n["src"], n["dst"]] if n["kind"] == "memcpy" else [n["src"]] if n["kind"] == "read" else []
         for b, o in refs:
             reach[id(b)] = max(reach.get(id(b), 0), o + 1)
     reference = replayer.replay()
