@@ -19,6 +19,8 @@ from .errors import ExportError
 from .farmem import far
 from .fatbin import image_kind
 from .graphfile import ident, node_buffers, write_graph
+from .hostreads import HostReads, perturbed
+from .hostvalues import flows, same_path
 from .kernels import (ModuleWatch, cache_roots, find_in_images, find_in_libraries, same_kernel, triton_cubins,
                       triton_images)
 from .progress import Progress
@@ -95,12 +97,27 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         run = torch.compile(fn) if compile else fn
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
-        for i in range(warmup):
-            prog.status(f"{name}: warm-up call {i + 1}/{warmup}" + (" (compiling)" if compile and i == 0 else ""))
-            run(*inputs)
+        with HostReads() as reads:
+            for i in range(warmup):
+                prog.status(f"{name}: warm-up call {i + 1}/{warmup}" + (" (compiling)" if compile and i == 0 else ""))
+                run(*inputs)
+            if reads.seen:
+                # The captures split at the reads, and capture D runs on other values: the
+                # compiler sees those values now (torch.compile compiles a graph after a
+                # read once for the value, then again with the value as an argument).
+                state = saved_state(torch, weights)
+                for scale in (1.25, 1.5):
+                    prog.status(f"{name}: warm-up call on other input values (x{scale})")
+                    run(*perturbed(torch, inputs, scale))
+                restore_state(state)
+                run(*inputs)
+        if reads.seen:
+            prog.log(f"  {len(reads.seen)} host reads in {warmup + 3} warm-up calls, the first at {reads.seen[0][1]} "
+                     f"({reads.seen[0][0]}): the captures are split there")
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
-        report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose)
+        report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
+                                 split=bool(reads.seen))
     finally:
         if own_watch and watch:
             watch.close()
@@ -119,11 +136,15 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     return result
 
 
-def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=None, diagnose=False):
+def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=None, diagnose=False, split=False):
     """The export proper, of a callable that has run (warmed up) already.  watch: a
     ModuleWatch started before fn first ran, for library kernels that are in no fatbin of
     their library (their images are then written beside the .graph).  diagnose: run the
-    nodes one by one as captured and as exported (diagnose.py), into the report."""
+    nodes one by one as captured and as exported (diagnose.py), into the report.  split:
+    the callable reads values back to the host (hostreads.py): the captures are cut
+    there (and run the call for real, so the state is put back after each), and capture D,
+    on other input values, tells which kernel arguments are the values read
+    (hostvalues.py)."""
     import torch
 
     prog = progress or Progress(prefix="pgcc-export")
@@ -135,20 +156,30 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     # A first capture, thrown away: libraries allocate what they keep (cuBLASLt's
     # workspace) the first time they are captured, which would shift every later
     # allocation of capture A against capture B (seen with GPT-2).
-    prog.status(f"{name}: capture 1/4 (thrown away)")
-    Capture(torch, fn, inputs).graph.reset()
-    prog.status(f"{name}: capture 2/4 (A, the example inputs)")
-    capA = Capture(torch, fn, inputs)
-    prog.status(f"{name}: capture 3/4 (B, the inputs at other addresses)")
+    state = saved_state(torch, weights) if split else None
+    count = 5 if split else 4
+
+    def capture(i, what, xs, **kw):
+        prog.status(f"{name}: capture {i}/{count} ({what})")
+        cap = Capture(torch, fn, xs, split=split, **kw)
+        restore_state(state)
+        return cap
+    capture(1, "thrown away", inputs).reset()
+    capA = capture(2, "A, the example inputs", inputs)
     inputs_b = [x.clone() for x in inputs]  # the same values at other addresses
-    capB = Capture(torch, fn, inputs_b)
-    prog.status(f"{name}: capture 4/4 (C, far away: other high address bits)")
-    inputs_c, capC = capture_far(torch, fn, inputs, prog)
+    capB = capture(3, "B, the inputs at other addresses", inputs_b)
+    prog.status(f"{name}: capture 4/{count} (C, far away: other high address bits)")
+    inputs_c, capC = capture_far(torch, fn, inputs, prog, split)
+    restore_state(state)
     caps = [capA, capB, capC]
     for c, cap in enumerate(caps[1:], 1):
         if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges:
             raise ExportError(f"captures A and {'ABC'[c]} differ in their nodes or edges: the callable is not "
                               "deterministic")
+        if [r["value"] for r in cap.reads] != [r["value"] for r in capA.reads]:
+            raise ExportError(f"captures A and {'ABC'[c]} read other values back to the host on the same inputs: "
+                              "the callable is not deterministic")
+    capD = capture(5, "D, the inputs at other values", perturbed(torch, inputs)) if split else None
     if capA.special_edges:
         prog.warn("edges that are not full dependencies (programmatic dependent launch) are exported as full ones",
                   f"{capA.special_edges} of the capture's {len(capA.edges)} edges")
@@ -236,10 +267,23 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
                 problems.append(f"{where}: a memcpy pgcc-export cannot map (not 1-D device to device)")
                 continue
             nodes.append({"kind": "memcpy", "src": s, "dst": t, "width": na["width"], "index": i})
+        elif na["type"] == "read":
+            r = rel.resolve((na["src"], nb["src"], nc["src"]), where)
+            if not r:
+                problems.append(f"{where}: the value read at {na['where']} is in no buffer of the export")
+                continue
+            k = na["read"]
+            host = bufs.add(name=f"r{k}", size=na["width"], role="host", dtype=na["dtype"], shape=[])
+            nodes.append({"kind": "read", "src": r, "dst": (host, 0), "width": na["width"], "index": i, "read": k,
+                          "where": na["where"], "op": na["op"]})
+        elif na["type"] == "sync":
+            nodes.append({"kind": "sync", "index": i, "read": na["read"], "where": capA.reads[na["read"]]["where"]})
         elif na["type"] == NODE_EMPTY:
             nodes.append({"kind": "empty", "index": i})
         else:
             problems.append(f"{where}: a {kind} node, which pgcc-export does not export yet")
+
+    scalars = host_values(capA, capD, nodes, kernels, problems, prog.warn, log) if split else []
 
     # Outputs whose memory held other tensors earlier in capture A: a word pointing there
     # cannot say which tensor it means, so every word is the region's, and the output is
@@ -329,6 +373,10 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
               "relocations": relocation_counts(kernels),
               "dontcare": [{"node": i, "bytes": [[a, n, why] for a, n, why in r]} for i, r in suspects.items()],
               "host_memory_read": [],
+              "host_reads": [{"where": r["where"], "op": r["op"], "dtype": r["dtype"],
+                              "scalars": [s["name"] for s in scalars if s["read"] == k],
+                              "guarded": not any(s["read"] == k for s in scalars)}
+                             for k, r in enumerate(capA.reads)],
               "library_candidates": {s: n for s, n in getattr(find_in_libraries, "candidates", {}).items() if n > 1},
               "kernels": [{"symbol": k["symbol"], "module": k.get("module"), "entry": k.get("entry")}
                           for k in kernels.values()]}
@@ -404,7 +452,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     write_safetensors(os.path.join(out_dir, name + ".io.safetensors"), io)
     major, minor = torch.cuda.get_device_capability()
     write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, edges,
-                f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture")
+                f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture", scalars=scalars)
     if diagnose:
         prog.status(f"{name}: diagnosis, node by node")
         from .diagnose import diagnose as run_diagnosis
@@ -531,6 +579,55 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
         loaded.close()
 
 
+def host_values(capA, capD, nodes, kernels, problems, warn, log):
+    """The values the program reads back (capture.py's read nodes): which kernel
+    arguments are a value read (hostvalues.flows, capture D against A), made scalars
+    `from` the read's host buffer; a read no argument takes is guarded (its sync node
+    gets "guard": the bytes read at export).  Returns the scalars."""
+    part = same_path(capA.nodes, capD.nodes)
+    by_index = {n["index"]: n for n in nodes}
+    found, unexplained = {}, []
+    if part:
+        warn("a value read back chose what ran: on other input values the program ran other nodes; it is exported "
+             "for the path the example inputs took, and every read is guarded (a call that reads another value "
+             "stops with PGRT_ERR_GUARD)", part)
+    else:
+        found, unexplained = flows(capA.nodes, capD.nodes, {i: n["args"] for i, n in by_index.items()
+                                                            if n["kind"] == "kernel"}, capA.reads, capD.reads)
+    scalars = {}
+    for (i, p), (r, t) in sorted(found.items()):
+        s = scalars.setdefault((r, t), {"name": f"v{r}_{t}", "type": t, "from": f"r{r}", "read": r})
+        n = by_index[i]
+        n["args"][p] = ("scalar", n["args"][p][1], s)
+        k = kernels[capA.nodes[i]["func"]]
+        k.setdefault("scalar_types", {})[k["layout"][p][0]] = t
+    for i, p in unexplained:
+        problems.append(f"node {i} ({capA.nodes[i]['name'][:80]}): parameter {p} changes with the input values "
+                        "but is none of the values read back, converted: a value computed on the host from them, "
+                        "which pgcc-export cannot follow yet")
+    taken = {s["read"] for s in scalars.values()}
+    for n in nodes:
+        if n["kind"] == "sync" and n["read"] not in taken:
+            n["guard"] = capA.reads[n["read"]]["value"]
+    for k, r in enumerate(capA.reads):
+        uses = [s["name"] for s in scalars.values() if s["read"] == k]
+        log(f"  the value read at {r['where']} ({r['dtype']}): " + (
+            f"taken by kernels as {', '.join(uses)}, read at run time" if uses else
+            "chose what ran (no kernel takes it): guarded, a call that reads another value stops"))
+    return list(scalars.values())
+
+
+def saved_state(torch, weights):
+    """A copy of the weights (a training step's state), which a call split at its host
+    reads changes: it runs for real."""
+    return [(t, t.detach().clone()) for t in {id(t): t for t in weights.values()}.values()]
+
+
+def restore_state(state):
+    for t, saved in state or []:
+        t.detach().copy_(saved)
+
+
 def reused(allocs, addr, size):
     """Whether, in an allocation trace ((address, size) in order), memory of the allocation
     at addr (the last made there) was handed out to an earlier allocation too."""
@@ -541,14 +638,14 @@ def reused(allocs, addr, size):
     return any(a < addr + size and addr < a + s for a, s in allocs[:last])
 
 
-def capture_far(torch, fn, inputs, prog):
+def capture_far(torch, fn, inputs, prog, split=False):
     """Capture C, with its inputs and its own pool in memory far from A's and B's
     (farmem.py), so that their addresses differ in the high 32 bits too."""
     with far(torch) as where:
         if where.pool is None:
             prog.warn("PyTorch has no allocator setting for expandable segments", "capture C at ordinary addresses")
         inputs_c = [x.clone() for x in inputs]
-    cap = Capture(torch, fn, inputs_c, far=lambda: far(torch, pool=False))
+    cap = Capture(torch, fn, inputs_c, far=lambda: far(torch, pool=False), split=split)
     cap.inputs_memory = where  # as long as the capture
     return inputs_c, cap
 
@@ -628,6 +725,6 @@ def mark_dontcare(k, ranges):
 
 def capA_outputs(torch, cap):
     """The outputs of capture A, after one replay on the example inputs."""
-    cap.graph.replay()
+    cap.replay()
     torch.cuda.synchronize()
     return cap.outputs

@@ -32,6 +32,24 @@ def value_of(raw):
     return "[" + f'"{raw.hex()}"' + "]"
 
 
+def literal(raw, dtype):
+    """A constant argument's bytes as a literal of a scalar parameter's type (a parameter
+    that takes a value read back in other launches, hostvalues.py)."""
+    from .hostvalues import decode
+    v = decode(raw, dtype)
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ExportError(f"a constant {v} for a parameter of type {dtype}, which .graph cannot write")
+        text = repr(v)
+        return text if any(c in text for c in ".e") else text + ".0"
+    return str(int(v))
+
+
+def text(s):
+    """s as a .graph string's contents: printable ASCII, no quotes or backslashes."""
+    return "".join(c if " " <= c <= "~" and c not in "\\\"" else "'" if c == '"' else "?" for c in s)
+
+
 def node_buffers(n):
     """The buffers a node refers to."""
     if n["kind"] == "kernel":
@@ -43,7 +61,7 @@ def node_buffers(n):
                     yield r[1]
     elif n["kind"] == "memset":
         yield n["dst"][0]
-    elif n["kind"] == "memcpy":
+    elif n["kind"] in ("memcpy", "read"):
         yield n["src"][0]
         yield n["dst"][0]
 
@@ -68,12 +86,16 @@ def dontcare(k, off, inner):
     return out
 
 
-def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"):
+def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture", scalars=()):
     """The .graph file's text.  kernels: {func: {"symbol", "layout", "ptr_words" ((param
     offset, offset inside, kind) of each relocation), "dontcare" ((param offset, offset
     inside, length) of bytes no launch depends on), "module", ["entry"]}} (each gets its
     "name" here); bufs: Buffers (or anything with .list); used:
-    ids of the buffers nodes refer to; arch: "sm_90"; origin: words for the header comment."""
+    ids of the buffers nodes refer to; arch: "sm_90"; origin: words for the header comment;
+    scalars: values read back that kernels take ({"name", "type", "from"}: hostvalues.py),
+    whose parameters are typed as the scalar in "scalar_types" {param offset: type} of
+    their kernel.  A host read is a "read" node (a copy into a host buffer) and a "sync"
+    node, with "guard" (the bytes read at export) where the value only chose the path."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
     v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
     v2 = v2 or any(k.get("dontcare") for k in kernels.values()) or any(n.get("cluster") for n in nodes)
@@ -103,7 +125,9 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         for off, size in k["layout"]:
             inner = relocations(k, off)
             care = dontcare(k, off, inner)
-            if size == 8 and inner == [(0, "abs64")] and not care:
+            if off in k.get("scalar_types", {}):
+                out.append(f"  param {off} {size} {k['scalar_types'][off]};")
+            elif size == 8 and inner == [(0, "abs64")] and not care:
                 out.append(f"  param {off} 8 ptr;")
             elif inner or care:
                 line = f"  param {off} {size} bytes"
@@ -127,8 +151,14 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             line += f' shape [{", ".join(map(str, b["shape"]))}]'
         if b["role"] == "weight":
             line += f' weights w tensor "{b["tensor"]}"'
+        if b["role"] == "host":  # (pinned host memory libpgrt allocates: no alignment to ask)
+            line = line.replace(" align 256", "")
         out.append(line + ";")
+    if scalars:
+        out.append("")
+    out += [f'scalar {s["name"]} type {s["type"]} from {s["from"]};' for s in scalars]
     out += ["", "graph main {"]
+    renamed = {}  # a guarded sync's successors wait for its guard
     for n in nodes:
         i = n["index"]
         if n["kind"] == "kernel":
@@ -159,6 +189,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                     # already wrote as zeros); another launch may hold a value there that it reads.
                     ptrs = [got.get(at, "null") for at, _ in inner]
                     args.append("[" + ", ".join([f'"{bytes(a[1]).hex()}"'] + ptrs) + "]")
+                elif a[0] == "scalar":
+                    args.append(a[2]["name"])
+                elif off in k.get("scalar_types", {}):
+                    args.append(literal(a[1], k["scalar_types"][off]))
                 else:
                     args.append(value_of(a[1]))
             g, bl, cl = n["grid"], n["block"], n.get("cluster")
@@ -170,10 +204,19 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             out.append(f'  node n{i} memset dst {ref(*n["dst"])} value {n["value"]} elem {n["elem"]} width {n["width"]};')
         elif n["kind"] == "memcpy":
             out.append(f'  node n{i} memcpy dir dtod src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
+        elif n["kind"] == "read":
+            out.append(f'  node n{i} memcpy dir dtoh src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
+        elif n["kind"] == "sync":
+            out.append(f'  node n{i} hostop op sync reason "{text(n["where"])}: a value read back to the host";')
+            if n.get("guard") is not None:
+                out.append(f'  node n{i}g hostop op guard buffer r{n["read"]} expect "{n["guard"].hex()}" '
+                           f'reason "the value read at {text(n["where"])} chose what ran next";')
+                out.append(f"  n{i} -> n{i}g;")
+                renamed[i] = f"n{i}g"
         else:
             out.append(f"  node n{i} empty;")
     kept = {n["index"] for n in nodes}
-    out += [f"  n{a} -> n{b};" for a, b in edges if a in kept and b in kept]
+    out += [f"  {renamed.get(a, f'n{a}')} -> n{b};" for a, b in edges if a in kept and b in kept]
     out.append("}")
     return "\n".join(out) + "\n"
 

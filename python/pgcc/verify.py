@@ -96,11 +96,39 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None):
                                       f"{', far away: other high address bits' if call == calls else ''}, arena "
                                       f"poisoned): max error {err:.3g} relative to its largest value, tolerance "
                                       f"{tol:g} for {r.dtype}")
+        # A program that reads values back: calls on other input values too, whose reads
+        # the C makes at run time (a guarded read stops the call: PGRT_ERR_GUARD)
+        reads = (getattr(result, "report", None) or {}).get("host_reads") or []
+        others, stopped = 0, 0
+        for scale in (1.5, 0.75) if reads else ():
+            from .hostreads import perturbed
+            xs = perturbed(torch, inputs, scale)
+            p.fill_arena(0xFF)
+            try:
+                got = p(*xs)
+            except RuntimeError as e:  # (Program's run failed)
+                if "guard" not in str(e) or not any(r["guarded"] for r in reads):
+                    raise
+                stopped += 1
+                continue
+            with torch.no_grad():
+                got, ref = outputs(name, got, fn(*xs))
+            keep += xs + got
+            others += 1
+            for i, (g, r) in enumerate(zip(got, ref)):
+                same, err, tol = compare(g, r.detach())
+                identical = identical and same
+                worst = max(worst, err)
+                if not same and not err <= tol:
+                    raise ExportError(f"verify {name}: output {i} (out{i}) differs from the callable's on the inputs "
+                                      f"scaled by {scale} (other values read back): max error {err:.3g} relative "
+                                      f"to its largest value, tolerance {tol:g} for {r.dtype}")
     finally:
         prog.done()
         p.close()
     line = (f"PASS {name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; {calls + 1} calls, "
-            f"the last {'at addresses with other high 32 bits' if far_high else 'NOT far away (high bits the same)'})")
+            f"the last {'at addresses with other high 32 bits' if far_high else 'NOT far away (high bits the same)'}"
+            + (f"; {others} on other input values, {stopped} stopped by a guard" if reads else "") + ")")
     prog.log(line)
     return line
 

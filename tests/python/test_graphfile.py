@@ -129,3 +129,67 @@ def test_a_0_dimensional_output_keeps_its_shape(tmp_path, pgcc_bin):
     assert "shape [];" in pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "m.graph"))
     c = pgcc(pgcc_bin, str(tmp_path / "m.graph"), "-o", "-")
     assert '.name = "out0", .role = PGRT_FIELD_OUTPUT, .dtype = "f32", .ndim = 0,' in c
+
+
+def host_read_program(guard):
+    """in0 -> kernel 0 -> t0; t0's first f32 read back (copy n1 into host buffer r0, sync
+    n2); kernel 3 takes it as an f64 scalar -- or, with guard, only chose the path."""
+    bufs = Buffers()
+    x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
+    t = bufs.add(name="t0", size=1024, role="intermediate", ranges={0: 0x40000})
+    y = bufs.add(name="out0", size=1024, role="output", dtype="f32", shape=[256], ranges={0: 0x20000})
+    r = bufs.add(name="r0", size=4, role="host", dtype="f32", shape=[])
+    k = {"symbol": "scale", "layout": [(0, 8), (8, 8), (16, 8)], "ptr_words": {(0, 0, "abs64"), (8, 0, "abs64")},
+         "module": {"name": "lib", "kind": "library", "library": "libx.so.1"}}
+    s = {"name": "v0_f64", "type": "f64", "from": "r0", "read": 0}
+    nodes = [{"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": 0,
+              "args": [("ptr", x, 0), ("ptr", t, 0), ("value", struct.pack("<d", 0.5))]},
+             {"kind": "read", "src": (t, 0), "dst": (r, 0), "width": 4, "index": 1, "read": 0,
+              "where": 'model.py:12: m = h.abs().max().item()  # "max"', "op": "item"},
+             {"kind": "sync", "index": 2, "read": 0, "where": 'model.py:12: m = h.abs().max().item()  # "max"'},
+             {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": 3,
+              "args": [("ptr", t, 0), ("ptr", y, 0), ("value", struct.pack("<d", 1.75))]}]
+    if guard:
+        nodes[2]["guard"] = struct.pack("<f", 1.75)
+        scalars = []
+    else:
+        k["scalar_types"] = {16: "f64"}
+        nodes[3]["args"][2] = ("scalar", struct.pack("<d", 1.75), s)
+        scalars = [s]
+    used = {id(b) for n in nodes for b in node_buffers(n)}
+    return {1: k}, bufs, used, nodes, [(0, 1), (1, 2), (2, 3)], scalars
+
+
+def test_a_host_read_and_its_scalar(tmp_path, pgcc_bin):
+    """A value read back that a later kernel takes: the copy into a host buffer, the sync,
+    the scalar `from` that buffer, the parameter typed as the scalar (and another launch's
+    constant there written as a literal of that type); pgcc reads it back."""
+    kernels, bufs, used, nodes, edges, scalars = host_read_program(guard=False)
+    text = graph_text("h", kernels, bufs, used, nodes, edges, "sm_90", scalars=scalars)
+    assert "  param 16 8 f64;" in text
+    assert "buffer r0 size 4 role host dtype f32 shape [];" in text
+    assert "scalar v0_f64 type f64 from r0;" in text
+    assert "  node n1 memcpy dir dtoh src t0 dst r0 width 4;" in text
+    assert "  node n2 hostop op sync reason \"model.py:12: m = h.abs().max().item()" in text
+    assert "args [in0, t0, 0.5];" in text and "args [t0, out0, v0_f64];" in text
+    assert "guard" not in text
+    (tmp_path / "h.graph").write_text(text)
+    write_safetensors(tmp_path / "h.safetensors", [])
+    again = pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "h.graph"))
+    assert "scalar v0_f64 type f64 from r0;" in again and "role host" in again
+
+
+def test_a_host_read_that_chose_the_path_is_guarded(tmp_path, pgcc_bin):
+    """A value read back that no kernel takes: a guard after the sync holds the bytes read
+    at export, and what waited for the sync waits for the guard."""
+    kernels, bufs, used, nodes, edges, scalars = host_read_program(guard=True)
+    text = graph_text("h", kernels, bufs, used, nodes, edges, "sm_90", scalars=scalars)
+    assert ('  node n2g hostop op guard buffer r0 expect "0000e03f" reason "the value read at model.py:12: '
+            "m = h.abs().max().item()  # 'max' chose what ran next\";") in text
+    assert "  n2 -> n2g;" in text and "  n2g -> n3;" in text and "  n2 -> n3;" not in text
+    assert "  node n1 memcpy dir dtoh src t0 dst r0 width 4;" in text
+    assert "'max'" in text  # (a quote in the user's line, made safe)
+    (tmp_path / "h.graph").write_text(text)
+    write_safetensors(tmp_path / "h.safetensors", [])
+    again = pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "h.graph"))
+    assert 'op guard buffer r0 expect "0000e03f"' in again
