@@ -76,7 +76,11 @@ static void put_node(FILE *f, const PgNode *n, const char *gid) {
     break;
   case PG_CHILD: fprintf(f, "graph_%s\n", graph_id(n->u.child.body, buf, sizeof buf)); break;
   case PG_LIBCALL: fputs("LIBCALL\n", f), put_escaped(f, n->u.libcall.fn), fputc('\n', f); break;
-  case PG_HOSTOP: fputs("HOSTOP\n", f), put_escaped(f, n->u.hostop.reason), fputc('\n', f); break;
+  case PG_HOSTOP: /* the operation; a guard's buffer and bytes */
+    fputs("HOSTOP\n", f), put_escaped(f, n->u.hostop.op);
+    if (n->u.hostop.buf) fputs(" ", f), put_escaped(f, n->u.hostop.buf->name), fprintf(f, " == %s", n->u.hostop.expect);
+    fputc('\n', f), put_escaped(f, n->u.hostop.reason), fputc('\n', f);
+    break;
   case PG_OPAQUE: put_escaped(f, n->u.opaque.what), fputc('\n', f); break;
   default:
     for (const char *k = pg_kinds[n->kind].name; *k; k++) fputc(*k >= 'a' && *k <= 'z' ? *k - 32 : *k, f);

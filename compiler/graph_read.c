@@ -635,7 +635,8 @@ static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
       if (pg_str_eq(f[2]->text, pg_role_names[r])) break;
     if (r == PG_ROLE_COUNT) {
       pg_error(c->d, f[2]->loc,
-               "unknown buffer role '%.*s' (expected input, output, weight, intermediate, workspace or unknown)",
+               "unknown buffer role '%.*s' (expected input, output, weight, intermediate, workspace, host or "
+               "unknown)",
                (int)f[2]->text.len, f[2]->text.s);
       return;
     }
@@ -664,10 +665,14 @@ static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
   if (declare(c, c->values, name, b, "buffer or scalar")) pg_vec_push(c->a, c->p->buffers, b);
 }
 
+/* `scalar NAME type T [input] [value N] [from B] [callback];`: a read scalar (`from`, a
+ * host buffer's first element; `callback`, the caller's function) is neither bound per
+ * call nor a literal, and is one or the other. */
 static void stmt_scalar(GfCtx *c, const GfWord *name, PgLoc loc) {
-  static const Spec spec[] = {{"type", A_NAME, true}, {"input", A_FLAG, false}, {"value", A_INT, false}};
-  const GfWord *f[3];
-  if (!read_attrs(c, name->next, "scalar", loc, spec, 3, f)) return;
+  static const Spec spec[] = {{"type", A_NAME, true}, {"input", A_FLAG, false}, {"value", A_INT, false},
+                              {"from", A_NAME, false}, {"callback", A_FLAG, false}};
+  const GfWord *f[5];
+  if (!read_attrs(c, name->next, "scalar", loc, spec, 5, f)) return;
   PgScalar *s = pg_arena_alloc(c->a, sizeof *s);
   s->name = name_of(c, name);
   s->loc = name->loc;
@@ -676,8 +681,22 @@ static void stmt_scalar(GfCtx *c, const GfWord *name, PgLoc loc) {
     pg_error(c->d, f[0]->loc, "unknown scalar type '%s'", t);
     return;
   }
+  for (int read = 3; read <= 4; read++) /* `from` or `callback`: nothing else gives the value */
+    for (int other = 1; other < read; other++)
+      if (f[read] && f[other]) {
+        pg_error(c->d, f[other]->loc, "scalar '%s' is %s, so it takes no '%s'", s->name,
+                 read == 3 ? "read from a host buffer ('from')" : "given by a callback ('callback')", spec[other].key);
+        return;
+      }
   s->is_input = f[1] != NULL;
   if (f[2]) s->value = name_of(c, f[2]);
+  if (f[3]) {
+    PgPtr ptr;
+    if (!ptr_of(c, f[3], &ptr)) return;
+    s->from = ptr.buf;
+    s->read_loc = f[3]->loc;
+  }
+  if (f[4]) s->is_callback = true, s->read_loc = f[4]->loc;
   if (!declare(c, c->values, name, s, "buffer or scalar")) return;
   pg_map_put(c->is_scalar, s->name, s);
   pg_vec_push(c->a, c->p->scalars, s);
@@ -736,6 +755,35 @@ static void pend_body(GfCtx *c, PgNode *n, const GfWord *w) {
   pg_vec_push(c->a, c->bodies, pb);
 }
 
+/* A guard (`hostop op guard buffer B expect "hex"`): the host buffer it checks and the
+ * bytes it expects there, two hex digits each; other host operations take neither. */
+static void hostop_guard(GfCtx *c, PgNode *n, const GfWord *buf, const GfWord *expect, PgLoc loc) {
+  if (strcmp(n->u.hostop.op, "guard") != 0) {
+    if (buf || expect)
+      pg_error(c->d, (buf ? buf : expect)->loc, "hostop node '%s': '%s' belongs to a guard ('op guard')", n->name,
+               buf ? "buffer" : "expect");
+    return;
+  }
+  if (!buf || !expect) {
+    pg_error(c->d, loc, "a guard needs attribute '%s'", buf ? "expect" : "buffer");
+    return;
+  }
+  PgPtr ptr;
+  if (!ptr_of(c, buf, &ptr)) return;
+  const char *hex = string_of(c, expect);
+  size_t len = strlen(hex);
+  for (size_t i = 0; i < len; i++)
+    if (!isxdigit((unsigned char)hex[i])) len = 1; /* odd: refused below */
+  if (len == 0 || len % 2) {
+    pg_error(c->d, expect->loc, "guard '%s': 'expect' is bytes in hexadecimal, two digits each (\"0000803f\")",
+             n->name);
+    return;
+  }
+  n->u.hostop.buf = ptr.buf;
+  n->u.hostop.expect = hex;
+  n->u.hostop.expect_loc = expect->loc;
+}
+
 static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   const GfWord *kw = W(c, name->next);
   PgNodeKind kind;
@@ -764,7 +812,8 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
       [PG_CONDITIONAL] = {{"type", A_NAME, true}, {"handle", A_U64, false}, {"bodies", A_LIST, true},
                           {"condition", A_NAME, false}},
       [PG_LIBCALL] = {{"fn", A_STRING, true}, {"args", A_LIST, false}},
-      [PG_HOSTOP] = {{"op", A_NAME, true}, {"reason", A_STRING, true}},
+      [PG_HOSTOP] = {{"op", A_NAME, true}, {"reason", A_STRING, true}, {"buffer", A_NAME, false},
+                     {"expect", A_STRING, false}},
       [PG_OPAQUE] = {{"what", A_STRING, true}},
   };
   Spec spec[13];
@@ -928,6 +977,7 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   case PG_HOSTOP:
     n->u.hostop.op = name_of(c, f[0]);
     n->u.hostop.reason = string_of(c, f[1]);
+    hostop_guard(c, n, f[2], f[3], loc);
     break;
   case PG_OPAQUE: n->u.opaque.what = string_of(c, f[0]); break;
   case PG_EMPTY: break;

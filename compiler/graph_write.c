@@ -150,7 +150,9 @@ static void put_node(FILE *f, const PgNode *n) {
     put_args(f, &n->u.libcall.args);
     break;
   case PG_HOSTOP:
-    fprintf(f, " op %s reason ", n->u.hostop.op);
+    fprintf(f, " op %s", n->u.hostop.op);
+    if (n->u.hostop.buf) fprintf(f, " buffer %s expect ", n->u.hostop.buf->name), put_string(f, n->u.hostop.expect);
+    fputs(" reason ", f);
     put_string(f, n->u.hostop.reason);
     break;
   case PG_OPAQUE:
@@ -188,14 +190,18 @@ static void put_file(FILE *f, const char *file, const char *path, const char *di
 }
 
 /* The oldest format version that says everything p holds: 2 for relocations other
- * than whole addresses, for don't-care bytes and for thread block clusters, else 1,
- * which every pgcc reads. */
+ * than whole addresses, for don't-care bytes, for thread block clusters and for host
+ * reads (host buffers, read scalars, guards), else 1, which every pgcc reads. */
 int pg_graph_min_version(const PgProgram *p) {
   for (size_t g = 0; g < p->graphs.n; g++)
     for (size_t i = 0; i < p->graphs.v[g]->nodes.n; i++) {
       const PgNode *n = p->graphs.v[g]->nodes.v[i];
-      if (n->kind == PG_KERNEL && n->u.kernel.cluster[0]) return 2;
+      if ((n->kind == PG_KERNEL && n->u.kernel.cluster[0]) || pg_is_hostop(n, "guard")) return 2;
     }
+  for (size_t i = 0; i < p->buffers.n; i++)
+    if (p->buffers.v[i]->role == PG_ROLE_HOST) return 2;
+  for (size_t i = 0; i < p->scalars.n; i++)
+    if (pg_scalar_is_read(p->scalars.v[i])) return 2;
   for (size_t i = 0; i < p->kernels.n; i++)
     for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
       const PgParam *pa = &p->kernels.v[i]->params.v[j];
@@ -290,6 +296,8 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     fprintf(f, "scalar %s type %s", s->name, pg_type_names[s->type]);
     if (s->is_input) fputs(" input", f);
     if (s->value) fprintf(f, " value %s", s->value);
+    if (s->from) fprintf(f, " from %s", s->from->name);
+    if (s->is_callback) fputs(" callback", f);
     fputs(";\n", f);
   }
 

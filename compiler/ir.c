@@ -39,6 +39,8 @@ const char *const pg_module_kind_names[PG_MOD_KIND_COUNT] = {"cubin", "fatbin", 
 const char *const pg_dir_names[PG_DIR_COUNT] = {"htod", "dtoh", "dtod", "htoh", "default"};
 const char *const pg_cond_names[PG_COND_COUNT] = {"if", "while", "switch"};
 
+bool pg_is_hostop(const PgNode *n, const char *op) { return n->kind == PG_HOSTOP && strcmp(n->u.hostop.op, op) == 0; }
+
 PgProgram *pg_program_new(PgArena *a) {
   PgProgram *p = pg_arena_alloc(a, sizeof *p);
   p->arena = a;

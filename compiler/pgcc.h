@@ -224,13 +224,18 @@ typedef struct {
   PgLoc loc;
 } PgKernel;
 
+/* Buffer roles.  HOST is pinned host memory that libpgrt allocates at init (zeroed) and
+ * frees at destroy: a program's host-side reads of device values (`.item()`) are
+ * copied into it, and read scalars and guards read it after a host synchronization.
+ * It is not in the arena, nor a field of NAME_args. */
 #define PG_ROLES(X)                 \
   X(UNKNOWN, "unknown")             \
   X(INPUT, "input")                 \
   X(OUTPUT, "output")               \
   X(WEIGHT, "weight")               \
   X(INTERMEDIATE, "intermediate")   \
-  X(WORKSPACE, "workspace")
+  X(WORKSPACE, "workspace")         \
+  X(HOST, "host")
 
 typedef enum {
 #define X(e, name) PG_ROLE_##e,
@@ -276,13 +281,24 @@ typedef struct {
   uint64_t offset; /* its offset there */
 } PgBuffer;
 
+/* A scalar kernel argument.  Its value is a literal (`value`), the caller's on every
+ * call (`input`), or learned on the host during the call, after each host
+ * synchronization: the first element of a host buffer, converted to the scalar's type
+ * (`from B`), or what the caller's callback returns (`callback`).  The last two are
+ * "read scalars" (pg_scalar_is_read); the verifier makes every kernel that takes one
+ * depend on a synchronization (after a copy into B). */
 typedef struct {
   const char *name;
   PgType type;
-  bool is_input; /* bound per call */
+  bool is_input;    /* bound per call */
+  bool is_callback; /* `callback`: a NAME_args field, a function called after each sync */
+  PgBuffer *from;   /* `from B`: read from host buffer B; NULL otherwise */
   const char *value; /* default value as written (number text), or NULL */
   PgLoc loc;
+  PgLoc read_loc;   /* where `from` or `callback` is written */
 } PgScalar;
+
+static inline bool pg_scalar_is_read(const PgScalar *s) { return s->from || s->is_callback; }
 
 typedef struct {
   const char *name;
@@ -408,8 +424,11 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
       PgArgs args;
     } libcall;
     struct {
-      const char *op;     /* sync, dtoh, htod, cpu, ... */
+      const char *op;     /* sync, guard, dtoh, htod, cpu, ... */
       const char *reason; /* why it cannot be part of a graph */
+      PgBuffer *buf;      /* guard: the host buffer it checks */
+      const char *expect; /* guard: the bytes expected at the buffer's start, hex as written */
+      PgLoc expect_loc;
     } hostop;
     struct {
       const char *what; /* the kind as the input named it */
@@ -537,6 +556,8 @@ void pg_program_link(PgProgram *p);
 /* Every edge goes from an earlier node to a later one: the node order is topological. */
 bool pg_graph_in_order(const PgGraph *g);
 bool pg_kind_from_name(const char *name, PgNodeKind *out);
+/* n is a host operation of this op (`hostop op sync`, `op guard`). */
+bool pg_is_hostop(const PgNode *n, const char *op);
 bool pg_type_from_name(const char *name, PgType *out);
 const char *pg_ident(PgArena *a, const char *prefix, const char *s); /* a safe identifier */
 

@@ -11,12 +11,17 @@
  *           by-value parameter, relocations and don't-care bytes 4-byte aligned
  *           (relocations), inside it, not overlapping, and of a kind the file's
  *           format version has; arguments agree with the layout;
- *   pointers: inside their buffer.
+ *   pointers: inside their buffer;
+ *   host reads: a read scalar's buffer and a guard's are host buffers (role host) that
+ *           hold what is read; every kernel that takes a read scalar, and every guard,
+ *           depends on a host synchronization that depends on a copy into its buffer
+ *           (a callback scalar: on any synchronization), through the root graph's edges.
  */
 #include "pgcc.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
   const PgProgram *p;
@@ -168,6 +173,41 @@ static void check_args(V *v, const PgNode *n) {
   }
 }
 
+/* A guard checks a host buffer for at most the bytes it has. */
+static void check_guard(V *v, const PgNode *n) {
+  const PgBuffer *b = n->u.hostop.buf;
+  if (!b) PG_BUG("guard '%s' without a buffer", n->name);
+  if (v->p->version < 2) FAIL(v, n->loc, "guard '%s' needs .graph format version 2", n->name);
+  if (b->role != PG_ROLE_HOST) {
+    FAIL(v, n->loc, "guard '%s' checks buffer '%s', whose role is %s: a guard reads a host buffer (role host)",
+         n->name, b->name, pg_role_names[b->role]);
+    return;
+  }
+  size_t bytes = strlen(n->u.hostop.expect) / 2;
+  if (bytes > b->size)
+    FAIL(v, n->u.hostop.expect_loc, "guard '%s' expects %zu bytes, more than host buffer '%s' holds (%" PRIu64 ")",
+         n->name, bytes, b->name, b->size);
+}
+
+/* A read scalar's buffer is a host buffer whose dtype says what its first element is. */
+static void check_scalar(V *v, const PgScalar *s) {
+  if (!pg_scalar_is_read(s)) return;
+  if (v->p->version < 2)
+    FAIL(v, s->read_loc, "scalar '%s': read scalars need .graph format version 2", s->name);
+  if (!s->from) return;
+  const PgBuffer *b = s->from;
+  if (b->role != PG_ROLE_HOST)
+    FAIL(v, s->read_loc, "scalar '%s' reads buffer '%s', whose role is %s: a scalar is read from a host buffer "
+         "(role host)", s->name, b->name, pg_role_names[b->role]);
+  else if (!b->has_dtype)
+    FAIL(v, s->read_loc, "scalar '%s' reads host buffer '%s', which has no dtype", s->name, b->name);
+  else if (pg_type_sizes[b->dtype] > b->size)
+    FAIL(v, s->read_loc, "scalar '%s' reads host buffer '%s', whose %" PRIu64 " bytes hold no %s", s->name, b->name,
+         b->size, pg_type_names[b->dtype]);
+  if (s->type == PG_T_PTR)
+    FAIL(v, s->read_loc, "scalar '%s' is a ptr: a scalar read from a host buffer is a number", s->name);
+}
+
 static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
   if (n->graph != g || n->index != i) PG_BUG("node '%s' is not at its place in graph '%s'", n->name, g->name);
   switch (n->kind) {
@@ -224,6 +264,9 @@ static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
   }
   case PG_CHILD:
     if (!n->u.child.body || n->u.child.body->owner != n) PG_BUG("child node '%s' and its body disagree", n->name);
+    break;
+  case PG_HOSTOP:
+    if (pg_is_hostop(n, "guard")) check_guard(v, n);
     break;
   case PG_CONDITIONAL:
     if (n->u.cond.bodies.n == 0) FAIL(v, n->loc, "conditional node '%s' has no body graph", n->name);
@@ -314,6 +357,112 @@ static void check_edges(V *v, const PgGraph *g) {
   if (!forward) check_acyclic(v, g);
 }
 
+/* ---- host reads: what the host reads is there when it reads it ----
+ *
+ * A read scalar's value and a guard's bytes exist on the host only after a copy into
+ * their host buffer and a synchronization after that copy.  Over the root graph in
+ * topological order (a node inside a body counts as the root node that owns it):
+ * written[v] holds the host buffers copied into by v or its ancestors; synced[v] those
+ * copied into before a synchronization that v depends on, and one more bit, "after
+ * some synchronization" (what a callback scalar needs).  One bit per host buffer, so
+ * the time is the program's size times the sets' words. */
+
+typedef struct {
+  const PgBuffer **hb; /* the host buffers, sorted by address for bsearch */
+  size_t nh, words;
+  uint64_t *written, *synced; /* words per root node */
+} HostSets;
+
+static int by_address(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t) * (const PgBuffer *const *)a, y = (uintptr_t) * (const PgBuffer *const *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* b's bit, or nh when it is no host buffer */
+static size_t host_bit(const HostSets *h, const PgBuffer *b) {
+  const PgBuffer **at = b ? bsearch(&b, h->hb, h->nh, sizeof *h->hb, by_address) : NULL;
+  return at ? (size_t)(at - h->hb) : h->nh;
+}
+
+static bool has_bit(const uint64_t *set, size_t bit) { return set[bit / 64] >> (bit % 64) & 1; }
+
+static const PgNode *top_of(const PgNode *n) {
+  while (n->graph->owner) n = n->graph->owner;
+  return n;
+}
+
+/* The kernel (or library call) n takes read scalars only after they are read. */
+static void check_read_args(V *v, const HostSets *h, const PgNode *n, const PgArgs *args) {
+  const uint64_t *synced = h->synced + top_of(n)->index * h->words;
+  for (size_t i = 0; i < args->n; i++) {
+    const PgArg *a = &args->v[i];
+    if (a->kind != PG_ARG_SCALAR || !pg_scalar_is_read(a->scalar)) continue;
+    const PgScalar *s = a->scalar;
+    if (s->is_callback && !has_bit(synced, h->nh))
+      FAIL(v, a->loc, "node '%s' takes callback scalar '%s' but depends on no host synchronization ('hostop op "
+           "sync'): its callback is called after each one", n->name, s->name);
+    size_t bit = s->from ? host_bit(h, s->from) : h->nh;
+    if (s->from && bit < h->nh && !has_bit(synced, bit))
+      FAIL(v, a->loc, "node '%s' takes scalar '%s', read from host buffer '%s', but depends on no host "
+           "synchronization after a copy into '%s': the value would be read before it is there", n->name, s->name,
+           s->from->name, s->from->name);
+  }
+}
+
+static void check_host_reads(V *v) {
+  const PgProgram *p = v->p;
+  const PgGraph *root = p->graphs.v[0];
+  bool any = false;
+  for (size_t i = 0; i < p->scalars.n && !any; i++) any = pg_scalar_is_read(p->scalars.v[i]);
+  for (size_t gi = 0; gi < p->graphs.n && !any; gi++)
+    for (size_t i = 0; i < p->graphs.v[gi]->nodes.n && !any; i++) any = pg_is_hostop(p->graphs.v[gi]->nodes.v[i], "guard");
+  if (!any) return;
+  HostSets h = {0};
+  size_t n = root->nodes.n, head = 0, tail = 0;
+  for (size_t i = 0; i < p->buffers.n; i++) h.nh += p->buffers.v[i]->role == PG_ROLE_HOST;
+  h.words = h.nh / 64 + 1; /* and the bit "after some synchronization" */
+  h.hb = malloc((h.nh ? h.nh : 1) * sizeof *h.hb);
+  h.written = calloc((n ? n : 1) * h.words, sizeof *h.written);
+  h.synced = calloc((n ? n : 1) * h.words, sizeof *h.synced);
+  uint32_t *order = malloc((n ? n : 1) * sizeof *order), *indeg = calloc(n ? n : 1, sizeof *indeg);
+  if (!h.hb || !h.written || !h.synced || !order || !indeg) PG_BUG("out of memory");
+  for (size_t i = 0, k = 0; i < p->buffers.n; i++)
+    if (p->buffers.v[i]->role == PG_ROLE_HOST) h.hb[k++] = p->buffers.v[i];
+  qsort(h.hb, h.nh, sizeof *h.hb, by_address);
+  for (size_t gi = 0; gi < p->graphs.n; gi++) /* the copies into host buffers, at their root nodes */
+    for (size_t i = 0; i < p->graphs.v[gi]->nodes.n; i++) {
+      const PgNode *m = p->graphs.v[gi]->nodes.v[i];
+      size_t bit = m->kind == PG_MEMCPY && m->u.memcpy.has_ptrs ? host_bit(&h, m->u.memcpy.dst.buf) : h.nh;
+      if (bit < h.nh) h.written[top_of(m)->index * h.words + bit / 64] |= 1ull << (bit % 64);
+    }
+  for (size_t i = 0; i < n; i++) /* Kahn: a cycle is reported elsewhere */
+    if (!(indeg[i] = (uint32_t)root->nodes.v[i]->preds.n)) order[tail++] = (uint32_t)i;
+  while (head < tail) {
+    const PgNode *u = root->nodes.v[order[head++]];
+    uint64_t *w = h.written + u->index * h.words, *sy = h.synced + u->index * h.words;
+    for (size_t q = 0; q < u->preds.n; q++)
+      for (size_t k = 0; k < h.words; k++)
+        w[k] |= h.written[u->preds.v[q]->index * h.words + k], sy[k] |= h.synced[u->preds.v[q]->index * h.words + k];
+    if (pg_is_hostop(u, "sync")) {
+      for (size_t k = 0; k < h.words; k++) sy[k] |= w[k];
+      sy[h.nh / 64] |= 1ull << (h.nh % 64);
+    }
+    for (size_t s = 0; s < u->succs.n; s++)
+      if (--indeg[u->succs.v[s]->index] == 0) order[tail++] = u->succs.v[s]->index;
+  }
+  for (size_t gi = 0; gi < p->graphs.n && tail == n; gi++)
+    for (size_t i = 0; i < p->graphs.v[gi]->nodes.n; i++) {
+      const PgNode *m = p->graphs.v[gi]->nodes.v[i];
+      if (m->kind == PG_KERNEL && m->u.kernel.has_args) check_read_args(v, &h, m, &m->u.kernel.args);
+      if (m->kind == PG_LIBCALL) check_read_args(v, &h, m, &m->u.libcall.args);
+      size_t bit = pg_is_hostop(m, "guard") ? host_bit(&h, m->u.hostop.buf) : h.nh;
+      if (bit < h.nh && !has_bit(h.synced + top_of(m)->index * h.words, bit))
+        FAIL(v, m->loc, "guard '%s' depends on no host synchronization after a copy into host buffer '%s': it would "
+             "compare bytes not read back yet", m->name, m->u.hostop.buf->name);
+    }
+  free(h.hb), free(h.written), free(h.synced), free(order), free(indeg);
+}
+
 int pg_verify(const PgProgram *p, PgDiag *d) {
   V v = {p, d, 0};
   if (p->graphs.n == 0) PG_BUG("a program without graphs");
@@ -323,6 +472,10 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
     if (p->buffers.v[i]->size > (1ull << 40))
       FAIL(&v, p->buffers.v[i]->loc, "buffer '%s' is %" PRIu64 " bytes, more than 1 TiB", p->buffers.v[i]->name,
            p->buffers.v[i]->size);
+  for (size_t i = 0; i < p->buffers.n; i++)
+    if (p->buffers.v[i]->role == PG_ROLE_HOST && p->version < 2)
+      FAIL(&v, p->buffers.v[i]->loc, "host buffer '%s' needs .graph format version 2", p->buffers.v[i]->name);
+  for (size_t i = 0; i < p->scalars.n; i++) check_scalar(&v, p->scalars.v[i]);
   for (size_t i = 0; i < p->conditions.n; i++) /* CUDA: a handle without its node fails to instantiate */
     if (!p->conditions.v[i]->node)
       FAIL(&v, p->conditions.v[i]->loc, "condition '%s' is tested by no conditional node", p->conditions.v[i]->name);
@@ -340,6 +493,7 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
     for (size_t i = 0; i < g->nodes.n && !pg_too_many_errors(d); i++) check_node(&v, g, g->nodes.v[i], i);
     check_edges(&v, g);
   }
+  if (!pg_too_many_errors(d)) check_host_reads(&v);
   return v.errors;
 }
 

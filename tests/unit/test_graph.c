@@ -324,6 +324,58 @@ START_TEST(a_real_export_reads) {
 }
 END_TEST
 
+/* Host reads (tests/golden/hostread.graph, pgcc's own output): host buffers, scalars read
+ * from them or given by a callback, a guard, and copies into the host buffers inside a
+ * child graph.  They read into the IR, and pgcc writes the file back byte for byte;
+ * the DOT output names the guard's buffer and bytes. */
+START_TEST(host_reads_read_and_write) {
+  const char *path = "tests/golden/hostread.graph";
+  char *text = slurp(path, NULL);
+  ck_assert_ptr_nonnull(text);
+  Parsed *p = parse_text(path, text);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  const PgProgram *prog = p->prog;
+  ck_assert_int_eq(prog->version, 2);
+  ck_assert_int_eq(prog->buffers.v[3]->role, PG_ROLE_HOST);
+  ck_assert_str_eq(pg_role_names[PG_ROLE_HOST], "host");
+  const PgScalar *mx = prog->scalars.v[0], *half = prog->scalars.v[1], *step = prog->scalars.v[2];
+  ck_assert_ptr_eq(mx->from, prog->buffers.v[3]);
+  ck_assert(!mx->is_input && !mx->is_callback && !mx->value && pg_scalar_is_read(mx));
+  ck_assert_ptr_eq(half->from, prog->buffers.v[4]);
+  ck_assert_int_eq(half->type, PG_T_F16);
+  ck_assert(step->is_callback && !step->from && pg_scalar_is_read(step));
+  ck_assert_int_eq(step->read_loc.line, 23);
+  ck_assert_int_eq(step->read_loc.col, 22); /* the flag `callback` */
+  const PgNode *g = find_node(prog, "g");
+  ck_assert(pg_is_hostop(g, "guard") && !pg_is_hostop(g, "sync"));
+  ck_assert_ptr_eq(g->u.hostop.buf, prog->buffers.v[3]);
+  ck_assert_str_eq(g->u.hostop.expect, "0000803f");
+  ck_assert_str_eq(g->u.hostop.reason, "the value read at model.py:3 chose a branch");
+  ck_assert_ptr_null(find_node(prog, "s")->u.hostop.buf);
+  ck_assert_int_eq(find_node(prog, "k2")->u.kernel.args.v[2].kind, PG_ARG_SCALAR);
+  ck_assert_int_eq(pg_graph_min_version(prog), 2);
+  parsed_free(p);
+  Run r = run_pgcc("--emit=graph", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_str_eq(r.out, text);
+  run_free(&r);
+  r = run_pgcc("--emit=dot", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "HOSTOP\nguard m_host == 0000803f\nthe value read at model.py:3 chose a branch\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "HOSTOP\nsync\nm.max().item() at model.py:3\n"));
+  run_free(&r);
+  free(text);
+  /* a program with host reads is version 2 even when read as version 1 would say it */
+  Parsed *q = parse_text("h.graph", "pgcc 2;\nbuffer r size 4 role host;\ngraph g { node n empty; }\n");
+  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
+  char *t = graph_text(q->prog);
+  ck_assert_ptr_nonnull(strstr(t, "pgcc 2;\n"));
+  ck_assert_ptr_nonnull(strstr(t, "buffer r size 4 role host;\n"));
+  free(t);
+  parsed_free(q);
+}
+END_TEST
+
 Suite *graph_suite(void) {
   Suite *s = suite_create("graph");
   TCase *t = tcase_create("graph");
@@ -336,6 +388,7 @@ Suite *graph_suite(void) {
   tcase_add_test(t, condition_errors);
   tcase_add_test(t, weights_and_library_kernels);
   tcase_add_test(t, a_real_export_reads);
+  tcase_add_test(t, host_reads_read_and_write);
   suite_add_tcase(s, t);
   return s;
 }

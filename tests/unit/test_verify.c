@@ -139,6 +139,98 @@ START_TEST(layouts_and_launches) {
 }
 END_TEST
 
+/* Host reads: a kernel takes a read scalar, and a guard compares bytes, only after a
+ * synchronization that follows a copy into the host buffer (root edges; a body's node
+ * counts as its owner); a callback scalar after any synchronization. */
+#define HR "pgcc 2;\nkernel k symbol \"k\" {\n  param 0 4 f32;\n}\n" \
+           "buffer d size 8 role intermediate dtype f32 shape [2];\n"   \
+           "buffer r size 4 role host dtype f32 shape [];\n"             \
+           "buffer q size 4 role host dtype i32 shape [];\n"
+#define COPY_SYNC " node c memcpy dir dtoh src d dst r width 4;\n node s hostop op sync reason \"read\";\n c -> s;\n"
+
+START_TEST(host_reads_follow_a_sync_after_a_copy) {
+  expect(HR "scalar v type f32 from r;\ngraph g {\n" COPY_SYNC " node a kernel k grid [1] block [1] args [v];\n s -> a;\n}\n",
+         NULL);
+  /* transitively, through an empty node and a guard */
+  expect(HR "scalar v type f32 from r;\ngraph g {\n" COPY_SYNC " node e empty;\n node gd hostop op guard buffer r expect "
+            "\"0000803f\" reason \"a branch\";\n node a kernel k grid [1] block [1] args [v];\n s -> e;\n e -> gd;\n"
+            " gd -> a;\n}\n",
+         NULL);
+  /* the sync is after a copy, but into another host buffer */
+  expect(HR "scalar v type f32 from q;\ngraph g {\n" COPY_SYNC " node a kernel k grid [1] block [1] args [v];\n s -> a;\n}\n",
+         "v.graph:13:43: error: node 'a' takes scalar 'v', read from host buffer 'q', but depends on no host "
+         "synchronization after a copy into 'q'");
+  /* the copy comes after the sync */
+  expect(HR "scalar v type f32 from r;\ngraph g {\n node s hostop op sync reason \"read\";\n node c memcpy dir dtoh src d "
+            "dst r width 4;\n node a kernel k grid [1] block [1] args [v];\n s -> c;\n c -> a;\n}\n",
+         "node 'a' takes scalar 'v', read from host buffer 'r', but depends on no host synchronization after a copy");
+  /* a kernel inside a child graph counts as its owner; so does a copy inside one */
+  expect(HR "scalar v type f32 from r;\ngraph g {\n" COPY_SYNC " node w child body b;\n s -> w;\n}\n"
+            "graph b { node a kernel k grid [1] block [1] args [v]; }\n",
+         NULL);
+  expect(HR "scalar v type f32 from r;\ngraph g {\n" COPY_SYNC " node w child body b;\n c -> w;\n}\n"
+            "graph b { node a kernel k grid [1] block [1] args [v]; }\n",
+         "node 'a' takes scalar 'v', read from host buffer 'r', but depends on no host synchronization");
+  expect(HR "scalar v type f32 from r;\ngraph g {\n node w child body b;\n node s hostop op sync reason \"read\";\n"
+            " node a kernel k grid [1] block [1] args [v];\n w -> s;\n s -> a;\n}\n"
+            "graph b { node c memcpy dir dtoh src d dst r width 4; }\n",
+         NULL);
+  /* a callback scalar: after any synchronization */
+  expect(HR "scalar v type f32 callback;\ngraph g {\n node s hostop op sync reason \"read\";\n"
+            " node a kernel k grid [1] block [1] args [v];\n s -> a;\n}\n",
+         NULL);
+  expect(HR "scalar v type f32 callback;\ngraph g {\n node s hostop op sync reason \"read\";\n"
+            " node a kernel k grid [1] block [1] args [v];\n a -> s;\n}\n",
+         "v.graph:11:43: error: node 'a' takes callback scalar 'v' but depends on no host synchronization ('hostop op "
+         "sync'): its callback is called after each one");
+  /* another host operation is no synchronization */
+  expect(HR "scalar v type f32 callback;\ngraph g {\n node s hostop op cpu reason \"work\";\n"
+            " node a kernel k grid [1] block [1] args [v];\n s -> a;\n}\n",
+         "node 'a' takes callback scalar 'v' but depends on no host synchronization");
+  /* guards */
+  expect(HR "graph g {\n" COPY_SYNC " node gd hostop op guard buffer r expect \"0000\" reason \"a branch\";\n s -> gd;\n}\n",
+         NULL);
+  expect(HR "graph g {\n" COPY_SYNC " node gd hostop op guard buffer r expect \"0000\" reason \"a branch\";\n c -> gd;\n}\n",
+         "v.graph:12:7: error: guard 'gd' depends on no host synchronization after a copy into host buffer 'r'");
+  expect(HR "graph g {\n" COPY_SYNC " node gd hostop op guard buffer d expect \"0000\" reason \"a branch\";\n s -> gd;\n}\n",
+         "guard 'gd' checks buffer 'd', whose role is intermediate: a guard reads a host buffer (role host)");
+}
+END_TEST
+
+START_TEST(host_buffers_and_read_scalars) {
+  expect(HR "scalar v type f32 from q;\ngraph g { node n empty; }\n", NULL); /* i32 to f32: converted */
+  expect("pgcc 2;\nbuffer r size 4 role host;\nscalar v type f32 from r;\ngraph g { node n empty; }\n",
+         "v.graph:3:24: error: scalar 'v' reads host buffer 'r', which has no dtype");
+  expect("pgcc 2;\nbuffer r size 4 role host dtype f64;\nscalar v type f32 from r;\ngraph g { node n empty; }\n",
+         "scalar 'v' reads host buffer 'r', whose 4 bytes hold no f64");
+  expect(HR "scalar v type ptr from r;\ngraph g { node n empty; }\n",
+         "scalar 'v' is a ptr: a scalar read from a host buffer is a number");
+  expect(HR "scalar v type f32 from nowhere;\ngraph g { node n empty; }\n", "v.graph:8:24: error: unknown buffer 'nowhere'");
+  expect(HR "scalar w type f32 input;\nscalar v type f32 from w;\ngraph g { node n empty; }\n",
+         "'w' is a scalar, not a buffer");
+  expect(HR "scalar v type f32 value 2 from r;\ngraph g { node n empty; }\n",
+         "v.graph:8:25: error: scalar 'v' is read from a host buffer ('from'), so it takes no 'value'");
+  expect(HR "scalar v type f32 callback input;\ngraph g { node n empty; }\n",
+         "scalar 'v' is given by a callback ('callback'), so it takes no 'input'");
+  expect(HR "scalar v type f32 from r callback;\ngraph g { node n empty; }\n",
+         "scalar 'v' is given by a callback ('callback'), so it takes no 'from'");
+  /* a guard's attributes */
+  expect(HR "graph g { node gd hostop op guard buffer r reason \"x\"; }\n", "a guard needs attribute 'expect'");
+  expect(HR "graph g { node gd hostop op guard expect \"00\" reason \"x\"; }\n", "a guard needs attribute 'buffer'");
+  expect(HR "graph g { node gd hostop op guard buffer r expect \"0g\" reason \"x\"; }\n",
+         "guard 'gd': 'expect' is bytes in hexadecimal, two digits each");
+  expect(HR "graph g { node gd hostop op guard buffer r expect \"000\" reason \"x\"; }\n",
+         "guard 'gd': 'expect' is bytes in hexadecimal, two digits each");
+  expect(HR "graph g { node s hostop op sync buffer r reason \"x\"; }\n",
+         "v.graph:8:40: error: hostop node 's': 'buffer' belongs to a guard ('op guard')");
+  /* version 2 */
+  expect("pgcc 1;\nbuffer r size 4 role host dtype f32;\nscalar v type f32 callback;\ngraph g { node n empty; }\n",
+         "v.graph:2:8: error: host buffer 'r' needs .graph format version 2");
+  expect("pgcc 1;\nscalar v type f32 callback;\ngraph g { node n empty; }\n",
+         "v.graph:2:19: error: scalar 'v': read scalars need .graph format version 2");
+}
+END_TEST
+
 Suite *verify_suite(void) {
   Suite *s = suite_create("verify");
   TCase *t = tcase_create("verify");
@@ -149,6 +241,8 @@ Suite *verify_suite(void) {
   tcase_add_test(t, relocation_kinds);
   tcase_add_test(t, version_1_programs_have_whole_addresses_only);
   tcase_add_test(t, layouts_and_launches);
+  tcase_add_test(t, host_reads_follow_a_sync_after_a_copy);
+  tcase_add_test(t, host_buffers_and_read_scalars);
   suite_add_tcase(s, t);
   return s;
 }
