@@ -20,6 +20,9 @@ static const char *body_blocker(const PgGraph *g, PgArena *a) {
 static const char *why_not(const PgNode *n, PgArena *a) {
   if (n->eager) return n->eager;
   if (!pg_kinds[n->kind].graphable) {
+    if (pg_is_hostop(n, "guard"))
+      return pg_arena_printf(a, "host operation 'guard' (host buffer '%s' must start with %s): %s",
+                             n->u.hostop.buf->name, n->u.hostop.expect, n->u.hostop.reason);
     if (n->kind == PG_HOSTOP) return pg_arena_printf(a, "host operation '%s': %s", n->u.hostop.op, n->u.hostop.reason);
     if (n->kind == PG_OPAQUE) return pg_arena_printf(a, "unsupported node kind '%s'", n->u.opaque.what);
     return pg_arena_printf(a, "%s nodes cannot be in a graph", pg_kinds[n->kind].name);

@@ -132,6 +132,7 @@ typedef struct {
   double host, gpu; /* the eager simulation's two clocks */
   double graph;     /* the graph's GPU time, summed over nodes */
   size_t nodes, patched;
+  size_t late;      /* of the patched, those taking read scalars: patched from the host after a sync */
 } Sum;
 
 /* An eager stream operation: the host spends `submit`, the GPU `gpu` once both it
@@ -157,11 +158,24 @@ static bool per_call(PgPtr p) {
   return p.buf && (p.buf->role == PG_ROLE_INPUT || p.buf->role == PG_ROLE_OUTPUT);
 }
 
+/* Does a kernel take a scalar read on the host during the call (from a host buffer or
+ * a callback)?  libpgrt patches it from the host after the synchronization. */
+static bool args_read(const PgArgs *args) {
+  for (size_t i = 0; i < args->n; i++)
+    if (args->v[i].kind == PG_ARG_SCALAR && pg_scalar_is_read(args->v[i].scalar)) return true;
+  return false;
+}
+
+static bool reads_late(const PgNode *n) {
+  return (n->kind == PG_KERNEL && n->u.kernel.has_args && args_read(&n->u.kernel.args)) ||
+         (n->kind == PG_LIBCALL && args_read(&n->u.libcall.args));
+}
+
 static bool args_change(const PgArgs *args) {
   for (size_t i = 0; i < args->n; i++) {
     const PgArg *a = &args->v[i];
     if (a->kind == PG_ARG_PTR && per_call(a->ptr)) return true;
-    if (a->kind == PG_ARG_SCALAR && a->scalar->is_input) return true;
+    if (a->kind == PG_ARG_SCALAR && (a->scalar->is_input || pg_scalar_is_read(a->scalar))) return true;
     if (a->kind == PG_ARG_BYTES)
       for (size_t k = 0; k < a->ptrs.n; k++)
         if (per_call(a->ptrs.v[k])) return true;
@@ -186,6 +200,7 @@ static void add_node(Sum *s, const PgNode *n) {
   const PgProfile *pr = s->pr;
   s->nodes++;
   s->patched += changes_per_call(n);
+  s->late += reads_late(n);
   switch (pg_kinds[n->kind].cost) {
   case PG_COST_NONE: break;
   case PG_COST_STREAM: /* one stream operation; in a graph, an edge's worth */
@@ -221,6 +236,7 @@ static void add_node(Sum *s, const PgNode *n) {
         if (body.gpu > worst.gpu) worst = body;
         s->nodes = body.nodes;     /* every body's nodes count */
         s->patched = body.patched;
+        s->late = body.late;
       }
       s->host = worst.host, s->gpu = worst.gpu;
       s->graph += pr->graph_node_us + worst.graph;
@@ -252,11 +268,61 @@ static void eager_reasons(PgProgram *p, PgRegion *r) {
   }
 }
 
+/* What a region does with host reads, for the report: its copies into host buffers,
+ * and its nodes that take read scalars (the first few of each, in node order; a body's
+ * nodes with their owner). */
+typedef struct {
+  PgArena *a;
+  char *copies, *scalars;
+  size_t ncopies, nscalars;
+} HostWords;
+
+static void add_word(HostWords *h, char **list, size_t *n, const char *word) {
+  if (*list && strstr(*list, word)) return; /* listed once */
+  if (++*n <= 4) *list = pg_arena_printf(h->a, "%s%s%s", *list ? *list : "", *list ? ", " : "", word);
+  else if (*n == 5) *list = pg_arena_printf(h->a, "%s, ...", *list);
+}
+
+static void host_words(HostWords *h, const PgNode *n) {
+  if (n->kind == PG_MEMCPY && n->u.memcpy.has_ptrs && n->u.memcpy.dst.buf && n->u.memcpy.dst.buf->role == PG_ROLE_HOST)
+    add_word(h, &h->copies, &h->ncopies, pg_arena_printf(h->a, "'%s' into '%s'", n->name, n->u.memcpy.dst.buf->name));
+  const PgArgs *args = n->kind == PG_KERNEL && n->u.kernel.has_args ? &n->u.kernel.args
+                       : n->kind == PG_LIBCALL                      ? &n->u.libcall.args
+                                                                    : NULL;
+  for (size_t i = 0; args && i < args->n; i++) {
+    const PgScalar *sc = args->v[i].kind == PG_ARG_SCALAR ? args->v[i].scalar : NULL;
+    if (sc && sc->from)
+      add_word(h, &h->scalars, &h->nscalars, pg_arena_printf(h->a, "'%s' from '%s'", sc->name, sc->from->name));
+    else if (sc && sc->is_callback)
+      add_word(h, &h->scalars, &h->nscalars, pg_arena_printf(h->a, "'%s' by callback", sc->name));
+  }
+  const PgGraph *const *bodies = n->kind == PG_CHILD ? (const PgGraph *const *)&n->u.child.body
+                                 : n->kind == PG_CONDITIONAL ? (const PgGraph *const *)n->u.cond.bodies.v
+                                                             : NULL;
+  size_t nb = n->kind == PG_CHILD ? 1 : n->kind == PG_CONDITIONAL ? n->u.cond.bodies.n : 0;
+  for (size_t b = 0; b < nb; b++)
+    for (size_t i = 0; i < bodies[b]->nodes.n; i++) host_words(h, bodies[b]->nodes.v[i]);
+}
+
+static void reason(PgProgram *p, PgRegion *r, const char *text);
+
+/* The reasons that name host buffers and read scalars. */
+static void host_reasons(PgProgram *p, PgRegion *r, size_t late) {
+  HostWords h = {p->arena, NULL, NULL, 0, 0};
+  for (size_t i = 0; i < r->nodes.n; i++) host_words(&h, r->nodes.v[i]);
+  if (h.copies)
+    reason(p, r, pg_arena_printf(p->arena, "copies into host buffers (pinned, libpgrt's): %s", h.copies));
+  if (h.scalars)
+    reason(p, r, pg_arena_printf(p->arena, "%zu %s scalars read on the host (%s): patched from the host after "
+                                           "each synchronization, never on the device", late,
+                                 late == 1 ? "node takes" : "nodes take", h.scalars));
+}
+
 void pg_cost(PgProgram *p, const PgProfile *pr, double calls, bool allow_device) {
   if (calls < 1) calls = 1;
   for (size_t ri = 0; ri < p->regions.n; ri++) {
     PgRegion *r = p->regions.v[ri];
-    Sum s = {pr, 0, 0, 0, 0, 0};
+    Sum s = {pr, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < r->nodes.n; i++) add_node(&s, r->nodes.v[i]);
     r->est_eager_us = fmax(s.host, s.gpu);
     r->reasons.n = 0;
@@ -266,10 +332,14 @@ void pg_cost(PgProgram *p, const PgProfile *pr, double calls, bool allow_device)
       r->patched = 0;
       r->update = PG_UPDATE_NONE;
       eager_reasons(p, r);
+      host_reasons(p, r, s.late);
       continue;
     }
+    /* nodes that take read scalars are patched from the host, after the synchronization */
+    size_t early = s.patched - s.late;
     double host_update = (double)s.patched * pr->update_host_node_us, update = 0;
-    double device_update = pr->update_device_us + (double)s.patched * pr->update_device_node_us;
+    double device_update = (double)s.late * pr->update_host_node_us +
+                           (early ? pr->update_device_us + (double)early * pr->update_device_node_us : 0);
     r->patched = s.patched;
     r->update = PG_UPDATE_NONE;
     if (s.patched) {
@@ -296,5 +366,6 @@ void pg_cost(PgProgram *p, const PgProfile *pr, double calls, bool allow_device)
     if (s.patched)
       reason(p, r, pg_arena_printf(p->arena, "%zu nodes patched per call, %s update: %.1f us", s.patched,
                                    pg_update_names[r->update], update));
+    host_reasons(p, r, s.late);
   }
 }

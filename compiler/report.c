@@ -37,6 +37,68 @@ static const char *bytes(char *buf, size_t n, uint64_t b) {
   return buf;
 }
 
+/* Host reads: host buffers, the scalars read from them or given by callbacks, guards.
+ * Each list in declaration (or node) order; the report prints them when there are any. */
+typedef struct {
+  size_t buffers, reads, callbacks, guards;
+} HostCounts;
+
+static HostCounts host_counts(const PgProgram *p) {
+  HostCounts h = {0};
+  for (size_t i = 0; i < p->buffers.n; i++) h.buffers += p->buffers.v[i]->role == PG_ROLE_HOST;
+  for (size_t i = 0; i < p->scalars.n; i++)
+    h.reads += p->scalars.v[i]->from != NULL, h.callbacks += p->scalars.v[i]->is_callback;
+  for (size_t i = 0; i < p->graphs.v[0]->nodes.n; i++) h.guards += pg_is_hostop(p->graphs.v[0]->nodes.v[i], "guard");
+  return h;
+}
+
+static void host_text(const PgProgram *p, FILE *f) {
+  HostCounts h = host_counts(p);
+  if (!h.buffers && !h.reads && !h.callbacks && !h.guards) return;
+  char b[32];
+  fputs("host reads:", f);
+  const char *sep = " host buffers ";
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *hb = p->buffers.v[i];
+    if (hb->role != PG_ROLE_HOST) continue;
+    fprintf(f, "%s%s (%s%s%s)", sep, hb->name, hb->has_dtype ? pg_type_names[hb->dtype] : "",
+            hb->has_dtype ? ", " : "", bytes(b, sizeof b, hb->size));
+    sep = ", ";
+  }
+  sep = h.buffers ? "; read scalars " : " read scalars ";
+  for (size_t i = 0; i < p->scalars.n; i++)
+    if (p->scalars.v[i]->from)
+      fprintf(f, "%s%s (%s from %s)", sep, p->scalars.v[i]->name, pg_type_names[p->scalars.v[i]->type],
+              p->scalars.v[i]->from->name), sep = ", ";
+  sep = h.buffers || h.reads ? "; callback scalars " : " callback scalars ";
+  for (size_t i = 0; i < p->scalars.n; i++)
+    if (p->scalars.v[i]->is_callback)
+      fprintf(f, "%s%s (%s)", sep, p->scalars.v[i]->name, pg_type_names[p->scalars.v[i]->type]), sep = ", ";
+  sep = h.buffers || h.reads || h.callbacks ? "; guards " : " guards ";
+  for (size_t i = 0; i < p->graphs.v[0]->nodes.n; i++) {
+    const PgNode *n = p->graphs.v[0]->nodes.v[i];
+    if (pg_is_hostop(n, "guard"))
+      fprintf(f, "%s%s (%s starts with %s)", sep, n->name, n->u.hostop.buf->name, n->u.hostop.expect), sep = ", ";
+  }
+  fputc('\n', f);
+}
+
+/* Is p version 2 only for its host reads (no relocation kinds, don't-care bytes or
+ * clusters, which the relocation line below is about)? */
+static bool host_only_v2(const PgProgram *p) {
+  for (size_t g = 0; g < p->graphs.n; g++)
+    for (size_t i = 0; i < p->graphs.v[g]->nodes.n; i++)
+      if (p->graphs.v[g]->nodes.v[i]->kind == PG_KERNEL && p->graphs.v[g]->nodes.v[i]->u.kernel.cluster[0]) return false;
+  for (size_t i = 0; i < p->kernels.n; i++)
+    for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
+      const PgParam *pa = &p->kernels.v[i]->params.v[j];
+      if (pa->dontcare.n) return false;
+      for (size_t q = 0; q < pa->ptrs.n; q++)
+        if (pa->ptrs.v[q].kind != PG_RELOC_ABS64) return false;
+    }
+  return true;
+}
+
 void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   PgStats st = pg_program_stats(p);
   Totals t = totals(p);
@@ -68,7 +130,8 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   fprintf(f, "memory: arena %s for %zu intermediates; %s as separate allocations; %s with one pool per graph\n",
           bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
-  if (pg_graph_min_version(p) >= 2) { /* by-value parameters with relocation kinds or don't-care bytes */
+  host_text(p, f);
+  if (pg_graph_min_version(p) >= 2 && !host_only_v2(p)) { /* by-value parameters with relocation kinds or don't-care bytes */
     size_t kinds[PG_RELOC_KIND_COUNT] = {0}, runs = 0;
     uint64_t dc = 0;
     for (size_t i = 0; i < p->kernels.n; i++)
@@ -154,6 +217,49 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   jnum(f, t.planned);
   fputs(",\n  \"speedup\": ", f);
   jnum(f, t.planned > 0 ? t.eager / t.planned : 1.0);
+  fputs(",\n  \"host_buffers\": [", f);
+  first = true;
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->role != PG_ROLE_HOST) continue;
+    fprintf(f, "%s{\"name\": ", first ? "" : ", ");
+    jstr(f, b->name);
+    fprintf(f, ", \"size\": %llu, \"dtype\": ", (unsigned long long)b->size);
+    if (b->has_dtype) jstr(f, pg_type_names[b->dtype]);
+    else fputs("null", f);
+    fputc('}', f);
+    first = false;
+  }
+  fputs("],\n  \"read_scalars\": [", f);
+  first = true;
+  for (size_t i = 0; i < p->scalars.n; i++) {
+    const PgScalar *s = p->scalars.v[i];
+    if (!pg_scalar_is_read(s)) continue;
+    fprintf(f, "%s{\"name\": ", first ? "" : ", ");
+    jstr(f, s->name);
+    fprintf(f, ", \"type\": \"%s\", \"from\": ", pg_type_names[s->type]);
+    if (s->from) jstr(f, s->from->name);
+    else fputs("null", f);
+    fprintf(f, ", \"callback\": %s}", s->is_callback ? "true" : "false");
+    first = false;
+  }
+  fputs("],\n  \"guards\": [", f);
+  first = true;
+  for (size_t i = 0; i < root->nodes.n; i++) {
+    const PgNode *n = root->nodes.v[i];
+    if (!pg_is_hostop(n, "guard")) continue;
+    fprintf(f, "%s{\"node\": ", first ? "" : ", ");
+    jstr(f, n->name);
+    fputs(", \"buffer\": ", f);
+    jstr(f, n->u.hostop.buf->name);
+    fputs(", \"expect\": ", f);
+    jstr(f, n->u.hostop.expect);
+    fputs(", \"reason\": ", f);
+    jstr(f, n->u.hostop.reason);
+    fputc('}', f);
+    first = false;
+  }
+  fputc(']', f);
   fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu\n}\n",
           (unsigned long long)p->mem.arena_bytes, (unsigned long long)p->mem.sum_bytes,
           (unsigned long long)p->mem.pools_bytes, p->mem.buffers);

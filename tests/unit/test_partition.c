@@ -294,6 +294,102 @@ START_TEST(report_json_is_consistent) {
 }
 END_TEST
 
+/* Host reads in the report (tests/golden/hostread.graph): copies into pinned host
+ * buffers stay in a graph region; the sync and the guard make an eager region, each
+ * with its reason; the node that takes read scalars is patched from the host even
+ * where the device-side update is allowed; the lists of host buffers, read scalars and
+ * guards, in text and JSON. */
+START_TEST(report_host_reads) {
+  Run r = run_pgcc("--report=json", "--device-update", "--profile=" ROUND, "tests/golden/hostread.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  json_error_t e;
+  json_t *j = json_loads(r.out, 0, &e);
+  ck_assert_msg(j, "not JSON: %s\n%s", e.text, r.out);
+  json_t *regions = json_object_get(j, "regions");
+  ck_assert_uint_eq(json_array_size(regions), 3);
+  json_t *r0 = json_array_get(regions, 0), *r1 = json_array_get(regions, 1), *r2 = json_array_get(regions, 2);
+  ck_assert(json_is_true(json_object_get(r0, "graphable")));
+  ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r0, "members"), 1)), "back");
+  ck_assert_str_eq(json_string_value(json_object_get(r1, "decision")), "eager");
+  json_t *why = json_object_get(r1, "reasons");
+  ck_assert_str_eq(json_string_value(json_array_get(why, 0)), "host operation 'sync': m.max().item() at model.py:3");
+  ck_assert_str_eq(json_string_value(json_array_get(why, 1)),
+                   "host operation 'guard' (host buffer 'm_host' must start with 0000803f): the value read at "
+                   "model.py:3 chose a branch");
+  ck_assert_str_eq(json_string_value(json_object_get(r2, "update")), "host");
+  json_t *r2why = json_object_get(r2, "reasons");
+  ck_assert_str_eq(json_string_value(json_array_get(r2why, json_array_size(r2why) - 1)),
+                   "1 node takes scalars read on the host ('mx' from 'm_host', 'half' from 'n_host', 'step' by "
+                   "callback): patched from the host after each synchronization, never on the device");
+  json_t *r0why = json_object_get(r0, "reasons");
+  ck_assert_str_eq(json_string_value(json_array_get(r0why, json_array_size(r0why) - 1)),
+                   "copies into host buffers (pinned, libpgrt's): 'c1' into 'm_host', 'c2' into 'n_host'");
+  json_t *hb = json_object_get(j, "host_buffers"), *rs = json_object_get(j, "read_scalars"),
+         *gd = json_object_get(j, "guards");
+  ck_assert_uint_eq(json_array_size(hb), 2);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(hb, 1), "name")), "n_host");
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(hb, 1), "dtype")), "i32");
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(hb, 0), "size")), 8);
+  ck_assert_uint_eq(json_array_size(rs), 3);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rs, 1), "from")), "n_host");
+  ck_assert(json_is_null(json_object_get(json_array_get(rs, 2), "from")));
+  ck_assert(json_is_true(json_object_get(json_array_get(rs, 2), "callback")));
+  ck_assert_uint_eq(json_array_size(gd), 1);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(gd, 0), "expect")), "0000803f");
+  json_decref(j);
+  run_free(&r);
+  r = run_pgcc("--report", "tests/golden/hostread.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "\nhost reads: host buffers m_host (f32, 8 B), n_host (i32, 4 B); read scalars mx "
+                                      "(f32 from m_host), half (f16 from n_host); callback scalars step (i64); guards g "
+                                      "(m_host starts with 0000803f)\n"));
+  ck_assert_ptr_null(strstr(r.out, "relocations in by-value parameters")); /* version 2 for host reads alone */
+  run_free(&r);
+  /* a program without host reads: empty lists, no line */
+  r = run_pgcc("--report=json", "tests/partition/mixed.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"host_buffers\": [],\n  \"read_scalars\": [],\n  \"guards\": [],"));
+  run_free(&r);
+  r = run_pgcc("--report", "tests/partition/mixed.graph", NULL);
+  ck_assert_ptr_null(strstr(r.out, "host reads:"));
+  run_free(&r);
+}
+END_TEST
+
+/* 20 kernels after a sync, each taking scalar v: with v per call the device-side update
+ * wins by the profile's numbers (0.5 us per node on the host, 3 + 0.25 per node on the
+ * device); with v read on the host it cannot be used (the updater runs before the sync). */
+static const char *region_update(const char *scalar) {
+  static char text[4096], update[16];
+  int n = snprintf(text, sizeof text, "pgcc 2;\nkernel k symbol \"k\" { param 0 4 f32; }\n"
+                   "buffer d size 4 role intermediate dtype f32;\nbuffer r size 4 role host dtype f32;\n"
+                   "scalar v type f32 %s;\ngraph g {\n node c memcpy dir dtoh src d dst r width 4;\n"
+                   " node s hostop op sync reason \"v.item()\";\n c -> s;\n", scalar);
+  for (int i = 0; i < 20; i++) n += snprintf(text + n, sizeof text - (size_t)n, " node k%d kernel k grid [1] block [1] "
+                                             "args [v];\n s -> k%d;\n", i, i);
+  snprintf(text + n, sizeof text - (size_t)n, "}\n");
+  system("mkdir -p build/test-out");
+  FILE *f = fopen("build/test-out/late.graph", "w");
+  fputs(text, f);
+  fclose(f);
+  Run r = run_pgcc("--report=json", "--device-update", "--profile=" ROUND, "build/test-out/late.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  json_t *j = json_loads(r.out, 0, NULL);
+  ck_assert_ptr_nonnull(j);
+  json_t *last = json_array_get(json_object_get(j, "regions"), 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(last, "patched")), 20);
+  snprintf(update, sizeof update, "%s", json_string_value(json_object_get(last, "update")));
+  json_decref(j);
+  run_free(&r);
+  return update;
+}
+
+START_TEST(read_scalars_are_patched_from_the_host) {
+  ck_assert_str_eq(region_update("input"), "device");
+  ck_assert_str_eq(region_update("from r"), "host");
+  ck_assert_str_eq(region_update("callback"), "host");
+}
+END_TEST
+
 START_TEST(report_text_and_dot_clusters) {
   Run r = run_pgcc("--report", "tests/partition/merge.graph", NULL);
   ck_assert_int_eq(r.status, 0);
@@ -472,6 +568,8 @@ Suite *partition_suite(void) {
   tcase_add_test(t, memplan_overlapping_and_concurrent);
   tcase_add_test(t, report_json_is_consistent);
   tcase_add_test(t, report_text_and_dot_clusters);
+  tcase_add_test(t, report_host_reads);
+  tcase_add_test(t, read_scalars_are_patched_from_the_host);
   tcase_add_test(t, profile_errors_are_located);
   tcase_add_test(t, random_dags_hold_the_invariants);
   tcase_add_test(t, built_in_profile_is_the_shipped_h200_profile);
