@@ -5,6 +5,10 @@ nothing moving: the floor), and as pgcc's export run from C through libpgrt.
 
     python3 bench/zoo.py [--rounds 5] [--iters 50] [--out DIR] PATTERN ...
 
+PATTERN "breaks:*" takes the programs with host reads of tests/e2e/breaks.py (no manual
+capture for those: they cannot be captured whole; reduce-overhead runs them as several
+graphs with the read between).
+
 Each model runs in a child process of its own, one after another (never two timings
 at once).  In a child: the ways are set up (set-up time: the first three calls, the
 export and its verification for pgcc, the load), then timed in `rounds` interleaved
@@ -38,11 +42,10 @@ WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc")
 def child(key, rounds, iters, out_dir):
     sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
-    import zoo
     import pgcc
 
     watch = pgcc.ModuleWatch()
-    fn, inputs, weights = zoo.ZOO[key]()
+    fn, inputs, weights = build(key)
     train = getattr(fn, "train", False) is True
     wbytes = sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in weights.values()}.values())
     pool = [[x.clone() for x in inputs] for _ in range(4)]  # inputs at other addresses, call by call
@@ -109,7 +112,8 @@ def child(key, rounds, iters, out_dir):
         with torch.cuda.graph(g):
             compiled(*inputs)
         return g.replay
-    timed_setup("manual capture", make_manual)
+    if not key.startswith("breaks:"):  # (a program with host reads cannot be captured whole)
+        timed_setup("manual capture", make_manual)
 
     # eager, last (an eager call makes cuDNN compile variants of the compiled program's
     # kernels under the same names, which an export after it could not tell apart), and
@@ -149,6 +153,17 @@ def child(key, rounds, iters, out_dir):
     print("BENCH " + json.dumps(rec), flush=True)
     if "_program" in steps:
         steps["_program"].close()
+
+
+def build(key):
+    """fn, inputs, weights of a zoo model, or of a program with host reads
+    ("breaks:NAME", tests/e2e/breaks.py)."""
+    if key.startswith("breaks:"):
+        import breaks
+        fn, inputs, weights, _ = breaks.PROGRAMS[key[len("breaks:"):]]()
+        return fn, inputs, weights
+    import zoo
+    return zoo.ZOO[key]()
 
 
 def pool_segments(torch):
@@ -197,7 +212,11 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
     import tempfile
-    keys = zoo.select(args.patterns)
+    import breaks
+    import fnmatch
+    keys = zoo.select([p for p in args.patterns if not p.startswith("breaks:")]) if any(
+        not p.startswith("breaks:") for p in args.patterns) or not args.patterns else []
+    keys += [f"breaks:{n}" for n in breaks.PROGRAMS if any(fnmatch.fnmatch(f"breaks:{n}", p) for p in args.patterns)]
     work = tempfile.mkdtemp(prefix="pgcc-bench-")
     recs = []
     for key in keys:

@@ -15,6 +15,9 @@ eager PyTorch (max error printed); `pgcc --report` on the .graph must show the s
 an eager region.
 
     python3 tests/gpu/breaks.py [NAME ...]      (exit status 0: every check passed)
+
+With BREAKS_FIXTURES=DIR, the exports are also packed into DIR/breaks_fixtures.tar.gz
+(as tests/corpus/export/NAME/...: the CI fixtures with an eager region and a guard).
 """
 import os
 import subprocess
@@ -87,14 +90,23 @@ def check(name, out, failures):
 def main():
     names = sys.argv[1:] or list(PROGRAMS)
     failures = []
+    pack = os.environ.get("BREAKS_FIXTURES")
     for name in names:
         with tempfile.TemporaryDirectory() as out:
             try:
                 check(name, out, failures)
+                if pack:  # (what pgcc.load built is left out)
+                    import shutil
+                    keep = os.path.join(pack, "export", name)
+                    shutil.copytree(out, keep, ignore=shutil.ignore_patterns("*.so", "build*", "*.c", "*.h", "*.o"))
             except Exception as e:  # noqa: BLE001 -- any exception is a failure of this program
                 import traceback
                 traceback.print_exc()
                 failures.append(f"{name}: {type(e).__name__}: {e}")
+    if pack:
+        import tarfile
+        with tarfile.open(os.path.join(pack, "breaks_fixtures.tar.gz"), "w:gz") as t:
+            t.add(os.path.join(pack, "export"), arcname="tests/corpus/export")
     for f in failures:
         print("FAIL " + f)
     print(f"PASS: {len(names)} programs with host reads" if not failures else f"{len(failures)} failures")
