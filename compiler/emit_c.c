@@ -20,6 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A buffer bound on every call (a member of NAME_args): not a weight, not in the arena,
+ * not a host buffer (libpgrt's own pinned memory). */
+static bool per_call(const PgBuffer *b) {
+  return b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE &&
+         b->role != PG_ROLE_HOST;
+}
+
+/* A scalar that is a member of NAME_args: bound per call, or a callback. */
+static bool arg_scalar(const PgScalar *s) { return s->is_input || s->is_callback; }
+
 /* ---- what can be generated ---- */
 
 static bool fits_c(PgDiag *d, const PgNode *n) {
@@ -83,8 +93,9 @@ static bool fits_c(PgDiag *d, const PgNode *n) {
                         "default N;', name it with 'condition NAME', and pass it to the kernel that sets it)", n->name);
     return false;
   case PG_HOSTOP:
-    if (strcmp(n->u.hostop.op, "sync") == 0) return true;
-    pg_error(d, n->loc, "node '%s': host operation '%s' cannot be generated (only 'sync')", n->name, n->u.hostop.op);
+    if (pg_is_hostop(n, "sync") || pg_is_hostop(n, "guard")) return true;
+    pg_error(d, n->loc, "node '%s': host operation '%s' cannot be generated (only 'sync' and 'guard')", n->name,
+             n->u.hostop.op);
     return false;
   default:
     pg_error(d, n->loc, "node '%s': %s nodes cannot be generated yet", n->name, pg_kinds[n->kind].name);
@@ -117,13 +128,12 @@ static void fits_body(PgDiag *d, const PgNode *n) {
 static void fits_args(PgDiag *d, const PgProgram *p, const PgNode *n) {
   for (size_t i = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
-    if (b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE &&
-        strcmp(b->name, n->name) == 0)
+    if (per_call(b) && strcmp(b->name, n->name) == 0)
       pg_error(d, n->loc, "host node '%s' has the name of a buffer, and both would be members of the call's "
                           "arguments: rename one", n->name);
   }
   for (size_t i = 0; i < p->scalars.n; i++)
-    if (p->scalars.v[i]->is_input && strcmp(p->scalars.v[i]->name, n->name) == 0)
+    if (arg_scalar(p->scalars.v[i]) && strcmp(p->scalars.v[i]->name, n->name) == 0)
       pg_error(d, n->loc, "host node '%s' has the name of a scalar, and both would be members of the call's "
                           "arguments: rename one", n->name);
 }
@@ -177,7 +187,8 @@ typedef struct {
   FILE *f;
   const char *name;
   const char *input;  /* the input's name, as the file's first comment gives it */
-  PgMap *buffers, *kernels, *scalars, *conds; /* name -> index + 1 (scalars: per-call slot + 1) */
+  PgMap *buffers, *kernels, *scalars, *conds; /* name -> index + 1 (scalars: slot + 1: the per-call
+                                                 ones, then the read ones) */
   int **pos;       /* by graph id, then node index: position in the node table */
   int *body_at;    /* by graph id: position in the body table (bodies only) */
   PG_VEC(const PgNode *) order;  /* the node table: root regions, then bodies */
@@ -314,7 +325,7 @@ static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs
                                                 reloc_names[PG_RELOC_ABS64]));
       break;
     case PG_ARG_SCALAR:
-      if (arg->scalar->is_input)
+      if (arg->scalar->is_input || pg_scalar_is_read(arg->scalar))
         pg_vec_push(a, *scalars, pg_arena_printf(a, "{%" PRIu32 ", %" PRIu32 ", %d}", pa->offset, pa->size,
                                                  idx(w->scalars, arg->scalar->name)));
       else if (arg->scalar->value)
@@ -616,7 +627,16 @@ static void emit_node(W *w, const PgNode *n, int at) {
             n->kind == PG_EVENT_RECORD ? "PGRT_NODE_EVENT_RECORD" : "PGRT_NODE_EVENT_WAIT", n->name,
             event_index(w->p, n->u.event.event), n->u.event.event->name);
     break;
-  case PG_HOSTOP: fprintf(f, ".kind = PGRT_NODE_SYNC, .origin = \"%s\"", n->name); break;
+  case PG_HOSTOP:
+    if (!pg_is_hostop(n, "guard")) {
+      fprintf(f, ".kind = PGRT_NODE_SYNC, .origin = \"%s\"", n->name);
+      break;
+    }
+    fprintf(f, ".kind = PGRT_NODE_GUARD, .origin = \"%s\", .buffer = %d /* %s */, .expect = %s_expect_%d, "
+               ".expect_len = %zu,\n     .reason = ", n->name, idx(w->buffers, n->u.hostop.buf->name),
+            n->u.hostop.buf->name, w->name, at, strlen(n->u.hostop.expect) / 2);
+    cstring(f, n->u.hostop.reason);
+    break;
   default: PG_BUG("node '%s' passed pg_c_check", n->name);
   }
   size_t nd = deps_kept(w, n);
@@ -669,11 +689,6 @@ static void emit_weights_loader(W *w, const PgWeights *wf) {
  * carrying the list twice. */
 #define LISTED_CALLER_ARGS 64 /* the header lists the first ones for people; programs read the array */
 
-/* A buffer bound on every call (a member of NAME_args). */
-static bool per_call(const PgBuffer *b) {
-  return b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE;
-}
-
 /* Text inside a C comment: a name cannot end it. */
 static void ccomment(FILE *f, const char *s) {
   for (; *s; s++) fputc((s[0] == '*' && s[1] == '/') || (s[0] == '/' && s[1] == '*') ? '_' : *s, f);
@@ -716,6 +731,33 @@ static void scalar_users(FILE *f, const PgProgram *p, const PgScalar *s) {
   if (users > 3) fprintf(f, " and %zu more", users - 3);
 }
 
+/* The host buffers: their indices in the array a callback scalar gets, with what the
+ * .graph says of each and who reads it. */
+static void emit_host_buffers(W *w) {
+  FILE *f = w->f;
+  const PgProgram *p = w->p;
+  int k = 0;
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->role != PG_ROLE_HOST) continue;
+    if (!k)
+      fprintf(f, "/* The host buffers: pinned host memory that %s_init allocates (zeroed) and %s_destroy\n"
+                 " * frees.  The program copies device values into them and reads them on the host after its\n"
+                 " * synchronizations; a callback scalar gets their addresses, in this order (host[%s_HOST_X]). */\n",
+              w->name, w->name, w->name);
+    fprintf(f, "#define %s_HOST_", w->name), cname(f, b->name), fprintf(f, " %d /* ", k++);
+    describe_buffer(f, b);
+    for (size_t q = 0; q < p->scalars.n; q++)
+      if (p->scalars.v[q]->from == b) fprintf(f, "; scalar %s is its first element", p->scalars.v[q]->name);
+    for (size_t q = 0; q < p->graphs.v[0]->nodes.n; q++) {
+      const PgNode *n = p->graphs.v[0]->nodes.v[q];
+      if (pg_is_hostop(n, "guard") && n->u.hostop.buf == b) fprintf(f, "; guard %s expects %s", n->name, n->u.hostop.expect);
+    }
+    fputs(" */\n", f);
+  }
+  if (k) fprintf(f, "#define %s_HOST_BUFFERS %d\n\n", w->name, k);
+}
+
 static void emit_api(W *w, bool list_caller_args) {
   FILE *f = w->f;
   const PgProgram *p = w->p;
@@ -740,6 +782,18 @@ static void emit_api(W *w, bool list_caller_args) {
     fprintf(f, "  %s ", ctype(s->type)), cname(f, s->name);
     fprintf(f, "; /* scalar: %s, by value on every call", pg_type_names[s->type]);
     if (s->type == PG_T_F16 || s->type == PG_T_BF16) fprintf(f, " (its bits)");
+    scalar_users(f, p, s);
+    fputs(" */\n", f);
+    fields++;
+  }
+  for (size_t i = 0; i < p->scalars.n; i++) {
+    const PgScalar *s = p->scalars.v[i];
+    if (!s->is_callback) continue;
+    fputs("  pgrt_scalar_fn ", f), cname(f, s->name);
+    fprintf(f, "; /* callback scalar: %s; called after each host synchronization with the host buffers "
+               "(%s_HOST_*), it writes the %s's bits into the low %u bytes of *value and returns 0 (nonzero "
+               "fails the call: PGRT_ERR_ARGUMENT); required", pg_type_names[s->type], nm, pg_type_names[s->type],
+            pg_type_sizes[s->type]);
     scalar_users(f, p, s);
     fputs(" */\n", f);
     fields++;
@@ -769,6 +823,7 @@ static void emit_api(W *w, bool list_caller_args) {
   }
   if (!fields) fputs("  int unused;\n", f);
   fprintf(f, "} %s_weights;\n\n", nm);
+  emit_host_buffers(w);
   fprintf(f, "/* Every function that returns a pgrt_status returns PGRT_OK (0) on success, else one of\n"
              " * the PGRT_ERR_* values of pgrt.h; pgrt_error() then says, for this thread, what failed\n"
              " * (the CUDA call, file:line, the node).  Each needs the CUDA context current that\n"
@@ -826,9 +881,10 @@ static void emit_api(W *w, bool list_caller_args) {
           caller ? "see above" : "NULL (every kernel's arguments are known)", nm, nm);
   fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
              "CUdeviceptr arena);\n\n", nm, nm);
-  bool sync = false;
-  for (size_t i = 0; i < p->graphs.v[0]->nodes.n && !sync; i++)
-    sync = p->graphs.v[0]->nodes.v[i]->kind == PG_HOSTOP;
+  bool sync = false, guard = false, reads = false, callbacks = false;
+  for (size_t i = 0; i < p->graphs.v[0]->nodes.n; i++)
+    sync |= pg_is_hostop(p->graphs.v[0]->nodes.v[i], "sync"), guard |= pg_is_hostop(p->graphs.v[0]->nodes.v[i], "guard");
+  for (size_t i = 0; i < p->scalars.n; i++) reads |= pg_scalar_is_read(p->scalars.v[i]), callbacks |= p->scalars.v[i]->is_callback;
   fprintf(f, "/* One call, queued on `stream` and asynchronous: it returns once the work is queued%s.\n"
              " * args: this call's buffers (none null) and scalars.  Buffers may sit at new addresses on\n"
              " * every call: only what changed is patched; nothing is copied, re-captured or\n"
@@ -839,9 +895,20 @@ static void emit_api(W *w, bool list_caller_args) {
              " * one after another from one thread, on one stream (or on streams the caller orders):\n"
              " * they share the arena.  PGRT_ERR_ARGUMENT: a null ctx or args, a null buffer%s;\n"
              " * PGRT_ERR_CUDA: a patch or a launch failed.  Faults of the work itself appear later, at\n"
-             " * the stream's synchronization (a CUresult). */\n",
+             " * the stream's synchronization (a CUresult).%s%s */\n",
           sync ? " (its host synchronization, 'sync', waits for the stream where the program has it)" : "",
-          w->host_nodes ? ", a host node without a function" : "");
+          w->host_nodes && callbacks ? ", a host node or callback scalar without a function"
+          : w->host_nodes            ? ", a host node without a function"
+          : callbacks                ? ", a callback scalar without a function"
+                                     : "",
+          reads ? "\n * Scalars read on the host (from host buffers, and callback scalars: a callback that\n"
+                  " * returns nonzero fails the call with PGRT_ERR_ARGUMENT) are read anew after each host\n"
+                  " * synchronization, and the nodes that take them are patched before they run."
+                : "",
+          guard ? "\n * PGRT_ERR_GUARD: a guard found that a value read on the host is not the one it was\n"
+                  " * exported with, so the program took another path than the exported one; the call stops\n"
+                  " * there (pgrt_error() names the guard and its reason), and its outputs are not valid."
+                : "");
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream);\n\n", nm, nm);
   fprintf(f, "/* Frees what %s_init made (not the weights' block, nor a caller's arena) and sets *ctx\n"
              " * to NULL; a null ctx or *ctx does nothing.  Synchronize the last call's stream first. */\n", nm);
@@ -912,6 +979,14 @@ static void emit_info(W *w) {
     emit_field(w, "args", s->name, "PGRT_FIELD_SCALAR", pg_type_names[s->type], 0, NULL, size, NULL);
     nargs++;
   }
+  for (size_t i = 0; i < p->scalars.n; i++) {
+    const PgScalar *s = p->scalars.v[i];
+    if (!s->is_callback) continue;
+    if (!nargs) fprintf(f, "static const pgrt_field %s_arg_fields[] = {\n", nm);
+    emit_field(w, "args", s->name, "PGRT_FIELD_SCALAR_FN", pg_type_names[s->type], 0, NULL, "sizeof(pgrt_scalar_fn)",
+               NULL);
+    nargs++;
+  }
   for (size_t i = 0; i < w->order.n && w->host_nodes; i++) {
     const PgNode *n = w->order.v[i];
     if (n->kind != PG_HOST) continue;
@@ -962,9 +1037,12 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     pg_map_put(w.conds, p->conditions.v[i]->name, (void *)(intptr_t)(i + 1));
   for (size_t i = 0; i < p->buffers.n; i++) pg_map_put(w.buffers, p->buffers.v[i]->name, (void *)(intptr_t)(i + 1));
   for (size_t i = 0; i < p->kernels.n; i++) pg_map_put(w.kernels, p->kernels.v[i]->name, (void *)(intptr_t)(i + 1));
-  int slot = 0;
+  int slot = 0, reads = 0, callbacks = 0; /* the caller's scalars' slots, then the read ones' */
   for (size_t i = 0; i < p->scalars.n; i++)
     if (p->scalars.v[i]->is_input) pg_map_put(w.scalars, p->scalars.v[i]->name, (void *)(intptr_t)(++slot));
+  for (size_t i = 0; i < p->scalars.n; i++)
+    if (pg_scalar_is_read(p->scalars.v[i]))
+      pg_map_put(w.scalars, p->scalars.v[i]->name, (void *)(intptr_t)(slot + ++reads));
   size_t graph_regions = 0;
   for (size_t r = 0; r < p->regions.n; r++) graph_regions += p->regions.v[r]->graph;
 
@@ -1011,12 +1089,14 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   }
   if (!p->kernels.n) fputs("    {0},\n", f);
   fprintf(f, "};\n\nstatic const pgrt_buffer %s_buffers[] = {\n", name);
-  int bound = 0, weights = 0;
+  int bound = 0, weights = 0, hosts = 0;
   for (size_t i = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
     fprintf(f, "    {.name = \"%s\", .size = %" PRIu64 ", ", b->name, b->size);
     if (b->role == PG_ROLE_WEIGHT)
       fprintf(f, ".kind = PGRT_BUF_WEIGHT, .slot = %d}, /* weight */\n", weights++);
+    else if (b->role == PG_ROLE_HOST)
+      fprintf(f, ".kind = PGRT_BUF_HOST, .slot = %d}, /* host: pinned, allocated by libpgrt */\n", hosts++);
     else if (b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE)
       fprintf(f, ".kind = PGRT_BUF_ARENA, .offset = %" PRIu64 "}, /* %s */\n", b->offset, pg_role_names[b->role]);
     else
@@ -1029,6 +1109,13 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   for (size_t i = 0; i < w.order.n; i++) {
     const PgNode *n = w.order.v[i];
     if (n->kind == PG_KERNEL && n->u.kernel.has_args) emit_kernel_tables(&w, n, (int)i);
+    if (pg_is_hostop(n, "guard")) { /* the bytes it expects */
+      const char *hex = n->u.hostop.expect;
+      fprintf(f, "/* node %s: guard on %s */\nstatic const unsigned char %s_expect_%zu[%zu] = {", n->name,
+              n->u.hostop.buf->name, name, i, strlen(hex) / 2);
+      for (size_t b = 0; hex[2 * b]; b++) fprintf(f, "%s0x%c%c", b ? ", " : "", hex[2 * b], hex[2 * b + 1]);
+      fputs("};\n", f);
+    }
   }
   size_t deps = 0;
   for (size_t i = 0; i < w.order.n; i++) deps += deps_kept(&w, w.order.v[i]);
@@ -1070,6 +1157,27 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
               p->conditions.v[k]->default_value, p->conditions.v[k]->node->name);
     fputs("};\n\n", f);
   }
+  if (reads) {
+    static const char *const dtypes[PG_TYPE_COUNT] = { /* pgrt.h's pgrt_dtype */
+#define X(e, tname, size) [PG_T_##e] = "PGRT_DT_" #e,
+        PG_TYPES(X)
+#undef X
+    };
+    fprintf(f, "/* The scalars read during a call, after each host synchronization, in the slots after the\n"
+               " * caller's %d. */\nstatic const pgrt_read_scalar %s_reads[] = {\n", slot, name);
+    for (size_t i = 0, k = 0; i < p->scalars.n; i++) {
+      const PgScalar *s = p->scalars.v[i];
+      if (!pg_scalar_is_read(s)) continue;
+      fprintf(f, "    {.name = \"%s\", .type = %s, ", s->name, dtypes[s->type]);
+      if (s->from)
+        fprintf(f, ".buffer = %d, .from = %s, .callback = -1}, /* slot %zu: the first element of host buffer %s */\n",
+                idx(w.buffers, s->from->name), dtypes[s->from->dtype], slot + k, s->from->name);
+      else
+        fprintf(f, ".buffer = -1, .callback = %d}, /* slot %zu: args->%s */\n", callbacks++, slot + k, s->name);
+      k++;
+    }
+    fputs("};\n\n", f);
+  }
   fprintf(f, "static const pgrt_region %s_regions[] = {\n", name);
   int at = 0;
   for (size_t r = 0; r < p->regions.n; r++) {
@@ -1092,6 +1200,8 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   fprintf(f, "    .regions = %s_regions, .region_count = %zu,\n", name, p->regions.n);
   if (w.bodies.n) fprintf(f, "    .bodies = %s_bodies, .body_count = %zu,\n", name, w.bodies.n);
   if (p->conditions.n) fprintf(f, "    .conditions = %s_conditions, .condition_count = %zu,\n", name, p->conditions.n);
+  if (reads)
+    fprintf(f, "    .reads = %s_reads, .read_count = %d, .callback_slots = %d,\n", name, reads, callbacks);
   fprintf(f, "    .arena_bytes = %" PRIu64 ", .bound_slots = %d, .weight_slots = %d, .scalar_slots = %d,\n",
           p->mem.arena_bytes, bound, weights, slot);
   fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,", w.caller_args, p->events.n);
@@ -1126,13 +1236,13 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     lput(&w, "\n};\n\n"), lflush(&w);
   }
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream) {\n", name, name);
-  fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, NULL, stream); /* libpgrt says what is missing */\n");
+  fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, NULL, NULL, stream); /* libpgrt says what is missing */\n");
   if (bound) {
     fprintf(f, "  const CUdeviceptr bound[%d] = {", bound);
     int k = 0;
     for (size_t i = 0; i < p->buffers.n; i++) {
       const PgBuffer *b = p->buffers.v[i];
-      if (b->role == PG_ROLE_WEIGHT || b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE) continue;
+      if (!per_call(b)) continue;
       fprintf(f, "%sargs->", k++ ? ", " : ""), cname(f, b->name);
     }
     fputs("};\n", f);
@@ -1153,8 +1263,15 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       if (w.order.v[i]->kind == PG_HOST) fprintf(f, "%sargs->", k++ ? ", " : ""), cname(f, w.order.v[i]->name);
     fputs("};\n", f);
   }
-  fprintf(f, "  return pgrt_run(ctx, %s, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL", slot ? "scalars" : "NULL",
-          w.host_nodes ? "hosts" : "NULL");
+  if (callbacks) {
+    fprintf(f, "  const pgrt_scalar_fn callbacks[%d] = {", callbacks);
+    int k = 0;
+    for (size_t i = 0; i < p->scalars.n; i++)
+      if (p->scalars.v[i]->is_callback) fprintf(f, "%sargs->", k++ ? ", " : ""), cname(f, p->scalars.v[i]->name);
+    fputs("};\n", f);
+  }
+  fprintf(f, "  return pgrt_run(ctx, %s, %s, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL",
+          slot ? "scalars" : "NULL", w.host_nodes ? "hosts" : "NULL", callbacks ? "callbacks" : "NULL");
   fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n\n", name);
   emit_info(&w);
   free(w.line);

@@ -11,7 +11,11 @@
  *       region whose instantiation fails is launched eagerly instead (a warning).
  * run:  compare this call's addresses and scalars with the last call's, rewrite
  *       the parameters of the nodes that use what changed, patch those nodes in
- *       their graph (cuGraphExec*SetParams), and launch the regions in order.
+ *       their graph (cuGraphExec*SetParams), and launch the regions in order.  After
+ *       each synchronization, read the scalars read on the host anew (host buffers,
+ *       callbacks) and rewrite the nodes that take them; those in graphs are patched
+ *       just before their graph launches.  A guard compares a host buffer with what
+ *       the program was exported with, and stops the call where they differ.
  *
  * Memory: everything init allocates is recorded in the context and freed by
  * pgrt_destroy (which a failed init calls itself).
@@ -142,6 +146,14 @@ struct pgrt_ctx {
   pgrt_host_fn *hosts;      /* per host slot: what its nodes call now */
   int *movable;             /* the nodes that use a per-call buffer, scalar or host function */
   int movable_count;
+  void **host;              /* per host buffer (its slot): its pinned memory */
+  int host_count;
+  uint64_t *svals;          /* the scalars' values: the caller's (scalar_slots), then the read ones */
+  int *late;                /* the kernel nodes that take a read scalar: rewritten after each sync, */
+  int late_count;           /* patched from the host, never by an updater */
+  char *is_late;            /* per node */
+  char *pending;            /* per node: a late node's bytes changed and its graph is not patched yet */
+  const pgrt_scalar_fn *callbacks; /* this call's, during pgrt_run */
   int calls;
   pgrt_run_stats stats;
 };
@@ -279,6 +291,118 @@ static int fill_params(pgrt_ctx *c, int i, const uint64_t *scalars) {
       memcpy(p + ref->at, &scalars[ref->slot], ref->size), changed = 1;
   }
   return changed;
+}
+
+/* ---- read scalars: a host buffer's first element, converted ---- */
+
+static unsigned dtype_size(pgrt_dtype t) {
+  switch (t) {
+  case PGRT_DT_I8: case PGRT_DT_U8: case PGRT_DT_BOOL: return 1;
+  case PGRT_DT_I16: case PGRT_DT_U16: case PGRT_DT_F16: case PGRT_DT_BF16: return 2;
+  case PGRT_DT_I32: case PGRT_DT_U32: case PGRT_DT_F32: return 4;
+  default: return 8;
+  }
+}
+
+static double from_bits(uint64_t u) {
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+/* 2^e, for e in double's normal range (no libm) */
+static double pow2(int e) { return from_bits((uint64_t)(e + 1023) << 52); }
+
+/* A 16-bit float of ebits exponent and mbits mantissa bits (f16: 5, 10; bf16: 8, 7)
+ * as a double: exactly. */
+static double from_half(uint16_t h, int ebits, int mbits) {
+  int bias = (1 << (ebits - 1)) - 1;
+  uint32_t e = (uint32_t)h >> mbits & ((1u << ebits) - 1), m = h & ((1u << mbits) - 1);
+  uint64_t sign = (uint64_t)(h >> (ebits + mbits) & 1) << 63;
+  if (e == (1u << ebits) - 1) return from_bits(sign | 0x7ff0000000000000ull | (m ? 1ull << 51 : 0));
+  double v = (double)(e ? m | 1u << mbits : m) * pow2((int)(e ? e : 1) - bias - mbits);
+  return sign ? -v : v;
+}
+
+/* v in that format, rounded to nearest, ties to even, from its bits (no double
+ * rounding through float); too large: infinity. */
+static uint16_t to_half(double v, int ebits, int mbits) {
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  uint32_t sign = (uint32_t)(u >> 63) << (ebits + mbits), inf = ((1u << ebits) - 1) << mbits;
+  int dexp = (int)(u >> 52 & 0x7ff);
+  uint64_t mant = u & ((1ull << 52) - 1);
+  if (dexp == 0x7ff) return (uint16_t)(sign | inf | (mant ? 1u << (mbits - 1) : 0));
+  if (dexp == 0) return (uint16_t)sign; /* zero, or a double subnormal: far below the least half */
+  int bias = (1 << (ebits - 1)) - 1, e = dexp - 1023;
+  uint64_t m = mant | 1ull << 52; /* v = m * 2^(e - 52) */
+  int sub = e < 1 - bias;          /* a subnormal result: units of 2^(1 - bias - mbits) */
+  int shift = 52 - mbits + (sub ? 1 - bias - e : 0);
+  if (shift >= 64) return (uint16_t)sign;
+  uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) q++;
+  if (sub) return (uint16_t)(sign | q); /* q == 2^mbits is the least normal */
+  if (q == 1ull << (mbits + 1)) q >>= 1, e++;
+  if (e + bias >= (1 << ebits) - 1) return (uint16_t)(sign | inf);
+  return (uint16_t)(sign | (uint32_t)(e + bias) << mbits | (uint32_t)(q & ((1u << mbits) - 1)));
+}
+
+uint64_t pgrt_scalar_convert(const void *src, pgrt_dtype from, pgrt_dtype to) {
+  uint64_t out = 0;
+  unsigned size = dtype_size(to);
+  uint64_t mask = size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
+  int u64ish = (from == PGRT_DT_U64 || from == PGRT_DT_PTR) && (to == PGRT_DT_U64 || to == PGRT_DT_PTR);
+  if (from == to || u64ish) {
+    memcpy(&out, src, dtype_size(from)); /* little-endian: the low bytes */
+    return out;
+  }
+  /* the value: a double (floating types) or a 64-bit integer (signed or not) */
+  int floating = 0, sign = 0;
+  double d = 0;
+  int64_t i = 0;
+  uint64_t n = 0;
+  unsigned char b[8] = {0};
+  memcpy(b, src, dtype_size(from));
+  switch (from) {
+  case PGRT_DT_I8: { int8_t x; memcpy(&x, b, 1); i = x, sign = 1; break; }
+  case PGRT_DT_I16: { int16_t x; memcpy(&x, b, 2); i = x, sign = 1; break; }
+  case PGRT_DT_I32: { int32_t x; memcpy(&x, b, 4); i = x, sign = 1; break; }
+  case PGRT_DT_I64: memcpy(&i, b, 8), sign = 1; break;
+  case PGRT_DT_U8: n = b[0]; break;
+  case PGRT_DT_BOOL: n = b[0] != 0; break;
+  case PGRT_DT_U16: { uint16_t x; memcpy(&x, b, 2); n = x; break; }
+  case PGRT_DT_U32: { uint32_t x; memcpy(&x, b, 4); n = x; break; }
+  case PGRT_DT_U64: case PGRT_DT_PTR: memcpy(&n, b, 8); break;
+  case PGRT_DT_F16: d = from_half((uint16_t)(b[0] | b[1] << 8), 5, 10), floating = 1; break;
+  case PGRT_DT_BF16: d = from_half((uint16_t)(b[0] | b[1] << 8), 8, 7), floating = 1; break;
+  case PGRT_DT_F32: { float x; memcpy(&x, b, 4); d = x, floating = 1; break; }
+  case PGRT_DT_F64: memcpy(&d, b, 8), floating = 1; break;
+  }
+  double v = floating ? d : sign ? (double)i : (double)n; /* for the floating targets */
+  switch (to) {
+  case PGRT_DT_F64: memcpy(&out, &v, 8); return out;
+  case PGRT_DT_F32: { /* from an integer directly: one rounding */
+    float x = floating ? (float)d : sign ? (float)i : (float)n;
+    memcpy(&out, &x, 4);
+    return out;
+  }
+  case PGRT_DT_F16: return to_half(v, 5, 10);
+  case PGRT_DT_BF16: return to_half(v, 8, 7);
+  case PGRT_DT_BOOL: return floating ? d != 0 : sign ? i != 0 : n != 0;
+  default: break;
+  }
+  /* an integer target */
+  int signed_to = to == PGRT_DT_I8 || to == PGRT_DT_I16 || to == PGRT_DT_I32 || to == PGRT_DT_I64;
+  if (!floating) return (sign ? (uint64_t)i : n) & mask; /* modulo 2^bits */
+  if (d != d) return 0;
+  if (signed_to) { /* truncated, saturated to [-2^(bits-1), 2^(bits-1) - 1] */
+    int64_t hi = (int64_t)(mask >> 1), lo = -hi - 1;
+    int64_t t = d >= 9223372036854775808.0 ? INT64_MAX : d <= -9223372036854775808.0 ? INT64_MIN : (int64_t)d;
+    t = t > hi ? hi : t < lo ? lo : t;
+    return (uint64_t)t & mask;
+  }
+  uint64_t t = d >= 18446744073709551616.0 ? UINT64_MAX : d <= 0 ? 0 : (uint64_t)d;
+  return t > mask ? mask : t;
 }
 
 static CUDA_KERNEL_NODE_PARAMS kernel_params(const pgrt_ctx *c, int i) {
@@ -479,6 +603,7 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
     }
     case PGRT_NODE_EMPTY: CU(cuGraphAddEmptyNode(&c->gnodes[i], g, deps, (size_t)nd), n->origin); break;
     case PGRT_NODE_SYNC: return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a synchronization cannot be in a graph", n->origin);
+    case PGRT_NODE_GUARD: return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a guard cannot be in a graph", n->origin);
     case PGRT_NODE_EVENT_RECORD:
       CU(cuGraphAddEventRecordNode(&c->gnodes[i], g, deps, (size_t)nd, c->events[n->event]), n->origin);
       break;
@@ -611,9 +736,16 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   c->devupd = pgrt_zalloc((size_t)pr->node_count);
   c->hosts = pgrt_zalloc(sizeof *c->hosts * (size_t)pr->host_slots);
   c->boxed = pgrt_zalloc((size_t)pr->node_count);
+  c->svals = pgrt_zalloc(sizeof *c->svals * (size_t)(pr->scalar_slots + pr->read_count));
+  c->late = pgrt_zalloc(sizeof *c->late * (size_t)pr->node_count);
+  c->is_late = pgrt_zalloc((size_t)pr->node_count);
+  c->pending = pgrt_zalloc((size_t)pr->node_count);
+  for (int b = 0; b < pr->buffer_count; b++) c->host_count += pr->buffers[b].kind == PGRT_BUF_HOST;
+  c->host = pgrt_zalloc(sizeof *c->host * (size_t)c->host_count);
   if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
       !c->graphs || !c->execs || !c->gnodes || !c->events || !c->region_of || !c->conds ||
-      !c->upd || !c->devupd || !c->hosts || !c->boxed) {
+      !c->upd || !c->devupd || !c->hosts || !c->boxed || !c->svals || !c->late || !c->is_late || !c->pending ||
+      !c->host) {
     st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
@@ -664,6 +796,17 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   }
   for (int b = 0; b < pr->buffer_count; b++) {
     const pgrt_buffer *buf = &pr->buffers[b];
+    if (buf->kind == PGRT_BUF_HOST) { /* pinned and mapped: copies and kernels reach it by its address */
+      if (buf->slot < 0 || buf->slot >= c->host_count || c->host[buf->slot]) {
+        st = pgrt_fail(PGRT_ERR_ARGUMENT, "host buffer '%s': slot %d is not one of %d", buf->name, buf->slot,
+                       c->host_count);
+        goto out;
+      }
+      CU(cuMemHostAlloc(&c->host[buf->slot], buf->size ? buf->size : 1,
+                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP), buf->name);
+      memset(c->host[buf->slot], 0, buf->size);
+      CU(cuMemHostGetDevicePointer(&c->addr[b], c->host[buf->slot], 0), buf->name);
+    }
     if (buf->kind == PGRT_BUF_ARENA) c->addr[b] = c->arena + buf->offset;
     if (buf->kind == PGRT_BUF_BOUND) c->addr[b] = c->placeholder;
     if (buf->kind == PGRT_BUF_WEIGHT) {
@@ -699,6 +842,32 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     fill_params(c, i, NULL);
   }
 
+  /* the read scalars' tables, and the kernel nodes that take them */
+  for (int k = 0; k < pr->read_count; k++) {
+    const pgrt_read_scalar *rd = &pr->reads[k];
+    int from_host = rd->buffer >= 0 && rd->buffer < pr->buffer_count && pr->buffers[rd->buffer].kind == PGRT_BUF_HOST;
+    if (rd->buffer >= 0 ? !from_host || dtype_size(rd->from) > pr->buffers[rd->buffer].size
+                        : rd->callback < 0 || rd->callback >= pr->callback_slots) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "read scalar '%s': neither a host buffer that holds its value nor a callback",
+                     rd->name);
+      goto out;
+    }
+  }
+  for (int i = 0; i < pr->node_count; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    for (int k = 0; n->kind == PGRT_NODE_KERNEL && !n->caller_args && k < n->scalar_count && !c->is_late[i]; k++)
+      if (n->scalars[k].slot >= pr->scalar_slots) c->is_late[i] = 1, c->late[c->late_count++] = i;
+  }
+  for (int i = 0; i < pr->node_count; i++)
+    if (pr->nodes[i].kind == PGRT_NODE_GUARD &&
+        (pr->nodes[i].buffer < 0 || pr->nodes[i].buffer >= pr->buffer_count ||
+         pr->buffers[pr->nodes[i].buffer].kind != PGRT_BUF_HOST ||
+         pr->nodes[i].expect_len > pr->buffers[pr->nodes[i].buffer].size)) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "guard '%s': its buffer is not a host buffer that holds what it expects",
+                     pr->nodes[i].origin);
+      goto out;
+    }
+
   /* the nodes a call can change: only these are looked at on every call */
   c->movable = pgrt_zalloc(sizeof *c->movable * (size_t)pr->node_count);
   if (!c->movable) {
@@ -716,7 +885,8 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   }
 
   /* device-side update: the kernel nodes directly in such a region that use what a
-   * call binds (not those inside bodies, not those whose arguments the caller gave) */
+   * call binds (not those inside bodies, not those whose arguments the caller gave,
+   * not those that take read scalars) */
   /* PGRT_UPDATE=host|device overrides the tables: every region patches from the host,
    * or on the device where it can (benchmarks and tests compare the two) */
   const char *how = getenv("PGRT_UPDATE");
@@ -727,7 +897,9 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     for (int m = 0; m < c->movable_count; m++) {
       int i = c->movable[m];
       const pgrt_node *n = &pr->nodes[i];
-      if (i < rg->first || i >= rg->first + rg->count || n->kind != PGRT_NODE_KERNEL || n->caller_args) continue;
+      if (i < rg->first || i >= rg->first + rg->count || n->kind != PGRT_NODE_KERNEL || n->caller_args ||
+          c->is_late[i]) /* the updater runs before the sync that reads their scalars */
+        continue;
       c->devupd[i] = 1;
       c->upd[r].nodes++;
       c->upd[r].count += n->scalar_count;
@@ -780,6 +952,36 @@ out:
 
 /* ---- run ---- */
 
+/* After a synchronization: every read scalar's value anew (its host buffer's first
+ * element, or its callback's), and the parameters of the nodes that take them.  Those
+ * in graphs are patched just before their graph launches (pending): once per call,
+ * whatever moved before the sync and whatever was read at it. */
+static pgrt_status refresh(pgrt_ctx *c) {
+  const pgrt_program *pr = c->prog;
+  for (int k = 0; k < pr->read_count; k++) {
+    const pgrt_read_scalar *rd = &pr->reads[k];
+    uint64_t v = 0;
+    if (rd->buffer < 0) {
+      const pgrt_scalar_fn *cb = &c->callbacks[rd->callback];
+      int r = cb->fn(cb->data, (const void *const *)c->host, &v);
+      if (r != 0)
+        return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: the callback of scalar '%s' failed (it returned %d)", rd->name,
+                         r);
+      if (dtype_size(rd->type) < 8) v &= (1ull << (8 * dtype_size(rd->type))) - 1; /* its low bytes */
+    } else {
+      v = pgrt_scalar_convert(c->host[pr->buffers[rd->buffer].slot], rd->from, rd->type);
+    }
+    c->svals[pr->scalar_slots + k] = v;
+  }
+  for (int m = 0; m < c->late_count; m++) {
+    int i = c->late[m];
+    if (!fill_params(c, i, c->svals)) continue;
+    c->stats.read_updated++;
+    if (c->execs[c->region_of[i]]) c->pending[i] = 1;
+  }
+  return PGRT_OK;
+}
+
 static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
   const pgrt_node *n = &c->prog->nodes[i];
   pgrt_status st = PGRT_OK;
@@ -818,7 +1020,24 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
     break;
   }
   case PGRT_NODE_EMPTY: break;
-  case PGRT_NODE_SYNC: CU(cuStreamSynchronize(s), n->origin); break;
+  case PGRT_NODE_SYNC:
+    CU(cuStreamSynchronize(s), n->origin);
+    if (c->prog->read_count && (st = refresh(c)) != PGRT_OK) goto out;
+    break;
+  case PGRT_NODE_GUARD: { /* the sync before it made the host buffer current */
+    const unsigned char *have = c->host[c->prog->buffers[n->buffer].slot];
+    if (memcmp(have, n->expect, n->expect_len) != 0) {
+      char got[2 * 16 + 4] = "", want[2 * 16 + 4] = "";
+      for (uint32_t b = 0; b < n->expect_len && b < 16; b++)
+        snprintf(got + 2 * b, 3, "%02x", have[b]), snprintf(want + 2 * b, 3, "%02x", n->expect[b]);
+      if (n->expect_len > 16) strcat(got, "..."), strcat(want, "...");
+      return pgrt_fail(PGRT_ERR_GUARD, "guard '%s': the program took another path than the one exported (%s); the "
+                       "outputs of this call are not valid (host buffer '%s' holds %s, not %s)", n->origin,
+                       n->reason ? n->reason : "a value read on the host changed", c->prog->buffers[n->buffer].name,
+                       got, want);
+    }
+    break;
+  }
   case PGRT_NODE_EVENT_RECORD: CU(cuEventRecord(c->events[n->event], s), n->origin); break;
   case PGRT_NODE_EVENT_WAIT: CU(cuStreamWaitEvent(s, c->events[n->event], 0), n->origin); break;
   case PGRT_NODE_CHILD: {
@@ -868,6 +1087,7 @@ static pgrt_status patch(pgrt_ctx *c, int r, int i) {
   }
   case PGRT_NODE_EMPTY:
   case PGRT_NODE_SYNC:
+  case PGRT_NODE_GUARD:
   case PGRT_NODE_EVENT_RECORD:
   case PGRT_NODE_EVENT_WAIT:
   case PGRT_NODE_CHILD:
@@ -879,7 +1099,7 @@ out:
 }
 
 pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
-                     CUstream s) {
+                     const pgrt_scalar_fn *callbacks, CUstream s) {
   if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
   const pgrt_program *pr = c->prog;
   if (pr->bound_slots && !bound) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its buffers", pr->name);
@@ -891,6 +1111,11 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
       for (int i = 0; i < pr->node_count; i++)
         if (pr->nodes[i].kind == PGRT_NODE_HOST && pr->nodes[i].host == k)
           return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: host node '%s' has no function", pr->nodes[i].origin);
+  if (pr->callback_slots && !callbacks)
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its callback scalars", pr->name);
+  for (int k = 0; k < pr->read_count; k++)
+    if (pr->reads[k].buffer < 0 && !callbacks[pr->reads[k].callback].fn)
+      return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: callback scalar '%s' has no function", pr->reads[k].name);
   memset(&c->stats, 0, sizeof c->stats);
   pgrt_status st = PGRT_OK;
 
@@ -904,15 +1129,19 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   }
   for (int k = 0; k < pr->scalar_slots; k++)
     if (c->scalar_prev[k] != scalars[k] || c->calls == 0) c->scalar_prev[k] = scalars[k], any = 1;
+  if (pr->scalar_slots) memcpy(c->svals, scalars, sizeof *c->svals * (size_t)pr->scalar_slots);
+  c->callbacks = callbacks;
   for (int k = 0; k < pr->host_slots; k++)
     if (c->hosts[k].fn != hosts[k].fn || c->hosts[k].data != hosts[k].data) c->hosts[k] = hosts[k], any = 1;
   /* kernels: did their bytes change; copies, memsets and host nodes: patched
    * whenever anything moved.  Nodes in graphs are patched there (inside bodies too); eager ones read
-   * their parameters when launched. */
+   * their parameters when launched.  Nodes that take read scalars hold last call's values
+   * until the sync: they are patched before their graph launches, once. */
   for (int m = 0; any && m < c->movable_count; m++) {
     int i = c->movable[m], r = c->region_of[i];
-    int dirty = pr->nodes[i].kind == PGRT_NODE_KERNEL ? fill_params(c, i, scalars) : 1;
-    if (dirty && c->execs[r] && !c->devupd[i] && (st = patch(c, r, i)) != PGRT_OK) return st;
+    int dirty = pr->nodes[i].kind == PGRT_NODE_KERNEL ? fill_params(c, i, c->svals) : 1;
+    if (dirty && c->execs[r] && c->is_late[i]) c->pending[i] = 1;
+    else if (dirty && c->execs[r] && !c->devupd[i] && (st = patch(c, r, i)) != PGRT_OK) return st;
   }
   /* device-side update: the updaters' arguments are this call's addresses and
    * scalars.  When nothing changed, an updater is skipped: its nodes keep what it
@@ -939,6 +1168,13 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   for (int r = 0; r < pr->region_count; r++) {
     const pgrt_region *rg = &pr->regions[r];
     if (c->execs[r]) {
+      for (int m = 0; m < c->late_count; m++) { /* what the last sync read, or what moved */
+        int i = c->late[m];
+        if (c->pending[i] && c->region_of[i] == r) {
+          if ((st = patch(c, r, i)) != PGRT_OK) return st;
+          c->pending[i] = 0;
+        }
+      }
       CU(cuGraphLaunch(c->execs[r], s), "a graph region");
       c->stats.graphs_launched++;
     } else {
@@ -996,9 +1232,12 @@ void pgrt_destroy(pgrt_ctx **pc) {
   pgrt_libset_free(c->libset);
   if (c->own_arena && c->arena) cuMemFree(c->arena);
   if (c->placeholder) cuMemFree(c->placeholder);
+  for (int k = 0; c->host && k < c->host_count; k++)
+    if (c->host[k]) cuMemFreeHost(c->host[k]);
   free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
   free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->movable), free(c->events);
   free(c->region_of), free(c->conds), free(c->upd), free(c->devupd), free(c->hosts), free(c->boxed);
+  free(c->svals), free(c->late), free(c->is_late), free(c->pending), free(c->host);
   free(c);
   *pc = NULL;
 }

@@ -19,6 +19,15 @@
  * others, and nodes inside child and conditional bodies, are patched from the host.
  * PGRT_UPDATE=host makes every region patch from the host, PGRT_UPDATE=device every
  * graph region on the device where it can (to compare the two, and to test both).
+ *
+ * Host reads: a program may copy device values into host buffers (pinned memory that
+ * init allocates), synchronize, and go on with kernels that take what it read as
+ * scalars (`.item()` in the PyTorch program it came from).  After every SYNC node
+ * libpgrt reads those scalars anew (from the host buffers, or from the caller's
+ * callbacks), and the nodes that take them are patched from the host before they run
+ * (never by the updater: it runs before the synchronization).  A GUARD node compares
+ * a host buffer with the bytes the program was exported with and stops the call with
+ * PGRT_ERR_GUARD when they differ.
  */
 #ifndef PGRT_H
 #define PGRT_H
@@ -31,7 +40,8 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 6 /* the table layout below; generated code checks it (5: relocation kinds) */
+#define PGRT_VERSION 7 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
+                          buffers, read scalars, guards, pgrt_run's callbacks) */
 
 typedef enum {
   PGRT_OK = 0,
@@ -40,6 +50,9 @@ typedef enum {
   PGRT_ERR_MODULE,   /* a module did not load or compile, or a kernel is not in it */
   PGRT_ERR_MEMORY,   /* out of host or device memory */
   PGRT_ERR_VERSION,  /* the generated code is for another libpgrt */
+  PGRT_ERR_GUARD,    /* a guard found that a value read on the host differs from the one the program
+                        was exported with: the program took another path, and this call stopped at
+                        the guard; its outputs are not valid (pgrt_error() names the guard) */
 } pgrt_status;
 
 /* ---- the tables generated code fills (all constant) ---- */
@@ -73,6 +86,8 @@ typedef enum {
   PGRT_BUF_BOUND,  /* the caller passes its address on every call (inputs, outputs) */
   PGRT_BUF_WEIGHT, /* the caller passes its address at init */
   PGRT_BUF_ARENA,  /* an intermediate at `offset` in the arena */
+  PGRT_BUF_HOST,   /* pinned host memory libpgrt allocates at init (zeroed) and frees at destroy;
+                      copies reach it by unified addressing, the host reads it after a SYNC */
 } pgrt_buffer_kind;
 
 typedef struct {
@@ -80,8 +95,28 @@ typedef struct {
   pgrt_buffer_kind kind;
   uint64_t size;
   uint64_t offset; /* PGRT_BUF_ARENA */
-  int slot;        /* PGRT_BUF_BOUND, PGRT_BUF_WEIGHT: index into the caller's address array */
+  int slot;        /* PGRT_BUF_BOUND, PGRT_BUF_WEIGHT: index into the caller's address array;
+                      PGRT_BUF_HOST: index into the host buffers' array (.graph order) */
 } pgrt_buffer;
+
+/* Scalar types, in pgcc's order (pgcc.h's PG_TYPES): a read scalar's and its host buffer's. */
+typedef enum {
+  PGRT_DT_I8, PGRT_DT_I16, PGRT_DT_I32, PGRT_DT_I64, PGRT_DT_U8, PGRT_DT_U16, PGRT_DT_U32, PGRT_DT_U64,
+  PGRT_DT_F16, PGRT_DT_BF16, PGRT_DT_F32, PGRT_DT_F64, PGRT_DT_BOOL, PGRT_DT_PTR
+} pgrt_dtype;
+
+/* A scalar read during a call, after each SYNC node: the first element of host buffer
+ * `buffer` (a PGRT_BUF_HOST), of dtype `from`, converted to `type` as
+ * pgrt_scalar_convert says; or, where buffer is -1, what the caller's callback in slot
+ * `callback` of pgrt_run's `callbacks` gives.  Read scalar k takes slot scalar_slots + k
+ * in the scalar values that pgrt_scalar_ref.slot indexes. */
+typedef struct {
+  const char *name;
+  pgrt_dtype type;
+  int buffer;      /* -1: a callback scalar */
+  pgrt_dtype from; /* the host buffer's dtype */
+  int callback;    /* -1: read from the host buffer */
+} pgrt_read_scalar;
 
 /* What of an address a relocation writes (pgcc.h's PG_RELOC_KINDS, in its order):
  * ABS64 all 8 bytes; LO32 its low 4 bytes; HI32 its high 4 bytes. */
@@ -100,7 +135,8 @@ typedef struct {
 typedef struct {
   uint32_t at;
   uint32_t size;
-  int slot; /* index into the caller's scalar array (each 8 bytes, low bytes used) */
+  int slot; /* index into the caller's scalar array (each 8 bytes, low bytes used); from
+               scalar_slots on, a read scalar's (reads[slot - scalar_slots]) */
 } pgrt_scalar_ref;
 
 /* A conditional handle written into a node's parameters at `at` (a kernel that
@@ -126,7 +162,9 @@ typedef struct {
 } pgrt_body;
 
 /* SYNC (eager regions only): the host waits for the stream, e.g. before reading a
- * result on the CPU. */
+ * result on the CPU; then libpgrt reads the read scalars anew.  GUARD (eager regions
+ * only): host buffer `buffer`'s first expect_len bytes must be `expect`, or the call
+ * stops with PGRT_ERR_GUARD. */
 /* EVENT_RECORD, EVENT_WAIT: on event `event` (libpgrt creates event_count of them). */
 typedef enum {
   PGRT_NODE_KERNEL,
@@ -139,6 +177,7 @@ typedef enum {
   PGRT_NODE_CHILD,       /* runs body `body` */
   PGRT_NODE_CONDITIONAL, /* runs bodies body .. body+body_count-1 as `condition` says */
   PGRT_NODE_HOST,        /* calls the caller's host function in slot `host` (bound per call) */
+  PGRT_NODE_GUARD,       /* checks host buffer `buffer` against `expect` */
 } pgrt_node_kind;
 
 /* A host function and its user data, as cuLaunchHostFunc takes them. */
@@ -146,6 +185,19 @@ typedef struct {
   CUhostFn fn;
   void *data;
 } pgrt_host_fn;
+
+/* A callback scalar's function and its user data.  libpgrt calls fn after each SYNC node
+ * of a call (on the calling thread, inside pgrt_run), with `data`, and `host`: the
+ * addresses of the program's host buffers in .graph order (the generated header's
+ * NAME_HOST_X indices), whose contents the synchronization has just made current.
+ * fn writes the scalar's bits into the low bytes of *value (little-endian: a float's
+ * four bytes are the low four; *value is 0 when fn is called) and returns 0; a nonzero
+ * return fails pgrt_run with PGRT_ERR_ARGUMENT, naming the scalar. */
+typedef int (*pgrt_scalar_cb)(void *data, const void *const *host, uint64_t *value);
+typedef struct {
+  pgrt_scalar_cb fn;
+  void *data;
+} pgrt_scalar_fn;
 
 typedef struct {
   pgrt_node_kind kind;
@@ -176,6 +228,12 @@ typedef struct {
   uint32_t value, elem;
   /* host */
   int host;
+  /* guard: buffers[buffer] (a host buffer) must start with expect[0 .. expect_len);
+   * reason says what the value chose, for the message */
+  int buffer;
+  const unsigned char *expect;
+  uint32_t expect_len;
+  const char *reason;
   /* event record / wait */
   int event;
   /* child, conditional: bodies[body .. body+body_count); conditional: its type and
@@ -215,6 +273,9 @@ typedef struct {
   int body_count;
   const pgrt_condition *conditions;
   int condition_count;
+  const pgrt_read_scalar *reads; /* read and callback scalars */
+  int read_count;
+  int callback_slots;   /* callback scalars the caller binds on every call */
   uint64_t arena_bytes;
   int bound_slots, weight_slots, scalar_slots;
   int caller_arg_nodes; /* kernel nodes whose arguments the caller gives at init */
@@ -278,10 +339,14 @@ pgrt_status pgrt_tensors_write(const char *path, const pgrt_host_tensor *tensors
 /* A field of NAME_args or NAME_weights.  INPUT buffers are read, OUTPUT written,
  * INOUT bound per call without a known direction (role 'unknown' in the .graph:
  * read, written or both); SCALAR a per-call scalar; WEIGHT a NAME_weights field;
- * HOST_FN a host node's pgrt_host_fn.  A scalar has ndim 0 (shape NULL); a host
- * function has dtype "", ndim -1 and the size of a pgrt_host_fn.  A table with no
- * fields is NULL (n_args or n_weights 0). */
-typedef enum { PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN } pgrt_field_role;
+ * HOST_FN a host node's pgrt_host_fn; SCALAR_FN a callback scalar's pgrt_scalar_fn.  A
+ * scalar has ndim 0 (shape NULL); a host function has dtype "", ndim -1 and the size
+ * of a pgrt_host_fn; a callback scalar has its scalar's dtype, ndim 0 and the size of a
+ * pgrt_scalar_fn.  A table with no fields is NULL (n_args or n_weights 0). */
+typedef enum {
+  PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN,
+  PGRT_FIELD_SCALAR_FN
+} pgrt_field_role;
 typedef struct {
   const char *name;     /* the field's name in NAME_args or NAME_weights */
   pgrt_field_role role;
@@ -316,9 +381,21 @@ pgrt_status pgrt_init(pgrt_ctx **ctx, const pgrt_program *prog, const CUdevicept
                       CUdeviceptr arena);
 
 /* One call: bound holds bound_slots device addresses, scalars scalar_slots values,
- * hosts host_slots host functions (NULL when there are none). */
+ * hosts host_slots host functions, callbacks callback_slots callback scalars' functions
+ * (each NULL when there are none; callbacks are called only during this call).
+ * PGRT_ERR_GUARD: a guard failed, and the call stopped there. */
 pgrt_status pgrt_run(pgrt_ctx *ctx, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
-                     CUstream stream);
+                     const pgrt_scalar_fn *callbacks, CUstream stream);
+
+/* The value at `src`, of type `from`, as type `to`: its bits in the low bytes of the
+ * result (what a read scalar gets from its host buffer).  The same type: the bits as
+ * they are.  Otherwise C's conversions, except where C leaves them undefined: a
+ * floating value converts to an integer type truncated toward zero and saturated to
+ * its range (NaN: 0); to bool, nonzero is 1 (NaN too); f16 and bf16 convert exactly to
+ * a wider type and round to nearest, ties to even, from a wider one (out of range:
+ * infinity); integers convert to narrower integers modulo 2^bits, to floating types
+ * rounded to nearest.  PTR is a u64.  Needs no GPU. */
+uint64_t pgrt_scalar_convert(const void *src, pgrt_dtype from, pgrt_dtype to);
 
 /* Frees everything and sets *ctx to NULL. */
 void pgrt_destroy(pgrt_ctx **ctx);
@@ -342,6 +419,8 @@ typedef struct {
   int graphs_launched, eager_nodes;
   int nodes_patched;  /* host-side, with cuGraphExec*SetParams */
   int device_updated; /* kernel nodes a device-side updater rewrote in this call */
+  int read_updated;   /* kernel nodes whose parameters the scalars read after a SYNC changed (a node
+                         once per SYNC; in a graph, patched once, before its graph launched) */
 } pgrt_run_stats;
 void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
 

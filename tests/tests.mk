@@ -171,7 +171,8 @@ $(B)/stubs/libcuda.so.1:
 # NAME_info()'s tables, compiled from the C generated for mlp_small and
 # tests/codegen/info_roles.graph and checked against the structs and the .graph
 # (tests/codegen/info_main.c); libpgrt's safetensors reader and writer in host memory
-# (tests/codegen/tensors_main.c).  No GPU: neither calls CUDA.
+# (tests/codegen/tensors_main.c); the conversions of scalars read from host buffers
+# (tests/codegen/convert_main.c).  No GPU: none calls CUDA.
 check-info: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: check-info not run"; exit 0; fi; \
 	$(MAKE) --no-print-directory runtime $(B)/stubs/libcuda.so.1 >/dev/null && mkdir -p $(B)/gen && \
@@ -183,7 +184,10 @@ check-info: $(B)/pgcc
 	  $(STUB_RUN) $(B)/gen/info_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/tensors_main \
 	    tests/codegen/tensors_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/tensors_main $(B)/gen/tensors_test.safetensors || exit 1; \
+	  $(STUB_RUN) $(B)/gen/tensors_main $(B)/gen/tensors_test.safetensors && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/convert_main \
+	    tests/codegen/convert_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
+	  $(STUB_RUN) $(B)/gen/convert_main || exit 1; \
 	done
 
 # examples/deploy builds warning-free against libpgrt and the driver's stub, through

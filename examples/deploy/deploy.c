@@ -188,6 +188,9 @@ int main(int argc, char **argv) {
     case PGRT_FIELD_HOST_FN:
       die("the program calls a host function ('%s'), which this example cannot know%s", f->name, "");
       break;
+    case PGRT_FIELD_SCALAR_FN:
+      die("the program takes a callback scalar ('%s'), which this example cannot know%s", f->name, "");
+      break;
     case PGRT_FIELD_WEIGHT: break;
     }
   }

@@ -62,9 +62,9 @@ int main(void) {
   EXPECT(strcmp(r->name, "info_roles") == 0);
   EXPECT(r->args_size == sizeof(info_roles_args) && r->weights_size == sizeof(info_roles_weights));
   EXPECT(r->arena_bytes == info_roles_ARENA_BYTES && r->arena_bytes >= 256);
-  EXPECT(r->n_args == 8 && r->n_weights == 1);
+  EXPECT(r->n_args == 9 && r->n_weights == 1);
   static const int64_t bits[] = {2, 2}, w[] = {4, 8};
-  if (r->n_args == 8) {
+  if (r->n_args == 9) {
     field(&r->args[0], "t", PGRT_FIELD_INOUT, "", -1, NULL, offsetof(info_roles_args, t), 4, NULL);
     field(&r->args[1], "bits", PGRT_FIELD_OUTPUT, "u32", 2, bits, offsetof(info_roles_args, bits), 16, NULL);
     field(&r->args[2], "i", PGRT_FIELD_SCALAR, "i32", 0, NULL, offsetof(info_roles_args, i), 4, NULL);
@@ -72,11 +72,21 @@ int main(void) {
     field(&r->args[4], "b", PGRT_FIELD_SCALAR, "bf16", 0, NULL, offsetof(info_roles_args, b), 2, NULL);
     field(&r->args[5], "wide", PGRT_FIELD_SCALAR, "i64", 0, NULL, offsetof(info_roles_args, wide), 8, NULL);
     field(&r->args[6], "u", PGRT_FIELD_SCALAR, "u8", 0, NULL, offsetof(info_roles_args, u), 1, NULL);
-    field(&r->args[7], "note", PGRT_FIELD_HOST_FN, "", -1, NULL, offsetof(info_roles_args, note),
+    field(&r->args[7], "cb", PGRT_FIELD_SCALAR_FN, "f32", 0, NULL, offsetof(info_roles_args, cb),
+          sizeof(pgrt_scalar_fn), NULL);
+    field(&r->args[8], "note", PGRT_FIELD_HOST_FN, "", -1, NULL, offsetof(info_roles_args, note),
           sizeof(pgrt_host_fn), NULL);
     for (int i = 2; i < 7; i++) /* a scalar's size is its member's */
       EXPECT(r->args[i].offset + r->args[i].size <= sizeof(info_roles_args));
   }
+  /* every role a field can have is in these tables (PGRT_FIELD_SCALAR_FN is the last) */
+  int roles = 0;
+  for (int i = 0; i < r->n_args; i++) roles |= 1 << r->args[i].role;
+  for (int i = 0; i < r->n_weights; i++) roles |= 1 << r->weights[i].role;
+  for (int i = 0; i < m->n_args; i++) roles |= 1 << m->args[i].role;
+  EXPECT(roles == (1 << (PGRT_FIELD_SCALAR_FN + 1)) - 1);
+  /* the host buffer is no field, but the header gives its index in a callback's array */
+  EXPECT(info_roles_HOST_r == 0 && info_roles_HOST_BUFFERS == 1);
   if (r->n_weights == 1)
     field(&r->weights[0], "w", PGRT_FIELD_WEIGHT, "bf16", 2, w, offsetof(info_roles_weights, w), 64, NULL);
 

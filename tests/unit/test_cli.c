@@ -108,7 +108,7 @@ START_TEST(c_emission_info) {
   ck_assert_ptr_nonnull(strstr(r.out, "{.name = \"h\", .role = PGRT_FIELD_SCALAR, .dtype = \"f16\", .ndim = 0,\n"
                                       "     .offset = offsetof(info_roles_args, h), .size = 2},"));
   ck_assert_ptr_nonnull(strstr(r.out, "  uint16_t h; /* scalar: f16, by value on every call (its bits); argument of "
-                                      "kernel node first, second */"));
+                                      "kernel node first, second, third */"));
   ck_assert_ptr_nonnull(strstr(r.out, ".role = PGRT_FIELD_HOST_FN, .dtype = \"\", .ndim = -1,\n     .offset = "
                                       "offsetof(info_roles_args, note), .size = sizeof(pgrt_host_fn)},"));
   run_free(&r);
@@ -163,6 +163,53 @@ START_TEST(c_emission) {
   r = run_pgcc("--module=README.md", "tests/corpus/torch/mlp_compiled.dot", NULL);
   ck_assert_int_eq(r.status, 1);
   ck_assert_ptr_nonnull(strstr(r.err, "--module 'README.md': expected a .cubin, .fatbin, .ptx or .cu file"));
+  run_free(&r);
+}
+END_TEST
+
+/* Host reads in C (tests/codegen/hostreads.graph): host buffers are libpgrt's, not
+ * fields; read scalars take the slots after the per-call ones, in a table that says
+ * where each comes from; a callback scalar is a field, passed to pgrt_run; a guard
+ * carries its buffer, bytes and reason; the header gives each host buffer's index. */
+START_TEST(c_emission_host_reads) {
+  Run r = run_pgcc("tests/codegen/hostreads.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  static const char *const want[] = {
+      "{.name = \"flag_host\", .size = 4, .kind = PGRT_BUF_HOST, .slot = 1}, /* host: pinned, allocated by libpgrt */",
+      "{.name = \"nflag\", .type = PGRT_DT_F32, .buffer = 5, .from = PGRT_DT_I32, .callback = -1}, /* slot 3: the "
+      "first element of host buffer flag_host */",
+      "{.name = \"bias\", .type = PGRT_DT_F32, .buffer = -1, .callback = 0}, /* slot 2: args->bias */",
+      "{.name = \"h\", .type = PGRT_DT_F32, .buffer = 6, .from = PGRT_DT_BF16, .callback = -1},",
+      ".reads = hostreads_reads, .read_count = 4, .callback_slots = 1,",
+      ".scalar_slots = 1,",
+      /* k2: count (per call), mx and bias (read); k3, in a child graph: h and nflag */
+      "static const pgrt_scalar_ref hostreads_scalars_5[] = {{0, 4, 0}, {4, 4, 1}, {8, 4, 2}};",
+      "static const pgrt_scalar_ref hostreads_scalars_9[] = {{0, 4, 0}, {4, 4, 4}, {8, 4, 3}};",
+      "static const unsigned char hostreads_expect_4[4] = {0x01, 0x00, 0x00, 0x00};",
+      "{.kind = PGRT_NODE_GUARD, .origin = \"g\", .buffer = 5 /* flag_host */, .expect = hostreads_expect_4, "
+      ".expect_len = 4,\n     .reason = \"flag chose a branch at model.py:5\"",
+      "{.kind = PGRT_NODE_SYNC, .origin = \"s2\"}",
+      "  const pgrt_scalar_fn callbacks[1] = {args->bias};\n  return pgrt_run(ctx, bound, scalars, NULL, callbacks, stream);",
+      "  pgrt_scalar_fn bias; /* callback scalar: f32; called after each host synchronization with the host buffers "
+      "(hostreads_HOST_*), it writes the f32's bits into the low 4 bytes of *value and returns 0 (nonzero fails the "
+      "call: PGRT_ERR_ARGUMENT); required; argument of kernel node k2 */",
+      "#define hostreads_HOST_m_host 0 /* f32 [2], 8 bytes; scalar mx is its first element */\n"
+      "#define hostreads_HOST_flag_host 1 /* i32 [], 4 bytes; scalar nflag is its first element; guard g expects "
+      "01000000 */\n#define hostreads_HOST_h_host 2 /* bf16 [], 2 bytes; scalar h is its first element */\n"
+      "#define hostreads_HOST_BUFFERS 3\n",
+      " * PGRT_ERR_GUARD: a guard found that a value read on the host is not the one it was",
+      "{.name = \"bias\", .role = PGRT_FIELD_SCALAR_FN, .dtype = \"f32\", .ndim = 0,\n     .offset = "
+      "offsetof(hostreads_args, bias), .size = sizeof(pgrt_scalar_fn)},",
+  };
+  for (size_t k = 0; k < sizeof want / sizeof *want; k++) ck_assert_msg(strstr(r.out, want[k]), "missing: %s", want[k]);
+  ck_assert_ptr_null(strstr(r.out, "CUdeviceptr m_host")); /* not a field */
+  ck_assert_ptr_null(strstr(r.out, "args->mx"));
+  run_free(&r);
+  /* without host reads, no callbacks and no guard in the contract */
+  r = run_pgcc("examples/saxpy.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "return pgrt_run(ctx, bound, scalars, NULL, NULL, stream);"));
+  ck_assert_ptr_null(strstr(r.out, "PGRT_ERR_GUARD"));
+  ck_assert_ptr_null(strstr(r.out, "_HOST_BUFFERS"));
   run_free(&r);
 }
 END_TEST
@@ -321,6 +368,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, emit_dot_renders_clusters);
   tcase_add_test(t, c_emission);
   tcase_add_test(t, c_emission_info);
+  tcase_add_test(t, c_emission_host_reads);
   tcase_add_test(t, half_literals_round_to_nearest_even);
   tcase_add_test(t, max_errors_limits_output);
   tcase_add_test(t, arch_option_checks_modules);
