@@ -137,12 +137,12 @@ check-valgrind: $(B)/pgcc
 # and links against libpgrt and the CUDA driver's stub; the same input gives the
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
 CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph tests/gpu/codegen/shapes.graph \
-	tests/gpu/codegen/relocs.graph \
+	tests/gpu/codegen/relocs.graph tests/gpu/codegen/hostread.graph \
 	$(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
 	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
 # The GPU test programs that run this C compile against its headers here too.
 GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/codegen/shapes_main.c \
-	tests/gpu/codegen/relocs_main.c \
+	tests/gpu/codegen/relocs_main.c tests/gpu/codegen/hostread_main.c \
 	tests/gpu/faults/faults_main.c \
 	tests/gpu/e2e_bench.c
 check-codegen: $(B)/pgcc

@@ -19,6 +19,11 @@
 #                address (buffers mapped 4 GiB apart, so the high halves move too), a
 #                don't-care word; run with PGRT_UPDATE=host as well, and it checks
 #                which path patched its nodes
+#   hostread.graph: a program that reads device values on the host mid-way: a copy
+#                into libpgrt's host buffers, a synchronization, a guard on a flag
+#                (flipped on one call: PGRT_ERR_GUARD), then a kernel taking a scalar
+#                read from a host buffer and a callback scalar; run a third time with
+#                every region eager (PGRT_FAULT=instantiate)
 # Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
 # dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
 # arguments and checks the result.
@@ -28,7 +33,7 @@ export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT/device" build/gpu
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 make -s build/pgcc runtime
-for t in chain loops shapes relocs; do
+for t in chain loops shapes relocs hostread; do
   build/pgcc tests/gpu/codegen/$t.graph -o build/gpu/$t.c
   gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c build/gpu/$t.c build/libpgrt.a \
@@ -47,6 +52,8 @@ python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/relocs.
 echo "== shapes again, its graph region launched eagerly (PGRT_FAULT=instantiate)"
 mkdir -p "$OUT/eager"
 PGRT_FAULT=instantiate build/gpu/shapes "$OUT/eager"
+echo "== hostread again, every region launched eagerly (PGRT_FAULT=instantiate)"
+PGRT_FAULT=instantiate build/gpu/hostread "$OUT/eager"
 echo "== DOT input: a stream capture's cudaGraphDebugDotPrint dump, compiled by pgcc and run"
 "$CUDA_HOME/bin/nvcc" -cubin -arch=sm_90 tests/gpu/codegen/chain.cu -o build/gpu/chain.cubin
 gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
