@@ -190,18 +190,14 @@ static void put_file(FILE *f, const char *file, const char *path, const char *di
 }
 
 /* The oldest format version that says everything p holds: 2 for relocations other
- * than whole addresses, for don't-care bytes, for thread block clusters and for host
- * reads (host buffers, read scalars, guards), else 1, which every pgcc reads. */
+ * than whole addresses, for don't-care bytes and for thread block clusters, else 1,
+ * which every pgcc reads.  (Host reads are optional attributes of either version.) */
 int pg_graph_min_version(const PgProgram *p) {
   for (size_t g = 0; g < p->graphs.n; g++)
     for (size_t i = 0; i < p->graphs.v[g]->nodes.n; i++) {
       const PgNode *n = p->graphs.v[g]->nodes.v[i];
-      if ((n->kind == PG_KERNEL && n->u.kernel.cluster[0]) || pg_is_hostop(n, "guard")) return 2;
+      if (n->kind == PG_KERNEL && n->u.kernel.cluster[0]) return 2;
     }
-  for (size_t i = 0; i < p->buffers.n; i++)
-    if (p->buffers.v[i]->role == PG_ROLE_HOST) return 2;
-  for (size_t i = 0; i < p->scalars.n; i++)
-    if (pg_scalar_is_read(p->scalars.v[i])) return 2;
   for (size_t i = 0; i < p->kernels.n; i++)
     for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
       const PgParam *pa = &p->kernels.v[i]->params.v[j];

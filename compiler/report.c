@@ -83,22 +83,6 @@ static void host_text(const PgProgram *p, FILE *f) {
   fputc('\n', f);
 }
 
-/* Is p version 2 only for its host reads (no relocation kinds, don't-care bytes or
- * clusters, which the relocation line below is about)? */
-static bool host_only_v2(const PgProgram *p) {
-  for (size_t g = 0; g < p->graphs.n; g++)
-    for (size_t i = 0; i < p->graphs.v[g]->nodes.n; i++)
-      if (p->graphs.v[g]->nodes.v[i]->kind == PG_KERNEL && p->graphs.v[g]->nodes.v[i]->u.kernel.cluster[0]) return false;
-  for (size_t i = 0; i < p->kernels.n; i++)
-    for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
-      const PgParam *pa = &p->kernels.v[i]->params.v[j];
-      if (pa->dontcare.n) return false;
-      for (size_t q = 0; q < pa->ptrs.n; q++)
-        if (pa->ptrs.v[q].kind != PG_RELOC_ABS64) return false;
-    }
-  return true;
-}
-
 void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   PgStats st = pg_program_stats(p);
   Totals t = totals(p);
@@ -131,7 +115,7 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
           bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
   host_text(p, f);
-  if (pg_graph_min_version(p) >= 2 && !host_only_v2(p)) { /* by-value parameters with relocation kinds or don't-care bytes */
+  if (pg_graph_min_version(p) >= 2) { /* by-value parameters with relocation kinds or don't-care bytes */
     size_t kinds[PG_RELOC_KIND_COUNT] = {0}, runs = 0;
     uint64_t dc = 0;
     for (size_t i = 0; i < p->kernels.n; i++)

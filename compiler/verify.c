@@ -177,7 +177,6 @@ static void check_args(V *v, const PgNode *n) {
 static void check_guard(V *v, const PgNode *n) {
   const PgBuffer *b = n->u.hostop.buf;
   if (!b) PG_BUG("guard '%s' without a buffer", n->name);
-  if (v->p->version < 2) FAIL(v, n->loc, "guard '%s' needs .graph format version 2", n->name);
   if (b->role != PG_ROLE_HOST) {
     FAIL(v, n->loc, "guard '%s' checks buffer '%s', whose role is %s: a guard reads a host buffer (role host)",
          n->name, b->name, pg_role_names[b->role]);
@@ -191,9 +190,6 @@ static void check_guard(V *v, const PgNode *n) {
 
 /* A read scalar's buffer is a host buffer whose dtype says what its first element is. */
 static void check_scalar(V *v, const PgScalar *s) {
-  if (!pg_scalar_is_read(s)) return;
-  if (v->p->version < 2)
-    FAIL(v, s->read_loc, "scalar '%s': read scalars need .graph format version 2", s->name);
   if (!s->from) return;
   const PgBuffer *b = s->from;
   if (b->role != PG_ROLE_HOST)
@@ -472,9 +468,6 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
     if (p->buffers.v[i]->size > (1ull << 40))
       FAIL(&v, p->buffers.v[i]->loc, "buffer '%s' is %" PRIu64 " bytes, more than 1 TiB", p->buffers.v[i]->name,
            p->buffers.v[i]->size);
-  for (size_t i = 0; i < p->buffers.n; i++)
-    if (p->buffers.v[i]->role == PG_ROLE_HOST && p->version < 2)
-      FAIL(&v, p->buffers.v[i]->loc, "host buffer '%s' needs .graph format version 2", p->buffers.v[i]->name);
   for (size_t i = 0; i < p->scalars.n; i++) check_scalar(&v, p->scalars.v[i]);
   for (size_t i = 0; i < p->conditions.n; i++) /* CUDA: a handle without its node fails to instantiate */
     if (!p->conditions.v[i]->node)
