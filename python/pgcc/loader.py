@@ -18,7 +18,7 @@ from .toolchain import build_program
 # pgrt_field_role
 PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN = \
     range(6)
-ROLE_NAMES = ("input", "output", "inout", "scalar", "weight", "host function")
+ROLE_NAMES = ("input", "output", "inout", "scalar", "weight", "host function", "scalar callback")
 
 
 class PgrtField(C.Structure):
@@ -84,9 +84,10 @@ class Program:
         self.lib = C.CDLL(so_path)
         info, self.fields, self.weight_fields = read_info(self.lib, name)
         self.args_size, self.weights_size, self.arena_bytes = info.args_size, info.weights_size, info.arena_bytes
-        host = [f.name for f in self.fields + self.weight_fields if f.role == "host function"]
+        host = [f.name for f in self.fields + self.weight_fields if f.role in ("host function", "scalar callback")]
         if host:
-            raise ExportError(f"{name}: fields {host} are host functions, which a Program cannot give from Python")
+            raise ExportError(f"{name}: fields {host} are host functions or scalar callbacks, which a Program cannot "
+                              "give from Python")
         self.inputs = [f for f in self.fields if f.role in ("input", "inout", "scalar")]
         self.outputs = [f for f in self.fields if f.role == "output"]
         self.device = torch.device(device if device is not None else "cuda")
