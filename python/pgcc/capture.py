@@ -65,8 +65,11 @@ class Capture:
             addr, size = t.data_ptr(), t.element_size()
             self.reads.append({"src": addr, "width": size, "dtype": dtype_of(t), "value": read_device(addr, size),
                                "op": op, "where": where})
-            self.segments.append(torch.cuda.CUDAGraph(keep_graph=True))
-            self.segments[-1].capture_begin(pool=pool)
+
+            def capture_on():  # (after the read, which is made eagerly)
+                self.segments.append(torch.cuda.CUDAGraph(keep_graph=True))
+                self.segments[-1].capture_begin(pool=pool)
+            return capture_on
         import gc
         gc.collect()
         self.stream = torch.cuda.Stream()  # (as torch.cuda.graph captures: on a side stream)
@@ -207,6 +210,7 @@ class Capture:
 
 
 HOST_SYNC = ("operation not permitted when stream is capturing", "StreamCaptureUnsupported",
+             "between CPU and CUDA tensors during CUDA graph capture",
              "capture_unsupported", "StreamCaptureInvalidated", "operation failed due to a previous error during capture")
 
 
@@ -266,7 +270,7 @@ def capture_failed(torch, graphs, pool, e, stream=None):
             where = f" (at {frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line})"
             break
     text = str(chain[-1]).strip().splitlines()[0] if str(chain[-1]).strip() else type(chain[-1]).__name__
-    if any(h in str(x) for x in chain for h in HOST_SYNC[:3]):
+    if any(h in str(x) for x in chain for h in HOST_SYNC[:4]):
         why = ("the callable waits for the GPU during the call" + where + ": a host read pgcc-export does not "
                "split the capture at (it splits at .item(), bool(), int(), float() and index of a one-element "
                "tensor; not at .tolist(), .cpu(), a print or a data-dependent shape) or a synchronisation")

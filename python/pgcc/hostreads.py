@@ -36,7 +36,8 @@ def user_line(skip=()):
 
 class HostReads:
     """While entered, every host read of a CUDA tensor calls hook(tensor, op, where) before
-    it is made; `seen` lists (op, where) of each read (hook or not)."""
+    it is made, and what the hook returned (a callable, or None) after it; `seen` lists
+    (op, where) of each read (hook or not)."""
 
     def __init__(self, hook=None):
         self.hook, self.seen, self.saved = hook, [], {}
@@ -51,8 +52,12 @@ class HostReads:
                 if t.is_cuda and t.numel() == 1:
                     where = user_line()
                     self.seen.append((_op, where))
-                    if self.hook is not None:
-                        self.hook(t, _op, where)
+                    after = self.hook(t, _op, where) if self.hook is not None else None
+                    try:
+                        return _original(t, *a, **kw)
+                    finally:
+                        if after is not None:
+                            after()
                 return _original(t, *a, **kw)
             # torch.compile must not trace into the wrapper (it would compile the hook)
             setattr(torch.Tensor, op, torch.compiler.disable(wrapped, recursive=True))
