@@ -91,6 +91,8 @@ def main():
     names = sys.argv[1:] or list(PROGRAMS)
     failures = []
     pack = os.environ.get("BREAKS_FIXTURES")
+    if pack:
+        os.makedirs(os.path.join(pack, "export"), exist_ok=True)
     for name in names:
         with tempfile.TemporaryDirectory() as out:
             try:
