@@ -375,6 +375,27 @@ START_TEST(exported_fixtures_read) {
 }
 END_TEST
 
+/* The exports of programs that read a value back half-way (tests/gpu/breaks.py, made on
+ * an H100): item_mlp's kernel after the read takes the value (a scalar read from the host
+ * buffer), branch's value only chose the path (a guard).  Their reports show the
+ * synchronisation as an eager region between two graph regions. */
+START_TEST(host_read_fixtures_report_their_regions) {
+  static const char *const files[] = {"tests/corpus/export/item_mlp/item_mlp.graph",
+                                      "tests/corpus/export/branch/branch.graph"};
+  static const char *const want[] = {"read scalars v0_f64 (f64 from r0)", "guards n3g (r0 starts with 01)"};
+  for (int f = 0; f < 2; f++) {
+    Run r = run_pgcc("--report", files[f], NULL);
+    ck_assert_msg(r.status == 0, "%s: %s", files[f], r.err);
+    const char *eager = strstr(r.out, "  eager ");
+    ck_assert_msg(eager && strstr(eager, "host operation 'sync'"), "%s: no eager region with the sync:\n%s",
+                  files[f], r.out);
+    ck_assert_msg(strstr(r.out, "     0  graph ") && strstr(r.out, "     2  graph "), "%s: %s", files[f], r.out);
+    ck_assert_msg(strstr(r.out, want[f]), "%s: '%s' not in\n%s", files[f], want[f], r.out);
+    run_free(&r);
+  }
+}
+END_TEST
+
 Suite *corpus_suite(void) {
   Suite *s = suite_create("corpus");
   TCase *t = tcase_create("corpus");
@@ -388,6 +409,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, driver_built_pitched_copy_and_host_node);
   tcase_add_test(t, captured_dot_lists_kernel_origins);
   tcase_add_test(t, exported_fixtures_read);
+  tcase_add_test(t, host_read_fixtures_report_their_regions);
   suite_add_tcase(s, t);
   return s;
 }
