@@ -24,7 +24,9 @@ The export comes right after torch.compile's set-up, before the other ways run
 program's, which the export cannot tell apart).  Every way but the manual capture gets
 inputs at other addresses from call to call, four sets in turn (pgcc and eager read
 them in place; reduce-overhead copies them into its static inputs); the manual capture
-replays on the inputs it was captured on.  One JSON line per model
+replays on the inputs it was captured on.  With --kernels, one step of reduce-overhead,
+the manual capture and pgcc is also profiled kernel by kernel (torch.profiler): the GPU
+time each way's kernels, copies and memsets take, side by side per name.  One JSON line per model
 on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.
 """
 import argparse
@@ -39,7 +41,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc")
 
 
-def child(key, rounds, iters, out_dir):
+def child(key, rounds, iters, out_dir, kernels=False):
     sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
     import pgcc
@@ -150,6 +152,9 @@ def child(key, rounds, iters, out_dir):
     rec["ways"] = {w: {"gpu_us": round(statistics.median(gpu[w]), 1), "host_us": round(statistics.median(host[w]), 1),
                        "spread": round((max(gpu[w]) - min(gpu[w])) / statistics.median(gpu[w]), 3),
                        "setup_s": round(setup[w], 3)} for w in ways}
+    if kernels:
+        rec["kernels"] = kernel_profile(torch, {w: steps[w] for w in ("reduce-overhead", "manual capture", "pgcc")
+                                               if w in steps})
     print("BENCH " + json.dumps(rec), flush=True)
     if "_program" in steps:
         steps["_program"].close()
@@ -164,6 +169,56 @@ def build(key):
         return fn, inputs, weights
     import zoo
     return zoo.ZOO[key]()
+
+
+def kernel_profile(torch, steps, iters=20):
+    """What each way runs on the GPU, profiled (torch.profiler, CUPTI): {way: {name: [launches
+    per step, µs per step]}} over `iters` steps, kernels, copies and memsets alike."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    out = {}
+    for w, step in steps.items():
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(iters):
+                step()
+            torch.cuda.synchronize()
+        per = {}
+        for e in prof.events():
+            if e.device_type == DeviceType.CUDA:
+                c = per.setdefault(e.name, [0, 0.0])
+                c[0] += 1
+                c[1] += e.time_range.elapsed_us()
+        out[w] = {n: [round(c / iters, 2), round(t / iters, 2)] for n, (c, t) in per.items()}
+    return out
+
+
+def kernel_table(recs):
+    """Per model: the GPU work of one step of reduce-overhead and of pgcc, profiled: the sum,
+    launches, the kernels one runs and the other does not, the largest differences."""
+    lines = ["| model | RO: µs, launches | pgcc: µs, launches | floor: µs | pgcc ÷ RO | only RO runs | only pgcc runs | "
+             "largest differences (pgcc - RO, µs per step) |", "|---" * 8 + "|"]
+    for r in recs:
+        k = r.get("kernels")
+        if not k or "reduce-overhead" not in k or "pgcc" not in k:
+            continue
+        ro, pg, fl = k["reduce-overhead"], k["pgcc"], k.get("manual capture")
+        tot = lambda d: (sum(v[1] for v in d.values()), sum(v[0] for v in d.values()))
+        (rt, rn), (pt, pn) = tot(ro), tot(pg)
+        short = lambda n: (n[:50] + "…") if len(n) > 51 else n
+        only_ro = sorted(set(ro) - set(pg), key=lambda n: -ro[n][1])
+        only_pg = sorted(set(pg) - set(ro), key=lambda n: -pg[n][1])
+        diff = sorted(((pg.get(n, [0, 0])[1] - ro.get(n, [0, 0])[1], n) for n in set(ro) | set(pg)),
+                      key=lambda d: -abs(d[0]))[:3]
+        lines.append(f"| {r['model']} | {rt:.1f}, {rn:g} | {pt:.1f}, {pn:g} | "
+                     f"{tot(fl)[0]:.1f} | {pt / rt:.2f}x | " if fl else
+                     f"| {r['model']} | {rt:.1f}, {rn:g} | {pt:.1f}, {pn:g} | — | {pt / rt:.2f}x | ")
+        lines[-1] += (", ".join(f"{short(n)} ({ro[n][1]:.1f})" for n in only_ro[:3]) or "—") + " | "
+        lines[-1] += (", ".join(f"{short(n)} ({pg[n][1]:.1f})" for n in only_pg[:3]) or "—") + " | "
+        lines[-1] += ", ".join(f"{short(n)} {d:+.1f}" for d, n in diff) + " |"
+    return "\n".join(lines)
 
 
 def pool_segments(torch):
@@ -204,11 +259,13 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--out", help="a folder for zoo_bench.json")
+    ap.add_argument("--kernels", action="store_true",
+                    help="also profile one step of reduce-overhead, the manual capture and pgcc kernel by kernel")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        return child(args.child, args.rounds, args.iters, args.child_out)
+        return child(args.child, args.rounds, args.iters, args.child_out, args.kernels)
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
     import tempfile
@@ -223,7 +280,8 @@ def main():
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(work, "inductor", key.replace(":", "_")))
         try:
             p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", work, "--rounds",
-                                str(args.rounds), "--iters", str(args.iters)], env=env, capture_output=True,
+                                str(args.rounds), "--iters", str(args.iters)] + (["--kernels"] if args.kernels else []),
+                               env=env, capture_output=True,
                                text=True, timeout=args.timeout)
             got = [json.loads(l[6:]) for l in p.stdout.splitlines() if l.startswith("BENCH ")]
             rec = got[-1] if got else {"model": key, "failed": " | ".join((p.stdout + p.stderr).strip()
@@ -234,6 +292,9 @@ def main():
         print(json.dumps(rec), flush=True)
     print()
     print(table(recs))
+    if args.kernels:
+        print()
+        print(kernel_table(recs))
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "zoo_bench.json"), "w") as f:
