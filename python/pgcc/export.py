@@ -98,9 +98,12 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
         with HostReads() as reads:
+            before = 0
             for i in range(warmup):
                 prog.status(f"{name}: warm-up call {i + 1}/{warmup}" + (" (compiling)" if compile and i == 0 else ""))
+                before = len(reads.seen)
                 run(*inputs)
+            per_call = len(reads.seen) - before  # (the last call's: compiling makes reads of its own)
             if reads.seen:
                 # The captures split at the reads, and capture D runs on other values: the
                 # compiler sees those values now (torch.compile compiles a graph after a
@@ -112,8 +115,9 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                 restore_state(state)
                 run(*inputs)
         if reads.seen:
-            prog.log(f"  {len(reads.seen)} host reads in {warmup + 3} warm-up calls, the first at {reads.seen[0][1]} "
-                     f"({reads.seen[0][0]}): the captures are split there")
+            prog.log(f"  {per_call} host reads in a call, the first at {reads.seen[-per_call][1]} "
+                     f"({reads.seen[-per_call][0]}): the captures are split there" if per_call else
+                     f"  host reads while compiling only ({len(reads.seen)}): the captures are split at any")
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
         report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
@@ -283,7 +287,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         else:
             problems.append(f"{where}: a {kind} node, which pgcc-export does not export yet")
 
-    scalars = host_values(capA, capD, nodes, kernels, problems, prog.warn, log) if split else []
+    scalars = host_values(capA, capD, nodes, kernels, suspects, prog.warn, log) if split else []
 
     # Outputs whose memory held other tensors earlier in capture A: a word pointing there
     # cannot say which tensor it means, so every word is the region's, and the output is
@@ -579,11 +583,14 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
         loaded.close()
 
 
-def host_values(capA, capD, nodes, kernels, problems, warn, log):
+def host_values(capA, capD, nodes, kernels, suspects, warn, log):
     """The values the program reads back (capture.py's read nodes): which kernel
     arguments are a value read (hostvalues.flows, capture D against A), made scalars
     `from` the read's host buffer; a read no argument takes is guarded (its sync node
-    gets "guard": the bytes read at export).  Returns the scalars."""
+    gets "guard": the bytes read at export).  An argument that changes in capture D but
+    is none of the values read joins the suspects, to be proven irrelevant by replay
+    (seen: an eager kernel's uninitialised padding byte that happened to agree in A, B
+    and C) or to stand in the way.  Returns the scalars."""
     part = same_path(capA.nodes, capD.nodes)
     by_index = {n["index"]: n for n in nodes}
     found, unexplained = {}, []
@@ -602,9 +609,10 @@ def host_values(capA, capD, nodes, kernels, problems, warn, log):
         k = kernels[capA.nodes[i]["func"]]
         k.setdefault("scalar_types", {})[k["layout"][p][0]] = t
     for i, p in unexplained:
-        problems.append(f"node {i} ({capA.nodes[i]['name'][:80]}): parameter {p} changes with the input values "
-                        "but is none of the values read back, converted: a value computed on the host from them, "
-                        "which pgcc-export cannot follow yet")
+        off, size = capA.nodes[i]["layout"][p]
+        suspects.setdefault(i, []).append((off, size, f"parameter {p} changes with the input values (capture D) but "
+                                                      "is none of the values read back: if the kernel reads it, a "
+                                                      "value computed on the host, which pgcc-export cannot follow"))
     taken = {s["read"] for s in scalars.values()}
     for n in nodes:
         if n["kind"] == "sync" and n["read"] not in taken:

@@ -81,4 +81,56 @@ def branch():
     return _module(model, x, other)
 
 
-PROGRAMS = {"item_mlp": item_mlp, "branch": branch}
+class ScalerStep:
+    """An fp16 autocast training step with torch.amp.GradScaler: GradScaler.step reads
+    whether any gradient is inf or NaN back with .item() and skips the optimizer step if
+    so (update() then lowers the scale, on the device).  The read chooses the path: the
+    export holds the step that is taken and guards the read."""
+
+    train = True
+
+    def __init__(self):
+        torch.manual_seed(40)
+        self.model = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64)).cuda().train()
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+        self.scaler = torch.amp.GradScaler("cuda", init_scale=1024.0)
+
+    def __call__(self, x, y):
+        self.opt.zero_grad(set_to_none=False)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = nn.functional.mse_loss(self.model(x).float(), y)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.opt)  # the host read: found_inf.item()
+        self.scaler.update()
+        return loss.detach()
+
+    @property
+    def weights(self):
+        """Every state tensor: parameters, gradients, momentum, the scale and its growth
+        tracker."""
+        out = dict(self.model.named_parameters())
+        for j, p in enumerate(self.model.parameters()):
+            out[f"grad.{j}"] = p.grad
+            if "momentum_buffer" in self.opt.state.get(p, {}):
+                out[f"momentum.{j}"] = self.opt.state[p]["momentum_buffer"]
+        out["scaler.scale"], out["scaler.growth_tracker"] = self.scaler._scale, self.scaler._growth_tracker
+        return out
+
+
+def scaler_step():
+    step = ScalerStep()
+    x, y = torch.randn(16, 64, device="cuda"), torch.randn(16, 64, device="cuda")
+    step(x, y)  # the state exists before anything is captured (momentum, the scale)
+    torch.cuda.synchronize()
+
+    def other(seed, same_path=True):
+        g = torch.Generator().manual_seed(seed)
+        xs = [torch.randn(16, 64, generator=g).cuda(), torch.randn(16, 64, generator=g).cuda()]
+        if not same_path:
+            xs[0][0, 0] = float("inf")  # an inf batch: GradScaler skips the step
+        return xs
+    step.model_fn = step
+    return step, [x, y], step.weights, other
+
+
+PROGRAMS = {"item_mlp": item_mlp, "branch": branch, "scaler_step": scaler_step}

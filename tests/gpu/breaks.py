@@ -7,7 +7,12 @@ GPU:
   that fresh inputs -- other values read -- give PyTorch's result;
 - branch: `if h.sum() > 0:` picks one of two heads; the export holds the path the
   example inputs took, guarded: fresh inputs on that path give PyTorch's result, inputs
-  on the other path stop with PGRT_ERR_GUARD, and the program runs again after that.
+  on the other path stop with PGRT_ERR_GUARD, and the program runs again after that;
+- scaler_step: an fp16 autocast SGD step with torch.amp.GradScaler, whose step() reads
+  found_inf with .item(): verified over 3 steps (losses and every state tensor); a
+  batch with an inf stops at the guard before the optimizer step, the parameters
+  untouched (PyTorch skips the step too, and also lowers the scale, which the C does
+  not: that needs a conditional node).
 
 Each: the export's own verify (4 calls plus 2 on other values), then 4 calls on fresh
 inputs with the arena poisoned, compared with the compiled callable (bit for bit) and
@@ -34,13 +39,18 @@ import pgcc  # noqa: E402
 from breaks import PROGRAMS  # noqa: E402
 from pgcc.verify import compare  # noqa: E402
 
-EXPECT = {"item_mlp": {"reads": 1, "guarded": 0}, "branch": {"reads": 1, "guarded": 1}}
+EXPECT = {"item_mlp": {"reads": 1, "guarded": 0}, "branch": {"reads": 1, "guarded": 1},
+          "scaler_step": {"reads": 1, "guarded": 1}}
 
 
 def check(name, out, failures):
-    fn, inputs, weights, other = PROGRAMS[name]()
-    compiled = torch.compile(fn)
-    res = pgcc.export(fn, inputs, out, name=name, weights=weights)
+    watch = pgcc.ModuleWatch()  # before the program first runs: cuBLASLt loads its kernels lazily
+    try:
+        fn, inputs, weights, other = PROGRAMS[name]()
+        compiled = torch.compile(fn)
+        res = pgcc.export(fn, inputs, out, name=name, weights=weights, watch=watch)
+    finally:
+        watch.close()
     print(f"{name}: {res.verified}")
     reads = res.report["host_reads"]
     print(f"{name}: host reads {reads}")
@@ -53,6 +63,12 @@ def check(name, out, failures):
     if report.returncode != 0 or "sync" not in report.stdout:
         failures.append(f"{name}: pgcc --report fails or shows no sync")
     p = pgcc.load(out, name=name)
+    if getattr(fn, "train", False) is True:
+        try:
+            check_training_guard(name, fn, p, other, failures)
+        finally:
+            p.close()
+        return
     try:
         for call in range(4):
             xs = other(100 + call, True)
@@ -85,6 +101,25 @@ def check(name, out, failures):
                 failures.append(f"{name}: the call after a guard stopped one is wrong (max error {err:.3g})")
     finally:
         p.close()
+
+
+def check_training_guard(name, step, p, other, failures):
+    """An inf batch stops the exported step at the guard, before the optimizer's update:
+    the program's parameters are as they were."""
+    params = dict(step.model.named_parameters())
+    before = {n: p.weight(n, like=t).clone() for n, t in params.items()}
+    try:
+        p(*other(400, False))
+        torch.cuda.synchronize()
+        failures.append(f"{name}: a batch with an inf ran through instead of stopping at the guard")
+    except RuntimeError as e:
+        print(f"{name}: a batch with an inf: {e}")
+        if "guard" not in str(e):
+            failures.append(f"{name}: the inf batch failed, but not at a guard: {e}")
+    changed = [n for n, t in params.items() if not torch.equal(p.weight(n, like=t), before[n])]
+    print(f"{name}: parameters changed by the stopped call: {changed or 'none'}")
+    if changed:
+        failures.append(f"{name}: the stopped call changed {changed}")
 
 
 def main():
