@@ -21,12 +21,14 @@ from .kernels import func_attrs
 class Capture:
     """A captured graph's nodes: kind, kernel launch, parameter bytes, edges."""
 
-    def __init__(self, torch, fn, inputs, far=None, split=False):
+    def __init__(self, torch, fn, inputs, far=None, split=False, force=None):
         """far: a context manager under which the capture runs (farmem.far, pool=False:
         the capture's private pool is then made far away).  split: cut the capture at
         every host read (hostreads.py) into stretches, each its own graph on one pool;
         each stretch is replayed when the read comes, so that the value read is real
-        (the call then runs for real, once).  Without it a host read fails the capture."""
+        (the call then runs for real, once).  Without it a host read fails the capture.
+        force: {read index: True}: the program gets those reads' values flipped
+        (hostreads.flipped), to take the other side of a branch."""
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
         self.segments, self.reads, self.stream = [self.graph], [], None
         torch.cuda.synchronize()
@@ -35,7 +37,7 @@ class Capture:
         try:
             with far() if far else contextlib.nullcontext():
                 if split:
-                    out = self.capture_split(torch, fn, inputs, pool)
+                    out = self.capture_split(torch, fn, inputs, pool, force)
                 else:
                     with torch.cuda.graph(self.graph, pool=pool):
                         out = fn(*inputs)
@@ -50,12 +52,12 @@ class Capture:
         self.snapshot = torch.cuda.memory_snapshot()
         self.walk_all()
 
-    def capture_split(self, torch, fn, inputs, pool):
+    def capture_split(self, torch, fn, inputs, pool, force=None):
         """fn(*inputs) captured in stretches between its host reads (self.segments), the
         reads in self.reads: where each read (its address, bytes, dtype), the bytes it
         read, the operation and the user's line."""
         from .cuda import read_device
-        from .hostreads import HostReads
+        from .hostreads import HostReads, flipped
         from .weights import dtype_of
 
         def at_read(t, op, where):
@@ -66,9 +68,13 @@ class Capture:
             self.reads.append({"src": addr, "width": size, "dtype": dtype_of(t), "value": read_device(addr, size),
                                "op": op, "where": where})
 
-            def capture_on():  # (after the read, which is made eagerly)
+            def capture_on(value):  # (after the read, which is made eagerly)
                 self.segments.append(torch.cuda.CUDAGraph(keep_graph=True))
                 self.segments[-1].capture_begin(pool=pool)
+                if force and force.get(len(self.reads) - 1) and value is not None:
+                    self.reads[-1]["forced"] = True
+                    return flipped(value)
+                return value
             return capture_on
         import gc
         gc.collect()

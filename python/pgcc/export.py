@@ -12,6 +12,7 @@ when this module is imported.  docs/e2e.md explains each step and why.
 import hashlib
 import json
 import os
+from types import SimpleNamespace
 
 from .capture import Capture, foreign_memory, host_maps, tensor_span
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES, read_device
@@ -148,10 +149,24 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     the callable reads values back to the host (hostreads.py): the captures are cut
     there (and run the call for real, so the state is put back after each), and capture D,
     on other input values, tells which kernel arguments are the values read
-    (hostvalues.py)."""
-    import torch
-
+    (hostvalues.py).  A read that only chose the path is then tried as a conditional node
+    (branches.py): the other path is captured too (the value given to the program
+    flipped), and where the two share what came before the read, the program holds both,
+    chosen on the device."""
     prog = progress or Progress(prefix="pgcc-export")
+    a = analyse(fn, inputs, weights, out_dir, name, prog, watch, split)
+    if split:
+        from .branches import join_other_path
+        join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a)
+    return write_export(a, inputs, out_dir, name, prog, diagnose)
+
+
+def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
+    """Captures, relocations, the kernels' code, replays: everything an export holds, in
+    memory (a namespace: capA, bufs, nodes, edges, kernels, scalars, report, outputs).
+    force: {read index: True}, reads whose value the program is given flipped (the other
+    path of a branch, branches.py)."""
+    import torch
     log = prog.log
     if watch:
         watch.paused = True  # the captures and searches below load modules of their own
@@ -165,7 +180,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
 
     def capture(i, what, xs, **kw):
         prog.status(f"{name}: capture {i}/{count} ({what})")
-        cap = Capture(torch, fn, xs, split=split, **kw)
+        cap = Capture(torch, fn, xs, split=split, force=force, **kw)
         restore_state(state)
         return cap
     capture(1, "thrown away", inputs).reset()
@@ -173,7 +188,7 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     inputs_b = [x.clone() for x in inputs]  # the same values at other addresses
     capB = capture(3, "B, the inputs at other addresses", inputs_b)
     prog.status(f"{name}: capture 4/{count} (C, far away: other high address bits)")
-    inputs_c, capC = capture_far(torch, fn, inputs, prog, split)
+    inputs_c, capC = capture_far(torch, fn, inputs, prog, split, force)
     restore_state(state)
     caps = [capA, capB, capC]
     for c, cap in enumerate(caps[1:], 1):
@@ -384,9 +399,9 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
               "library_candidates": {s: n for s, n in getattr(find_in_libraries, "candidates", {}).items() if n > 1},
               "kernels": [{"symbol": k["symbol"], "module": k.get("module"), "entry": k.get("entry")}
                           for k in kernels.values()]}
-    with open(os.path.join(out_dir, name + ".export.json"), "w") as f:
-        json.dump(report, f, indent=1)
     def write_report():
+        if force:  # (the other path's analysis: its problems are said by branches.py)
+            return
         with open(os.path.join(out_dir, name + ".export.json"), "w") as f:
             json.dump(report, f, indent=1)
 
@@ -437,6 +452,18 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
         outputs = [o.clone() for o in capA_outputs(torch, capA)]
     finally:
         replayer.close()
+    return SimpleNamespace(capA=capA, bufs=bufs, nodes=nodes, edges=edges, kernels=kernels, scalars=scalars,
+                           report=report, write_report=write_report, outputs=outputs)
+
+
+def write_export(a, inputs, out_dir, name, prog, diagnose):
+    """Writes what analyse() found (NAME.safetensors, NAME.io.safetensors, NAME.graph);
+    with diagnose, runs the nodes one by one; returns the report."""
+    import torch
+    log = prog.log
+    capA, bufs, nodes, edges, kernels, scalars = a.capA, a.bufs, a.nodes, a.edges, a.kernels, a.scalars
+    report, write_report, outputs = a.report, a.write_report, a.outputs
+    conditions = getattr(a, "conditions", [])
 
     # weights file: the model's weights that are used, and static blocks' bytes
     used = {id(b) for n in nodes for b in node_buffers(n)}
@@ -456,8 +483,11 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     write_safetensors(os.path.join(out_dir, name + ".io.safetensors"), io)
     major, minor = torch.cuda.get_device_capability()
     write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, edges,
-                f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture", scalars=scalars)
-    if diagnose:
+                f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture", scalars=scalars,
+                conditions=conditions)
+    if diagnose and conditions:
+        log("  diagnosis: left out for a program with conditional nodes (the node-by-node runs follow one path)")
+    elif diagnose:
         prog.status(f"{name}: diagnosis, node by node")
         from .diagnose import diagnose as run_diagnosis
         from .loader import load
@@ -646,14 +676,14 @@ def reused(allocs, addr, size):
     return any(a < addr + size and addr < a + s for a, s in allocs[:last])
 
 
-def capture_far(torch, fn, inputs, prog, split=False):
+def capture_far(torch, fn, inputs, prog, split=False, force=None):
     """Capture C, with its inputs and its own pool in memory far from A's and B's
     (farmem.py), so that their addresses differ in the high 32 bits too."""
     with far(torch) as where:
         if where.pool is None:
             prog.warn("PyTorch has no allocator setting for expandable segments", "capture C at ordinary addresses")
         inputs_c = [x.clone() for x in inputs]
-    cap = Capture(torch, fn, inputs_c, far=lambda: far(torch, pool=False), split=split)
+    cap = Capture(torch, fn, inputs_c, far=lambda: far(torch, pool=False), split=split, force=force)
     cap.inputs_memory = where  # as long as the capture
     return inputs_c, cap
 

@@ -64,6 +64,10 @@ def node_buffers(n):
     elif n["kind"] in ("memcpy", "read"):
         yield n["src"][0]
         yield n["dst"][0]
+    elif n["kind"] == "if":  # (a conditional node: its bodies' nodes)
+        for _, body, _ in n["bodies"]:
+            for m in body:
+                yield from node_buffers(m)
 
 
 def relocations(k, off):
@@ -86,7 +90,7 @@ def dontcare(k, off, inner):
     return out
 
 
-def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture", scalars=()):
+def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture", scalars=(), conditions=()):
     """The .graph file's text.  kernels: {func: {"symbol", "layout", "ptr_words" ((param
     offset, offset inside, kind) of each relocation), "dontcare" ((param offset, offset
     inside, length) of bytes no launch depends on), "module", ["entry"]}} (each gets its
@@ -95,7 +99,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     scalars: values read back that kernels take ({"name", "type", "from"}: hostvalues.py),
     whose parameters are typed as the scalar in "scalar_types" {param offset: type} of
     their kernel.  A host read is a "read" node (a copy into a host buffer) and a "sync"
-    node, with "guard" (the bytes read at export) where the value only chose the path."""
+    node, with "guard" (the bytes read at export) where the value only chose the path;
+    conditions: [{"name"}] of conditional nodes ("if" nodes with "condition" and
+    "bodies" [(graph name, nodes, edges)], branches.py), whose handles kernels take as
+    ("cond", condition) arguments."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
     v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
     v2 = v2 or any(k.get("dontcare") for k in kernels.values()) or any(n.get("cluster") for n in nodes)
@@ -157,9 +164,18 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     if scalars:
         out.append("")
     out += [f'scalar {s["name"]} type {s["type"]} from {s["from"]};' for s in scalars]
+    out += [f'condition {c["name"]} default 0;' for c in conditions]
     out += ["", "graph main {"]
     renamed = {}  # a guarded sync's successors wait for its guard
-    for n in nodes:
+
+    def graph(nodes, edges):
+        for n in nodes:
+            node(n)
+        kept = {n["index"] for n in nodes}
+        out.extend(f"  {renamed.get(a, f'n{a}')} -> n{b};" for a, b in edges if a in kept and b in kept)
+        out.append("}")
+
+    def node(n):
         i = n["index"]
         if n["kind"] == "kernel":
             k = kernels[n["func"]]
@@ -189,8 +205,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                     # already wrote as zeros); another launch may hold a value there that it reads.
                     ptrs = [got.get(at, "null") for at, _ in inner]
                     args.append("[" + ", ".join([f'"{bytes(a[1]).hex()}"'] + ptrs) + "]")
-                elif a[0] == "scalar":
-                    args.append(a[2]["name"])
+                elif a[0] in ("scalar", "cond"):
+                    args.append(a[-1]["name"])
                 elif off in k.get("scalar_types", {}):
                     args.append(literal(a[1], k["scalar_types"][off]))
                 else:
@@ -206,6 +222,9 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             out.append(f'  node n{i} memcpy dir dtod src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
         elif n["kind"] == "read":
             out.append(f'  node n{i} memcpy dir dtoh src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
+        elif n["kind"] == "if":
+            out.append(f'  node n{i} conditional type if condition {n["condition"]["name"]} bodies '
+                       f'[{", ".join(g for g, _, _ in n["bodies"])}];')
         elif n["kind"] == "sync":
             out.append(f'  node n{i} hostop op sync reason "{text(n["where"])}: a value read back to the host";')
             if n.get("guard") is not None:
@@ -215,9 +234,11 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                 renamed[i] = f"n{i}g"
         else:
             out.append(f"  node n{i} empty;")
-    kept = {n["index"] for n in nodes}
-    out += [f"  {renamed.get(a, f'n{a}')} -> n{b};" for a, b in edges if a in kept and b in kept]
-    out.append("}")
+    graph(nodes, edges)
+    for n in nodes:  # the bodies of conditional nodes, after the graph that uses them
+        for gname, body, body_edges in n.get("bodies", ()):
+            out += ["", f"graph {gname} {{"]
+            graph(body, body_edges)
     return "\n".join(out) + "\n"
 
 

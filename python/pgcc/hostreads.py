@@ -36,8 +36,9 @@ def user_line(skip=()):
 
 class HostReads:
     """While entered, every host read of a CUDA tensor calls hook(tensor, op, where) before
-    it is made, and what the hook returned (a callable, or None) after it; `seen` lists
-    (op, where) of each read (hook or not)."""
+    it is made; what the hook returned (None, or a callable) is called after it with the
+    value read (None if the read failed) and gives the value the program gets; `seen`
+    lists (op, where) of each read (hook or not)."""
 
     def __init__(self, hook=None):
         self.hook, self.seen, self.saved = hook, [], {}
@@ -54,10 +55,12 @@ class HostReads:
                     self.seen.append((_op, where))
                     after = self.hook(t, _op, where) if self.hook is not None else None
                     try:
-                        return _original(t, *a, **kw)
-                    finally:
+                        got = _original(t, *a, **kw)
+                    except BaseException:
                         if after is not None:
-                            after()
+                            after(None)
+                        raise
+                    return after(got) if after is not None else got
                 return _original(t, *a, **kw)
             # torch.compile must not trace into the wrapper (it would compile the hook)
             setattr(torch.Tensor, op, torch.compiler.disable(wrapped, recursive=True))
@@ -72,6 +75,14 @@ class HostReads:
                 delattr(torch.Tensor, op)
         self.saved = {}
         return False
+
+
+def flipped(v):
+    """The value that takes the other side of a branch: not v for a bool, 0 for a nonzero
+    number and 1 for zero (a flag such as GradScaler's found_inf)."""
+    if isinstance(v, bool):
+        return not v
+    return type(v)(0 if v else 1)
 
 
 def perturbed(torch, inputs, scale=1.25):

@@ -5,14 +5,13 @@ GPU:
 - item_mlp: `.item()` of the largest activation divides the rest; the exporter must
   find that the kernel after the read takes the value (a scalar `from` the read), so
   that fresh inputs -- other values read -- give PyTorch's result;
-- branch: `if h.sum() > 0:` picks one of two heads; the export holds the path the
-  example inputs took, guarded: fresh inputs on that path give PyTorch's result, inputs
-  on the other path stop with PGRT_ERR_GUARD, and the program runs again after that;
+- branch: `if h.sum() > 0:` picks one of two heads; the export holds both, in an
+  IF/ELSE node whose condition a kernel sets from the value on the device: fresh inputs
+  on either path give PyTorch's result;
 - scaler_step: an fp16 autocast SGD step with torch.amp.GradScaler, whose step() reads
   found_inf with .item(): verified over 3 steps (losses and every state tensor); a
-  batch with an inf stops at the guard before the optimizer step, the parameters
-  untouched (PyTorch skips the step too, and also lowers the scale, which the C does
-  not: that needs a conditional node).
+  batch with an inf takes the other path in C as in PyTorch: the optimizer step
+  skipped, the scale lowered, every state tensor as PyTorch's.
 
 Each: the export's own verify (4 calls plus 2 on other values), then 4 calls on fresh
 inputs with the arena poisoned, compared with the compiled callable (bit for bit) and
@@ -39,8 +38,8 @@ import pgcc  # noqa: E402
 from breaks import PROGRAMS  # noqa: E402
 from pgcc.verify import compare  # noqa: E402
 
-EXPECT = {"item_mlp": {"reads": 1, "guarded": 0}, "branch": {"reads": 1, "guarded": 1},
-          "scaler_step": {"reads": 1, "guarded": 1}}
+EXPECT = {"item_mlp": {"reads": 1, "conditional": 0}, "branch": {"reads": 1, "conditional": 1},
+          "scaler_step": {"reads": 1, "conditional": 1}}
 
 
 def check(name, out, failures):
@@ -55,8 +54,10 @@ def check(name, out, failures):
     reads = res.report["host_reads"]
     print(f"{name}: host reads {reads}")
     want = EXPECT[name]
-    if len(reads) != want["reads"] or sum(r["guarded"] for r in reads) != want["guarded"]:
-        failures.append(f"{name}: {len(reads)} reads, {sum(r['guarded'] for r in reads)} guarded; expected {want}")
+    conditional = sum(1 for r in reads if r.get("conditional"))
+    if len(reads) != want["reads"] or conditional != want["conditional"] or any(r["guarded"] for r in reads):
+        failures.append(f"{name}: {len(reads)} reads, {conditional} conditional, "
+                        f"{sum(r['guarded'] for r in reads)} guarded; expected {want}, none guarded")
     report = subprocess.run([os.path.join(ROOT, "build", "pgcc"), "--report", res.graph], capture_output=True,
                             text=True)
     print(report.stdout + report.stderr)
@@ -65,7 +66,7 @@ def check(name, out, failures):
     p = pgcc.load(out, name=name)
     if getattr(fn, "train", False) is True:
         try:
-            check_training_guard(name, fn, p, other, failures)
+            check_training_branch(name, fn, p, other, failures)
         finally:
             p.close()
         return
@@ -83,43 +84,44 @@ def check(name, out, failures):
                   f" the compiled callable, max error {err_eager:.3g} against eager PyTorch")
             if not same and err > tol:
                 failures.append(f"{name}: call {call}: max error {err:.3g} against the compiled callable")
-        if want["guarded"]:
-            xs = other(200, False)
-            try:
-                p(*xs)
-                torch.cuda.synchronize()
-                failures.append(f"{name}: inputs on the other path ran instead of stopping at the guard")
-            except RuntimeError as e:
-                print(f"{name}: inputs on the other path: {e}")
-                if "guard" not in str(e):
-                    failures.append(f"{name}: the other path failed, but not at a guard: {e}")
-            xs = other(300, True)
-            got = p(*xs)
-            same, err, tol = compare(got, compiled(*xs))
-            print(f"{name}: after the guard stopped a call, the next call: max error {err:.3g}")
-            if not same and err > tol:
-                failures.append(f"{name}: the call after a guard stopped one is wrong (max error {err:.3g})")
+        if want["conditional"]:  # the other side of the branch, chosen on the device
+            for call in range(2):
+                xs = other(200 + call, False)
+                p.fill_arena(0xFF)
+                got = p(*xs)
+                with torch.no_grad():
+                    ref, eager = compiled(*xs), fn.model(*xs)
+                same, err, tol = compare(got, ref)
+                _, err_eager, _ = compare(got, eager)
+                print(f"{name}: the other path, call {call}: "
+                      f"{'bit-identical to' if same else f'max error {err:.3g} against'} the compiled callable, max "
+                      f"error {err_eager:.3g} against eager PyTorch")
+                if not same and err > tol:
+                    failures.append(f"{name}: the other path: max error {err:.3g} against the compiled callable")
     finally:
         p.close()
 
 
-def check_training_guard(name, step, p, other, failures):
-    """An inf batch stops the exported step at the guard, before the optimizer's update:
-    the program's parameters are as they were."""
-    params = dict(step.model.named_parameters())
-    before = {n: p.weight(n, like=t).clone() for n, t in params.items()}
-    try:
-        p(*other(400, False))
-        torch.cuda.synchronize()
-        failures.append(f"{name}: a batch with an inf ran through instead of stopping at the guard")
-    except RuntimeError as e:
-        print(f"{name}: a batch with an inf: {e}")
-        if "guard" not in str(e):
-            failures.append(f"{name}: the inf batch failed, but not at a guard: {e}")
-    changed = [n for n, t in params.items() if not torch.equal(p.weight(n, like=t), before[n])]
-    print(f"{name}: parameters changed by the stopped call: {changed or 'none'}")
-    if changed:
-        failures.append(f"{name}: the stopped call changed {changed}")
+def check_training_branch(name, step, p, other, failures):
+    """A batch with an inf: the exported step takes the other path on the device as
+    PyTorch does (GradScaler skips the optimizer step, update() lowers the scale): every
+    parameter, momentum buffer and the scaler's state after it, against PyTorch's step
+    from the same state on the same batch."""
+    xs = other(400, False)
+    scale = p.weight("scaler.scale", like=step.scaler._scale).clone()
+    p(*xs)
+    torch.cuda.synchronize()
+    step(*xs)  # PyTorch, eagerly, from the same state (verify put it back as exported)
+    torch.cuda.synchronize()
+    names = [n for n in step.weights if not n.startswith("grad.")]  # (the gradients hold the inf)
+    bad = [n for n in names if not torch.equal(p.weight(n, like=step.weights[n]), step.weights[n])]
+    after = p.weight("scaler.scale", like=step.scaler._scale)
+    print(f"{name}: a batch with an inf: the scale {scale.item():g} -> {after.item():g} in C, "
+          f"{step.scaler._scale.item():g} in PyTorch; state tensors that differ: {bad or 'none'} of {len(names)}")
+    if bad:
+        failures.append(f"{name}: after the inf batch, {bad} differ from PyTorch's")
+    if not after.item() < scale.item():
+        failures.append(f"{name}: the inf batch did not lower the scale in C")
 
 
 def main():

@@ -1,0 +1,226 @@
+"""Branches: a value read back that only chose the path the program took (a guarded
+read, hostvalues.py) becomes a CUDA conditional node, so that the call holds both paths
+and the device picks one, with no host round trip.
+
+The other path is exported too: export.analyse runs again with the program given the
+read's value flipped (hostreads.flipped: `not v` for a bool, 1 for a zero flag such as
+GradScaler's found_inf), and join() merges the two analyses.  Before the read, both must
+have run the same nodes on the same buffers (captures on fresh private pools lay out
+the same allocations the same way; the check is node by node, argument by argument);
+the read's copy, sync and guard are replaced by a small kernel that compares the value
+on the device with the one read at export and sets the condition, and an IF/ELSE node
+whose bodies are what each path ran after the read.  Buffers only one path uses keep
+their own names (`f_` for the other path's).  Supported: one guarded read, the last of
+the call; anything else stays guarded, with a warning saying why.
+
+join() is pure over the analyses' plain data; join_other_path() drives it (needs torch).
+"""
+import hashlib
+import os
+
+from .errors import ExportError
+
+COND_SYMBOL = "pgcc_cond_equal"
+# Compiled by libpgrt with NVRTC at init (module kind `cuda`).  NVRTC does not declare
+# the device runtime: this is cuda_device_runtime_api.h's declaration (nothing is linked).
+COND_SOURCE = r"""// pgcc-export: sets a conditional node's condition on the device: 1 when the n bytes
+// at v equal `expect` (little-endian), else 0.  The value the program read back on the
+// host when it was exported chose the then-body; any other value, the else-body.
+#ifdef __CUDACC_RTC__
+extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(unsigned long long handle,
+                                                                                    unsigned int value);
+#endif
+extern "C" __global__ void pgcc_cond_equal(unsigned long long cond, const unsigned char *v, unsigned long long expect,
+                                           unsigned int n) {
+  unsigned long long x = 0;
+  for (unsigned int i = 0; i < n && i < 8; i++) x |= (unsigned long long)v[i] << (8 * i);
+  cudaGraphSetConditional(cond, x == expect ? 1u : 0u);
+}
+"""
+
+
+def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
+    """If analysis `a` holds exactly one guarded read and it is the call's last, exports
+    the other path and joins it into `a` as a conditional node (in place); else, or if
+    the paths cannot be joined, leaves `a` guarded and warns why."""
+    guarded = [n for n in a.nodes if n["kind"] == "sync" and n.get("guard") is not None]
+    if not guarded:
+        return
+    k = guarded[0]["read"]
+    where = guarded[0]["where"]
+    if len(guarded) > 1 or k != len(a.capA.reads) - 1:
+        prog.warn("a read that chose the path stays guarded: only one such read, the last of the call, becomes a "
+                  "conditional node", f"{len(guarded)} guarded reads of {len(a.capA.reads)}")
+        return
+    from .export import analyse
+    prog.status(f"{name}: the other side of the branch at {where[:60]}")
+    try:
+        warm_other_path(fn, inputs, weights, k)
+        b = analyse(fn, inputs, weights, out_dir, name, prog, watch, True, force={k: True})
+        join(a, b, k, out_dir)
+    except ExportError as e:
+        prog.warn(f"the other side of the branch at {where} could not be joined as a conditional node: the read "
+                  "stays guarded", str(e))
+        return
+    a.write_report()
+    prog.log(f"  the value read at {where}: both paths exported, an IF/ELSE node chooses on the device")
+
+
+def warm_other_path(fn, inputs, weights, k):
+    """Runs fn with read k's value flipped, on the inputs and on other values of them, so
+    that torch.compile has compiled what runs after the read on that path before it is
+    captured (compiling inside a capture fails); the state is put back."""
+    import torch
+    from .export import restore_state, saved_state
+    from .hostreads import HostReads, flipped, perturbed
+    seen = []
+
+    def hook(t, op, where):
+        seen.append(op)
+        return (lambda v: flipped(v) if v is not None else v) if len(seen) - 1 == k else None
+    state = saved_state(torch, weights)
+    try:
+        for xs in (inputs, perturbed(torch, inputs, 1.25), perturbed(torch, inputs, 1.5), inputs):
+            seen.clear()
+            with HostReads(hook):
+                fn(*xs)
+        torch.cuda.synchronize()
+    finally:
+        restore_state(state)
+
+
+def _same_arg(at, af, fmap, care):
+    """Whether argument af (the other path's) is argument at, its buffers mapped by fmap
+    (id -> buffer); care: whether the parameter's bytes all matter (no don't-care)."""
+    if at[0] != af[0]:
+        return False
+    if at[0] == "ptr":
+        return fmap.get(id(af[1])) is at[1] and at[2] == af[2]
+    if at[0] == "bytes":
+        rt = [(r[0], r[1]["name"], r[2], r[3]) for r in at[2]]
+        rf = [(r[0], fmap[id(r[1])]["name"] if id(r[1]) in fmap else None, r[2], r[3]) for r in af[2]]
+        return rt == rf
+    if at[0] == "scalar":
+        return at[2]["name"] == af[2]["name"]
+    return at[1] == af[1] or not care
+
+
+def _same_node(nt, nf, fmap, kernels):
+    if nt["kind"] != nf["kind"]:
+        return False
+    if nt["kind"] == "kernel":
+        if (nt["func"], nt["grid"], nt["block"], nt["smem"]) != (nf["func"], nf["grid"], nf["block"], nf["smem"]):
+            return False
+        k = kernels[nt["func"]]
+        careless = {o for o, _, _ in k.get("dontcare", ())}
+        return all(_same_arg(at, af, fmap, off not in careless)
+                   for (off, _), at, af in zip(k["layout"], nt["args"], nf["args"]))
+    pairs = [(nt[x], nf[x]) for x in ("src", "dst") if x in nt]
+    return all(fmap.get(id(f[0])) is t[0] and f[1] == t[1] for t, f in pairs) and nt.get("width") == nf.get("width")
+
+
+def _remap(n, fmap):
+    """Node n (the other path's) with its buffers mapped to the joined program's."""
+    m = lambda b: fmap.get(id(b), b)
+    n = dict(n)
+    if n["kind"] == "kernel":
+        args = []
+        for a in n["args"]:
+            if a[0] == "ptr":
+                a = ("ptr", m(a[1]), a[2])
+            elif a[0] == "bytes":
+                a = ("bytes", a[1], [(r[0], m(r[1]), r[2], r[3]) for r in a[2]])
+            args.append(a)
+        n["args"] = args
+    for x in ("src", "dst"):
+        if x in n:
+            n[x] = (m(n[x][0]), n[x][1])
+    return n
+
+
+def join(a, b, k, out_dir):
+    """Joins analysis b (the program given read k's value flipped) into analysis a (the
+    path the example inputs took) as a conditional node, in place: a.nodes, a.edges,
+    a.bufs, a.kernels, a.scalars, a.conditions, a.report.  Raises ExportError where the
+    two paths differ before the read, or the read is not where join expects it.  Writes
+    the condition kernel's source under out_dir/kernels."""
+    def read_at(x):
+        i = next((n["index"] for n in x.nodes if n["kind"] == "read" and n["read"] == k), None)
+        if i is None:
+            raise ExportError(f"read {k} is not among the nodes")
+        return i
+    ra, rb = read_at(a), read_at(b)
+    if b.capA.reads[k].get("forced") is not True:
+        raise ExportError("the other path's capture did not flip the value read")
+    pre_a = [n for n in a.nodes if isinstance(n["index"], int) and n["index"] < ra]
+    pre_b = [n for n in b.nodes if isinstance(n["index"], int) and n["index"] < rb]
+    # the read's copy and sync (indices ra, ra + 1) go: the condition kernel reads the value
+    post_a = [n for n in a.nodes if n["index"] not in {x["index"] for x in pre_a} | {ra, ra + 1}]
+    post_b = [n for n in b.nodes if n["index"] not in {x["index"] for x in pre_b} | {rb, rb + 1}]
+    if any(n["kind"] in ("read", "sync") for n in post_a + post_b):
+        raise ExportError("a value is read back after the branch")
+
+    # buffers: the other path's, mapped to this one's by name where they are the same thing
+    byname = {x["name"]: x for x in a.bufs.list}
+    fmap = {}
+    for fb in b.bufs.list:
+        tb = byname.get(fb["name"])
+        same = tb is not None and tb["role"] == fb["role"] and (
+            fb["role"] in ("input", "output", "intermediate", "host") or
+            (tb["ranges"].get(0) == fb["ranges"].get(0) and tb["size"] == fb["size"]))
+        if same:
+            fmap[id(fb)] = tb
+            if fb["role"] == "intermediate" and fb["size"] > tb["size"]:
+                tb["size"] = fb["size"]
+        else:
+            fb["name"] = "f_" + fb["name"]
+            if "tensor" in fb:
+                fb["tensor"] = "__f_" + fb["tensor"]
+            a.bufs.list.append(fb)
+    kernels = dict(a.kernels)
+    for func, kf in b.kernels.items():
+        kt = kernels.setdefault(func, kf)
+        if kt is not kf:
+            kt["ptr_words"] = set(kt["ptr_words"]) | set(kf["ptr_words"])
+            kt["dontcare"] = set(kt.get("dontcare", ())) | set(kf.get("dontcare", ()))
+            kt.setdefault("scalar_types", {}).update(kf.get("scalar_types", {}))
+    if len(pre_a) != len(pre_b):
+        raise ExportError(f"before the read the paths ran {len(pre_a)} and {len(pre_b)} nodes")
+    for nt, nf in zip(pre_a, pre_b):
+        if not _same_node(nt, nf, fmap, kernels):
+            raise ExportError(f"before the read the paths differ at node {nt['index']} ({nt['kind']})")
+
+    # the condition, the kernel that sets it, the IF/ELSE node
+    read = next(n for n in a.nodes if n["index"] == ra)
+    sync = next(n for n in a.nodes if n["index"] == ra + 1)
+    expect = bytes(sync["guard"]) + bytes(8 - len(sync["guard"]))
+    cond = {"name": f"c{k}"}
+    path = os.path.join("kernels", "pgcc_cond.cu")
+    with open(os.path.join(out_dir, path), "w") as f:
+        f.write(COND_SOURCE)
+    kernels["pgcc_cond"] = {"symbol": COND_SYMBOL, "layout": [(0, 8), (8, 8), (16, 8), (24, 4)], "attrs": None,
+                            "ptr_words": {(8, 0, "abs64")}, "module": {
+                                "name": "pgcc_cond", "kind": "cuda", "file": path,
+                                "sha256": hashlib.sha256(COND_SOURCE.encode()).hexdigest()}}
+    setter = {"kind": "kernel", "func": "pgcc_cond", "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0,
+              "index": f"c{k}", "args": [("cond", cond), ("ptr", read["src"][0], read["src"][1]),
+                                         ("value", expect), ("value", read["width"].to_bytes(4, "little"))]}
+    then_ids = {n["index"] for n in post_a}
+    else_nodes = [_remap(dict(n, index=f"f{n['index']}"), fmap) for n in post_b]
+    else_ids = {n["index"] for n in post_b}
+    branch = {"kind": "if", "index": f"if{k}", "condition": cond, "where": read["where"],
+              "bodies": [(f"then{k}", post_a, [(x, y) for x, y in a.edges if x in then_ids and y in then_ids]),
+                         (f"else{k}", else_nodes, [(f"f{x}", f"f{y}") for x, y in b.edges
+                                                   if x in else_ids and y in else_ids])]}
+    before = [x for x, y in a.edges if y == ra]
+    pre_ids = {n["index"] for n in pre_a}
+    a.edges = [(x, y) for x, y in a.edges if x in pre_ids and y in pre_ids] + \
+        [(x, f"c{k}") for x in before] + [(f"c{k}", f"if{k}")]
+    a.nodes = pre_a + [setter, branch]
+    a.kernels.clear()
+    a.kernels.update(kernels)
+    names = {s["name"] for s in a.scalars}
+    a.scalars += [s for s in b.scalars if s["name"] not in names]
+    a.conditions = [cond]
+    if k < len(a.report.get("host_reads", [])):
+        a.report["host_reads"][k].update(guarded=False, conditional=True)

@@ -1,0 +1,89 @@
+"""branches.py: two paths of a program that branched on a value read back, joined into
+one program with an IF/ELSE node; pgcc reads the result and generates its C.  And the
+paths are refused where they differ before the read."""
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+from conftest import FIXTURES
+
+from pgcc.branches import join
+from pgcc.errors import ExportError
+from pgcc.graphfile import graph_text, node_buffers
+from pgcc.relocate import Buffers
+from pgcc.weights import write_safetensors
+
+
+def path(tmp_path, then, offset=0):
+    """One path's analysis: kernel n0 (in0 -> t0), the read of t0's first byte (n1 into
+    r0, sync n2, guarded), then kernel n3 (t0 -> out0) with scale `then`."""
+    cubin = os.path.join(FIXTURES, "scale.cubin")
+    os.makedirs(tmp_path / "kernels", exist_ok=True)
+    shutil.copy(cubin, tmp_path / "kernels" / "scale.cubin")
+    module = {"name": "m_scale", "kind": "cubin", "file": "kernels/scale.cubin",
+              "sha256": hashlib.sha256(open(cubin, "rb").read()).hexdigest()}
+    bufs = Buffers()
+    bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
+    t = bufs.add(name="t0", size=2048, role="intermediate", ranges={0: 0x40000})
+    y = bufs.add(name="out0", size=1024, role="output", dtype="f32", shape=[256], ranges={0: 0x20000})
+    r = bufs.add(name="r0", size=1, role="host", dtype="bool", shape=[])
+    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": {(0, 0, "abs64")}, "module": module}
+
+    def launch(i, buf, off, scale):
+        return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": i,
+                "args": [("ptr", buf, off), ("value", struct.pack("<f", scale)), ("value", struct.pack("<I", 256))]}
+    nodes = [launch(0, t, offset, 1.0),
+             {"kind": "read", "src": (t, 0), "dst": (r, 0), "width": 1, "index": 1, "read": 0, "where": "m.py:3",
+              "op": "__bool__"},
+             {"kind": "sync", "index": 2, "read": 0, "where": "m.py:3", "guard": b"\x01"},
+             launch(3, y, 0, then)]
+    return SimpleNamespace(capA=SimpleNamespace(reads=[{"where": "m.py:3"}]), bufs=bufs, nodes=nodes,
+                           edges=[(0, 1), (1, 2), (2, 3)], kernels={1: k}, scalars=[],
+                           report={"host_reads": [{"guarded": True}]})
+
+
+def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
+    a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
+    b.capA.reads[0]["forced"] = True
+    join(a, b, 0, str(tmp_path))
+    assert [n["index"] for n in a.nodes] == [0, "c0", "if0"]
+    assert (0, "c0") in a.edges and ("c0", "if0") in a.edges
+    branch = a.nodes[2]
+    (then_name, then_nodes, _), (else_name, else_nodes, _) = branch["bodies"]
+    assert [n["index"] for n in then_nodes] == [3] and [n["index"] for n in else_nodes] == ["f3"]
+    # the other path's nodes use this path's buffers
+    assert else_nodes[0]["args"][0][1] is next(x for x in a.bufs.list if x["name"] == "out0")
+    assert a.report["host_reads"][0] == {"guarded": False, "conditional": True}
+    used = {id(x) for n in a.nodes for x in node_buffers(n)}
+    text = graph_text("j", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90", conditions=a.conditions)
+    assert "condition c0 default 0;" in text
+    assert "  node nif0 conditional type if condition c0 bodies [then0, else0];" in text
+    assert "graph else0 {\n  node nf3 kernel scale" in text
+    assert "node nc0 kernel pgcc_cond_equal grid [1, 1, 1] block [1, 1, 1] smem 0 args [c0, t0, 1, 1];" in text
+    assert "r0" not in text  # the read's copy, sync and guard are gone: the device decides
+    (tmp_path / "j.graph").write_text(text)
+    write_safetensors(tmp_path / "j.safetensors", [])
+    r = subprocess.run([pgcc_bin, str(tmp_path / "j.graph"), "-o", str(tmp_path / "j.c")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    c = (tmp_path / "j.c").read_text()
+    assert "PGRT_NODE_CONDITIONAL" in c and "pgcc_cond_equal" in c
+    r = subprocess.run([pgcc_bin, "--report", str(tmp_path / "j.graph")], capture_output=True, text=True)
+    assert r.returncode == 0 and "eager" not in r.stdout.split("reasons")[1].split("\n")[1], r.stdout
+
+
+def test_paths_that_differ_before_the_read_are_not_joined(tmp_path):
+    a, b = path(tmp_path, 2.0), path(tmp_path, -3.0, offset=1024)
+    b.capA.reads[0]["forced"] = True
+    with pytest.raises(ExportError, match="differ at node 0"):
+        join(a, b, 0, str(tmp_path))
+
+
+def test_a_path_that_was_not_flipped_is_refused(tmp_path):
+    a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
+    with pytest.raises(ExportError, match="did not flip"):
+        join(a, b, 0, str(tmp_path))
