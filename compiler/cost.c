@@ -349,11 +349,13 @@ void pg_cost(PgProgram *p, const PgProfile *pr, double calls, bool allow_device)
     double once = (pr->instantiate_node_us * (double)s.nodes + pr->upload_us) / calls;
     r->est_graph_us = pr->graph_launch_us + pr->graph_launch_node_us * (double)s.nodes + s.graph + update + once;
     r->graph = r->est_graph_us < r->est_eager_us;
-    for (size_t i = 0; i < r->nodes.n && !r->graph; i++)
+    for (size_t i = 0; i < r->nodes.n; i++)
       if (r->nodes.v[i]->kind == PG_CONDITIONAL) {
+        const PgNode *c = r->nodes.v[i];
+        reason(p, r, pg_arena_printf(p->arena, "conditional node '%s' (%s over %zu bodies): the device picks what "
+                                     "runs, with no host round trip%s", c->name, pg_cond_names[c->u.cond.type],
+                                     c->u.cond.bodies.n, r->graph ? "" : "; it runs only inside a CUDA graph"));
         r->graph = true; /* the device decides: there is no eager way to run it */
-        reason(p, r, pg_arena_printf(p->arena, "conditional node '%s' runs only inside a CUDA graph",
-                                     r->nodes.v[i]->name));
       }
     if (r->est_graph_us < r->est_eager_us)
       reason(p, r, pg_arena_printf(p->arena, "%zu nodes in one graph launch: saves %.1f us per call", s.nodes,

@@ -16,12 +16,13 @@ GPU:
 Each: the export's own verify (4 calls plus 2 on other values), then 4 calls on fresh
 inputs with the arena poisoned, compared with the compiled callable (bit for bit) and
 eager PyTorch (max error printed); `pgcc --report` on the .graph must show the sync in
-an eager region.
+an eager region, or the conditional node.
 
     python3 tests/gpu/breaks.py [NAME ...]      (exit status 0: every check passed)
 
 With BREAKS_FIXTURES=DIR, the exports are also packed into DIR/breaks_fixtures.tar.gz
-(as tests/corpus/export/NAME/...: the CI fixtures with an eager region and a guard).
+(as tests/corpus/export/NAME/...: the CI fixtures with an eager region and a
+conditional node).
 """
 import os
 import subprocess
@@ -61,8 +62,9 @@ def check(name, out, failures):
     report = subprocess.run([os.path.join(ROOT, "build", "pgcc"), "--report", res.graph], capture_output=True,
                             text=True)
     print(report.stdout + report.stderr)
-    if report.returncode != 0 or "sync" not in report.stdout:
-        failures.append(f"{name}: pgcc --report fails or shows no sync")
+    wanted = "conditional node" if want["conditional"] else "host operation 'sync'"
+    if report.returncode != 0 or wanted not in report.stdout:
+        failures.append(f"{name}: pgcc --report fails or does not say {wanted!r}")
     p = pgcc.load(out, name=name)
     if getattr(fn, "train", False) is True:
         try:
