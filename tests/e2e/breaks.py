@@ -40,6 +40,19 @@ class Branch(nn.Module):
         return self.down(h) * 2
 
 
+class Cond(nn.Module):
+    """torch.cond on a device predicate: compiled, Inductor runs it as `if pred.item():`
+    between the two branches' kernels."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.up, self.down = nn.Linear(64, 64), nn.Linear(64, 16), nn.Linear(64, 16)
+
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return torch.cond(h.sum() > 0, lambda h: self.up(h), lambda h: self.down(h) * 2, (h,))
+
+
 def _module(model, x, other):
     model = model.cuda().eval()
     weights = dict(model.named_parameters())
@@ -63,7 +76,14 @@ def item_mlp():
 
 def branch():
     torch.manual_seed(1)
-    model = Branch()
+    return _two_paths(Branch(), 1)
+
+
+def _two_paths(model, seed):
+    """(fn, inputs, weights, other) of a model whose output depends on the sign of
+    tanh(a(x)).sum(): other(seed, same_path) draws fresh inputs until one takes the path
+    asked for."""
+    torch.manual_seed(seed)
     x = torch.randn(8, 64)
 
     def positive(x):
@@ -79,6 +99,11 @@ def branch():
                 return [y.cuda()]
         raise RuntimeError("no input found that takes the path asked for")
     return _module(model, x, other)
+
+
+def cond():
+    torch.manual_seed(2)
+    return _two_paths(Cond(), 2)
 
 
 class ScalerStep:
@@ -133,4 +158,4 @@ def scaler_step():
     return step, [x, y], step.weights, other
 
 
-PROGRAMS = {"item_mlp": item_mlp, "branch": branch, "scaler_step": scaler_step}
+PROGRAMS = {"item_mlp": item_mlp, "branch": branch, "cond": cond, "scaler_step": scaler_step}

@@ -8,6 +8,8 @@ GPU:
 - branch: `if h.sum() > 0:` picks one of two heads; the export holds both, in an
   IF/ELSE node whose condition a kernel sets from the value on the device: fresh inputs
   on either path give PyTorch's result;
+- cond: torch.cond on a device predicate (compiled: Inductor reads the predicate with
+  .item() between the branches), exported as branch is;
 - scaler_step: an fp16 autocast SGD step with torch.amp.GradScaler, whose step() reads
   found_inf with .item(): verified over 3 steps (losses and every state tensor); a
   batch with an inf takes the other path in C as in PyTorch: the optimizer step
@@ -40,7 +42,7 @@ from breaks import PROGRAMS  # noqa: E402
 from pgcc.verify import compare  # noqa: E402
 
 EXPECT = {"item_mlp": {"reads": 1, "conditional": 0}, "branch": {"reads": 1, "conditional": 1},
-          "scaler_step": {"reads": 1, "conditional": 1}}
+          "cond": {"reads": 1, "conditional": 1}, "scaler_step": {"reads": 1, "conditional": 1}}
 
 
 def check(name, out, failures):
