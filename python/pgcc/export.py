@@ -105,7 +105,11 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                 before = len(reads.seen)
                 run(*inputs)
             per_call = len(reads.seen) - before  # (the last call's: compiling makes reads of its own)
-            if reads.seen:
+            if per_call and compile and warmup < 2:  # (that call compiled: count again)
+                before = len(reads.seen)
+                run(*inputs)
+                per_call = len(reads.seen) - before
+            if per_call:
                 # The captures split at the reads, and capture D runs on other values: the
                 # compiler sees those values now (torch.compile compiles a graph after a
                 # read once for the value, then again with the value as an argument).
@@ -118,11 +122,11 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         if reads.seen:
             prog.log(f"  {per_call} host reads in a call, the first at {reads.seen[-per_call][1]} "
                      f"({reads.seen[-per_call][0]}): the captures are split there" if per_call else
-                     f"  host reads while compiling only ({len(reads.seen)}): the captures are split at any")
+                     f"  {len(reads.seen)} host reads while compiling, none in a call: the captures are whole")
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
         report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
-                                 split=bool(reads.seen))
+                                 split=per_call > 0)
     finally:
         if own_watch and watch:
             watch.close()
@@ -638,11 +642,23 @@ def host_values(capA, capD, nodes, kernels, suspects, warn, log):
         n["args"][p] = ("scalar", n["args"][p][1], s)
         k = kernels[capA.nodes[i]["func"]]
         k.setdefault("scalar_types", {})[k["layout"][p][0]] = t
-    for i, p in unexplained:
+    for i, p in unexplained:  # the bytes that differ in D, less those that differ between A, B and C already
         off, size = capA.nodes[i]["layout"][p]
-        suspects.setdefault(i, []).append((off, size, f"parameter {p} changes with the input values (capture D) but "
-                                                      "is none of the values read back: if the kernel reads it, a "
-                                                      "value computed on the host, which pgcc-export cannot follow"))
+        a_, d_ = capA.nodes[i]["bytes"], capD.nodes[i]["bytes"]
+        known = {j for at, n, _ in suspects.get(i, ()) for j in range(at, at + n)}
+        runs = []
+        for j in range(off, off + size):
+            if a_[j] != d_[j] and j not in known:
+                if runs and runs[-1][0] + runs[-1][1] == j:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([j, 1])
+        suspects.setdefault(i, []).extend(
+            (at, n, f"parameter {p} changes with the input values (capture D) but is none of the values read back: "
+                    "if the kernel reads it, a value computed on the host, which pgcc-export cannot follow")
+            for at, n in runs)
+        if not suspects[i]:
+            del suspects[i]
     taken = {s["read"] for s in scalars.values()}
     for n in nodes:
         if n["kind"] == "sync" and n["read"] not in taken:
