@@ -9,7 +9,11 @@ have run the same nodes on the same buffers (captures on fresh private pools lay
 the same allocations the same way; the check is node by node, argument by argument);
 the read's copy, sync and guard are replaced by a small kernel that compares the value
 on the device with the one read at export and sets the condition, and an IF/ELSE node
-whose bodies are what each path ran after the read.  Buffers only one path uses keep
+whose bodies are what each path ran after the read.
+
+A loop that reads after every pass whether to go on (join_loop: every read guarded, the
+same value until the last, every pass after the first the same nodes on the same
+buffers) becomes a WHILE node whose body is one pass and ends with the condition kernel.  Buffers only one path uses keep
 their own names (`f_` for the other path's).  Supported: one guarded read, the last of
 the call; anything else stays guarded, with a warning saying why.
 
@@ -48,6 +52,16 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
         return
     k = guarded[0]["read"]
     where = guarded[0]["where"]
+    if len(guarded) >= 3 and len(guarded) == len(a.capA.reads):
+        try:
+            iterations = join_loop(a, out_dir)
+        except ExportError as e:
+            prog.warn(f"the reads at {where} and after did not make a loop: they stay guarded", str(e))
+            return
+        a.write_report()
+        prog.log(f"  the value read at {where} ended a loop that ran {iterations} times after its first pass: a "
+                 "WHILE node, its condition set on the device")
+        return
     if len(guarded) > 1 or k != len(a.capA.reads) - 1:
         prog.warn("a read that chose the path stays guarded: only one such read, the last of the call, becomes a "
                   "conditional node", f"{len(guarded)} guarded reads of {len(a.capA.reads)}")
@@ -87,6 +101,85 @@ def warm_other_path(fn, inputs, weights, k):
         torch.cuda.synchronize()
     finally:
         restore_state(state)
+
+
+def cond_kernel(out_dir):
+    """The kernel that sets a condition from a value on the device (its source written
+    under out_dir/kernels), as export.py's kernels hold one."""
+    path = os.path.join("kernels", "pgcc_cond.cu")
+    with open(os.path.join(out_dir, path), "w") as f:
+        f.write(COND_SOURCE)
+    return {"symbol": COND_SYMBOL, "layout": [(0, 8), (8, 8), (16, 8), (24, 4)], "attrs": None,
+            "ptr_words": {(8, 0, "abs64")}, "module": {"name": "pgcc_cond", "kind": "cuda", "file": path,
+                                                      "sha256": hashlib.sha256(COND_SOURCE.encode()).hexdigest()}}
+
+
+def set_condition(index, cond, read, expect):
+    """A launch of the condition kernel: cond = (the bytes `read` copied == expect)."""
+    expect = bytes(expect) + bytes(8 - len(expect))
+    return {"kind": "kernel", "func": "pgcc_cond", "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0, "index": index,
+            "args": [("cond", cond), ("ptr", read["src"][0], read["src"][1]), ("value", expect),
+                     ("value", read["width"].to_bytes(4, "little"))]}
+
+
+def join_loop(a, out_dir):
+    """A loop whose every pass ends with a read that says whether to go on (all reads
+    guarded: the first N-1 read one value, the last another) becomes a WHILE node, in
+    place in analysis a.  The stretch before the first read is the prologue and the
+    loop's first pass; every later stretch but the last must be the same nodes on the
+    same buffers (a loop whose state lives in the same memory from pass to pass), and is
+    the body, which ends with the condition kernel; the last stretch follows the loop.
+    Returns how many passes the body made at export; raises ExportError where the reads
+    do not make such a loop."""
+    cap = a.capA
+    n = len(cap.reads)
+    syncs = sorted((x for x in a.nodes if x["kind"] == "sync"), key=lambda x: x["read"])
+    reads = sorted((x for x in a.nodes if x["kind"] == "read"), key=lambda x: x["read"])
+    if len(syncs) != n or len(reads) != n or any(x.get("guard") is None for x in syncs):
+        raise ExportError("not every read is guarded")
+    go = syncs[0]["guard"]
+    if any(x["guard"] != go for x in syncs[:-1]) or syncs[-1]["guard"] == go:
+        raise ExportError("the reads do not read one value until the last")
+    stretch = {}
+    for x in a.nodes:
+        if x["kind"] in ("read", "sync"):
+            continue
+        i = x["index"]
+        stretch.setdefault(cap.segment_of[i] if isinstance(i, int) and i < len(cap.nodes) else n, []).append(x)
+    body = stretch.get(1, [])
+    key = lambda x: (x["kind"], x.get("func"), x.get("grid"), x.get("block"), x.get("smem"),
+                     [(g[0], id(g[1]), g[2]) if g[0] == "ptr" else (g[0], g[1]) if g[0] == "value" else
+                      (g[0], [(r[0], id(r[1]), r[2], r[3]) for r in g[2]]) if g[0] == "bytes" else g
+                      for g in x.get("args", ())],
+                     tuple((id(x[y][0]), x[y][1]) for y in ("src", "dst") if y in x), x.get("width"))
+    if not body:
+        raise ExportError("the loop's second pass ran nothing")
+    for j in range(2, n):
+        if [key(x) for x in stretch.get(j, [])] != [key(x) for x in body]:
+            raise ExportError(f"pass {j + 1} of the loop differs from pass 2 (its state is not in the same "
+                              "memory from pass to pass)")
+    if any((id(r["src"][0]), r["src"][1]) != (id(reads[1]["src"][0]), reads[1]["src"][1]) for r in reads[1:]):
+        raise ExportError("the loop's passes read their value from different places")
+    cond = {"name": "c0"}
+    a.kernels["pgcc_cond"] = cond_kernel(out_dir)
+    first, after = set_condition("c0", cond, reads[0], go), set_condition("cb", cond, reads[1], go)
+    ids = {x["index"] for x in body}
+    renamed = [dict(x, index=f"w{x['index']}") for x in body]
+    body_edges = [(f"w{x}", f"w{y}") for x, y in a.edges if x in ids and y in ids]
+    body_edges += [(f"w{x}", "cb") for x, y in a.edges if y == reads[1]["index"] and x in ids]
+    loop = {"kind": "while", "index": "loop0", "condition": cond, "where": reads[0]["where"],
+            "bodies": [("loop0_body", renamed + [after], body_edges)]}
+    pro, epi = stretch.get(0, []), stretch.get(n, [])
+    pro_ids, epi_ids = {x["index"] for x in pro}, {x["index"] for x in epi}
+    edges = [(x, y) for x, y in a.edges if x in pro_ids and y in pro_ids]
+    edges += [(x, "c0") for x, y in a.edges if y == reads[0]["index"] and x in pro_ids] + [("c0", "loop0")]
+    edges += [(x, y) for x, y in a.edges if x in epi_ids and y in epi_ids]
+    edges += [("loop0", y) for y in epi_ids if not any(x in epi_ids for x, z in a.edges if z == y)]
+    a.nodes, a.edges = pro + [first, loop] + epi, edges
+    a.conditions = [cond]
+    for r in a.report.get("host_reads", []):
+        r.update(guarded=False, loop=True)
+    return n - 1
 
 
 def _same_arg(at, af, fmap, care):
@@ -195,16 +288,8 @@ def join(a, b, k, out_dir):
     sync = next(n for n in a.nodes if n["index"] == ra + 1)
     expect = bytes(sync["guard"]) + bytes(8 - len(sync["guard"]))
     cond = {"name": f"c{k}"}
-    path = os.path.join("kernels", "pgcc_cond.cu")
-    with open(os.path.join(out_dir, path), "w") as f:
-        f.write(COND_SOURCE)
-    kernels["pgcc_cond"] = {"symbol": COND_SYMBOL, "layout": [(0, 8), (8, 8), (16, 8), (24, 4)], "attrs": None,
-                            "ptr_words": {(8, 0, "abs64")}, "module": {
-                                "name": "pgcc_cond", "kind": "cuda", "file": path,
-                                "sha256": hashlib.sha256(COND_SOURCE.encode()).hexdigest()}}
-    setter = {"kind": "kernel", "func": "pgcc_cond", "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0,
-              "index": f"c{k}", "args": [("cond", cond), ("ptr", read["src"][0], read["src"][1]),
-                                         ("value", expect), ("value", read["width"].to_bytes(4, "little"))]}
+    kernels["pgcc_cond"] = cond_kernel(out_dir)
+    setter = set_condition(f"c{k}", cond, read, expect)
     then_ids = {n["index"] for n in post_a}
     else_nodes = [_remap(dict(n, index=f"f{n['index']}"), fmap) for n in post_b]
     else_ids = {n["index"] for n in post_b}

@@ -64,7 +64,7 @@ def node_buffers(n):
     elif n["kind"] in ("memcpy", "read"):
         yield n["src"][0]
         yield n["dst"][0]
-    elif n["kind"] == "if":  # (a conditional node: its bodies' nodes)
+    elif n["kind"] in ("if", "while"):  # (a conditional node: its bodies' nodes)
         for _, body, _ in n["bodies"]:
             for m in body:
                 yield from node_buffers(m)
@@ -100,7 +100,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     whose parameters are typed as the scalar in "scalar_types" {param offset: type} of
     their kernel.  A host read is a "read" node (a copy into a host buffer) and a "sync"
     node, with "guard" (the bytes read at export) where the value only chose the path;
-    conditions: [{"name"}] of conditional nodes ("if" nodes with "condition" and
+    conditions: [{"name"}] of conditional nodes ("if" or "while" nodes with "condition" and
     "bodies" [(graph name, nodes, edges)], branches.py), whose handles kernels take as
     ("cond", condition) arguments."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
@@ -222,8 +222,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             out.append(f'  node n{i} memcpy dir dtod src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
         elif n["kind"] == "read":
             out.append(f'  node n{i} memcpy dir dtoh src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
-        elif n["kind"] == "if":
-            out.append(f'  node n{i} conditional type if condition {n["condition"]["name"]} bodies '
+        elif n["kind"] in ("if", "while"):
+            out.append(f'  node n{i} conditional type {n["kind"]} condition {n["condition"]["name"]} bodies '
                        f'[{", ".join(g for g, _, _ in n["bodies"])}];')
         elif n["kind"] == "sync":
             out.append(f'  node n{i} hostop op sync reason "{text(n["where"])}: a value read back to the host";')

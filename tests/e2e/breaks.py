@@ -106,6 +106,51 @@ def cond():
     return _two_paths(Cond(), 2)
 
 
+class Generate(nn.Module):
+    """Greedy generation from a tiny recurrent language model until an end-of-sequence
+    token or max_new tokens: a loop that reads after every token whether to stop
+    (`bool(...)`), its state -- the token, the hidden state, the output and the position
+    in it -- in tensors updated in place, as a static-cache decode loop keeps it."""
+
+    def __init__(self, vocab=32, hidden=64, max_new=16, eos=0):
+        super().__init__()
+        self.emb, self.cell, self.head = nn.Embedding(vocab, hidden), nn.Linear(2 * hidden, hidden), \
+            nn.Linear(hidden, vocab)
+        self.max_new, self.eos = max_new, eos
+
+    def forward(self, tok, h):
+        tok, h = tok.clone(), h.clone()
+        out = torch.full((self.max_new,), -1, dtype=torch.long, device=tok.device)
+        pos = torch.zeros(1, dtype=torch.long, device=tok.device)
+        while True:
+            h.copy_(torch.tanh(self.cell(torch.cat([self.emb(tok), h], -1))))
+            tok.copy_(self.head(h).argmax(-1))
+            out.index_copy_(0, pos, tok)
+            pos += 1
+            if bool(((tok == self.eos) | (pos >= self.max_new)).any()):  # the host read: stop?
+                return out
+
+
+def generate():
+    """The example stops at an end-of-sequence token after 6 tokens: eos is the token the
+    example's prompt generates 6th (one it has not generated before)."""
+    torch.manual_seed(3)
+    model = Generate().cuda().eval()
+    tok, h = torch.tensor([5], device="cuda"), torch.randn(1, 64, device="cuda")
+    with torch.no_grad():
+        model.eos = -1
+        model.max_new = 64
+        seq = model(tok, h).tolist()
+    model.max_new = 16
+    model.eos = next((t for i, t in enumerate(seq) if i >= 5 and t not in seq[:i]), seq[5])
+
+    def other(seed, same_path=None):
+        g = torch.Generator().manual_seed(seed)
+        return [torch.randint(0, 32, (1,), generator=g).cuda(), torch.randn(1, 64, generator=g).cuda()]
+    fn, _, weights, _ = _module(model, tok, other)
+    return fn, [tok, h], weights, other
+
+
 class ScalerStep:
     """An fp16 autocast training step with torch.amp.GradScaler: GradScaler.step reads
     whether any gradient is inf or NaN back with .item() and skips the optimizer step if
@@ -158,4 +203,4 @@ def scaler_step():
     return step, [x, y], step.weights, other
 
 
-PROGRAMS = {"item_mlp": item_mlp, "branch": branch, "cond": cond, "scaler_step": scaler_step}
+PROGRAMS = {"item_mlp": item_mlp, "branch": branch, "cond": cond, "scaler_step": scaler_step, "generate": generate}

@@ -10,6 +10,9 @@ GPU:
   on either path give PyTorch's result;
 - cond: torch.cond on a device predicate (compiled: Inductor reads the predicate with
   .item() between the branches), exported as branch is;
+- generate: greedy generation from a tiny recurrent LM, reading after every token
+  whether to stop (end-of-sequence or max_new): one WHILE node; fresh prompts, which
+  stop after other numbers of tokens, give PyTorch's tokens;
 - scaler_step: an fp16 autocast SGD step with torch.amp.GradScaler, whose step() reads
   found_inf with .item(): verified over 3 steps (losses and every state tensor); a
   batch with an inf takes the other path in C as in PyTorch: the optimizer step
@@ -42,7 +45,8 @@ from breaks import PROGRAMS  # noqa: E402
 from pgcc.verify import compare  # noqa: E402
 
 EXPECT = {"item_mlp": {"reads": 1, "conditional": 0}, "branch": {"reads": 1, "conditional": 1},
-          "cond": {"reads": 1, "conditional": 1}, "scaler_step": {"reads": 1, "conditional": 1}}
+          "cond": {"reads": 1, "conditional": 1}, "scaler_step": {"reads": 1, "conditional": 1},
+          "generate": {"loop": True}}
 
 
 def check(name, out, failures):
@@ -58,13 +62,16 @@ def check(name, out, failures):
     print(f"{name}: host reads {reads}")
     want = EXPECT[name]
     conditional = sum(1 for r in reads if r.get("conditional"))
-    if len(reads) != want["reads"] or conditional != want["conditional"] or any(r["guarded"] for r in reads):
+    if want.get("loop"):
+        if len(reads) < 3 or not all(r.get("loop") for r in reads):
+            failures.append(f"{name}: its {len(reads)} reads did not become a loop")
+    elif len(reads) != want["reads"] or conditional != want["conditional"] or any(r["guarded"] for r in reads):
         failures.append(f"{name}: {len(reads)} reads, {conditional} conditional, "
                         f"{sum(r['guarded'] for r in reads)} guarded; expected {want}, none guarded")
     report = subprocess.run([os.path.join(ROOT, "build", "pgcc"), "--report", res.graph], capture_output=True,
                             text=True)
     print(report.stdout + report.stderr)
-    wanted = "conditional node" if want["conditional"] else "host operation 'sync'"
+    wanted = "conditional node" if want.get("conditional") or want.get("loop") else "host operation 'sync'"
     if report.returncode != 0 or wanted not in report.stdout:
         failures.append(f"{name}: pgcc --report fails or does not say {wanted!r}")
     p = pgcc.load(out, name=name)
@@ -84,11 +91,13 @@ def check(name, out, failures):
             torch.cuda.synchronize()
             same, err, tol = compare(got, ref)
             _, err_eager, _ = compare(got, eager)
-            print(f"{name}: call {call} on fresh inputs: {'bit-identical to' if same else f'max error {err:.3g} against'}"
+            made = f" ({int((got >= 0).sum())} tokens)" if want.get("loop") else ""
+            print(f"{name}: call {call} on fresh inputs{made}: "
+                  f"{'bit-identical to' if same else f'max error {err:.3g} against'}"
                   f" the compiled callable, max error {err_eager:.3g} against eager PyTorch")
             if not same and err > tol:
                 failures.append(f"{name}: call {call}: max error {err:.3g} against the compiled callable")
-        if want["conditional"]:  # the other side of the branch, chosen on the device
+        if want.get("conditional"):  # the other side of the branch, chosen on the device
             for call in range(2):
                 xs = other(200 + call, False)
                 p.fill_arena(0xFF)
