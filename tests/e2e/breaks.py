@@ -118,16 +118,22 @@ class Generate(nn.Module):
             nn.Linear(hidden, vocab)
         self.max_new, self.eos = max_new, eos
 
+    def step(self, tok, h, out, pos):
+        """One token, in place; whether to stop, on the device.  (A function of its own:
+        torch.compile compiles it although the loop around it, with its read, runs
+        eagerly.)"""
+        h.copy_(torch.tanh(self.cell(torch.cat([self.emb(tok), h], -1))))
+        tok.copy_(self.head(h).argmax(-1))
+        out.index_copy_(0, pos, tok)
+        pos += 1
+        return ((tok == self.eos) | (pos >= self.max_new)).any()
+
     def forward(self, tok, h):
         tok, h = tok.clone(), h.clone()
         out = torch.full((self.max_new,), -1, dtype=torch.long, device=tok.device)
         pos = torch.zeros(1, dtype=torch.long, device=tok.device)
         while True:
-            h.copy_(torch.tanh(self.cell(torch.cat([self.emb(tok), h], -1))))
-            tok.copy_(self.head(h).argmax(-1))
-            out.index_copy_(0, pos, tok)
-            pos += 1
-            if bool(((tok == self.eos) | (pos >= self.max_new)).any()):  # the host read: stop?
+            if bool(self.step(tok, h, out, pos)):  # the host read: stop?
                 return out
 
 
