@@ -87,3 +87,64 @@ def test_a_path_that_was_not_flipped_is_refused(tmp_path):
     a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
     with pytest.raises(ExportError, match="did not flip"):
         join(a, b, 0, str(tmp_path))
+
+
+def loop(tmp_path, passes=4, moved=False):
+    """A loop's analysis: prologue kernel p (stretch 0), then `passes` stretches of one
+    kernel each, every one followed by a read of t0's first byte (guarded: 00 = go on,
+    the last 01), then the epilogue kernel e.  moved: the fourth pass's kernel writes
+    elsewhere (its state not in the same memory)."""
+    base = path(tmp_path, 1.0)  # (for the module, buffers and the kernel)
+    bufs, k = base.bufs, base.kernels[1]
+    t, y, r = (next(b for b in bufs.list if b["name"] == n) for n in ("t0", "out0", "r0"))
+
+    def launch(i, buf, off):
+        return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": i,
+                "args": [("ptr", buf, off), ("value", struct.pack("<f", 1.0)), ("value", struct.pack("<I", 256))]}
+    nodes, edges, segment_of, reads, i, last = [], [], [], [], 0, None
+    for s in range(passes + 1):
+        nodes.append(launch(i, t, 1024 if moved and s == 3 else 0) if s < passes else launch(i, y, 0))
+        segment_of.append(s)
+        if last is not None:
+            edges.append((last, i))
+        last = i
+        i += 1
+        if s < passes:
+            nodes += [{"kind": "read", "src": (t, 0), "dst": (r, 0), "width": 1, "index": i, "read": s,
+                       "where": "gen.py:9", "op": "__bool__"},
+                      {"kind": "sync", "index": i + 1, "read": s, "where": "gen.py:9",
+                       "guard": b"\x01" if s == passes - 1 else b"\x00"}]
+            segment_of += [None, None]
+            edges += [(last, i), (i, i + 1)]
+            reads.append({"where": "gen.py:9"})
+            last = i + 1
+            i += 2
+    cap = SimpleNamespace(reads=reads, nodes=[{}] * len(nodes), segment_of=segment_of)
+    return SimpleNamespace(capA=cap, bufs=bufs, nodes=nodes, edges=edges, kernels={1: k}, scalars=[],
+                           report={"host_reads": [{"guarded": True} for _ in reads]})
+
+
+def test_a_loop_of_reads_becomes_a_while_node(tmp_path, pgcc_bin):
+    from pgcc.branches import join_loop
+    a = loop(tmp_path)
+    assert join_loop(a, str(tmp_path)) == 3  # passes after the first
+    assert [n["index"] for n in a.nodes] == [0, "c0", "loop0", 12]
+    (body_name, body, body_edges), = a.nodes[2]["bodies"]
+    assert [n["index"] for n in body] == ["w3", "cb"] and body_edges == [("w3", "cb")]
+    assert (0, "c0") in a.edges and ("c0", "loop0") in a.edges and ("loop0", 12) in a.edges
+    assert all(r["loop"] and not r["guarded"] for r in a.report["host_reads"])
+    used = {id(x) for n in a.nodes for x in node_buffers(n)}
+    text = graph_text("l", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90", conditions=a.conditions)
+    assert "  node nloop0 conditional type while condition c0 bodies [loop0_body];" in text
+    assert "graph loop0_body {\n  node nw3 kernel scale" in text and "node ncb kernel pgcc_cond_equal" in text
+    (tmp_path / "l.graph").write_text(text)
+    write_safetensors(tmp_path / "l.safetensors", [])
+    r = subprocess.run([pgcc_bin, str(tmp_path / "l.graph"), "-o", str(tmp_path / "l.c")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_passes_in_other_memory_are_no_loop(tmp_path):
+    from pgcc.branches import join_loop
+    with pytest.raises(ExportError, match="pass 4 of the loop differs"):
+        join_loop(loop(tmp_path, moved=True), str(tmp_path))
