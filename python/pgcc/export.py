@@ -53,7 +53,7 @@ class ExportResult:
 
 
 def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, compile=True, verify=True,
-           quiet=False, warmup=3, watch=None, progress=None, diagnose=None):
+           quiet=False, warmup=3, watch=None, progress=None, diagnose=None, callbacks=None):
     """Exports fn_or_module (an nn.Module or a callable) as captured on example_inputs (a
     tuple of CUDA tensors) into out_dir; returns an ExportResult.
 
@@ -68,7 +68,10 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     run the nodes one by one in this process, as captured and as exported, and report the
     first that differs (diagnose.py; default: the PGCC_DIAGNOSE environment variable).
     A training step (fn.train is True) is verified over several steps (verify.py), and
-    its state left as it was before the export."""
+    its state left as it was before the export.  callbacks: {callback scalar name:
+    function of the values read back}, for verify, where the program takes values its
+    host computes from what it read (the report's host_reads names them; without the
+    functions, the export is written but not verified)."""
     import torch
 
     prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
@@ -132,6 +135,12 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             watch.close()
         prog.done()
     result = ExportResult(out_dir, name, report)
+    needed = sorted({c for r in report.get("host_reads", []) for c in r.get("callbacks", [])})
+    if verify and needed and not callbacks:
+        prog.warn(f"not verified: the program takes callback scalars {needed}, values its host computes from the "
+                  "values it read back; give pgcc.export(..., callbacks={name: function}) to verify it")
+        result.verified = f"NOT VERIFIED {name}: callback scalars {needed} need their functions"
+        verify = False
     try:
         if verify:
             if getattr(fn_or_module, "train", False) is True:  # (an nn.Module has a train() method)
@@ -139,7 +148,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                 result.verified = verify_training(result, run, inputs, weights, progress=prog)
             else:
                 from .verify import verify as verify_export
-                result.verified = verify_export(result, run, inputs, progress=prog)
+                result.verified = verify_export(result, run, inputs, progress=prog, callbacks=callbacks)
     finally:
         prog.flush()
     return result
@@ -306,7 +315,8 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
         else:
             problems.append(f"{where}: a {kind} node, which pgcc-export does not export yet")
 
-    scalars = host_values(capA, capD, nodes, kernels, suspects, prog.warn, log) if split else []
+    computed = {}
+    scalars = host_values(capA, capD, nodes, kernels, suspects, computed, prog.warn, log) if split else []
 
     # Outputs whose memory held other tensors earlier in capture A: a word pointing there
     # cannot say which tensor it means, so every word is the region's, and the output is
@@ -397,8 +407,8 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
               "dontcare": [{"node": i, "bytes": [[a, n, why] for a, n, why in r]} for i, r in suspects.items()],
               "host_memory_read": [],
               "host_reads": [{"where": r["where"], "op": r["op"], "dtype": r["dtype"],
-                              "scalars": [s["name"] for s in scalars if s["read"] == k],
-                              "guarded": not any(s["read"] == k for s in scalars)}
+                              "scalars": [s["name"] for s in scalars if s.get("read") == k],
+                              "guarded": not any(s.get("read") == k for s in scalars)}
                              for k, r in enumerate(capA.reads)],
               "library_candidates": {s: n for s, n in getattr(find_in_libraries, "candidates", {}).items() if n > 1},
               "kernels": [{"symbol": k["symbol"], "module": k.get("module"), "entry": k.get("entry")}
@@ -443,6 +453,9 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
                 "captures or hold this process's addresses, and replays with them zeroed and poisoned give the same "
                 "results bit for bit: written as don't-care")
+        if computed:
+            host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log)
+            write_report()
         prog.status(f"{name}: replaying to tell workspaces from data")
         scratch_blocks(replayer, bufs, nodes, log)
         if any(k["module"]["kind"] == "library" or "image" in k for k in kernels.values()):
@@ -617,14 +630,15 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
         loaded.close()
 
 
-def host_values(capA, capD, nodes, kernels, suspects, warn, log):
+def host_values(capA, capD, nodes, kernels, suspects, computed, warn, log):
     """The values the program reads back (capture.py's read nodes): which kernel
     arguments are a value read (hostvalues.flows, capture D against A), made scalars
     `from` the read's host buffer; a read no argument takes is guarded (its sync node
     gets "guard": the bytes read at export).  An argument that changes in capture D but
-    is none of the values read joins the suspects, to be proven irrelevant by replay
-    (seen: an eager kernel's uninitialised padding byte that happened to agree in A, B
-    and C) or to stand in the way.  Returns the scalars."""
+    is none of the values read goes into computed ({node: [(parameter, byte ranges)]}),
+    for host_computed() to prove irrelevant by replay (seen: an eager kernel's
+    uninitialised padding byte that happened to agree in A, B and C) or to make a
+    callback scalar.  Returns the scalars."""
     part = same_path(capA.nodes, capD.nodes)
     by_index = {n["index"]: n for n in nodes}
     found, unexplained = {}, []
@@ -653,12 +667,9 @@ def host_values(capA, capD, nodes, kernels, suspects, warn, log):
                     runs[-1][1] += 1
                 else:
                     runs.append([j, 1])
-        suspects.setdefault(i, []).extend(
-            (at, n, f"parameter {p} changes with the input values (capture D) but is none of the values read back: "
-                    "if the kernel reads it, a value computed on the host, which pgcc-export cannot follow")
-            for at, n in runs)
-        if not suspects[i]:
-            del suspects[i]
+        if runs:
+            computed.setdefault(i, []).append((p, [(at, n, f"parameter {p} changes with the input values (capture D) "
+                                                            "but is none of the values read back") for at, n in runs]))
     taken = {s["read"] for s in scalars.values()}
     for n in nodes:
         if n["kind"] == "sync" and n["read"] not in taken:
@@ -669,6 +680,42 @@ def host_values(capA, capD, nodes, kernels, suspects, warn, log):
             f"taken by kernels as {', '.join(uses)}, read at run time" if uses else
             "chose what ran (no kernel takes it): guarded, a call that reads another value stops"))
     return list(scalars.values())
+
+
+def host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log):
+    """Arguments that change with the values read but are none of them (host_values'
+    computed): bytes the kernel does not read (replays with them zeroed and poisoned give
+    the same results) are don't-care; a parameter whose bytes it reads is a value the host
+    computes from the reads, which the C takes from the caller through a callback scalar
+    (`scalar cbN type T callback`, a pgrt_scalar_fn in NAME_args).  Its type is the
+    parameter's size as a float where the bytes read as an ordinary float, else as an
+    integer."""
+    from .hostvalues import decode
+    by_index = {n["index"]: n for n in nodes}
+    for i, params in computed.items():
+        for p, ranges in params:
+            off, size = capA.nodes[i]["layout"][p]
+            read = prove_irrelevant(replayer, {i: ranges}, lambda i: capA.nodes[i]["name"][:80])
+            k = kernels[capA.nodes[i]["func"]]
+            if not read:
+                mark_dontcare(k, ranges)
+                continue
+            floats, ints = {8: "f64", 4: "f32"}.get(size), {8: "i64", 4: "i32", 2: "u16", 1: "u8"}.get(size)
+            raw = by_index[i]["args"][p][1]
+            v = decode(raw, floats) if floats else None
+            t = floats if v is not None and v == v and (v == 0 or 1e-30 < abs(v) < 1e30) else ints
+            s = {"name": f"cb{sum(1 for x in scalars if x.get('callback'))}", "type": t, "callback": True}
+            scalars.append(s)
+            by_index[i]["args"][p] = ("scalar", raw, s)
+            k.setdefault("scalar_types", {})[off] = t
+            log(f"  node {i} ({capA.nodes[i]['name'][:60]}): parameter {p} is a value the host computes from the "
+                f"values read: the C takes it from the caller, callback scalar {s['name']} ({t})")
+            for n in nodes:  # the reads before it feed the callback: they chose no path
+                if n["kind"] == "sync" and n["index"] < i:
+                    n.pop("guard", None)
+                    r = report["host_reads"][n["read"]]
+                    r["guarded"] = False
+                    r.setdefault("callbacks", []).append(s["name"])
 
 
 def saved_state(torch, weights):

@@ -96,7 +96,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     inside, length) of bytes no launch depends on), "module", ["entry"]}} (each gets its
     "name" here); bufs: Buffers (or anything with .list); used:
     ids of the buffers nodes refer to; arch: "sm_90"; origin: words for the header comment;
-    scalars: values read back that kernels take ({"name", "type", "from"}: hostvalues.py),
+    scalars: values read back that kernels take ({"name", "type", "from"}: hostvalues.py)
+    or that the host computes from them ({"name", "type", "callback": True}),
     whose parameters are typed as the scalar in "scalar_types" {param offset: type} of
     their kernel.  A host read is a "read" node (a copy into a host buffer) and a "sync"
     node, with "guard" (the bytes read at export) where the value only chose the path;
@@ -163,7 +164,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         out.append(line + ";")
     if scalars:
         out.append("")
-    out += [f'scalar {s["name"]} type {s["type"]} from {s["from"]};' for s in scalars]
+    out += [f'scalar {s["name"]} type {s["type"]} callback;' if s.get("callback") else
+            f'scalar {s["name"]} type {s["type"]} from {s["from"]};' for s in scalars]
     out += [f'condition {c["name"]} default 0;' for c in conditions]
     out += ["", "graph main {"]
     renamed = {}  # a guarded sync's successors wait for its guard

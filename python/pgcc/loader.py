@@ -78,16 +78,16 @@ class Program:
     (fill_arena() poisons it); the weights' device addresses are weight_ptr(name).
     load_s and init_s: the seconds NAME_load_w and NAME_init took."""
 
-    def __init__(self, so_path, name, export_dir, device=None):
+    def __init__(self, so_path, name, export_dir, device=None, callbacks=None):
         import torch
         self.torch, self.name, self.export_dir, self.so_path = torch, name, export_dir, so_path
         self.lib = C.CDLL(so_path)
         info, self.fields, self.weight_fields = read_info(self.lib, name)
         self.args_size, self.weights_size, self.arena_bytes = info.args_size, info.weights_size, info.arena_bytes
-        host = [f.name for f in self.fields + self.weight_fields if f.role in ("host function", "scalar callback")]
+        host = [f.name for f in self.fields + self.weight_fields if f.role == "host function"]
         if host:
-            raise ExportError(f"{name}: fields {host} are host functions or scalar callbacks, which a Program cannot "
-                              "give from Python")
+            raise ExportError(f"{name}: fields {host} are host functions, which a Program cannot give from Python")
+        self.callbacks = self._callbacks(callbacks or {})
         self.inputs = [f for f in self.fields if f.role in ("input", "inout", "scalar")]
         self.outputs = [f for f in self.fields if f.role == "output"]
         self.device = torch.device(device if device is not None else "cuda")
@@ -119,6 +119,33 @@ class Program:
         self.run_fn = getattr(self.lib, f"{name}_run")
         self.run_fn.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]
         self._destroy = getattr(self.lib, f"{name}_destroy")
+
+    def _callbacks(self, given):
+        """[(field, C function)] for the program's callback scalars, from given {scalar name:
+        Python function}: called with the values the call read back so far (one number per
+        host buffer, in the .graph's order), it returns the scalar's value."""
+        import re
+        wanted = [f for f in self.fields if f.role == "scalar callback"]
+        missing = [f.name for f in wanted if f.name not in given]
+        if missing:
+            raise ExportError(f"{self.name}: callback scalars {missing} need a function each: "
+                              "pgcc.load(..., callbacks={name: function of the values read})")
+        from .hostvalues import decode, encode
+        with open(os.path.join(self.export_dir, self.name + ".graph")) as fh:
+            host = re.findall(r"^buffer \w+ size (\d+) role host dtype (\w+)", fh.read(), re.M)
+        proto = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_void_p), C.POINTER(C.c_uint64))
+        out = []
+        for f in wanted:
+            def call(data, buffers, value, fn=given[f.name], dtype=f.dtype):
+                try:
+                    vals = [decode(C.string_at(buffers[j], int(size)), t) for j, (size, t) in enumerate(host)]
+                    raw = encode(fn(*vals), dtype)
+                    value[0] = int.from_bytes(raw + bytes(8 - len(raw)), "little")
+                    return 0
+                except Exception:  # noqa: BLE001 -- any failure is the call's, said by libpgrt
+                    return 1
+            out.append((f, proto(call)))
+        return out
 
     def __repr__(self):
         return (f"<pgcc.Program {self.name}: inputs {[f.name for f in self.inputs]}, outputs "
@@ -185,6 +212,8 @@ class Program:
         for i, (f, o) in enumerate(zip(self.outputs, outputs)):
             self._check(f, o, f"out[{i}]")
             struct.pack_into("<Q", buf, f.offset, o.data_ptr())
+        for f, fn in self.callbacks:  # (a pgrt_scalar_fn: the function, its data)
+            struct.pack_into("<QQ", buf, f.offset, C.cast(fn, C.c_void_p).value, 0)
         return buf
 
     def run(self, args, stream=None):
@@ -256,11 +285,14 @@ def export_name(out_dir, name=None):
     return os.path.basename(graphs[0])[:-len(".graph")]
 
 
-def load(out_dir, *, name=None, device=None, build_dir=None, extra_sources=(), extra_flags=()):
+def load(out_dir, *, name=None, device=None, build_dir=None, extra_sources=(), extra_flags=(), callbacks=None):
     """Builds the export in out_dir (pgcc, then its C with libpgrt, into out_dir/build or a
     cache directory; rebuilt only when an input changed), loads its weights and returns
-    a Program to call.  extra_sources/extra_flags: more C compiled into the same library."""
+    a Program to call.  extra_sources/extra_flags: more C compiled into the same library.
+    callbacks: {callback scalar name: function}, for a program that takes values its
+    host computes from the values it read back (`scalar cb0 type f64 callback`): each
+    function gets the values read so far and returns the scalar."""
     out_dir = os.fspath(out_dir)
     name = export_name(out_dir, name)
     so = build_program(out_dir, name, build_dir=build_dir, extra_sources=extra_sources, extra_flags=extra_flags)
-    return Program(so, name, out_dir, device)
+    return Program(so, name, out_dir, device, callbacks)

@@ -58,7 +58,7 @@ def outputs(name, got, ref):
     return got, ref
 
 
-def verify(result, fn, inputs, calls=3, progress=None, build_dir=None):
+def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks=None):
     """result: an ExportResult (or the export's directory); fn: the callable as exported
     (compiled, if it was); inputs: the example inputs.  Returns the PASS line."""
     import torch
@@ -69,7 +69,7 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None):
     out_dir = getattr(result, "out_dir", result)
     name = getattr(result, "name", None)
     prog.status("verify: building the export with pgcc and libpgrt")
-    p = load(out_dir, name=name, build_dir=build_dir)
+    p = load(out_dir, name=name, build_dir=build_dir, callbacks=callbacks)
     name = p.name
     worst, identical, keep, far_high = 0.0, True, [], False
     try:

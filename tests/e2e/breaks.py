@@ -7,6 +7,8 @@ Each builder returns (fn, inputs, weights, other) as pgcc.export takes the first
 take the same path through the program as the example inputs (same_path=True) or the
 other one (False; None where the program has one path).  Random weights, fixed seed.
 """
+import math
+
 import torch
 import torch.nn as nn
 
@@ -23,6 +25,23 @@ class ItemMLP(nn.Module):
         h = torch.relu(self.a(x))
         m = h.abs().max().item()  # the host read
         return self.b(h / m)
+
+
+@torch.compiler.disable
+def damping(m):
+    """Host arithmetic on a value read back, which torch.compile does not trace."""
+    return math.exp(-m)
+
+
+class HostMath(ItemMLP):
+    """An MLP that scales by exp(-m), m the largest activation read back with .item(),
+    exp computed on the host: the kernel after it takes a value the host computed, which
+    the C gets from the caller through a callback scalar."""
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        m = h.abs().max().item()  # the host read
+        return self.b(h * damping(m))
 
 
 class Branch(nn.Module):
@@ -72,6 +91,17 @@ def item_mlp():
         g = torch.Generator().manual_seed(seed)
         return [torch.randn(8, 64, generator=g).cuda()]
     return _module(ItemMLP(), torch.randn(8, 64), other)
+
+
+def host_math():
+    torch.manual_seed(4)
+
+    def other(seed, same_path=None):
+        g = torch.Generator().manual_seed(seed)
+        return [torch.randn(8, 64, generator=g).cuda()]
+    fn, inputs, weights, other = _module(HostMath(), torch.randn(8, 64), other)
+    fn.callbacks = {"cb0": lambda m: math.exp(-m)}  # what the C's caller computes from the value read
+    return fn, inputs, weights, other
 
 
 def branch():
@@ -209,4 +239,4 @@ def scaler_step():
     return step, [x, y], step.weights, other
 
 
-PROGRAMS = {"item_mlp": item_mlp, "branch": branch, "cond": cond, "scaler_step": scaler_step, "generate": generate}
+PROGRAMS = {"item_mlp": item_mlp, "host_math": host_math, "branch": branch, "cond": cond, "scaler_step": scaler_step, "generate": generate}

@@ -5,6 +5,9 @@ GPU:
 - item_mlp: `.item()` of the largest activation divides the rest; the exporter must
   find that the kernel after the read takes the value (a scalar `from` the read), so
   that fresh inputs -- other values read -- give PyTorch's result;
+- host_math: the value read goes through host arithmetic torch.compile does not trace
+  (exp(-m)) before a kernel takes it: a callback scalar, whose function the test gives
+  pgcc.load; fresh inputs give PyTorch's result;
 - branch: `if h.sum() > 0:` picks one of two heads; the export holds both, in an
   IF/ELSE node whose condition a kernel sets from the value on the device: fresh inputs
   on either path give PyTorch's result;
@@ -44,7 +47,7 @@ import pgcc  # noqa: E402
 from breaks import PROGRAMS  # noqa: E402
 from pgcc.verify import compare  # noqa: E402
 
-EXPECT = {"item_mlp": {"reads": 1, "conditional": 0}, "branch": {"reads": 1, "conditional": 1},
+EXPECT = {"item_mlp": {"reads": 1, "conditional": 0}, "host_math": {"reads": 1, "conditional": 0, "callbacks": 1}, "branch": {"reads": 1, "conditional": 1},
           "cond": {"reads": 1, "conditional": 1}, "scaler_step": {"reads": 1, "conditional": 1},
           "generate": {"loop": True}}
 
@@ -54,7 +57,8 @@ def check(name, out, failures):
     try:
         fn, inputs, weights, other = PROGRAMS[name]()
         compiled = torch.compile(fn)
-        res = pgcc.export(fn, inputs, out, name=name, weights=weights, watch=watch)
+        callbacks = getattr(fn, "callbacks", None)
+        res = pgcc.export(fn, inputs, out, name=name, weights=weights, watch=watch, callbacks=callbacks)
     finally:
         watch.close()
     print(f"{name}: {res.verified}")
@@ -74,7 +78,10 @@ def check(name, out, failures):
     wanted = "conditional node" if want.get("conditional") or want.get("loop") else "host operation 'sync'"
     if report.returncode != 0 or wanted not in report.stdout:
         failures.append(f"{name}: pgcc --report fails or does not say {wanted!r}")
-    p = pgcc.load(out, name=name)
+    got_cb = sorted({c for r in reads for c in r.get("callbacks", [])})
+    if len(got_cb) != want.get("callbacks", 0):
+        failures.append(f"{name}: callback scalars {got_cb}, expected {want.get('callbacks', 0)}")
+    p = pgcc.load(out, name=name, callbacks=callbacks)
     if getattr(fn, "train", False) is True:
         try:
             check_training_branch(name, fn, p, other, failures)

@@ -193,3 +193,17 @@ def test_a_host_read_that_chose_the_path_is_guarded(tmp_path, pgcc_bin):
     write_safetensors(tmp_path / "h.safetensors", [])
     again = pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "h.graph"))
     assert 'op guard buffer r0 expect "0000e03f"' in again
+
+
+def test_a_value_the_host_computes_is_a_callback_scalar(tmp_path, pgcc_bin):
+    """A kernel argument computed on the host from a value read (export.host_computed):
+    `scalar cb0 type f64 callback`, a pgrt_scalar_fn field of the generated NAME_args."""
+    kernels, bufs, used, nodes, edges, scalars = host_read_program(guard=False)
+    cb = {"name": "cb0", "type": "f64", "callback": True}
+    nodes[3]["args"][2] = ("scalar", struct.pack("<d", 0.25), cb)
+    text = graph_text("h", kernels, bufs, used, nodes, edges, "sm_90", scalars=[cb])
+    assert "scalar cb0 type f64 callback;" in text and "args [t0, out0, cb0];" in text
+    (tmp_path / "h.graph").write_text(text)
+    write_safetensors(tmp_path / "h.safetensors", [])
+    pgcc(pgcc_bin, str(tmp_path / "h.graph"), "-o", str(tmp_path / "h.c"))
+    assert "pgrt_scalar_fn cb0;" in (tmp_path / "h.h").read_text()
