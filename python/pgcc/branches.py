@@ -212,6 +212,22 @@ def _same_node(nt, nf, fmap, kernels):
     return all(fmap.get(id(f[0])) is t[0] and f[1] == t[1] for t, f in pairs) and nt.get("width") == nf.get("width")
 
 
+def _difference(nt, nf, fmap, kernels):
+    """What differs between two nodes _same_node finds different, in words."""
+    if nt["kind"] != "kernel" or nf["kind"] != "kernel":
+        return f"{nt['kind']} against {nf['kind']}"
+    if (nt["func"], nt["grid"], nt["block"], nt["smem"]) != (nf["func"], nf["grid"], nf["block"], nf["smem"]):
+        return "another kernel or launch shape"
+    show = lambda a: (a[0], a[1]["name"], a[2]) if a[0] == "ptr" else (a[0], a[1].hex()[:48]) if a[0] == "value" \
+        else (a[0], [(r[0], r[1]["name"], r[2]) for r in a[2]]) if a[0] == "bytes" else a[0]
+    k = kernels[nt["func"]]
+    careless = {o for o, _, _ in k.get("dontcare", ())}
+    for p, ((off, _), at, af) in enumerate(zip(k["layout"], nt["args"], nf["args"])):
+        if not _same_arg(at, af, fmap, off not in careless):
+            return f"parameter {p}: {show(at)} against the other path's {show(af)}"
+    return "?"
+
+
 def _remap(n, fmap):
     """Node n (the other path's) with its buffers mapped to the joined program's."""
     m = lambda b: fmap.get(id(b), b)
@@ -281,7 +297,9 @@ def join(a, b, k, out_dir):
         raise ExportError(f"before the read the paths ran {len(pre_a)} and {len(pre_b)} nodes")
     for nt, nf in zip(pre_a, pre_b):
         if not _same_node(nt, nf, fmap, kernels):
-            raise ExportError(f"before the read the paths differ at node {nt['index']} ({nt['kind']})")
+            raise ExportError(f"before the read the paths differ at node {nt['index']} ({nt['kind']}"
+                              f"{': ' + kernels[nt['func']]['symbol'][:60] if nt['kind'] == 'kernel' else ''}): "
+                              f"{_difference(nt, nf, fmap, kernels)}")
 
     # the condition, the kernel that sets it, the IF/ELSE node
     read = next(n for n in a.nodes if n["index"] == ra)
