@@ -78,7 +78,16 @@ class Capture:
             return capture_on
         import gc
         gc.collect()
-        self.stream = torch.cuda.Stream()  # (as torch.cuda.graph captures: on a side stream)
+        # On the one side stream torch.cuda.graph captures on: libraries keep workspaces
+        # per stream (cuBLAS's is 32 MiB), made at the first capture on it.  With a new
+        # stream per capture, some captures made them and others did not (seen: a 32 MiB
+        # and a 1 MiB allocation in one capture A only), which shifted later allocations
+        # (a tensor of the GradScaler step by exactly 1 MiB: its two paths then could not
+        # be joined).
+        cls = torch.cuda.graphs.graph
+        if getattr(cls, "default_capture_stream", None) is None:
+            cls.default_capture_stream = torch.cuda.Stream()
+        self.stream = cls.default_capture_stream
         self.stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(self.stream):
             self.graph.capture_begin(pool=pool)
