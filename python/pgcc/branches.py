@@ -190,16 +190,19 @@ def _same_arg(at, af, fmap):
         return False
     if at[0] == "ptr":
         return fmap.get(id(af[1])) is at[1] and at[2] == af[2]
-    if at[0] == "bytes":
-        rt = [(r[0], r[1]["name"], r[2], r[3]) for r in at[2]]
-        rf = [(r[0], fmap[id(r[1])]["name"] if id(r[1]) in fmap else None, r[2], r[3]) for r in af[2]]
+    if at[0] == "bytes":  # (a word pointed at a copy of host memory is a constant: see below)
+        rt = [(r[0], r[1]["name"], r[2], r[3]) for r in at[2] if not r[1].get("host")]
+        rf = [(r[0], fmap[id(r[1])]["name"] if id(r[1]) in fmap else None, r[2], r[3]) for r in af[2]
+              if not r[1].get("host")]
         return rt == rf
     if at[0] == "scalar":
         return at[2]["name"] == af[2]["name"]
     # A constant: before the read both paths ran the same code on the same inputs and
     # state, so constants that differ are bytes no capture pins down -- a struct's
     # uninitialised padding that agreed within each path's captures by chance, once
-    # not between the paths -- and the joined program uses this path's.
+    # not between the paths; a stale word that held a host address in one path's
+    # captures (pointed at a copy of the bytes there) and not in the other's, in
+    # GradScaler's unscale kernel -- and the joined program uses this path's.
     return True
 
 
