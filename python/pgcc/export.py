@@ -3,8 +3,15 @@ away, A on the example inputs, B on copies at other addresses, C on copies in me
 far away: farmem.py), walk the graphs, map every pointer word to a (buffer, offset)
 with a relocation kind (relocate.py), prove by replay which changing bytes do not
 matter and which blocks are workspaces (replay.py), find each kernel's code
-(kernels.py), and write NAME.graph, kernels/, NAME.safetensors, NAME.io.safetensors
-and NAME.export.json; then, unless told not to, verify the result (verify.py).
+(kernels.py) -- all of it analyse(), in memory -- and write NAME.graph, kernels/,
+NAME.safetensors, NAME.io.safetensors and NAME.export.json (write_export); then,
+unless told not to, verify the result (verify.py).
+
+A callable that reads values back to the host half-way (hostreads.py) is captured in
+stretches between its reads, and a fifth capture, D, on other input values tells what
+each value read becomes (hostvalues.py, host_values, host_computed): a scalar the C
+reads at run time, a callback scalar, or a guard; a guarded read that chose a branch
+or ended a loop's pass becomes an IF/ELSE or WHILE node (branches.py).
 
 Assumes PyTorch with CUDA and a GPU; torch is imported when export() is called, not
 when this module is imported.  docs/e2e.md explains each step and why.
