@@ -58,6 +58,19 @@ def outputs(name, got, ref):
     return got, ref
 
 
+def judge(name, got, ref, identical, worst, where):
+    """Each output against the callable's: (still bit-identical, worst error so far);
+    raises ExportError naming the output and `where` (the call) when one is outside its
+    dtype's tolerance."""
+    for i, (g, r) in enumerate(zip(got, ref)):
+        same, err, tol = compare(g, r.detach())
+        identical, worst = identical and same, max(worst, err)
+        if not same and not err <= tol:
+            raise ExportError(f"verify {name}: output {i} (out{i}) differs from the callable's {where}: max error "
+                              f"{err:.3g} relative to its largest value, tolerance {tol:g} for {r.dtype}")
+    return identical, worst
+
+
 def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks=None):
     """result: an ExportResult (or the export's directory); fn: the callable as exported
     (compiled, if it was); inputs: the example inputs.  Returns the PASS line."""
@@ -86,16 +99,10 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
             with torch.no_grad():
                 got, ref = outputs(name, got, fn(*xs))
             keep += got
-            for i, (g, r) in enumerate(zip(got, ref)):
-                same, err, tol = compare(g, r.detach())
-                identical = identical and same
-                worst = max(worst, err)
-                if not same and not err <= tol:
-                    raise ExportError(f"verify {name}: output {i} (out{i}) differs from the callable's on call {call} "
-                                      f"(inputs {'as given' if call == 0 else 'copied to new addresses'}"
-                                      f"{', far away: other high address bits' if call == calls else ''}, arena "
-                                      f"poisoned): max error {err:.3g} relative to its largest value, tolerance "
-                                      f"{tol:g} for {r.dtype}")
+            identical, worst = judge(name, got, ref, identical, worst, f"on call {call} (inputs "
+                                     f"{'as given' if call == 0 else 'copied to new addresses'}"
+                                     f"{', far away: other high address bits' if call == calls else ''}, arena "
+                                     "poisoned)")
         # A program that reads values back: calls on other input values too, whose reads
         # the C makes at run time (a guarded read stops the call: PGRT_ERR_GUARD)
         reads = (getattr(result, "report", None) or {}).get("host_reads") or []
@@ -115,14 +122,8 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
                 got, ref = outputs(name, got, fn(*xs))
             keep += xs + got
             others += 1
-            for i, (g, r) in enumerate(zip(got, ref)):
-                same, err, tol = compare(g, r.detach())
-                identical = identical and same
-                worst = max(worst, err)
-                if not same and not err <= tol:
-                    raise ExportError(f"verify {name}: output {i} (out{i}) differs from the callable's on the inputs "
-                                      f"scaled by {scale} (other values read back): max error {err:.3g} relative "
-                                      f"to its largest value, tolerance {tol:g} for {r.dtype}")
+            identical, worst = judge(name, got, ref, identical, worst,
+                                     f"on the inputs scaled by {scale} (other values read back)")
     finally:
         prog.done()
         p.close()

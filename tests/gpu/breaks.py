@@ -90,36 +90,31 @@ def check(name, out, failures):
         return
     try:
         for call in range(4):
-            xs = other(100 + call, True)
-            p.fill_arena(0xFF)
-            got = p(*xs)
-            with torch.no_grad():
-                ref, eager = compiled(*xs), fn.model(*xs)
-            torch.cuda.synchronize()
-            same, err, tol = compare(got, ref)
-            _, err_eager, _ = compare(got, eager)
-            made = f" ({int((got >= 0).sum())} tokens)" if want.get("loop") else ""
-            print(f"{name}: call {call} on fresh inputs{made}: "
-                  f"{'bit-identical to' if same else f'max error {err:.3g} against'}"
-                  f" the compiled callable, max error {err_eager:.3g} against eager PyTorch")
-            if not same and err > tol:
-                failures.append(f"{name}: call {call}: max error {err:.3g} against the compiled callable")
+            run_and_compare(name, p, other(100 + call, True), compiled, fn, f"call {call} on fresh inputs",
+                            want.get("loop"), failures)
         if want.get("conditional"):  # the other side of the branch, chosen on the device
             for call in range(2):
-                xs = other(200 + call, False)
-                p.fill_arena(0xFF)
-                got = p(*xs)
-                with torch.no_grad():
-                    ref, eager = compiled(*xs), fn.model(*xs)
-                same, err, tol = compare(got, ref)
-                _, err_eager, _ = compare(got, eager)
-                print(f"{name}: the other path, call {call}: "
-                      f"{'bit-identical to' if same else f'max error {err:.3g} against'} the compiled callable, max "
-                      f"error {err_eager:.3g} against eager PyTorch")
-                if not same and err > tol:
-                    failures.append(f"{name}: the other path: max error {err:.3g} against the compiled callable")
+                run_and_compare(name, p, other(200 + call, False), compiled, fn, f"the other path, call {call}",
+                                False, failures)
     finally:
         p.close()
+
+
+def run_and_compare(name, p, xs, compiled, fn, what, tokens, failures):
+    """One call of the program on xs (arena poisoned) against the compiled callable (bit
+    for bit, or the dtype's tolerance) and eager PyTorch (max error printed)."""
+    p.fill_arena(0xFF)
+    got = p(*xs)
+    with torch.no_grad():
+        ref, eager = compiled(*xs), fn.model(*xs)
+    torch.cuda.synchronize()
+    same, err, tol = compare(got, ref)
+    _, err_eager, _ = compare(got, eager)
+    made = f" ({int((got >= 0).sum())} tokens)" if tokens else ""
+    print(f"{name}: {what}{made}: {'bit-identical to' if same else f'max error {err:.3g} against'} the compiled "
+          f"callable, max error {err_eager:.3g} against eager PyTorch")
+    if not same and err > tol:
+        failures.append(f"{name}: {what}: max error {err:.3g} against the compiled callable")
 
 
 def check_training_branch(name, step, p, other, failures):
