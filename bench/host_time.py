@@ -13,6 +13,8 @@ medians over rounds, and the spread max - min over the median):
   run, moving   prog.run on 4 packed argument sets in turn (inputs at other addresses
                 every call: what libpgrt patches), the way bench/zoo.py calls pgcc
   C only        NAME_run through ctypes with the stream handle cached
+  C, stream looked up   the same, the stream looked up with torch.cuda.current_stream
+                (what Program.run did before it used torch's raw getter)
 
 The stream is synchronized only at the end of each timed loop: this is host time,
 with the GPU kept busy; every call is a real launch.
@@ -67,7 +69,9 @@ def main():
                 "args+run": lambda: p.run(p.args(sets[0], outs)),
                 "run": lambda: p.run(packed[0]),
                 "run, moving": moving,
-                "C only": lambda: p.run_fn(p.ctx, packed[0], raw)}
+                "C only": lambda: p.run_fn(p.ctx, packed[0], raw),
+                "C, stream looked up": lambda: p.run_fn(p.ctx, packed[0],
+                                                        C.c_void_p(torch.cuda.current_stream(p.device).cuda_stream))}
         for f in ways.values():  # warm
             for _ in range(20):
                 f()
@@ -84,7 +88,7 @@ def main():
               f"rounds of {args.iters}; spread)")
         for w, ts in times.items():
             m = statistics.median(ts)
-            print(f"  {w:12s} {m:8.1f}   {(max(ts) - min(ts)) / m:.3f}")
+            print(f"  {w:20s} {m:8.1f}   {(max(ts) - min(ts)) / m:.3f}")
         p.close()
 
 
