@@ -5,19 +5,27 @@ and the device picks one, with no host round trip.
 The other path is exported too: export.analyse runs again with the program given the
 read's value flipped (hostreads.flipped: `not v` for a bool, 1 for a zero flag such as
 GradScaler's found_inf), and join() merges the two analyses.  Before the read, both must
-have run the same nodes on the same buffers (captures on fresh private pools lay out
-the same allocations the same way; the check is node by node, argument by argument);
-the read's copy, sync and guard are replaced by a small kernel that compares the value
-on the device with the one read at export and sets the condition, and an IF/ELSE node
-whose bodies are what each path ran after the read.
+have run the same nodes on the same buffers: captures on fresh private pools, on one
+side stream, lay out the same allocations the same way; join checks it node by node
+(kernels, launch shapes, buffers and offsets; constants are not compared, as both
+paths ran the same code there).  The read's copy, sync and guard are replaced by a
+small kernel that compares the value on the device with the one read at export and
+sets the condition, and an IF/ELSE node whose bodies are what each path ran after the
+read.  Buffers only the other path uses keep their own names (`f_`).
 
 A loop that reads after every pass whether to go on (join_loop: every read guarded, the
 same value until the last, every pass after the first the same nodes on the same
-buffers) becomes a WHILE node whose body is one pass and ends with the condition kernel.  Buffers only one path uses keep
-their own names (`f_` for the other path's).  Supported: one guarded read, the last of
-the call; anything else stays guarded, with a warning saying why.
+buffers) becomes a WHILE node whose body is one pass and ends with the condition kernel.
 
-join() is pure over the analyses' plain data; join_other_path() drives it (needs torch).
+Supported: one guarded read, the last of the call, or a loop of them; of a bool or of a
+number that read zero (two_sided), so that comparing with the value read at export
+splits every value into the two sides for a program that branches on the value's truth,
+as `if t:`, `torch.cond` and GradScaler's `if not found_inf` do.  A threshold on a
+number that happened to read zero at export would be taken for its truth.  Anything else
+stays guarded, with a warning saying why.
+
+join() and join_loop() are pure over the analyses' plain data; join_other_path() drives
+them (needs torch).
 """
 import hashlib
 import os
@@ -66,6 +74,10 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
         prog.warn("a read that chose the path stays guarded: only one such read, the last of the call, becomes a "
                   "conditional node", f"{len(guarded)} guarded reads of {len(a.capA.reads)}")
         return
+    why = two_sided(a.capA.reads[k])
+    if why:
+        prog.warn(f"the read at {where} stays guarded", why)
+        return
     from .export import analyse
     prog.status(f"{name}: the other side of the branch at {where[:60]}")
     try:
@@ -78,6 +90,19 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
         return
     a.write_report()
     prog.log(f"  the value read at {where}: both paths exported, an IF/ELSE node chooses on the device")
+
+
+def two_sided(read):
+    """None if comparing a value with the one `read` (capture.py's read record) got at
+    export tells the two sides of a branch on the value's truth apart exactly: a bool
+    (the other side is the other value), or a number that read zero (every other value
+    is true; -0.0 excepted, whose bytes are not zero).  Else why not: a value that read
+    0.73 may have been compared with 0.5, and 0.9 would take the same side, which no
+    comparison with 0.73 tells."""
+    if read["dtype"] == "bool" or not any(read["value"]):
+        return None
+    return (f"the value read ({read['dtype']}, bytes {read['value'].hex()}) is neither a bool nor zero: which "
+            "other values take which side of the branch cannot be told")
 
 
 def warm_other_path(fn, inputs, weights, k):
@@ -140,6 +165,8 @@ def join_loop(a, out_dir):
     go = syncs[0]["guard"]
     if any(x["guard"] != go for x in syncs[:-1]) or syncs[-1]["guard"] == go:
         raise ExportError("the reads do not read one value until the last")
+    if two_sided(cap.reads[0]):
+        raise ExportError(two_sided(cap.reads[0]))
     stretch = {}
     for x in a.nodes:
         if x["kind"] in ("read", "sync"):
@@ -264,6 +291,8 @@ def join(a, b, k, out_dir):
     ra, rb = read_at(a), read_at(b)
     if b.capA.reads[k].get("forced") is not True:
         raise ExportError("the other path's capture did not flip the value read")
+    if two_sided(a.capA.reads[k]):
+        raise ExportError(two_sided(a.capA.reads[k]))
     pre_a = [n for n in a.nodes if isinstance(n["index"], int) and n["index"] < ra]
     pre_b = [n for n in b.nodes if isinstance(n["index"], int) and n["index"] < rb]
     # the read's copy and sync (indices ra, ra + 1) go: the condition kernel reads the value

@@ -41,7 +41,8 @@ def path(tmp_path, then, offset=0):
               "op": "__bool__"},
              {"kind": "sync", "index": 2, "read": 0, "where": "m.py:3", "guard": b"\x01"},
              launch(3, y, 0, then)]
-    return SimpleNamespace(capA=SimpleNamespace(reads=[{"where": "m.py:3"}]), bufs=bufs, nodes=nodes,
+    return SimpleNamespace(capA=SimpleNamespace(reads=[{"where": "m.py:3", "dtype": "bool", "value": b"\x01"}]),
+                           bufs=bufs, nodes=nodes,
                            edges=[(0, 1), (1, 2), (2, 3)], kernels={1: k}, scalars=[],
                            report={"host_reads": [{"guarded": True}]})
 
@@ -83,6 +84,20 @@ def test_paths_that_differ_before_the_read_are_not_joined(tmp_path):
         join(a, b, 0, str(tmp_path))
 
 
+def test_a_number_that_read_other_than_zero_is_not_joined(tmp_path):
+    """A float that read 0.73 may have met `if m > 0.5`; comparing with 0.73 would send
+    0.9 to the other side.  A zero flag (GradScaler's found_inf) is joined."""
+    from pgcc.branches import two_sided
+    a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
+    b.capA.reads[0]["forced"] = True
+    a.capA.reads[0].update(dtype="f32", value=struct.pack("<f", 0.73))
+    with pytest.raises(ExportError, match="neither a bool nor zero"):
+        join(a, b, 0, str(tmp_path))
+    assert two_sided({"dtype": "f32", "value": bytes(4)}) is None
+    assert two_sided({"dtype": "bool", "value": b"\x00"}) is None
+    assert two_sided({"dtype": "f32", "value": struct.pack("<f", -0.0)}) is not None  # (its bytes are not zero)
+
+
 def test_a_path_that_was_not_flipped_is_refused(tmp_path):
     a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
     with pytest.raises(ExportError, match="did not flip"):
@@ -116,7 +131,7 @@ def loop(tmp_path, passes=4, moved=False):
                        "guard": b"\x01" if s == passes - 1 else b"\x00"}]
             segment_of += [None, None]
             edges += [(last, i), (i, i + 1)]
-            reads.append({"where": "gen.py:9"})
+            reads.append({"where": "gen.py:9", "dtype": "bool", "value": b"\x01" if s == passes - 1 else b"\x00"})
             last = i + 1
             i += 2
     cap = SimpleNamespace(reads=reads, nodes=[{}] * len(nodes), segment_of=segment_of)
