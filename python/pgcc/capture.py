@@ -275,14 +275,12 @@ def capture_failed(torch, graphs, pool, e, stream=None):
     chain = [e]  # the error inside the callable, and what ending the capture raised over it
     while (chain[-1].__context__ or chain[-1].__cause__) is not None and len(chain) < 8:
         chain.append(chain[-1].__context__ or chain[-1].__cause__)
+    from .hostreads import user_line
     where = ""
-    import os
-    ours = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torch.__file__)))
     for x in reversed(chain):  # the innermost error's line in the user's code
-        frames = [f for f in traceback.extract_tb(x.__traceback__)
-                  if not os.path.abspath(f.filename).startswith(ours) and "<" not in f.filename]
-        if frames:
-            where = f" (at {frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line})"
+        line = user_line(traceback.extract_tb(x.__traceback__))
+        if line:
+            where = f" (at {line})"
             break
     text = str(chain[-1]).strip().splitlines()[0] if str(chain[-1]).strip() else type(chain[-1]).__name__
     if any(h in str(x) for x in chain for h in HOST_SYNC[:4]):

@@ -22,14 +22,14 @@ import traceback
 OPS = ("item", "__bool__", "__int__", "__float__", "__index__")
 
 
-def user_line(skip=()):
-    """"file:line: code" of the innermost frame outside torch, pgcc and Python's own
-    machinery (the user's line that made the read), or "" if none."""
+def user_line(frames=None):
+    """"file:line: code" of the innermost of frames (traceback's FrameSummary list;
+    default: this call's stack) outside torch, pgcc and Python's own machinery -- the
+    user's line that made a read, or raised -- or "" if none."""
     import torch
-    ours = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torch.__file__))) + tuple(skip)
-    for f in reversed(traceback.extract_stack()):
-        path = os.path.abspath(f.filename)
-        if not path.startswith(ours) and "<" not in f.filename:
+    ours = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torch.__file__)))
+    for f in reversed(traceback.extract_stack() if frames is None else frames):
+        if not os.path.abspath(f.filename).startswith(ours) and "<" not in f.filename:
             return f"{f.filename}:{f.lineno}: {(f.line or '').strip()}"
     return ""
 
