@@ -3,7 +3,7 @@
     python3 bench/host_time.py [--rounds 7] [--iters 200] [EXPORT_DIR ...]
 
 For each export (default: the committed CI fixtures mlp_small and llama_tiny_bf16),
-built and loaded with pgcc.load, the host time of one call is taken five ways, in
+built and loaded with pgcc.load, the host time of one call is taken six ways, in
 interleaved rounds (each round times every way once, `iters` calls, wall clock;
 medians over rounds, and the spread max - min over the median):
 
