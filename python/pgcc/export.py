@@ -60,7 +60,8 @@ class ExportResult:
 
 
 def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, compile=True, verify=True,
-           quiet=False, warmup=3, watch=None, progress=None, diagnose=None, callbacks=None):
+           quiet=False, warmup=3, watch=None, progress=None, diagnose=None, callbacks=None, buckets=None, dim=0,
+           dim_name=None, pad=None):
     """Exports fn_or_module (an nn.Module or a callable) as captured on example_inputs (a
     tuple of CUDA tensors) into out_dir; returns an ExportResult.
 
@@ -78,7 +79,15 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     its state left as it was before the export.  callbacks: {callback scalar name:
     function of the values read back}, for verify, where the program takes values its
     host computes from what it read (the report's host_reads names them; without the
-    functions, the export is written but not verified)."""
+    functions, the export is written but not verified).
+
+    buckets: sizes of dimension `dim` ([1, 2, 4, 8]: the inputs whose size there is the
+    example's are cut or repeated to each), or a list of example input tuples that differ
+    in the size of one dimension: one program with a variant per size (buckets.py),
+    whose C takes the size per call (a field named dim_name, default "batch" for
+    dimension 0, else "dimN") and runs the smallest bucket that holds it where the
+    callable's rows are independent (pad: None tests it, True requires it, False gives
+    exact sizes only).  Inference only; compiled with static shapes."""
     import torch
 
     prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
@@ -104,6 +113,10 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         except ExportError as e:
             prog.warn("no ModuleWatch: library kernels outside .nv_fatbin cannot be exported", e)
             watch = None
+    if buckets is not None:
+        return _export_buckets(torch, fn, fn_or_module, inputs, out_dir, name, weights, watch, own_watch, prog,
+                               buckets, dim, dim_name or ("batch" if dim == 0 else f"dim{dim}"), pad, compile,
+                               verify, warmup)
     try:
         run = torch.compile(fn) if compile else fn
         if watch and warmup:
@@ -156,6 +169,32 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             else:
                 from .verify import verify as verify_export
                 result.verified = verify_export(result, run, inputs, progress=prog, callbacks=callbacks)
+    finally:
+        prog.flush()
+    return result
+
+
+def _export_buckets(torch, fn, fn_or_module, inputs, out_dir, name, weights, watch, own_watch, prog, buckets, dim,
+                    dim_name, pad, compile, verify, warmup):
+    """export() with buckets (buckets.py)."""
+    from .buckets import export_buckets, verify_buckets
+    if getattr(fn_or_module, "train", False) is True:
+        raise ExportError("buckets of a training step are not exported (a step changes its state; buckets are "
+                          "for inference)")
+    try:
+        run = torch.compile(fn, dynamic=False) if compile else fn
+        if watch and warmup:
+            watch.paused = False
+        b = export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch,
+                           buckets, dim, ident(dim_name), pad, warmup)
+    finally:
+        if own_watch and watch:
+            watch.close()
+        prog.done()
+    result = ExportResult(out_dir, name, b.report)
+    try:
+        if verify:
+            result.verified = verify_buckets(result, run, b, progress=prog)
     finally:
         prog.flush()
     return result
@@ -508,7 +547,7 @@ def write_export(a, inputs, out_dir, name, prog, diagnose):
     major, minor = torch.cuda.get_device_capability()
     write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, edges,
                 f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture", scalars=scalars,
-                conditions=conditions)
+                conditions=conditions, dims=getattr(a, "dims", ()))
     if diagnose and conditions:
         log("  diagnosis: left out for a program with conditional nodes (the node-by-node runs follow one path)")
     elif diagnose:

@@ -64,7 +64,7 @@ def node_buffers(n):
     elif n["kind"] in ("memcpy", "read"):
         yield n["src"][0]
         yield n["dst"][0]
-    elif n["kind"] in ("if", "while"):  # (a conditional node: its bodies' nodes)
+    elif n["kind"] in ("if", "while", "switch"):  # (a conditional node: its bodies' nodes)
         for _, body, _ in n["bodies"]:
             for m in body:
                 yield from node_buffers(m)
@@ -90,7 +90,8 @@ def dontcare(k, off, inner):
     return out
 
 
-def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture", scalars=(), conditions=()):
+def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture", scalars=(), conditions=(),
+               dims=()):
     """The .graph file's text.  kernels: {func: {"symbol", "layout", "ptr_words" ((param
     offset, offset inside, kind) of each relocation), "dontcare" ((param offset, offset
     inside, length) of bytes no launch depends on), "module", ["entry"]}} (each gets its
@@ -103,7 +104,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     node, with "guard" (the bytes read at export) where the value only chose the path;
     conditions: [{"name"}] of conditional nodes ("if" or "while" nodes with "condition" and
     "bodies" [(graph name, nodes, edges)], branches.py), whose handles kernels take as
-    ("cond", condition) arguments."""
+    ("cond", condition) arguments; dims: [{"name", "values", "pad"}] of shape buckets
+    (buckets.py): a buffer's shape may name one, a scalar {"name", "type", "bucket": dim}
+    is the index of the bucket a call runs, and a "switch" node with "bucket" picks
+    the body of that index."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
     v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
     v2 = v2 or any(k.get("dontcare") for k in kernels.values()) or any(n.get("cluster") for n in nodes)
@@ -119,6 +123,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         else:
             out.append(f'module {m["name"]} {m["kind"]} file "{m["file"]}" sha256 "{m["sha256"]}";')
     out += ["", f'weights w file "{name}.safetensors";', ""]
+    for d in dims:
+        out.append(f'dim {d["name"]} values [{", ".join(map(str, d["values"]))}] {"pad" if d["pad"] else "exact"};')
+    if dims:
+        out.append("")
     names = set()
     for i, k in enumerate(kernels.values()):
         kn = ident(k["symbol"]) if len(k["symbol"]) <= 60 else f"k{i}"
@@ -165,6 +173,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     if scalars:
         out.append("")
     out += [f'scalar {s["name"]} type {s["type"]} callback;' if s.get("callback") else
+            f'scalar {s["name"]} type {s["type"]} bucket {s["bucket"]};' if s.get("bucket") else
             f'scalar {s["name"]} type {s["type"]} from {s["from"]};' for s in scalars]
     out += [f'condition {c["name"]} default 0;' for c in conditions]
     out += ["", "graph main {"]
@@ -224,8 +233,9 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             out.append(f'  node n{i} memcpy dir dtod src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
         elif n["kind"] == "read":
             out.append(f'  node n{i} memcpy dir dtoh src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
-        elif n["kind"] in ("if", "while"):
-            out.append(f'  node n{i} conditional type {n["kind"]} condition {n["condition"]["name"]} bodies '
+        elif n["kind"] in ("if", "while", "switch"):
+            bucket = f' bucket {n["bucket"]}' if n.get("bucket") else ""
+            out.append(f'  node n{i} conditional type {n["kind"]} condition {n["condition"]["name"]}{bucket} bodies '
                        f'[{", ".join(g for g, _, _ in n["bodies"])}];')
         elif n["kind"] == "sync":
             out.append(f'  node n{i} hostop op sync reason "{text(n["where"])}: a value read back to the host";')

@@ -18,39 +18,67 @@ from .toolchain import build_program
 # pgrt_field_role
 PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN = \
     range(6)
-ROLE_NAMES = ("input", "output", "inout", "scalar", "weight", "host function", "scalar callback")
+ROLE_NAMES = ("input", "output", "inout", "scalar", "weight", "host function", "scalar callback", "size")
 
 
 class PgrtField(C.Structure):
     _fields_ = [("name", C.c_char_p), ("role", C.c_int), ("dtype", C.c_char_p), ("ndim", C.c_int),
                 ("shape", C.POINTER(C.c_int64)), ("offset", C.c_size_t), ("size", C.c_size_t),
-                ("tensor", C.c_char_p)]
+                ("tensor", C.c_char_p), ("shape_dims", C.POINTER(C.c_int))]
+
+
+class PgrtDim(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("n_values", C.c_int), ("values", C.POINTER(C.c_int64)), ("pad", C.c_int)]
 
 
 class PgrtProgramInfo(C.Structure):
     _fields_ = [("name", C.c_char_p), ("args_size", C.c_size_t), ("n_args", C.c_int),
                 ("args", C.POINTER(PgrtField)), ("weights_size", C.c_size_t), ("n_weights", C.c_int),
-                ("weights", C.POINTER(PgrtField)), ("arena_bytes", C.c_uint64)]
+                ("weights", C.POINTER(PgrtField)), ("arena_bytes", C.c_uint64), ("n_dims", C.c_int),
+                ("dims", C.POINTER(PgrtDim))]
+
+
+class Dim:
+    """A shape bucket dimension (buckets.py): name, values (the buckets' sizes), pad."""
+
+    def __init__(self, d):
+        self.name = d.name.decode()
+        self.values = tuple(d.values[i] for i in range(d.n_values))
+        self.pad = bool(d.pad)
+
+    def __repr__(self):
+        return f"Dim({self.name!r}, {list(self.values)}, {'pad' if self.pad else 'exact'})"
 
 
 class Field:
     """One field of NAME_args or NAME_weights: name, role (a ROLE_NAMES word), dtype ("f32";
-    None where unknown), shape (a tuple; None where unknown), offset, size, tensor."""
+    None where unknown), shape (a tuple; None where unknown; a bucket dimension's entry
+    holds its largest size), dims ((position, dim index) of the entries that are a bucket
+    dimension), offset, size, tensor."""
 
     def __init__(self, f):
         self.name = f.name.decode()
         self.role = ROLE_NAMES[f.role] if 0 <= f.role < len(ROLE_NAMES) else f"role {f.role}"
         self.dtype = (f.dtype or b"").decode() or None
         self.shape = tuple(f.shape[i] for i in range(f.ndim)) if f.ndim >= 0 else None
+        self.dims = tuple((i, f.shape_dims[i]) for i in range(max(f.ndim, 0))
+                          if f.shape_dims and f.shape_dims[i] >= 0)
         self.offset, self.size = f.offset, f.size
         self.tensor = f.tensor.decode() if f.tensor else None
+
+    def shape_at(self, dims, ks):
+        """The shape at buckets ks (one index per dim)."""
+        shape = list(self.shape)
+        for i, d in self.dims:
+            shape[i] = dims[d].values[ks[d]]
+        return tuple(shape)
 
     def __repr__(self):
         return f"Field({self.name!r}, {self.role}, {self.dtype}, {self.shape}, offset {self.offset}, {self.size} bytes)"
 
 
 def read_info(lib, name):
-    """The program's fields: (info, [Field] of the args, [Field] of the weights)."""
+    """The program's fields: (info, [Field] of the args, [Field] of the weights, [Dim])."""
     try:
         fn = getattr(lib, f"{name}_info")
     except AttributeError:
@@ -60,7 +88,8 @@ def read_info(lib, name):
     info = fn().contents
     args = [Field(info.args[i]) for i in range(info.n_args)]
     weights = [Field(info.weights[i]) for i in range(info.n_weights)]
-    return info, args, weights
+    dims = [Dim(info.dims[i]) for i in range(info.n_dims)]
+    return info, args, weights, dims
 
 
 SCALAR_FORMATS = {"f32": "<f", "f64": "<d", "f16": "<e", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q",
@@ -82,7 +111,7 @@ class Program:
         import torch
         self.torch, self.name, self.export_dir, self.so_path = torch, name, export_dir, so_path
         self.lib = C.CDLL(so_path)
-        info, self.fields, self.weight_fields = read_info(self.lib, name)
+        info, self.fields, self.weight_fields, self.dims = read_info(self.lib, name)
         self.args_size, self.weights_size, self.arena_bytes = info.args_size, info.weights_size, info.arena_bytes
         host = [f.name for f in self.fields + self.weight_fields if f.role == "host function"]
         if host:
@@ -93,6 +122,7 @@ class Program:
             f.torch_dtype = torch_dtype(f.dtype) if f.dtype else None
         self.inputs = [f for f in self.fields if f.role in ("input", "inout", "scalar")]
         self.outputs = [f for f in self.fields if f.role == "output"]
+        self.size_fields = [f for f in self.fields if f.role == "size"]
         self.device = torch.device(device if device is not None else "cuda")
         if self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
@@ -157,8 +187,9 @@ class Program:
 
     # ---- arguments -----------------------------------------------------------------
 
-    def _check(self, f, t, what):
+    def _check(self, f, t, what, shape=None):
         torch = self.torch
+        shape = f.shape if shape is None else shape
         if f.role == "scalar":
             if isinstance(t, torch.Tensor):
                 raise TypeError(f"{self.name}: {what} ({f.name}) is a scalar: give a number, not a tensor")
@@ -169,19 +200,20 @@ class Program:
         dt = f.torch_dtype
         if dt is not None and t.dtype != dt:
             want.append(f"dtype {dt} (got {t.dtype})")
-        if f.shape is not None and tuple(t.shape) != f.shape:
-            want.append(f"shape {list(f.shape)} (got {list(t.shape)})")
+        if shape is not None and tuple(t.shape) != shape:
+            want.append(f"shape {list(shape)} (got {list(t.shape)})")
         if t.device != self.device:
             want.append(f"device {self.device} (got {t.device})")
         if not t.is_contiguous():
             want.append("a contiguous tensor (got strides " + str(list(t.stride())) + ")")
-        if not want and t.numel() * t.element_size() < f.size:
+        if not want and shape is f.shape and t.numel() * t.element_size() < f.size:
             want.append(f"{f.size} bytes (got {t.numel() * t.element_size()})")
         if want:
             raise ValueError(f"{self.name}: {what} ({f.name}) must have " + ", ".join(want))
 
-    def new_outputs(self):
-        """Fresh tensors for the outputs, as the export recorded them."""
+    def new_outputs(self, ks=None):
+        """Fresh tensors for the outputs, as the export recorded them (at buckets ks, one
+        index per bucket dimension, where the program has them)."""
         torch = self.torch
         from .weights import torch_dtype
         outs = []
@@ -190,11 +222,30 @@ class Program:
             if dt is None or f.shape is None:
                 outs.append(torch.empty(f.size, dtype=torch.uint8, device=self.device))
             else:
-                outs.append(torch.empty(f.shape, dtype=dt, device=self.device))
+                outs.append(torch.empty(f.shape_at(self.dims, ks) if f.dims else f.shape, dtype=dt,
+                                        device=self.device))
         return outs
 
-    def args(self, inputs, outputs):
-        """NAME_args for these inputs and outputs (checked), as a ctypes buffer."""
+    def buckets(self, inputs):
+        """For a program with bucket dimensions: (the size of each, as the inputs' shapes
+        give it; the index of the bucket that runs it, None where none does)."""
+        from .buckets import choose
+        sizes = [None] * len(self.dims)
+        for f, x in zip(self.inputs, inputs):
+            for i, d in f.dims:
+                if not isinstance(x, self.torch.Tensor) or x.dim() <= i:
+                    raise TypeError(f"{self.name}: {f.name} must be a tensor whose dimension {i} is "
+                                    f"{self.dims[d].name}")
+                if sizes[d] is None:
+                    sizes[d] = x.shape[i]
+                elif sizes[d] != x.shape[i]:
+                    raise ValueError(f"{self.name}: {f.name}'s dimension {i} ({self.dims[d].name}) is "
+                                     f"{x.shape[i]}, another input's is {sizes[d]}")
+        return sizes, [choose(d.values, n, d.pad) for d, n in zip(self.dims, sizes)]
+
+    def args(self, inputs, outputs, sizes=(), ks=None):
+        """NAME_args for these inputs and outputs (checked; at buckets ks, where the
+        program has them, and sizes its bucket dimensions' sizes), as a ctypes buffer."""
         if len(inputs) != len(self.inputs):
             raise TypeError(f"{self.name}: takes {len(self.inputs)} inputs "
                             f"({', '.join(f.name for f in self.inputs)}), got {len(inputs)}")
@@ -203,7 +254,9 @@ class Program:
                             f"({', '.join(f.name for f in self.outputs)}), got {len(outputs)} in out=")
         buf = C.create_string_buffer(max(self.args_size, 1))
         for i, (f, x) in enumerate(zip(self.inputs, inputs)):
-            if not self._fine(f, x):
+            if f.dims:
+                self._check(f, x, f"argument {i}", f.shape_at(self.dims, ks))
+            elif not self._fine(f, x):
                 self._check(f, x, f"argument {i}")
             if f.role == "scalar":
                 fmt = SCALAR_FORMATS.get(f.dtype or "")
@@ -214,9 +267,13 @@ class Program:
             else:
                 struct.pack_into("<Q", buf, f.offset, x.data_ptr())
         for i, (f, o) in enumerate(zip(self.outputs, outputs)):
-            if not self._fine(f, o):
+            if f.dims:
+                self._check(f, o, f"out[{i}]", f.shape_at(self.dims, ks))
+            elif not self._fine(f, o):
                 self._check(f, o, f"out[{i}]")
             struct.pack_into("<Q", buf, f.offset, o.data_ptr())
+        for f, n in zip(self.size_fields, sizes):
+            struct.pack_into("<q", buf, f.offset, n)
         for f, _, at in self.callbacks:  # (a pgrt_scalar_fn: the function, its data)
             struct.pack_into("<QQ", buf, f.offset, at, 0)
         return buf
@@ -247,11 +304,33 @@ class Program:
         return self.torch.cuda.current_stream(self.device).cuda_stream
 
     def __call__(self, *inputs, out=None):
+        if self.dims:
+            return self._call_buckets(list(inputs), out)
         if out is None:
             outs = self.new_outputs()
         else:
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
         self.run(self.args(list(inputs), outs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _call_buckets(self, inputs, out):
+        """A call of a program with bucket dimensions: inputs smaller than their bucket are
+        padded with zeros (copies), and the outputs returned are the first rows of the
+        bucket's (views; out=, if given, must have the bucket's shapes)."""
+        from .buckets import pad_to
+        sizes, ks = self.buckets(inputs)
+        for d, n, k in zip(self.dims, sizes, ks):
+            if k is None:
+                raise ValueError(f"{self.name}: {d.name} = {n} fits no bucket ({', '.join(map(str, d.values))}"
+                                 f"{'' if d.pad else ': exact sizes only'})")
+        for j, (f, x) in enumerate(zip(self.inputs, inputs)):
+            for i, d in f.dims:
+                inputs[j] = x = pad_to(self.torch, x, i, self.dims[d].values[ks[d]])
+        outs = self.new_outputs(ks) if out is None else (list(out) if isinstance(out, (tuple, list)) else [out])
+        self.run(self.args(inputs, outs, sizes, ks))
+        for j, f in enumerate(self.outputs):
+            for i, d in f.dims:
+                outs[j] = outs[j].narrow(i, 0, sizes[d])
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # ---- state ---------------------------------------------------------------------

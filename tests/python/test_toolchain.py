@@ -93,7 +93,8 @@ def test_builds_an_export_with_libpgrt(tmp_path, pgcc_bin, monkeypatch):
         pytest.skip("no libcuda stub")
     ctypes.CDLL(stub, mode=ctypes.RTLD_GLOBAL)
     from pgcc.loader import read_info
-    info, args, weights = read_info(ctypes.CDLL(so), "mlp_small")
+    info, args, weights, dims = read_info(ctypes.CDLL(so), "mlp_small")
+    assert dims == [] and all(f.dims == () for f in args)
     assert info.name == b"mlp_small" and info.arena_bytes == 2048
     assert [(f.name, f.role, f.dtype, f.shape, f.size) for f in args] == [
         ("in0", "input", "f32", (1, 256), 1024), ("out0", "output", "f32", (1, 256), 1024)]
