@@ -194,13 +194,18 @@ def merge(analyses, values, dim_name, pad, setter):
 
 def inputs_at(torch, inputs, dim, n0, n):
     """The example inputs at size n of dimension `dim`: every tensor whose size there is
-    n0 (the example's) cut or repeated to n along it; the others as they are."""
+    n0 (the example's) cut, or repeated to n along it, each repetition j other values
+    (floats scaled by 1 + j/4, integers such as token ids shifted by 7j modulo their
+    largest + 1), so that no two rows are alike; the others as they are."""
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.dim() > dim and x.shape[dim] == n0:
-            reps = [1] * x.dim()
-            reps[dim] = -(-n // n0)
-            x = x.repeat(*reps).narrow(dim, 0, n).contiguous()
+            if x.is_floating_point():
+                copies = [x * (1 + j / 4) for j in range(-(-n // n0))]
+            else:
+                top = int(x.max()) + 1 if x.numel() else 1
+                copies = [(x + 7 * j) % top for j in range(-(-n // n0))]
+            x = torch.cat(copies, dim).narrow(dim, 0, n).contiguous()
         out.append(x)
     return out
 
