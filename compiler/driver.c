@@ -80,7 +80,7 @@ static const char usage_text[] =
     "  --calls=N          calls to spread graph instantiation over (default 1000)\n"
     "  --device-update    let the cost model patch regions on the device where that\n"
     "                     saves host time (it costs GPU time on every replay)\n"
-    "  --stats            print 'nodes=N edges=E graphs=G kernels=K '\n"
+    "  --stats            print 'nodes=N edges=E graphs=G kernels=K ' (and 'dims=D ')\n"
     "  --max-errors=N     stop after N errors (default 20; 0: no limit)\n"
     "  --time-passes      print the time each pass takes\n"
     "  -h, --help         show this help\n"
@@ -365,7 +365,9 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   status = 0;
   if (o.stats) {
     PgStats s = pg_program_stats(p);
-    fprintf(out, "nodes=%zu edges=%zu graphs=%zu kernels=%zu \n", s.nodes, s.edges, s.graphs, s.kernels);
+    fprintf(out, "nodes=%zu edges=%zu graphs=%zu kernels=%zu ", s.nodes, s.edges, s.graphs, s.kernels);
+    if (s.dims) fprintf(out, "dims=%zu ", s.dims); /* only where there are: the line as before otherwise */
+    fputc('\n', out);
   }
   PgReportInfo info = {o.input, profile, o.calls};
   if (o.report == REPORT_TEXT) status = write_output(o.output, write_report_text, p, &info, out, err);

@@ -48,7 +48,7 @@ struct GfCtx {
   PgGraph *graph;
   PgKernel *kernel;
   PgMap *modules, *kernels, *values, *events, *graphs, *nodes, *weights; /* values: buffers and scalars */
-  PgMap *is_scalar, *is_cond; /* which of `values` are scalars, which conditions */
+  PgMap *is_scalar, *is_cond, *is_dim; /* which of `values` are scalars, conditions, dims */
   PG_VEC(PendingEdge) edges;   /* deferred to the block's end: an endpoint was not declared yet */
   PendingEdge batch[EDGE_BATCH]; /* edges not looked up yet (flush_edges) */
   size_t nbatch;
@@ -279,9 +279,12 @@ static bool ptr_of(GfCtx *c, const GfWord *w, PgPtr *out) {
   }
   PgBuffer *b = lookup(c, c->values, w, "buffer");
   if (!b) return false;
-  if (pg_map_getn(c->is_scalar, w->text.s, w->text.len) || pg_map_getn(c->is_cond, w->text.s, w->text.len)) {
+  if (pg_map_getn(c->is_scalar, w->text.s, w->text.len) || pg_map_getn(c->is_cond, w->text.s, w->text.len) ||
+      pg_map_getn(c->is_dim, w->text.s, w->text.len)) {
     pg_error(c->d, w->loc, "'%.*s' is a %s, not a buffer", (int)w->text.len, w->text.s,
-             pg_map_getn(c->is_cond, w->text.s, w->text.len) ? "condition" : "scalar");
+             pg_map_getn(c->is_cond, w->text.s, w->text.len)  ? "condition"
+             : pg_map_getn(c->is_dim, w->text.s, w->text.len) ? "dim"
+                                                                : "scalar");
     return false;
   }
   out->buf = b;
@@ -618,6 +621,40 @@ static bool buffer_tensor(GfCtx *c, PgBuffer *b, const GfWord *wf, const GfWord 
   return true;
 }
 
+/* `shape [N, D, ...]`: numbers, or dims (a per-call buffer's entries that vary per call,
+ * recorded at the dim's largest value, as the buffer's size is). */
+static bool buffer_shape(GfCtx *c, PgBuffer *b, const GfWord *list) {
+  size_t n = 0;
+  const GfWord *first_dim = NULL;
+  for (const GfWord *w = W(c, list->first); w; w = W(c, w->next)) n++;
+  b->has_shape = true;
+  for (const GfWord *w = W(c, list->first); w; w = W(c, w->next)) {
+    uint64_t d;
+    if (w->kind == GF_NAME) {
+      PgDim *dim = pg_map_getn(c->is_dim, w->text.s, w->text.len);
+      if (!dim) {
+        pg_error(c->d, w->loc, "unknown dim '%.*s' in the shape of buffer '%s' (declare it first: 'dim %.*s values "
+                 "[1, 2, 4] pad;')", (int)w->text.len, w->text.s, b->name, (int)w->text.len, w->text.s);
+        return false;
+      }
+      if (!b->shape_dims) b->shape_dims = pg_arena_alloc(c->a, n * sizeof *b->shape_dims);
+      b->shape_dims[b->shape.n] = dim;
+      if (!first_dim) first_dim = w;
+      pg_vec_push(c->a, b->shape, pg_dim_max(dim));
+      continue;
+    }
+    if (!u64_of(c, w, "shape", &d)) return false;
+    pg_vec_push(c->a, b->shape, (int64_t)d);
+  }
+  if (first_dim && b->role != PG_ROLE_INPUT && b->role != PG_ROLE_OUTPUT && b->role != PG_ROLE_UNKNOWN) {
+    pg_error(c->d, first_dim->loc, "buffer '%s': a shape that names a dim ('%.*s') is a per-call buffer's (role "
+             "input, output or unknown), not one of role %s", b->name, (int)first_dim->text.len, first_dim->text.s,
+             pg_role_names[b->role]);
+    return false;
+  }
+  return true;
+}
+
 static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
   static const Spec spec[] = {{"size", A_U64, true},  {"align", A_U64, false}, {"role", A_NAME, false},
                               {"dtype", A_NAME, false}, {"shape", A_LIST, false}, {"addr", A_U64, false},
@@ -650,13 +687,7 @@ static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
     }
     b->has_dtype = true;
   }
-  if (f[4]) b->has_shape = true;
-  if (f[4])
-    for (const GfWord *w = W(c, f[4]->first); w; w = W(c, w->next)) {
-      uint64_t d;
-      if (!u64_of(c, w, "shape", &d)) return;
-      pg_vec_push(c->a, b->shape, (int64_t)d);
-    }
+  if (f[4] && !buffer_shape(c, b, f[4])) return;
   if (f[5]) {
     if (!u64_of(c, f[5], "buffer address", &b->addr)) return;
     b->has_addr = true;
@@ -670,9 +701,9 @@ static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
  * call nor a literal, and is one or the other. */
 static void stmt_scalar(GfCtx *c, const GfWord *name, PgLoc loc) {
   static const Spec spec[] = {{"type", A_NAME, true}, {"input", A_FLAG, false}, {"value", A_INT, false},
-                              {"from", A_NAME, false}, {"callback", A_FLAG, false}};
-  const GfWord *f[5];
-  if (!read_attrs(c, name->next, "scalar", loc, spec, 5, f)) return;
+                              {"from", A_NAME, false}, {"callback", A_FLAG, false}, {"bucket", A_NAME, false}};
+  const GfWord *f[6];
+  if (!read_attrs(c, name->next, "scalar", loc, spec, 6, f)) return;
   PgScalar *s = pg_arena_alloc(c->a, sizeof *s);
   s->name = name_of(c, name);
   s->loc = name->loc;
@@ -681,13 +712,29 @@ static void stmt_scalar(GfCtx *c, const GfWord *name, PgLoc loc) {
     pg_error(c->d, f[0]->loc, "unknown scalar type '%s'", t);
     return;
   }
-  for (int read = 3; read <= 4; read++) /* `from` or `callback`: nothing else gives the value */
+  for (int read = 3; read <= 5; read++) /* `from`, `callback` or `bucket`: nothing else gives the value */
     for (int other = 1; other < read; other++)
       if (f[read] && f[other]) {
         pg_error(c->d, f[other]->loc, "scalar '%s' is %s, so it takes no '%s'", s->name,
-                 read == 3 ? "read from a host buffer ('from')" : "given by a callback ('callback')", spec[other].key);
+                 read == 3   ? "read from a host buffer ('from')"
+                 : read == 4 ? "given by a callback ('callback')"
+                             : "a bucket's index ('bucket')",
+                 spec[other].key);
         return;
       }
+  if (f[5]) { /* the index of the bucket the call's size chose: an integer */
+    if (!(s->bucket = pg_map_getn(c->is_dim, f[5]->text.s, f[5]->text.len))) {
+      pg_error(c->d, f[5]->loc, "unknown dim '%.*s' (declare it: 'dim NAME values [...] pad;')", (int)f[5]->text.len,
+               f[5]->text.s);
+      return;
+    }
+    if (s->type > PG_T_U64) {
+      pg_error(c->d, f[0]->loc, "scalar '%s' holds a bucket's index: an integer type (i8 to u64), not %s", s->name,
+               pg_type_names[s->type]);
+      return;
+    }
+    s->read_loc = f[5]->loc;
+  }
   s->is_input = f[1] != NULL;
   if (f[2]) s->value = name_of(c, f[2]);
   if (f[3]) {
@@ -727,6 +774,58 @@ static void stmt_condition(GfCtx *c, const GfWord *name, PgLoc loc) {
   if (!declare(c, c->values, name, k, "buffer, scalar or condition")) return;
   pg_map_put(c->is_cond, k->name, k);
   pg_vec_push(c->a, c->p->conditions, k);
+}
+
+/* `dim NAME values [V, ...] pad|exact;`: a size that varies per call, a bucket per value. */
+static void stmt_dim(GfCtx *c, const GfWord *name, PgLoc loc) {
+  static const Spec spec[] = {{"values", A_LIST, true}, {"pad", A_FLAG, false}, {"exact", A_FLAG, false}};
+  const GfWord *f[3];
+  if (!read_attrs(c, name->next, "dim", loc, spec, 3, f)) return;
+  PgDim *d = pg_arena_alloc(c->a, sizeof *d);
+  d->name = name_of(c, name);
+  d->loc = name->loc;
+  if (f[1] && f[2]) {
+    bool later = f[1]->loc.line > f[2]->loc.line || (f[1]->loc.line == f[2]->loc.line && f[1]->loc.col > f[2]->loc.col);
+    pg_error(c->d, (later ? f[1] : f[2])->loc, "dim '%s' is 'pad' or 'exact', not both", d->name);
+    return;
+  }
+  if (!f[1] && !f[2]) {
+    pg_error(c->d, loc, "dim '%s' needs 'pad' (a size between values runs the smallest bucket that holds it) or "
+             "'exact' (only the values run)", d->name);
+    return;
+  }
+  d->pad = f[1] != NULL;
+  for (const GfWord *w = W(c, f[0]->first); w; w = W(c, w->next)) {
+    uint64_t v = 0;
+    if (d->values.n == 64) {
+      pg_error(c->d, w->loc, "dim '%s' has more than 64 values", d->name);
+      return;
+    }
+    if (w->kind == GF_NUMBER && w->text.s[0] == '-') { /* not u64_of's message: a size */
+      pg_error(c->d, w->loc, "dim '%s': a value is a size, at least 1, not %.*s", d->name, (int)w->text.len,
+               w->text.s);
+      return;
+    }
+    if (!u64_of(c, w, "dim value", &v)) return;
+    if (v < 1 || v > INT64_MAX) {
+      pg_error(c->d, w->loc, "dim '%s': a value is a size, at least 1%s, not %" PRIu64, d->name,
+               v ? " and at most 2^63-1" : "", v);
+      return;
+    }
+    if (d->values.n && (int64_t)v <= d->values.v[d->values.n - 1]) {
+      pg_error(c->d, w->loc, "dim '%s': values are strictly increasing, but %" PRIu64 " follows %" PRId64, d->name, v,
+               d->values.v[d->values.n - 1]);
+      return;
+    }
+    pg_vec_push(c->a, d->values, (int64_t)v);
+  }
+  if (!d->values.n) {
+    pg_error(c->d, f[0]->loc, "dim '%s' needs 1 to 64 values", d->name);
+    return;
+  }
+  if (!declare(c, c->values, name, d, "buffer, scalar, condition or dim")) return;
+  pg_map_put(c->is_dim, d->name, d);
+  pg_vec_push(c->a, c->p->dims, d);
 }
 
 static void stmt_graph(GfCtx *c, const GfWord *name, bool block) {
@@ -784,6 +883,37 @@ static void hostop_guard(GfCtx *c, PgNode *n, const GfWord *buf, const GfWord *e
   n->u.hostop.expect_loc = expect->loc;
 }
 
+/* `bucket D` on a conditional: a switch with one body per value of D, body k for bucket k;
+ * one switch per dim. */
+static bool bucket_switch(GfCtx *c, PgNode *n, const GfWord *dw, const GfWord *bodies) {
+  PgDim *dim = pg_map_getn(c->is_dim, dw->text.s, dw->text.len);
+  size_t nb = 0;
+  for (const GfWord *w = W(c, bodies->first); w; w = W(c, w->next)) nb++;
+  if (n->u.cond.type != PG_COND_SWITCH) {
+    pg_error(c->d, dw->loc, "node '%s': 'bucket' belongs to a switch ('type switch'), not to an %s node", n->name,
+             pg_cond_names[n->u.cond.type]);
+    return false;
+  }
+  if (!dim) {
+    pg_error(c->d, dw->loc, "unknown dim '%.*s' (declare it: 'dim NAME values [...] pad;')", (int)dw->text.len,
+             dw->text.s);
+    return false;
+  }
+  if (dim->node) {
+    pg_error(c->d, dw->loc, "dim '%s' already picks its bucket with node '%s'", dim->name, dim->node->name);
+    pg_note(c->d, dim->node->loc, "'%s' is here", dim->node->name);
+    return false;
+  }
+  if (nb != dim->values.n) {
+    pg_error(c->d, bodies->loc, "node '%s': %zu %s for the %zu buckets of dim '%s' (a body per value, in order)",
+             n->name, nb, nb == 1 ? "body" : "bodies", dim->values.n, dim->name);
+    return false;
+  }
+  dim->node = n;
+  n->u.cond.dim = dim;
+  return true;
+}
+
 static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   const GfWord *kw = W(c, name->next);
   PgNodeKind kind;
@@ -810,7 +940,7 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
       [PG_MEM_ALLOC] = {{"buffer", A_NAME, false}},
       [PG_MEM_FREE] = {{"buffer", A_NAME, false}},
       [PG_CONDITIONAL] = {{"type", A_NAME, true}, {"handle", A_U64, false}, {"bodies", A_LIST, true},
-                          {"condition", A_NAME, false}},
+                          {"condition", A_NAME, false}, {"bucket", A_NAME, false}},
       [PG_LIBCALL] = {{"fn", A_STRING, true}, {"args", A_LIST, false}},
       [PG_HOSTOP] = {{"op", A_NAME, true}, {"reason", A_STRING, true}, {"buffer", A_NAME, false},
                      {"expect", A_STRING, false}},
@@ -961,6 +1091,7 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
       k->node = n;
       n->u.cond.condition = k;
     }
+    if (f[4] && !bucket_switch(c, n, f[4], f[2])) return;
     for (const GfWord *w = W(c, f[2]->first); w; w = W(c, w->next)) {
       if (w->kind != GF_NAME) {
         pg_error(c->d, w->loc, "bodies: expected a graph name, found %s", kind_text(w->kind));
@@ -1050,7 +1181,7 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
       c->p->arch = name_of(c, name), c->p->arch_loc = name->loc;
   } else if (!named && (word_is(kw, "module") || word_is(kw, "kernel") || word_is(kw, "buffer") ||
                         word_is(kw, "scalar") || word_is(kw, "event") || word_is(kw, "condition") ||
-                        word_is(kw, "weights") || word_is(kw, "graph"))) {
+                        word_is(kw, "weights") || word_is(kw, "dim") || word_is(kw, "graph"))) {
     pg_error(c->d, name ? name->loc : loc, "%.*s needs a name", (int)kw->text.len, kw->text.s);
   } else if (word_is(kw, "graph")) {
     stmt_graph(c, name, opens_block);
@@ -1076,6 +1207,8 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
     stmt_event(c, name, loc);
   } else if (word_is(kw, "condition")) {
     stmt_condition(c, name, loc);
+  } else if (word_is(kw, "dim")) {
+    stmt_dim(c, name, loc);
   } else if (word_is(kw, "node")) {
     pg_error(c->d, loc, "a node belongs inside a graph block");
   } else {
@@ -1160,6 +1293,7 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->values = pg_map_new(a);
   c->is_scalar = pg_map_new(a);
   c->is_cond = pg_map_new(a);
+  c->is_dim = pg_map_new(a);
   c->events = pg_map_new(a);
   c->graphs = pg_map_new(a);
   c->nodes = pg_map_new(a);

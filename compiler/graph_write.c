@@ -139,6 +139,7 @@ static void put_node(FILE *f, const PgNode *n) {
     fprintf(f, " type %s", pg_cond_names[n->u.cond.type]);
     if (n->u.cond.has_handle) fprintf(f, " handle %" PRIu64, n->u.cond.handle);
     if (n->u.cond.condition) fprintf(f, " condition %s", n->u.cond.condition->name);
+    if (n->u.cond.dim) fprintf(f, " bucket %s", n->u.cond.dim->name);
     fputs(" bodies [", f);
     for (size_t i = 0; i < n->u.cond.bodies.n; i++)
       fprintf(f, "%s%s", i ? ", " : "", n->u.cond.bodies.v[i]->name);
@@ -191,7 +192,8 @@ static void put_file(FILE *f, const char *file, const char *path, const char *di
 
 /* The oldest format version that says everything p holds: 2 for relocations other
  * than whole addresses, for don't-care bytes and for thread block clusters, else 1,
- * which every pgcc reads.  (Host reads are optional attributes of either version.) */
+ * which every pgcc reads.  (Host reads and buckets are optional statements and attributes of
+ * either version.) */
 int pg_graph_min_version(const PgProgram *p) {
   for (size_t g = 0; g < p->graphs.n; g++)
     for (size_t i = 0; i < p->graphs.v[g]->nodes.n; i++) {
@@ -231,6 +233,14 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     fprintf(f, "weights %s", p->weights.v[i]->name);
     put_file(f, p->weights.v[i]->file, p->weights.v[i]->path, dir);
     fputs(";\n", f);
+  }
+
+  if (p->dims.n) fputc('\n', f);
+  for (size_t i = 0; i < p->dims.n; i++) {
+    const PgDim *d = p->dims.v[i];
+    fprintf(f, "dim %s values [", d->name);
+    for (size_t k = 0; k < d->values.n; k++) fprintf(f, "%s%" PRId64, k ? ", " : "", d->values.v[k]);
+    fprintf(f, "] %s;\n", d->pad ? "pad" : "exact");
   }
 
   if (p->kernels.n) fputc('\n', f);
@@ -278,7 +288,11 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     if (b->has_dtype) fprintf(f, " dtype %s", pg_type_names[b->dtype]);
     if (b->has_shape) {
       fputs(" shape [", f);
-      for (size_t j = 0; j < b->shape.n; j++) fprintf(f, "%s%" PRId64, j ? ", " : "", b->shape.v[j]);
+      for (size_t j = 0; j < b->shape.n; j++) {
+        fputs(j ? ", " : "", f);
+        if (b->shape_dims && b->shape_dims[j]) fputs(b->shape_dims[j]->name, f);
+        else fprintf(f, "%" PRId64, b->shape.v[j]);
+      }
       fputc(']', f);
     }
     if (b->has_addr) fprintf(f, " addr 0x%" PRIx64, b->addr);
@@ -294,6 +308,7 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     if (s->value) fprintf(f, " value %s", s->value);
     if (s->from) fprintf(f, " from %s", s->from->name);
     if (s->is_callback) fputs(" callback", f);
+    if (s->bucket) fprintf(f, " bucket %s", s->bucket->name);
     fputs(";\n", f);
   }
 

@@ -156,6 +156,7 @@ const char *pg_ident(PgArena *a, const char *prefix, const char *s) {
 PgStats pg_program_stats(const PgProgram *p) {
   PgStats s = {0};
   s.graphs = p->graphs.n;
+  s.dims = p->dims.n;
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     const PgGraph *g = p->graphs.v[gi];
     s.nodes += g->nodes.n;

@@ -263,9 +263,25 @@ typedef struct {
   uint64_t begin, end; /* data offsets, after the header */
 } PgTensorInfo;
 
+/* A dim (`dim B values [1, 2, 4, 8] pad;`): a size that varies per call.  The program
+ * holds a variant per value, a *bucket*; a per-call size picks one: the smallest value
+ * that holds it (`pad`: the caller pads its inputs to that size) or exactly one of the
+ * values (`exact`).  A bucket switch (a conditional node of type switch with `bucket D`)
+ * runs body k for bucket k; a bucket scalar holds the index of the bucket chosen. */
+typedef struct PgNode PgNode;
 typedef struct {
   const char *name;
-  uint64_t size, align;
+  PG_VEC(int64_t) values; /* 1 to 64 of them, strictly increasing, each at least 1 */
+  bool pad;               /* pad (true) or exact */
+  PgNode *node;           /* the switch that picks its bucket, or NULL */
+  PgLoc loc;
+} PgDim;
+
+static inline int64_t pg_dim_max(const PgDim *d) { return d->values.v[d->values.n - 1]; }
+
+typedef struct {
+  const char *name;
+  uint64_t size, align; /* a shape that names a dim: the size at the dim's largest value */
   PgRole role;
   PgWeights *weights; /* a weight read from a safetensors file, or NULL */
   const char *tensor; /* its tensor name there */
@@ -273,7 +289,8 @@ typedef struct {
   bool has_dtype;
   PgType dtype;
   bool has_shape; /* a shape was given ([] for a 0-dimensional tensor) */
-  PG_VEC(int64_t) shape;
+  PG_VEC(int64_t) shape; /* an entry that is a dim holds its largest value */
+  PgDim **shape_dims;    /* NULL: every entry a number; else shape.n entries, a dim or NULL */
   bool has_addr;
   uint64_t addr; /* the address it had when captured (DOT input) */
   PgLoc loc;
@@ -286,13 +303,16 @@ typedef struct {
  * synchronization: the first element of a host buffer, converted to the scalar's type
  * (`from B`), or what the caller's callback returns (`callback`).  The last two are
  * "read scalars" (pg_scalar_is_read); the verifier makes every kernel that takes one
- * depend on a synchronization (after a copy into B). */
+ * depend on a synchronization (after a copy into B).  A *bucket scalar* (`bucket D`,
+ * an integer) is the index of the bucket the call's size for dim D chose: libpgrt sets
+ * it on every call, before anything runs; it is no field of the call's arguments. */
 typedef struct {
   const char *name;
   PgType type;
   bool is_input;    /* bound per call */
   bool is_callback; /* `callback`: a NAME_args field, a function called after each sync */
   PgBuffer *from;   /* `from B`: read from host buffer B; NULL otherwise */
+  PgDim *bucket;    /* `bucket D`: the index of the bucket chosen for D on each call; NULL otherwise */
   const char *value; /* default value as written (number text), or NULL */
   PgLoc loc;
   PgLoc read_loc;   /* where `from` or `callback` is written */
@@ -310,7 +330,6 @@ typedef struct {
 /* A conditional handle (`condition NAME default N;`): the variable a conditional
  * node tests.  Kernels take it as a u64 argument and set it on the device
  * (cudaGraphSetConditional); each launch of the graph starts it at `default`. */
-typedef struct PgNode PgNode;
 typedef struct {
   const char *name;
   uint32_t default_value;
@@ -417,6 +436,7 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
       bool has_handle;
       uint64_t handle;         /* captured handle (DOT input) */
       PgCondition *condition;  /* the handle it tests, when the input declares it */
+      PgDim *dim;              /* a bucket switch (`bucket D`): body k runs for D's bucket k */
       PG_VEC(PgGraph *) bodies;
     } cond;
     struct {
@@ -488,6 +508,7 @@ typedef struct {
   PG_VEC(PgEvent *) events;
   PG_VEC(PgCondition *) conditions;
   PG_VEC(PgWeights *) weights;
+  PG_VEC(PgDim *) dims;
   PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
   PG_VEC(PgRegion *) regions;
   PgMemPlan mem;
@@ -562,7 +583,7 @@ bool pg_type_from_name(const char *name, PgType *out);
 const char *pg_ident(PgArena *a, const char *prefix, const char *s); /* a safe identifier */
 
 typedef struct {
-  size_t nodes, edges, graphs, kernels;
+  size_t nodes, edges, graphs, kernels, dims;
 } PgStats;
 PgStats pg_program_stats(const PgProgram *p);
 

@@ -15,7 +15,11 @@
  *   host reads: a read scalar's buffer and a guard's are host buffers (role host) that
  *           hold what is read; every kernel that takes a read scalar, and every guard,
  *           depends on a host synchronization that depends on a copy into its buffer
- *           (a callback scalar: on any synchronization), through the root graph's edges.
+ *           (a callback scalar: on any synchronization), through the root graph's edges;
+ *   buckets: a dim's values are 1 to 64 sizes, strictly increasing, each at least 1; a
+ *           shape names a dim only in a per-call buffer (role input, output or unknown);
+ *           a bucket scalar is an integer; a bucket switch is a switch with a body per
+ *           value of its dim, and the only one of its dim.
  */
 #include "pgcc.h"
 
@@ -204,6 +208,40 @@ static void check_scalar(V *v, const PgScalar *s) {
     FAIL(v, s->read_loc, "scalar '%s' is a ptr: a scalar read from a host buffer is a number", s->name);
 }
 
+/* Dims, the shapes and scalars that name them, and their switches. */
+static void check_dims(V *v) {
+  const PgProgram *p = v->p;
+  for (size_t i = 0; i < p->dims.n; i++) {
+    const PgDim *d = p->dims.v[i];
+    if (d->values.n < 1 || d->values.n > 64) FAIL(v, d->loc, "dim '%s' needs 1 to 64 values", d->name);
+    for (size_t k = 0; k < d->values.n; k++)
+      if (d->values.v[k] < 1 || (k && d->values.v[k] <= d->values.v[k - 1]))
+        FAIL(v, d->loc, "dim '%s': values are sizes of at least 1, strictly increasing", d->name);
+    const PgNode *n = d->node;
+    if (!n) continue;
+    if (n->kind != PG_CONDITIONAL || n->u.cond.dim != d) PG_BUG("dim '%s' and its switch disagree", d->name);
+    if (n->u.cond.type != PG_COND_SWITCH)
+      FAIL(v, n->loc, "node '%s' picks dim '%s''s bucket but is not a switch", n->name, d->name);
+    if (n->u.cond.bodies.n != d->values.n)
+      FAIL(v, n->loc, "node '%s': %zu bodies for the %zu buckets of dim '%s'", n->name, n->u.cond.bodies.n,
+           d->values.n, d->name);
+  }
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    for (size_t k = 0; b->shape_dims && k < b->shape.n; k++)
+      if (b->shape_dims[k] && b->role != PG_ROLE_INPUT && b->role != PG_ROLE_OUTPUT && b->role != PG_ROLE_UNKNOWN) {
+        FAIL(v, b->loc, "buffer '%s': a shape that names a dim is a per-call buffer's, not one of role %s", b->name,
+             pg_role_names[b->role]);
+        break;
+      }
+  }
+  for (size_t i = 0; i < p->scalars.n; i++) {
+    const PgScalar *s = p->scalars.v[i];
+    if (s->bucket && (s->type > PG_T_U64 || s->is_input || s->value || pg_scalar_is_read(s)))
+      FAIL(v, s->read_loc, "scalar '%s' holds a bucket's index: an integer, nothing else gives its value", s->name);
+  }
+}
+
 static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
   if (n->graph != g || n->index != i) PG_BUG("node '%s' is not at its place in graph '%s'", n->name, g->name);
   switch (n->kind) {
@@ -272,6 +310,7 @@ static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
       if (n->u.cond.bodies.v[b]->owner != n) PG_BUG("conditional '%s' and its bodies disagree", n->name);
     if (n->u.cond.condition && n->u.cond.condition->node != n)
       PG_BUG("conditional '%s' and its condition disagree", n->name);
+    if (n->u.cond.dim && n->u.cond.dim->node != n) PG_BUG("bucket switch '%s' and its dim disagree", n->name);
     break;
   default: break;
   }
@@ -469,6 +508,7 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
       FAIL(&v, p->buffers.v[i]->loc, "buffer '%s' is %" PRIu64 " bytes, more than 1 TiB", p->buffers.v[i]->name,
            p->buffers.v[i]->size);
   for (size_t i = 0; i < p->scalars.n; i++) check_scalar(&v, p->scalars.v[i]);
+  check_dims(&v);
   for (size_t i = 0; i < p->conditions.n; i++) /* CUDA: a handle without its node fails to instantiate */
     if (!p->conditions.v[i]->node)
       FAIL(&v, p->conditions.v[i]->loc, "condition '%s' is tested by no conditional node", p->conditions.v[i]->name);

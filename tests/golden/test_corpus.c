@@ -318,6 +318,52 @@ START_TEST(driver_built_pitched_copy_and_host_node) {
 }
 END_TEST
 
+/* Shape buckets (tests/golden/buckets.graph, pgcc's own output): dims with their values
+ * and flags, shapes that name them, bucket scalars, a bucket switch; written back byte
+ * for byte, in the version that says the rest (buckets raise no version). */
+START_TEST(buckets_round_trip) {
+  const char *path = "tests/golden/buckets.graph";
+  Run r = run_pgcc("--emit=graph", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  char *want = slurp(path, NULL);
+  ck_assert_ptr_nonnull(want);
+  ck_assert_str_eq(r.out, want);
+  run_free(&r);
+  Parsed *p = parse_text(path, want);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  const PgProgram *prog = p->prog;
+  ck_assert_int_eq(prog->version, 1);
+  ck_assert_int_eq(pg_graph_min_version(prog), 1);
+  ck_assert_uint_eq(prog->dims.n, 2);
+  const PgDim *B = prog->dims.v[0], *S = prog->dims.v[1];
+  ck_assert_str_eq(B->name, "B");
+  ck_assert(B->pad && !S->pad);
+  ck_assert_uint_eq(B->values.n, 4);
+  ck_assert_int_eq(B->values.v[3], 8);
+  ck_assert_int_eq(pg_dim_max(S), 32);
+  const PgNode *pick = find_node(prog, "pick");
+  ck_assert_ptr_eq(B->node, pick);
+  ck_assert_ptr_eq(pick->u.cond.dim, B);
+  ck_assert_ptr_null(S->node); /* a dim no switch picks: only its scalar and a shape use it */
+  const PgBuffer *x = prog->buffers.v[0], *w = prog->buffers.v[2], *seq = prog->buffers.v[4];
+  ck_assert_ptr_nonnull(x->shape_dims);
+  ck_assert_ptr_eq(x->shape_dims[0], B);
+  ck_assert_ptr_null(x->shape_dims[1]);
+  ck_assert_int_eq(x->shape.v[0], 8); /* the largest value, as the size says */
+  ck_assert_ptr_null(w->shape_dims);
+  ck_assert_ptr_eq(seq->shape_dims[0], S);
+  ck_assert_ptr_eq(prog->scalars.v[0]->bucket, B);
+  ck_assert_ptr_eq(prog->scalars.v[1]->bucket, S);
+  ck_assert(!pg_scalar_is_read(prog->scalars.v[0]) && !prog->scalars.v[0]->is_input);
+  ck_assert_uint_eq(pg_program_stats(prog).dims, 2);
+  parsed_free(p);
+  free(want);
+  r = run_pgcc("--stats", path, NULL);
+  ck_assert_str_eq(r.out, "nodes=11 edges=6 graphs=5 kernels=10 dims=2 \n");
+  run_free(&r);
+}
+END_TEST
+
 /* A stream capture of four launches on two streams (tests/gpu/dotin/capture.c, H100):
  * its C takes each kernel node's arguments at init, and says which node each is by
  * its DOT id, which numbers the nodes in capture order. */
@@ -408,6 +454,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, driver_built_child_and_conditional_nodes);
   tcase_add_test(t, driver_built_memcpy_records);
   tcase_add_test(t, relocation_kinds_round_trip);
+  tcase_add_test(t, buckets_round_trip);
   tcase_add_test(t, driver_built_pitched_copy_and_host_node);
   tcase_add_test(t, captured_dot_lists_kernel_origins);
   tcase_add_test(t, exported_fixtures_read);

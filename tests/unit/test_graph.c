@@ -235,6 +235,39 @@ START_TEST(condition_errors) {
 }
 END_TEST
 
+/* Dims share the names of buffers, scalars and conditions, and are none of them. */
+START_TEST(dim_errors) {
+  expect_error("pgcc 1;\nbuffer B size 4;\ndim B values [1] pad;\ngraph g { node n empty; }\n",
+               "e.graph:3:5: error: buffer, scalar, condition or dim 'B' is already declared");
+  expect_error("pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; }\ndim B values [1, 2] exact;\n"
+               "graph g { node n kernel k grid [1] block [1] args [B]; }\n",
+               "e.graph:4:52: error: 'B' is a dim, not a buffer");
+  expect_error("pgcc 1;\ndim B values [1, 2] pad;\nbuffer x size 8 role input shape [B, C];\n"
+               "graph g { node n empty; }\n",
+               "e.graph:3:38: error: unknown dim 'C' in the shape of buffer 'x'");
+  expect_error("pgcc 1;\ndim B values [1, 2] pad;\nbuffer x size 8 role input shape [B, \"4\"];\n"
+               "graph g { node n empty; }\n",
+               "e.graph:3:38: error: shape: expected a non-negative integer, found a string");
+  char many[1024];
+  int n = snprintf(many, sizeof many, "pgcc 1;\ndim B values [");
+  for (int i = 1; i <= 65; i++) n += snprintf(many + n, sizeof many - (size_t)n, "%s%d", i > 1 ? ", " : "", i);
+  snprintf(many + n, sizeof many - (size_t)n, "] pad;\ngraph g { node n empty; }\n");
+  expect_error(many, "error: dim 'B' has more than 64 values");
+  /* a dim declared after a statement that uses it is unknown there, before it is fine */
+  Parsed *p = parse_text("d.graph", "pgcc 1;\nbuffer x size 8 role output dtype f32 shape [B];\n"
+                                     "graph g { node n empty; }\n");
+  ck_assert_ptr_null(p->prog);
+  parsed_free(p);
+  p = parse_text("d.graph", "pgcc 1;\nkernel k symbol \"k\";\ndim B values [1, 2] pad;\n"
+                            "buffer x size 8 role output dtype f32 shape [B];\ngraph g { node n empty; }\n");
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  char *text = graph_text(p->prog); /* written where pgcc writes dims: before the kernels */
+  ck_assert_ptr_nonnull(strstr(text, "\ndim B values [1, 2] pad;\n\nkernel k symbol \"k\";\n"));
+  free(text);
+  parsed_free(p);
+}
+END_TEST
+
 /* Where a tensor's data starts in a safetensors file, read here with jansson
  * directly (not through pgcc's reader). */
 static uint64_t tensor_data_at(const char *path, const char *tensor, uint64_t *bytes) {
@@ -387,6 +420,7 @@ Suite *graph_suite(void) {
   tcase_add_test(t, statement_errors);
   tcase_add_test(t, conditions_read_and_write);
   tcase_add_test(t, condition_errors);
+  tcase_add_test(t, dim_errors);
   tcase_add_test(t, weights_and_library_kernels);
   tcase_add_test(t, a_real_export_reads);
   tcase_add_test(t, host_reads_read_and_write);
