@@ -9,6 +9,18 @@
  * concurrently, so a use there keeps the buffer live for the whole region.  Two
  * buffers whose live ranges are disjoint may share bytes.
  *
+ * Exclusive bodies: the bodies of a conditional node with two or more (if/else, a
+ * switch: a shape bucket each) never run in one launch, so the node takes a schedule
+ * position per body, one after another, and a use inside body k counts at the k-th.
+ * A buffer used only inside one body then lives apart from one used only inside
+ * another, and they share bytes: a bucket program's arena is its largest bucket's,
+ * not the sum.  A buffer used in two bodies, or in a body and outside, spans the
+ * positions between and shares with neither.  (Nested bodies count at their
+ * outermost exclusive body; a while or one-body if counts at its owner.)  In a graph
+ * region that is not a chain, where the other nodes' uses span the whole region,
+ * this holds only for a region with one such conditional node: two of them might run
+ * at once.
+ *
  * Placement is a linear scan in time, as an allocator would run it but knowing
  * the future: at each buffer's first use the buffers that died before it are
  * freed, and it goes best-fit into a hole of the arena or at its top (offsets
@@ -69,6 +81,17 @@ static void use_node(Walk *w, const PgNode *n);
 
 static void use_graph(Walk *w, const PgGraph *g) {
   for (size_t i = 0; i < g->nodes.n; i++) use_node(w, g->nodes.v[i]);
+}
+
+/* A conditional node whose bodies exclude each other: two or more of them. */
+static bool exclusive(const PgNode *n) { return n->kind == PG_CONDITIONAL && n->u.cond.bodies.n >= 2; }
+
+/* An exclusive node's bodies, body k at position at + k. */
+static void use_bodies(Walk *w, const PgNode *n, size_t at) {
+  for (size_t b = 0; b < n->u.cond.bodies.n; b++) {
+    w->lo = w->hi = at + b;
+    use_graph(w, n->u.cond.bodies.v[b]);
+  }
 }
 
 static void use_node(Walk *w, const PgNode *n) {
@@ -193,13 +216,25 @@ void pg_memplan(PgProgram *p) {
   for (size_t ri = 0; ri < p->regions.n; ri++) {
     const PgRegion *r = p->regions.v[ri];
     bool whole = r->graph && !is_chain(r);
-    size_t start = pos, end = pos + r->nodes.n - 1;
+    size_t width = 0, exclusives = 0; /* positions: one per node, one per body of an exclusive node */
+    for (size_t k = 0; k < r->nodes.n; k++) exclusives += exclusive(r->nodes.v[k]);
+    bool split = !whole || exclusives == 1;
+    for (size_t k = 0; k < r->nodes.n; k++)
+      width += split && exclusive(r->nodes.v[k]) ? r->nodes.v[k]->u.cond.bodies.n : 1;
+    size_t start = pos, end = pos + width - 1;
     w.region = ri;
     w.region_graph = r->graph;
-    for (size_t k = 0; k < r->nodes.n; k++, pos++) {
+    for (size_t k = 0; k < r->nodes.n; k++) {
+      const PgNode *n = r->nodes.v[k];
+      if (split && exclusive(n)) {
+        use_bodies(&w, n, pos);
+        pos += n->u.cond.bodies.n;
+        continue;
+      }
       w.lo = whole ? start : pos;
       w.hi = whole ? end : pos;
-      use_node(&w, r->nodes.v[k]);
+      use_node(&w, n);
+      pos++;
     }
   }
 

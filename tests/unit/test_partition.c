@@ -255,6 +255,98 @@ START_TEST(memplan_overlapping_and_concurrent) {
 }
 END_TEST
 
+/* The bodies of an if/else or a switch never run together: buffers used only inside one
+ * body share bytes with those used only inside another. */
+START_TEST(memplan_exclusive_bodies_share) {
+  /* two bodies, a 1 MiB intermediate each: 1 MiB, at one offset */
+  Parsed *p = plan(MEM "graph g { node c conditional type if bodies [one, two]; }\n"
+                       "graph one { node n1 kernel k args [x, t0]; }\ngraph two { node n2 kernel k args [x, t1]; }\n",
+                   NULL, 1000);
+  ck_assert_uint_eq(p->prog->mem.buffers, 2);
+  ck_assert_uint_eq(p->prog->mem.sum_bytes, 2 << 20);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 1 << 20);
+  ck_assert_uint_eq(p->prog->buffers.v[2]->offset, p->prog->buffers.v[3]->offset);
+  parsed_free(p);
+  /* t2, used by both bodies, spans them: shared with neither body's own */
+  p = plan(MEM "graph g { node c conditional type switch bodies [one, two]; }\n"
+               "graph one {\n node n1 kernel k args [x, t0];\n node n2 kernel k args [t0, t2];\n n1 -> n2;\n}\n"
+               "graph two {\n node n3 kernel k args [x, t1];\n node n4 kernel k args [t1, t2];\n n3 -> n4;\n}\n",
+           NULL, 1000);
+  PgBuffer **b = p->prog->buffers.v;
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 2 << 20);
+  ck_assert_uint_eq(b[2]->offset, b[3]->offset);
+  ck_assert_uint_ne(b[4]->offset, b[2]->offset);
+  parsed_free(p);
+  /* a buffer used before the conditional and in its first body, and one used only in the
+   * second: the first is dead while the second body runs (the first never does then) */
+  p = plan(MEM "graph g {\n node n0 kernel k args [x, t0];\n node c conditional type if bodies [one, two];\n"
+               " n0 -> c;\n}\ngraph one { node n1 kernel k args [t0, y]; }\ngraph two { node n2 kernel k args [x, t1]; }\n",
+           NULL, 1000);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 1 << 20);
+  parsed_free(p);
+  /* ... but a buffer used after the conditional lives through every body */
+  p = plan(MEM "graph g {\n node c conditional type if bodies [one, two];\n node n3 kernel k args [t0, y];\n"
+               " c -> n3;\n}\ngraph one { node n1 kernel k args [x, t0]; }\ngraph two { node n2 kernel k args [x, t1]; }\n",
+           NULL, 1000);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 2 << 20);
+  parsed_free(p);
+  /* the bucket program: the largest bucket's intermediates (8 x 64 floats), not the sum */
+  char *text = slurp("tests/golden/buckets.graph", NULL);
+  Parsed *q = parse_text("b.graph", text);
+  ck_assert_msg(q->prog, "%s", q->diags);
+  pg_classify(q->prog);
+  pg_partition(q->prog);
+  pg_cost(q->prog, &pg_profile_h200, 1000, false);
+  pg_memplan(q->prog);
+  ck_assert_uint_eq(q->prog->mem.buffers, 4);
+  ck_assert_uint_eq(q->prog->mem.sum_bytes, 256 + 512 + 1024 + 2048);
+  ck_assert_uint_eq(q->prog->mem.arena_bytes, 2048);
+  parsed_free(q);
+  free(text);
+}
+END_TEST
+
+/* A while body, or an if with one body, runs in the same launch as what surrounds it:
+ * its uses count at its owner, as before, and two buffers of one body never share. */
+START_TEST(memplan_single_bodies_unchanged) {
+  static const char *const kinds[] = {"while", "if"};
+  for (int i = 0; i < 2; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, MEM "graph g {\n node n0 kernel k args [x, t2];\n node c conditional type %s "
+             "bodies [one];\n n0 -> c;\n}\ngraph one {\n node n1 kernel k args [x, t0];\n"
+             " node n2 kernel k args [x, t1];\n n1 -> n2;\n}\n", kinds[i]);
+    Parsed *p = plan(text, NULL, 1000);
+    PgBuffer **b = p->prog->buffers.v;
+    ck_assert_uint_eq(p->prog->mem.arena_bytes, 2 << 20); /* t0 and t1 at the owner's position; t2 before */
+    ck_assert_uint_ne(b[2]->offset, b[3]->offset);
+    ck_assert_uint_eq(b[4]->offset, b[2]->offset); /* t2 died before the loop */
+    parsed_free(p);
+  }
+}
+END_TEST
+
+/* In a graph region that is not a chain, two conditional nodes may run at once: their
+ * bodies' buffers share nothing; with one such node, its bodies still share. */
+START_TEST(memplan_exclusive_bodies_in_a_wide_region) {
+  Parsed *p = plan(MEM "buffer t3 size 1048576 role intermediate;\n"
+                       "graph g {\n node c conditional type if bodies [one, two];\n"
+                       " node d conditional type if bodies [three, four];\n}\n"
+                       "graph one { node n1 kernel k args [x, t0]; }\ngraph two { node n2 kernel k args [x, t1]; }\n"
+                       "graph three { node n3 kernel k args [x, t2]; }\ngraph four { node n4 kernel k args [x, t3]; }\n",
+                   NULL, 1000);
+  ck_assert_uint_eq(p->prog->regions.n, 1);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 4 << 20);
+  parsed_free(p);
+  p = plan(MEM "graph g {\n node c conditional type if bodies [one, two];\n node a kernel k args [x, t2];\n}\n"
+               "graph one { node n1 kernel k args [x, t0]; }\ngraph two { node n2 kernel k args [x, t1]; }\n",
+           NULL, 1000);
+  ck_assert_uint_eq(p->prog->regions.n, 1);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 2 << 20); /* t0 and t1 share; t2 runs beside either */
+  ck_assert_uint_ne(p->prog->buffers.v[4]->offset, p->prog->buffers.v[2]->offset);
+  parsed_free(p);
+}
+END_TEST
+
 START_TEST(report_json_is_consistent) {
   Run r = run_pgcc("--report=json", "--profile=" ROUND, "--calls=100", "tests/partition/mixed.graph", NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
@@ -565,6 +657,9 @@ Suite *partition_suite(void) {
   tcase_add_test(t, update_method_boundary);
   tcase_add_test(t, memplan_chain_reuses);
   tcase_add_test(t, memplan_overlapping_and_concurrent);
+  tcase_add_test(t, memplan_exclusive_bodies_share);
+  tcase_add_test(t, memplan_single_bodies_unchanged);
+  tcase_add_test(t, memplan_exclusive_bodies_in_a_wide_region);
   tcase_add_test(t, report_json_is_consistent);
   tcase_add_test(t, report_text_and_dot_clusters);
   tcase_add_test(t, report_host_reads);
