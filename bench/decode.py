@@ -1,0 +1,112 @@
+"""Greedy generation with a static KV cache (tests/e2e/decode.py), tokens per second
+side by side: the export with batch buckets 1, 2, 4, 8 run from C through pgcc.load,
+against torch.compile(mode="reduce-overhead", dynamic=False) -- with the caches marked
+static addresses (torch._dynamo.mark_static_address, as transformers' StaticCache does:
+CUDA Graph Trees skip a graph whose inputs it mutates otherwise) -- and plain
+torch.compile(dynamic=False).
+
+    python3 bench/decode.py [--rounds 5] [--new 128] [--out DIR]
+
+Per batch size: an 8-token prompt, then `new` tokens, each step's output the next one's
+input, the caches the same tensors every generation (zeroed before each).  Rounds
+interleave the ways and the batch sizes; each way's set-up (its first generation: the
+export and load for pgcc, the compiles and recordings for the others) is not timed.
+The table: median tokens per second (batch x new over the whole generation's wall time,
+prompt steps included), the spread (max - min over the median) and pgcc / RO.  One JSON
+line (BENCH {...}), the table, decode_bench.json under --out.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BUCKETS, PROMPT = [1, 2, 4, 8], 8
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--new", type=int, default=128)
+    ap.add_argument("--out", default="build/bench-decode")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
+    import torch
+    import pgcc
+    import decode
+
+    m, step, weights = decode.model()
+    rec = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "new": a.new, "prompt": PROMPT}
+    exp = os.path.join(a.out, "decode")
+    watch = pgcc.ModuleWatch()
+    t0 = time.perf_counter()
+    res = pgcc.export(step, decode.example(1), exp, name="decode", weights=weights, watch=watch, quiet=True,
+                      buckets=[decode.example(b) for b in BUCKETS])
+    watch.close()
+    rec["pgcc_export_s"], rec["pgcc_verified"] = round(time.perf_counter() - t0, 1), str(res.verified)
+    p = pgcc.load(exp)
+    rec["pgcc_init_ms"] = round((p.load_s + p.init_s) * 1e3, 1)
+
+    caches = {b: decode.caches(b) for b in BUCKETS}
+    for kc, vc in caches.values():
+        torch._dynamo.mark_static_address(kc)
+        torch._dynamo.mark_static_address(vc)
+    ways = {"pgcc": p, "reduce-overhead": torch.compile(step, mode="reduce-overhead", dynamic=False),
+            "compile": torch.compile(step, dynamic=False)}
+    g = torch.Generator(device="cuda").manual_seed(5)
+    prompts = {b: torch.randint(0, decode.VOCAB, (b, PROMPT), device="cuda", generator=g) for b in BUCKETS}
+    positions = [torch.tensor([i], device="cuda") for i in range(PROMPT + a.new)]
+
+    def generate(f, b):
+        kc, vc = caches[b]
+        kc.zero_()
+        vc.zero_()
+        prompt, tok, out = prompts[b], prompts[b][:, :1], []
+        for i in range(PROMPT + a.new - 1):
+            nxt = f(tok, positions[i], kc, vc)
+            if i + 1 < PROMPT:
+                tok = prompt[:, i + 1:i + 2]
+            else:
+                out.append(nxt)
+                tok = nxt
+        return torch.cat(out, 1)
+
+    firsts = {}
+    for w, f in ways.items():  # set-up, untimed; and the tokens, which must agree
+        for b in BUCKETS:
+            for _ in range(2):
+                firsts[(w, b)] = generate(f, b)
+    torch.cuda.synchronize()
+    rec["same_tokens_as_ro"] = {b: torch.equal(firsts[("pgcc", b)], firsts[("reduce-overhead", b)]) for b in BUCKETS}
+    tps = {(w, b): [] for w in ways for b in BUCKETS}
+    for _ in range(a.rounds):
+        for b in BUCKETS:
+            for w, f in ways.items():
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                generate(f, b)
+                torch.cuda.synchronize()
+                tps[(w, b)].append(b * a.new / (time.perf_counter() - t0))
+    rec["tokens_per_s"] = {w: {b: {"median": round(statistics.median(tps[(w, b)])),
+                                   "spread": round((max(tps[(w, b)]) - min(tps[(w, b)])) /
+                                                   statistics.median(tps[(w, b)]), 3)}
+                               for b in BUCKETS} for w in ways}
+    print("BENCH " + json.dumps(rec), flush=True)
+    with open(os.path.join(a.out, "decode_bench.json"), "w") as f:
+        json.dump(rec, f, indent=1)
+    t = rec["tokens_per_s"]
+    print("| batch | pgcc tok/s (spread) | reduce-overhead tok/s (spread) | compile tok/s | pgcc / RO | same tokens |")
+    print("|---|---|---|---|---|---|")
+    for b in BUCKETS:
+        print(f"| {b} | {t['pgcc'][b]['median']} ({t['pgcc'][b]['spread']:.1%}) | {t['reduce-overhead'][b]['median']} "
+              f"({t['reduce-overhead'][b]['spread']:.1%}) | {t['compile'][b]['median']} | "
+              f"{t['pgcc'][b]['median'] / t['reduce-overhead'][b]['median']:.2f}x | {rec['same_tokens_as_ro'][b]} |")
+    p.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
