@@ -175,7 +175,8 @@ static bool args_change(const PgArgs *args) {
   for (size_t i = 0; i < args->n; i++) {
     const PgArg *a = &args->v[i];
     if (a->kind == PG_ARG_PTR && per_call(a->ptr)) return true;
-    if (a->kind == PG_ARG_SCALAR && (a->scalar->is_input || pg_scalar_is_read(a->scalar))) return true;
+    if (a->kind == PG_ARG_SCALAR && (a->scalar->is_input || pg_scalar_is_read(a->scalar) || a->scalar->bucket))
+      return true;
     if (a->kind == PG_ARG_BYTES)
       for (size_t k = 0; k < a->ptrs.n; k++)
         if (per_call(a->ptrs.v[k])) return true;
@@ -224,22 +225,27 @@ static void add_node(Sum *s, const PgNode *n) {
       break;
     }
     /* a conditional: eagerly the host reads the condition (a round trip), then runs
-     * the costlier body; in a graph the device decides */
+     * the costlier body; in a graph the device decides, and the costliest body's time in
+     * a graph is charged.  Each body's is kept (est_us: what a call taking it costs the
+     * GPU there, which the report gives per shape bucket). */
     host_wait(s, pr->hostop_us);
     {
       Sum worst = *s;
       worst.gpu = -1;
+      double most = 0;
       for (size_t b = 0; b < n->u.cond.bodies.n; b++) {
         Sum body = *s;
         body.graph = 0;
         add_graph(&body, n->u.cond.bodies.v[b]);
+        n->u.cond.bodies.v[b]->est_us = body.graph;
         if (body.gpu > worst.gpu) worst = body;
+        most = fmax(most, body.graph);
         s->nodes = body.nodes;     /* every body's nodes count */
         s->patched = body.patched;
         s->late = body.late;
       }
       s->host = worst.host, s->gpu = worst.gpu;
-      s->graph += pr->graph_node_us + worst.graph;
+      s->graph += pr->graph_node_us + most;
     }
     break;
   case PG_COST_HOSTOP:

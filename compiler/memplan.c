@@ -69,13 +69,33 @@ static void use(Walk *w, PgBuffer *b) {
   }
 }
 
-static void use_args(Walk *w, const PgArgs *args) {
+/* The buffers node n itself uses (not its bodies'), each passed to fn. */
+typedef void UseFn(void *ctx, PgBuffer *b);
+
+static void args_uses(const PgArgs *args, UseFn *fn, void *ctx) {
   for (size_t i = 0; i < args->n; i++) {
-    if (args->v[i].kind == PG_ARG_PTR) use(w, args->v[i].ptr.buf);
+    if (args->v[i].kind == PG_ARG_PTR) fn(ctx, args->v[i].ptr.buf);
     if (args->v[i].kind == PG_ARG_BYTES)
-      for (size_t k = 0; k < args->v[i].ptrs.n; k++) use(w, args->v[i].ptrs.v[k].buf);
+      for (size_t k = 0; k < args->v[i].ptrs.n; k++) fn(ctx, args->v[i].ptrs.v[k].buf);
   }
 }
+
+static void node_uses(const PgNode *n, UseFn *fn, void *ctx) {
+  switch (n->kind) {
+  case PG_KERNEL: args_uses(&n->u.kernel.args, fn, ctx); break;
+  case PG_LIBCALL: args_uses(&n->u.libcall.args, fn, ctx); break;
+  case PG_MEMCPY:
+    fn(ctx, n->u.memcpy.src.buf);
+    fn(ctx, n->u.memcpy.dst.buf);
+    break;
+  case PG_MEMSET: fn(ctx, n->u.memset.dst.buf); break;
+  case PG_MEM_ALLOC:
+  case PG_MEM_FREE: fn(ctx, n->u.mem.buf); break;
+  default: break;
+  }
+}
+
+static void use_cb(void *w, PgBuffer *b) { use(w, b); }
 
 static void use_node(Walk *w, const PgNode *n);
 
@@ -95,22 +115,10 @@ static void use_bodies(Walk *w, const PgNode *n, size_t at) {
 }
 
 static void use_node(Walk *w, const PgNode *n) {
-  switch (n->kind) {
-  case PG_KERNEL: use_args(w, &n->u.kernel.args); break;
-  case PG_LIBCALL: use_args(w, &n->u.libcall.args); break;
-  case PG_MEMCPY:
-    use(w, n->u.memcpy.src.buf);
-    use(w, n->u.memcpy.dst.buf);
-    break;
-  case PG_MEMSET: use(w, n->u.memset.dst.buf); break;
-  case PG_MEM_ALLOC:
-  case PG_MEM_FREE: use(w, n->u.mem.buf); break;
-  case PG_CHILD: use_graph(w, n->u.child.body); break;
-  case PG_CONDITIONAL:
+  node_uses(n, use_cb, w);
+  if (n->kind == PG_CHILD) use_graph(w, n->u.child.body);
+  if (n->kind == PG_CONDITIONAL)
     for (size_t b = 0; b < n->u.cond.bodies.n; b++) use_graph(w, n->u.cond.bodies.v[b]);
-    break;
-  default: break;
-  }
 }
 
 static bool is_chain(const PgRegion *r) {
@@ -286,4 +294,31 @@ void pg_memplan(PgProgram *p) {
   plan.pools_bytes = w.pools;
   p->mem = plan;
   free(todo), free(live), free(life);
+}
+
+/* ---- what one path through a conditional reaches ---- */
+
+static void reach_cb(void *ctx, PgBuffer *b) {
+  uint64_t *top = ctx;
+  if (b && b->planned && b->offset + b->size > *top) *top = b->offset + b->size;
+}
+
+/* Which body of conditional node c node n runs in (-1: none of c's). */
+static int body_of(const PgNode *c, const PgNode *n) {
+  for (const PgGraph *g = n->graph; g->owner; g = g->owner->graph)
+    if (g->owner == c)
+      for (size_t b = 0; b < c->u.cond.bodies.n; b++)
+        if (c->u.cond.bodies.v[b] == g) return (int)b;
+  return -1;
+}
+
+uint64_t pg_memplan_reach(const PgProgram *p, const PgNode *c, size_t body) {
+  uint64_t top = 0;
+  for (size_t gi = 0; gi < p->graphs.n; gi++)
+    for (size_t i = 0; i < p->graphs.v[gi]->nodes.n; i++) {
+      const PgNode *n = p->graphs.v[gi]->nodes.v[i];
+      int b = body_of(c, n);
+      if (b < 0 || (size_t)b == body) node_uses(n, reach_cb, &top);
+    }
+  return top;
 }

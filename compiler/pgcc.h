@@ -468,6 +468,7 @@ struct PgGraph {
   PG_VEC(PgNode *) nodes;
   PG_VEC(PgEdge) edges;
   PgLoc loc;
+  double est_us; /* cost.c, a conditional's body: its GPU time in a graph, each time it runs */
 };
 
 /* A region: nodes of the root graph launched together, as one CUDA graph or
@@ -687,6 +688,9 @@ void pg_cost(PgProgram *p, const PgProfile *prof, double calls, bool allow_devic
 
 /* memplan.c: intermediates into one arena */
 void pg_memplan(PgProgram *p);
+/* The arena bytes a call reaches when conditional node c runs body `body`: the end of
+ * the furthest planned buffer that body, or any node outside c's bodies, uses. */
+uint64_t pg_memplan_reach(const PgProgram *p, const PgNode *c, size_t body);
 
 /* report.c: the offline cost report */
 typedef struct {

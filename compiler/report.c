@@ -83,6 +83,61 @@ static void host_text(const PgProgram *p, FILE *f) {
   fputc('\n', f);
 }
 
+/* ---- shape buckets ---- */
+
+static size_t nodes_in(const PgGraph *g) {
+  size_t n = g->nodes.n;
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const PgNode *m = g->nodes.v[i];
+    if (m->kind == PG_CHILD) n += nodes_in(m->u.child.body);
+    if (m->kind == PG_CONDITIONAL)
+      for (size_t b = 0; b < m->u.cond.bodies.n; b++) n += nodes_in(m->u.cond.bodies.v[b]);
+  }
+  return n;
+}
+
+/* The predicted time of a call that takes body b of switch c: the plan's, which charged
+ * c's costliest body in its graph, with body b's time in its place (cost.c). */
+static double taking(const PgNode *c, size_t b, double planned) {
+  double most = 0;
+  for (size_t k = 0; k < c->u.cond.bodies.n; k++)
+    if (c->u.cond.bodies.v[k]->est_us > most) most = c->u.cond.bodies.v[k]->est_us;
+  return planned - most + c->u.cond.bodies.v[b]->est_us;
+}
+
+static uint64_t weight_bytes(const PgProgram *p) {
+  uint64_t w = 0;
+  for (size_t i = 0; i < p->buffers.n; i++) w += p->buffers.v[i]->role == PG_ROLE_WEIGHT ? p->buffers.v[i]->size : 0;
+  return w;
+}
+
+/* Per dim, its values and the switch that picks its bucket; per bucket the body, its
+ * nodes, the predicted time of a call that takes it and the arena it reaches; then what
+ * the buckets share. */
+static void buckets_text(const PgProgram *p, double planned, FILE *f) {
+  char b[32], w[32];
+  for (size_t i = 0; i < p->dims.n; i++) {
+    const PgDim *d = p->dims.v[i];
+    fprintf(f, "dim %s (%s:", d->name, d->pad ? "pad" : "exact");
+    for (size_t k = 0; k < d->values.n; k++) fprintf(f, "%s %" PRId64, k ? "," : "", d->values.v[k]);
+    if (!d->node) {
+      fputs("): no switch picks its bucket\n", f);
+      continue;
+    }
+    fprintf(f, "): switch '%s'\n", d->node->name);
+    for (size_t k = 0; k < d->values.n; k++) {
+      const PgGraph *g = d->node->u.cond.bodies.v[k];
+      size_t n = nodes_in(g);
+      fprintf(f, "  bucket %s=%" PRId64 ": body %s, %zu %s, %.1f us predicted per call, arena %s\n", d->name,
+              d->values.v[k], g->name, n, plural(n, "node", "nodes"), taking(d->node, k, planned),
+              bytes(b, sizeof b, pg_memplan_reach(p, d->node, k)));
+    }
+  }
+  if (p->dims.n)
+    fprintf(f, "shared by every bucket: arena %s, weights %s\n", bytes(b, sizeof b, p->mem.arena_bytes),
+            bytes(w, sizeof w, weight_bytes(p)));
+}
+
 void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   PgStats st = pg_program_stats(p);
   Totals t = totals(p);
@@ -115,6 +170,7 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
           bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
   host_text(p, f);
+  buckets_text(p, t.planned, f);
   if (pg_graph_min_version(p) >= 2) { /* by-value parameters with relocation kinds or don't-care bytes */
     size_t kinds[PG_RELOC_KIND_COUNT] = {0}, runs = 0;
     uint64_t dc = 0;
@@ -243,7 +299,38 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
     fputc('}', f);
     first = false;
   }
-  fputc(']', f);
+  fputs("],\n  \"dims\": [", f);
+  for (size_t i = 0; i < p->dims.n; i++) {
+    const PgDim *d = p->dims.v[i];
+    fprintf(f, "%s{\"name\": ", i ? ", " : "");
+    jstr(f, d->name);
+    fputs(", \"values\": [", f);
+    for (size_t k = 0; k < d->values.n; k++) fprintf(f, "%s%" PRId64, k ? ", " : "", d->values.v[k]);
+    fprintf(f, "], \"mode\": \"%s\", \"switch\": ", d->pad ? "pad" : "exact");
+    if (d->node) jstr(f, d->node->name);
+    else fputs("null", f);
+    fputc('}', f);
+  }
+  fputs("],\n  \"buckets\": [", f);
+  first = true;
+  for (size_t i = 0; i < p->dims.n; i++) {
+    const PgDim *d = p->dims.v[i];
+    for (size_t k = 0; d->node && k < d->values.n; k++) {
+      const PgGraph *g = d->node->u.cond.bodies.v[k];
+      fprintf(f, "%s\n    {\"dim\": ", first ? "" : ",");
+      jstr(f, d->name);
+      fprintf(f, ", \"value\": %" PRId64 ", \"index\": %zu, \"switch\": ", d->values.v[k], k);
+      jstr(f, d->node->name);
+      fputs(", \"body\": ", f);
+      jstr(f, g->name);
+      fprintf(f, ", \"nodes\": %zu, \"est_us\": ", nodes_in(g));
+      jnum(f, taking(d->node, k, t.planned));
+      fprintf(f, ", \"arena_bytes\": %llu}", (unsigned long long)pg_memplan_reach(p, d->node, k));
+      first = false;
+    }
+  }
+  fputs(first ? "]" : "\n  ]", f);
+  fprintf(f, ",\n  \"weights_bytes\": %llu", (unsigned long long)weight_bytes(p));
   fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu\n}\n",
           (unsigned long long)p->mem.arena_bytes, (unsigned long long)p->mem.sum_bytes,
           (unsigned long long)p->mem.pools_bytes, p->mem.buffers);

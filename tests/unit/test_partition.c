@@ -446,6 +446,55 @@ START_TEST(report_host_reads) {
 }
 END_TEST
 
+/* Shape buckets in the report (tests/golden/buckets.graph): a line per bucket with its
+ * body, nodes, the predicted time of a call that takes it and the arena it reaches, then
+ * what the buckets share; the whole text is tests/golden/buckets.report. */
+START_TEST(report_buckets) {
+  Run r = run_pgcc("--report", "tests/golden/buckets.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  char *want = slurp("tests/golden/buckets.report", NULL);
+  ck_assert_ptr_nonnull(want);
+  ck_assert_str_eq(r.out, want);
+  free(want);
+  run_free(&r);
+  r = run_pgcc("--report=json", "tests/golden/buckets.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  json_error_t e;
+  json_t *j = json_loads(r.out, 0, &e);
+  ck_assert_msg(j, "not JSON: %s\n%s", e.text, r.out);
+  json_t *dims = json_object_get(j, "dims"), *buckets = json_object_get(j, "buckets");
+  ck_assert_uint_eq(json_array_size(dims), 2);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(dims, 1), "mode")), "exact");
+  ck_assert(json_is_null(json_object_get(json_array_get(dims, 1), "switch")));
+  ck_assert_uint_eq(json_array_size(buckets), 4);
+  static const int values[] = {1, 2, 4, 8};
+  double last = 0;
+  for (size_t k = 0; k < 4; k++) {
+    json_t *b = json_array_get(buckets, k);
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "value")), values[k]);
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "index")), (json_int_t)k);
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "arena_bytes")), 256 * values[k]);
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "nodes")), 2);
+    double us = json_real_value(json_object_get(b, "est_us"));
+    ck_assert(us > last); /* larger buckets, longer kernels */
+    last = us;
+  }
+  /* the largest bucket is the costliest body, the one the plan charged */
+  ck_assert_double_eq_tol(last, json_real_value(json_object_get(j, "est_total_us")), 0.002);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "weights_bytes")), 16384 + 256);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "arena_bytes")), 2048);
+  json_decref(j);
+  run_free(&r);
+  /* a program without dims: empty lists, no lines */
+  r = run_pgcc("--report=json", "tests/partition/mixed.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"dims\": [],\n  \"buckets\": [],\n  \"weights_bytes\": "));
+  run_free(&r);
+  r = run_pgcc("--report", "tests/partition/mixed.graph", NULL);
+  ck_assert_ptr_null(strstr(r.out, "bucket"));
+  run_free(&r);
+}
+END_TEST
+
 /* 20 kernels after a sync, each taking scalar v: with v per call the device-side update
  * wins by the profile's numbers (0.5 us per node on the host, 3 + 0.25 per node on the
  * device); with v read on the host it cannot be used (the updater runs before the sync). */
@@ -663,6 +712,7 @@ Suite *partition_suite(void) {
   tcase_add_test(t, report_json_is_consistent);
   tcase_add_test(t, report_text_and_dot_clusters);
   tcase_add_test(t, report_host_reads);
+  tcase_add_test(t, report_buckets);
   tcase_add_test(t, read_scalars_are_patched_from_the_host);
   tcase_add_test(t, profile_errors_are_located);
   tcase_add_test(t, random_dags_hold_the_invariants);
