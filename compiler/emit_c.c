@@ -136,6 +136,10 @@ static void fits_args(PgDiag *d, const PgProgram *p, const PgNode *n) {
     if (arg_scalar(p->scalars.v[i]) && strcmp(p->scalars.v[i]->name, n->name) == 0)
       pg_error(d, n->loc, "host node '%s' has the name of a scalar, and both would be members of the call's "
                           "arguments: rename one", n->name);
+  for (size_t i = 0; i < p->dims.n; i++)
+    if (strcmp(p->dims.v[i]->name, n->name) == 0)
+      pg_error(d, n->loc, "host node '%s' has the name of a dim, and both would be members of the call's "
+                          "arguments: rename one", n->name);
 }
 
 /* The root node under which n runs (n itself in the root graph). */
@@ -173,6 +177,9 @@ int pg_c_check(const PgProgram *p, PgDiag *d) {
       if (gi == 0 && n->kind == PG_CONDITIONAL && !p->regions.v[n->region]->graph)
         pg_error(d, n->loc, "node '%s': a conditional node runs only inside a CUDA graph, and its region is eager",
                  n->name);
+      if (gi > 0 && n->kind == PG_CONDITIONAL && n->u.cond.dim) /* libpgrt picks buckets in the root's launches */
+        pg_error(d, n->loc, "node '%s': a bucket switch (dim '%s') belongs in the root graph, not inside the body "
+                            "of '%s'", n->name, n->u.cond.dim->name, n->graph->owner->name);
       if (n->kind == PG_KERNEL && n->u.kernel.has_args) fits_condition_args(d, p, n);
       if (n->kind == PG_HOST) fits_args(d, p, n);
     }
@@ -325,7 +332,7 @@ static void kernel_block(W *w, const PgNode *n, unsigned char *blk, Strs *relocs
                                                 reloc_names[PG_RELOC_ABS64]));
       break;
     case PG_ARG_SCALAR:
-      if (arg->scalar->is_input || pg_scalar_is_read(arg->scalar))
+      if (arg->scalar->is_input || pg_scalar_is_read(arg->scalar) || arg->scalar->bucket)
         pg_vec_push(a, *scalars, pg_arena_printf(a, "{%" PRIu32 ", %" PRIu32 ", %d}", pa->offset, pa->size,
                                                  idx(w->scalars, arg->scalar->name)));
       else if (arg->scalar->value)
@@ -694,15 +701,27 @@ static void ccomment(FILE *f, const char *s) {
   for (; *s; s++) fputc((s[0] == '*' && s[1] == '/') || (s[0] == '/' && s[1] == '*') ? '_' : *s, f);
 }
 
-/* "f32 [1, 256], 1024 bytes": what the .graph says of a buffer. */
+/* "f32 [1, 256], 1024 bytes": what the .graph says of a buffer.  A shape that names a dim:
+ * "f32 [B, 64], 256 bytes per unit of B, 2048 at the largest bucket". */
 static void describe_buffer(FILE *f, const PgBuffer *b) {
   if (b->has_dtype) fprintf(f, "%s%s", pg_type_names[b->dtype], b->has_shape ? " " : ", ");
+  const PgDim *one = NULL; /* the dim the shape names, if it names just one, once */
+  size_t named = 0;
   if (b->has_shape) {
     fputc('[', f);
-    for (size_t j = 0; j < b->shape.n; j++) fprintf(f, "%s%" PRId64, j ? ", " : "", b->shape.v[j]);
+    for (size_t j = 0; j < b->shape.n; j++) {
+      fputs(j ? ", " : "", f);
+      if (b->shape_dims && b->shape_dims[j]) fputs(b->shape_dims[j]->name, f), one = b->shape_dims[j], named++;
+      else fprintf(f, "%" PRId64, b->shape.v[j]);
+    }
     fputs("], ", f);
   }
-  fprintf(f, "%" PRIu64 " bytes", b->size);
+  if (!named) fprintf(f, "%" PRIu64 " bytes", b->size);
+  else if (named == 1 && b->size % (uint64_t)pg_dim_max(one) == 0)
+    fprintf(f, "%" PRIu64 " bytes per unit of %s, %" PRIu64 " at the largest bucket", b->size / (uint64_t)pg_dim_max(one),
+            one->name, b->size);
+  else
+    fprintf(f, "%" PRIu64 " bytes at the largest buckets", b->size);
 }
 
 static unsigned ctype_size(PgType t) {
@@ -758,14 +777,67 @@ static void emit_host_buffers(W *w) {
   if (k) fprintf(f, "#define %s_HOST_BUFFERS %d\n\n", w->name, k);
 }
 
+/* The values of dim d, "1, 2, 4, 8". */
+static void dim_values(FILE *f, const PgDim *d) {
+  for (size_t k = 0; k < d->values.n; k++) fprintf(f, "%s%" PRId64, k ? ", " : "", d->values.v[k]);
+}
+
+/* The contract of a program with dims: what its buckets are, what a call gets. */
+static void emit_dims(W *w) {
+  FILE *f = w->f;
+  const PgProgram *p = w->p;
+  if (!p->dims.n) return;
+  fprintf(f, "/* Shape buckets: this program holds a variant (a bucket) per value of %s, and\n"
+             " * each call runs the variant its size%s pick%s (the %s of %s_args):\n",
+          p->dims.n == 1 ? "its dim" : "each of its dims", p->dims.n == 1 ? "" : "s", p->dims.n == 1 ? "s" : "",
+          p->dims.n == 1 ? "int64_t field" : "int64_t fields", w->name);
+  for (size_t i = 0; i < p->dims.n; i++) {
+    const PgDim *d = p->dims.v[i];
+    fprintf(f, " *   %s: ", d->name), dim_values(f, d);
+    if (d->pad)
+      fprintf(f, " (pad: a size between them runs the smallest bucket that holds it;\n"
+                 " *      pass inputs of that bucket's size along %s, entries past the size any finite\n"
+                 " *      values; outputs hold the bucket's size, the first %s along it are the answer)\n",
+              d->name, d->name);
+    else
+      fprintf(f, " (exact: only these sizes run)\n");
+  }
+  fprintf(f, " * A size that fits no bucket fails the call with PGRT_ERR_BUCKET before anything runs.\n"
+             " * Buffers whose shapes name a dim are described, and sized, at its largest value.\n"
+             " * Buckets never run together: they share the arena, which holds the largest one's\n"
+             " * intermediates. */\n");
+  for (size_t i = 0; i < p->dims.n; i++) {
+    const PgDim *d = p->dims.v[i];
+    fprintf(f, "#define %s_DIM_", w->name), cname(f, d->name), fputs("_VALUES {", f), dim_values(f, d), fputs("}\n", f);
+    fprintf(f, "#define %s_DIM_", w->name), cname(f, d->name), fprintf(f, "_BUCKETS %zu\n", d->values.n);
+  }
+  fputc('\n', f);
+}
+
 static void emit_api(W *w, bool list_caller_args) {
   FILE *f = w->f;
   const PgProgram *p = w->p;
   const char *nm = w->name;
-  fprintf(f, "/* This call's buffers (device addresses; they may move on every call) and scalars.\n"
-             " * %s_info() describes each field for programs. */\n", nm);
+  emit_dims(w);
+  fprintf(f, "/* This call's %sbuffers (device addresses; they may move on every call) and scalars.\n"
+             " * %s_info() describes each field for programs. */\n", p->dims.n ? "sizes, " : "", nm);
   fprintf(f, "typedef struct {\n");
   int fields = 0;
+  for (size_t i = 0; i < p->dims.n; i++) {
+    const PgDim *d = p->dims.v[i];
+    fputs("  int64_t ", f), cname(f, d->name);
+    if (d->pad) {
+      fprintf(f, "; /* size of dim %s: 1..%" PRId64 "; runs the smallest of the buckets ", d->name, pg_dim_max(d));
+      dim_values(f, d);
+      fprintf(f, " that holds it (pad: pass inputs of the bucket's size, entries past %s any finite values; outputs "
+                 "hold the bucket's size, the first %s are the answer); another size fails with PGRT_ERR_BUCKET */\n",
+              d->name, d->name);
+    } else {
+      fprintf(f, "; /* size of dim %s: one of ", d->name), dim_values(f, d);
+      fputs(" (exact: the bucket of that size runs); another size fails with PGRT_ERR_BUCKET */\n", f);
+    }
+    fields++;
+  }
   for (size_t i = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
     if (!per_call(b)) continue;
@@ -886,7 +958,7 @@ static void emit_api(W *w, bool list_caller_args) {
     sync |= pg_is_hostop(p->graphs.v[0]->nodes.v[i], "sync"), guard |= pg_is_hostop(p->graphs.v[0]->nodes.v[i], "guard");
   for (size_t i = 0; i < p->scalars.n; i++) reads |= pg_scalar_is_read(p->scalars.v[i]), callbacks |= p->scalars.v[i]->is_callback;
   fprintf(f, "/* One call, queued on `stream` and asynchronous: it returns once the work is queued%s.\n"
-             " * args: this call's buffers (none null) and scalars.  Buffers may sit at new addresses on\n"
+             " * args: this call's %sbuffers (none null) and scalars.  Buffers may sit at new addresses on\n"
              " * every call: only what changed is patched; nothing is copied, re-captured or\n"
              " * re-instantiated.  The buffers must stay valid, and the inputs unchanged, until the\n"
              " * stream has run the call; the outputs are ready after that (cuStreamSynchronize, or an\n"
@@ -895,8 +967,9 @@ static void emit_api(W *w, bool list_caller_args) {
              " * one after another from one thread, on one stream (or on streams the caller orders):\n"
              " * they share the arena.  PGRT_ERR_ARGUMENT: a null ctx or args, a null buffer%s;\n"
              " * PGRT_ERR_CUDA: a patch or a launch failed.  Faults of the work itself appear later, at\n"
-             " * the stream's synchronization (a CUresult).%s%s */\n",
+             " * the stream's synchronization (a CUresult).%s%s%s */\n",
           sync ? " (its host synchronization, 'sync', waits for the stream where the program has it)" : "",
+          p->dims.n ? "sizes, " : "",
           w->host_nodes && callbacks ? ", a host node or callback scalar without a function"
           : w->host_nodes            ? ", a host node without a function"
           : callbacks                ? ", a callback scalar without a function"
@@ -908,7 +981,8 @@ static void emit_api(W *w, bool list_caller_args) {
           guard ? "\n * PGRT_ERR_GUARD: a guard found that a value read on the host is not the one it was\n"
                   " * exported with, so the program took another path than the exported one; the call stops\n"
                   " * there (pgrt_error() names the guard and its reason), and its outputs are not valid."
-                : "");
+                : "",
+          p->dims.n ? "\n * PGRT_ERR_BUCKET: a size fits no bucket of its dim (see above); nothing was queued." : "");
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream);\n\n", nm, nm);
   fprintf(f, "/* Frees what %s_init made (not the weights' block, nor a caller's arena) and sets *ctx\n"
              " * to NULL; a null ctx or *ctx does nothing.  Synchronize the last call's stream first. */\n", nm);
@@ -922,16 +996,24 @@ static void emit_api(W *w, bool list_caller_args) {
 /* NAME_info: the fields of NAME_args and NAME_weights, in their order, as constant
  * tables with offsetof. */
 static void emit_field(W *w, const char *strct, const char *fieldname_src, const char *role, const char *dtype, int ndim,
-                       const char *shape, const char *size, const PgBuffer *weight) {
+                       const char *shape, const char *size, const PgBuffer *buf) {
   FILE *f = w->f;
   fputs("    {.name = \"", f), cname(f, fieldname_src), fprintf(f, "\", .role = %s, .dtype = \"%s\", .ndim = %d,", role, dtype, ndim);
   if (shape) fprintf(f, " .shape = %s,", shape);
+  if (shape && buf && buf->shape_dims) fprintf(f, " .shape_dims = %s_dims,", shape); /* beside its shape (emit_shape) */
   fprintf(f, "\n     .offset = offsetof(%s_%s, ", w->name, strct), cname(f, fieldname_src);
   fprintf(f, "), .size = %s", size);
-  if (weight && weight->weights) fputs(", .tensor = ", f), cstring(f, weight->tensor);
+  if (buf && buf->weights) fputs(", .tensor = ", f), cstring(f, buf->tensor);
   fputs("},\n", f);
 }
 
+static int dim_index(const PgProgram *p, const PgDim *d) {
+  for (size_t i = 0; i < p->dims.n; i++)
+    if (p->dims.v[i] == d) return (int)i;
+  PG_BUG("dim '%s' is not in the program", d->name);
+}
+
+/* A field's shape, and where it names dims, which entries are which (NAME_shape_X_dims). */
 static void emit_shape(W *w, const PgBuffer *b, const char *kind, size_t at, char *name, size_t cap) {
   if (!b->shape.n) {
     name[0] = 0;
@@ -941,6 +1023,11 @@ static void emit_shape(W *w, const PgBuffer *b, const char *kind, size_t at, cha
   fprintf(w->f, "static const int64_t %s[] = {", name);
   for (size_t j = 0; j < b->shape.n; j++) fprintf(w->f, "%s%" PRId64, j ? ", " : "", b->shape.v[j]);
   fputs("};\n", w->f);
+  if (!b->shape_dims) return;
+  fprintf(w->f, "static const int %s_dims[] = {", name);
+  for (size_t j = 0; j < b->shape.n; j++)
+    fprintf(w->f, "%s%d", j ? ", " : "", b->shape_dims[j] ? dim_index(w->p, b->shape_dims[j]) : -1);
+  fputs("}; /* -1: a fixed size; else the dim (info.dims) whose largest value the entry holds */\n", w->f);
 }
 
 static void emit_info(W *w) {
@@ -951,6 +1038,7 @@ static void emit_info(W *w) {
   char *shape = malloc(cap), size[32];
   if (!shape) PG_BUG("out of memory");
   fprintf(f, "/* What %s_args and %s_weights hold, for %s_info(). */\n", nm, nm, nm);
+
   for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
     if (per_call(b)) emit_shape(w, b, "a", k++, shape, cap);
@@ -958,6 +1046,11 @@ static void emit_info(W *w) {
   for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
     if (b->role == PG_ROLE_WEIGHT) emit_shape(w, b, "w", k++, shape, cap);
+  }
+  for (size_t i = 0; i < p->dims.n; i++) { /* the sizes, first in NAME_args */
+    if (!nargs) fprintf(f, "static const pgrt_field %s_arg_fields[] = {\n", nm);
+    emit_field(w, "args", p->dims.v[i]->name, "PGRT_FIELD_SIZE", "i64", 0, NULL, "8", NULL);
+    nargs++;
   }
   for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
@@ -968,7 +1061,7 @@ static void emit_info(W *w) {
     snprintf(shape, cap, "%s_shape_a%zu", nm, k++);
     snprintf(size, sizeof size, "%" PRIu64, b->size);
     emit_field(w, "args", b->name, role, b->has_dtype ? pg_type_names[b->dtype] : "", b->has_shape ? (int)b->shape.n : -1,
-               b->shape.n ? shape : NULL, size, NULL);
+               b->shape.n ? shape : NULL, size, b);
     nargs++;
   }
   for (size_t i = 0; i < p->scalars.n; i++) {
@@ -1013,7 +1106,9 @@ static void emit_info(W *w) {
   fprintf(f, "    .weights_size = sizeof(%s_weights), .n_weights = %zu, .weights = ", nm, nweights);
   if (nweights) fprintf(f, "%s_weight_fields,\n", nm);
   else fputs("NULL,\n", f);
-  fprintf(f, "    .arena_bytes = UINT64_C(%" PRIu64 "),\n};\n\n", p->mem.arena_bytes);
+  fprintf(f, "    .arena_bytes = UINT64_C(%" PRIu64 "),\n", p->mem.arena_bytes);
+  if (p->dims.n) fprintf(f, "    .n_dims = %zu, .dims = %s_dims,\n", p->dims.n, nm);
+  fputs("};\n\n", f);
   fprintf(f, "const pgrt_program_info *%s_info(void) { return &%s_info_table; }\n", nm, nm);
   free(shape);
 }
@@ -1043,6 +1138,10 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   for (size_t i = 0; i < p->scalars.n; i++)
     if (pg_scalar_is_read(p->scalars.v[i]))
       pg_map_put(w.scalars, p->scalars.v[i]->name, (void *)(intptr_t)(slot + ++reads));
+  int buckets = 0; /* the bucket scalars' slots, after the read ones */
+  for (size_t i = 0; i < p->scalars.n; i++)
+    if (p->scalars.v[i]->bucket)
+      pg_map_put(w.scalars, p->scalars.v[i]->name, (void *)(intptr_t)(slot + reads + ++buckets));
   size_t graph_regions = 0;
   for (size_t r = 0; r < p->regions.n; r++) graph_regions += p->regions.v[r]->graph;
 
@@ -1178,6 +1277,31 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     }
     fputs("};\n\n", f);
   }
+  if (p->dims.n) {
+    fprintf(f, "/* The dims: pgrt_run's sizes, one per dim in this order, pick a bucket of each. */\n");
+    for (size_t i = 0; i < p->dims.n; i++) {
+      fprintf(f, "static const int64_t %s_dim_values_%zu[] = {", name, i);
+      dim_values(f, p->dims.v[i]);
+      fputs("};\n", f);
+    }
+    fprintf(f, "static const pgrt_dim %s_dims[] = {\n", name);
+    for (size_t i = 0; i < p->dims.n; i++) {
+      const PgDim *d = p->dims.v[i];
+      fprintf(f, "    {.name = \"%s\", .n_values = %zu, .values = %s_dim_values_%zu, .pad = %d}, /* ", d->name,
+              d->values.n, name, i, d->pad);
+      if (d->node) fprintf(f, "picked by switch %s */\n", d->node->name);
+      else fputs("no switch */\n", f);
+    }
+    fputs("};\n\n", f);
+  }
+  if (buckets) {
+    fprintf(f, "/* The bucket scalars, in the slots after the read ones (%d): the dim whose bucket's index each\n"
+               " * holds. */\nstatic const int %s_bucket_dims[] = {", slot + reads, name);
+    for (size_t i = 0, k = 0; i < p->scalars.n; i++)
+      if (p->scalars.v[i]->bucket)
+        fprintf(f, "%s%d /* %s */", k++ ? ", " : "", dim_index(p, p->scalars.v[i]->bucket), p->scalars.v[i]->name);
+    fputs("};\n\n", f);
+  }
   fprintf(f, "static const pgrt_region %s_regions[] = {\n", name);
   int at = 0;
   for (size_t r = 0; r < p->regions.n; r++) {
@@ -1207,7 +1331,10 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   fprintf(f, "    .caller_arg_nodes = %zu, .event_count = %zu,", w.caller_args, p->events.n);
   if (w.host_nodes) fprintf(f, " .host_slots = %zu,", w.host_nodes);
   fputc('\n', f);
-  fprintf(f, "    .arch = \"%s\",\n};\n\n", p->arch ? p->arch : "");
+  fprintf(f, "    .arch = \"%s\",\n", p->arch ? p->arch : "");
+  if (p->dims.n) fprintf(f, "    .dims = %s_dims, .dim_count = %zu,\n", name, p->dims.n);
+  if (buckets) fprintf(f, "    .bucket_dims = %s_bucket_dims, .bucket_count = %d,\n", name, buckets);
+  fputs("};\n\n", f);
 
   /* the three functions */
   fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
@@ -1236,7 +1363,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     lput(&w, "\n};\n\n"), lflush(&w);
   }
   fprintf(f, "pgrt_status %s_run(pgrt_ctx *ctx, const %s_args *args, CUstream stream) {\n", name, name);
-  fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, NULL, NULL, stream); /* libpgrt says what is missing */\n");
+  fprintf(f, "  if (!args) return pgrt_run(ctx, NULL, NULL, NULL, NULL, NULL, stream); /* libpgrt says what is missing */\n");
   if (bound) {
     fprintf(f, "  const CUdeviceptr bound[%d] = {", bound);
     int k = 0;
@@ -1270,8 +1397,14 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       if (p->scalars.v[i]->is_callback) fprintf(f, "%sargs->", k++ ? ", " : ""), cname(f, p->scalars.v[i]->name);
     fputs("};\n", f);
   }
-  fprintf(f, "  return pgrt_run(ctx, %s, %s, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL",
-          slot ? "scalars" : "NULL", w.host_nodes ? "hosts" : "NULL", callbacks ? "callbacks" : "NULL");
+  if (p->dims.n) {
+    fprintf(f, "  const int64_t sizes[%zu] = {", p->dims.n);
+    for (size_t i = 0; i < p->dims.n; i++) fprintf(f, "%sargs->", i ? ", " : ""), cname(f, p->dims.v[i]->name);
+    fputs("};\n", f);
+  }
+  fprintf(f, "  return pgrt_run(ctx, %s, %s, %s, %s, %s, stream);\n}\n\n", bound ? "bound" : "NULL",
+          slot ? "scalars" : "NULL", w.host_nodes ? "hosts" : "NULL", callbacks ? "callbacks" : "NULL",
+          p->dims.n ? "sizes" : "NULL");
   fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n\n", name);
   emit_info(&w);
   free(w.line);

@@ -15,7 +15,9 @@
  *       each synchronization, read the scalars read on the host anew (host buffers,
  *       callbacks) and rewrite the nodes that take them; those in graphs are patched
  *       just before their graph launches.  A guard compares a host buffer with what
- *       the program was exported with, and stops the call where they differ.
+ *       the program was exported with, and stops the call where they differ.  Before
+ *       all that, each dim's size picks its bucket, whose index the bucket scalars
+ *       take (a size that fits none stops the call before anything runs).
  *
  * Memory: everything init allocates is recorded in the context and freed by
  * pgrt_destroy (which a failed init calls itself).
@@ -148,7 +150,9 @@ struct pgrt_ctx {
   int movable_count;
   void **host;              /* per host buffer (its slot): its pinned memory */
   int host_count;
-  uint64_t *svals;          /* the scalars' values: the caller's (scalar_slots), then the read ones */
+  uint64_t *svals;          /* the scalars' values: the caller's (scalar_slots), the read ones, the buckets' */
+  int *bucket_next;         /* per dim: the bucket this call runs (picked before anything runs) */
+  int *bucket_last;         /* per dim: the bucket the last successful call ran, -1 before any */
   int *late;                /* the kernel nodes that take a read scalar: rewritten after each sync, */
   int late_count;           /* patched from the host, never by an updater */
   char *is_late;            /* per node */
@@ -692,9 +696,11 @@ static pgrt_status build_graph(pgrt_ctx *c, int r) {
                                    reloc_size(n->relocs[k].kind), b->slot, reloc_shift(n->relocs[k].kind),
                                    n->relocs[k].offset};
       }
-      for (int k = 0; k < n->scalar_count; k++)
+      for (int k = 0; k < n->scalar_count; k++) /* the values: addresses, the caller's scalars, the buckets' */
         entries[e++] = (upd_entry){v.deviceUpdatableKernelNode.devNode, n->scalars[k].at, n->scalars[k].size,
-                                   pr->bound_slots + n->scalars[k].slot, 0, 0};
+                                   pr->bound_slots + n->scalars[k].slot -
+                                       (n->scalars[k].slot >= pr->scalar_slots ? pr->read_count : 0),
+                                   0, 0};
     }
     CU(cuMemcpyHtoD(u->table, entries, sizeof *entries * (size_t)u->count), "the updater's table");
   }
@@ -736,7 +742,9 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   c->devupd = pgrt_zalloc((size_t)pr->node_count);
   c->hosts = pgrt_zalloc(sizeof *c->hosts * (size_t)pr->host_slots);
   c->boxed = pgrt_zalloc((size_t)pr->node_count);
-  c->svals = pgrt_zalloc(sizeof *c->svals * (size_t)(pr->scalar_slots + pr->read_count));
+  c->svals = pgrt_zalloc(sizeof *c->svals * (size_t)(pr->scalar_slots + pr->read_count + pr->bucket_count));
+  c->bucket_next = pgrt_zalloc(sizeof *c->bucket_next * (size_t)pr->dim_count);
+  c->bucket_last = pgrt_zalloc(sizeof *c->bucket_last * (size_t)pr->dim_count);
   c->late = pgrt_zalloc(sizeof *c->late * (size_t)pr->node_count);
   c->is_late = pgrt_zalloc((size_t)pr->node_count);
   c->pending = pgrt_zalloc((size_t)pr->node_count);
@@ -745,10 +753,26 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
       !c->graphs || !c->execs || !c->gnodes || !c->events || !c->region_of || !c->conds ||
       !c->upd || !c->devupd || !c->hosts || !c->boxed || !c->svals || !c->late || !c->is_late || !c->pending ||
-      !c->host) {
+      !c->host || !c->bucket_next || !c->bucket_last) {
     st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
+  for (int d = 0; d < pr->dim_count; d++) { /* the tables pgcc wrote; checked once */
+    const pgrt_dim *dm = &pr->dims[d];
+    int ok = dm->n_values >= 1 && dm->values;
+    for (int k = 0; ok && k < dm->n_values; k++) ok = dm->values[k] >= 1 && (!k || dm->values[k] > dm->values[k - 1]);
+    c->bucket_last[d] = -1;
+    if (!ok) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "dim '%s': its values are not sizes in increasing order", pr->dims[d].name);
+      goto out;
+    }
+  }
+  for (int k = 0; k < pr->bucket_count; k++)
+    if (pr->bucket_dims[k] < 0 || pr->bucket_dims[k] >= pr->dim_count) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "bucket scalar %d: dim %d is not one of %d", k, pr->bucket_dims[k],
+                     pr->dim_count);
+      goto out;
+    }
   CU(cuCtxGetCurrent(&c->cu), "init");
   if (!c->cu) {
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: no current CUDA context");
@@ -856,7 +880,8 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   for (int i = 0; i < pr->node_count; i++) {
     const pgrt_node *n = &pr->nodes[i];
     for (int k = 0; n->kind == PGRT_NODE_KERNEL && !n->caller_args && k < n->scalar_count && !c->is_late[i]; k++)
-      if (n->scalars[k].slot >= pr->scalar_slots) c->is_late[i] = 1, c->late[c->late_count++] = i;
+      if (n->scalars[k].slot >= pr->scalar_slots && n->scalars[k].slot < pr->scalar_slots + pr->read_count)
+        c->is_late[i] = 1, c->late[c->late_count++] = i;
   }
   for (int i = 0; i < pr->node_count; i++)
     if (pr->nodes[i].kind == PGRT_NODE_GUARD &&
@@ -893,7 +918,9 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   int force_host = how && strcmp(how, "host") == 0, force_device = how && strcmp(how, "device") == 0;
   for (int r = 0; r < pr->region_count && !force_host; r++) {
     const pgrt_region *rg = &pr->regions[r];
-    if (!rg->graph || !(rg->device_update || force_device) || pr->bound_slots + pr->scalar_slots > UPD_SLOTS) continue;
+    if (!rg->graph || !(rg->device_update || force_device) ||
+        pr->bound_slots + pr->scalar_slots + pr->bucket_count > UPD_SLOTS)
+      continue;
     for (int m = 0; m < c->movable_count; m++) {
       int i = c->movable[m];
       const pgrt_node *n = &pr->nodes[i];
@@ -1098,8 +1125,32 @@ out:
   return st;
 }
 
+/* Each dim's bucket for this call's sizes, into c->bucket_next; PGRT_ERR_BUCKET where a
+ * size fits none (nothing has changed yet). */
+static pgrt_status pick_buckets(pgrt_ctx *c, const int64_t *sizes) {
+  const pgrt_program *pr = c->prog;
+  for (int d = 0; d < pr->dim_count; d++) {
+    const pgrt_dim *dm = &pr->dims[d];
+    int k = 0;
+    while (k < dm->n_values && dm->values[k] < sizes[d]) k++;
+    if (sizes[d] >= 1 && k < dm->n_values && (dm->pad || dm->values[k] == sizes[d])) {
+      c->bucket_next[d] = k;
+      continue;
+    }
+    char list[512];
+    size_t used = 0;
+    for (int v = 0; v < dm->n_values && used < sizeof list - 32; v++)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%lld", v ? ", " : "", (long long)dm->values[v]);
+    if (used >= sizeof list - 32) snprintf(list + used, sizeof list - used, ", ...");
+    return pgrt_fail(PGRT_ERR_BUCKET, dm->pad ? "dim '%s': size %lld fits no bucket (%s)"
+                                              : "dim '%s': size %lld is not one of the exact sizes (%s)",
+                     dm->name, (long long)sizes[d], list);
+  }
+  return PGRT_OK;
+}
+
 pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
-                     const pgrt_scalar_fn *callbacks, CUstream s) {
+                     const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream s) {
   if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
   const pgrt_program *pr = c->prog;
   if (pr->bound_slots && !bound) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its buffers", pr->name);
@@ -1116,20 +1167,29 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   for (int k = 0; k < pr->read_count; k++)
     if (pr->reads[k].buffer < 0 && !callbacks[pr->reads[k].callback].fn)
       return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: callback scalar '%s' has no function", pr->reads[k].name);
+  if (pr->dim_count && !sizes) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its sizes", pr->name);
+  pgrt_status st = pick_buckets(c, sizes);
+  if (st != PGRT_OK) return st;
+  for (int b = 0; b < pr->buffer_count; b++) /* before anything changes */
+    if (pr->buffers[b].kind == PGRT_BUF_BOUND && !bound[pr->buffers[b].slot])
+      return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: buffer '%s' is a null pointer", pr->buffers[b].name);
   memset(&c->stats, 0, sizeof c->stats);
-  pgrt_status st = PGRT_OK;
 
   /* what changed since the last call */
   int any = c->calls == 0;
   for (int b = 0; b < pr->buffer_count; b++) {
     const pgrt_buffer *buf = &pr->buffers[b];
     if (buf->kind != PGRT_BUF_BOUND) continue;
-    if (!bound[buf->slot]) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: buffer '%s' is a null pointer", buf->name);
     if (c->addr[b] != bound[buf->slot]) c->addr[b] = bound[buf->slot], any = 1;
   }
   for (int k = 0; k < pr->scalar_slots; k++)
     if (c->scalar_prev[k] != scalars[k] || c->calls == 0) c->scalar_prev[k] = scalars[k], any = 1;
   if (pr->scalar_slots) memcpy(c->svals, scalars, sizeof *c->svals * (size_t)pr->scalar_slots);
+  uint64_t *buckets = c->svals + pr->scalar_slots + pr->read_count; /* the bucket scalars' values */
+  for (int k = 0; k < pr->bucket_count; k++) {
+    uint64_t v = (uint64_t)c->bucket_next[pr->bucket_dims[k]];
+    if (buckets[k] != v || c->calls == 0) buckets[k] = v, any = 1;
+  }
   c->callbacks = callbacks;
   for (int k = 0; k < pr->host_slots; k++)
     if (c->hosts[k].fn != hosts[k].fn || c->hosts[k].data != hosts[k].data) c->hosts[k] = hosts[k], any = 1;
@@ -1147,11 +1207,12 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
    * scalars.  When nothing changed, an updater is skipped: its nodes keep what it
    * wrote last. */
   unsigned char vals[8 * UPD_SLOTS];
-  size_t used = 8 * (size_t)(pr->bound_slots + pr->scalar_slots);
+  size_t used = 8 * (size_t)(pr->bound_slots + pr->scalar_slots + pr->bucket_count);
   if (any && c->any_updater) {
     for (int b = 0; b < pr->buffer_count; b++)
       if (pr->buffers[b].kind == PGRT_BUF_BOUND) memcpy(vals + 8 * pr->buffers[b].slot, &c->addr[b], 8);
     if (pr->scalar_slots) memcpy(vals + 8 * pr->bound_slots, scalars, 8 * (size_t)pr->scalar_slots);
+    if (pr->bucket_count) memcpy(vals + 8 * (pr->bound_slots + pr->scalar_slots), buckets, 8 * (size_t)pr->bucket_count);
   }
   for (int r = 0; r < pr->region_count && c->any_updater; r++) {
     updater *u = &c->upd[r];
@@ -1183,8 +1244,13 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
     }
   }
   c->calls++;
+  for (int d = 0; d < pr->dim_count; d++) c->bucket_last[d] = c->bucket_next[d];
 out:
   return st;
+}
+
+int pgrt_last_bucket(const pgrt_ctx *c, int dim) {
+  return c && dim >= 0 && dim < c->prog->dim_count ? c->bucket_last[dim] : -1;
 }
 
 pgrt_status pgrt_debug_dot(const pgrt_ctx *c, int region, const char *path) {
@@ -1238,6 +1304,7 @@ void pgrt_destroy(pgrt_ctx **pc) {
   free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->movable), free(c->events);
   free(c->region_of), free(c->conds), free(c->upd), free(c->devupd), free(c->hosts), free(c->boxed);
   free(c->svals), free(c->late), free(c->is_late), free(c->pending), free(c->host);
+  free(c->bucket_next), free(c->bucket_last);
   free(c);
   *pc = NULL;
 }

@@ -28,6 +28,15 @@
  * (never by the updater: it runs before the synchronization).  A GUARD node compares
  * a host buffer with the bytes the program was exported with and stops the call with
  * PGRT_ERR_GUARD when they differ.
+ *
+ * Shape buckets: a program exported at several sizes of a dim (a batch size, say) holds a
+ * variant per size, a *bucket*, as the bodies of one CUDA switch node; buckets never run
+ * together, so they share the arena.  pgrt_run takes one size per dim and, before it
+ * queues anything, picks each dim's bucket: the smallest value that holds the size (a
+ * `pad` dim: the caller's inputs are padded to it) or the value equal to it (`exact`);
+ * none is PGRT_ERR_BUCKET.  The bucket's index goes into the program's bucket scalars,
+ * which the kernel that sets the switch's condition takes: patched like any scalar that
+ * changed.
  */
 #ifndef PGRT_H
 #define PGRT_H
@@ -40,8 +49,9 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 7 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
-                          buffers, read scalars, guards, pgrt_run's callbacks) */
+#define PGRT_VERSION 8 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
+                          buffers, read scalars, guards, pgrt_run's callbacks; 8: dims and their
+                          buckets, pgrt_run's sizes) */
 
 typedef enum {
   PGRT_OK = 0,
@@ -53,6 +63,8 @@ typedef enum {
   PGRT_ERR_GUARD,    /* a guard found that a value read on the host differs from the one the program
                         was exported with: the program took another path, and this call stopped at
                         the guard; its outputs are not valid (pgrt_error() names the guard) */
+  PGRT_ERR_BUCKET,   /* a size fits no bucket of its dim (below 1, past a pad dim's largest value, or
+                        none of an exact dim's values): nothing ran (pgrt_error() names the dim) */
 } pgrt_status;
 
 /* ---- the tables generated code fills (all constant) ---- */
@@ -131,13 +143,24 @@ typedef struct {
   pgrt_reloc_kind kind;
 } pgrt_reloc;
 
-/* A scalar written into a node's parameters from the caller's scalars, at `at`. */
+/* A scalar written into a node's parameters from the scalar values, at `at`. */
 typedef struct {
   uint32_t at;
   uint32_t size;
-  int slot; /* index into the caller's scalar array (each 8 bytes, low bytes used); from
-               scalar_slots on, a read scalar's (reads[slot - scalar_slots]) */
+  int slot; /* index into the scalar values (each 8 bytes, low bytes used): the caller's scalar
+               array (0 .. scalar_slots), then the read scalars (reads[slot - scalar_slots]), then
+               the bucket scalars (bucket_dims[slot - scalar_slots - read_count]) */
 } pgrt_scalar_ref;
+
+/* A dim: a size that varies per call, and its buckets, one per value (strictly increasing,
+ * each at least 1).  pad: a size between values runs the smallest bucket that holds it;
+ * else only the values run. */
+typedef struct {
+  const char *name;
+  int n_values;
+  const int64_t *values;
+  int pad;
+} pgrt_dim;
 
 /* A conditional handle written into a node's parameters at `at` (a kernel that
  * sets the condition with cudaGraphSetConditional). */
@@ -282,6 +305,11 @@ typedef struct {
   int host_slots;       /* host functions the caller binds on every call */
   int event_count;
   const char *arch; /* "sm_90": for NVRTC */
+  const pgrt_dim *dims; /* pgrt_run's sizes give one size per dim, in this order */
+  int dim_count;
+  const int *bucket_dims; /* per bucket scalar: the dim whose bucket's index it holds, set by
+                             pgrt_run (the scalar values' slots after the read scalars') */
+  int bucket_count;
 } pgrt_program;
 
 /* ---- weights from a safetensors file ---- */
@@ -339,13 +367,16 @@ pgrt_status pgrt_tensors_write(const char *path, const pgrt_host_tensor *tensors
 /* A field of NAME_args or NAME_weights.  INPUT buffers are read, OUTPUT written,
  * INOUT bound per call without a known direction (role 'unknown' in the .graph:
  * read, written or both); SCALAR a per-call scalar; WEIGHT a NAME_weights field;
- * HOST_FN a host node's pgrt_host_fn; SCALAR_FN a callback scalar's pgrt_scalar_fn.  A
- * scalar has ndim 0 (shape NULL); a host function has dtype "", ndim -1 and the size
- * of a pgrt_host_fn; a callback scalar has its scalar's dtype, ndim 0 and the size of a
- * pgrt_scalar_fn.  A table with no fields is NULL (n_args or n_weights 0). */
+ * HOST_FN a host node's pgrt_host_fn; SCALAR_FN a callback scalar's pgrt_scalar_fn; SIZE
+ * a dim's size for this call (an int64_t named after the dim).  A scalar has ndim 0
+ * (shape NULL); a host function has dtype "", ndim -1 and the size of a pgrt_host_fn; a
+ * callback scalar has its scalar's dtype, ndim 0 and the size of a pgrt_scalar_fn; a size
+ * has dtype "i64", ndim 0 and size 8.  A buffer whose shape names dims has shape_dims,
+ * its size and shape at the dims' largest values.  A table with no fields is NULL (n_args
+ * or n_weights 0). */
 typedef enum {
   PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN,
-  PGRT_FIELD_SCALAR_FN
+  PGRT_FIELD_SCALAR_FN, PGRT_FIELD_SIZE
 } pgrt_field_role;
 typedef struct {
   const char *name;     /* the field's name in NAME_args or NAME_weights */
@@ -356,6 +387,8 @@ typedef struct {
   size_t offset;        /* offsetof(NAME_args or NAME_weights, field) */
   size_t size;          /* bytes of the buffer, or of the scalar */
   const char *tensor;   /* a weight's tensor name in its safetensors file; NULL otherwise */
+  const int *shape_dims; /* ndim entries: -1 a fixed size, else the index in info.dims of the dim this
+                            entry is (shape[i] then holds its largest value); NULL when no entry is a dim */
 } pgrt_field;
 typedef struct {
   const char *name;          /* the program's name (NAME) */
@@ -366,6 +399,8 @@ typedef struct {
   int n_weights;
   const pgrt_field *weights;
   uint64_t arena_bytes;
+  int n_dims;                /* the program's dims, .graph order (NAME_run's sizes, fields of role SIZE) */
+  const pgrt_dim *dims;      /* NULL when n_dims is 0 */
 } pgrt_program_info;
 
 /* ---- the calls ---- */
@@ -381,11 +416,17 @@ pgrt_status pgrt_init(pgrt_ctx **ctx, const pgrt_program *prog, const CUdevicept
                       CUdeviceptr arena);
 
 /* One call: bound holds bound_slots device addresses, scalars scalar_slots values,
- * hosts host_slots host functions, callbacks callback_slots callback scalars' functions
- * (each NULL when there are none; callbacks are called only during this call).
- * PGRT_ERR_GUARD: a guard failed, and the call stopped there. */
+ * hosts host_slots host functions, callbacks callback_slots callback scalars' functions,
+ * sizes dim_count sizes, one per dim in the program's order (each NULL when there are
+ * none; callbacks are called only during this call).  PGRT_ERR_BUCKET: a size fits no
+ * bucket of its dim, and nothing ran.  PGRT_ERR_GUARD: a guard failed, and the call
+ * stopped there. */
 pgrt_status pgrt_run(pgrt_ctx *ctx, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
-                     const pgrt_scalar_fn *callbacks, CUstream stream);
+                     const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream stream);
+
+/* The index of the bucket that the last successful pgrt_run ran for dim `dim` (0 for its
+ * first value, ...); -1 before any, or for a dim the program does not have. */
+int pgrt_last_bucket(const pgrt_ctx *ctx, int dim);
 
 /* The value at `src`, of type `from`, as type `to`: its bits in the low bytes of the
  * result (what a read scalar gets from its host buffer).  The same type: the bits as

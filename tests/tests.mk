@@ -137,12 +137,12 @@ check-valgrind: $(B)/pgcc
 # and links against libpgrt and the CUDA driver's stub; the same input gives the
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
 CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph tests/gpu/codegen/shapes.graph \
-	tests/gpu/codegen/relocs.graph tests/gpu/codegen/hostread.graph \
+	tests/gpu/codegen/relocs.graph tests/gpu/codegen/hostread.graph tests/gpu/codegen/buckets.graph \
 	$(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
 	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
 # The GPU test programs that run this C compile against its headers here too.
 GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/codegen/shapes_main.c \
-	tests/gpu/codegen/relocs_main.c tests/gpu/codegen/hostread_main.c \
+	tests/gpu/codegen/relocs_main.c tests/gpu/codegen/hostread_main.c tests/gpu/codegen/buckets_main.c \
 	tests/gpu/faults/faults_main.c \
 	tests/gpu/e2e_bench.c
 check-codegen: $(B)/pgcc
@@ -168,8 +168,9 @@ STUB_RUN = LD_LIBRARY_PATH=$(B)/stubs:$(CUDA_HOME)/lib64
 $(B)/stubs/libcuda.so.1:
 	@mkdir -p $(B)/stubs && ln -sf $(CUDA_HOME)/lib64/stubs/libcuda.so $@
 
-# NAME_info()'s tables, compiled from the C generated for mlp_small and
-# tests/codegen/info_roles.graph and checked against the structs and the .graph
+# NAME_info()'s tables, compiled from the C generated for mlp_small,
+# tests/codegen/info_roles.graph and tests/golden/buckets.graph (as buckets_golden: its
+# basename is the GPU bucket test's) and checked against the structs and the .graph
 # (tests/codegen/info_main.c); libpgrt's safetensors reader and writer in host memory
 # (tests/codegen/tensors_main.c); the conversions of scalars read from host buffers
 # (tests/codegen/convert_main.c).  No GPU: none calls CUDA.
@@ -178,9 +179,11 @@ check-info: $(B)/pgcc
 	$(MAKE) --no-print-directory runtime $(B)/stubs/libcuda.so.1 >/dev/null && mkdir -p $(B)/gen && \
 	$(B)/pgcc tests/corpus/export/mlp_small/mlp_small.graph -o $(B)/gen/mlp_small.c && \
 	$(B)/pgcc tests/codegen/info_roles.graph -o $(B)/gen/info_roles.c && \
+	$(B)/pgcc tests/golden/buckets.graph --name=buckets_golden -o $(B)/gen/buckets_golden.c 2>/dev/null && \
 	for cc in gcc clang; do \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/info_main \
-	    tests/codegen/info_main.c $(B)/gen/mlp_small.c $(B)/gen/info_roles.c $(B)/libpgrt.a $(CUDA_LIBS) && \
+	    tests/codegen/info_main.c $(B)/gen/mlp_small.c $(B)/gen/info_roles.c $(B)/gen/buckets_golden.c \
+	    $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/info_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/tensors_main \
 	    tests/codegen/tensors_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \

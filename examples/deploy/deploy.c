@@ -10,7 +10,9 @@
  * WEIGHTS: the export's NAME.safetensors ("-" for a program without weights).
  * IO: a safetensors file holding a tensor per input, named as the NAME_args field
  * (pgcc-export's NAME.io.safetensors: in0, in1, ..., and the expected out0, ...);
- * per-call scalars are read from it too (a tensor of one element).  OUT: the outputs
+ * per-call scalars are read from it too (a tensor of one element), and so is a dim's
+ * size (an i64; absent: the dim's largest value, the size the fields are described at,
+ * so a program with shape buckets runs its largest).  OUT: the outputs
  * (and buffers of unknown role) are written there, named as their fields.
  * --expect compares them with the tensors of the same names in IO, prints the
  * largest error and fails when one is off by more than T * (1 + |expected|)
@@ -190,6 +192,16 @@ int main(int argc, char **argv) {
       break;
     case PGRT_FIELD_SCALAR_FN:
       die("the program takes a callback scalar ('%s'), which this example cannot know%s", f->name, "");
+      break;
+    case PGRT_FIELD_SIZE: /* a dim's size; absent: its largest value, at which the buffers are sized */
+      if (read_for(io, f, &in[i])) {
+        memcpy((char *)&args + f->offset, in[i].data, f->size);
+      } else {
+        int64_t most = 0;
+        for (int d = 0; d < info->n_dims; d++)
+          if (strcmp(info->dims[d].name, f->name) == 0) most = info->dims[d].values[info->dims[d].n_values - 1];
+        memcpy((char *)&args + f->offset, &most, sizeof most);
+      }
       break;
     case PGRT_FIELD_WEIGHT: break;
     }

@@ -1,7 +1,10 @@
 /* info_main.c -- NAME_info()'s tables against the generated structs and the .graph
  * files (`make check-info`; no GPU: nothing here calls CUDA).  Built with the C that
- * pgcc generates from tests/corpus/export/mlp_small/mlp_small.graph and
- * tests/codegen/info_roles.graph; every mismatch is printed, and any fails it. */
+ * pgcc generates from tests/corpus/export/mlp_small/mlp_small.graph,
+ * tests/codegen/info_roles.graph and tests/golden/buckets.graph (as buckets_golden: dims,
+ * their size fields and the shapes that name them); every mismatch is printed, and any
+ * fails it. */
+#include "buckets_golden.h"
 #include "info_roles.h"
 #include "mlp_small.h"
 
@@ -16,9 +19,10 @@ static int failures;
     if (!(cond)) printf("info_main.c:%d: expected %s\n", __LINE__, #cond), failures++; \
   } while (0)
 
-/* One field: name, role, dtype, shape (ndim entries of dims), offset, size, tensor. */
-static void field(const pgrt_field *f, const char *name, pgrt_field_role role, const char *dtype, int ndim,
-                  const int64_t *dims, size_t offset, size_t size, const char *tensor) {
+/* One field: name, role, dtype, shape (ndim entries of dims), offset, size, tensor, and
+ * which shape entries are dims (sdims: ndim entries, -1 a fixed size; NULL: none is). */
+static void field_dims(const pgrt_field *f, const char *name, pgrt_field_role role, const char *dtype, int ndim,
+                       const int64_t *dims, size_t offset, size_t size, const char *tensor, const int *sdims) {
   if (strcmp(f->name, name) != 0) {
     printf("field '%s': expected '%s'\n", f->name, name), failures++;
     return;
@@ -33,6 +37,52 @@ static void field(const pgrt_field *f, const char *name, pgrt_field_role role, c
     printf("field '%s': tensor '%s', expected '%s'\n", name, f->tensor ? f->tensor : "(null)",
            tensor ? tensor : "(null)"),
         failures++;
+  if ((sdims == NULL) != (f->shape_dims == NULL)) printf("field '%s': shape_dims %s\n", name, sdims ? "missing" : "given"), failures++;
+  for (int i = 0; sdims && f->shape_dims && i < ndim; i++)
+    if (f->shape_dims[i] != sdims[i]) printf("field '%s': shape entry %d is dim %d, not %d\n", name, i, f->shape_dims[i], sdims[i]), failures++;
+}
+
+static void field(const pgrt_field *f, const char *name, pgrt_field_role role, const char *dtype, int ndim,
+                  const int64_t *dims, size_t offset, size_t size, const char *tensor) {
+  field_dims(f, name, role, dtype, ndim, dims, offset, size, tensor, NULL);
+}
+
+/* The golden bucket program: dim B (1, 2, 4, 8, pad), dim S (16, 32, exact); the sizes
+ * first in NAME_args; x and y [B, 64], seq [S] at the largest values. */
+static int buckets(void) {
+  const pgrt_program_info *b = buckets_golden_info();
+  int roles = 0;
+  EXPECT(strcmp(b->name, "buckets_golden") == 0);
+  EXPECT(b->args_size == sizeof(buckets_golden_args) && b->weights_size == sizeof(buckets_golden_weights));
+  EXPECT(b->arena_bytes == buckets_golden_ARENA_BYTES && b->arena_bytes == 2048); /* the largest bucket's */
+  EXPECT(b->n_dims == 2 && b->dims);
+  static const int64_t bv[] = buckets_golden_DIM_B_VALUES, sv[] = buckets_golden_DIM_S_VALUES;
+  EXPECT(buckets_golden_DIM_B_BUCKETS == 4 && buckets_golden_DIM_S_BUCKETS == 2);
+  if (b->n_dims == 2) {
+    EXPECT(strcmp(b->dims[0].name, "B") == 0 && b->dims[0].n_values == 4 && b->dims[0].pad == 1);
+    EXPECT(strcmp(b->dims[1].name, "S") == 0 && b->dims[1].n_values == 2 && b->dims[1].pad == 0);
+    for (int k = 0; k < 4 && b->dims[0].n_values == 4; k++) EXPECT(b->dims[0].values[k] == bv[k]);
+    for (int k = 0; k < 2 && b->dims[1].n_values == 2; k++) EXPECT(b->dims[1].values[k] == sv[k]);
+  }
+  EXPECT(b->n_args == 5 && b->n_weights == 2);
+  static const int64_t io[] = {8, 64}, seq[] = {32};
+  static const int io_dims[] = {0, -1}, seq_dims[] = {1};
+  if (b->n_args == 5) {
+    field(&b->args[0], "B", PGRT_FIELD_SIZE, "i64", 0, NULL, offsetof(buckets_golden_args, B), 8, NULL);
+    field(&b->args[1], "S", PGRT_FIELD_SIZE, "i64", 0, NULL, offsetof(buckets_golden_args, S), 8, NULL);
+    field_dims(&b->args[2], "x", PGRT_FIELD_INPUT, "f32", 2, io, offsetof(buckets_golden_args, x), 2048, NULL, io_dims);
+    field_dims(&b->args[3], "y", PGRT_FIELD_OUTPUT, "f32", 2, io, offsetof(buckets_golden_args, y), 2048, NULL, io_dims);
+    field_dims(&b->args[4], "seq", PGRT_FIELD_INOUT, "f32", 1, seq, offsetof(buckets_golden_args, seq), 128, NULL,
+               seq_dims);
+    EXPECT(sizeof(((buckets_golden_args *)0)->B) == 8);
+  }
+  static const int64_t sq[] = {64, 64}, vec[] = {64};
+  if (b->n_weights == 2) {
+    field(&b->weights[0], "w", PGRT_FIELD_WEIGHT, "f32", 2, sq, offsetof(buckets_golden_weights, w), 16384, NULL);
+    field(&b->weights[1], "b", PGRT_FIELD_WEIGHT, "f32", 1, vec, offsetof(buckets_golden_weights, b), 256, NULL);
+  }
+  for (int i = 0; i < b->n_args; i++) roles |= 1 << b->args[i].role;
+  return roles;
 }
 
 int main(void) {
@@ -79,17 +129,17 @@ int main(void) {
     for (int i = 2; i < 7; i++) /* a scalar's size is its member's */
       EXPECT(r->args[i].offset + r->args[i].size <= sizeof(info_roles_args));
   }
-  /* every role a field can have is in these tables (PGRT_FIELD_SCALAR_FN is the last) */
-  int roles = 0;
+  /* every role a field can have is in these tables (PGRT_FIELD_SIZE is the last) */
+  int roles = buckets();
   for (int i = 0; i < r->n_args; i++) roles |= 1 << r->args[i].role;
   for (int i = 0; i < r->n_weights; i++) roles |= 1 << r->weights[i].role;
   for (int i = 0; i < m->n_args; i++) roles |= 1 << m->args[i].role;
-  EXPECT(roles == (1 << (PGRT_FIELD_SCALAR_FN + 1)) - 1);
+  EXPECT(roles == (1 << (PGRT_FIELD_SIZE + 1)) - 1);
   /* the host buffer is no field, but the header gives its index in a callback's array */
   EXPECT(info_roles_HOST_r == 0 && info_roles_HOST_BUFFERS == 1);
   if (r->n_weights == 1)
     field(&r->weights[0], "w", PGRT_FIELD_WEIGHT, "bf16", 2, w, offsetof(info_roles_weights, w), 64, NULL);
 
-  printf("info: %s\n", failures ? "FAILED" : "mlp_small and info_roles tables as expected");
+  printf("info: %s\n", failures ? "FAILED" : "mlp_small, info_roles and buckets_golden tables as expected");
   return failures != 0;
 }

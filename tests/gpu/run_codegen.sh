@@ -24,6 +24,10 @@
 #                (flipped on one call: PGRT_ERR_GUARD), then a kernel taking a scalar
 #                read from a host buffer and a callback scalar; run a third time with
 #                every region eager (PGRT_FAULT=instantiate)
+#   buckets.graph: shape buckets: one program exported at batch sizes 1, 2, 4 and 8, a
+#                switch node whose bodies are the variants; each call's size picks one
+#                (sizes between them padded up, sizes past them refused with
+#                PGRT_ERR_BUCKET), checked against the CPU with the arena poisoned
 # Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
 # dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
 # arguments and checks the result.
@@ -33,7 +37,7 @@ export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT/device" build/gpu
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 make -s build/pgcc runtime
-for t in chain loops shapes relocs hostread; do
+for t in chain loops shapes relocs hostread buckets; do
   build/pgcc tests/gpu/codegen/$t.graph -o build/gpu/$t.c
   gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c build/gpu/$t.c build/libpgrt.a \

@@ -167,6 +167,51 @@ START_TEST(c_emission) {
 }
 END_TEST
 
+/* Shape buckets in C (tests/golden/buckets.graph): a size field per dim, first in the
+ * call's arguments, each dim's contract and its values as defines; buffers described at
+ * the largest value; bucket scalars in the slots after the read ones, with the dim each
+ * holds; NAME_run passes the sizes; the info tables name the dims. */
+START_TEST(c_emission_buckets) {
+  Run r = run_pgcc("tests/golden/buckets.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  static const char *const want[] = {
+      "typedef struct {\n  int64_t B; /* size of dim B: 1..8; runs the smallest of the buckets 1, 2, 4, 8 that holds "
+      "it (pad: pass inputs of the bucket's size, entries past B any finite values; outputs hold the bucket's size, "
+      "the first B are the answer); another size fails with PGRT_ERR_BUCKET */\n  int64_t S; /* size of dim S: one of "
+      "16, 32 (exact: the bucket of that size runs); another size fails with PGRT_ERR_BUCKET */\n",
+      "  CUdeviceptr x; /* input: f32 [B, 64], 256 bytes per unit of B, 2048 at the largest bucket */",
+      "  CUdeviceptr seq; /* inout (role unknown: read, written or both): f32 [S], 4 bytes per unit of S, 128 at the "
+      "largest bucket */",
+      " *   B: 1, 2, 4, 8 (pad: a size between them runs the smallest bucket that holds it;",
+      " *   S: 16, 32 (exact: only these sizes run)",
+      "#define buckets_DIM_B_VALUES {1, 2, 4, 8}\n#define buckets_DIM_B_BUCKETS 4\n"
+      "#define buckets_DIM_S_VALUES {16, 32}\n#define buckets_DIM_S_BUCKETS 2\n",
+      "static const pgrt_scalar_ref buckets_scalars_0[] = {{8, 4, 0}};", /* bi: slot 0, no per-call or read scalars */
+      "static const pgrt_scalar_ref buckets_scalars_2[] = {{0, 4, 1}};", /* si */
+      "static const int buckets_bucket_dims[] = {0 /* bi */, 1 /* si */};",
+      "{.name = \"B\", .n_values = 4, .values = buckets_dim_values_0, .pad = 1}, /* picked by switch pick */",
+      "{.name = \"S\", .n_values = 2, .values = buckets_dim_values_1, .pad = 0}, /* no switch */",
+      ".dims = buckets_dims, .dim_count = 2,\n    .bucket_dims = buckets_bucket_dims, .bucket_count = 2,\n};",
+      "  const int64_t sizes[2] = {args->B, args->S};\n  return pgrt_run(ctx, bound, NULL, NULL, NULL, sizes, stream);",
+      " * PGRT_ERR_BUCKET: a size fits no bucket of its dim (see above); nothing was queued. */",
+      "{.name = \"S\", .role = PGRT_FIELD_SIZE, .dtype = \"i64\", .ndim = 0,\n     .offset = offsetof(buckets_args, S), "
+      ".size = 8},",
+      "static const int buckets_shape_a2_dims[] = {1};",
+      ".shape = buckets_shape_a0, .shape_dims = buckets_shape_a0_dims,",
+      "    .n_dims = 2, .dims = buckets_dims,\n};",
+      "#define buckets_ARENA_BYTES UINT64_C(2048)",
+  };
+  for (size_t k = 0; k < sizeof want / sizeof *want; k++) ck_assert_msg(strstr(r.out, want[k]), "missing: %s", want[k]);
+  ck_assert_ptr_null(strstr(r.out, "args->bi")); /* a bucket scalar is no field */
+  run_free(&r);
+  /* without dims: no sizes, no dims in the tables */
+  r = run_pgcc("examples/saxpy.graph", NULL);
+  ck_assert_ptr_null(strstr(r.out, "PGRT_ERR_BUCKET"));
+  ck_assert_ptr_null(strstr(r.out, ".dims"));
+  run_free(&r);
+}
+END_TEST
+
 /* Host reads in C (tests/codegen/hostreads.graph): host buffers are libpgrt's, not
  * fields; read scalars take the slots after the per-call ones, in a table that says
  * where each comes from; a callback scalar is a field, passed to pgrt_run; a guard
@@ -189,7 +234,7 @@ START_TEST(c_emission_host_reads) {
       "{.kind = PGRT_NODE_GUARD, .origin = \"g\", .buffer = 5 /* flag_host */, .expect = hostreads_expect_4, "
       ".expect_len = 4,\n     .reason = \"flag chose a branch at model.py:5\"",
       "{.kind = PGRT_NODE_SYNC, .origin = \"s2\"}",
-      "  const pgrt_scalar_fn callbacks[1] = {args->bias};\n  return pgrt_run(ctx, bound, scalars, NULL, callbacks, stream);",
+      "  const pgrt_scalar_fn callbacks[1] = {args->bias};\n  return pgrt_run(ctx, bound, scalars, NULL, callbacks, NULL, stream);",
       "  pgrt_scalar_fn bias; /* callback scalar: f32; called after each host synchronization with the host buffers "
       "(hostreads_HOST_*), it writes the f32's bits into the low 4 bytes of *value and returns 0 (nonzero fails the "
       "call: PGRT_ERR_ARGUMENT); required; argument of kernel node k2 */",
@@ -207,7 +252,7 @@ START_TEST(c_emission_host_reads) {
   run_free(&r);
   /* without host reads, no callbacks and no guard in the contract */
   r = run_pgcc("examples/saxpy.graph", NULL);
-  ck_assert_ptr_nonnull(strstr(r.out, "return pgrt_run(ctx, bound, scalars, NULL, NULL, stream);"));
+  ck_assert_ptr_nonnull(strstr(r.out, "return pgrt_run(ctx, bound, scalars, NULL, NULL, NULL, stream);"));
   ck_assert_ptr_null(strstr(r.out, "PGRT_ERR_GUARD"));
   ck_assert_ptr_null(strstr(r.out, "_HOST_BUFFERS"));
   run_free(&r);
@@ -374,6 +419,7 @@ Suite *cli_suite(void) {
   tcase_add_test(t, arch_option_checks_modules);
   tcase_add_test(t, output_file_mode);
   tcase_add_test(t, examples_read_and_are_honest);
+  tcase_add_test(t, c_emission_buckets);
   tcase_add_test(t, output_to_a_device_or_fifo);
   tcase_add_test(t, module_paths_follow_the_output);
   suite_add_tcase(s, t);
