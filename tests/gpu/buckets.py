@@ -16,6 +16,7 @@ largest bucket's, not the sum (the bodies of the SWITCH share it).
 With BUCKETS_FIXTURES=DIR, the mlp_tiny export is packed into
 DIR/buckets_fixtures.tar.gz (as tests/corpus/export/mlp_tiny/...: the CI fixture).
 """
+import json
 import os
 import re
 import subprocess
@@ -55,12 +56,16 @@ def check(name, out, failures):
     lines = [ln for ln in report.stdout.splitlines() if re.search(rf"\bbucket {d['name']}=\d+", ln)]
     if report.returncode != 0 or len(lines) != len(values):
         failures.append(f"{name}: pgcc --report does not list {len(values)} buckets")
+    js = subprocess.run([os.path.join(ROOT, "build", "pgcc"), "--report=json", res.graph], capture_output=True,
+                        text=True)
+    per = [b["arena_bytes"] for b in json.loads(js.stdout).get("buckets", [])] if js.returncode == 0 else []
     compiled = torch.compile(fn, dynamic=False)
     p = pgcc.load(out, name=name)
     try:
         arena = p.arena_bytes
-        per = [int(m.group(1)) for ln in lines for m in [re.search(r"arena (\d+)", ln)] if m]
-        print(f"{name}: arena {arena} bytes; the buckets' own: {per}")
+        print(f"{name}: arena {arena} bytes; each bucket's own: {per}")
+        if len(per) != len(values):
+            failures.append(f"{name}: pgcc --report=json lists {len(per)} buckets")
         if per and (arena != max(per) or len(per) > 1 and arena >= sum(per)):
             failures.append(f"{name}: the arena ({arena}) is not the largest bucket's ({max(per)})")
         in_pos, out_pos = d["in_positions"], d["out_positions"]
