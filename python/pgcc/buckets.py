@@ -231,8 +231,7 @@ def padded_rows(torch, run, inputs, in_pos, out_pos, n):
     def call(fill):
         xs = [x if p is None else pad_to(torch, x.narrow(p, 0, n), p, x.shape[p], fill(x))
               for x, p in zip(inputs, in_pos)]
-        with torch.no_grad():
-            out = run(*xs)
+        out = run(*xs)  # (in the grad mode the captures run it in: another would compile anew)
         out = list(out) if isinstance(out, (tuple, list)) else [out]
         return [o.detach().clone() for o in out]
     ways = [lambda x: torch.zeros_like(x), lambda x: x,
@@ -281,23 +280,24 @@ def export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch, buckets
     if all(p is None for p in in_pos):
         raise ExportError("no input changes size with the bucket")
 
-    if hasattr(torch, "_dynamo"):  # (every bucket compiles once; the default limit is 8)
+    if hasattr(torch, "_dynamo"):
+        # Every bucket compiles once, and the limit counts per code object: callables
+        # made by one function share it (the default is 8; past it, dynamo runs the
+        # callable eagerly, and the export would capture PyTorch's own kernels)
         cfg = torch._dynamo.config
         for attr in ("recompile_limit", "cache_size_limit"):
             if hasattr(cfg, attr):
-                setattr(cfg, attr, max(getattr(cfg, attr), len(values) + 8))
+                setattr(cfg, attr, max(getattr(cfg, attr), 8 * len(values) + 64))
     out_shapes = []
     with HostReads() as reads:
         for v, ex in zip(values, examples):
             for i in range(max(warmup, 1)):
                 prog.status(f"{name}: bucket {dim_name}={v}: warm-up call {i + 1}/{max(warmup, 1)}")
-                with torch.no_grad():
-                    out = run(*ex)
+                out = run(*ex)
             out = list(out) if isinstance(out, (tuple, list)) else [out]
             out_shapes.append([tuple(o.shape) for o in out])
         before = len(reads.seen)
-        with torch.no_grad():
-            run(*examples[-1])
+        run(*examples[-1])
         if len(reads.seen) > before:
             raise ExportError(f"the callable reads values back to the host ({reads.seen[-1][1]}): buckets of such "
                               "programs are not exported yet")
@@ -362,8 +362,7 @@ def verify_buckets(result, run, b, progress=None, build_dir=None):
             # the reference: the callable at the bucket's size on the same inputs padded
             # with zeros (the loader pads so), cut to n
             padded = [pad_to(torch, x, q, values[k]) for x, q in zip(xs, in_pos)]
-            with torch.no_grad():
-                got, ref = outputs(result.name, got, run(*padded))
+            got, ref = outputs(result.name, got, run(*padded))
             ref = [r if q is None else r.narrow(q, 0, n) for r, q in zip(ref, out_pos)]
             identical, worst = judge(result.name, got, ref, identical, worst,
                                      f"at {dim_name}={n} (bucket {values[k]}; inputs at new addresses, arena "

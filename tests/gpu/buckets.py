@@ -87,9 +87,8 @@ def check(name, out, failures):
             p.fill_arena(0xFF)
             got = p(*xs)
             got = list(got) if isinstance(got, tuple) else [got]
-            with torch.no_grad():
-                ref = compiled(*[pad_to(torch, x, q, values[k]) for x, q in zip(xs, in_pos)])
-                eager = fn(*xs)
+            ref = compiled(*[pad_to(torch, x, q, values[k]) for x, q in zip(xs, in_pos)])  # (fn: no_grad inside)
+            eager = fn(*xs)
             ref = list(ref) if isinstance(ref, (tuple, list)) else [ref]
             eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
             ref = [r if q is None else r.narrow(q, 0, n) for r, q in zip(ref, out_pos)]
