@@ -27,6 +27,17 @@
  * costs the GPU that much on every replay).  A graphable region runs
  * as a graph only when that is predicted faster; never a graph predicted slower.
  *
+ * Shape buckets: a region that holds only a bucket switch and the kernel that sets its
+ * condition may run as one graph per bucket instead, the host launching the one the
+ * call's size picks.  That form saves each call the setter kernel and the conditional
+ * node, launches only the bucket's nodes and patches only them; it pays an
+ * instantiation and an upload per bucket at init, over --calls:
+ *
+ *   bucket k = graph_launch_us + graph_launch_node_us * N_k + gpu(body k) + updates of body k
+ *              + (instantiate_node_us * sum of N_k + upload_us * buckets) / calls
+ *
+ * and is chosen when its costliest bucket is predicted faster than the switch's.
+ *
  * Profiles are text files of `key value` lines (profiles/, written by
  * pgcc-calibrate); the H200's is built in.
  */
@@ -261,6 +272,82 @@ static void add_graph(Sum *s, const PgGraph *g) {
 
 static void reason(PgProgram *p, PgRegion *r, const char *text) { pg_vec_push(p->arena, r->reasons, text); }
 
+/* Does graph g hold a conditional node, or a node that takes condition k? */
+static bool holds_conditions(const PgGraph *g, const PgCondition *k) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const PgNode *n = g->nodes.v[i];
+    if (n->kind == PG_CONDITIONAL) return true;
+    for (size_t a = 0; n->kind == PG_KERNEL && n->u.kernel.has_args && a < n->u.kernel.args.n; a++)
+      if (n->u.kernel.args.v[a].kind == PG_ARG_COND && n->u.kernel.args.v[a].cond == k) return true;
+    if (n->kind == PG_CHILD && holds_conditions(n->u.child.body, k)) return true;
+  }
+  return false;
+}
+
+/* The bucket switch of a region that holds only it and the kernel that sets its
+ * condition (whose arguments are that condition and bucket scalars of its dim), with
+ * no conditional node inside its bodies; NULL for any other region. */
+static PgNode *bucket_region(const PgRegion *r) {
+  if (r->nodes.n != 2 || !r->graphable) return NULL;
+  PgNode *set = r->nodes.v[0], *sw = r->nodes.v[1];
+  if (set->kind != PG_KERNEL || !set->u.kernel.has_args || sw->kind != PG_CONDITIONAL || !sw->u.cond.dim ||
+      !sw->u.cond.condition)
+    return NULL;
+  bool sets = false;
+  for (size_t a = 0; a < set->u.kernel.args.n; a++) {
+    const PgArg *arg = &set->u.kernel.args.v[a];
+    if (arg->kind == PG_ARG_COND && arg->cond == sw->u.cond.condition) sets = true;
+    else if (arg->kind != PG_ARG_SCALAR || arg->scalar->bucket != sw->u.cond.dim) return NULL;
+  }
+  for (size_t b = 0; sets && b < sw->u.cond.bodies.n; b++)
+    if (holds_conditions(sw->u.cond.bodies.v[b], sw->u.cond.condition)) return NULL;
+  return sets ? sw : NULL;
+}
+
+/* The predicted time of region r in a call that takes each body of its root conditional
+ * nodes (est_path_us); for a bucket region, both forms, and the choice. */
+static void paths(PgProgram *p, PgRegion *r, const PgProfile *pr, double calls) {
+  for (size_t i = 0; i < r->nodes.n; i++) {
+    const PgNode *c = r->nodes.v[i];
+    double most = 0;
+    for (size_t b = 0; c->kind == PG_CONDITIONAL && b < c->u.cond.bodies.n; b++)
+      most = fmax(most, c->u.cond.bodies.v[b]->est_us);
+    for (size_t b = 0; c->kind == PG_CONDITIONAL && b < c->u.cond.bodies.n; b++)
+      c->u.cond.bodies.v[b]->est_path_us = r->est_graph_us - most + c->u.cond.bodies.v[b]->est_us;
+  }
+  PgNode *sw = r->bucket_switch = bucket_region(r);
+  r->bucket_graphs = false;
+  if (!sw) return;
+  size_t nb = sw->u.cond.bodies.n, all = 0; /* at most 64: a dim's values */
+  Sum body[64];
+  for (size_t b = 0; b < nb; b++) {
+    body[b] = (Sum){pr, 0, 0, 0, 0, 0, 0};
+    add_graph(&body[b], sw->u.cond.bodies.v[b]);
+    all += body[b].nodes;
+  }
+  double once = (pr->instantiate_node_us * (double)all + pr->upload_us * (double)nb) / calls, worst = 0, t[64];
+  for (size_t b = 0; b < nb; b++) {
+    t[b] = pr->graph_launch_us + pr->graph_launch_node_us * (double)body[b].nodes + body[b].graph +
+           (double)body[b].patched * pr->update_host_node_us + once;
+    worst = fmax(worst, t[b]);
+  }
+  r->est_switch_us = r->est_graph_us;
+  r->est_bucket_graphs_us = worst;
+  r->bucket_graphs = worst < r->est_switch_us;
+  if (r->bucket_graphs) {
+    r->est_graph_us = worst;
+    for (size_t b = 0; b < nb; b++) sw->u.cond.bodies.v[b]->est_path_us = t[b];
+  }
+  reason(p, r, pg_arena_printf(p->arena, r->bucket_graphs
+      ? "bucket switch '%s' (dim %s) as one graph per bucket, the host launching the one the size picks: %.1f us "
+        "against %.1f us as a switch, whose setter kernel and conditional node run every call (%zu instantiations "
+        "at init: %.1f us per call over %.0f calls)"
+      : "bucket switch '%s' (dim %s) kept as a switch: %.1f us against %.1f us as one graph per bucket (%zu "
+        "instantiations at init: %.1f us per call over %.0f calls)",
+      sw->name, sw->u.cond.dim->name, r->bucket_graphs ? worst : r->est_switch_us,
+      r->bucket_graphs ? r->est_switch_us : worst, nb, once, calls));
+}
+
 /* The distinct reasons why a region's nodes cannot be in a graph, with counts. */
 static void eager_reasons(PgProgram *p, PgRegion *r) {
   for (size_t i = 0; i < r->nodes.n; i++) {
@@ -375,5 +462,6 @@ void pg_cost(PgProgram *p, const PgProfile *pr, double calls, bool allow_device)
       reason(p, r, pg_arena_printf(p->arena, "%zu nodes patched per call, %s update: %.1f us", s.patched,
                                    pg_update_names[r->update], update));
     host_reasons(p, r, s.late);
+    paths(p, r, pr, calls);
   }
 }

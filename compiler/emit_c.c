@@ -1307,10 +1307,19 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   for (size_t r = 0; r < p->regions.n; r++) {
     const PgRegion *rg = p->regions.v[r];
     bool device = rg->graph && rg->update == PG_UPDATE_DEVICE;
-    fprintf(f, "    {.graph = %d, .first = %d, .count = %zu%s}, /* %s: %.1f us predicted, %.1f us eager%s */\n",
-            rg->graph, at, rg->nodes.n, device ? ", .device_update = 1" : "", rg->graph ? "a CUDA graph" : "eager",
-            rg->graph ? rg->est_graph_us : rg->est_eager_us, rg->est_eager_us,
-            device ? "; patched on the device" : "");
+    fprintf(f, "    {.graph = %d, .first = %d, .count = %zu%s", rg->graph, at, rg->nodes.n,
+            device ? ", .device_update = 1" : "");
+    if (rg->bucket_switch)
+      fprintf(f, ",\n     .bucket_dim = %d%s", dim_index(p, rg->bucket_switch->u.cond.dim) + 1,
+              rg->bucket_graphs ? ", .bucket_graphs = 1" : "");
+    fprintf(f, "}, /* %s: %.1f us predicted, %.1f us eager%s", rg->graph ? "a CUDA graph" : "eager",
+            rg->graph ? rg->est_graph_us : rg->est_eager_us, rg->est_eager_us, device ? "; patched on the device" : "");
+    if (rg->bucket_switch)
+      fprintf(f, "; bucket switch %s: %s (%.1f us; %.1f us the other way)", rg->bucket_switch->name,
+              rg->bucket_graphs ? "one graph per bucket" : "the switch",
+              rg->bucket_graphs ? rg->est_bucket_graphs_us : rg->est_switch_us,
+              rg->bucket_graphs ? rg->est_switch_us : rg->est_bucket_graphs_us);
+    fputs(" */\n", f);
     at += (int)rg->nodes.n;
   }
   if (!p->regions.n) fputs("    {0},\n", f);

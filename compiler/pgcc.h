@@ -468,7 +468,9 @@ struct PgGraph {
   PG_VEC(PgNode *) nodes;
   PG_VEC(PgEdge) edges;
   PgLoc loc;
-  double est_us; /* cost.c, a conditional's body: its GPU time in a graph, each time it runs */
+  double est_us;      /* cost.c, a conditional's body: its GPU time in a graph, each time it runs */
+  double est_path_us; /* cost.c, a body of a root graph's conditional: the predicted time of its region
+                         in a call that takes it, in the form chosen */
 };
 
 /* A region: nodes of the root graph launched together, as one CUDA graph or
@@ -487,6 +489,11 @@ typedef struct {
   PgUpdate update;   /* how they are patched */
   double est_eager_us, est_graph_us;
   PG_VEC(const char *) reasons;
+  /* cost.c: a region that holds only a bucket switch and the kernel that sets its condition
+   * may instead run one graph per bucket, the host launching the one the call's size picks */
+  PgNode *bucket_switch;    /* that switch, when the region is one; else NULL */
+  bool bucket_graphs;       /* decision: one graph per bucket (libpgrt's PGRT_BUCKETS overrides) */
+  double est_switch_us, est_bucket_graphs_us; /* both forms, a call taking the costliest bucket */
 } PgRegion;
 
 /* The memory plan (memplan.c): intermediates at offsets in one arena. */

@@ -96,13 +96,23 @@ static size_t nodes_in(const PgGraph *g) {
   return n;
 }
 
-/* The predicted time of a call that takes body b of switch c: the plan's, which charged
- * c's costliest body in its graph, with body b's time in its place (cost.c). */
-static double taking(const PgNode *c, size_t b, double planned) {
+/* The predicted time of a call that takes body b of switch c: the plan's, with c's
+ * region's time (its costliest path) replaced by that of the path through body b, in the
+ * form chosen (cost.c); inside a body, the plan's with body b's time in place of the
+ * costliest one's. */
+static double taking(const PgProgram *p, const PgNode *c, size_t b, double planned) {
+  if (!c->graph->owner && c->region >= 0)
+    return planned - p->regions.v[c->region]->est_graph_us + c->u.cond.bodies.v[b]->est_path_us;
   double most = 0;
   for (size_t k = 0; k < c->u.cond.bodies.n; k++)
     if (c->u.cond.bodies.v[k]->est_us > most) most = c->u.cond.bodies.v[k]->est_us;
   return planned - most + c->u.cond.bodies.v[b]->est_us;
+}
+
+/* The region that runs switch c as one graph per bucket, or could: NULL if none. */
+static const PgRegion *bucket_region(const PgProgram *p, const PgNode *c) {
+  if (c->graph->owner || c->region < 0 || p->regions.v[c->region]->bucket_switch != c) return NULL;
+  return p->regions.v[c->region];
 }
 
 static uint64_t weight_bytes(const PgProgram *p) {
@@ -124,12 +134,16 @@ static void buckets_text(const PgProgram *p, double planned, FILE *f) {
       fputs("): no switch picks its bucket\n", f);
       continue;
     }
-    fprintf(f, "): switch '%s'\n", d->node->name);
+    const PgRegion *r = bucket_region(p, d->node);
+    fprintf(f, "): switch '%s'%s\n", d->node->name,
+            !r                ? ""
+            : r->bucket_graphs ? ", run as one graph per bucket (PGRT_BUCKETS=switch keeps the switch)"
+                               : " (PGRT_BUCKETS=graphs runs one graph per bucket)");
     for (size_t k = 0; k < d->values.n; k++) {
       const PgGraph *g = d->node->u.cond.bodies.v[k];
       size_t n = nodes_in(g);
       fprintf(f, "  bucket %s=%" PRId64 ": body %s, %zu %s, %.1f us predicted per call, arena %s\n", d->name,
-              d->values.v[k], g->name, n, plural(n, "node", "nodes"), taking(d->node, k, planned),
+              d->values.v[k], g->name, n, plural(n, "node", "nodes"), taking(p, d->node, k, planned),
               bytes(b, sizeof b, pg_memplan_reach(p, d->node, k)));
     }
   }
@@ -309,7 +323,8 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
     fprintf(f, "], \"mode\": \"%s\", \"switch\": ", d->pad ? "pad" : "exact");
     if (d->node) jstr(f, d->node->name);
     else fputs("null", f);
-    fputc('}', f);
+    const PgRegion *r = d->node ? bucket_region(p, d->node) : NULL; /* how it runs, where it may run both ways */
+    fprintf(f, ", \"form\": %s}", !d->node ? "null" : r && r->bucket_graphs ? "\"graphs\"" : "\"switch\"");
   }
   fputs("],\n  \"buckets\": [", f);
   first = true;
@@ -324,7 +339,7 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
       fputs(", \"body\": ", f);
       jstr(f, g->name);
       fprintf(f, ", \"nodes\": %zu, \"est_us\": ", nodes_in(g));
-      jnum(f, taking(d->node, k, t.planned));
+      jnum(f, taking(p, d->node, k, t.planned));
       fprintf(f, ", \"arena_bytes\": %llu}", (unsigned long long)pg_memplan_reach(p, d->node, k));
       first = false;
     }

@@ -203,8 +203,20 @@ START_TEST(c_emission_buckets) {
   };
   for (size_t k = 0; k < sizeof want / sizeof *want; k++) ck_assert_msg(strstr(r.out, want[k]), "missing: %s", want[k]);
   ck_assert_ptr_null(strstr(r.out, "args->bi")); /* a bucket scalar is no field */
+  ck_assert_ptr_null(strstr(r.out, ".bucket_dim =")); /* its root region holds more than the switch and its setter */
   run_free(&r);
+  /* a region of only the switch and its setter: marked, and run as a graph per bucket
+   * where the cost model says so (--calls), as a switch otherwise */
+  r = run_pgcc("tests/gpu/codegen/buckets.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "{.graph = 1, .first = 0, .count = 2,\n     .bucket_dim = 1, .bucket_graphs = 1}, "));
+  ck_assert_ptr_nonnull(strstr(r.out, "; bucket switch pick: one graph per bucket ("));
+  run_free(&r);
+  r = run_pgcc("--calls=1", "tests/gpu/codegen/buckets.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "{.graph = 1, .first = 0, .count = 2,\n     .bucket_dim = 1}, "));
+  ck_assert_ptr_nonnull(strstr(r.out, "; bucket switch pick: the switch ("));
   /* without dims: no sizes, no dims in the tables */
+  run_free(&r);
   r = run_pgcc("examples/saxpy.graph", NULL);
   ck_assert_ptr_null(strstr(r.out, "PGRT_ERR_BUCKET"));
   ck_assert_ptr_null(strstr(r.out, ".dims"));

@@ -495,6 +495,59 @@ START_TEST(report_buckets) {
 }
 END_TEST
 
+/* A region that holds only a bucket switch and its setter may run as one graph per
+ * bucket: chosen over the switch when its instantiations (one per bucket) are spread
+ * over enough calls; a region with anything else keeps the switch. */
+static json_t *report_json(const char *calls, const char *path) {
+  Run r = run_pgcc("--report=json", calls, path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  json_t *j = json_loads(r.out, 0, NULL);
+  ck_assert_ptr_nonnull(j);
+  run_free(&r);
+  return j;
+}
+
+START_TEST(bucket_graphs_by_calls) {
+  json_t *j = report_json("--calls=1000", "tests/gpu/codegen/buckets.graph");
+  json_t *dim = json_array_get(json_object_get(j, "dims"), 0), *reg = json_array_get(json_object_get(j, "regions"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(dim, "form")), "graphs");
+  json_t *why = json_object_get(reg, "reasons");
+  ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(why, json_array_size(why) - 1)),
+                               "bucket switch 'pick' (dim B) as one graph per bucket"));
+  /* each bucket's call: its own graph's launch and nodes, so smaller buckets cost less */
+  json_t *b = json_object_get(j, "buckets");
+  ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(b, 3), "est_us")),
+                          json_real_value(json_object_get(reg, "est_graph_us")), 0.002);
+  json_decref(j);
+  j = report_json("--calls=1", "tests/gpu/codegen/buckets.graph");
+  dim = json_array_get(json_object_get(j, "dims"), 0), reg = json_array_get(json_object_get(j, "regions"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(dim, "form")), "switch");
+  why = json_object_get(reg, "reasons");
+  ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(why, json_array_size(why) - 1)),
+                               "bucket switch 'pick' (dim B) kept as a switch"));
+  json_decref(j);
+  /* the golden program's root region also holds 'tail': the switch is the only form */
+  j = report_json("--calls=1000000", "tests/golden/buckets.graph");
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "dims"), 0), "form")), "switch");
+  reg = json_array_get(json_object_get(j, "regions"), 0);
+  why = json_object_get(reg, "reasons");
+  for (size_t k = 0; k < json_array_size(why); k++)
+    ck_assert_ptr_null(strstr(json_string_value(json_array_get(why, k)), "one graph per bucket"));
+  json_decref(j);
+  /* a setter that takes anything else (here a buffer) may do more than set: the switch stays */
+  Parsed *p = plan("pgcc 1;\nkernel s symbol \"s\" { param 0 8 u64; param 8 4 u32; param 16 8 ptr; }\n"
+                   "kernel k symbol \"k\";\ndim B values [1, 2] pad;\nbuffer t size 4 role output;\n"
+                   "scalar bi type u32 bucket B;\ncondition c;\ngraph g {\n"
+                   " node set kernel s grid [1] block [1] args [c, bi, t];\n"
+                   " node pick conditional type switch condition c bucket B bodies [one, two];\n set -> pick;\n}\n"
+                   "graph one { node a kernel k; }\ngraph two { node b kernel k; }\n",
+                   NULL, 1e6);
+  ck_assert_ptr_null(p->prog->regions.v[0]->bucket_switch);
+  ck_assert(!p->prog->regions.v[0]->bucket_graphs);
+  parsed_free(p);
+}
+END_TEST
+
 /* 20 kernels after a sync, each taking scalar v: with v per call the device-side update
  * wins by the profile's numbers (0.5 us per node on the host, 3 + 0.25 per node on the
  * device); with v read on the host it cannot be used (the updater runs before the sync). */
@@ -713,6 +766,7 @@ Suite *partition_suite(void) {
   tcase_add_test(t, report_text_and_dot_clusters);
   tcase_add_test(t, report_host_reads);
   tcase_add_test(t, report_buckets);
+  tcase_add_test(t, bucket_graphs_by_calls);
   tcase_add_test(t, read_scalars_are_patched_from_the_host);
   tcase_add_test(t, profile_errors_are_located);
   tcase_add_test(t, random_dags_hold_the_invariants);
