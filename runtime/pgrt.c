@@ -96,6 +96,7 @@ static const char box_source[] =
     "    }\n"
     "}\n";
 enum { BOX_COPY, BOX_SET };
+enum { BUCKETS_SWITCH, BUCKETS_GRAPHS, BUCKETS_EAGER }; /* how a bucket region runs */
 #define BOX_PARAM_BYTES 48 /* six 8-byte words: pgrt_set's value and elem share the second */
 
 typedef struct { /* as the updater reads it */
@@ -153,6 +154,12 @@ struct pgrt_ctx {
   uint64_t *svals;          /* the scalars' values: the caller's (scalar_slots), the read ones, the buckets' */
   int *bucket_next;         /* per dim: the bucket this call runs (picked before anything runs) */
   int *bucket_last;         /* per dim: the bucket the last successful call ran, -1 before any */
+  char *bmode;              /* per region: BUCKETS_GRAPHS or BUCKETS_EAGER for a bucket region run a graph
+                               per bucket (or, where those did not instantiate, its bodies eagerly) */
+  CUgraph **bgraphs;        /* per such region: a graph per bucket, */
+  CUgraphExec **bexecs;     /* and its executable */
+  int *bucket_of;           /* per node: the bucket whose own graph it is in (-1: none) */
+  char *unbuilt;            /* per node: the setter and the switch of a region run a graph per bucket */
   int *late;                /* the kernel nodes that take a read scalar: rewritten after each sync, */
   int late_count;           /* patched from the host, never by an updater */
   char *is_late;            /* per node */
@@ -162,6 +169,14 @@ struct pgrt_ctx {
   pgrt_run_stats stats;
 };
 
+
+/* The executable graph node i runs in: its region's, or its bucket's own (a bucket region
+ * run a graph per bucket); NULL where it runs eagerly. */
+static CUgraphExec exec_of(const pgrt_ctx *c, int i) {
+  int r = c->region_of[i];
+  if (c->bucket_of[i] >= 0) return c->bexecs[r] ? c->bexecs[r][c->bucket_of[i]] : NULL;
+  return c->execs[r];
+}
 
 /* ---- modules ---- */
 
@@ -710,6 +725,85 @@ out:
   return st;
 }
 
+/* Which bucket regions run a graph per bucket: the table's choice, or PGRT_BUCKETS's, where
+ * the region is what the table says it is (the setter, then a switch with a body per value
+ * of its dim; no other conditional node, no other node taking a condition).  Their setters
+ * and switches are never built; each body node (nested ones too) is its bucket's. */
+static void bucket_modes(pgrt_ctx *c) {
+  const pgrt_program *pr = c->prog;
+  const char *env = getenv("PGRT_BUCKETS");
+  int force_switch = env && strcmp(env, "switch") == 0, force_graphs = env && strcmp(env, "graphs") == 0;
+  for (int i = 0; i < pr->node_count; i++) c->bucket_of[i] = -1;
+  for (int r = 0; r < pr->region_count; r++) {
+    const pgrt_region *rg = &pr->regions[r];
+    if (!rg->bucket_dim || !rg->graph || force_switch || !(rg->bucket_graphs || force_graphs)) continue;
+    int d = rg->bucket_dim - 1, set = rg->first, sw = rg->first + 1;
+    int ok = d < pr->dim_count && rg->count == 2 && pr->nodes[set].kind == PGRT_NODE_KERNEL &&
+             pr->nodes[sw].kind == PGRT_NODE_CONDITIONAL && pr->nodes[sw].cond_type == PGRT_COND_SWITCH &&
+             pr->nodes[sw].body_count == pr->dims[d].n_values;
+    for (int i = 0; ok && i < pr->node_count; i++)
+      if (c->region_of[i] == r && i != set && i != sw)
+        ok = pr->nodes[i].kind != PGRT_NODE_CONDITIONAL && pr->nodes[i].cond_ref_count == 0;
+    if (!ok) {
+      fprintf(stderr, "pgrt: warning: region %d of '%s' is not a bucket switch and its setter alone; it keeps the "
+              "switch\n", r, pr->name);
+      continue;
+    }
+    c->bmode[r] = BUCKETS_GRAPHS;
+    c->unbuilt[set] = c->unbuilt[sw] = 1;
+    for (int k = 0; k < pr->nodes[sw].body_count; k++) {
+      const pgrt_body *b = &pr->bodies[pr->nodes[sw].body + k];
+      for (int j = b->first; j < b->first + b->count; j++) c->bucket_of[j] = k;
+    }
+  }
+  for (int i = 0; i < pr->node_count; i++) /* child graphs inside bodies: their bodies follow them */
+    if (c->bucket_of[i] >= 0 && pr->nodes[i].kind == PGRT_NODE_CHILD)
+      for (int b = pr->nodes[i].body; b < pr->nodes[i].body + pr->nodes[i].body_count; b++)
+        for (int j = pr->bodies[b].first; j < pr->bodies[b].first + pr->bodies[b].count; j++)
+          c->bucket_of[j] = c->bucket_of[i];
+}
+
+static void free_buckets(pgrt_ctx *c, int r) {
+  if (!c->bgraphs[r] && !(c->bexecs && c->bexecs[r])) return;
+  int nb = c->prog->nodes[c->prog->regions[r].first + 1].body_count;
+  for (int k = 0; k < nb; k++) {
+    if (c->bexecs && c->bexecs[r] && c->bexecs[r][k]) cuGraphExecDestroy(c->bexecs[r][k]);
+    if (c->bgraphs[r] && c->bgraphs[r][k]) cuGraphDestroy(c->bgraphs[r][k]);
+  }
+  free(c->bgraphs[r]), c->bgraphs[r] = NULL;
+  if (c->bexecs) free(c->bexecs[r]), c->bexecs[r] = NULL;
+}
+
+/* A bucket region run a graph per bucket: each body built, instantiated and uploaded as a
+ * graph of its own.  Where one does not instantiate, the region runs its buckets' nodes
+ * eagerly (with a warning): without the switch, nothing needs a graph. */
+static pgrt_status build_buckets(pgrt_ctx *c, int r) {
+  const pgrt_program *pr = c->prog;
+  const pgrt_node *sw = &pr->nodes[pr->regions[r].first + 1];
+  pgrt_status st = PGRT_OK;
+  c->bgraphs[r] = pgrt_zalloc(sizeof **c->bgraphs * (size_t)sw->body_count);
+  c->bexecs[r] = pgrt_zalloc(sizeof **c->bexecs * (size_t)sw->body_count);
+  if (!c->bgraphs[r] || !c->bexecs[r]) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+  const char *fault = getenv("PGRT_FAULT"); /* as build_graph */
+  for (int k = 0; k < sw->body_count; k++) {
+    const pgrt_body *b = &pr->bodies[sw->body + k];
+    CU(cuGraphCreate(&c->bgraphs[r][k], 0), sw->origin);
+    if ((st = build_nodes(c, c->bgraphs[r][k], b->first, b->count)) != PGRT_OK) goto out;
+    CUresult ir = fault && strcmp(fault, "instantiate") == 0 ? CUDA_ERROR_NOT_SUPPORTED
+                                                             : cuGraphInstantiate(&c->bexecs[r][k], c->bgraphs[r][k], 0);
+    if (ir != CUDA_SUCCESS) {
+      fprintf(stderr, "pgrt: warning: bucket %d of '%s' (switch '%s') does not instantiate; its region runs the "
+              "buckets eagerly\n", k, pr->name, sw->origin);
+      free_buckets(c, r);
+      c->bmode[r] = BUCKETS_EAGER;
+      return PGRT_OK;
+    }
+    CU(cuGraphUpload(c->bexecs[r][k], 0), sw->origin);
+  }
+out:
+  return st;
+}
+
 pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdeviceptr *weights, void **const *kernel_args,
                       CUdeviceptr arena) {
   if (!out_ctx || !pr) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: null context or program");
@@ -745,6 +839,11 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   c->svals = pgrt_zalloc(sizeof *c->svals * (size_t)(pr->scalar_slots + pr->read_count + pr->bucket_count));
   c->bucket_next = pgrt_zalloc(sizeof *c->bucket_next * (size_t)pr->dim_count);
   c->bucket_last = pgrt_zalloc(sizeof *c->bucket_last * (size_t)pr->dim_count);
+  c->bmode = pgrt_zalloc((size_t)pr->region_count);
+  c->bgraphs = pgrt_zalloc(sizeof *c->bgraphs * (size_t)pr->region_count);
+  c->bexecs = pgrt_zalloc(sizeof *c->bexecs * (size_t)pr->region_count);
+  c->bucket_of = pgrt_zalloc(sizeof *c->bucket_of * (size_t)pr->node_count);
+  c->unbuilt = pgrt_zalloc((size_t)pr->node_count);
   c->late = pgrt_zalloc(sizeof *c->late * (size_t)pr->node_count);
   c->is_late = pgrt_zalloc((size_t)pr->node_count);
   c->pending = pgrt_zalloc((size_t)pr->node_count);
@@ -753,7 +852,8 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   if (!c->libs || !c->funcs || !c->addr || !c->bound_prev || !c->scalar_prev || !c->params || !c->args ||
       !c->graphs || !c->execs || !c->gnodes || !c->events || !c->region_of || !c->conds ||
       !c->upd || !c->devupd || !c->hosts || !c->boxed || !c->svals || !c->late || !c->is_late || !c->pending ||
-      !c->host || !c->bucket_next || !c->bucket_last) {
+      !c->host || !c->bucket_next || !c->bucket_last || !c->bmode || !c->bgraphs || !c->bexecs || !c->bucket_of ||
+      !c->unbuilt) {
     st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
@@ -791,13 +891,14 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
       for (int j = pr->bodies[b].first; j < pr->bodies[b].first + pr->bodies[b].count; j++)
         c->region_of[j] = c->region_of[i];
   }
+  bucket_modes(c);
   /* graph regions' graphs, and the conditional handles that belong to them, before
    * any parameter block is filled (kernels take the handles as arguments) */
   for (int r = 0; r < pr->region_count; r++)
-    if (pr->regions[r].graph) CU(cuGraphCreate(&c->graphs[r], 0), "a graph region");
+    if (pr->regions[r].graph && !c->bmode[r]) CU(cuGraphCreate(&c->graphs[r], 0), "a graph region");
   for (int i = 0; i < pr->node_count; i++) {
     const pgrt_node *n = &pr->nodes[i];
-    if (n->kind != PGRT_NODE_CONDITIONAL) continue;
+    if (n->kind != PGRT_NODE_CONDITIONAL || c->unbuilt[i]) continue;
     if (!c->graphs[c->region_of[i]]) {
       st = pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node must be in a graph region", n->origin);
       goto out;
@@ -918,7 +1019,7 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
   int force_host = how && strcmp(how, "host") == 0, force_device = how && strcmp(how, "device") == 0;
   for (int r = 0; r < pr->region_count && !force_host; r++) {
     const pgrt_region *rg = &pr->regions[r];
-    if (!rg->graph || !(rg->device_update || force_device) ||
+    if (!rg->graph || c->bmode[r] || !(rg->device_update || force_device) ||
         pr->bound_slots + pr->scalar_slots + pr->bucket_count > UPD_SLOTS)
       continue;
     for (int m = 0; m < c->movable_count; m++) {
@@ -964,7 +1065,7 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     goto out;
 
   for (int r = 0; r < pr->region_count; r++)
-    if (pr->regions[r].graph && (st = build_graph(c, r)) != PGRT_OK) goto out;
+    if (pr->regions[r].graph && (st = c->bmode[r] ? build_buckets(c, r) : build_graph(c, r)) != PGRT_OK) goto out;
   for (int r = 0; r < pr->region_count; r++) /* regions that fell back to eager launch keep no graph */
     if (c->graphs[r] && !c->execs[r]) cuGraphDestroy(c->graphs[r]), c->graphs[r] = NULL;
   CU(cuCtxSynchronize(), "init");
@@ -1004,7 +1105,7 @@ static pgrt_status refresh(pgrt_ctx *c) {
     int i = c->late[m];
     if (!fill_params(c, i, c->svals)) continue;
     c->stats.read_updated++;
-    if (c->execs[c->region_of[i]]) c->pending[i] = 1;
+    if (exec_of(c, i)) c->pending[i] = 1;
   }
   return PGRT_OK;
 }
@@ -1081,35 +1182,36 @@ out:
   return st;
 }
 
-/* Patches node i in its region's graph. */
-static pgrt_status patch(pgrt_ctx *c, int r, int i) {
+/* Patches node i in the executable graph it is in (its region's, or its bucket's). */
+static pgrt_status patch(pgrt_ctx *c, int i) {
   const pgrt_node *n = &c->prog->nodes[i];
+  CUgraphExec ex = exec_of(c, i);
   pgrt_status st = PGRT_OK;
   if (c->boxed[i]) {
     CUDA_KERNEL_NODE_PARAMS kp = box_params(c, i);
-    CU(cuGraphExecKernelNodeSetParams(c->execs[r], c->gnodes[i], &kp), n->origin);
+    CU(cuGraphExecKernelNodeSetParams(ex, c->gnodes[i], &kp), n->origin);
     c->stats.nodes_patched++;
     return st;
   }
   switch (n->kind) {
   case PGRT_NODE_KERNEL: {
     CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
-    CU(cuGraphExecKernelNodeSetParams(c->execs[r], c->gnodes[i], &kp), n->origin);
+    CU(cuGraphExecKernelNodeSetParams(ex, c->gnodes[i], &kp), n->origin);
     break;
   }
   case PGRT_NODE_MEMCPY: {
     CUDA_MEMCPY3D m = copy_params(c, n);
-    CU(cuGraphExecMemcpyNodeSetParams(c->execs[r], c->gnodes[i], &m, c->cu), n->origin);
+    CU(cuGraphExecMemcpyNodeSetParams(ex, c->gnodes[i], &m, c->cu), n->origin);
     break;
   }
   case PGRT_NODE_MEMSET: {
     CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
-    CU(cuGraphExecMemsetNodeSetParams(c->execs[r], c->gnodes[i], &m, c->cu), n->origin);
+    CU(cuGraphExecMemsetNodeSetParams(ex, c->gnodes[i], &m, c->cu), n->origin);
     break;
   }
   case PGRT_NODE_HOST: {
     CUDA_HOST_NODE_PARAMS h = host_params(c, n);
-    CU(cuGraphExecHostNodeSetParams(c->execs[r], c->gnodes[i], &h), n->origin);
+    CU(cuGraphExecHostNodeSetParams(ex, c->gnodes[i], &h), n->origin);
     break;
   }
   case PGRT_NODE_EMPTY:
@@ -1121,6 +1223,32 @@ static pgrt_status patch(pgrt_ctx *c, int r, int i) {
   case PGRT_NODE_CONDITIONAL: break;
   }
   c->stats.nodes_patched++;
+out:
+  return st;
+}
+
+/* A bucket region run a graph per bucket: the graph of this call's bucket, after patching
+ * its nodes that changed since it last ran; or, eagerly, the bucket's nodes. */
+static pgrt_status launch_bucket(pgrt_ctx *c, int r, CUstream s) {
+  const pgrt_program *pr = c->prog;
+  const pgrt_region *rg = &pr->regions[r];
+  const pgrt_node *sw = &pr->nodes[rg->first + 1];
+  int k = c->bucket_next[rg->bucket_dim - 1];
+  pgrt_status st = PGRT_OK;
+  if (c->bmode[r] == BUCKETS_EAGER) {
+    const pgrt_body *b = &pr->bodies[sw->body + k];
+    for (int j = b->first; j < b->first + b->count && st == PGRT_OK; j++) st = launch_eager(c, j, s);
+    return st;
+  }
+  for (int m = 0; m < c->movable_count; m++) {
+    int i = c->movable[m];
+    if (c->pending[i] && c->region_of[i] == r && c->bucket_of[i] == k) {
+      if ((st = patch(c, i)) != PGRT_OK) return st;
+      c->pending[i] = 0;
+    }
+  }
+  CU(cuGraphLaunch(c->bexecs[r][k], s), sw->origin);
+  c->stats.graphs_launched++;
 out:
   return st;
 }
@@ -1198,10 +1326,12 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
    * their parameters when launched.  Nodes that take read scalars hold last call's values
    * until the sync: they are patched before their graph launches, once. */
   for (int m = 0; any && m < c->movable_count; m++) {
-    int i = c->movable[m], r = c->region_of[i];
+    int i = c->movable[m];
+    if (c->unbuilt[i]) continue;
     int dirty = pr->nodes[i].kind == PGRT_NODE_KERNEL ? fill_params(c, i, c->svals) : 1;
-    if (dirty && c->execs[r] && c->is_late[i]) c->pending[i] = 1;
-    else if (dirty && c->execs[r] && !c->devupd[i] && (st = patch(c, r, i)) != PGRT_OK) return st;
+    int lazy = c->is_late[i] || c->bucket_of[i] >= 0; /* patched before their graph launches, if it does */
+    if (dirty && exec_of(c, i) && lazy) c->pending[i] = 1;
+    else if (dirty && exec_of(c, i) && !c->devupd[i] && (st = patch(c, i)) != PGRT_OK) return st;
   }
   /* device-side update: the updaters' arguments are this call's addresses and
    * scalars.  When nothing changed, an updater is skipped: its nodes keep what it
@@ -1228,11 +1358,15 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
 
   for (int r = 0; r < pr->region_count; r++) {
     const pgrt_region *rg = &pr->regions[r];
+    if (c->bmode[r]) {
+      if ((st = launch_bucket(c, r, s)) != PGRT_OK) return st;
+      continue;
+    }
     if (c->execs[r]) {
       for (int m = 0; m < c->late_count; m++) { /* what the last sync read, or what moved */
         int i = c->late[m];
         if (c->pending[i] && c->region_of[i] == r) {
-          if ((st = patch(c, r, i)) != PGRT_OK) return st;
+          if ((st = patch(c, i)) != PGRT_OK) return st;
           c->pending[i] = 0;
         }
       }
@@ -1283,6 +1417,7 @@ void pgrt_destroy(pgrt_ctx **pc) {
     if (c->execs[r]) cuGraphExecDestroy(c->execs[r]);
     if (c->graphs[r]) cuGraphDestroy(c->graphs[r]);
   }
+  for (int r = 0; c->bgraphs && r < pr->region_count; r++) free_buckets(c, r);
   for (int i = 0; c->params && i < pr->node_count; i++) {
     free(c->params[i]);
     if (!pr->nodes[i].caller_args) free(c->args[i]);
@@ -1304,7 +1439,8 @@ void pgrt_destroy(pgrt_ctx **pc) {
   free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->movable), free(c->events);
   free(c->region_of), free(c->conds), free(c->upd), free(c->devupd), free(c->hosts), free(c->boxed);
   free(c->svals), free(c->late), free(c->is_late), free(c->pending), free(c->host);
-  free(c->bucket_next), free(c->bucket_last);
+  free(c->bucket_next), free(c->bucket_last), free(c->bmode), free(c->bgraphs), free(c->bexecs), free(c->bucket_of);
+  free(c->unbuilt);
   free(c);
   *pc = NULL;
 }

@@ -36,7 +36,13 @@
  * `pad` dim: the caller's inputs are padded to it) or the value equal to it (`exact`);
  * none is PGRT_ERR_BUCKET.  The bucket's index goes into the program's bucket scalars,
  * which the kernel that sets the switch's condition takes: patched like any scalar that
- * changed.
+ * changed.  A region that holds only the switch and that kernel may instead run as one
+ * graph per bucket: each body is built, instantiated and uploaded as a graph of its own
+ * at init, and a call launches the one its size picks, patching only that graph's nodes
+ * (the others when they next run).  The generated table chooses (bucket_graphs, the cost
+ * model's choice); PGRT_BUCKETS=switch or =graphs overrides it for every such region.
+ * Where a bucket's graph does not instantiate, the region runs the bucket's nodes
+ * eagerly, with a warning (a switch has no eager form).
  */
 #ifndef PGRT_H
 #define PGRT_H
@@ -274,6 +280,12 @@ typedef struct {
   int first, count; /* nodes[first .. first+count), in execution order */
   int device_update; /* 1: its kernel nodes that change per call are patched on the device,
                         by one updater kernel at the start of the graph (else host-side) */
+  int bucket_dim;    /* 1 + the dim whose bucket switch the region holds, alone with the kernel that
+                        sets its condition (first, then the switch): it may run as one graph per
+                        bucket instead, the host launching the one this call's size picks (no setter,
+                        no conditional node); 0: no such region */
+  int bucket_graphs; /* 1: run it so by default (the cost model's choice); PGRT_BUCKETS=switch|graphs
+                        overrides */
 } pgrt_region;
 
 /* The node table holds the root graph's nodes region by region, then the nodes of

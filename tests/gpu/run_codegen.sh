@@ -27,7 +27,11 @@
 #   buckets.graph: shape buckets: one program exported at batch sizes 1, 2, 4 and 8, a
 #                switch node whose bodies are the variants; each call's size picks one
 #                (sizes between them padded up, sizes past them refused with
-#                PGRT_ERR_BUCKET), checked against the CPU with the arena poisoned
+#                PGRT_ERR_BUCKET), checked against the CPU with the arena poisoned; run as
+#                generated (one graph per bucket, the cost model's choice) and with
+#                PGRT_UPDATE=device, then as a switch (PGRT_BUCKETS=switch, with the
+#                topology check) both ways, then with every bucket's graph failing to
+#                instantiate (each bucket eagerly)
 # Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
 # dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
 # arguments and checks the result.
@@ -43,18 +47,28 @@ for t in chain loops shapes relocs hostread buckets; do
     tests/gpu/codegen/${t}_main.c build/gpu/$t.c build/libpgrt.a \
     -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm \
     -o build/gpu/$t
+  # the bucket program runs as a switch here, where its graph can be checked; its default
+  # form (one graph per bucket) runs below
+  if [ $t = buckets ]; then export PGRT_BUCKETS=switch; echo "== buckets as a switch (PGRT_BUCKETS=switch)"; fi
   build/gpu/$t "$OUT"
   python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT"
   echo "== $t again, every graph region patched on the device (PGRT_UPDATE=device)"
   PGRT_UPDATE=device build/gpu/$t "$OUT/device"
   python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT/device"
+  unset PGRT_BUCKETS
 done
+echo "== buckets as generated: one graph per bucket, the host launching the one the size picks"
+build/gpu/buckets "$OUT"
+echo "== buckets again, one graph per bucket, patched on the device where it can (PGRT_UPDATE=device)"
+PGRT_UPDATE=device build/gpu/buckets "$OUT/device"
+echo "== buckets again, no bucket's graph instantiating: each bucket's nodes eagerly (PGRT_FAULT=instantiate)"
+mkdir -p "$OUT/eager"
+PGRT_BUCKETS=graphs PGRT_FAULT=instantiate build/gpu/buckets "$OUT/eager"
 echo "== relocs again, every graph region patched from the host (PGRT_UPDATE=host)"
 mkdir -p "$OUT/host"
 PGRT_UPDATE=host build/gpu/relocs "$OUT/host"
 python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/relocs.graph "$OUT/host"
 echo "== shapes again, its graph region launched eagerly (PGRT_FAULT=instantiate)"
-mkdir -p "$OUT/eager"
 PGRT_FAULT=instantiate build/gpu/shapes "$OUT/eager"
 echo "== hostread again, every region launched eagerly (PGRT_FAULT=instantiate)"
 PGRT_FAULT=instantiate build/gpu/hostread "$OUT/eager"

@@ -17,7 +17,10 @@
  * right.  NAME_ARENA_BYTES must be the largest bucket's intermediate (8 x 64 floats), not
  * the sum over buckets: buckets never run together.  Prints each call's max error and
  * what libpgrt did, writes the graph regions as DOT for the topology check, and ends
- * with PASS or FAIL (tests/gpu/run_codegen.sh).
+ * with PASS or FAIL (tests/gpu/run_codegen.sh).  The same program runs as the switch, or
+ * as one graph per bucket launched by the host (the cost model's choice, or
+ * PGRT_BUCKETS=switch|graphs); where the buckets' graphs do not instantiate
+ * (PGRT_FAULT=instantiate), each bucket's nodes run eagerly.
  *
  *   buckets_main OUT_DIR
  */
@@ -152,12 +155,11 @@ int main(int argc, char **argv) {
     if (call == REPEAT && patched) printf("call %d repeats call %d, yet %d nodes were patched\n", call, call - 1, patched);
     if (err > worst) worst = err;
   }
-  if (!mode || strcmp(mode, "graphs") != 0)
-    for (int r = 0; r < 8; r++) {
-      char path[512];
-      snprintf(path, sizeof path, "%s/buckets_region%d.dot", out, r);
-      if (pgrt_debug_dot(pc, r, path) == PGRT_OK) printf("region %d: %s\n", r, path);
-    }
+  for (int r = 0; r < 8; r++) { /* a region run as one graph per bucket has no graph of its own */
+    char path[512];
+    snprintf(path, sizeof path, "%s/buckets_region%d.dot", out, r);
+    if (pgrt_debug_dot(pc, r, path) == PGRT_OK) printf("region %d: %s\n", r, path);
+  }
   buckets_destroy(&pc);
   if (pc) failed = 1;
   for (int c = 0; c < kept; c++)
