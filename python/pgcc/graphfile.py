@@ -110,7 +110,12 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     the body of that index."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
     v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
-    v2 = v2 or any(k.get("dontcare") for k in kernels.values()) or any(n.get("cluster") for n in nodes)
+    def all_nodes(ns):
+        for n in ns:
+            yield n
+            for _, body, _ in n.get("bodies", ()):
+                yield from all_nodes(body)
+    v2 = v2 or any(k.get("dontcare") for k in kernels.values()) or any(n.get("cluster") for n in all_nodes(nodes))
     out = [f"# {name}: exported by pgcc-export from {origin}", f"pgcc {2 if v2 else 1};", f"arch {arch};", ""]
     mods = {}
     for k in kernels.values():

@@ -133,3 +133,13 @@ def test_merge_refuses_what_it_cannot_say(tmp_path):
     a[1].bufs.list[4]["shape"] = [2, 32]
     with pytest.raises(ExportError, match="output out0"):
         merge(a, [1, 2], "batch", True, {})
+
+
+def test_a_cluster_inside_a_bucket_makes_the_file_version_2(tmp_path):
+    analyses = [bucket(tmp_path, n) for n in (1, 2)]
+    analyses[1].nodes[0]["cluster"] = [1, 1, 1]
+    a = merge(analyses, [1, 2], "batch", True, setter_kernel(str(tmp_path)))
+    used = {id(b) for n in a.nodes for b in node_buffers(n)}
+    text = graph_text("bk", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90", scalars=a.scalars,
+                      conditions=a.conditions, dims=a.dims)
+    assert "pgcc 2;" in text and "cluster [1, 1, 1]" in text
