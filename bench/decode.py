@@ -64,11 +64,11 @@ def main():
         kc, vc = caches[b]
         kc.zero_()
         vc.zero_()
-        prompt, tok, out = prompts[b], prompts[b][:, :1], []
+        prompt, tok, out = prompts[b], prompts[b][:, :1].contiguous(), []
         for i in range(PROMPT + a.new - 1):
             nxt = f(tok, positions[i], kc, vc)
             if i + 1 < PROMPT:
-                tok = prompt[:, i + 1:i + 2]
+                tok = prompt[:, i + 1:i + 2].contiguous()
             else:
                 out.append(nxt)
                 tok = nxt

@@ -124,12 +124,12 @@ def generate(step, prompt, new, dtype=torch.bfloat16):
     b, p = prompt.shape
     kc, vc = caches(b, dtype)
     positions = [torch.tensor([i], device="cuda") for i in range(p + new - 1)]
-    tok = prompt[:, :1]
+    tok = prompt[:, :1].contiguous()
     out = []
     for i in range(p + new - 1):
         nxt = step(tok, positions[i], kc, vc)
         if i + 1 < p:
-            tok = prompt[:, i + 1:i + 2]
+            tok = prompt[:, i + 1:i + 2].contiguous()
         else:
             out.append(nxt)
             tok = nxt
