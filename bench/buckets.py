@@ -6,16 +6,20 @@ graph per shape -- at every bucket's size.
     python3 bench/buckets.py [--rounds 5] [--iters 50] [--out DIR] NAME ...
 
 Each program runs in a child process of its own.  Set-up: pgcc's export (all buckets,
-verified), then its load (the weights) and init (every bucket's graph: one SWITCH),
-timed; reduce-overhead's first three calls at each size, timed per size.  Then
-`rounds` interleaved rounds, each timing every (way, size) once: `iters` steps between
-two CUDA events (GPU time per step) and the host's perf_counter (host time per call),
-inputs at one of four addresses in turn; the table gives medians, the spread (max - min
-over the median) and the ratio pgcc / RO per size.  Memory: the weights; what an eager
-step at the largest size allocates at its peak beyond them; reduce-overhead's private
-pool segments after every size ran; pgcc's arena; and the device memory pgcc's load and
-init took as the driver counts it (torch.cuda.mem_get_info before and after: its copy
-of the weights, the arena, modules and graphs), over the weights plus eager's peak.
+verified), then its load (the weights) and init (every bucket's graph), timed, twice:
+as one executable graph per bucket (PGRT_BUCKETS=graphs) and as one graph whose SWITCH
+node picks the bucket on the device (PGRT_BUCKETS=switch); reduce-overhead's first
+three calls at each size, timed per size.  Then `rounds` interleaved rounds, each
+timing every (way, size) once: `iters` steps between two CUDA events (GPU time per
+step) and the host's perf_counter (host time per call), inputs at one of four
+addresses in turn; the table gives medians, the spread (max - min over the median)
+and the ratio pgcc / RO per size.  Memory: the weights; what an eager step at the
+largest size allocates at its peak beyond them (its second call: libraries'
+workspaces are made on the first); reduce-overhead's private pool segments after
+every size ran; pgcc's arena; and the device memory pgcc's first load and init (a
+graph per bucket) took as the driver counts it (torch.cuda.mem_get_info before and
+after, in 2 MiB steps: its copy of the weights, the arena, modules and graphs), over
+the weights plus eager's peak.
 One JSON line per program on stdout (BENCH {...}), the table at the end,
 buckets_bench.json under --out.
 """
@@ -55,9 +59,13 @@ def child(name, rounds, iters, out_dir):
     rec["pgcc_verified"] = str(res.verified)
     torch.cuda.synchronize()
     free0 = torch.cuda.mem_get_info()[0]
+    os.environ["PGRT_BUCKETS"] = "graphs"  # (read at init)
     p = pgcc.load(exp)
     torch.cuda.synchronize()
     rec["pgcc_device_bytes"] = free0 - torch.cuda.mem_get_info()[0]
+    os.environ["PGRT_BUCKETS"] = "switch"
+    p_switch = pgcc.load(exp)
+    del os.environ["PGRT_BUCKETS"]
     rec["pgcc_load_ms"], rec["pgcc_init_ms"] = round(p.load_s * 1e3, 2), round(p.init_s * 1e3, 2)
     rec["pgcc_arena_bytes"] = p.arena_bytes
 
@@ -93,12 +101,13 @@ def child(name, rounds, iters, out_dir):
         return step
     outs = {}
 
-    def pg(v):
-        o = [t for t in p.new_outputs([values.index(v)])]
-        outs[v] = o
-        return stepper(lambda *xs: p(*xs, out=o), v)
+    def pg(prog, v):
+        o = prog.new_outputs([values.index(v)])
+        outs[(prog, v)] = o
+        return stepper(lambda *xs: prog(*xs, out=o), v)
     steps = {("reduce-overhead", v): stepper(ro, v) for v in values}
-    steps.update({("pgcc", v): pg(v) for v in values})
+    steps.update({("pgcc", v): pg(p, v) for v in values})
+    steps.update({("pgcc switch", v): pg(p_switch, v) for v in values})
     for s in steps.values():
         for _ in range(5):
             s()
@@ -120,13 +129,14 @@ def child(name, rounds, iters, out_dir):
     rec["sizes"] = {}
     for v in values:
         r = {}
-        for w in ("reduce-overhead", "pgcc"):
+        for w in ("reduce-overhead", "pgcc", "pgcc switch"):
             g = gpu[(w, v)]
             r[w] = {"gpu_us": round(statistics.median(g), 1), "host_us": round(statistics.median(host[(w, v)]), 1),
                     "spread": round((max(g) - min(g)) / statistics.median(g), 3)}
         rec["sizes"][v] = r
     print("BENCH " + json.dumps(rec), flush=True)
     p.close()
+    p_switch.close()
 
 
 def pool_segments(torch):
@@ -137,14 +147,14 @@ def pool_segments(torch):
 
 def table(recs):
     mib = lambda b: f"{b / 2**20:.1f}"
-    lines = ["| program | size | RO µs/step (spread) | pgcc µs/step (spread) | pgcc / RO | host µs/call pgcc (RO) |",
-             "|---" * 6 + "|"]
+    lines = ["| program | size | RO µs/step (spread) | pgcc, a graph per bucket: µs/step (spread) | pgcc / RO | "
+             "pgcc, one SWITCH graph: µs/step (spread) | host µs/call: pgcc, SWITCH, RO |", "|---" * 7 + "|"]
     for r in recs:
         for v, s in r.get("sizes", {}).items():
-            ro, pg = s["reduce-overhead"], s["pgcc"]
+            ro, pg, sw = s["reduce-overhead"], s["pgcc"], s["pgcc switch"]
             lines.append(f"| {r['program']} | {v} | {ro['gpu_us']} ({ro['spread']:.1%}) | {pg['gpu_us']} "
-                         f"({pg['spread']:.1%}) | {pg['gpu_us'] / ro['gpu_us']:.2f}x | {pg['host_us']} "
-                         f"({ro['host_us']}) |")
+                         f"({pg['spread']:.1%}) | {pg['gpu_us'] / ro['gpu_us']:.2f}x | {sw['gpu_us']} "
+                         f"({sw['spread']:.1%}) | {pg['host_us']}, {sw['host_us']}, {ro['host_us']} |")
     lines += ["", "| program | set-up: pgcc export, load + init; RO per size (s) | weights MiB | eager peak MiB | "
               "RO pools MiB | pgcc arena MiB | pgcc device MiB (load + init) | pgcc above eager |", "|---" * 8 + "|"]
     for r in recs:
