@@ -115,6 +115,26 @@ def test_relocation_kinds_and_dontcare_read_back(tmp_path, pgcc_bin):
     assert "in0, in0+8, in0+8]" in again
 
 
+def test_a_slot_another_launch_fills_stays_as_given(tmp_path, pgcc_bin):
+    """A struct place that is an address in one launch of a kernel and a constant in
+    another (an address table's unused slot holding a stale word): the second launch
+    writes it `null`, its bytes as they are, and pgcc patches nothing there."""
+    from pgcc.graphfile import graph_text
+    bufs = Buffers()
+    x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
+    k = {"symbol": "table", "layout": [(0, 16)], "module": {"name": "lib", "kind": "library", "library": "libx.so.1"},
+         "ptr_words": {(0, 0, "abs64"), (0, 8, "abs64")}}
+    both = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
+            "args": [("bytes", bytes(16), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])]}
+    stale = (0x7F00DEADBEEF).to_bytes(8, "little")
+    one = dict(both, index=1, args=[("bytes", bytes(8) + stale, [(0, x, 128, "abs64")])])
+    text = graph_text("m", {1: k}, bufs, {id(x)}, [both, one], [], "sm_90")
+    assert f'["{(bytes(8) + stale).hex()}", in0+128, null]' in text
+    (tmp_path / "m.graph").write_text(text)
+    write_safetensors(tmp_path / "m.safetensors", [])
+    assert f'"{(bytes(8) + stale).hex()}", in0+128, null]' in pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "m.graph"))
+
+
 def test_a_0_dimensional_output_keeps_its_shape(tmp_path, pgcc_bin):
     """A training step's loss is a 0-dimensional tensor: `shape []`, read back as such, and
     the generated C's field says 0 dimensions (not unknown), so that pgcc.load makes a
