@@ -444,6 +444,49 @@ START_TEST(host_read_fixtures_report_their_regions) {
 }
 END_TEST
 
+/* The export of a 2-layer MLP with batch buckets 1, 2, 4 (tests/gpu/buckets.py, made on an
+ * H100): one program whose root is the bucket switch and its setter, one body per
+ * bucket with that bucket's own kernels; the report lists every bucket, and the arena
+ * is the largest bucket's, not the buckets' sum. */
+START_TEST(bucket_fixture_reports_every_bucket) {
+  const char *path = "tests/corpus/export/mlp_tiny/mlp_tiny.graph";
+  Run r = run_pgcc("--report", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  static const char *const lines[] = {"  bucket batch=1: body bucket_1, ", "  bucket batch=2: body bucket_2, ",
+                                      "  bucket batch=4: body bucket_4, "};
+  for (int k = 0; k < 3; k++) ck_assert_msg(strstr(r.out, lines[k]), "no line '%s':\n%s", lines[k], r.out);
+  ck_assert_msg(strstr(r.out, "dim batch (pad: 1, 2, 4)") && !strstr(r.out, "bucket batch=8"), "%s", r.out);
+  run_free(&r);
+
+  char *text = slurp(path, NULL);
+  ck_assert_ptr_nonnull(text);
+  Parsed *p = parse_text(path, text);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  PgProgram *prog = p->prog;
+  ck_assert_uint_eq(prog->dims.n, 1);
+  ck_assert_uint_eq(prog->graphs.v[0]->nodes.n, 2); /* the setter and the switch */
+  uint64_t sum = 0, largest = 0;
+  for (size_t i = 0; i < prog->buffers.n; i++) {
+    const PgBuffer *b = prog->buffers.v[i];
+    if (b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE) continue;
+    sum += b->size;
+    if (strncmp(b->name, "b4_", 3) == 0) largest += b->size;
+  }
+  Run j = run_pgcc("--report=json", path, NULL);
+  ck_assert_msg(j.status == 0, "%s", j.err);
+  const char *total = strstr(j.out, "\"weights_bytes\": "); /* the program's, after the buckets' own */
+  ck_assert_ptr_nonnull(total);
+  const char *arena = strstr(total, "\"arena_bytes\": ");
+  ck_assert_ptr_nonnull(arena);
+  unsigned long long planned = strtoull(arena + strlen("\"arena_bytes\": "), NULL, 10);
+  ck_assert_msg(planned >= largest && planned < sum, "arena %llu: bucket 4's intermediates %llu, all %llu", planned,
+                (unsigned long long)largest, (unsigned long long)sum);
+  run_free(&j);
+  parsed_free(p);
+  free(text);
+}
+END_TEST
+
 Suite *corpus_suite(void) {
   Suite *s = suite_create("corpus");
   TCase *t = tcase_create("corpus");
@@ -459,6 +502,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, captured_dot_lists_kernel_origins);
   tcase_add_test(t, exported_fixtures_read);
   tcase_add_test(t, host_read_fixtures_report_their_regions);
+  tcase_add_test(t, bucket_fixture_reports_every_bucket);
   suite_add_tcase(s, t);
   return s;
 }

@@ -100,3 +100,27 @@ def test_builds_an_export_with_libpgrt(tmp_path, pgcc_bin, monkeypatch):
         ("in0", "input", "f32", (1, 256), 1024), ("out0", "output", "f32", (1, 256), 1024)]
     assert [f.offset for f in args] == [0, 8] and info.args_size == 16
     assert [(f.name, f.tensor) for f in weights][0] == ("w_layers_0_weight", "layers.0.weight")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA headers")
+def test_a_bucket_export_describes_its_dimension(tmp_path, pgcc_bin, monkeypatch):
+    """The bucket fixture (batch 1, 2, 4), built: NAME_info names the dimension, its
+    buckets and padding, the size field, and which shape entries are the dimension --
+    what the loader binds a call by."""
+    monkeypatch.setenv("PGCC_CACHE", str(tmp_path / "cache"))
+    lib, inc = toolchain.find_runtime()
+    export = tmp_path / "mlp_tiny"
+    shutil.copytree(os.path.join(ROOT, "tests", "corpus", "export", "mlp_tiny"), export)
+    so = toolchain.build_program(str(export), "mlp_tiny", toolchain=toolchain.Toolchain(pgcc_bin, lib, inc))
+    stub = os.path.join(CUDA, "lib64", "stubs", "libcuda.so")
+    if not os.path.exists(stub):
+        pytest.skip("no libcuda stub")
+    ctypes.CDLL(stub, mode=ctypes.RTLD_GLOBAL)
+    from pgcc.loader import read_info
+    info, args, weights, dims = read_info(ctypes.CDLL(so), "mlp_tiny")
+    assert [(d.name, d.values, d.pad) for d in dims] == [("batch", (1, 2, 4), True)]
+    assert [(f.name, f.role, f.shape, f.dims) for f in args] == [
+        ("batch", "size", (), ()), ("in0", "input", (4, 64), ((0, 0),)), ("out0", "output", (4, 16), ((0, 0),))]
+    assert args[1].shape_at(dims, [1]) == (2, 64)
+    assert info.arena_bytes == 1536
