@@ -11,11 +11,14 @@ equal the compiled step's, token for token, and its caches after the last step m
 the compiled step's bit for bit.  Against eager PyTorch, whose bf16 rounding differs
 from the compiled kernels', a sequence parts at the first near tie of its logits (this
 randomly initialised model has many: seen after 1 to 43 tokens): how many tokens agree
-is printed, and the first of every sequence must.
+is printed, and the first of every sequence must.  Then the same generations driven from C (decode_main.c, the
+export's generated C linked in, no Python): token for token PyTorch's, and their tokens
+per second.
 
     python3 tests/gpu/decode.py        (exit status 0: every check passed)
 """
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -42,6 +45,31 @@ def generate_keeping(step, prompt):
     return toks, seen["kv"]
 
 
+def from_c(out, refs):
+    """The generation driven from C (tests/gpu/decode_main.c, the export's generated C
+    linked in): every bucket's tokens against the compiled step's; its tokens per
+    second printed.  Returns the failures."""
+    from pgcc.weights import write_safetensors
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    write_safetensors(os.path.join(out, "refs.safetensors"), refs)
+    build = os.path.join(out, "c")
+    os.makedirs(build, exist_ok=True)
+    steps = [[os.path.join(ROOT, "build", "pgcc"), os.path.join(out, "decode.graph"), "-o",
+              os.path.join(build, "decode.c")],
+             ["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{build}",
+              f"-I{ROOT}/runtime", f"-I{ROOT}/tests/gpu", f"-I{cuda}/include", f"{ROOT}/tests/gpu/decode_main.c",
+              os.path.join(build, "decode.c"), f"{ROOT}/build/libpgrt.a", f"-L{cuda}/lib64", f"-L{cuda}/lib64/stubs",
+              f"-Wl,-rpath,{cuda}/lib64", "-lcuda", "-lnvrtc", "-ldl", "-lm", "-o", os.path.join(build, "decode")],
+             [os.path.join(build, "decode"), out, os.path.join(out, "refs.safetensors")]]
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        print(r.stdout + "".join(ln + "\n" for ln in r.stderr.splitlines() if "libclang" not in ln and
+                                 not ln.startswith(" ")), end="")
+        if r.returncode != 0:
+            return [f"from C: {os.path.basename(cmd[0])} exited {r.returncode}"]
+    return []
+
+
 def main():
     failures = []
     m, step, weights = decode.model()
@@ -56,12 +84,15 @@ def main():
         print(f"decode: padding {res.report['dim']}")
         compiled = torch.compile(step, dynamic=False)
         p = pgcc.load(out, name="decode")
+        refs = []
         try:
             g = torch.Generator(device="cuda").manual_seed(1234)
             for b in BUCKETS:
                 prompt = torch.randint(0, decode.VOCAB, (b, PROMPT), device="cuda", generator=g)
                 got, (kc, vc) = generate_keeping(p, prompt)
                 ref, (rk, rv) = generate_keeping(compiled, prompt)
+                refs += [(f"prompt_{b}", "i64", [b, PROMPT], prompt.cpu().numpy().tobytes()),
+                         (f"tokens_{b}", "i64", [b, NEW], ref.cpu().numpy().tobytes())]
                 eager = decode.generate(step, prompt, NEW)
                 torch.cuda.synchronize()
                 same = torch.equal(got, ref)
@@ -81,6 +112,7 @@ def main():
                     failures.append(f"batch {b}: the tokens barely vary ({got[0, :16].tolist()}): a weak test")
         finally:
             p.close()
+        failures += from_c(out, refs)
     for f in failures:
         print("FAIL decode:", f)
     print("PASS" if not failures else f"FAIL: {len(failures)} checks")
