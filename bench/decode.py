@@ -1,9 +1,13 @@
 """Greedy generation with a static KV cache (tests/e2e/decode.py), tokens per second
-side by side: the export with batch buckets 1, 2, 4, 8 run from C through pgcc.load,
-against torch.compile(mode="reduce-overhead", dynamic=False) -- each step's token copied out
-of its graph's output, which the next replay overwrites, and the caches marked static addresses (torch._dynamo.mark_static_address, as transformers' StaticCache does:
-CUDA Graph Trees skip a graph whose inputs it mutates otherwise) -- and plain
-torch.compile(dynamic=False).
+side by side: the export with batch buckets 1, 2, 4, 8 run from C through pgcc.load;
+torch.compile(mode="reduce-overhead", dynamic=False), each step's token copied out of
+its graph's output (the next replay overwrites it) and the caches marked static
+addresses (torch._dynamo.mark_static_address, as transformers' StaticCache does: CUDA
+Graph Trees skip a graph whose inputs it mutates otherwise); plain
+torch.compile(dynamic=False); and the export driven from C (tests/gpu/decode_main.c,
+its generated C linked in, no Python per call), which runs once per round as a program
+of its own and gives its median of 5 generations per batch size (it checks its tokens
+against reduce-overhead's first).
 
     python3 bench/decode.py [--rounds 5] [--new 128] [--out DIR]
 
@@ -18,7 +22,9 @@ line (BENCH {...}), the table, decode_bench.json under --out.
 import argparse
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import time
 
@@ -85,8 +91,20 @@ def main():
                 firsts[(w, b)] = generate(f, b)
     torch.cuda.synchronize()
     rec["same_tokens_as_ro"] = {b: torch.equal(firsts[("pgcc", b)], firsts[("reduce-overhead", b)]) for b in BUCKETS}
-    tps = {(w, b): [] for w in ways for b in BUCKETS}
+    # the same generations driven from C (tests/gpu/decode_main.c): no Python per call
+    refs = []
+    for b in BUCKETS:
+        refs += [(f"prompt_{b}", "i64", [b, PROMPT], prompts[b].cpu().numpy().tobytes()),
+                 (f"tokens_{b}", "i64", [b, a.new], firsts[("reduce-overhead", b)].cpu().numpy().tobytes())]
+    driver = decode.build_driver(ROOT, exp, refs) if a.new == 128 else None  # (decode_main.c makes 128)
+    tps = {(w, b): [] for w in list(ways) + (["pgcc from C"] if driver else []) for b in BUCKETS}
+    rec["c_matches_ro"] = True
     for _ in range(a.rounds):
+        if driver:  # its own median of 5 generations per batch size, each round
+            r = subprocess.run([driver[0], exp, driver[1]], capture_output=True, text=True)
+            rec["c_matches_ro"] = rec["c_matches_ro"] and r.returncode == 0
+            for m in re.finditer(r"^batch (\d+): .* from C: (\d+) tokens/s", r.stdout, re.M):
+                tps[("pgcc from C", int(m.group(1)))].append(float(m.group(2)))
         for b in BUCKETS:
             for w, f in ways.items():
                 torch.cuda.synchronize()
@@ -97,17 +115,22 @@ def main():
     rec["tokens_per_s"] = {w: {b: {"median": round(statistics.median(tps[(w, b)])),
                                    "spread": round((max(tps[(w, b)]) - min(tps[(w, b)])) /
                                                    statistics.median(tps[(w, b)]), 3)}
-                               for b in BUCKETS} for w in ways}
+                               for b in BUCKETS if tps[(w, b)]} for w in {w for w, _ in tps}}
     print("BENCH " + json.dumps(rec), flush=True)
     with open(os.path.join(a.out, "decode_bench.json"), "w") as f:
         json.dump(rec, f, indent=1)
     t = rec["tokens_per_s"]
-    print("| batch | pgcc tok/s (spread) | reduce-overhead tok/s (spread) | compile tok/s | pgcc / RO | same tokens |")
-    print("|---|---|---|---|---|---|")
+    c = t.get("pgcc from C", {})
+    print("| batch | pgcc from Python tok/s (spread) | pgcc from C tok/s (spread) | reduce-overhead tok/s (spread) | "
+          "compile tok/s | pgcc / RO: Python, C | same tokens as RO: Python, C |")
+    print("|---|---|---|---|---|---|---|")
     for b in BUCKETS:
-        print(f"| {b} | {t['pgcc'][b]['median']} ({t['pgcc'][b]['spread']:.1%}) | {t['reduce-overhead'][b]['median']} "
+        ro = t["reduce-overhead"][b]["median"]
+        cc = f"{c[b]['median']} ({c[b]['spread']:.1%})" if b in c else "—"
+        print(f"| {b} | {t['pgcc'][b]['median']} ({t['pgcc'][b]['spread']:.1%}) | {cc} | {ro} "
               f"({t['reduce-overhead'][b]['spread']:.1%}) | {t['compile'][b]['median']} | "
-              f"{t['pgcc'][b]['median'] / t['reduce-overhead'][b]['median']:.2f}x | {rec['same_tokens_as_ro'][b]} |")
+              f"{t['pgcc'][b]['median'] / ro:.2f}x, {c[b]['median'] / ro if b in c else float('nan'):.2f}x | "
+              f"{rec['same_tokens_as_ro'][b]}, {rec['c_matches_ro']} |")
     p.close()
     return 0
 

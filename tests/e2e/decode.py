@@ -16,6 +16,8 @@ Model: 4 layers x 512, 8 heads, 2 KV heads (grouped-query), RMSNorm, rotary
 embeddings, SwiGLU, vocabulary 1000, MAX_LEN 256; bf16 weights and caches.
 """
 import math
+import os
+import subprocess
 
 import torch
 from torch import nn
@@ -134,3 +136,27 @@ def generate(step, prompt, new, dtype=torch.bfloat16):
             out.append(nxt)
             tok = nxt
     return torch.cat(out, 1)
+
+
+def build_driver(root, out, refs):
+    """Builds tests/gpu/decode_main.c with the C pgcc generates from the export in `out`
+    (under out/c) and writes refs (safetensors tensors prompt_B, tokens_B) beside it;
+    returns (the program, the refs file).  RuntimeError naming the step that failed."""
+    from pgcc.weights import write_safetensors
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    refs_path = os.path.join(out, "refs.safetensors")
+    write_safetensors(refs_path, refs)
+    build = os.path.join(out, "c")
+    os.makedirs(build, exist_ok=True)
+    binary = os.path.join(build, "decode")
+    for cmd in ([os.path.join(root, "build", "pgcc"), os.path.join(out, "decode.graph"), "-o",
+                 os.path.join(build, "decode.c")],
+                ["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{build}",
+                 f"-I{root}/runtime", f"-I{root}/tests/gpu", f"-I{cuda}/include", f"{root}/tests/gpu/decode_main.c",
+                 os.path.join(build, "decode.c"), f"{root}/build/libpgrt.a", f"-L{cuda}/lib64",
+                 f"-L{cuda}/lib64/stubs", f"-Wl,-rpath,{cuda}/lib64", "-lcuda", "-lnvrtc", "-ldl", "-lm", "-o",
+                 binary]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{os.path.basename(cmd[0])} exited {r.returncode}: {r.stderr[-2000:]}")
+    return binary, refs_path

@@ -49,25 +49,13 @@ def from_c(out, refs):
     """The generation driven from C (tests/gpu/decode_main.c, the export's generated C
     linked in): every bucket's tokens against the compiled step's; its tokens per
     second printed.  Returns the failures."""
-    from pgcc.weights import write_safetensors
-    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    write_safetensors(os.path.join(out, "refs.safetensors"), refs)
-    build = os.path.join(out, "c")
-    os.makedirs(build, exist_ok=True)
-    steps = [[os.path.join(ROOT, "build", "pgcc"), os.path.join(out, "decode.graph"), "-o",
-              os.path.join(build, "decode.c")],
-             ["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{build}",
-              f"-I{ROOT}/runtime", f"-I{ROOT}/tests/gpu", f"-I{cuda}/include", f"{ROOT}/tests/gpu/decode_main.c",
-              os.path.join(build, "decode.c"), f"{ROOT}/build/libpgrt.a", f"-L{cuda}/lib64", f"-L{cuda}/lib64/stubs",
-              f"-Wl,-rpath,{cuda}/lib64", "-lcuda", "-lnvrtc", "-ldl", "-lm", "-o", os.path.join(build, "decode")],
-             [os.path.join(build, "decode"), out, os.path.join(out, "refs.safetensors")]]
-    for cmd in steps:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        print(r.stdout + "".join(ln + "\n" for ln in r.stderr.splitlines() if "libclang" not in ln and
-                                 not ln.startswith(" ")), end="")
-        if r.returncode != 0:
-            return [f"from C: {os.path.basename(cmd[0])} exited {r.returncode}"]
-    return []
+    try:
+        binary, refs_path = decode.build_driver(ROOT, out, refs)
+    except RuntimeError as e:
+        return [f"from C: {e}"]
+    r = subprocess.run([binary, out, refs_path], capture_output=True, text=True)
+    print(r.stdout + r.stderr, end="")
+    return [] if r.returncode == 0 else [f"from C: decode_main exited {r.returncode}"]
 
 
 def main():
