@@ -105,6 +105,12 @@ def main():
             rec["c_matches_ro"] = rec["c_matches_ro"] and r.returncode == 0
             for m in re.finditer(r"^batch (\d+): .* from C: (\d+) tokens/s", r.stdout, re.M):
                 tps[("pgcc from C", int(m.group(1)))].append(float(m.group(2)))
+            # Untimed, after the other process: in a first try without this, the first
+            # generations timed after it were up to 2x slower (reduce-overhead's spread
+            # 93% against 1% in a run without the C driver)
+            for b in BUCKETS:
+                for f in ways.values():
+                    generate(f, b)
         for b in BUCKETS:
             for w, f in ways.items():
                 torch.cuda.synchronize()
