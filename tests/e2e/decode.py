@@ -14,6 +14,9 @@ address, and nothing is re-captured as it moves.  A prompt is fed one token per 
 
 Model: 4 layers x 512, 8 heads, 2 KV heads (grouped-query), RMSNorm, rotary
 embeddings, SwiGLU, vocabulary 1000, MAX_LEN 256; bf16 weights and caches.
+
+build_driver() builds tests/gpu/decode_main.c, the same generation driven from C,
+against an export's generated C.
 """
 import math
 import os
