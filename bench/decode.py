@@ -71,18 +71,7 @@ def main():
     positions = [torch.tensor([i], device="cuda") for i in range(PROMPT + a.new)]
 
     def generate(f, b):
-        kc, vc = caches[b]
-        kc.zero_()
-        vc.zero_()
-        prompt, tok, out = prompts[b], prompts[b][:, :1].contiguous(), []
-        for i in range(PROMPT + a.new - 1):
-            nxt = f(tok, positions[i], kc, vc)
-            if i + 1 < PROMPT:
-                tok = prompt[:, i + 1:i + 2].contiguous()
-            else:
-                out.append(nxt)
-                tok = nxt
-        return torch.cat(out, 1)
+        return decode.generate(f, prompts[b], a.new, kv=caches[b], positions=positions)
 
     firsts = {}
     for w, f in ways.items():  # set-up, untimed; and the tokens, which must agree

@@ -31,6 +31,7 @@ import hashlib
 import os
 
 from .errors import ExportError
+from .graphfile import remap
 
 COND_SYMBOL = "pgcc_cond_equal"
 # Compiled by libpgrt with NVRTC at init (module kind `cuda`).  NVRTC does not declare
@@ -258,25 +259,6 @@ def _difference(nt, nf, fmap, kernels):
     return "?"
 
 
-def _remap(n, fmap):
-    """Node n (the other path's) with its buffers mapped to the joined program's."""
-    m = lambda b: fmap.get(id(b), b)
-    n = dict(n)
-    if n["kind"] == "kernel":
-        args = []
-        for a in n["args"]:
-            if a[0] == "ptr":
-                a = ("ptr", m(a[1]), a[2])
-            elif a[0] == "bytes":
-                a = ("bytes", a[1], [(r[0], m(r[1]), r[2], r[3]) for r in a[2]])
-            args.append(a)
-        n["args"] = args
-    for x in ("src", "dst"):
-        if x in n:
-            n[x] = (m(n[x][0]), n[x][1])
-    return n
-
-
 def join(a, b, k, out_dir):
     """Joins analysis b (the program given read k's value flipped) into analysis a (the
     path the example inputs took) as a conditional node, in place: a.nodes, a.edges,
@@ -341,7 +323,7 @@ def join(a, b, k, out_dir):
     kernels["pgcc_cond"] = cond_kernel(out_dir)
     setter = set_condition(f"c{k}", cond, read, expect)
     then_ids = {n["index"] for n in post_a}
-    else_nodes = [_remap(dict(n, index=f"f{n['index']}"), fmap) for n in post_b]
+    else_nodes = [remap(dict(n, index=f"f{n['index']}"), fmap) for n in post_b]
     else_ids = {n["index"] for n in post_b}
     branch = {"kind": "if", "index": f"if{k}", "condition": cond, "where": read["where"],
               "bodies": [(f"then{k}", post_a, [(x, y) for x, y in a.edges if x in then_ids and y in then_ids]),

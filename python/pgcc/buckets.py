@@ -27,6 +27,7 @@ import os
 from types import SimpleNamespace
 
 from .errors import ExportError
+from .graphfile import remap
 
 SETTER_SYMBOL = "pgcc_bucket_set"
 # Compiled by libpgrt with NVRTC at init (module kind `cuda`); NVRTC does not declare
@@ -89,25 +90,6 @@ def setter_kernel(out_dir):
                        "sha256": hashlib.sha256(SETTER_SOURCE.encode()).hexdigest()}}
 
 
-def _remap(n, fmap):
-    """Node n with its buffers mapped by fmap (id -> buffer)."""
-    m = lambda b: fmap.get(id(b), b)
-    n = dict(n)
-    if n["kind"] == "kernel":
-        args = []
-        for a in n["args"]:
-            if a[0] == "ptr":
-                a = ("ptr", m(a[1]), a[2])
-            elif a[0] == "bytes":
-                a = ("bytes", a[1], [(r[0], m(r[1]), r[2], r[3]) for r in a[2]])
-            args.append(a)
-        n["args"] = args
-    for x in ("src", "dst"):
-        if x in n:
-            n[x] = (m(n[x][0]), n[x][1])
-    return n
-
-
 def merge(analyses, values, dim_name, pad, setter):
     """Joins the analyses of the buckets (export.analyse's namespaces, one per size in
     values, in order) into one: a root of the setter kernel (kernels dict `setter`,
@@ -159,7 +141,7 @@ def merge(analyses, values, dim_name, pad, setter):
                 kt["ptr_words"] = set(kt["ptr_words"]) | set(k["ptr_words"])
                 kt["dontcare"] = set(kt.get("dontcare", ())) | set(k.get("dontcare", ()))
                 kt.setdefault("scalar_types", {}).update(k.get("scalar_types", {}))
-        nodes = [_remap(dict(n, index=f"b{v}_{n['index']}"), fmap) for n in a.nodes]
+        nodes = [remap(dict(n, index=f"b{v}_{n['index']}"), fmap) for n in a.nodes]
         edges = [(f"b{v}_{x}", f"b{v}_{y}") for x, y in a.edges]
         bodies.append((f"bucket_{v}", nodes, edges))
     positions = {}

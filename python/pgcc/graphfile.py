@@ -70,6 +70,26 @@ def node_buffers(n):
                 yield from node_buffers(m)
 
 
+def remap(n, fmap):
+    """Node n (a copy) with its buffers mapped by fmap (id of a buffer -> buffer); those
+    fmap does not name stay."""
+    m = lambda b: fmap.get(id(b), b)
+    n = dict(n)
+    if n["kind"] == "kernel":
+        args = []
+        for a in n["args"]:
+            if a[0] == "ptr":
+                a = ("ptr", m(a[1]), a[2])
+            elif a[0] == "bytes":
+                a = ("bytes", a[1], [(r[0], m(r[1]), r[2], r[3]) for r in a[2]])
+            args.append(a)
+        n["args"] = args
+    for x in ("src", "dst"):
+        if x in n:
+            n[x] = (m(n[x][0]), n[x][1])
+    return n
+
+
 def relocations(k, off):
     """The relocations of kernel k's parameter at off: sorted (offset inside it, kind)."""
     return sorted((at, kind) for o, at, kind in k["ptr_words"] if o == off)

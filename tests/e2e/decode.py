@@ -122,13 +122,20 @@ def example(batch, dtype=torch.bfloat16):
     return [tokens, torch.tensor([3], device="cuda"), kc, vc]
 
 
-def generate(step, prompt, new, dtype=torch.bfloat16):
+def generate(step, prompt, new, dtype=torch.bfloat16, kv=None, positions=None):
     """Greedy generation with any step callable (PyTorch's or an export's): the prompt
     [B, P] fed one token per step, then `new` tokens, each step's output the next one's
-    input; returns the new tokens [B, new]."""
+    input; returns the new tokens [B, new].  kv: the caches to use, zeroed first (else
+    new ones); positions: the position tensors 0, 1, ... (else new ones)."""
     b, p = prompt.shape
-    kc, vc = caches(b, dtype)
-    positions = [torch.tensor([i], device="cuda") for i in range(p + new - 1)]
+    if kv is None:
+        kc, vc = caches(b, dtype)
+    else:
+        kc, vc = kv
+        kc.zero_()
+        vc.zero_()
+    if positions is None:
+        positions = [torch.tensor([i], device="cuda") for i in range(p + new - 1)]
     tok = prompt[:, :1].contiguous()
     out = []
     for i in range(p + new - 1):
