@@ -38,6 +38,17 @@
  *
  * and is chosen when its costliest bucket is predicted faster than the switch's.
  *
+ * An NCCL collective (a libcall node with `comm`) costs the GPU a latency plus the
+ * bytes each rank moves over the bus bandwidth, as nccl-tests counts its "bus
+ * bandwidth": with R ranks, an AllReduce of B bytes moves 2(R-1)/R * B; an AllGather
+ * or a ReduceScatter whose gathered side is B bytes moves (R-1)/R * B:
+ *
+ *   collective = coll_us + moved bytes / (coll_gbps * 1000)      (B/us = GB/s * 1000)
+ *
+ * The same time eagerly and in a graph (a collective captured into a child graph),
+ * plus the eager launch's costs.  Profiles that do not set coll_us and coll_gbps get
+ * the defaults below, assumed for NVLink on an H100 or H200 and not measured.
+ *
  * Profiles are text files of `key value` lines (profiles/, written by
  * pgcc-calibrate); the H200's is built in.
  */
@@ -48,6 +59,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A collective's constants where the profile has none: assumptions for NVLink 4 on an
+ * H100 or H200 (NVLink 4 carries 450 GB/s each way; NCCL reaches less), not measured. */
+#define COLL_US_DEFAULT 15.0
+#define COLL_GBPS_DEFAULT 300.0
 
 /* profiles/h200.profile, measured by pgcc-calibrate on an H200 (driver 580.159.04,
  * CUDA 13.0); a test keeps the two equal. */
@@ -69,6 +85,8 @@ const PgProfile pg_profile_h200 = {
     .update_device_node_us = 0.322, /* likewise */
     .instantiate_node_us = 1.902,
     .upload_us = 25.617,
+    .coll_us = COLL_US_DEFAULT,     /* not in profiles/h200.profile: the defaults */
+    .coll_gbps = COLL_GBPS_DEFAULT,
 };
 
 /* ---- loading a profile ---- */
@@ -130,8 +148,10 @@ PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path) {
     seen[f] = true;
     *(double *)((char *)prof + fields[f].offset) = v;
   }
-  for (size_t f = 0; f < NFIELDS; f++)
-    if (!seen[f]) pg_error(d, pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len), "profile does not set '%s'", fields[f].key);
+  for (size_t f = 0; f < NFIELDS; f++) /* the collective's constants are optional */
+    if (!seen[f] && fields[f].offset == offsetof(PgProfile, coll_us)) prof->coll_us = COLL_US_DEFAULT;
+    else if (!seen[f] && fields[f].offset == offsetof(PgProfile, coll_gbps)) prof->coll_gbps = COLL_GBPS_DEFAULT;
+    else if (!seen[f]) pg_error(d, pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len), "profile does not set '%s'", fields[f].key);
   if (!prof->name) prof->name = path;
   return d->errors > errors ? NULL : prof;
 }
@@ -159,8 +179,15 @@ static void host_wait(Sum *s, double us) {
   s->gpu = s->host;
 }
 
+double pg_cost_collective_us(const PgProfile *pr, const PgCollective *c) {
+  double r = c->comm->ranks, b = (double)pg_coll_bytes(c, c->kind == PG_COLL_ALLGATHER);
+  double moved = (c->kind == PG_COLL_ALLREDUCE ? 2.0 : 1.0) * (r - 1) / r * b;
+  return pr->coll_us + (pr->coll_gbps > 0 ? moved / (pr->coll_gbps * 1000.0) : 0);
+}
+
 static double gpu_time(const PgProfile *pr, const PgNode *n) {
   if (n->gpu_us > 0) return n->gpu_us;
+  if (n->kind == PG_LIBCALL && n->u.libcall.coll) return pg_cost_collective_us(pr, n->u.libcall.coll);
   return n->kind == PG_MEMCPY || n->kind == PG_MEMSET ? pr->copy_us : pr->kernel_us;
 }
 
@@ -198,7 +225,9 @@ static bool args_change(const PgArgs *args) {
 static bool changes_per_call(const PgNode *n) {
   switch (n->kind) {
   case PG_KERNEL: return n->u.kernel.has_args && args_change(&n->u.kernel.args);
-  case PG_LIBCALL: return args_change(&n->u.libcall.args);
+  case PG_LIBCALL:
+    if (n->u.libcall.coll) return per_call(n->u.libcall.coll->send) || per_call(n->u.libcall.coll->recv);
+    return args_change(&n->u.libcall.args);
   case PG_MEMCPY: return n->u.memcpy.has_ptrs && (per_call(n->u.memcpy.src) || per_call(n->u.memcpy.dst));
   case PG_MEMSET: return n->u.memset.has_dst && per_call(n->u.memset.dst);
   default: return false;

@@ -48,7 +48,7 @@ struct GfCtx {
   PgGraph *graph;
   PgKernel *kernel;
   PgMap *modules, *kernels, *values, *events, *graphs, *nodes, *weights; /* values: buffers and scalars */
-  PgMap *is_scalar, *is_cond, *is_dim; /* which of `values` are scalars, conditions, dims */
+  PgMap *is_scalar, *is_cond, *is_dim, *is_comm; /* which of `values` are scalars, conditions, dims, comms */
   PG_VEC(PendingEdge) edges;   /* deferred to the block's end: an endpoint was not declared yet */
   PendingEdge batch[EDGE_BATCH]; /* edges not looked up yet (flush_edges) */
   size_t nbatch;
@@ -280,11 +280,12 @@ static bool ptr_of(GfCtx *c, const GfWord *w, PgPtr *out) {
   PgBuffer *b = lookup(c, c->values, w, "buffer");
   if (!b) return false;
   if (pg_map_getn(c->is_scalar, w->text.s, w->text.len) || pg_map_getn(c->is_cond, w->text.s, w->text.len) ||
-      pg_map_getn(c->is_dim, w->text.s, w->text.len)) {
+      pg_map_getn(c->is_dim, w->text.s, w->text.len) || pg_map_getn(c->is_comm, w->text.s, w->text.len)) {
     pg_error(c->d, w->loc, "'%.*s' is a %s, not a buffer", (int)w->text.len, w->text.s,
-             pg_map_getn(c->is_cond, w->text.s, w->text.len)  ? "condition"
-             : pg_map_getn(c->is_dim, w->text.s, w->text.len) ? "dim"
-                                                                : "scalar");
+             pg_map_getn(c->is_cond, w->text.s, w->text.len)   ? "condition"
+             : pg_map_getn(c->is_dim, w->text.s, w->text.len)  ? "dim"
+             : pg_map_getn(c->is_comm, w->text.s, w->text.len) ? "comm"
+                                                                 : "scalar");
     return false;
   }
   out->buf = b;
@@ -823,9 +824,30 @@ static void stmt_dim(GfCtx *c, const GfWord *name, PgLoc loc) {
     pg_error(c->d, f[0]->loc, "dim '%s' needs 1 to 64 values", d->name);
     return;
   }
-  if (!declare(c, c->values, name, d, "buffer, scalar, condition or dim")) return;
+  if (!declare(c, c->values, name, d, "buffer, scalar, condition, dim or comm")) return;
   pg_map_put(c->is_dim, d->name, d);
   pg_vec_push(c->a, c->p->dims, d);
+}
+
+/* `comm NAME ranks N;`: the program runs as one rank of N; its collectives name it. */
+static void stmt_comm(GfCtx *c, const GfWord *name, PgLoc loc) {
+  static const Spec spec[] = {{"ranks", A_U64, true}};
+  const GfWord *f[1];
+  if (!read_attrs(c, name->next, "comm", loc, spec, 1, f)) return;
+  PgComm *k = pg_arena_alloc(c->a, sizeof *k);
+  k->name = name_of(c, name);
+  k->loc = name->loc;
+  uint64_t v = 0;
+  if (f[0]->text.s[0] == '-' || (u64_of(c, f[0], "ranks", &v) && (v < 1 || v > INT32_MAX))) {
+    pg_error(c->d, f[0]->loc, "comm '%s': ranks is the number of ranks, 1 to 2^31-1, not %.*s", k->name,
+             (int)f[0]->text.len, f[0]->text.s);
+    return;
+  }
+  if (!v) return; /* u64_of said why */
+  k->ranks = (uint32_t)v;
+  if (!declare(c, c->values, name, k, "buffer, scalar, condition, dim or comm")) return;
+  pg_map_put(c->is_comm, k->name, k);
+  pg_vec_push(c->a, c->p->comms, k);
 }
 
 static void stmt_graph(GfCtx *c, const GfWord *name, bool block) {
@@ -914,6 +936,78 @@ static bool bucket_switch(GfCtx *c, PgNode *n, const GfWord *dw, const GfWord *b
   return true;
 }
 
+/* A libcall node's NCCL attributes (f[2..7]: comm, send, recv, count, dtype, op): a
+ * collective when its fn is one NCCL collective (pg_colls), which takes them instead of
+ * `args`; any other fn takes none of them. */
+static void libcall_collective(GfCtx *c, PgNode *n, const GfWord *const *f, PgLoc loc) {
+  static const char *const keys[] = {"comm", "send", "recv", "count", "dtype", "op"};
+  int k;
+  for (k = 0; k < PG_COLL_COUNT; k++)
+    if (strcmp(n->u.libcall.fn, pg_colls[k].fn) == 0) break;
+  if (k == PG_COLL_COUNT) {
+    for (int i = 2; i < 8; i++)
+      if (f[i]) {
+        pg_error(c->d, f[i]->loc, "libcall node '%s': '%s' belongs to an NCCL collective (fn \"ncclAllReduce\", \"ncclAllGather\" or "
+                 "\"ncclReduceScatter\")", n->name, keys[i - 2]);
+        return;
+      }
+    return;
+  }
+  const PgCollInfo *ci = &pg_colls[k];
+  if (f[1]) {
+    pg_error(c->d, f[1]->loc, "collective node '%s' (%s) takes named attributes (comm, send, recv, count, dtype%s), "
+             "not 'args'", n->name, ci->fn, ci->has_op ? ", op" : "");
+    return;
+  }
+  for (int i = 2; i < 7; i++)
+    if (!f[i]) {
+      pg_error(c->d, loc, "collective node '%s' (%s) needs attribute '%s'", n->name, ci->fn, keys[i - 2]);
+      return;
+    }
+  if (ci->has_op && !f[7]) {
+    pg_error(c->d, loc, "collective node '%s' (%s) needs attribute 'op' (sum, prod, max, min or avg)", n->name, ci->fn);
+    return;
+  }
+  if (!ci->has_op && f[7]) {
+    pg_error(c->d, f[7]->loc, "collective node '%s': %s takes no 'op' (a reduction belongs to ncclAllReduce and "
+             "ncclReduceScatter)", n->name, ci->fn);
+    return;
+  }
+  PgCollective *co = pg_arena_alloc(c->a, sizeof *co);
+  co->kind = (PgCollKind)k;
+  if (!(co->comm = pg_map_getn(c->is_comm, f[2]->text.s, f[2]->text.len))) {
+    pg_error(c->d, f[2]->loc, "unknown comm '%.*s' (declare it: 'comm NAME ranks N;')", (int)f[2]->text.len,
+             f[2]->text.s);
+    return;
+  }
+  if (!ptr_of(c, f[3], &co->send) || !ptr_of(c, f[4], &co->recv)) return;
+  if (!co->send.buf || !co->recv.buf) {
+    pg_error(c->d, (co->send.buf ? f[4] : f[3])->loc, "collective node '%s': its %s buffer is null", n->name,
+             co->send.buf ? "recv" : "send");
+    return;
+  }
+  co->send_loc = f[3]->loc, co->recv_loc = f[4]->loc;
+  if (!u64_of(c, f[5], "count", &co->count)) return;
+  char *dt = name_of(c, f[6]);
+  if (!pg_type_from_name(dt, &co->dtype) || !pg_coll_dtype_ok(co->dtype)) {
+    pg_error(c->d, f[6]->loc, "collective node '%s': dtype '%s' is not one NCCL has (i8, u8, i32, u32, i64, u64, f16, "
+             "f32, f64, bf16)", n->name, dt);
+    return;
+  }
+  if (f[7]) {
+    int o;
+    for (o = 0; o < PG_OP_COUNT; o++)
+      if (pg_str_eq(f[7]->text, pg_redop_names[o])) break;
+    if (o == PG_OP_COUNT) {
+      pg_error(c->d, f[7]->loc, "collective node '%s': unknown reduction '%.*s' (expected sum, prod, max, min or avg)",
+               n->name, (int)f[7]->text.len, f[7]->text.s);
+      return;
+    }
+    co->op = (PgRedOp)o;
+  }
+  n->u.libcall.coll = co;
+}
+
 static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   const GfWord *kw = W(c, name->next);
   PgNodeKind kind;
@@ -941,7 +1035,9 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
       [PG_MEM_FREE] = {{"buffer", A_NAME, false}},
       [PG_CONDITIONAL] = {{"type", A_NAME, true}, {"handle", A_U64, false}, {"bodies", A_LIST, true},
                           {"condition", A_NAME, false}, {"bucket", A_NAME, false}},
-      [PG_LIBCALL] = {{"fn", A_STRING, true}, {"args", A_LIST, false}},
+      [PG_LIBCALL] = {{"fn", A_STRING, true}, {"args", A_LIST, false}, {"comm", A_NAME, false},
+                      {"send", A_REF, false}, {"recv", A_REF, false}, {"count", A_U64, false},
+                      {"dtype", A_NAME, false}, {"op", A_NAME, false}},
       [PG_HOSTOP] = {{"op", A_NAME, true}, {"reason", A_STRING, true}, {"buffer", A_NAME, false},
                      {"expect", A_STRING, false}},
       [PG_OPAQUE] = {{"what", A_STRING, true}},
@@ -1104,6 +1200,7 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   case PG_LIBCALL:
     n->u.libcall.fn = string_of(c, f[0]);
     if (f[1]) read_args(c, f[1], &n->u.libcall.args);
+    libcall_collective(c, n, f, loc);
     break;
   case PG_HOSTOP:
     n->u.hostop.op = name_of(c, f[0]);
@@ -1181,7 +1278,8 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
       c->p->arch = name_of(c, name), c->p->arch_loc = name->loc;
   } else if (!named && (word_is(kw, "module") || word_is(kw, "kernel") || word_is(kw, "buffer") ||
                         word_is(kw, "scalar") || word_is(kw, "event") || word_is(kw, "condition") ||
-                        word_is(kw, "weights") || word_is(kw, "dim") || word_is(kw, "graph"))) {
+                        word_is(kw, "weights") || word_is(kw, "dim") || word_is(kw, "comm") ||
+                        word_is(kw, "graph"))) {
     pg_error(c->d, name ? name->loc : loc, "%.*s needs a name", (int)kw->text.len, kw->text.s);
   } else if (word_is(kw, "graph")) {
     stmt_graph(c, name, opens_block);
@@ -1209,6 +1307,8 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
     stmt_condition(c, name, loc);
   } else if (word_is(kw, "dim")) {
     stmt_dim(c, name, loc);
+  } else if (word_is(kw, "comm")) {
+    stmt_comm(c, name, loc);
   } else if (word_is(kw, "node")) {
     pg_error(c->d, loc, "a node belongs inside a graph block");
   } else {
@@ -1294,6 +1394,7 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->is_scalar = pg_map_new(a);
   c->is_cond = pg_map_new(a);
   c->is_dim = pg_map_new(a);
+  c->is_comm = pg_map_new(a);
   c->events = pg_map_new(a);
   c->graphs = pg_map_new(a);
   c->nodes = pg_map_new(a);

@@ -148,7 +148,17 @@ static void put_node(FILE *f, const PgNode *n) {
   case PG_LIBCALL:
     fputs(" fn ", f);
     put_string(f, n->u.libcall.fn);
-    put_args(f, &n->u.libcall.args);
+    if (n->u.libcall.coll) {
+      const PgCollective *c = n->u.libcall.coll;
+      fprintf(f, " comm %s send ", c->comm->name);
+      put_ptr(f, c->send);
+      fputs(" recv ", f);
+      put_ptr(f, c->recv);
+      fprintf(f, " count %" PRIu64 " dtype %s", c->count, pg_type_names[c->dtype]);
+      if (pg_colls[c->kind].has_op) fprintf(f, " op %s", pg_redop_names[c->op]);
+    } else {
+      put_args(f, &n->u.libcall.args);
+    }
     break;
   case PG_HOSTOP:
     fprintf(f, " op %s", n->u.hostop.op);
@@ -242,6 +252,9 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     for (size_t k = 0; k < d->values.n; k++) fprintf(f, "%s%" PRId64, k ? ", " : "", d->values.v[k]);
     fprintf(f, "] %s;\n", d->pad ? "pad" : "exact");
   }
+
+  if (p->comms.n) fputc('\n', f);
+  for (size_t i = 0; i < p->comms.n; i++) fprintf(f, "comm %s ranks %" PRIu32 ";\n", p->comms.v[i]->name, p->comms.v[i]->ranks);
 
   if (p->kernels.n) fputc('\n', f);
   for (size_t i = 0; i < p->kernels.n; i++) {

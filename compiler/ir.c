@@ -39,6 +39,32 @@ const char *const pg_module_kind_names[PG_MOD_KIND_COUNT] = {"cubin", "fatbin", 
 const char *const pg_dir_names[PG_DIR_COUNT] = {"htod", "dtoh", "dtod", "htoh", "default"};
 const char *const pg_cond_names[PG_COND_COUNT] = {"if", "while", "switch"};
 
+const PgCollInfo pg_colls[PG_COLL_COUNT] = {
+#define X(e, fn, send, recv, op) [PG_COLL_##e] = {fn, send, recv, op},
+    PG_COLLECTIVES(X)
+#undef X
+};
+const char *const pg_redop_names[PG_OP_COUNT] = {
+#define X(e, name) [PG_OP_##e] = name,
+    PG_REDOPS(X)
+#undef X
+};
+
+/* The dtypes NCCL has (ncclDataType_t): no i16, u16, bool, ptr or bytes. */
+bool pg_coll_dtype_ok(PgType t) {
+  return t == PG_T_I8 || t == PG_T_U8 || t == PG_T_I32 || t == PG_T_U32 || t == PG_T_I64 || t == PG_T_U64 ||
+         t == PG_T_F16 || t == PG_T_F32 || t == PG_T_F64 || t == PG_T_BF16;
+}
+
+/* count * size * (1 or ranks), saturated at UINT64_MAX so that a huge count fails the
+ * extent check instead of wrapping. */
+uint64_t pg_coll_bytes(const PgCollective *c, bool recv) {
+  unsigned mult = recv ? pg_colls[c->kind].recv_mult : pg_colls[c->kind].send_mult;
+  uint64_t m = mult == PG_COLL_R ? c->comm->ranks : mult, size = pg_type_sizes[c->dtype];
+  if (c->count && (size > UINT64_MAX / c->count || m > UINT64_MAX / (c->count * size))) return UINT64_MAX;
+  return c->count * size * m;
+}
+
 bool pg_is_hostop(const PgNode *n, const char *op) { return n->kind == PG_HOSTOP && strcmp(n->u.hostop.op, op) == 0; }
 
 PgProgram *pg_program_new(PgArena *a) {

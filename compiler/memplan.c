@@ -83,7 +83,10 @@ static void args_uses(const PgArgs *args, UseFn *fn, void *ctx) {
 static void node_uses(const PgNode *n, UseFn *fn, void *ctx) {
   switch (n->kind) {
   case PG_KERNEL: args_uses(&n->u.kernel.args, fn, ctx); break;
-  case PG_LIBCALL: args_uses(&n->u.libcall.args, fn, ctx); break;
+  case PG_LIBCALL:
+    args_uses(&n->u.libcall.args, fn, ctx);
+    if (n->u.libcall.coll) fn(ctx, n->u.libcall.coll->send.buf), fn(ctx, n->u.libcall.coll->recv.buf);
+    break;
   case PG_MEMCPY:
     fn(ctx, n->u.memcpy.src.buf);
     fn(ctx, n->u.memcpy.dst.buf);

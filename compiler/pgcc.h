@@ -343,6 +343,66 @@ typedef struct {
   uint64_t offset;
 } PgPtr;
 
+/* A communicator (`comm NAME ranks N;`): the program runs as one rank of N, and its
+ * collectives (libcall nodes that name it) move data between the ranks through NCCL. */
+typedef struct {
+  const char *name;
+  uint32_t ranks; /* at least 1 */
+  PgLoc loc;
+} PgComm;
+
+/* NCCL collectives a libcall node can be, listed once.
+ *
+ *   X(ENUM, "fn in .graph", send elements per `count`, recv elements per `count`, takes an op)
+ *
+ * The multipliers are 1 or R, the comm's ranks: AllGather sends count and receives
+ * count*R; ReduceScatter sends count*R and receives count. */
+#define PG_COLL_R 0 /* "the comm's ranks" in the table below */
+#define PG_COLLECTIVES(X)                            \
+  X(ALLREDUCE,     "ncclAllReduce",     1, 1, 1)     \
+  X(ALLGATHER,     "ncclAllGather",     1, PG_COLL_R, 0) \
+  X(REDUCESCATTER, "ncclReduceScatter", PG_COLL_R, 1, 1)
+
+typedef enum {
+#define X(e, fn, send, recv, op) PG_COLL_##e,
+  PG_COLLECTIVES(X)
+#undef X
+  PG_COLL_COUNT
+} PgCollKind;
+
+typedef struct {
+  const char *fn;     /* NCCL's function name */
+  unsigned send_mult; /* 1, or PG_COLL_R: the comm's ranks */
+  unsigned recv_mult;
+  bool has_op;        /* takes a reduction */
+} PgCollInfo;
+extern const PgCollInfo pg_colls[PG_COLL_COUNT];
+
+/* Reductions, in NCCL's order (ncclRedOp_t: ncclSum = 0 ... ncclAvg = 4). */
+#define PG_REDOPS(X) X(SUM, "sum") X(PROD, "prod") X(MAX, "max") X(MIN, "min") X(AVG, "avg")
+typedef enum {
+#define X(e, name) PG_OP_##e,
+  PG_REDOPS(X)
+#undef X
+  PG_OP_COUNT
+} PgRedOp;
+extern const char *const pg_redop_names[PG_OP_COUNT];
+
+/* A libcall node that is an NCCL collective (`fn "ncclAllReduce" comm C send B recv B
+ * count N dtype T op O`): count is elements per rank as NCCL counts them. */
+typedef struct {
+  PgCollKind kind;
+  PgComm *comm;
+  PgPtr send, recv;
+  uint64_t count;
+  PgType dtype; /* one NCCL has: pg_coll_dtype_ok */
+  PgRedOp op;   /* valid when pg_colls[kind].has_op */
+  PgLoc send_loc, recv_loc;
+} PgCollective;
+/* Bytes a collective's send (recv) buffer spans: count * dtype size * its multiplier. */
+uint64_t pg_coll_bytes(const PgCollective *c, bool recv);
+bool pg_coll_dtype_ok(PgType t);
+
 /* A kernel or library-call argument. */
 typedef enum {
   PG_ARG_INT,    /* integer literal (text kept in `lit` as written) */
@@ -441,7 +501,8 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
     } cond;
     struct {
       const char *fn; /* e.g. "cublasLtMatmul" */
-      PgArgs args;
+      PgArgs args;    /* the generic form; empty for a collective */
+      PgCollective *coll; /* an NCCL collective (named attributes), or NULL */
     } libcall;
     struct {
       const char *op;     /* sync, guard, dtoh, htod, cpu, ... */
@@ -517,6 +578,7 @@ typedef struct {
   PG_VEC(PgCondition *) conditions;
   PG_VEC(PgWeights *) weights;
   PG_VEC(PgDim *) dims;
+  PG_VEC(PgComm *) comms;
   PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
   PG_VEC(PgRegion *) regions;
   PgMemPlan mem;
@@ -663,7 +725,9 @@ int pg_verify_regions(const PgProgram *p, PgDiag *d);
   X(update_device_us, "one device-side batched parameter update, per call that changes something") \
   X(update_device_node_us, "GPU time a device-updatable kernel node adds to every replay")  \
   X(instantiate_node_us, "graph instantiation, per node")                                   \
-  X(upload_us, "graph upload, per graph")
+  X(upload_us, "graph upload, per graph")                                                   \
+  X(coll_us, "GPU time of one NCCL collective beyond its bytes (latency)")                  \
+  X(coll_gbps, "GB/s a collective moves per rank (NCCL's bus bandwidth)")
 
 typedef struct {
   const char *name;
@@ -692,6 +756,8 @@ PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path);
 /* allow_device: may a region patch on the device (pgcc --device-update)?  Off by
  * default: it saves host time but costs GPU time on every replay (docs/cost-model.md). */
 void pg_cost(PgProgram *p, const PgProfile *prof, double calls, bool allow_device);
+/* An NCCL collective's predicted GPU time (docs/cost-model.md). */
+double pg_cost_collective_us(const PgProfile *pr, const PgCollective *c);
 
 /* memplan.c: intermediates into one arena */
 void pg_memplan(PgProgram *p);

@@ -152,6 +152,23 @@ static void buckets_text(const PgProgram *p, double planned, FILE *f) {
             bytes(w, sizeof w, weight_bytes(p)));
 }
 
+/* The NCCL collectives of the root graph (the only place the C generator takes them), in
+ * node order: each with its comm, its bytes and its predicted time. */
+static void collectives_text(const PgProgram *p, const PgProfile *pr, FILE *f) {
+  const PgGraph *root = p->graphs.v[0];
+  char b[32];
+  for (size_t i = 0; i < root->nodes.n; i++) {
+    const PgNode *n = root->nodes.v[i];
+    if (n->kind != PG_LIBCALL || !n->u.libcall.coll) continue;
+    const PgCollective *c = n->u.libcall.coll;
+    fprintf(f, "collective %s: %s on comm %s (%" PRIu32 " %s), %" PRIu64 " %s per rank, %s sent, predicted %.1f us "
+            "(region %d)\n", n->name, pg_colls[c->kind].fn, c->comm->name, c->comm->ranks,
+            plural(c->comm->ranks, "rank", "ranks"), c->count, pg_type_names[c->dtype],
+            bytes(b, sizeof b, pg_coll_bytes(c, false)), n->gpu_us > 0 ? n->gpu_us : pg_cost_collective_us(pr, c),
+            n->region);
+  }
+}
+
 void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   PgStats st = pg_program_stats(p);
   Totals t = totals(p);
@@ -185,6 +202,7 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
           bytes(q, sizeof q, p->mem.pools_bytes));
   host_text(p, f);
   buckets_text(p, t.planned, f);
+  collectives_text(p, info->profile, f);
   if (pg_graph_min_version(p) >= 2) { /* by-value parameters with relocation kinds or don't-care bytes */
     size_t kinds[PG_RELOC_KIND_COUNT] = {0}, runs = 0;
     uint64_t dc = 0;
@@ -346,7 +364,26 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   }
   fputs(first ? "]" : "\n  ]", f);
   fprintf(f, ",\n  \"weights_bytes\": %llu", (unsigned long long)weight_bytes(p));
-  fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu\n}\n",
+  fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
           (unsigned long long)p->mem.arena_bytes, (unsigned long long)p->mem.sum_bytes,
           (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
+  fputs(",\n  \"collectives\": [", f);
+  first = true;
+  for (size_t i = 0; i < root->nodes.n; i++) {
+    const PgNode *n = root->nodes.v[i];
+    if (n->kind != PG_LIBCALL || !n->u.libcall.coll) continue;
+    const PgCollective *c = n->u.libcall.coll;
+    fprintf(f, "%s{\"node\": ", first ? "" : ", ");
+    jstr(f, n->name);
+    fprintf(f, ", \"fn\": \"%s\", \"comm\": ", pg_colls[c->kind].fn);
+    jstr(f, c->comm->name);
+    fprintf(f, ", \"ranks\": %" PRIu32 ", \"count\": %" PRIu64 ", \"dtype\": \"%s\", \"send_bytes\": %" PRIu64
+            ", \"recv_bytes\": %" PRIu64 ", \"region\": %d, \"est_us\": ", c->comm->ranks, c->count,
+            pg_type_names[c->dtype], pg_coll_bytes(c, false), pg_coll_bytes(c, true), n->region);
+    jnum(f, n->gpu_us > 0 ? n->gpu_us : pg_cost_collective_us(info->profile, c));
+    fputc('}', f);
+    first = false;
+  }
+  fputs("]", f);
+  fputs("\n}\n", f);
 }

@@ -312,6 +312,15 @@ static void check_node(V *v, const PgGraph *g, const PgNode *n, size_t i) {
       PG_BUG("conditional '%s' and its condition disagree", n->name);
     if (n->u.cond.dim && n->u.cond.dim->node != n) PG_BUG("bucket switch '%s' and its dim disagree", n->name);
     break;
+  case PG_LIBCALL:
+    if (n->u.libcall.coll) { /* extents: count elements per rank, times the ranks where NCCL says so */
+      const PgCollective *c = n->u.libcall.coll;
+      if (c->comm->ranks < 1) PG_BUG("comm '%s' has no ranks", c->comm->name);
+      if (c->count == 0) FAIL(v, n->loc, "collective node '%s': count is 0 (an empty collective)", n->name);
+      check_ptr(v, c->send_loc, c->send, pg_coll_bytes(c, false), "collective send");
+      check_ptr(v, c->recv_loc, c->recv, pg_coll_bytes(c, true), "collective recv");
+    }
+    break;
   default: break;
   }
 }

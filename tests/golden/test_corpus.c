@@ -364,6 +364,58 @@ START_TEST(buckets_round_trip) {
 }
 END_TEST
 
+/* NCCL collectives (tests/golden/collectives.graph, pgcc's own output): a comm, the
+ * three collectives with their attributes and a generic libcall beside them; written
+ * back byte for byte, as version 1 (comms raise no version); the report names each
+ * collective with its bytes and its predicted time. */
+START_TEST(collectives_round_trip) {
+  const char *path = "tests/golden/collectives.graph";
+  Run r = run_pgcc("--emit=graph", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  char *want = slurp(path, NULL);
+  ck_assert_ptr_nonnull(want);
+  ck_assert_str_eq(r.out, want);
+  run_free(&r);
+  Parsed *p = parse_text(path, want);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  const PgProgram *prog = p->prog;
+  ck_assert_int_eq(pg_graph_min_version(prog), 1);
+  ck_assert_uint_eq(prog->comms.n, 1);
+  ck_assert_str_eq(prog->comms.v[0]->name, "world");
+  ck_assert_uint_eq(prog->comms.v[0]->ranks, 2);
+  const PgCollective *ar = find_node(prog, "ar0")->u.libcall.coll, *ag = find_node(prog, "ag")->u.libcall.coll,
+                     *rs = find_node(prog, "rs")->u.libcall.coll;
+  ck_assert_ptr_nonnull(ar);
+  ck_assert_int_eq(ar->kind, PG_COLL_ALLREDUCE);
+  ck_assert_ptr_eq(ar->comm, prog->comms.v[0]);
+  ck_assert_uint_eq(ar->send.offset, 256);
+  ck_assert_ptr_eq(ar->send.buf, ar->recv.buf);
+  ck_assert_uint_eq(ar->count, 4096);
+  ck_assert_int_eq(ar->dtype, PG_T_F32);
+  ck_assert_int_eq(ar->op, PG_OP_SUM);
+  ck_assert_uint_eq(pg_coll_bytes(ar, false), 16384);
+  ck_assert_int_eq(ag->kind, PG_COLL_ALLGATHER); /* recv is count * ranks */
+  ck_assert_uint_eq(pg_coll_bytes(ag, false), 8192);
+  ck_assert_uint_eq(pg_coll_bytes(ag, true), 16384);
+  ck_assert_int_eq(rs->kind, PG_COLL_REDUCESCATTER); /* send is count * ranks */
+  ck_assert_uint_eq(pg_coll_bytes(rs, false), 16384);
+  ck_assert_uint_eq(pg_coll_bytes(rs, true), 8192);
+  ck_assert_int_eq(rs->op, PG_OP_AVG);
+  const PgNode *mm = find_node(prog, "mm");
+  ck_assert_ptr_null(mm->u.libcall.coll);
+  ck_assert_uint_eq(mm->u.libcall.args.n, 3);
+  parsed_free(p);
+  free(want);
+  r = run_pgcc("--report", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  /* 15 us of latency and 2 * (2-1)/2 * 16384 bytes at 300 GB/s: 15.05 us */
+  ck_assert_ptr_nonnull(strstr(r.out, "collective ar0: ncclAllReduce on comm world (2 ranks), 4096 f32 per rank, "
+                                      "16.00 KiB sent, predicted 15.1 us (region 0)\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "collective rs: ncclReduceScatter on comm world (2 ranks), 2048 f32 per rank"));
+  run_free(&r);
+}
+END_TEST
+
 /* A stream capture of four launches on two streams (tests/gpu/dotin/capture.c, H100):
  * its C takes each kernel node's arguments at init, and says which node each is by
  * its DOT id, which numbers the nodes in capture order. */
@@ -499,6 +551,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, relocation_kinds_round_trip);
   tcase_add_test(t, buckets_round_trip);
   tcase_add_test(t, driver_built_pitched_copy_and_host_node);
+  tcase_add_test(t, collectives_round_trip);
   tcase_add_test(t, captured_dot_lists_kernel_origins);
   tcase_add_test(t, exported_fixtures_read);
   tcase_add_test(t, host_read_fixtures_report_their_regions);

@@ -238,7 +238,7 @@ END_TEST
 /* Dims share the names of buffers, scalars and conditions, and are none of them. */
 START_TEST(dim_errors) {
   expect_error("pgcc 1;\nbuffer B size 4;\ndim B values [1] pad;\ngraph g { node n empty; }\n",
-               "e.graph:3:5: error: buffer, scalar, condition or dim 'B' is already declared");
+               "e.graph:3:5: error: buffer, scalar, condition, dim or comm 'B' is already declared");
   expect_error("pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; }\ndim B values [1, 2] exact;\n"
                "graph g { node n kernel k grid [1] block [1] args [B]; }\n",
                "e.graph:4:52: error: 'B' is a dim, not a buffer");
