@@ -32,6 +32,28 @@ static bool arg_scalar(const PgScalar *s) { return s->is_input || s->is_callback
 
 /* ---- what can be generated ---- */
 
+/* A collective is captured once, at init (docs/codegen.md): its buffers must keep their
+ * addresses for the context's life (weights, the arena), and it runs in the root graph. */
+static bool fits_collective(PgDiag *d, const PgNode *n) {
+  const PgCollective *c = n->u.libcall.coll;
+  const PgPtr ends[2] = {c->send, c->recv};
+  const PgLoc locs[2] = {c->send_loc, c->recv_loc};
+  for (int k = 0; k < 2; k++)
+    if (per_call(ends[k].buf) || ends[k].buf->role == PG_ROLE_HOST) {
+      pg_error(d, locs[k], "node '%s': a collective's %s buffer '%s' is %s; C generation wants it to be an "
+               "intermediate, a workspace or a weight (captured once, at init), not a per-call buffer", n->name,
+               k ? "recv" : "send", ends[k].buf->name,
+               ends[k].buf->role == PG_ROLE_HOST ? "host memory" : pg_role_names[ends[k].buf->role]);
+      return false;
+    }
+  if (n->graph->owner) {
+    pg_error(d, n->loc, "node '%s': a collective runs in the root graph, not inside the body of '%s'", n->name,
+             n->graph->owner->name);
+    return false;
+  }
+  return true;
+}
+
 static bool fits_c(PgDiag *d, const PgNode *n) {
   switch (n->kind) {
   case PG_KERNEL:
@@ -92,6 +114,13 @@ static bool fits_c(PgDiag *d, const PgNode *n) {
     pg_error(d, n->loc, "node '%s': the conditional's condition is not known (declare one with 'condition NAME "
                         "default N;', name it with 'condition NAME', and pass it to the kernel that sets it)", n->name);
     return false;
+  case PG_LIBCALL:
+    if (!n->u.libcall.coll) {
+      pg_error(d, n->loc, "node '%s': library call '%s' cannot be generated (only the NCCL collectives "
+                          "ncclAllReduce, ncclAllGather and ncclReduceScatter)", n->name, n->u.libcall.fn);
+      return false;
+    }
+    return fits_collective(d, n);
   case PG_HOSTOP:
     if (pg_is_hostop(n, "sync") || pg_is_hostop(n, "guard")) return true;
     pg_error(d, n->loc, "node '%s': host operation '%s' cannot be generated (only 'sync' and 'guard')", n->name,
@@ -163,6 +192,9 @@ static void fits_condition_args(PgDiag *d, const PgProgram *p, const PgNode *n) 
 
 int pg_c_check(const PgProgram *p, PgDiag *d) {
   int errors = d->errors;
+  if (p->comms.n > 1) /* one id per communicator: NAME_init takes one */
+    pg_error(d, p->comms.v[1]->loc, "comm '%s': C generation takes one comm per program for now (NAME_init takes one "
+             "NCCL id), and '%s' is the first", p->comms.v[1]->name, p->comms.v[0]->name);
   for (size_t i = 0; i < p->kernels.n; i++) /* found by name at init, among the modules there are */
     if (!p->kernels.v[i]->module && !p->modules.n)
       pg_warning(d, p->kernels.v[i]->loc,
@@ -580,6 +612,23 @@ static void kernel_fields(W *w, const PgNode *n, int at) {
 
 /* One node table entry.  Kernel nodes, the many, go through the line buffer; the
  * other kinds are printed after it is flushed.  The caller flushes after the last. */
+/* NCCL's name for a dtype (pgrt.h's pgrt_nccl_dtype, nccl.h's values). */
+static const char *nccl_dtype(PgType t) {
+  switch (t) {
+  case PG_T_I8: return "PGRT_NCCL_INT8";
+  case PG_T_U8: return "PGRT_NCCL_UINT8";
+  case PG_T_I32: return "PGRT_NCCL_INT32";
+  case PG_T_U32: return "PGRT_NCCL_UINT32";
+  case PG_T_I64: return "PGRT_NCCL_INT64";
+  case PG_T_U64: return "PGRT_NCCL_UINT64";
+  case PG_T_F16: return "PGRT_NCCL_FLOAT16";
+  case PG_T_F32: return "PGRT_NCCL_FLOAT32";
+  case PG_T_F64: return "PGRT_NCCL_FLOAT64";
+  case PG_T_BF16: return "PGRT_NCCL_BFLOAT16";
+  default: PG_BUG("dtype %s is not one NCCL has", pg_type_names[t]);
+  }
+}
+
 static void emit_node(W *w, const PgNode *n, int at) {
   FILE *f = w->f;
   lorigin(w, n, at);
@@ -644,6 +693,22 @@ static void emit_node(W *w, const PgNode *n, int at) {
             n->u.hostop.buf->name, w->name, at, strlen(n->u.hostop.expect) / 2);
     cstring(f, n->u.hostop.reason);
     break;
+  case PG_LIBCALL: {
+    static const char *const kinds[PG_COLL_COUNT] = {"PGRT_COLL_ALLREDUCE", "PGRT_COLL_ALLGATHER",
+                                                     "PGRT_COLL_REDUCESCATTER"};
+    static const char *const ops[PG_OP_COUNT] = {"PGRT_NCCL_SUM", "PGRT_NCCL_PROD", "PGRT_NCCL_MAX", "PGRT_NCCL_MIN",
+                                                 "PGRT_NCCL_AVG"};
+    const PgCollective *c = n->u.libcall.coll;
+    size_t comm = 0;
+    while (w->p->comms.v[comm] != c->comm) comm++;
+    fprintf(f, ".kind = PGRT_NODE_COLLECTIVE, .origin = \"%s\", .coll = %s, .comm = %zu /* %s */,\n     .src = %d, "
+               ".src_offset = %" PRIu64 ", .dst = %d, .dst_offset = %" PRIu64 ", .count = %" PRIu64
+               ", .nccl_dtype = %s", n->name, kinds[c->kind], comm, c->comm->name, idx(w->buffers, c->send.buf->name),
+            c->send.offset, idx(w->buffers, c->recv.buf->name), c->recv.offset, c->count, nccl_dtype(c->dtype));
+    if (pg_colls[c->kind].has_op) fprintf(f, ", .nccl_op = %s", ops[c->op]);
+    fprintf(f, " /* %s */", pg_colls[c->kind].fn);
+    break;
+  }
   default: PG_BUG("node '%s' passed pg_c_check", n->name);
   }
   size_t nd = deps_kept(w, n);
@@ -951,8 +1016,25 @@ static void emit_api(W *w, bool list_caller_args) {
              " * code was generated for.  A graph region that does not instantiate runs eagerly, with a\n"
              " * warning on stderr.  Synchronous; not thread-safe with other calls on the same ctx. */\n",
           caller ? "see above" : "NULL (every kernel's arguments are known)", nm, nm);
-  fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
-             "CUdeviceptr arena);\n\n", nm, nm);
+  if (p->comms.n) {
+    const PgComm *c = p->comms.v[0];
+    fprintf(f, "/* Comm '%s': this program runs as one rank of %" PRIu32 " (%s_COMM_RANKS).  Rank 0 makes an NCCL\n"
+               " * id with pgrt_nccl_unique_id and shares its 128 bytes with the other ranks; every rank\n"
+               " * calls %s_init with that id and its own rank (0 .. %" PRIu32 "), on the device it runs on\n"
+               " * (the current context's), and init waits until every rank has joined.  NCCL is loaded\n"
+               " * at init with dlopen (PGRT_NCCL, else libnccl.so.2) before any CUDA call: where it does\n"
+               " * not load, init fails with PGRT_ERR_NCCL and pgrt_error() names the library and why.\n"
+               " * Every rank must call %s_run the same number of times in the same order: each call's\n"
+               " * collectives wait for the other ranks' (they are part of the work queued on the\n"
+               " * stream, which finishes only when every rank's has run). */\n",
+            c->name, c->ranks, nm, nm, c->ranks - 1, nm);
+    fprintf(f, "#define %s_COMM_RANKS %" PRIu32 "\n", nm, c->ranks);
+    fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
+               "CUdeviceptr arena,\n    const pgrt_nccl_id *id, int rank);\n\n", nm, nm);
+  } else {
+    fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
+               "CUdeviceptr arena);\n\n", nm, nm);
+  }
   bool sync = false, guard = false, reads = false, callbacks = false;
   for (size_t i = 0; i < p->graphs.v[0]->nodes.n; i++)
     sync |= pg_is_hostop(p->graphs.v[0]->nodes.v[i], "sync"), guard |= pg_is_hostop(p->graphs.v[0]->nodes.v[i], "guard");
@@ -1108,6 +1190,7 @@ static void emit_info(W *w) {
   else fputs("NULL,\n", f);
   fprintf(f, "    .arena_bytes = UINT64_C(%" PRIu64 "),\n", p->mem.arena_bytes);
   if (p->dims.n) fprintf(f, "    .n_dims = %zu, .dims = %s_dims,\n", p->dims.n, nm);
+  if (p->comms.n) fprintf(f, "    .n_comms = %zu, .comms = %s_comms,\n", p->comms.n, nm);
   fputs("};\n\n", f);
   fprintf(f, "const pgrt_program_info *%s_info(void) { return &%s_info_table; }\n", nm, nm);
   free(shape);
@@ -1324,6 +1407,13 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   }
   if (!p->regions.n) fputs("    {0},\n", f);
   fputs("};\n\n", f);
+  if (p->comms.n) {
+    fprintf(f, "/* The comms: this process is one rank of each (NAME_init's id and rank). */\n"
+               "static const pgrt_comm %s_comms[] = {\n", name);
+    for (size_t i = 0; i < p->comms.n; i++)
+      fprintf(f, "    {\"%s\", %" PRIu32 "},\n", p->comms.v[i]->name, p->comms.v[i]->ranks);
+    fputs("};\n\n", f);
+  }
   fprintf(f, "static const pgrt_program %s_program = {\n", name);
   fprintf(f, "    .version = PGRT_VERSION, .name = \"%s\",\n", name);
   fprintf(f, "    .modules = %s_modules, .module_count = %zu,\n", name, p->modules.n);
@@ -1343,21 +1433,25 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   fprintf(f, "    .arch = \"%s\",\n", p->arch ? p->arch : "");
   if (p->dims.n) fprintf(f, "    .dims = %s_dims, .dim_count = %zu,\n", name, p->dims.n);
   if (buckets) fprintf(f, "    .bucket_dims = %s_bucket_dims, .bucket_count = %d,\n", name, buckets);
+  if (p->comms.n) fprintf(f, "    .comms = %s_comms, .comm_count = %zu,\n", name, p->comms.n);
   fputs("};\n\n", f);
 
   /* the three functions */
+  /* a program with comms: pgrt_init_comm, with the id and this process's rank */
+  const char *init = p->comms.n ? "pgrt_init_comm" : "pgrt_init", *comm_args = p->comms.n ? ", id, rank" : "";
   fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
-             "CUdeviceptr arena) {\n", name, name);
+             "CUdeviceptr arena%s) {\n", name, name, p->comms.n ? ",\n    const pgrt_nccl_id *id, int rank" : "");
   if (weights) {
-    fprintf(f, "  if (!weights) /* libpgrt says what is missing */\n    return pgrt_init(ctx, &%s_program, NULL, "
-               "kernel_args, arena);\n", name);
+    fprintf(f, "  if (!weights) /* libpgrt says what is missing */\n    return %s(ctx, &%s_program, NULL, "
+               "kernel_args, arena%s);\n", init, name, comm_args);
     fprintf(f, "  const CUdeviceptr w[%d] = {", weights);
     int k = 0;
     for (size_t i = 0; i < p->buffers.n; i++)
       if (p->buffers.v[i]->role == PG_ROLE_WEIGHT) fprintf(f, "%sweights->", k++ ? ", " : ""), cname(f, p->buffers.v[i]->name);
-    fprintf(f, "};\n  return pgrt_init(ctx, &%s_program, w, kernel_args, arena);\n}\n\n", name);
+    fprintf(f, "};\n  return %s(ctx, &%s_program, w, kernel_args, arena%s);\n}\n\n", init, name, comm_args);
   } else {
-    fprintf(f, "  (void)weights;\n  return pgrt_init(ctx, &%s_program, NULL, kernel_args, arena);\n}\n\n", name);
+    fprintf(f, "  (void)weights;\n  return %s(ctx, &%s_program, NULL, kernel_args, arena%s);\n}\n\n", init, name,
+            comm_args);
   }
   for (size_t i = 0; i < p->weights.n; i++) emit_weights_loader(&w, p->weights.v[i]);
   if (w.caller_args) {

@@ -164,6 +164,9 @@ struct pgrt_ctx {
   int late_count;           /* patched from the host, never by an updater */
   char *is_late;            /* per node */
   char *pending;            /* per node: a late node's bytes changed and its graph is not patched yet */
+  pgrt_nccl *nccl;          /* NCCL's functions, for a program with comms (else NULL) */
+  void **ncomms;            /* per comm: its NCCL communicator (ncclComm_t) */
+  CUstream cap;             /* the stream collectives are captured on, at init */
   const pgrt_scalar_fn *callbacks; /* this call's, during pgrt_run */
   int calls;
   pgrt_run_stats stats;
@@ -552,6 +555,37 @@ out:
   return st;
 }
 
+/* A collective in a graph: NCCL's call captured on libpgrt's own stream into a graph
+ * (relaxed mode: NCCL makes calls of its own that a global capture would refuse), which
+ * becomes a child graph node, moved in like a child graph's body; where the move is
+ * refused, the node takes a clone and the captured graph is destroyed.  Its buffers are
+ * weights or in the arena, whose addresses hold for the context's life: captured once. */
+static pgrt_status add_collective(pgrt_ctx *c, CUgraph g, int i, const CUgraphNode *deps, int nd) {
+  const pgrt_node *n = &c->prog->nodes[i];
+  pgrt_status st = PGRT_OK;
+  CUgraph body = NULL;
+  CUgraphNodeParams np;
+  if (!c->cap) CU(cuStreamCreate(&c->cap, CU_STREAM_NON_BLOCKING), "the capture stream for collectives");
+  CU(cuStreamBeginCapture(c->cap, CU_STREAM_CAPTURE_MODE_RELAXED), n->origin);
+  st = pgrt_nccl_collective(c->nccl, n, c->addr[n->src] + n->src_offset, c->addr[n->dst] + n->dst_offset,
+                            c->ncomms[n->comm], c->cap);
+  CUresult er = cuStreamEndCapture(c->cap, &body); /* always: the stream leaves capture mode */
+  if (st != PGRT_OK) goto out;
+  CU(er, n->origin);
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  np.graph.graph = body;
+  np.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+  if (cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np) == CUDA_SUCCESS) {
+    body = NULL; /* the parent owns it now */
+  } else {
+    CU(cuGraphAddChildGraphNode(&c->gnodes[i], g, deps, (size_t)nd, body), n->origin);
+  }
+out:
+  if (body) cuGraphDestroy(body);
+  return st;
+}
+
 /* Whether node n's cluster must be given at launch: it has one, and its kernel was not
  * compiled with one (a kernel with __cluster_dims__ refuses a launch that sets it:
  * CUDA_ERROR_CLUSTER_MISCONFIGURATION, seen with cuDNN's ResNet-50 kernels). */
@@ -634,6 +668,9 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
       break;
     case PGRT_NODE_CONDITIONAL:
       if ((st = add_conditional(c, g, i, deps, nd)) != PGRT_OK) goto out;
+      break;
+    case PGRT_NODE_COLLECTIVE:
+      if ((st = add_collective(c, g, i, deps, nd)) != PGRT_OK) goto out;
       break;
     }
   }
@@ -806,6 +843,37 @@ out:
 
 pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdeviceptr *weights, void **const *kernel_args,
                       CUdeviceptr arena) {
+  if (pr && pr->version == PGRT_VERSION && pr->comm_count)
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "program '%s' has comms: it needs an NCCL id and this process's rank "
+                     "(pgrt_init_comm; the generated NAME_init takes them)", pr->name);
+  return pgrt_init_comm(out_ctx, pr, weights, kernel_args, arena, NULL, 0);
+}
+
+/* A program's comms and collectives, before anything is loaded: the rank fits every comm,
+ * each collective names a comm and buffers whose addresses do not change per call. */
+static pgrt_status check_comms(const pgrt_program *pr, const pgrt_nccl_id *id, int rank) {
+  if (!id) return pgrt_fail(PGRT_ERR_ARGUMENT, "program '%s' has comms: it needs the NCCL id rank 0 made "
+                            "(pgrt_nccl_unique_id)", pr->name);
+  for (int k = 0; k < pr->comm_count; k++)
+    if (pr->comms[k].ranks < 1 || rank < 0 || rank >= pr->comms[k].ranks)
+      return pgrt_fail(PGRT_ERR_ARGUMENT, "comm '%s' has %d ranks: rank %d is not one of them", pr->comms[k].name,
+                       pr->comms[k].ranks, rank);
+  for (int i = 0; i < pr->node_count; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    if (n->kind != PGRT_NODE_COLLECTIVE) continue;
+    if (n->comm < 0 || n->comm >= pr->comm_count || n->src < 0 || n->src >= pr->buffer_count || n->dst < 0 ||
+        n->dst >= pr->buffer_count)
+      return pgrt_fail(PGRT_ERR_ARGUMENT, "collective '%s': its comm or buffers are not the program's", n->origin);
+    int s = pr->buffers[n->src].kind, d = pr->buffers[n->dst].kind;
+    if (s == PGRT_BUF_BOUND || s == PGRT_BUF_HOST || d == PGRT_BUF_BOUND || d == PGRT_BUF_HOST)
+      return pgrt_fail(PGRT_ERR_ARGUMENT, "collective '%s': its buffers must be weights or in the arena (captured "
+                       "once, at init)", n->origin);
+  }
+  return PGRT_OK;
+}
+
+pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdeviceptr *weights,
+                           void **const *kernel_args, CUdeviceptr arena, const pgrt_nccl_id *id, int rank) {
   if (!out_ctx || !pr) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: null context or program");
   *out_ctx = NULL;
   if (pr->version != PGRT_VERSION)
@@ -816,6 +884,7 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
     return pgrt_fail(PGRT_ERR_ARGUMENT, "program '%s' needs the arguments of its %d kernel nodes", pr->name,
                 pr->caller_arg_nodes);
   pgrt_status st = PGRT_OK;
+  if (pr->comm_count && (st = check_comms(pr, id, rank)) != PGRT_OK) return st;
   pgrt_ctx *c = pgrt_zalloc(sizeof *c);
   if (!c) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   c->prog = pr;
@@ -873,12 +942,30 @@ pgrt_status pgrt_init(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdevice
                      pr->dim_count);
       goto out;
     }
+  if (pr->comm_count) { /* NCCL before any CUDA call: where it is missing, nothing else is touched */
+    c->nccl = pgrt_zalloc(sizeof *c->nccl);
+    c->ncomms = pgrt_zalloc(sizeof *c->ncomms * (size_t)pr->comm_count);
+    if (!c->nccl || !c->ncomms) {
+      st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+      goto out;
+    }
+    if ((st = pgrt_nccl_load(c->nccl)) != PGRT_OK) goto out;
+  }
   CU(cuCtxGetCurrent(&c->cu), "init");
   if (!c->cu) {
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: no current CUDA context");
     goto out;
   }
   if ((st = load_modules(c)) != PGRT_OK) goto out;
+  for (int k = 0; k < pr->comm_count; k++) { /* on this context's device; every rank joins, in this order */
+    int r = c->nccl->comm_init_rank(&c->ncomms[k], pr->comms[k].ranks, *id, rank);
+    if (r != 0) {
+      c->ncomms[k] = NULL;
+      st = pgrt_fail(PGRT_ERR_NCCL, "ncclCommInitRank failed for comm '%s' (rank %d of %d): %s (%d)",
+                     pr->comms[k].name, rank, pr->comms[k].ranks, c->nccl->get_error_string(r), r);
+      goto out;
+    }
+  }
   for (int e = 0; e < pr->event_count; e++) CU(cuEventCreate(&c->events[e], CU_EVENT_DISABLE_TIMING), "an event");
 
   /* which region each node runs in: bodies follow the nodes that own them */
@@ -1176,6 +1263,11 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
   }
   case PGRT_NODE_CONDITIONAL:
     return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node cannot run eagerly", n->origin);
+  case PGRT_NODE_COLLECTIVE:
+    if ((st = pgrt_nccl_collective(c->nccl, n, c->addr[n->src] + n->src_offset, c->addr[n->dst] + n->dst_offset,
+                                   c->ncomms[n->comm], s)) != PGRT_OK)
+      goto out;
+    break;
   }
   c->stats.eager_nodes++;
 out:
@@ -1220,7 +1312,8 @@ static pgrt_status patch(pgrt_ctx *c, int i) {
   case PGRT_NODE_EVENT_RECORD:
   case PGRT_NODE_EVENT_WAIT:
   case PGRT_NODE_CHILD:
-  case PGRT_NODE_CONDITIONAL: break;
+  case PGRT_NODE_CONDITIONAL:
+  case PGRT_NODE_COLLECTIVE: break;
   }
   c->stats.nodes_patched++;
 out:
@@ -1418,6 +1511,10 @@ void pgrt_destroy(pgrt_ctx **pc) {
     if (c->graphs[r]) cuGraphDestroy(c->graphs[r]);
   }
   for (int r = 0; c->bgraphs && r < pr->region_count; r++) free_buckets(c, r);
+  for (int k = 0; c->ncomms && k < pr->comm_count; k++) /* after the graphs that captured their work */
+    if (c->ncomms[k]) c->nccl->comm_destroy(c->ncomms[k]);
+  if (c->cap) cuStreamDestroy(c->cap);
+  free(c->nccl), free(c->ncomms);
   for (int i = 0; c->params && i < pr->node_count; i++) {
     free(c->params[i]);
     if (!pr->nodes[i].caller_args) free(c->args[i]);

@@ -55,9 +55,9 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 8 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
+#define PGRT_VERSION 9 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
                           buffers, read scalars, guards, pgrt_run's callbacks; 8: dims and their
-                          buckets, pgrt_run's sizes) */
+                          buckets, pgrt_run's sizes; 9: comms and NCCL collectives) */
 
 typedef enum {
   PGRT_OK = 0,
@@ -71,7 +71,35 @@ typedef enum {
                         the guard; its outputs are not valid (pgrt_error() names the guard) */
   PGRT_ERR_BUCKET,   /* a size fits no bucket of its dim (below 1, past a pad dim's largest value, or
                         none of an exact dim's values): nothing ran (pgrt_error() names the dim) */
+  PGRT_ERR_NCCL,     /* NCCL did not load (PGRT_NCCL, else libnccl.so.2: pgrt_error() names the library and
+                        gives dlerror()), lacks a function libpgrt needs, or an NCCL call failed */
 } pgrt_status;
+
+/* ---- NCCL, loaded at run time ----
+ *
+ * A program with comms runs as one rank of each comm; its collectives call NCCL.
+ * libpgrt does not link NCCL: it loads it with dlopen when a program with comms is
+ * initialized (or pgrt_nccl_unique_id is called), from the path in the environment
+ * variable PGRT_NCCL if set, else "libnccl.so.2" as the dynamic linker finds it, and
+ * never unloads it (NCCL's threads may outlive a context).  A program without comms
+ * never touches NCCL.  The types and values below are NCCL's own (nccl.h), declared
+ * here so that neither libpgrt nor generated code needs nccl.h to build; a CPU test
+ * compares them with nccl.h. */
+typedef struct {
+  char internal[128]; /* NCCL_UNIQUE_ID_BYTES */
+} pgrt_nccl_id;
+typedef enum { /* ncclDataType_t */
+  PGRT_NCCL_INT8 = 0, PGRT_NCCL_UINT8 = 1, PGRT_NCCL_INT32 = 2, PGRT_NCCL_UINT32 = 3, PGRT_NCCL_INT64 = 4,
+  PGRT_NCCL_UINT64 = 5, PGRT_NCCL_FLOAT16 = 6, PGRT_NCCL_FLOAT32 = 7, PGRT_NCCL_FLOAT64 = 8, PGRT_NCCL_BFLOAT16 = 9
+} pgrt_nccl_dtype;
+typedef enum { /* ncclRedOp_t */
+  PGRT_NCCL_SUM = 0, PGRT_NCCL_PROD = 1, PGRT_NCCL_MAX = 2, PGRT_NCCL_MIN = 3, PGRT_NCCL_AVG = 4
+} pgrt_nccl_op;
+
+/* Makes the id that every rank's init takes (ncclGetUniqueId): rank 0 calls it and shares
+ * the 128 bytes with the other ranks (through MPI, a file, a socket, or a fork, as NCCL's
+ * own examples do).  Touches no CUDA itself.  PGRT_ERR_NCCL when NCCL does not load or fails. */
+pgrt_status pgrt_nccl_unique_id(pgrt_nccl_id *out);
 
 /* ---- the tables generated code fills (all constant) ---- */
 
@@ -207,7 +235,17 @@ typedef enum {
   PGRT_NODE_CONDITIONAL, /* runs bodies body .. body+body_count-1 as `condition` says */
   PGRT_NODE_HOST,        /* calls the caller's host function in slot `host` (bound per call) */
   PGRT_NODE_GUARD,       /* checks host buffer `buffer` against `expect` */
+  PGRT_NODE_COLLECTIVE,  /* an NCCL collective on comm `comm`: in a graph, captured at init into a child
+                            graph; eagerly, called on the stream */
 } pgrt_node_kind;
+
+/* A comm: the program runs as one rank of `ranks`; libpgrt makes one NCCL communicator per
+ * comm per context. */
+typedef struct {
+  const char *name;
+  int ranks;
+} pgrt_comm;
+typedef enum { PGRT_COLL_ALLREDUCE, PGRT_COLL_ALLGATHER, PGRT_COLL_REDUCESCATTER } pgrt_coll_kind;
 
 /* A host function and its user data, as cuLaunchHostFunc takes them. */
 typedef struct {
@@ -265,6 +303,14 @@ typedef struct {
   const char *reason;
   /* event record / wait */
   int event;
+  /* collective: coll on comms[comm], from buffers[src] + src_offset (send) to buffers[dst] +
+   * dst_offset (recv), count elements per rank as NCCL counts them, of nccl_dtype; nccl_op for
+   * AllReduce and ReduceScatter.  Its buffers have fixed addresses (weights, the arena). */
+  pgrt_coll_kind coll;
+  int comm;
+  uint64_t count;
+  pgrt_nccl_dtype nccl_dtype;
+  pgrt_nccl_op nccl_op;
   /* child, conditional: bodies[body .. body+body_count); conditional: its type and
    * its handle, conditions[condition] */
   int body, body_count;
@@ -322,6 +368,8 @@ typedef struct {
   const int *bucket_dims; /* per bucket scalar: the dim whose bucket's index it holds, set by
                              pgrt_run (the scalar values' slots after the read scalars') */
   int bucket_count;
+  const pgrt_comm *comms; /* pgrt_init_comm makes one NCCL communicator per comm */
+  int comm_count;
 } pgrt_program;
 
 /* ---- weights from a safetensors file ---- */
@@ -413,6 +461,8 @@ typedef struct {
   uint64_t arena_bytes;
   int n_dims;                /* the program's dims, .graph order (NAME_run's sizes, fields of role SIZE) */
   const pgrt_dim *dims;      /* NULL when n_dims is 0 */
+  int n_comms;               /* the program's comms (NAME_init's id and rank are for them) */
+  const pgrt_comm *comms;    /* NULL when n_comms is 0 */
 } pgrt_program_info;
 
 /* ---- the calls ---- */
@@ -426,6 +476,14 @@ typedef struct pgrt_ctx pgrt_ctx;
  * to let libpgrt allocate it. */
 pgrt_status pgrt_init(pgrt_ctx **ctx, const pgrt_program *prog, const CUdeviceptr *weights, void **const *kernel_args,
                       CUdeviceptr arena);
+/* pgrt_init for a program with comms (pgrt_init refuses one): this process is rank `rank` of
+ * every comm, which must be below each comm's ranks; `id` is what rank 0's
+ * pgrt_nccl_unique_id made, the same for every rank.  NCCL is loaded first, before any CUDA
+ * call (PGRT_ERR_NCCL where it does not load); then, on the current context's device, one
+ * communicator per comm (ncclCommInitRank, which waits for every rank to join), destroyed
+ * by pgrt_destroy.  With no comms, id and rank are not looked at. */
+pgrt_status pgrt_init_comm(pgrt_ctx **ctx, const pgrt_program *prog, const CUdeviceptr *weights,
+                           void **const *kernel_args, CUdeviceptr arena, const pgrt_nccl_id *id, int rank);
 
 /* One call: bound holds bound_slots device addresses, scalars scalar_slots values,
  * hosts host_slots host functions, callbacks callback_slots callback scalars' functions,

@@ -33,4 +33,24 @@ typedef struct pgrt_libset pgrt_libset;
 pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const pgrt_kernel *k, CUkernel *out);
 void pgrt_libset_free(pgrt_libset *set);
 
+/* nccl.c: NCCL, loaded with dlopen (pgrt.h, "NCCL, loaded at run time").  NCCL's enums
+ * travel as ints and its communicator as a pointer: the ABI of the functions below. */
+typedef struct {
+  void *lib;
+  int (*get_unique_id)(pgrt_nccl_id *id);
+  int (*comm_init_rank)(void **comm, int nranks, pgrt_nccl_id id, int rank);
+  int (*comm_destroy)(void *comm);
+  int (*all_reduce)(const void *send, void *recv, size_t count, int dtype, int op, void *comm, CUstream s);
+  int (*all_gather)(const void *send, void *recv, size_t count, int dtype, void *comm, CUstream s);
+  int (*reduce_scatter)(const void *send, void *recv, size_t count, int dtype, int op, void *comm, CUstream s);
+  const char *(*get_error_string)(int result);
+  int (*get_version)(int *version);
+} pgrt_nccl;
+/* Loads NCCL into *n (PGRT_NCCL, else libnccl.so.2) and resolves every function above;
+ * PGRT_ERR_NCCL naming the library and dlerror() where it cannot.  No CUDA call. */
+pgrt_status pgrt_nccl_load(pgrt_nccl *n);
+/* Queues node `node`'s collective on stream s, between send and recv, on comm. */
+pgrt_status pgrt_nccl_collective(const pgrt_nccl *n, const pgrt_node *node, CUdeviceptr send, CUdeviceptr recv,
+                                 void *comm, CUstream s);
+
 #endif

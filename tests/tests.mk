@@ -5,7 +5,7 @@
 #   check-asan        every test under gcc's ASan, LSan and UBSan
 #   check-ubsan       every test under clang's UBSan
 #   check-codegen     generated C compiles warning-free and links against libpgrt
-#   check-info        NAME_info()'s tables match the generated structs and the .graph
+#   check-info        NAME_info()'s tables match the generated structs and the .graph; NCCL against nccl.h
 #   check-deploy      examples/deploy builds through pkg-config and runs dry
 #   check-valgrind    pgcc under memcheck on every real dump and malformed input
 #   check-python      the Python package's CPU tests (pytest)
@@ -138,12 +138,12 @@ check-valgrind: $(B)/pgcc
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
 CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph tests/gpu/codegen/shapes.graph \
 	tests/gpu/codegen/relocs.graph tests/gpu/codegen/hostread.graph tests/gpu/codegen/buckets.graph \
-	$(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
+	tests/gpu/codegen/allreduce.graph $(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
 	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
 # The GPU test programs that run this C compile against its headers here too.
 GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/codegen/shapes_main.c \
 	tests/gpu/codegen/relocs_main.c tests/gpu/codegen/hostread_main.c tests/gpu/codegen/buckets_main.c \
-	tests/gpu/faults/faults_main.c \
+	tests/gpu/codegen/allreduce_main.c tests/gpu/faults/faults_main.c \
 	tests/gpu/e2e_bench.c
 check-codegen: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: generated C not compiled"; exit 0; fi; \
@@ -173,13 +173,17 @@ $(B)/stubs/libcuda.so.1:
 # basename is the GPU bucket test's) and checked against the structs and the .graph
 # (tests/codegen/info_main.c); libpgrt's safetensors reader and writer in host memory
 # (tests/codegen/tensors_main.c); the conversions of scalars read from host buffers
-# (tests/codegen/convert_main.c).  No GPU: none calls CUDA.
+# (tests/codegen/convert_main.c); libpgrt's NCCL declarations against nccl.h, and a program
+# with a comm whose NCCL is missing failing init before any CUDA call
+# (tests/codegen/nccl_main.c, over tests/gpu/codegen/allreduce.graph).  No GPU: none calls
+# CUDA.
 check-info: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: check-info not run"; exit 0; fi; \
 	$(MAKE) --no-print-directory runtime $(B)/stubs/libcuda.so.1 >/dev/null && mkdir -p $(B)/gen && \
 	$(B)/pgcc tests/corpus/export/mlp_small/mlp_small.graph -o $(B)/gen/mlp_small.c && \
 	$(B)/pgcc tests/codegen/info_roles.graph -o $(B)/gen/info_roles.c && \
 	$(B)/pgcc tests/golden/buckets.graph --name=buckets_golden -o $(B)/gen/buckets_golden.c 2>/dev/null && \
+	$(B)/pgcc tests/gpu/codegen/allreduce.graph -o $(B)/gen/allreduce.c && \
 	for cc in gcc clang; do \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/info_main \
 	    tests/codegen/info_main.c $(B)/gen/mlp_small.c $(B)/gen/info_roles.c $(B)/gen/buckets_golden.c \
@@ -190,7 +194,10 @@ check-info: $(B)/pgcc
 	  $(STUB_RUN) $(B)/gen/tensors_main $(B)/gen/tensors_test.safetensors && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/convert_main \
 	    tests/codegen/convert_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/convert_main || exit 1; \
+	  $(STUB_RUN) $(B)/gen/convert_main && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/nccl_main \
+	    tests/codegen/nccl_main.c $(B)/gen/allreduce.c $(B)/libpgrt.a $(CUDA_LIBS) && \
+	  $(STUB_RUN) $(B)/gen/nccl_main >$(B)/gen/nccl.log || { cat $(B)/gen/nccl.log; exit 1; }; \
 	done
 
 # examples/deploy builds warning-free against libpgrt and the driver's stub, through
