@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# NCCL collectives in generated C, on two GPUs of one machine (see docs/codegen.md):
+#
+#   bash tests/gpu/run_nccl.sh
+#
+# pgcc turns tests/gpu/codegen/allreduce.graph (comm world ranks 2: a kernel into the
+# arena, ncclAllReduce in place, a kernel into the output) into C, which is built
+# against libpgrt; allreduce_main forks one process per rank (device = rank), each
+# running 5 calls with new input and output addresses and the arena poisoned, checked
+# against the CPU's sum over both ranks.  It runs as generated (the collective captured
+# into a child graph of the region's graph), then with every region eager
+# (PGRT_FAULT=instantiate: NCCL called on the stream).  NVLink multicast stays off
+# (NCCL_NVLS_ENABLE=0).  libpgrt loads NCCL with dlopen: the Python package's
+# (nvidia.nccl) where it is installed, else whatever the dynamic linker finds.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+mkdir -p build/gpu
+make -s build/pgcc runtime
+build/pgcc tests/gpu/codegen/allreduce.graph -o build/gpu/allreduce.c
+build/pgcc --report tests/gpu/codegen/allreduce.graph
+gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/codegen/allreduce_main.c build/gpu/allreduce.c build/libpgrt.a \
+  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm \
+  -o build/gpu/allreduce
+nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' \
+  2>/dev/null || true)
+if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
+  export LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "NCCL: $nccl_lib/libnccl.so.2 (the Python package's)"
+elif ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+  echo "NCCL: $(ldconfig -p | grep 'libnccl.so.2 ' | head -n 1 | sed 's/.*=> //') (the system's)"
+else
+  echo "NCCL: no libnccl.so.2 found (pip install nvidia-nccl-cu13, or set PGRT_NCCL); trying the dynamic linker's path"
+fi
+export NCCL_NVLS_ENABLE=0
+nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader || true
+echo "== allreduce, 2 ranks, as generated (the collective captured into a child graph)"
+build/gpu/allreduce
+echo "== allreduce again, every region eager (PGRT_FAULT=instantiate: NCCL called on the stream)"
+PGRT_FAULT=instantiate build/gpu/allreduce
