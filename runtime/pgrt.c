@@ -18,6 +18,9 @@
  *       the program was exported with, and stops the call where they differ.  Before
  *       all that, each dim's size picks its bucket, whose index the bucket scalars
  *       take (a size that fits none stops the call before anything runs).
+ * comms: a program with comms loads NCCL before any CUDA call (nccl.c), makes one
+ *       communicator per comm, and captures each collective once, at init, into a
+ *       child graph of its region's graph (eager regions call NCCL on the stream).
  *
  * Memory: everything init allocates is recorded in the context and freed by
  * pgrt_destroy (which a failed init calls itself).
