@@ -23,10 +23,12 @@ gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/g
   tests/gpu/codegen/allreduce_main.c build/gpu/allreduce.c build/libpgrt.a \
   -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm \
   -o build/gpu/allreduce
-nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' \
+# (nvidia.nccl is a namespace package: no __file__, its directory is its search location)
+nccl_lib=$(python3 -c 'import importlib.util as u, os; s = u.find_spec("nvidia.nccl"); print(os.path.join(list(s.submodule_search_locations)[0], "lib"))' \
   2>/dev/null || true)
 if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
   export LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PGRT_NCCL="$nccl_lib/libnccl.so.2"
   echo "NCCL: $nccl_lib/libnccl.so.2 (the Python package's)"
 elif ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
   echo "NCCL: $(ldconfig -p | grep 'libnccl.so.2 ' | head -n 1 | sed 's/.*=> //') (the system's)"
