@@ -10,6 +10,14 @@ which of its 8-byte parameter words hold addresses in the capture's private pool
 (where the all-reduced tensor lives).
 
     python3 tests/gpu/probe_collectives.py       (needs 2 GPUs)
+
+What it printed on 2 H200s (torch 2.11.0+cu130, NCCL 2.28.9): the compiled all-reduce
+is one kernel node, ncclDevKernel_AllReduce_Sum_f32_RING_LL, whose 4096-byte
+parameter (ncclDevKernelArgsStorage<4096>) holds no address in the capture's pool --
+the send and receive buffers are in NCCL's own work memory, so the exporter cannot find
+them in the node and must learn them from the call (the op and its tensors) -- between
+an event wait and an event record node (NCCL's stream joins), its dependencies from
+the GEMM before it to the kernel after it.
 """
 import os
 import sys
@@ -61,8 +69,12 @@ def rank_main(rank, world, port):
                          "capture's pool)")
             print(line)
         print(f"edges: {cap.edges}")
-    dist.barrier()
-    dist.destroy_process_group()
+    # The first run (2 H200s, 2026-11-23) printed everything and then hung here, in the
+    # barrier or the process group's teardown, with the captured graph (which holds
+    # NCCL's work) alive: each rank now leaves at once after the GPU is done.
+    torch.cuda.synchronize()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def main():
