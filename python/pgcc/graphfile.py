@@ -64,6 +64,9 @@ def node_buffers(n):
     elif n["kind"] in ("memcpy", "read"):
         yield n["src"][0]
         yield n["dst"][0]
+    elif n["kind"] == "libcall":  # (an NCCL collective: collectives.py)
+        yield n["send"][0]
+        yield n["recv"][0]
     elif n["kind"] in ("if", "while", "switch"):  # (a conditional node: its bodies' nodes)
         for _, body, _ in n["bodies"]:
             for m in body:
@@ -84,7 +87,7 @@ def remap(n, fmap):
                 a = ("bytes", a[1], [(r[0], m(r[1]), r[2], r[3]) for r in a[2]])
             args.append(a)
         n["args"] = args
-    for x in ("src", "dst"):
+    for x in ("src", "dst", "send", "recv"):
         if x in n:
             n[x] = (m(n[x][0]), n[x][1])
     return n
@@ -111,7 +114,7 @@ def dontcare(k, off, inner):
 
 
 def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture", scalars=(), conditions=(),
-               dims=()):
+               dims=(), comms=()):
     """The .graph file's text.  kernels: {func: {"symbol", "layout", "ptr_words" ((param
     offset, offset inside, kind) of each relocation), "dontcare" ((param offset, offset
     inside, length) of bytes no launch depends on), "module", ["entry"]}} (each gets its
@@ -127,7 +130,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     ("cond", condition) arguments; dims: [{"name", "values", "pad"}] of shape buckets
     (buckets.py): a buffer's shape may name one, a scalar {"name", "type", "bucket": dim}
     is the index of the bucket a call runs, and a "switch" node with "bucket" picks
-    the body of that index."""
+    the body of that index; comms: [{"name", "ranks"}] of NCCL communicators, which
+    "libcall" nodes (collectives.py) name."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
     v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
     def all_nodes(ns):
@@ -150,7 +154,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     out += ["", f'weights w file "{name}.safetensors";', ""]
     for d in dims:
         out.append(f'dim {d["name"]} values [{", ".join(map(str, d["values"]))}] {"pad" if d["pad"] else "exact"};')
-    if dims:
+    out += [f'comm {c["name"]} ranks {c["ranks"]};' for c in comms]
+    if dims or comms:
         out.append("")
     names = set()
     for i, k in enumerate(kernels.values()):
@@ -252,6 +257,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             extra += f' priority {n["priority"]}' if n.get("priority") else ""
             out.append(f'  node n{i} kernel {k["name"]} grid [{g[0]}, {g[1]}, {g[2]}] block [{bl[0]}, {bl[1]}, {bl[2]}] '
                        f'smem {n["smem"]}{extra} args [{", ".join(args)}];')
+        elif n["kind"] == "libcall":
+            op = f' op {n["op"]}' if n.get("op") else ""
+            out.append(f'  node n{i} libcall fn "{n["fn"]}" comm {n["comm"]["name"]} send {ref(*n["send"])} '
+                       f'recv {ref(*n["recv"])} count {n["count"]} dtype {n["dtype"]}{op};')
         elif n["kind"] == "memset":
             out.append(f'  node n{i} memset dst {ref(*n["dst"])} value {n["value"]} elem {n["elem"]} width {n["width"]};')
         elif n["kind"] == "memcpy":

@@ -1,0 +1,107 @@
+"""NCCL collectives in a captured graph, as the .graph's `libcall` nodes (issue 20's
+exporter; docs/graph-format.md, "Collectives").
+
+A collective that torch.compile'd code makes (torch.ops._c10d_functional.all_reduce_
+and its kin) is captured as one NCCL kernel node between an event wait and an event
+record, NCCL's own stream joins (seen on two H200s with NCCL 2.28.9:
+tests/gpu/probe_collectives.py).  The kernel's parameters hold no address of the
+tensors -- its work lives in NCCL's memory -- so a node cannot say what it reduces:
+the buffers, count, type and op come from the call, recorded while capturing, and
+the k-th NCCL kernel node is the k-th call.  The kernel's name says the collective,
+and for a reduction its op and type (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`), which
+replace() checks against the call.
+
+Pure: plain data in and out (the nodes and edges export.py's analysis holds).  Not yet
+wired into the export: recording the calls during the captures, and replays that run
+the collective on every rank in lockstep, are still to do (docs/e2e.md, "Not done").
+"""
+import re
+
+from .errors import ExportError
+
+# torch.ops._c10d_functional ops -> the NCCL function they call
+FUNCTIONAL = {"all_reduce": "ncclAllReduce", "all_reduce_": "ncclAllReduce",
+              "all_gather_into_tensor": "ncclAllGather", "all_gather_into_tensor_out": "ncclAllGather",
+              "reduce_scatter_tensor": "ncclReduceScatter"}
+REDUCE_OPS = {"sum": "sum", "avg": "avg", "product": "prod", "prod": "prod", "min": "min", "max": "max"}
+_KERNEL_OPS = {"Sum": "sum", "Prod": "prod", "Min": "min", "Max": "max", "PreMulSum": "sum", "SumPostDiv": "avg"}
+_KERNEL = re.compile(r"ncclDevKernel_(AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|SendRecv|Generic)"
+                     r"(?:_(Sum|Prod|Min|Max|PreMulSum|SumPostDiv))?(?:_([a-z]+[0-9]*))?")
+_DTYPES = {"i8": "i8", "u8": "u8", "i32": "i32", "u32": "u32", "i64": "i64", "u64": "u64", "f16": "f16",
+           "f32": "f32", "f64": "f64", "bf16": "bf16"}
+
+
+def kernel_collective(symbol):
+    """What an NCCL kernel's (mangled) name says: {"fn": "ncclAllReduce", "op": "sum" or
+    None, "dtype": "f32" or None}; None for a kernel that is not NCCL's device kernel."""
+    m = _KERNEL.search(symbol or "")
+    if not m:
+        return None
+    fn, op, dtype = m.groups()
+    return {"fn": "nccl" + fn, "op": _KERNEL_OPS.get(op) if op else None, "dtype": _DTYPES.get(dtype or "")}
+
+
+def is_nccl_kernel(symbol):
+    return kernel_collective(symbol) is not None
+
+
+def bridge(edges, drop):
+    """edges without the nodes in drop: each dropped node's predecessors joined to its
+    successors (transitively through dropped nodes), no duplicates, in a stable order."""
+    preds, succs = {}, {}
+    for a, b in edges:
+        succs.setdefault(a, []).append(b)
+        preds.setdefault(b, []).append(a)
+
+    def kept_succs(n, seen):
+        for s in succs.get(n, ()):
+            if s in drop:
+                if s not in seen:
+                    seen.add(s)
+                    yield from kept_succs(s, seen)
+            else:
+                yield s
+    out, have = [], set()
+    for a, b in edges:
+        if a in drop:
+            continue
+        for t in ([b] if b not in drop else list(kept_succs(b, {b}))):
+            if (a, t) not in have and a != t:
+                have.add((a, t))
+                out.append((a, t))
+    return out
+
+
+def libcall(call, index, comm):
+    """The libcall node of one recorded call: {"fn", "send", "recv" ((buffer, offset) each),
+    "count" (elements per rank, as NCCL counts them), "dtype", "op" (reductions)}."""
+    node = {"kind": "libcall", "index": index, "fn": call["fn"], "comm": comm, "send": call["send"],
+            "recv": call["recv"], "count": call["count"], "dtype": call["dtype"]}
+    if call["fn"] in ("ncclAllReduce", "ncclReduceScatter"):
+        if call.get("op") not in REDUCE_OPS.values():
+            raise ExportError(f"{call['fn']}: reduction {call.get('op')!r} is not one NCCL has")
+        node["op"] = call["op"]
+    return node
+
+
+def replace(nodes, edges, calls, comm):
+    """nodes (in capture order; an NCCL kernel is {"kind": "kernel", "symbol": ...}, NCCL's
+    stream joins {"kind": "event", ...}) with the k-th NCCL kernel replaced by the libcall
+    node of calls[k] and the event nodes dropped, their edges bridged.  Raises
+    ExportError where the kernels and the calls do not pair up: another number of them,
+    or a kernel whose name says another collective, op or type than its call."""
+    kernels = [n for n in nodes if n["kind"] == "kernel" and is_nccl_kernel(n.get("symbol"))]
+    if len(kernels) != len(calls):
+        raise ExportError(f"the capture holds {len(kernels)} NCCL kernels, the program made {len(calls)} "
+                          "collective calls while it was captured")
+    by_index = {}
+    for k, (n, call) in enumerate(zip(kernels, calls)):
+        said = kernel_collective(n["symbol"])
+        for key in ("fn", "op", "dtype"):
+            if said[key] is not None and call.get(key) is not None and said[key] != call[key]:
+                raise ExportError(f"collective {k}: the kernel {n['symbol'][:80]} says {key} {said[key]}, the call "
+                                  f"{call[key]}")
+        by_index[n["index"]] = libcall(call, n["index"], comm)
+    drop = {n["index"] for n in nodes if n["kind"] == "event"}
+    out = [by_index.get(n["index"], n) for n in nodes if n["index"] not in drop]
+    return out, bridge(edges, drop)

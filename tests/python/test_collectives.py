@@ -1,0 +1,91 @@
+"""collectives.py: NCCL kernel names read, a capture's NCCL kernel and stream-join
+events replaced by libcall nodes from the recorded calls (as the all-reduce probe on two
+H200s captured it), and the result written as .graph that pgcc reads and compiles."""
+import hashlib
+import os
+import shutil
+import subprocess
+
+import pytest
+from conftest import FIXTURES
+
+from pgcc.collectives import bridge, kernel_collective, libcall, replace
+from pgcc.errors import ExportError
+from pgcc.graphfile import graph_text, node_buffers
+from pgcc.relocate import Buffers
+from pgcc.weights import write_safetensors
+
+PROBED = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"
+
+
+def test_kernel_names():
+    assert kernel_collective(PROBED) == {"fn": "ncclAllReduce", "op": "sum", "dtype": "f32"}
+    assert kernel_collective("ncclDevKernel_AllGather_RING_LL") == {"fn": "ncclAllGather", "op": None,
+                                                                    "dtype": None}
+    assert kernel_collective("_Z40ncclDevKernel_ReduceScatter_Max_bf16_RING_LL")["dtype"] == "bf16"
+    assert kernel_collective("triton_poi_fused_mul_0") is None
+
+
+def test_bridge_keeps_the_order_through_dropped_nodes():
+    # the probe: memset 0, GEMM 1, event wait 2, NCCL 3, event record 4, Triton 5
+    edges = [(0, 1), (1, 3), (1, 5), (2, 3), (3, 4), (3, 5)]
+    assert bridge(edges, {2, 4}) == [(0, 1), (1, 3), (1, 5), (3, 5)]
+    assert bridge([(0, 1), (1, 2), (2, 3)], {1, 2}) == [(0, 3)]  # through two dropped nodes
+
+
+def probed(tmp_path):
+    """The probe's capture as analysed nodes: a GEMM into t0, the NCCL kernel between its
+    events, a kernel out of t0 into out0."""
+    cubin = os.path.join(FIXTURES, "scale.cubin")
+    os.makedirs(tmp_path / "kernels", exist_ok=True)
+    shutil.copy(cubin, tmp_path / "kernels" / "scale.cubin")
+    module = {"name": "m_scale", "kind": "cubin", "file": "kernels/scale.cubin",
+              "sha256": hashlib.sha256(open(cubin, "rb").read()).hexdigest()}
+    bufs = Buffers()
+    x = bufs.add(name="in0", size=4096, role="input", dtype="f32", shape=[8, 128], ranges={0: 0x10000})
+    t = bufs.add(name="t0", size=8192, role="intermediate", ranges={0: 0x40000})
+    y = bufs.add(name="out0", size=8192, role="output", dtype="f32", shape=[8, 256], ranges={0: 0x20000})
+    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": {(0, 0, "abs64")}, "module": module}
+
+    def launch(i, buf):
+        return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,
+                "args": [("ptr", buf, 0), ("value", bytes(4)), ("value", bytes(4))]}
+    nodes = [launch(1, x), {"kind": "event", "index": 2},
+             {"kind": "kernel", "symbol": PROBED, "index": 3}, {"kind": "event", "index": 4}, launch(5, y)]
+    edges = [(1, 3), (1, 5), (2, 3), (3, 4), (3, 5)]
+    call = {"fn": "ncclAllReduce", "send": (t, 0), "recv": (t, 0), "count": 2048, "dtype": "f32", "op": "sum"}
+    return bufs, {1: k}, nodes, edges, call
+
+
+def test_the_probed_all_reduce_becomes_a_libcall_pgcc_compiles(tmp_path, pgcc_bin):
+    bufs, kernels, nodes, edges, call = probed(tmp_path)
+    comm = {"name": "world", "ranks": 2}
+    nodes, edges = replace(nodes, edges, [call], comm)
+    assert [n["kind"] for n in nodes] == ["kernel", "libcall", "kernel"] and edges == [(1, 3), (1, 5), (3, 5)]
+    assert [b["name"] for b in node_buffers(nodes[1])] == ["t0", "t0"]
+    used = {id(b) for n in nodes for b in node_buffers(n)}
+    text = graph_text("tp", kernels, bufs, used, nodes, edges, "sm_90", comms=[comm])
+    assert "comm world ranks 2;" in text
+    assert ('  node n3 libcall fn "ncclAllReduce" comm world send t0 recv t0 count 2048 dtype f32 op sum;'
+            in text)
+    (tmp_path / "tp.graph").write_text(text)
+    write_safetensors(tmp_path / "tp.safetensors", [])
+    r = subprocess.run([pgcc_bin, str(tmp_path / "tp.graph"), "-o", str(tmp_path / "tp.c")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert "const pgrt_nccl_id *id, int rank" in (tmp_path / "tp.h").read_text()
+    r = subprocess.run([pgcc_bin, "--report", str(tmp_path / "tp.graph")], capture_output=True, text=True)
+    assert r.returncode == 0 and "collective n3: ncclAllReduce on comm world (2 ranks)" in r.stdout, r.stdout
+
+
+def test_calls_and_kernels_that_do_not_pair_up(tmp_path):
+    bufs, kernels, nodes, edges, call = probed(tmp_path)
+    comm = {"name": "world", "ranks": 2}
+    with pytest.raises(ExportError, match="1 NCCL kernels, the program made 2"):
+        replace(nodes, edges, [call, call], comm)
+    with pytest.raises(ExportError, match="says dtype f32, the call bf16"):
+        replace(nodes, edges, [dict(call, dtype="bf16")], comm)
+    with pytest.raises(ExportError, match="says op sum, the call max"):
+        replace(nodes, edges, [dict(call, op="max")], comm)
+    with pytest.raises(ExportError, match="reduction 'xor' is not one NCCL has"):
+        libcall(dict(call, op="xor"), 3, comm)
