@@ -179,16 +179,25 @@ END_TEST
  * the same bytes (tests/golden/relocs_v2.graph is pgcc's own output), and become
  * libpgrt relocation tables with their kinds; a version-1 file with by-value
  * pointers at 4-byte-aligned offsets reads and writes as it always did. */
+/* A golden .graph that pgcc wrote: --emit=graph gives it back byte for byte.  Returns it
+ * parsed (parsed_free it) and its text in *text (free it after). */
+static Parsed *golden_round_trip(const char *path, char **text) {
+  Run r = run_pgcc("--emit=graph", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  *text = slurp(path, NULL);
+  ck_assert_ptr_nonnull(*text);
+  ck_assert_str_eq(r.out, *text);
+  run_free(&r);
+  Parsed *p = parse_text(path, *text);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  return p;
+}
+
 START_TEST(relocation_kinds_round_trip) {
   static const char *const files[] = {"tests/golden/relocs_v2.graph", "tests/golden/relocs_v1.graph"};
   for (int f = 0; f < 2; f++) {
-    Run r = run_pgcc("--emit=graph", files[f], NULL);
-    ck_assert_msg(r.status == 0, "%s", r.err);
-    char *want = slurp(files[f], NULL);
-    ck_assert_ptr_nonnull(want);
-    ck_assert_str_eq(r.out, want);
-    Parsed *p = parse_text(files[f], want);
-    ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+    char *want;
+    Parsed *p = golden_round_trip(files[f], &want);
     ck_assert_int_eq(p->prog->version, 2 - f);
     const PgKernel *k = p->prog->kernels.v[0];
     if (f == 0) {
@@ -211,7 +220,6 @@ START_TEST(relocation_kinds_round_trip) {
     ck_assert_uint_eq(k->params.v[0].dontcare.n, 0);
     parsed_free(p);
     free(want);
-    run_free(&r);
   }
   /* version 2 without its features is written as version 1, which every pgcc reads */
   Parsed *p = parse_text("v2.graph", "pgcc 2;\nkernel k symbol \"k\" { param 0 16 bytes ptrs [abs64 8]; }\n"
@@ -323,14 +331,8 @@ END_TEST
  * for byte, in the version that says the rest (buckets raise no version). */
 START_TEST(buckets_round_trip) {
   const char *path = "tests/golden/buckets.graph";
-  Run r = run_pgcc("--emit=graph", path, NULL);
-  ck_assert_msg(r.status == 0, "%s", r.err);
-  char *want = slurp(path, NULL);
-  ck_assert_ptr_nonnull(want);
-  ck_assert_str_eq(r.out, want);
-  run_free(&r);
-  Parsed *p = parse_text(path, want);
-  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  char *want;
+  Parsed *p = golden_round_trip(path, &want);
   const PgProgram *prog = p->prog;
   ck_assert_int_eq(prog->version, 1);
   ck_assert_int_eq(pg_graph_min_version(prog), 1);
@@ -358,7 +360,7 @@ START_TEST(buckets_round_trip) {
   ck_assert_uint_eq(pg_program_stats(prog).dims, 2);
   parsed_free(p);
   free(want);
-  r = run_pgcc("--stats", path, NULL);
+  Run r = run_pgcc("--stats", path, NULL);
   ck_assert_str_eq(r.out, "nodes=11 edges=6 graphs=5 kernels=10 dims=2 \n");
   run_free(&r);
 }
@@ -370,14 +372,8 @@ END_TEST
  * collective with its bytes and its predicted time. */
 START_TEST(collectives_round_trip) {
   const char *path = "tests/golden/collectives.graph";
-  Run r = run_pgcc("--emit=graph", path, NULL);
-  ck_assert_msg(r.status == 0, "%s", r.err);
-  char *want = slurp(path, NULL);
-  ck_assert_ptr_nonnull(want);
-  ck_assert_str_eq(r.out, want);
-  run_free(&r);
-  Parsed *p = parse_text(path, want);
-  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  char *want;
+  Parsed *p = golden_round_trip(path, &want);
   const PgProgram *prog = p->prog;
   ck_assert_int_eq(pg_graph_min_version(prog), 1);
   ck_assert_uint_eq(prog->comms.n, 1);
@@ -406,7 +402,7 @@ START_TEST(collectives_round_trip) {
   ck_assert_uint_eq(mm->u.libcall.args.n, 3);
   parsed_free(p);
   free(want);
-  r = run_pgcc("--report", path, NULL);
+  Run r = run_pgcc("--report", path, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   /* 15 us of latency and 2 * (2-1)/2 * 16384 bytes at 300 GB/s: 15.05 us */
   ck_assert_ptr_nonnull(strstr(r.out, "collective ar0: ncclAllReduce on comm world (2 ranks), 4096 f32 per rank, "
