@@ -1,15 +1,12 @@
 """branches.py: two paths of a program that branched on a value read back, joined into
 one program with an IF/ELSE node; pgcc reads the result and generates its C.  And the
 paths are refused where they differ before the read."""
-import hashlib
-import os
-import shutil
 import struct
 import subprocess
 from types import SimpleNamespace
 
 import pytest
-from conftest import FIXTURES
+from conftest import scale_module
 
 from pgcc.branches import join
 from pgcc.errors import ExportError
@@ -21,11 +18,7 @@ from pgcc.weights import write_safetensors
 def path(tmp_path, then, offset=0):
     """One path's analysis: kernel n0 (in0 -> t0), the read of t0's first byte (n1 into
     r0, sync n2, guarded), then kernel n3 (t0 -> out0) with scale `then`."""
-    cubin = os.path.join(FIXTURES, "scale.cubin")
-    os.makedirs(tmp_path / "kernels", exist_ok=True)
-    shutil.copy(cubin, tmp_path / "kernels" / "scale.cubin")
-    module = {"name": "m_scale", "kind": "cubin", "file": "kernels/scale.cubin",
-              "sha256": hashlib.sha256(open(cubin, "rb").read()).hexdigest()}
+    module = scale_module(tmp_path)
     bufs = Buffers()
     bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
     t = bufs.add(name="t0", size=2048, role="intermediate", ranges={0: 0x40000})

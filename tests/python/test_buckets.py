@@ -2,15 +2,12 @@
 analyses of several sizes merged into one program with a SWITCH node (weights once,
 inputs and outputs with the dimension named, intermediates per bucket), which pgcc
 reads and compiles."""
-import hashlib
-import os
-import shutil
 import struct
 import subprocess
 from types import SimpleNamespace
 
 import pytest
-from conftest import FIXTURES
+from conftest import scale_module
 
 from pgcc.buckets import SETTER_SOURCE, check_values, choose, dim_position, merge, setter_kernel
 from pgcc.errors import ExportError
@@ -43,14 +40,6 @@ def test_choose_and_values():
             check_values(bad)
 
 
-def module(tmp_path):
-    cubin = os.path.join(FIXTURES, "scale.cubin")
-    os.makedirs(tmp_path / "kernels", exist_ok=True)
-    shutil.copy(cubin, tmp_path / "kernels" / "scale.cubin")
-    return {"name": "m_scale", "kind": "cubin", "file": "kernels/scale.cubin",
-            "sha256": hashlib.sha256(open(cubin, "rb").read()).hexdigest()}
-
-
 def bucket(tmp_path, n, static_at=0x900000):
     """The analysis of one bucket: x (n x 64 floats) -> t0 = x*w -> out0 (n x 64), with a
     weight w, an intermediate t0 of n rows and a static block (the same memory in every
@@ -62,7 +51,7 @@ def bucket(tmp_path, n, static_at=0x900000):
     s = bufs.add(name="t1", size=512, role="weight", static=True, tensor="__static_1", ranges={0: static_at})
     y = bufs.add(name="out0", size=256 * n, role="output", dtype="f32", shape=[n, 64], ranges={0: 0x20000})
     k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": {(0, 0, "abs64")},
-         "module": module(tmp_path)}
+         "module": scale_module(tmp_path)}
 
     def launch(i, buf, off=0):
         return {"kind": "kernel", "func": 1, "grid": [n, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,

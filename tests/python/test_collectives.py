@@ -1,13 +1,10 @@
 """collectives.py: NCCL kernel names read, a capture's NCCL kernel and stream-join
 events replaced by libcall nodes from the recorded calls (as the all-reduce probe on two
 H200s captured it), and the result written as .graph that pgcc reads and compiles."""
-import hashlib
-import os
-import shutil
 import subprocess
 
 import pytest
-from conftest import FIXTURES
+from conftest import scale_module
 
 from pgcc.collectives import bridge, kernel_collective, libcall, replace
 from pgcc.errors import ExportError
@@ -36,11 +33,7 @@ def test_bridge_keeps_the_order_through_dropped_nodes():
 def probed(tmp_path):
     """The probe's capture as analysed nodes: a GEMM into t0, the NCCL kernel between its
     events, a kernel out of t0 into out0."""
-    cubin = os.path.join(FIXTURES, "scale.cubin")
-    os.makedirs(tmp_path / "kernels", exist_ok=True)
-    shutil.copy(cubin, tmp_path / "kernels" / "scale.cubin")
-    module = {"name": "m_scale", "kind": "cubin", "file": "kernels/scale.cubin",
-              "sha256": hashlib.sha256(open(cubin, "rb").read()).hexdigest()}
+    module = scale_module(tmp_path)
     bufs = Buffers()
     x = bufs.add(name="in0", size=4096, role="input", dtype="f32", shape=[8, 128], ranges={0: 0x10000})
     t = bufs.add(name="t0", size=8192, role="intermediate", ranges={0: 0x40000})
