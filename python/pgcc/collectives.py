@@ -11,9 +11,13 @@ the k-th NCCL kernel node is the k-th call.  The kernel's name says the collecti
 and for a reduction its op and type (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`), which
 replace() checks against the call.
 
-Pure: plain data in and out (the nodes and edges export.py's analysis holds).  Not yet
-wired into the export: recording the calls during the captures, and replays that run
-the collective on every rank in lockstep, are still to do (docs/e2e.md, "Not done").
+Recording (Recorder, torch): while a capture runs, the functional collective ops are
+replaced by stand-ins that record the call (its tensors' addresses, count, type, op)
+and, where the collective was, put a one-byte memset of a marker buffer whose value is
+the call's number: the capture then holds no NCCL work, so each rank exports on its
+own and the export's replays run no collective (NCCL's kernel in a replayed graph
+would wait for the other ranks' replays).  export.analyse turns each marker memset into
+the call's libcall node.  The rest is pure: plain data in and out.
 """
 import re
 
@@ -105,3 +109,80 @@ def replace(nodes, edges, calls, comm):
     drop = {n["index"] for n in nodes if n["kind"] == "event"}
     out = [by_index.get(n["index"], n) for n in nodes if n["index"] not in drop]
     return out, bridge(edges, drop)
+
+
+# ---- recording, with torch ------------------------------------------------------------
+
+
+class Recorder:
+    """Within `with Recorder(torch) as rec:`, torch.ops._c10d_functional's collectives
+    (FUNCTIONAL) and wait_tensor are stand-ins: each call is appended to rec.calls
+    ({"fn", "send", "recv" (addresses), "count", "dtype", "op", "ranks", "group"}) and
+    leaves a memset of byte k + 1 at rec.marker + k (k: the call's number) on the current
+    stream, in the collective's place; an out-of-place collective's result is a new
+    tensor of its shape, its bytes never written.  Nothing is reduced: the values after
+    a collective are not the program's (captures compare only addresses)."""
+
+    def __init__(self, torch):
+        self.torch, self.calls, self.saved = torch, [], {}
+        self.marker_tensor = torch.zeros(256, dtype=torch.uint8, device="cuda")
+        self.marker = self.marker_tensor.data_ptr()
+
+    def __enter__(self):
+        ns = self.torch.ops._c10d_functional
+        for name in list(FUNCTIONAL) + ["wait_tensor"]:
+            try:
+                packet = getattr(ns, name)
+            except (AttributeError, RuntimeError):
+                continue
+            self.saved[name] = packet
+            setattr(ns, name, _Packet(self, name))
+        return self
+
+    def __exit__(self, *exc):
+        ns = self.torch.ops._c10d_functional
+        for name, packet in self.saved.items():
+            setattr(ns, name, packet)
+        self.saved = {}
+        return False
+
+    def call(self, name, args):
+        torch = self.torch
+        if name == "wait_tensor":
+            return args[0]
+        from .weights import dtype_of
+        x = args[0]
+        fn = FUNCTIONAL[name]
+        if fn == "ncclAllReduce":
+            op, group = args[1], args[2]
+            out, count, ranks = (x if name.endswith("_") else torch.empty_like(x)), x.numel(), None
+        elif fn == "ncclAllGather":
+            ranks, group = int(args[1]), args[2]
+            out = args[3] if name.endswith("_out") else x.new_empty((x.shape[0] * ranks,) + tuple(x.shape[1:]))
+            op, count = None, x.numel()
+        else:
+            op, ranks, group = args[1], int(args[2]), args[3]
+            out = x.new_empty((x.shape[0] // ranks,) + tuple(x.shape[1:]))
+            count = out.numel()
+        k = len(self.calls)
+        if k >= 255:
+            raise ExportError("more than 255 collectives in one call")
+        self.calls.append({"fn": fn, "send": x.data_ptr(), "recv": out.data_ptr(), "count": count,
+                           "dtype": dtype_of(x), "op": REDUCE_OPS.get(op) if op else None, "ranks": ranks,
+                           "group": group, "name": name})
+        from .cuda import check, cu
+        stream = torch.cuda.current_stream().cuda_stream
+        check(cu().MemsetD8Async(self.marker + k, k + 1, 1, stream), "cuMemsetD8Async (a collective's marker)")
+        return out
+
+
+class _Packet:
+    """An op packet's stand-in: .default (and calling it) records through the Recorder."""
+
+    def __init__(self, rec, name):
+        self.rec, self.name = rec, name
+
+    def default(self, *args, **kwargs):
+        return self.rec.call(self.name, list(args) + list(kwargs.values()))
+
+    __call__ = default

@@ -49,6 +49,7 @@ def cu():
     n.MemcpyHtoD = fn("cuMemcpyHtoD_v2", C.c_uint64, P, S)
     n.MemcpyDtoD = fn("cuMemcpyDtoD_v2", C.c_uint64, C.c_uint64, S)
     n.MemsetD8 = fn("cuMemsetD8_v2", C.c_uint64, C.c_ubyte, S)
+    n.MemsetD8Async = fn("cuMemsetD8Async", C.c_uint64, C.c_ubyte, S, P)
     n.MemFree = fn("cuMemFree_v2", C.c_uint64)
     n.PointerGetAttribute = fn("cuPointerGetAttribute", P, I, C.c_uint64)
     n.GraphInstantiate = fn("cuGraphInstantiateWithFlags", C.POINTER(P), P, C.c_ulonglong)

@@ -16,12 +16,14 @@ or ended a loop's pass becomes an IF/ELSE or WHILE node (branches.py).
 Assumes PyTorch with CUDA and a GPU; torch is imported when export() is called, not
 when this module is imported.  docs/e2e.md explains each step and why.
 """
+import contextlib
 import hashlib
 import json
 import os
 from types import SimpleNamespace
 
 from .capture import Capture, foreign_memory, host_maps, tensor_span
+from .collectives import Recorder, libcall
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES, read_device
 from .errors import ExportError
 from .farmem import far
@@ -237,9 +239,22 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
     state = saved_state(torch, weights) if split else None
     count = 5 if split else 4
 
+    # a torch.distributed program: its collectives are recorded, not run, in the captures
+    # (collectives.py), so that this rank exports on its own
+    tp = torch.distributed.is_available() and torch.distributed.is_initialized()
+
+    def recording(cap_fn):
+        rec = Recorder(torch) if tp else None
+        with rec or contextlib.nullcontext():
+            got = cap_fn()
+        cap = got[1] if isinstance(got, tuple) else got
+        cap.recorder = rec  # (alive as long as the capture: replays write its marker)
+        cap.collectives = rec.calls if rec else []
+        return got
+
     def capture(i, what, xs, **kw):
         prog.status(f"{name}: capture {i}/{count} ({what})")
-        cap = Capture(torch, fn, xs, split=split, force=force, **kw)
+        cap = recording(lambda: Capture(torch, fn, xs, split=split, force=force, **kw))
         restore_state(state)
         return cap
     capture(1, "thrown away", inputs).reset()
@@ -247,13 +262,16 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
     inputs_b = [x.clone() for x in inputs]  # the same values at other addresses
     capB = capture(3, "B, the inputs at other addresses", inputs_b)
     prog.status(f"{name}: capture 4/{count} (C, far away: other high address bits)")
-    inputs_c, capC = capture_far(torch, fn, inputs, prog, split, force)
+    inputs_c, capC = recording(lambda: capture_far(torch, fn, inputs, prog, split, force))
     restore_state(state)
     caps = [capA, capB, capC]
     for c, cap in enumerate(caps[1:], 1):
         if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges:
             raise ExportError(f"captures A and {'ABC'[c]} differ in their nodes or edges: the callable is not "
                               "deterministic")
+        if [(x["fn"], x["count"], x["dtype"], x["op"]) for x in cap.collectives] != \
+                [(x["fn"], x["count"], x["dtype"], x["op"]) for x in capA.collectives]:
+            raise ExportError(f"captures A and {'ABC'[c]} made other collectives")
         if [r["value"] for r in cap.reads] != [r["value"] for r in capA.reads]:
             raise ExportError(f"captures A and {'ABC'[c]} read other values back to the host on the same inputs: "
                               "the callable is not deterministic")
@@ -307,7 +325,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
 
     # kernels
     prog.status(f"{name}: mapping the parameters of {len(capA.nodes)} nodes")
-    kernels, nodes = {}, []
+    kernels, nodes, comms = {}, [], {}
     for i, (na, nb, nc) in enumerate(zip(capA.nodes, capB.nodes, capC.nodes)):
         where = f"node {i}"
         if not na["type"] == nb["type"] == nc["type"]:
@@ -332,6 +350,19 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             nodes.append({"kind": "kernel", "func": na["func"], "grid": na["grid"], "block": na["block"],
                           "smem": na["smem"], "args": args, "index": i, "cluster": na.get("cluster"),
                           "priority": na.get("priority")})
+        elif na["type"] == NODE_MEMSET and capA.recorder and 0 <= na["dst"] - capA.recorder.marker < 256:
+            k = na["dst"] - capA.recorder.marker  # (a collective's place: collectives.Recorder)
+            calls = [cap.collectives[k] for cap in caps]
+            ends = {x: rel.resolve(tuple(c[x] for c in calls), f"{where} ({calls[0]['fn']} {x})")
+                    for x in ("send", "recv")}
+            if not all(ends.values()):
+                continue  # (a problem, said by resolve)
+            group = torch.distributed.group.WORLD
+            if calls[0]["group"] != getattr(group, "group_name", calls[0]["group"]):
+                problems.append(f"{where}: a collective on a process group other than the world")
+                continue
+            comm = comms.setdefault("world", {"name": "world", "ranks": torch.distributed.get_world_size()})
+            nodes.append(libcall(dict(calls[0], **ends), i, comm))
         elif na["type"] == NODE_MEMSET:
             r = rel.resolve((na["dst"], nb["dst"], nc["dst"]), where)
             if not r or na["height"] > 1:
@@ -513,10 +544,13 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
         # the outputs of capture A on the example inputs; the replay's updates to the
         # weights (a training step's) are undone when the replayer closes
         outputs = [o.clone() for o in capA_outputs(torch, capA)]
+        if comms:  # (capture A's collectives were stand-ins: the outputs are a real call's, every rank's at once)
+            out = fn(*inputs)
+            outputs = [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
     finally:
         replayer.close()
     return SimpleNamespace(capA=capA, bufs=bufs, nodes=nodes, edges=edges, kernels=kernels, scalars=scalars,
-                           report=report, write_report=write_report, outputs=outputs)
+                           report=report, write_report=write_report, outputs=outputs, comms=list(comms.values()))
 
 
 def write_export(a, inputs, out_dir, name, prog, diagnose):
@@ -547,7 +581,7 @@ def write_export(a, inputs, out_dir, name, prog, diagnose):
     major, minor = torch.cuda.get_device_capability()
     write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, edges,
                 f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture", scalars=scalars,
-                conditions=conditions, dims=getattr(a, "dims", ()))
+                conditions=conditions, dims=getattr(a, "dims", ()), comms=getattr(a, "comms", ()))
     if diagnose and conditions:
         log("  diagnosis: left out for a program with conditional nodes (the node-by-node runs follow one path)")
     elif diagnose:

@@ -31,11 +31,15 @@ class PgrtDim(C.Structure):
     _fields_ = [("name", C.c_char_p), ("n_values", C.c_int), ("values", C.POINTER(C.c_int64)), ("pad", C.c_int)]
 
 
+class PgrtComm(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("ranks", C.c_int)]
+
+
 class PgrtProgramInfo(C.Structure):
     _fields_ = [("name", C.c_char_p), ("args_size", C.c_size_t), ("n_args", C.c_int),
                 ("args", C.POINTER(PgrtField)), ("weights_size", C.c_size_t), ("n_weights", C.c_int),
                 ("weights", C.POINTER(PgrtField)), ("arena_bytes", C.c_uint64), ("n_dims", C.c_int),
-                ("dims", C.POINTER(PgrtDim))]
+                ("dims", C.POINTER(PgrtDim)), ("n_comms", C.c_int), ("comms", C.POINTER(PgrtComm))]
 
 
 class Dim:
@@ -112,6 +116,7 @@ class Program:
         self.torch, self.name, self.export_dir, self.so_path = torch, name, export_dir, so_path
         self.lib = C.CDLL(so_path)
         info, self.fields, self.weight_fields, self.dims = read_info(self.lib, name)
+        self.comms = [(info.comms[i].name.decode(), info.comms[i].ranks) for i in range(info.n_comms)]
         self.args_size, self.weights_size, self.arena_bytes = info.args_size, info.weights_size, info.arena_bytes
         host = [f.name for f in self.fields + self.weight_fields if f.role == "host function"]
         if host:
@@ -145,13 +150,36 @@ class Program:
             self.load_s = t1 - t0
             init = getattr(self.lib, f"{name}_init")
             init.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p, C.c_uint64]
-            if init(C.byref(self.ctx), self._weights, None, self.arena.data_ptr()) != 0:
+            comm = ()
+            if self.comms:  # (NCCL: one id for every rank, made by rank 0)
+                init.argtypes += [C.c_void_p, C.c_int]
+                comm = self._nccl_id() + (self.rank,)
+            if init(C.byref(self.ctx), self._weights, None, self.arena.data_ptr(), *comm) != 0:
                 raise ExportError(f"{name}_init: {self.err()}")
             torch.cuda.synchronize()
             self.init_s = time.perf_counter() - t1
         self.run_fn = getattr(self.lib, f"{name}_run")
         self.run_fn.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]  # (ctypes converts the stream's int)
         self._destroy = getattr(self.lib, f"{name}_destroy")
+
+    def _nccl_id(self):
+        """(the NCCL id for NAME_init, as a ctypes buffer): rank 0 makes it with libpgrt and
+        torch.distributed gives it to the others; self.rank is this process's rank."""
+        dist = self.torch.distributed
+        if not (dist.is_available() and dist.is_initialized()):
+            raise ExportError(f"{self.name}: the program runs NCCL collectives on comm {self.comms[0][0]} of "
+                              f"{self.comms[0][1]} ranks: initialise torch.distributed first (one process per rank)")
+        if dist.get_world_size() != self.comms[0][1]:
+            raise ExportError(f"{self.name}: exported for {self.comms[0][1]} ranks, running on "
+                              f"{dist.get_world_size()}")
+        self.rank = dist.get_rank()
+        idbuf = C.create_string_buffer(128)
+        if self.rank == 0 and self.lib.pgrt_nccl_unique_id(idbuf) != 0:
+            raise ExportError(f"pgrt_nccl_unique_id: {self.err()}")
+        box = [bytes(idbuf.raw)]
+        dist.broadcast_object_list(box, src=0)
+        self._id = C.create_string_buffer(box[0], 128)
+        return (C.addressof(self._id),)
 
     def _callbacks(self, given):
         """[(field, C function, its address)] for the program's callback scalars, from given {scalar name:
