@@ -124,26 +124,26 @@ class Recorder:
     a collective are not the program's (captures compare only addresses)."""
 
     def __init__(self, torch):
-        self.torch, self.calls, self.saved = torch, [], {}
+        self.torch, self.calls = torch, []
         self.marker_tensor = torch.zeros(256, dtype=torch.uint8, device="cuda")
         self.marker = self.marker_tensor.data_ptr()
 
     def __enter__(self):
-        ns = self.torch.ops._c10d_functional
-        for name in list(FUNCTIONAL) + ["wait_tensor"]:
-            try:
-                packet = getattr(ns, name)
-            except (AttributeError, RuntimeError):
-                continue
-            self.saved[name] = packet
-            setattr(ns, name, _Packet(self, name))
+        # The ops' CUDA kernels are overridden through the dispatcher (a library of
+        # implementations, dropped on exit), not the torch.ops attributes: torch.compile
+        # guards on those objects, and replacing them recompiled the callable during
+        # the capture (seen on two H200s: Triton autotuned inside it and the capture broke)
+        import warnings
+        self.lib = self.torch.library.Library("_c10d_functional", "IMPL")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ("overriding a previously registered kernel")
+            for name in list(FUNCTIONAL) + ["wait_tensor"]:
+                if hasattr(self.torch.ops._c10d_functional, name):
+                    self.lib.impl(name, lambda *a, _n=name, **k: self.call(_n, list(a) + list(k.values())), "CUDA")
         return self
 
     def __exit__(self, *exc):
-        ns = self.torch.ops._c10d_functional
-        for name, packet in self.saved.items():
-            setattr(ns, name, packet)
-        self.saved = {}
+        self.lib._destroy()
         return False
 
     def call(self, name, args):
@@ -174,15 +174,3 @@ class Recorder:
         stream = torch.cuda.current_stream().cuda_stream
         check(cu().MemsetD8Async(self.marker + k, k + 1, 1, stream), "cuMemsetD8Async (a collective's marker)")
         return out
-
-
-class _Packet:
-    """An op packet's stand-in: .default (and calling it) records through the Recorder."""
-
-    def __init__(self, rec, name):
-        self.rec, self.name = rec, name
-
-    def default(self, *args, **kwargs):
-        return self.rec.call(self.name, list(args) + list(kwargs.values()))
-
-    __call__ = default
