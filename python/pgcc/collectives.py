@@ -111,6 +111,51 @@ def replace(nodes, edges, calls, comm):
     return out, bridge(edges, drop)
 
 
+SIZES = {"i8": 1, "u8": 1, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}
+
+
+def staged(nodes, edges, add_buffer):
+    """Collectives whose send or recv is a per-call buffer (an input or output: libpgrt
+    captures a collective once, at init, on addresses that never move) get a staging
+    buffer of their own (add_buffer(name, size) makes it: an intermediate): a copy into
+    it before, the collective on it, a copy out of it after -- an in-place all-reduce of
+    an output, as Inductor writes one, is one buffer both ways.  Returns (nodes,
+    edges)."""
+    out, edges = [], list(edges)
+    for n in nodes:
+        moving = lambda end: n["kind"] == "libcall" and end[0]["role"] in ("input", "output", "unknown")
+        if not (moving(n.get("send", ({"role": ""},))) or moving(n.get("recv", ({"role": ""},)))):
+            out.append(n)
+            continue
+        i, per = n["index"], SIZES[n["dtype"]] * n["count"]
+        ranks = n["comm"]["ranks"]
+        sizes = {"send": per * (ranks if n["fn"] == "ncclReduceScatter" else 1),
+                 "recv": per * (ranks if n["fn"] == "ncclAllGather" else 1)}
+        same = n["send"] == n["recv"]
+        n = dict(n)
+        before, after = [], []
+        if moving(n["send"]):
+            stage = add_buffer(f"c{i}_send" if not same else f"c{i}", sizes["send"])
+            before.append({"kind": "memcpy", "src": n["send"], "dst": (stage, 0), "width": sizes["send"],
+                           "index": f"{i}_in"})
+            if same:
+                after.append({"kind": "memcpy", "src": (stage, 0), "dst": n["recv"], "width": sizes["recv"],
+                              "index": f"{i}_out"})
+                n["recv"] = (stage, 0)
+            n["send"] = (stage, 0)
+        if moving(n["recv"]):
+            stage = add_buffer(f"c{i}_recv", sizes["recv"])
+            after.append({"kind": "memcpy", "src": (stage, 0), "dst": n["recv"], "width": sizes["recv"],
+                          "index": f"{i}_out"})
+            n["recv"] = (stage, 0)
+        chain = [x["index"] for x in before] + [i] + [x["index"] for x in after]
+        first, last = chain[0], chain[-1]
+        edges = [(a, first) if b == i else (last, b) if a == i else (a, b) for a, b in edges]
+        edges += list(zip(chain, chain[1:]))
+        out += before + [n] + after
+    return out, edges
+
+
 # ---- recording, with torch ------------------------------------------------------------
 
 

@@ -82,3 +82,26 @@ def test_calls_and_kernels_that_do_not_pair_up(tmp_path):
         replace(nodes, edges, [dict(call, op="max")], comm)
     with pytest.raises(ExportError, match="reduction 'xor' is not one NCCL has"):
         libcall(dict(call, op="xor"), 3, comm)
+
+
+def test_a_collective_on_an_output_goes_through_a_buffer_of_its_own(tmp_path, pgcc_bin):
+    """Inductor all-reduces the output in place: libpgrt captures a collective once, so
+    the export copies into a staging intermediate, reduces there and copies out."""
+    from pgcc.collectives import staged
+    bufs, kernels, nodes, edges, call = probed(tmp_path)
+    y = next(b for b in bufs.list if b["name"] == "out0")
+    comm = {"name": "world", "ranks": 2}
+    nodes, edges = replace(nodes, edges, [dict(call, send=(y, 0), recv=(y, 0))], comm)
+    nodes, edges = staged(nodes, edges, lambda name, size: bufs.add(name=name, size=size, role="intermediate"))
+    assert [n["index"] for n in nodes] == [1, "3_in", 3, "3_out", 5]
+    assert edges == [(1, "3_in"), (1, 5), ("3_out", 5), ("3_in", 3), (3, "3_out")]
+    stage = next(b for b in bufs.list if b["name"] == "c3")
+    assert stage["size"] == 8192 and nodes[2]["send"] == nodes[2]["recv"] == (stage, 0)
+    used = {id(b) for n in nodes for b in node_buffers(n)}
+    text = graph_text("tp", kernels, bufs, used, nodes, edges, "sm_90", comms=[comm])
+    assert "node n3_in memcpy dir dtod src out0 dst c3 width 8192;" in text
+    (tmp_path / "tp.graph").write_text(text)
+    write_safetensors(tmp_path / "tp.safetensors", [])
+    r = subprocess.run([pgcc_bin, str(tmp_path / "tp.graph"), "-o", str(tmp_path / "tp.c")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
