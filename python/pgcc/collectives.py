@@ -17,7 +17,10 @@ and, where the collective was, put a one-byte memset of a marker buffer whose va
 the call's number: the capture then holds no NCCL work, so each rank exports on its
 own and the export's replays run no collective (NCCL's kernel in a replayed graph
 would wait for the other ranks' replays).  export.analyse turns each marker memset into
-the call's libcall node.  The rest is pure: plain data in and out.
+the call's libcall node, and staged() routes a collective on an input or output through
+an intermediate.  The rest is pure: plain data in and out.  (replace() serves a capture
+that holds NCCL's own kernels; the export makes none.)  First try: tests/gpu/tp.py has
+exported on two GPUs, not yet run the staged program (docs/e2e.md).
 """
 import re
 
