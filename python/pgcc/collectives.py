@@ -1,26 +1,21 @@
-"""NCCL collectives in a captured graph, as the .graph's `libcall` nodes (issue 20's
-exporter; docs/graph-format.md, "Collectives").
+"""NCCL collectives of a torch.distributed program, as the .graph's `libcall` nodes
+(issue 20's exporter; docs/graph-format.md, "Collectives").
 
 A collective that torch.compile'd code makes (torch.ops._c10d_functional.all_reduce_
-and its kin) is captured as one NCCL kernel node between an event wait and an event
-record, NCCL's own stream joins (seen on two H200s with NCCL 2.28.9:
-tests/gpu/probe_collectives.py).  The kernel's parameters hold no address of the
-tensors -- its work lives in NCCL's memory -- so a node cannot say what it reduces:
-the buffers, count, type and op come from the call, recorded while capturing, and
-the k-th NCCL kernel node is the k-th call.  The kernel's name says the collective,
-and for a reduction its op and type (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`), which
-replace() checks against the call.
+and its kin), captured as it runs, is one NCCL kernel node between an event wait and
+an event record (seen on two H200s with NCCL 2.28.9: tests/gpu/probe_collectives.py),
+and its parameters hold no address of the tensors -- its work lives in NCCL's memory
+-- so the node cannot say what it reduces; and every replay the export makes would run
+it, waiting for the other ranks.  So the exporter does not let it run: while a capture
+runs, Recorder's stand-ins record each call (its tensors' addresses, count, type, op)
+and put a one-byte memset of a marker buffer, valued the call's number, in its place.
+Each rank then exports on its own; export.analyse turns each marker memset into the
+call's libcall node (libcall), and staged() routes a collective on an input or output
+through an intermediate.  An NCCL kernel that is still captured (a collective made
+some other way) is named by kernel_collective, and the export refuses it.
 
-Recording (Recorder, torch): while a capture runs, the functional collective ops are
-replaced by stand-ins that record the call (its tensors' addresses, count, type, op)
-and, where the collective was, put a one-byte memset of a marker buffer whose value is
-the call's number: the capture then holds no NCCL work, so each rank exports on its
-own and the export's replays run no collective (NCCL's kernel in a replayed graph
-would wait for the other ranks' replays).  export.analyse turns each marker memset into
-the call's libcall node, and staged() routes a collective on an input or output through
-an intermediate.  The rest is pure: plain data in and out.  (replace() serves a capture
-that holds NCCL's own kernels; the export makes none.)  First try: tests/gpu/tp.py has
-exported on two GPUs, not yet run the staged program (docs/e2e.md).
+Pure but Recorder (torch).  First try: tests/gpu/tp.py has exported on two GPUs, not
+yet run the staged program (docs/e2e.md).
 """
 import re
 
@@ -48,37 +43,6 @@ def kernel_collective(symbol):
     return {"fn": "nccl" + fn, "op": _KERNEL_OPS.get(op) if op else None, "dtype": _DTYPES.get(dtype or "")}
 
 
-def is_nccl_kernel(symbol):
-    return kernel_collective(symbol) is not None
-
-
-def bridge(edges, drop):
-    """edges without the nodes in drop: each dropped node's predecessors joined to its
-    successors (transitively through dropped nodes), no duplicates, in a stable order."""
-    preds, succs = {}, {}
-    for a, b in edges:
-        succs.setdefault(a, []).append(b)
-        preds.setdefault(b, []).append(a)
-
-    def kept_succs(n, seen):
-        for s in succs.get(n, ()):
-            if s in drop:
-                if s not in seen:
-                    seen.add(s)
-                    yield from kept_succs(s, seen)
-            else:
-                yield s
-    out, have = [], set()
-    for a, b in edges:
-        if a in drop:
-            continue
-        for t in ([b] if b not in drop else list(kept_succs(b, {b}))):
-            if (a, t) not in have and a != t:
-                have.add((a, t))
-                out.append((a, t))
-    return out
-
-
 def libcall(call, index, comm):
     """The libcall node of one recorded call: {"fn", "send", "recv" ((buffer, offset) each),
     "count" (elements per rank, as NCCL counts them), "dtype", "op" (reductions)}."""
@@ -89,29 +53,6 @@ def libcall(call, index, comm):
             raise ExportError(f"{call['fn']}: reduction {call.get('op')!r} is not one NCCL has")
         node["op"] = call["op"]
     return node
-
-
-def replace(nodes, edges, calls, comm):
-    """nodes (in capture order; an NCCL kernel is {"kind": "kernel", "symbol": ...}, NCCL's
-    stream joins {"kind": "event", ...}) with the k-th NCCL kernel replaced by the libcall
-    node of calls[k] and the event nodes dropped, their edges bridged.  Raises
-    ExportError where the kernels and the calls do not pair up: another number of them,
-    or a kernel whose name says another collective, op or type than its call."""
-    kernels = [n for n in nodes if n["kind"] == "kernel" and is_nccl_kernel(n.get("symbol"))]
-    if len(kernels) != len(calls):
-        raise ExportError(f"the capture holds {len(kernels)} NCCL kernels, the program made {len(calls)} "
-                          "collective calls while it was captured")
-    by_index = {}
-    for k, (n, call) in enumerate(zip(kernels, calls)):
-        said = kernel_collective(n["symbol"])
-        for key in ("fn", "op", "dtype"):
-            if said[key] is not None and call.get(key) is not None and said[key] != call[key]:
-                raise ExportError(f"collective {k}: the kernel {n['symbol'][:80]} says {key} {said[key]}, the call "
-                                  f"{call[key]}")
-        by_index[n["index"]] = libcall(call, n["index"], comm)
-    drop = {n["index"] for n in nodes if n["kind"] == "event"}
-    out = [by_index.get(n["index"], n) for n in nodes if n["index"] not in drop]
-    return out, bridge(edges, drop)
 
 
 SIZES = {"i8": 1, "u8": 1, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}

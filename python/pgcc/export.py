@@ -23,7 +23,7 @@ import os
 from types import SimpleNamespace
 
 from .capture import Capture, foreign_memory, host_maps, tensor_span
-from .collectives import Recorder, libcall, staged
+from .collectives import Recorder, kernel_collective, libcall, staged
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES, read_device
 from .errors import ExportError
 from .farmem import far
@@ -335,6 +335,11 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             where = f"node {i} ({na['name'][:80]})"
             if na.get("problem"):
                 problems.append(f"{where}: {na['problem']}")
+                continue
+            if kernel_collective(na["name"]):
+                problems.append(f"{where}: an NCCL collective the export did not record: it records "
+                                "torch.distributed's functional collectives (_c10d_functional) under "
+                                "torch.compile, not other calls into NCCL")
                 continue
             if na["func"] not in kernels:
                 kernels[na["func"]] = {"symbol": na["name"], "layout": na["layout"], "attrs": na["attrs"],

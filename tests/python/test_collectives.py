@@ -1,12 +1,13 @@
-"""collectives.py: NCCL kernel names read, a capture's NCCL kernel and stream-join
-events replaced by libcall nodes from the recorded calls (as the all-reduce probe on two
-H200s captured it), and the result written as .graph that pgcc reads and compiles."""
+"""collectives.py: NCCL kernel names read (the export refuses an NCCL kernel it did not
+record), a recorded all-reduce as a libcall node in the place of its marker, staged
+through an intermediate where it touches an output, and the result written as .graph
+that pgcc reads and compiles."""
 import subprocess
 
 import pytest
 from conftest import scale_module
 
-from pgcc.collectives import bridge, kernel_collective, libcall, replace
+from pgcc.collectives import kernel_collective, libcall, staged
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
 from pgcc.relocate import Buffers
@@ -23,16 +24,10 @@ def test_kernel_names():
     assert kernel_collective("triton_poi_fused_mul_0") is None
 
 
-def test_bridge_keeps_the_order_through_dropped_nodes():
-    # the probe: memset 0, GEMM 1, event wait 2, NCCL 3, event record 4, Triton 5
-    edges = [(0, 1), (1, 3), (1, 5), (2, 3), (3, 4), (3, 5)]
-    assert bridge(edges, {2, 4}) == [(0, 1), (1, 3), (1, 5), (3, 5)]
-    assert bridge([(0, 1), (1, 2), (2, 3)], {1, 2}) == [(0, 3)]  # through two dropped nodes
-
-
-def probed(tmp_path):
-    """The probe's capture as analysed nodes: a GEMM into t0, the NCCL kernel between its
-    events, a kernel out of t0 into out0."""
+def probed(tmp_path, on_output=False):
+    """What analyse makes of the probe's capture: a GEMM-like kernel into t0 (node 1), the
+    recorded all-reduce where its marker memset was (node 3), a kernel into out0 (node 5);
+    with on_output, the all-reduce is in place on out0, as Inductor writes it."""
     module = scale_module(tmp_path)
     bufs = Buffers()
     x = bufs.add(name="in0", size=4096, role="input", dtype="f32", shape=[8, 128], ranges={0: 0x10000})
@@ -43,18 +38,15 @@ def probed(tmp_path):
     def launch(i, buf):
         return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,
                 "args": [("ptr", buf, 0), ("value", bytes(4)), ("value", bytes(4))]}
-    nodes = [launch(1, x), {"kind": "event", "index": 2},
-             {"kind": "kernel", "symbol": PROBED, "index": 3}, {"kind": "event", "index": 4}, launch(5, y)]
-    edges = [(1, 3), (1, 5), (2, 3), (3, 4), (3, 5)]
-    call = {"fn": "ncclAllReduce", "send": (t, 0), "recv": (t, 0), "count": 2048, "dtype": "f32", "op": "sum"}
-    return bufs, {1: k}, nodes, edges, call
-
-
-def test_the_probed_all_reduce_becomes_a_libcall_pgcc_compiles(tmp_path, pgcc_bin):
-    bufs, kernels, nodes, edges, call = probed(tmp_path)
+    end = (y, 0) if on_output else (t, 0)
+    call = {"fn": "ncclAllReduce", "send": end, "recv": end, "count": 2048, "dtype": "f32", "op": "sum"}
     comm = {"name": "world", "ranks": 2}
-    nodes, edges = replace(nodes, edges, [call], comm)
-    assert [n["kind"] for n in nodes] == ["kernel", "libcall", "kernel"] and edges == [(1, 3), (1, 5), (3, 5)]
+    nodes = [launch(1, x), libcall(call, 3, comm), launch(5, y)]
+    return bufs, {1: k}, nodes, [(1, 3), (1, 5), (3, 5)], comm
+
+
+def test_a_recorded_all_reduce_is_a_libcall_pgcc_compiles(tmp_path, pgcc_bin):
+    bufs, kernels, nodes, edges, comm = probed(tmp_path)
     assert [b["name"] for b in node_buffers(nodes[1])] == ["t0", "t0"]
     used = {id(b) for n in nodes for b in node_buffers(n)}
     text = graph_text("tp", kernels, bufs, used, nodes, edges, "sm_90", comms=[comm])
@@ -71,27 +63,16 @@ def test_the_probed_all_reduce_becomes_a_libcall_pgcc_compiles(tmp_path, pgcc_bi
     assert r.returncode == 0 and "collective n3: ncclAllReduce on comm world (2 ranks)" in r.stdout, r.stdout
 
 
-def test_calls_and_kernels_that_do_not_pair_up(tmp_path):
-    bufs, kernels, nodes, edges, call = probed(tmp_path)
-    comm = {"name": "world", "ranks": 2}
-    with pytest.raises(ExportError, match="1 NCCL kernels, the program made 2"):
-        replace(nodes, edges, [call, call], comm)
-    with pytest.raises(ExportError, match="says dtype f32, the call bf16"):
-        replace(nodes, edges, [dict(call, dtype="bf16")], comm)
-    with pytest.raises(ExportError, match="says op sum, the call max"):
-        replace(nodes, edges, [dict(call, op="max")], comm)
+def test_a_reduction_nccl_lacks_is_refused():
     with pytest.raises(ExportError, match="reduction 'xor' is not one NCCL has"):
-        libcall(dict(call, op="xor"), 3, comm)
+        libcall({"fn": "ncclAllReduce", "send": None, "recv": None, "count": 1, "dtype": "f32", "op": "xor"}, 3,
+                {"name": "world", "ranks": 2})
 
 
 def test_a_collective_on_an_output_goes_through_a_buffer_of_its_own(tmp_path, pgcc_bin):
     """Inductor all-reduces the output in place: libpgrt captures a collective once, so
     the export copies into a staging intermediate, reduces there and copies out."""
-    from pgcc.collectives import staged
-    bufs, kernels, nodes, edges, call = probed(tmp_path)
-    y = next(b for b in bufs.list if b["name"] == "out0")
-    comm = {"name": "world", "ranks": 2}
-    nodes, edges = replace(nodes, edges, [dict(call, send=(y, 0), recv=(y, 0))], comm)
+    bufs, kernels, nodes, edges, comm = probed(tmp_path, on_output=True)
     nodes, edges = staged(nodes, edges, lambda name, size: bufs.add(name=name, size=size, role="intermediate"))
     assert [n["index"] for n in nodes] == [1, "3_in", 3, "3_out", 5]
     assert edges == [(1, "3_in"), (1, 5), ("3_out", 5), ("3_in", 3), (3, "3_out")]
