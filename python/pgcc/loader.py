@@ -12,6 +12,7 @@ import glob
 import os
 import struct
 
+from .buckets import choose, pad_to
 from .errors import ExportError
 from .toolchain import build_program
 
@@ -257,7 +258,6 @@ class Program:
     def buckets(self, inputs):
         """For a program with bucket dimensions: (the size of each, as the inputs' shapes
         give it; the index of the bucket that runs it, None where none does)."""
-        from .buckets import choose
         sizes = [None] * len(self.dims)
         for f, x in zip(self.inputs, inputs):
             for i, d in f.dims:
@@ -350,7 +350,6 @@ class Program:
         """A call of a program with bucket dimensions: inputs smaller than their bucket are
         padded with zeros (copies), and the outputs returned are the first rows of the
         bucket's (views; out=, if given, must have the bucket's shapes)."""
-        from .buckets import pad_to
         sizes, ks = self.buckets(inputs)
         for d, n, k in zip(self.dims, sizes, ks):
             if k is None:
