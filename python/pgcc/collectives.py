@@ -63,9 +63,11 @@ def staged(nodes, edges, add_buffer):
     captures a collective once, at init, on addresses that never move) get a staging
     buffer of their own (add_buffer(name, size) makes it: an intermediate): a copy into
     it before, the collective on it, a copy out of it after -- an in-place all-reduce of
-    an output, as Inductor writes one, is one buffer both ways.  Returns (nodes,
-    edges)."""
+    an output, as Inductor writes one, is one buffer both ways.  The copies are numbered
+    after every node there is and marked "staged" (no capture has them).  Returns
+    (nodes, edges)."""
     out, edges = [], list(edges)
+    fresh = iter(range(max(n["index"] for n in nodes) + 1, 1 << 62))
     for n in nodes:
         moving = lambda end: n["kind"] == "libcall" and end[0]["role"] in ("input", "output", "unknown")
         if not (moving(n.get("send", ({"role": ""},))) or moving(n.get("recv", ({"role": ""},)))):
@@ -81,16 +83,16 @@ def staged(nodes, edges, add_buffer):
         if moving(n["send"]):
             stage = add_buffer(f"c{i}_send" if not same else f"c{i}", sizes["send"])
             before.append({"kind": "memcpy", "src": n["send"], "dst": (stage, 0), "width": sizes["send"],
-                           "index": f"{i}_in"})
+                           "index": next(fresh), "staged": True})
             if same:
                 after.append({"kind": "memcpy", "src": (stage, 0), "dst": n["recv"], "width": sizes["recv"],
-                              "index": f"{i}_out"})
+                              "index": next(fresh), "staged": True})
                 n["recv"] = (stage, 0)
             n["send"] = (stage, 0)
         if moving(n["recv"]):
             stage = add_buffer(f"c{i}_recv", sizes["recv"])
             after.append({"kind": "memcpy", "src": (stage, 0), "dst": n["recv"], "width": sizes["recv"],
-                          "index": f"{i}_out"})
+                          "index": next(fresh), "staged": True})
             n["recv"] = (stage, 0)
         chain = [x["index"] for x in before] + [i] + [x["index"] for x in after]
         first, last = chain[0], chain[-1]

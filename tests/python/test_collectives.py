@@ -74,13 +74,14 @@ def test_a_collective_on_an_output_goes_through_a_buffer_of_its_own(tmp_path, pg
     the export copies into a staging intermediate, reduces there and copies out."""
     bufs, kernels, nodes, edges, comm = probed(tmp_path, on_output=True)
     nodes, edges = staged(nodes, edges, lambda name, size: bufs.add(name=name, size=size, role="intermediate"))
-    assert [n["index"] for n in nodes] == [1, "3_in", 3, "3_out", 5]
-    assert edges == [(1, "3_in"), (1, 5), ("3_out", 5), ("3_in", 3), (3, "3_out")]
+    assert [n["index"] for n in nodes] == [1, 6, 3, 7, 5]  # (the copies numbered after every node)
+    assert [n.get("staged", False) for n in nodes] == [False, True, False, True, False]
+    assert edges == [(1, 6), (1, 5), (7, 5), (6, 3), (3, 7)]
     stage = next(b for b in bufs.list if b["name"] == "c3")
     assert stage["size"] == 8192 and nodes[2]["send"] == nodes[2]["recv"] == (stage, 0)
     used = {id(b) for n in nodes for b in node_buffers(n)}
     text = graph_text("tp", kernels, bufs, used, nodes, edges, "sm_90", comms=[comm])
-    assert "node n3_in memcpy dir dtod src out0 dst c3 width 8192;" in text
+    assert "node n6 memcpy dir dtod src out0 dst c3 width 8192;" in text
     (tmp_path / "tp.graph").write_text(text)
     write_safetensors(tmp_path / "tp.safetensors", [])
     r = subprocess.run([pgcc_bin, str(tmp_path / "tp.graph"), "-o", str(tmp_path / "tp.c")], capture_output=True,
