@@ -1,99 +1,118 @@
-"""A tensor-parallel MLP on two GPUs (one process per rank, NCCL, NVLink multicast off),
-exported per rank by pgcc.export and run from the generated C through pgcc.load.
+"""Tensor-parallel programs on two GPUs (one process per rank, NCCL, NVLink multicast
+off), exported per rank by pgcc.export and run from the generated C through pgcc.load:
 
-Each rank holds half of the layers: a column-parallel first linear layer (its half of
-the rows of W1), GELU, a row-parallel second one (its half of the columns of W2), then
-torch.distributed._functional_collectives.all_reduce (sum) -- under torch.compile, the
-_c10d_functional ops that the exporter records in place of running them
-(collectives.py), so the export holds a `libcall` ncclAllReduce node that libpgrt runs
-in the graph.  The export's own verify runs on both ranks in step.  Then, on fresh
-inputs (the same on both ranks), each rank's output from C is compared with the
-compiled step's (bit for bit or fp32's tolerance) and with the whole MLP on one GPU
-(max error printed); `pgcc --report` must name the collective.
+    python3 tests/gpu/tp.py [mlp] [llama]      (needs 2 GPUs; exit status 0: every rank passed)
 
-    python3 tests/gpu/tp.py          (needs 2 GPUs; exit status 0: both ranks passed)
-
-Not passed yet: on two H200s (2026-11-23) both ranks exported and pgcc refused the
-all-reduce on the output; the staging added for it has not run on GPUs.
+The programs are tests/e2e/tp.py's: each rank keeps its shards of one seeded model and
+ends every block with torch.distributed._functional_collectives.all_reduce -- under
+torch.compile, the _c10d_functional ops that the exporter records in place of running
+them (collectives.py), so the export holds `libcall` ncclAllReduce nodes that libpgrt
+runs inside its graphs.  The export's own verify runs on both ranks in step.  Then:
+- `pgcc --report=json` must list every all-reduce the step makes (1 for mlp, 8 for
+  llama) over 2 ranks, each in a region launched as a graph;
+- on 3 fresh inputs (the same on both ranks), with the arena poisoned before each
+  call, each rank's output from C is compared with the compiled step's on that rank (bit
+  for bit, or within the dtype's tolerance) and with the whole model on one GPU: within
+  1e-5 for fp32; for bf16, pgcc's error against the whole model in fp32 must be at most
+  twice the bf16 whole model's own (max errors printed).
 """
 import datetime
+import json
 import os
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
 
-WIDTH, HIDDEN, BATCH = 256, 1024, 8
+COLLECTIVES = {"mlp": 1, "llama": 8}
 
 
-def rank_main(rank, world, out_root, port, results):
+def check_report(graph, name, failures, show):
+    """The report's collectives: as many all-reduces over 2 ranks as the step makes, each
+    in a region that is launched as a graph."""
+    r = subprocess.run([os.path.join(ROOT, "build", "pgcc"), "--report=json", graph], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"{name}: pgcc --report failed: {r.stderr.strip()[:300]}")
+        return
+    rep = json.loads(r.stdout)
+    graphed = {g["id"] for g in rep["regions"] if g["decision"] == "graph"}
+    colls = rep["collectives"]
+    if show:
+        print(f"{name}: {len(colls)} collectives, regions {[g['decision'] for g in rep['regions']]}", flush=True)
+    if len(colls) != COLLECTIVES[name] or any(c["fn"] != "ncclAllReduce" or c["ranks"] != 2 for c in colls):
+        failures.append(f"{name}: the report lists {[(c['fn'], c['ranks']) for c in colls]}, not "
+                        f"{COLLECTIVES[name]} all-reduces over 2 ranks")
+    outside = [c["node"] for c in colls if c["region"] not in graphed]
+    if outside:
+        failures.append(f"{name}: collectives outside a graph: {outside}")
+
+
+def run_program(name, rank, world, out_root, failures):
+    import torch
+    import pgcc
+    from pgcc.verify import compare, rel_err
+    import tp
+
+    prog = tp.program(name, rank, world)
+    out = os.path.join(out_root, f"{name}_rank{rank}")
+    watch = pgcc.ModuleWatch()
+    try:
+        res = pgcc.export(prog.step, prog.inputs, out, name=name, weights=prog.weights, watch=watch, quiet=rank != 0)
+    finally:
+        watch.close()
+    print(f"{name} rank {rank}: {res.verified}", flush=True)
+    check_report(res.graph, name, failures, rank == 0)
+    compiled = torch.compile(prog.step)
+    p = pgcc.load(out, name=name)
+    try:
+        g = torch.Generator(device="cuda").manual_seed(99)
+        for call in range(3):
+            xs = prog.fresh(g)
+            p.fill_arena(0xFF)
+            got = p(*xs)
+            ref = compiled(*xs)
+            whole, whole32 = prog.whole(*xs), prog.whole_fp32(*xs)
+            torch.cuda.synchronize()
+            same, err, tol = compare(got, ref)
+            line = (f"{name} rank {rank} call {call}: "
+                    f"{'bit-identical to' if same else f'max error {err:.3g} against'} the compiled step")
+            if not same and err > tol:
+                failures.append(f"{name} call {call}: max error {err:.3g} against the compiled step")
+            if got.dtype == torch.float32:
+                e = rel_err(got, whole)
+                line += f"; max error {e:.3g} against the whole model on one GPU"
+                if e > 1e-5:
+                    failures.append(f"{name} call {call}: max error {e:.3g} against the whole model")
+            else:
+                e, e_eager = rel_err(got.float(), whole32), rel_err(whole.float(), whole32)
+                line += (f"; against the whole model in fp32 on one GPU: max error {e:.3g} "
+                         f"(the whole {got.dtype} model's: {e_eager:.3g})")
+                if e > 2 * e_eager:
+                    failures.append(f"{name} call {call}: max error {e:.3g} against the whole model in fp32, more "
+                                    f"than twice the whole {got.dtype} model's {e_eager:.3g}")
+            print(line, flush=True)
+    finally:
+        p.close()
+
+
+def rank_main(rank, world, names, out_root, port, results):
     import torch
     import torch.distributed as dist
-    import torch.distributed._functional_collectives as fc
-
-    import pgcc
-    from pgcc.verify import compare
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0")
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank),
-                            timeout=datetime.timedelta(seconds=120))
+                            timeout=datetime.timedelta(seconds=180))
     failures = []
-    try:
-        torch.manual_seed(0)  # the same whole model on every rank; each keeps its shards
-        w1 = torch.randn(HIDDEN, WIDTH, device="cuda") / WIDTH ** 0.5
-        w2 = torch.randn(WIDTH, HIDDEN, device="cuda") / HIDDEN ** 0.5
-        part = HIDDEN // world
-        w1_r = w1[rank * part:(rank + 1) * part].contiguous()
-        w2_r = w2[:, rank * part:(rank + 1) * part].contiguous()
-
-        def step(x):
-            h = torch.nn.functional.gelu(x @ w1_r.t())
-            return fc.all_reduce(h @ w2_r.t(), "sum", dist.group.WORLD)
-
-        x = torch.randn(BATCH, WIDTH, device="cuda")
-        out = os.path.join(out_root, f"rank{rank}")
-        watch = pgcc.ModuleWatch()
+    for name in names:
         try:
-            res = pgcc.export(step, (x,), out, name="tp", weights={"w1": w1_r, "w2": w2_r}, watch=watch,
-                              quiet=rank != 0)
-        finally:
-            watch.close()
-        print(f"rank {rank}: {res.verified}", flush=True)
-        report = subprocess.run([os.path.join(ROOT, "build", "pgcc"), "--report", res.graph], capture_output=True,
-                                text=True)
-        coll = [ln for ln in report.stdout.splitlines() if ln.startswith("collective ")]
-        if rank == 0:
-            print(report.stdout, flush=True)
-        if report.returncode != 0 or not any("ncclAllReduce on comm world (2 ranks)" in ln for ln in coll):
-            failures.append("pgcc --report names no all-reduce over 2 ranks")
-        compiled = torch.compile(step)
-        p = pgcc.load(out, name="tp")
-        try:
-            g = torch.Generator(device="cuda").manual_seed(99)
-            for call in range(3):
-                xs = torch.randn(BATCH, WIDTH, device="cuda", generator=g)
-                p.fill_arena(0xFF)
-                got = p(xs)
-                ref = compiled(xs)
-                whole = torch.nn.functional.gelu(xs @ w1.t()) @ w2.t()
-                torch.cuda.synchronize()
-                same, err, tol = compare(got, ref)
-                _, err_whole, _ = compare(got, whole)
-                print(f"rank {rank} call {call}: {'bit-identical to' if same else f'max error {err:.3g} against'} "
-                      f"the compiled step; max error {err_whole:.3g} against the whole MLP on one GPU", flush=True)
-                if not same and err > tol:
-                    failures.append(f"call {call}: max error {err:.3g} against the compiled step")
-                if err_whole > 1e-5:
-                    failures.append(f"call {call}: max error {err_whole:.3g} against the whole MLP")
-        finally:
-            p.close()
-    except Exception as e:  # noqa: BLE001 -- the rank's failure is reported by the parent
-        import traceback
-        traceback.print_exc()
-        failures.append(f"{type(e).__name__}: {str(e)[:300]}")
+            run_program(name, rank, world, out_root, failures)
+        except Exception as e:  # noqa: BLE001 -- the rank's failure is reported by the parent
+            import traceback
+            traceback.print_exc()
+            failures.append(f"{name}: {type(e).__name__}: {str(e)[:300]}")
     results[rank] = failures
     sys.stdout.flush()
     os._exit(0)  # (not dist.destroy_process_group: it hung once with captured NCCL work alive)
@@ -101,14 +120,18 @@ def rank_main(rank, world, out_root, port, results):
 
 def main():
     import torch.multiprocessing as mp
+    names = sys.argv[1:] or list(COLLECTIVES)
+    unknown = [n for n in names if n not in COLLECTIVES]
+    if unknown:
+        sys.exit(f"tp.py: no TP program {', '.join(unknown)} (there are {', '.join(COLLECTIVES)})")
     mp.set_start_method("spawn", force=True)
     with tempfile.TemporaryDirectory() as out, mp.Manager() as m:
         results = m.dict()
-        procs = [mp.Process(target=rank_main, args=(r, 2, out, 29513, results)) for r in range(2)]
+        procs = [mp.Process(target=rank_main, args=(r, 2, names, out, 29513, results)) for r in range(2)]
         for p in procs:
             p.start()
         for p in procs:
-            p.join(timeout=270)
+            p.join(timeout=540)
             if p.is_alive():
                 p.kill()
         failed = False
@@ -120,7 +143,7 @@ def main():
             for f in got or []:
                 print(f"FAIL rank {r}: {f}")
                 failed = True
-    print("FAIL" if failed else "PASS: both ranks, from C, with the all-reduce in the graph")
+    print("FAIL" if failed else f"PASS ({' '.join(names)}): both ranks, from C, every all-reduce in a graph")
     return 1 if failed else 0
 
 
