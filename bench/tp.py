@@ -5,10 +5,12 @@ mode, on the same two GPUs, one process per rank, NVLink multicast off.
 
     python3 bench/tp.py [--rounds 7] [--iters 50] [--out DIR] [NAME ...]   (default: llama)
 
-Per rank, first of all in its process: eager's memory, the allocator's peak over two
-eager steps beyond the weights (the first step included: the cuBLAS workspace it makes
-there stays allocated as long as the process lives, so it is eager's memory as pgcc's
-arena is pgcc's).  Then pgcc's export (verified), load and init, with the device memory
+Each program runs in a pair of fresh processes (one per rank), which first count the
+device memory torch.distributed's NCCL communicator takes (the driver's count over
+init_process_group and a barrier).  Then, first of all on the allocator, eager's
+memory: the allocator's peak over two eager steps beyond the weights (the first step
+included: the cuBLAS workspace it makes there stays allocated as long as the process
+lives, so it is eager's memory as pgcc's arena is pgcc's).  Then pgcc's export (verified), load and init, with the device memory
 they took as the driver counts it (its copy of the weights, the arena, modules, graphs
 and its own NCCL communicator), and reduce-overhead's first calls and its pool.  Then
 `rounds` interleaved rounds, each timing every way once: `iters` steps between two
@@ -116,24 +118,28 @@ def bench_program(name, rank, world, rounds, iters, out_dir):
     return rec
 
 
-def rank_main(rank, world, names, rounds, iters, out_dir, port, results):
+def rank_main(rank, world, name, rounds, iters, out_dir, port, results):
     import torch
     import torch.distributed as dist
     sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0")
     torch.cuda.set_device(rank)
+    torch.zeros(1, device="cuda")  # (the context, before the communicator is counted)
+    torch.cuda.synchronize()
+    free0 = torch.cuda.mem_get_info()[0]
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank),
                             timeout=datetime.timedelta(seconds=180))
-    recs = []
+    dist.barrier()
+    torch.cuda.synchronize()
+    comm_bytes = free0 - torch.cuda.mem_get_info()[0]
     try:
-        for name in names:
-            rec = bench_program(name, rank, world, rounds, iters, out_dir)
-            print("BENCH " + json.dumps(rec), flush=True)
-            recs.append(rec)
+        rec = bench_program(name, rank, world, rounds, iters, out_dir)
+        rec["torch_comm_bytes"] = comm_bytes
+        print("BENCH " + json.dumps(rec), flush=True)
+        results[rank] = rec
     except Exception:  # noqa: BLE001 -- the parent reports a rank without results
         import traceback
         traceback.print_exc()
-    results[rank] = recs
     sys.stdout.flush()
     os._exit(0)  # (as tests/gpu/tp.py: no destroy_process_group with captured NCCL work alive)
 
@@ -152,17 +158,19 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     import torch.multiprocessing as mp
     mp.set_start_method("spawn", force=True)
-    with tempfile.TemporaryDirectory() as tmp, mp.Manager() as m:
-        results = m.dict()
-        procs = [mp.Process(target=rank_main, args=(r, 2, a.names, a.rounds, a.iters, tmp, 29517, results))
-                 for r in range(2)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(timeout=560)
-            if p.is_alive():
-                p.kill()
-        recs = [r for k in sorted(results.keys()) for r in results[k]]
+    recs = []
+    for k, name in enumerate(a.names):  # (a pair of fresh processes per program: eager's workspaces are its own)
+        with tempfile.TemporaryDirectory() as tmp, mp.Manager() as m:
+            results = m.dict()
+            procs = [mp.Process(target=rank_main, args=(r, 2, name, a.rounds, a.iters, tmp, 29517 + k, results))
+                     for r in range(2)]
+            for p in procs:
+                p.start()
+            for p in procs:
+                p.join(timeout=400)
+                if p.is_alive():
+                    p.kill()
+            recs += [results[r] for r in sorted(results.keys())]
     with open(os.path.join(a.out, "tp_bench.json"), "w") as f:
         json.dump(recs, f, indent=1)
     if len(recs) != 2 * len(a.names):
@@ -178,13 +186,13 @@ def main():
               f"{w['pgcc']['gpu_us'] / w['reduce-overhead']['gpu_us']:.2f}x | {w['compile']['gpu_us']} | "
               f"{w['pgcc']['host_us']}, {w['reduce-overhead']['host_us']} |")
     print("\n| program | rank | weights | eager peak (workspaces in) | pgcc arena | pgcc over eager (bytes) | "
-          "RO pool | pgcc load + init: ms, device memory (driver) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "RO pool | pgcc load + init: ms, device memory (driver) | torch's NCCL communicator (driver) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in sorted(recs, key=lambda r: (r["program"], r["rank"])):
         over = (r["weights_bytes"] + r["pgcc_arena_bytes"]) / (r["weights_bytes"] + r["eager_peak_bytes"]) - 1
         print(f"| {r['program']} | {r['rank']} | {mib(r['weights_bytes'])} | {mib(r['eager_peak_bytes'])} | "
               f"{mib(r['pgcc_arena_bytes'])} | {over:+.1%} | {mib(r['ro_pool_bytes'])} | {r['pgcc_init_ms']}, "
-              f"{mib(r['pgcc_device_bytes'])} |")
+              f"{mib(r['pgcc_device_bytes'])} | {mib(r['torch_comm_bytes'])} |")
     return 0
 
 
