@@ -16,7 +16,9 @@ input, the caches the same tensors every generation (zeroed before each).  Round
 interleave the ways and the batch sizes; each way's set-up (its first generation: the
 export and load for pgcc, the compiles and recordings for the others) is not timed.
 The table: median tokens per second (batch x new over the whole generation's wall time,
-prompt steps included), the spread (max - min over the median) and pgcc / RO.  One JSON
+prompt steps included), the spread (max - min over the median) and pgcc / RO, and the
+host's time per step (a generation's wall time until its last step was launched: no
+step waits for the GPU), which says whether a way is bound by the host.  One JSON
 line (BENCH {...}), the table, decode_bench.json under --out.
 """
 import argparse
@@ -88,6 +90,7 @@ def main():
     driver = decode.build_driver(ROOT, exp, refs) if a.new == 128 else None  # (decode_main.c makes 128)
     tps = {(w, b): [] for w in list(ways) + (["pgcc from C"] if driver else []) for b in BUCKETS}
     rec["c_matches_ro"] = True
+    host = {(w, b): [] for w in ways for b in BUCKETS}
     for _ in range(a.rounds):
         if driver:  # its own median of 5 generations per batch size, each round
             r = subprocess.run([driver[0], exp, driver[1]], capture_output=True, text=True)
@@ -105,27 +108,31 @@ def main():
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 generate(f, b)
+                t1 = time.perf_counter()  # (nothing in a generation waits for the GPU: the host's own time)
                 torch.cuda.synchronize()
                 tps[(w, b)].append(b * a.new / (time.perf_counter() - t0))
+                host[(w, b)].append((t1 - t0) / (PROMPT + a.new - 1) * 1e6)
     rec["tokens_per_s"] = {w: {b: {"median": round(statistics.median(tps[(w, b)])),
                                    "spread": round((max(tps[(w, b)]) - min(tps[(w, b)])) /
                                                    statistics.median(tps[(w, b)]), 3)}
                                for b in BUCKETS if tps[(w, b)]} for w in {w for w, _ in tps}}
+    rec["host_us_per_step"] = {w: {b: round(statistics.median(host[(w, b)]), 1) for b in BUCKETS} for w in ways}
     print("BENCH " + json.dumps(rec), flush=True)
     with open(os.path.join(a.out, "decode_bench.json"), "w") as f:
         json.dump(rec, f, indent=1)
     t = rec["tokens_per_s"]
     c = t.get("pgcc from C", {})
     print("| batch | pgcc from Python tok/s (spread) | pgcc from C tok/s (spread) | reduce-overhead tok/s (spread) | "
-          "compile tok/s | pgcc / RO: Python, C | same tokens as RO: Python, C |")
-    print("|---|---|---|---|---|---|---|")
+          "compile tok/s | pgcc / RO: Python, C | same tokens as RO: Python, C | host µs/step: pgcc Python, RO |")
+    print("|---|---|---|---|---|---|---|---|")
     for b in BUCKETS:
         ro = t["reduce-overhead"][b]["median"]
         cc = f"{c[b]['median']} ({c[b]['spread']:.1%})" if b in c else "—"
         print(f"| {b} | {t['pgcc'][b]['median']} ({t['pgcc'][b]['spread']:.1%}) | {cc} | {ro} "
               f"({t['reduce-overhead'][b]['spread']:.1%}) | {t['compile'][b]['median']} | "
               f"{t['pgcc'][b]['median'] / ro:.2f}x, {c[b]['median'] / ro if b in c else float('nan'):.2f}x | "
-              f"{rec['same_tokens_as_ro'][b]}, {rec['c_matches_ro']} |")
+              f"{rec['same_tokens_as_ro'][b]}, {rec['c_matches_ro']} | {rec['host_us_per_step']['pgcc'][b]}, "
+              f"{rec['host_us_per_step']['reduce-overhead'][b]} |")
     p.close()
     return 0
 

@@ -72,11 +72,15 @@ class Field:
         self.tensor = f.tensor.decode() if f.tensor else None
 
     def shape_at(self, dims, ks):
-        """The shape at buckets ks (one index per dim)."""
-        shape = list(self.shape)
-        for i, d in self.dims:
-            shape[i] = dims[d].values[ks[d]]
-        return tuple(shape)
+        """The shape at buckets ks (one index per dim; remembered per ks)."""
+        at = self.__dict__.setdefault("_at", {})
+        key = tuple(ks)
+        if key not in at:
+            shape = list(self.shape)
+            for i, d in self.dims:
+                shape[i] = dims[d].values[ks[d]]
+            at[key] = tuple(shape)
+        return at[key]
 
     def __repr__(self):
         return f"Field({self.name!r}, {self.role}, {self.dtype}, {self.shape}, offset {self.offset}, {self.size} bytes)"
@@ -128,6 +132,7 @@ class Program:
             f.torch_dtype = torch_dtype(f.dtype) if f.dtype else None
         self.inputs = [f for f in self.fields if f.role in ("input", "inout", "scalar")]
         self.outputs = [f for f in self.fields if f.role == "output"]
+        self._plans = {}  # (bucket calls: _plan's answer per set of input shapes)
         self.size_fields = [f for f in self.fields if f.role == "size"]
         self.device = torch.device(device if device is not None else "cuda")
         if self.device.index is None:
@@ -350,20 +355,40 @@ class Program:
         """A call of a program with bucket dimensions: inputs smaller than their bucket are
         padded with zeros (copies), and the outputs returned are the first rows of the
         bucket's (views; out=, if given, must have the bucket's shapes)."""
+        key = tuple(x.shape if isinstance(x, self.torch.Tensor) else None for x in inputs)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(inputs)
+            if len(self._plans) < 256:  # (a decode loop meets a handful of shapes; a bound all the same)
+                self._plans[key] = plan
+        sizes, ks, pads, narrows, shapes = plan
+        for j, i, size in pads:
+            inputs[j] = pad_to(self.torch, inputs[j], i, size)
+        if out is None:
+            outs = [self.torch.empty(shape, dtype=dt, device=self.device) for shape, dt in shapes]
+        else:
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        self.run(self.args(inputs, outs, sizes, ks))
+        for j, i, n in narrows:
+            outs[j] = outs[j].narrow(i, 0, n)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _plan(self, inputs):
+        """What a bucket call with inputs of these shapes does, worked out once per set of
+        shapes: (sizes, ks, the inputs to pad (index, dimension, size), the outputs to
+        narrow (index, dimension, size), the outputs' (shape, dtype) at the bucket)."""
         sizes, ks = self.buckets(inputs)
         for d, n, k in zip(self.dims, sizes, ks):
             if k is None:
                 raise ValueError(f"{self.name}: {d.name} = {n} fits no bucket ({', '.join(map(str, d.values))}"
                                  f"{'' if d.pad else ': exact sizes only'})")
-        for j, (f, x) in enumerate(zip(self.inputs, inputs)):
-            for i, d in f.dims:
-                inputs[j] = x = pad_to(self.torch, x, i, self.dims[d].values[ks[d]])
-        outs = self.new_outputs(ks) if out is None else (list(out) if isinstance(out, (tuple, list)) else [out])
-        self.run(self.args(inputs, outs, sizes, ks))
-        for j, f in enumerate(self.outputs):
-            for i, d in f.dims:
-                outs[j] = outs[j].narrow(i, 0, sizes[d])
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        ks = tuple(ks)
+        pads = [(j, i, self.dims[d].values[ks[d]]) for j, (f, x) in enumerate(zip(self.inputs, inputs))
+                for i, d in f.dims if x.shape[i] != self.dims[d].values[ks[d]]]
+        narrows = [(j, i, sizes[d]) for j, f in enumerate(self.outputs) for i, d in f.dims
+                   if sizes[d] != self.dims[d].values[ks[d]]]
+        shapes = [(tuple(o.shape), o.dtype) for o in self.new_outputs(ks)]
+        return sizes, ks, pads, narrows, shapes
 
     # ---- state ---------------------------------------------------------------------
 
