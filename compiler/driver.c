@@ -1,8 +1,9 @@
 /*
  * driver.c -- the command line and the pipeline, as a flat list:
  *
- *   load -> detect dialect -> frontend -> verify -> classify -> partition ->
- *   verify regions -> cost -> memory plan -> verify -> report or emit
+ *   load -> detect dialect -> frontend -> verify -> signatures, arch -> stage
+ *   collectives -> classify -> partition -> verify regions -> cost -> memory plan ->
+ *   verify -> report or emit
  *
  * pgcc_main() returns the exit status; it never calls exit(), so tests run it
  * in-process with their own streams.  Outputs are written to a temporary file
@@ -350,6 +351,8 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
     return EXIT_INPUT;
   }
   mark(&t, "arch");
+  pg_stage_collectives(p);
+  mark(&t, "stage");
   pg_classify(p);
   mark(&t, "classify");
   pg_partition(p);

@@ -20,12 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A buffer bound on every call (a member of NAME_args): not a weight, not in the arena,
- * not a host buffer (libpgrt's own pinned memory). */
-static bool per_call(const PgBuffer *b) {
-  return b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE &&
-         b->role != PG_ROLE_HOST;
-}
 
 /* A scalar that is a member of NAME_args: bound per call, or a callback. */
 static bool arg_scalar(const PgScalar *s) { return s->is_input || s->is_callback; }
@@ -33,17 +27,18 @@ static bool arg_scalar(const PgScalar *s) { return s->is_input || s->is_callback
 /* ---- what can be generated ---- */
 
 /* A collective is captured once, at init (docs/codegen.md): its buffers must keep their
- * addresses for the context's life (weights, the arena), and it runs in the root graph. */
+ * addresses for the context's life (weights, the arena; pg_stage_collectives put those of
+ * the root graph's collectives that were per-call buffers into the arena), be device
+ * memory, and it runs in the root graph. */
 static bool fits_collective(PgDiag *d, const PgNode *n) {
   const PgCollective *c = n->u.libcall.coll;
   const PgPtr ends[2] = {c->send, c->recv};
   const PgLoc locs[2] = {c->send_loc, c->recv_loc};
   for (int k = 0; k < 2; k++)
-    if (per_call(ends[k].buf) || ends[k].buf->role == PG_ROLE_HOST) {
-      pg_error(d, locs[k], "node '%s': a collective's %s buffer '%s' is %s; C generation wants it to be an "
-               "intermediate, a workspace or a weight (captured once, at init), not a per-call buffer", n->name,
-               k ? "recv" : "send", ends[k].buf->name,
-               ends[k].buf->role == PG_ROLE_HOST ? "host memory" : pg_role_names[ends[k].buf->role]);
+    if (ends[k].buf->role == PG_ROLE_HOST) {
+      pg_error(d, locs[k], "node '%s': a collective's %s buffer '%s' is host memory; C generation wants device "
+               "memory: an intermediate, a workspace or a weight (captured once, at init), or an input or output "
+               "(staged through the arena)", n->name, k ? "recv" : "send", ends[k].buf->name);
       return false;
     }
   if (n->graph->owner) {
@@ -51,6 +46,10 @@ static bool fits_collective(PgDiag *d, const PgNode *n) {
              n->graph->owner->name);
     return false;
   }
+  for (int k = 0; k < 2; k++)
+    if (pg_per_call(ends[k].buf))
+      PG_BUG("collective '%s': its %s buffer '%s' is a per-call buffer (pg_stage_collectives stages those)", n->name,
+             k ? "recv" : "send", ends[k].buf->name);
   return true;
 }
 
@@ -157,7 +156,7 @@ static void fits_body(PgDiag *d, const PgNode *n) {
 static void fits_args(PgDiag *d, const PgProgram *p, const PgNode *n) {
   for (size_t i = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
-    if (per_call(b) && strcmp(b->name, n->name) == 0)
+    if (pg_per_call(b) && strcmp(b->name, n->name) == 0)
       pg_error(d, n->loc, "host node '%s' has the name of a buffer, and both would be members of the call's "
                           "arguments: rename one", n->name);
   }
@@ -905,7 +904,7 @@ static void emit_api(W *w, bool list_caller_args) {
   }
   for (size_t i = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
-    if (!per_call(b)) continue;
+    if (!pg_per_call(b)) continue;
     fprintf(f, "  CUdeviceptr "), cname(f, b->name);
     fprintf(f, "; /* %s: ", b->role == PG_ROLE_UNKNOWN ? "inout (role unknown: read, written or both)"
                                                         : pg_role_names[b->role]);
@@ -1123,7 +1122,7 @@ static void emit_info(W *w) {
 
   for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
-    if (per_call(b)) emit_shape(w, b, "a", k++, shape, cap);
+    if (pg_per_call(b)) emit_shape(w, b, "a", k++, shape, cap);
   }
   for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
@@ -1136,7 +1135,7 @@ static void emit_info(W *w) {
   }
   for (size_t i = 0, k = 0; i < p->buffers.n; i++) {
     const PgBuffer *b = p->buffers.v[i];
-    if (!per_call(b)) continue;
+    if (!pg_per_call(b)) continue;
     if (!nargs) fprintf(f, "static const pgrt_field %s_arg_fields[] = {\n", nm);
     const char *role = b->role == PG_ROLE_INPUT ? "PGRT_FIELD_INPUT" : b->role == PG_ROLE_OUTPUT ? "PGRT_FIELD_OUTPUT"
                                                                                                 : "PGRT_FIELD_INOUT";
@@ -1472,7 +1471,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     int k = 0;
     for (size_t i = 0; i < p->buffers.n; i++) {
       const PgBuffer *b = p->buffers.v[i];
-      if (!per_call(b)) continue;
+      if (!pg_per_call(b)) continue;
       fprintf(f, "%sargs->", k++ ? ", " : ""), cname(f, b->name);
     }
     fputs("};\n", f);

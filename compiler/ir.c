@@ -67,6 +67,11 @@ uint64_t pg_coll_bytes(const PgCollective *c, bool recv) {
 
 bool pg_is_hostop(const PgNode *n, const char *op) { return n->kind == PG_HOSTOP && strcmp(n->u.hostop.op, op) == 0; }
 
+bool pg_per_call(const PgBuffer *b) {
+  return b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE &&
+         b->role != PG_ROLE_HOST;
+}
+
 PgProgram *pg_program_new(PgArena *a) {
   PgProgram *p = pg_arena_alloc(a, sizeof *p);
   p->arena = a;

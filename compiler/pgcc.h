@@ -398,6 +398,9 @@ typedef struct {
   PgType dtype; /* one NCCL has: pg_coll_dtype_ok */
   PgRedOp op;   /* valid when pg_colls[kind].has_op */
   PgLoc send_loc, recv_loc;
+  /* stage.c: where send (recv) was a per-call buffer, the copy into (out of) the arena
+   * buffer the collective now uses instead; NULL where that end was not staged */
+  PgNode *stage_in, *stage_out;
 } PgCollective;
 /* Bytes a collective's send (recv) buffer spans: count * dtype size * its multiplier. */
 uint64_t pg_coll_bytes(const PgCollective *c, bool recv);
@@ -649,6 +652,10 @@ bool pg_graph_in_order(const PgGraph *g);
 bool pg_kind_from_name(const char *name, PgNodeKind *out);
 /* n is a host operation of this op (`hostop op sync`, `op guard`). */
 bool pg_is_hostop(const PgNode *n, const char *op);
+/* A buffer bound on every call (a member of NAME_args, its address new on each): not a
+ * weight, not in the arena (intermediate, workspace), not a host buffer (libpgrt's own
+ * pinned memory).  Roles input, output and unknown. */
+bool pg_per_call(const PgBuffer *b);
 bool pg_type_from_name(const char *name, PgType *out);
 const char *pg_ident(PgArena *a, const char *prefix, const char *s); /* a safe identifier */
 
@@ -743,6 +750,12 @@ int pg_check_signatures(const PgProgram *p, PgDiag *d);
 /* arch.c: every cubin, PTX and fatbin module is one, and holds code that runs on the
  * program's architecture (when it names one).  Returns the errors reported. */
 int pg_check_arch(PgProgram *p, PgDiag *d);
+
+/* stage.c: every collective of the root graph on a per-call buffer (pg_per_call) goes
+ * through arena buffers of its own: a device-to-device copy in before it, a copy out
+ * after it (libpgrt captures a collective once, at init, on addresses that never move).
+ * Returns how many collectives it staged. */
+size_t pg_stage_collectives(PgProgram *p);
 
 /* classify.c: which nodes can be in a graph, and why not */
 void pg_classify(PgProgram *p);

@@ -54,6 +54,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   PgSource *src = pg_source_from_string(a, "fuzz", text);
   PgProgram *p = read_any(a, &d, src);
   if (p && d.errors == 0 && pg_verify(p, &d) == 0) {
+    pg_stage_collectives(p);
     pg_classify(p);
     pg_partition(p);
     pg_verify_regions(p, &d);

@@ -13,6 +13,7 @@ static Parsed *plan(const char *text, const char *profile_path, double calls) {
     prof = pg_profile_load(p->arena, &p->diag, profile_path);
     ck_assert_ptr_nonnull(prof);
   }
+  pg_stage_collectives(p->prog);
   pg_classify(p->prog);
   pg_partition(p->prog);
   pg_verify_regions(p->prog, &p->diag);
