@@ -152,20 +152,41 @@ static void buckets_text(const PgProgram *p, double planned, FILE *f) {
             bytes(w, sizeof w, weight_bytes(p)));
 }
 
+/* The bytes of a staged collective's staging buffers (stage.c): one for both ends in
+ * place, else one per end staged; 0 when it is not staged. */
+static uint64_t stage_bytes(const PgCollective *c) {
+  const PgBuffer *in = c->stage_in ? c->stage_in->u.memcpy.dst.buf : NULL;
+  const PgBuffer *out = c->stage_out ? c->stage_out->u.memcpy.src.buf : NULL;
+  return (in ? in->size : 0) + (out && out != in ? out->size : 0);
+}
+
 /* The NCCL collectives of the root graph (the only place the C generator takes them), in
- * node order: each with its comm, its bytes and its predicted time. */
+ * node order: each with its comm, its bytes and its predicted time, and where it is
+ * staged, its staging buffers' bytes and the per-call buffers that made it so. */
 static void collectives_text(const PgProgram *p, const PgProfile *pr, FILE *f) {
   const PgGraph *root = p->graphs.v[0];
-  char b[32];
+  char b[32], sb[32];
   for (size_t i = 0; i < root->nodes.n; i++) {
     const PgNode *n = root->nodes.v[i];
     if (n->kind != PG_LIBCALL || !n->u.libcall.coll) continue;
     const PgCollective *c = n->u.libcall.coll;
     fprintf(f, "collective %s: %s on comm %s (%" PRIu32 " %s), %" PRIu64 " %s per rank, %s sent, predicted %.1f us "
-            "(region %d)\n", n->name, pg_colls[c->kind].fn, c->comm->name, c->comm->ranks,
+            "(region %d)", n->name, pg_colls[c->kind].fn, c->comm->name, c->comm->ranks,
             plural(c->comm->ranks, "rank", "ranks"), c->count, pg_type_names[c->dtype],
             bytes(b, sizeof b, pg_coll_bytes(c, false)), n->gpu_us > 0 ? n->gpu_us : pg_cost_collective_us(pr, c),
             n->region);
+    if (c->stage_in || c->stage_out) {
+      const PgBuffer *send = c->stage_in ? c->stage_in->u.memcpy.src.buf : NULL;
+      const PgBuffer *recv = c->stage_out ? c->stage_out->u.memcpy.dst.buf : NULL;
+      fprintf(f, ", staged through %s of arena (", bytes(sb, sizeof sb, stage_bytes(c)));
+      if (send && recv && c->stage_in->u.memcpy.dst.buf == c->stage_out->u.memcpy.src.buf)
+        fprintf(f, "in place on '%s', a per-call buffer)", recv->name);
+      else if (send && recv)
+        fprintf(f, "its send buffer '%s' and recv buffer '%s' are per call)", send->name, recv->name);
+      else
+        fprintf(f, "its %s buffer '%s' is per call)", send ? "send" : "recv", send ? send->name : recv->name);
+    }
+    fputc('\n', f);
   }
 }
 
@@ -378,8 +399,9 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
     fprintf(f, ", \"fn\": \"%s\", \"comm\": ", pg_colls[c->kind].fn);
     jstr(f, c->comm->name);
     fprintf(f, ", \"ranks\": %" PRIu32 ", \"count\": %" PRIu64 ", \"dtype\": \"%s\", \"send_bytes\": %" PRIu64
-            ", \"recv_bytes\": %" PRIu64 ", \"region\": %d, \"est_us\": ", c->comm->ranks, c->count,
-            pg_type_names[c->dtype], pg_coll_bytes(c, false), pg_coll_bytes(c, true), n->region);
+            ", \"recv_bytes\": %" PRIu64 ", \"region\": %d, \"staged\": %s, \"stage_bytes\": %" PRIu64
+            ", \"est_us\": ", c->comm->ranks, c->count, pg_type_names[c->dtype], pg_coll_bytes(c, false),
+            pg_coll_bytes(c, true), n->region, c->stage_in || c->stage_out ? "true" : "false", stage_bytes(c));
     jnum(f, n->gpu_us > 0 ? n->gpu_us : pg_cost_collective_us(info->profile, c));
     fputc('}', f);
     first = false;
