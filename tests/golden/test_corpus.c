@@ -16,6 +16,7 @@
 #include "../helpers.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +413,154 @@ START_TEST(collectives_round_trip) {
 }
 END_TEST
 
+/* Staging (compiler/stage.c; tests/codegen/staged_*.graph, whose C make check-codegen
+ * builds against libpgrt): a collective on a per-call buffer goes through arena buffers
+ * of its own.  For each program: the report's line says it is staged, through how many
+ * bytes and why, and the JSON says staged; the .graph pgcc writes holds the copies (dtod,
+ * as wide as the collective reads and writes), the collective on the staging buffers,
+ * the chain pred -> copy in -> collective -> copy out -> succ in the node order, and is
+ * staged no further; the C copies between the caller's buffer and the arena buffer.  A
+ * collective on the arena (tests/gpu/codegen/allreduce.graph) is not staged. */
+typedef struct {
+  const char *file, *node;
+  const char *in_src, *in_dst, *out_src, *out_dst; /* the copies' buffers */
+  uint64_t in_width, out_width;
+  const char *pred, *succ; /* the collective's neighbours in the input, or NULL */
+  const char *why;         /* the report line's end */
+  uint64_t stage_bytes;
+} StageCase;
+
+static size_t buffer_index(const PgProgram *p, const char *name) {
+  for (size_t i = 0; i < p->buffers.n; i++)
+    if (strcmp(p->buffers.v[i]->name, name) == 0) return i;
+  ck_abort_msg("no buffer '%s'", name);
+  return 0;
+}
+
+START_TEST(staged_collectives) {
+  static const StageCase cases[] = {
+      {"tests/codegen/staged_allreduce.graph", "ar", "x", "ar_send", "ar_recv", "y", 16384, 16384, NULL, "k1",
+       "staged through 32.00 KiB of arena (its send buffer 'x' and recv buffer 'y' are per call)\n", 32768},
+      {"tests/codegen/staged_inplace.graph", "ar", "y", "ar_stage", "ar_stage", "y", 16384, 16384, "k0", "k1",
+       "staged through 16.00 KiB of arena (in place on 'y', a per-call buffer)\n", 16384},
+      {"tests/codegen/staged_allgather.graph", "ag", "x", "ag_send", "ag_recv", "g", 16384, 32768, NULL, "k1",
+       "staged through 48.00 KiB of arena (its send buffer 'x' and recv buffer 'g' are per call)\n", 49152},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const StageCase *sc = &cases[i];
+    char want[512];
+
+    Run r = run_pgcc("--report", sc->file, NULL);
+    ck_assert_msg(r.status == 0, "%s: %s", sc->file, r.err);
+    snprintf(want, sizeof want, "\ncollective %s: ", sc->node);
+    const char *line = strstr(r.out, want);
+    ck_assert_msg(line, "%s: no collective line:\n%s", sc->file, r.out);
+    const char *end = strchr(line + 1, '\n') + 1, *at = strstr(line, sc->why);
+    ck_assert_msg(at && at + strlen(sc->why) == end, "%s: wanted the line to end '%s':\n%s", sc->file, sc->why, r.out);
+    run_free(&r);
+
+    r = run_pgcc("--report=json", sc->file, NULL);
+    ck_assert_msg(r.status == 0, "%s: %s", sc->file, r.err);
+    json_error_t jerr;
+    json_t *root = json_loads(r.out, 0, &jerr), *colls = json_object_get(root, "collectives");
+    ck_assert_msg(root && json_array_size(colls) == 1, "%s: %s", sc->file, jerr.text);
+    json_t *c0 = json_array_get(colls, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(c0, "node")), sc->node);
+    ck_assert(json_is_true(json_object_get(c0, "staged")));
+    ck_assert_int_eq(json_integer_value(json_object_get(c0, "stage_bytes")), (json_int_t)sc->stage_bytes);
+    json_decref(root);
+    run_free(&r);
+
+    r = run_pgcc("--emit=graph", sc->file, NULL);
+    ck_assert_msg(r.status == 0, "%s: %s", sc->file, r.err);
+    Parsed *p = parse_text("staged.graph", r.out);
+    ck_assert_msg(p->prog && p->diag.errors == 0, "%s: %s\n%s", sc->file, p->diags, r.out);
+    const PgProgram *prog = p->prog;
+    const PgGraph *g = prog->graphs.v[0];
+    char name[64];
+    const PgNode *n = find_node(prog, sc->node);
+    snprintf(name, sizeof name, "%s_in", sc->node);
+    const PgNode *in = find_node(prog, name);
+    snprintf(name, sizeof name, "%s_out", sc->node);
+    const PgNode *out = find_node(prog, name);
+    ck_assert_msg(n && in && out, "%s:\n%s", sc->file, r.out);
+    const PgNode *copies[2] = {in, out};
+    const char *src[2] = {sc->in_src, sc->out_src}, *dst[2] = {sc->in_dst, sc->out_dst};
+    const uint64_t width[2] = {sc->in_width, sc->out_width};
+    for (int k = 0; k < 2; k++) {
+      const PgNode *m = copies[k];
+      ck_assert_int_eq(m->kind, PG_MEMCPY);
+      ck_assert_int_eq(m->u.memcpy.dir, PG_DIR_DTOD);
+      ck_assert(m->u.memcpy.has_ptrs && !m->u.memcpy.pageable);
+      ck_assert_str_eq(m->u.memcpy.src.buf->name, src[k]);
+      ck_assert_str_eq(m->u.memcpy.dst.buf->name, dst[k]);
+      ck_assert_uint_eq(m->u.memcpy.src.offset, 0);
+      ck_assert_uint_eq(m->u.memcpy.dst.offset, 0);
+      ck_assert_uint_eq(m->u.memcpy.width, width[k]);
+      ck_assert_uint_eq(m->u.memcpy.height * m->u.memcpy.depth, 1);
+    }
+    const PgCollective *c = n->u.libcall.coll;
+    ck_assert_str_eq(c->send.buf->name, sc->in_dst);
+    ck_assert_str_eq(c->recv.buf->name, sc->out_src);
+    ck_assert_uint_eq(pg_coll_bytes(c, false), sc->in_width);
+    ck_assert_uint_eq(pg_coll_bytes(c, true), sc->out_width);
+    uint64_t total = 0;
+    for (size_t b = 0; b < prog->buffers.n; b++) {
+      const PgBuffer *buf = prog->buffers.v[b];
+      if (buf != c->send.buf && buf != c->recv.buf) continue;
+      ck_assert_int_eq(buf->role, PG_ROLE_INTERMEDIATE);
+      ck_assert_int_eq(buf->dtype, c->dtype);
+      total += buf->size;
+    }
+    ck_assert_uint_eq(total, sc->stage_bytes);
+    /* the chain, in the node order and by the edges */
+    ck_assert_uint_eq(in->index + 1, n->index);
+    ck_assert_uint_eq(n->index + 1, out->index);
+    ck_assert_uint_eq(in->succs.n, 1);
+    ck_assert_ptr_eq(in->succs.v[0], n);
+    ck_assert_uint_eq(n->preds.n, 1);
+    ck_assert_uint_eq(n->succs.n, 1);
+    ck_assert_ptr_eq(n->succs.v[0], out);
+    ck_assert_uint_eq(out->preds.n, 1);
+    ck_assert_uint_eq(in->preds.n, sc->pred ? 1 : 0);
+    if (sc->pred) ck_assert_str_eq(in->preds.v[0]->name, sc->pred);
+    ck_assert_uint_eq(out->succs.n, 1);
+    ck_assert_str_eq(out->succs.v[0]->name, sc->succ);
+    ck_assert(pg_graph_in_order(g));
+    ck_assert_uint_eq(pg_stage_collectives(p->prog), 0); /* on the arena now: nothing more to stage */
+    run_free(&r);
+
+    /* the C: the staging buffers in the arena, the copies between them and the caller's */
+    r = run_pgcc("-o", "-", sc->file, NULL);
+    ck_assert_msg(r.status == 0, "%s: %s", sc->file, r.err);
+    snprintf(want, sizeof want, "{.name = \"%s\", .size = %" PRIu64 ", .kind = PGRT_BUF_ARENA, ", sc->in_dst,
+             c->send.buf->size);
+    ck_assert_msg(strstr(r.out, want), "%s: no '%s'", sc->file, want);
+    for (int k = 0; k < 2; k++) {
+      snprintf(want, sizeof want, "{.kind = PGRT_NODE_MEMCPY, .origin = \"%s\", .src = %zu, .src_offset = 0, "
+               ".dst = %zu, .dst_offset = 0, .bytes = %" PRIu64, copies[k]->name, buffer_index(prog, src[k]),
+               buffer_index(prog, dst[k]), width[k]);
+      const char *entry = strstr(r.out, want);
+      ck_assert_msg(entry && strchr(",}", entry[strlen(want)]), "%s: no '%s'", sc->file, want);
+    }
+    snprintf(want, sizeof want, ".src = %zu, .src_offset = 0, .dst = %zu, .dst_offset = 0, .count = %" PRIu64,
+             buffer_index(prog, sc->in_dst), buffer_index(prog, sc->out_src), c->count);
+    ck_assert_msg(strstr(r.out, want), "%s: no '%s'", sc->file, want);
+    run_free(&r);
+    parsed_free(p);
+  }
+
+  Run r = run_pgcc("--report=json", "tests/gpu/codegen/allreduce.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"region\": 0, \"staged\": false, \"stage_bytes\": 0, "));
+  run_free(&r);
+  r = run_pgcc("--report", "tests/gpu/codegen/allreduce.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "collective ar0: "));
+  ck_assert_ptr_null(strstr(r.out, "staged"));
+  run_free(&r);
+}
+END_TEST
+
 /* A stream capture of four launches on two streams (tests/gpu/dotin/capture.c, H100):
  * its C takes each kernel node's arguments at init, and says which node each is by
  * its DOT id, which numbers the nodes in capture order. */
@@ -548,6 +697,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, buckets_round_trip);
   tcase_add_test(t, driver_built_pitched_copy_and_host_node);
   tcase_add_test(t, collectives_round_trip);
+  tcase_add_test(t, staged_collectives);
   tcase_add_test(t, captured_dot_lists_kernel_origins);
   tcase_add_test(t, exported_fixtures_read);
   tcase_add_test(t, host_read_fixtures_report_their_regions);

@@ -733,6 +733,111 @@ START_TEST(memplan_random_never_overlaps_live_buffers) {
 }
 END_TEST
 
+/* The staging pass (stage.c) on its own: one end staged at a time (send only: a copy in,
+ * no copy out; recv only: the reverse), at the pointer's offset; names that are taken
+ * (a node s_in, a scalar r_stage) get _2; the edges and the node order rewired; a
+ * collective on host memory and one inside a body left for pg_c_check to refuse; a
+ * second run stages nothing; the verifier and the memory plan take the result. */
+START_TEST(stage_collectives_one_end_names_and_limits) {
+  Parsed *p = parse_text("t.graph",
+                         "pgcc 1;\ncomm world ranks 2;\nkernel k symbol \"k\" { param 0 8 ptr; }\n"
+                         "buffer x size 4096 role input dtype f32;\nbuffer y size 4096 role output;\n"
+                         "buffer u size 4096 dtype f32;\nbuffer t size 4096 role intermediate;\n"
+                         "buffer w size 4096 role weight;\nbuffer h size 4096 role host;\n"
+                         "scalar r_stage type i32 value 1;\n"
+                         "graph main {\n"
+                         "  node a kernel k grid [1] block [1] args [x];\n"
+                         "  node b kernel k grid [1] block [1] args [t];\n"
+                         "  node s libcall fn \"ncclAllReduce\" comm world send x+1024 recv t count 256 dtype f32 op sum;\n"
+                         "  node s_in empty;\n"
+                         "  node r libcall fn \"ncclAllReduce\" comm world send w recv u+512 count 256 dtype f32 op max;\n"
+                         "  node hh libcall fn \"ncclAllReduce\" comm world send x recv h count 256 dtype f32 op sum;\n"
+                         "  node c child body cb;\n"
+                         "  node z kernel k grid [1] block [1] args [y];\n"
+                         "  a -> s; b -> s; s -> r; s -> z; r -> z;\n"
+                         "}\n"
+                         "graph cb { node inner libcall fn \"ncclAllReduce\" comm world send x recv y count 256 dtype f32 op sum; }\n");
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  PgProgram *prog = p->prog;
+  size_t buffers = prog->buffers.n;
+  ck_assert_uint_eq(pg_stage_collectives(prog), 2);
+  ck_assert_uint_eq(prog->buffers.n, buffers + 2);
+
+  PgNode *s = find_node(prog, "s"), *sin = find_node(prog, "s_in_2"), *r = find_node(prog, "r"),
+         *rout = find_node(prog, "r_out");
+  ck_assert_ptr_nonnull(sin);
+  ck_assert_ptr_nonnull(rout);
+  ck_assert_ptr_null(find_node(prog, "s_out"));
+  ck_assert_ptr_null(find_node(prog, "r_in"));
+  const PgCollective *sc = s->u.libcall.coll, *rc = r->u.libcall.coll;
+  ck_assert_ptr_eq(sc->stage_in, sin);
+  ck_assert_ptr_null(sc->stage_out);
+  ck_assert_ptr_null(rc->stage_in);
+  ck_assert_ptr_eq(rc->stage_out, rout);
+  /* send only: x+1024 -> s_stage, 1024 bytes; s reads s_stage, writes t as before */
+  ck_assert_str_eq(sc->send.buf->name, "s_stage");
+  ck_assert_uint_eq(sc->send.offset, 0);
+  ck_assert_str_eq(sc->recv.buf->name, "t");
+  ck_assert_uint_eq(sc->send.buf->size, 1024);
+  ck_assert_int_eq(sc->send.buf->role, PG_ROLE_INTERMEDIATE);
+  ck_assert(sc->send.buf->has_dtype && sc->send.buf->dtype == PG_T_F32);
+  ck_assert(sc->send.buf->has_shape && sc->send.buf->shape.n == 1 && sc->send.buf->shape.v[0] == 256);
+  ck_assert_int_eq(sc->send.buf->loc.line, s->loc.line);
+  ck_assert_str_eq(sin->u.memcpy.src.buf->name, "x");
+  ck_assert_uint_eq(sin->u.memcpy.src.offset, 1024);
+  ck_assert_ptr_eq(sin->u.memcpy.dst.buf, sc->send.buf);
+  ck_assert_uint_eq(sin->u.memcpy.width, 1024);
+  ck_assert_int_eq(sin->u.memcpy.dir, PG_DIR_DTOD);
+  ck_assert_int_eq(sin->loc.line, s->loc.line);
+  ck_assert_int_eq(sin->loc.col, s->loc.col);
+  /* recv only: r writes r_stage_2 (r_stage is a scalar's name), r_out copies it to u+512 */
+  ck_assert_str_eq(rc->send.buf->name, "w");
+  ck_assert_str_eq(rc->recv.buf->name, "r_stage_2");
+  ck_assert_ptr_eq(rout->u.memcpy.src.buf, rc->recv.buf);
+  ck_assert_str_eq(rout->u.memcpy.dst.buf->name, "u");
+  ck_assert_uint_eq(rout->u.memcpy.dst.offset, 512);
+  ck_assert_uint_eq(rout->u.memcpy.width, 1024);
+  /* left alone */
+  const PgCollective *hc = find_node(prog, "hh")->u.libcall.coll, *ic = find_node(prog, "inner")->u.libcall.coll;
+  ck_assert(!hc->stage_in && !hc->stage_out && strcmp(hc->send.buf->name, "x") == 0 &&
+            strcmp(hc->recv.buf->name, "h") == 0);
+  ck_assert(!ic->stage_in && !ic->stage_out && strcmp(ic->send.buf->name, "x") == 0 &&
+            strcmp(ic->recv.buf->name, "y") == 0);
+  /* the node order and the edges */
+  static const char *const order[] = {"a", "b", "s_in_2", "s", "s_in", "r", "r_out", "hh", "c", "z"};
+  const PgGraph *g = prog->graphs.v[0];
+  ck_assert_uint_eq(g->nodes.n, 10);
+  for (size_t i = 0; i < 10; i++) {
+    ck_assert_str_eq(g->nodes.v[i]->name, order[i]);
+    ck_assert_uint_eq(g->nodes.v[i]->index, i);
+  }
+  ck_assert(pg_graph_in_order(g));
+  ck_assert_uint_eq(sin->preds.n, 2);
+  ck_assert_str_eq(sin->preds.v[0]->name, "a");
+  ck_assert_str_eq(sin->preds.v[1]->name, "b");
+  ck_assert_uint_eq(s->preds.n, 1);
+  ck_assert_ptr_eq(s->preds.v[0], sin);
+  ck_assert_uint_eq(s->succs.n, 2); /* nothing staged after s: its successors are its own */
+  ck_assert_ptr_eq(s->succs.v[0], r);
+  ck_assert_uint_eq(r->succs.n, 1);
+  ck_assert_ptr_eq(r->succs.v[0], rout);
+  ck_assert_uint_eq(rout->succs.n, 1);
+  ck_assert_str_eq(rout->succs.v[0]->name, "z");
+  ck_assert_uint_eq(find_node(prog, "z")->preds.n, 2); /* s and r_out */
+  ck_assert_int_eq(pg_verify(prog, &p->diag), 0);
+  ck_assert_uint_eq(pg_stage_collectives(prog), 0);
+  ck_assert_uint_eq(g->nodes.n, 10);
+  pg_classify(prog);
+  pg_partition(prog);
+  ck_assert_int_eq(pg_verify_regions(prog, &p->diag), 0);
+  pg_cost(prog, &pg_profile_h200, 1000, false);
+  pg_memplan(prog);
+  ck_assert(sc->send.buf->planned && rc->recv.buf->planned);
+  ck_assert_int_eq(pg_verify(prog, &p->diag), 0);
+  parsed_free(p);
+}
+END_TEST
+
 START_TEST(built_in_profile_is_the_shipped_h200_profile) {
   PgArena *a = pg_arena_new();
   PgDiag d = {.out = stderr};
@@ -772,6 +877,7 @@ Suite *partition_suite(void) {
   tcase_add_test(t, profile_errors_are_located);
   tcase_add_test(t, random_dags_hold_the_invariants);
   tcase_add_test(t, built_in_profile_is_the_shipped_h200_profile);
+  tcase_add_test(t, stage_collectives_one_end_names_and_limits);
   tcase_add_test(t, memplan_random_never_overlaps_live_buffers);
   suite_add_tcase(s, t);
   return s;
