@@ -138,9 +138,12 @@ check-valgrind: $(B)/pgcc
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
 CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph tests/gpu/codegen/shapes.graph \
 	tests/gpu/codegen/relocs.graph tests/gpu/codegen/hostread.graph tests/gpu/codegen/buckets.graph \
-	tests/gpu/codegen/allreduce.graph $(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
+	tests/gpu/codegen/allreduce.graph tests/gpu/codegen/allreduce_io.graph $(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
 	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
-# The GPU test programs that run this C compile against its headers here too.
+# The GPU test programs that run this C compile against its headers here too;
+# allreduce_main.c also against allreduce_io.graph's, generated as `allreduce` (its
+# variant with the all-reduce on the input and output), and links into the program
+# tests/gpu/run_nccl.sh runs.
 GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/codegen/shapes_main.c \
 	tests/gpu/codegen/relocs_main.c tests/gpu/codegen/hostread_main.c tests/gpu/codegen/buckets_main.c \
 	tests/gpu/codegen/allreduce_main.c tests/gpu/faults/faults_main.c \
@@ -159,8 +162,12 @@ check-codegen: $(B)/pgcc
 	done && for m in $(GPU_TEST_MAINS); do \
 	  gcc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime -Itests/gpu $(CUDA_INC) -c $$m -o $(B)/gen/main.o \
 	    || exit 1; \
-	done && echo "codegen: $(words $(CODEGEN_INPUTS)) programs compile with gcc and clang and link; \
-	$(words $(GPU_TEST_MAINS)) GPU test programs compile against them"
+	done && mkdir -p $(B)/gen/io && \
+	$(B)/pgcc tests/gpu/codegen/allreduce_io.graph --name=allreduce -o $(B)/gen/io/allreduce.c && \
+	gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -I$(B)/gen/io -Iruntime -Itests/gpu $(CUDA_INC) \
+	  tests/gpu/codegen/allreduce_main.c $(B)/gen/io/allreduce.c $(B)/libpgrt.a $(CUDA_LIBS) -lm -o $(B)/gen/io/allreduce \
+	  && echo "codegen: $(words $(CODEGEN_INPUTS)) programs compile with gcc and clang and link; \
+	$(words $(GPU_TEST_MAINS)) GPU test programs compile against them, allreduce_main against allreduce_io too"
 
 # Programs built against the CUDA driver's stub run here as long as they make no CUDA
 # call: the stub is found as libcuda.so.1 under build/stubs.

@@ -12,6 +12,11 @@
 # (PGRT_FAULT=instantiate: NCCL called on the stream).  NVLink multicast stays off
 # (NCCL_NVLS_ENABLE=0).  libpgrt loads NCCL with dlopen: the Python package's
 # (nvidia.nccl) where it is installed, else whatever the dynamic linker finds.
+#
+# Then the same for tests/gpu/codegen/allreduce_io.graph, the same computation with the
+# all-reduce from the input into the output, which pgcc stages through the arena
+# (compiler/stage.c: a copy in, the collective on arena buffers, a copy out): generated
+# as `allreduce` (build/gpu/io/), it builds with the same allreduce_main.c.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -23,6 +28,13 @@ gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/g
   tests/gpu/codegen/allreduce_main.c build/gpu/allreduce.c build/libpgrt.a \
   -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm \
   -o build/gpu/allreduce
+mkdir -p build/gpu/io
+build/pgcc tests/gpu/codegen/allreduce_io.graph --name=allreduce -o build/gpu/io/allreduce.c
+build/pgcc --report tests/gpu/codegen/allreduce_io.graph
+gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu/io -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/codegen/allreduce_main.c build/gpu/io/allreduce.c build/libpgrt.a \
+  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm \
+  -o build/gpu/allreduce_io
 # (nvidia.nccl is a namespace package: no __file__, its directory is its search location)
 nccl_lib=$(python3 -c 'import importlib.util as u, os; s = u.find_spec("nvidia.nccl"); print(os.path.join(list(s.submodule_search_locations)[0], "lib"))' \
   2>/dev/null || true)
@@ -41,3 +53,7 @@ echo "== allreduce, 2 ranks, as generated (the collective captured into a child 
 build/gpu/allreduce
 echo "== allreduce again, every region eager (PGRT_FAULT=instantiate: NCCL called on the stream)"
 PGRT_FAULT=instantiate build/gpu/allreduce
+echo "== allreduce_io, 2 ranks, as generated (the all-reduce on the input and output, staged through the arena)"
+build/gpu/allreduce_io
+echo "== allreduce_io again, every region eager (PGRT_FAULT=instantiate)"
+PGRT_FAULT=instantiate build/gpu/allreduce_io

@@ -12,6 +12,11 @@
  * first.  Each rank prints its max error per call and PASS or FAIL; the parent exits
  * nonzero if a child failed.  NVLink multicast (NVLS) is turned off before NCCL loads.
  *
+ * allreduce_io.graph computes the same with the all-reduce on the input and output
+ * themselves (x = x * w in place, then x -> y), which pgcc stages through the arena;
+ * generated with --name=allreduce it has this API, and this program runs it unchanged
+ * (tests/gpu/run_nccl.sh builds it against build/gpu/io/allreduce.h).
+ *
  *   allreduce_main
  */
 #define _POSIX_C_SOURCE 200809L
