@@ -14,8 +14,8 @@ timing every (way, size) once: `iters` steps between two CUDA events (GPU time p
 step) and the host's perf_counter (host time per call), inputs at one of four
 addresses in turn; the table gives medians, the spread (max - min over the median)
 and the ratio pgcc / RO per size.  Memory: the weights; what eager steps at the
-largest size allocate at their peak beyond them, first of all in the child process
-(its first two calls: the cuBLAS workspace the first makes stays allocated as long as
+largest size allocate at their peak beyond them, in a process of their own that runs
+nothing else first (its first two calls: the cuBLAS workspace the first makes stays allocated as long as
 the process lives, as pgcc's arena does, so it is counted; the table also gives a later
 call's peak, which leaves it out); reduce-overhead's private pool segments after
 every size ran; pgcc's arena; and the device memory pgcc's first load and init (a
@@ -37,6 +37,30 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
+def eager_child(name):
+    """Eager's memory, in a process of its own that runs nothing else first: the
+    allocator's peak over two steps at the largest size beyond the weights and inputs
+    (the cuBLAS workspace the first step makes stays allocated as long as the process
+    lives, as pgcc's arena does, so it is counted).  (Not in the bench's child: eager's
+    cuDNN attention there, run before the export, loads a second module with a kernel
+    of the same name, which the export then refuses as ambiguous.)"""
+    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
+    import torch
+    from buckets import PROGRAMS
+    from pgcc.buckets import inputs_at
+
+    fn, inputs, _, values, dim, _ = PROGRAMS[name]()
+    xs = inputs_at(torch, inputs, dim, inputs[0].shape[dim], values[-1])
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    with torch.no_grad():
+        for _ in range(2):
+            fn(*xs)
+    torch.cuda.synchronize()
+    print(f"EAGER {torch.cuda.max_memory_allocated() - base}", flush=True)
+
+
 def child(name, rounds, iters, out_dir):
     sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
@@ -52,19 +76,7 @@ def child(name, rounds, iters, out_dir):
     at = {v: [inputs_at(torch, [x * (1 + 0.01 * j) if x.is_floating_point() else x.clone() for x in inputs], dim, n0,
                         v) for j in range(4)] for v in values}
 
-    # eager's memory first of all in this process, so that the workspaces its first call
-    # makes (cuBLAS's: held as long as the process lives, like pgcc's arena) are counted
-    # (the watch before it: the modules eager loads hold kernels the export needs)
     watch = pgcc.ModuleWatch()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    with torch.no_grad():
-        for _ in range(2):
-            fn(*at[values[-1]][0])
-    torch.cuda.synchronize()
-    rec["eager_first_bytes"] = torch.cuda.max_memory_allocated() - base
-
     # pgcc: the export, then the load and init, measured by the driver
     exp = os.path.join(out_dir, name)
     t0 = time.perf_counter()
@@ -191,25 +203,32 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--out", default="build/bench-buckets")
     ap.add_argument("--child")
+    ap.add_argument("--eager-child")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.child:
         child(a.child, a.rounds, a.iters, a.out)
         return 0
+    if a.eager_child:
+        eager_child(a.eager_child)
+        return 0
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     names = a.names or ["mlp", "llama_bf16"]
     recs = []
     for n in names:
+        e = subprocess.run([sys.executable, __file__, "--eager-child", n], capture_output=True, text=True)
+        eager = next((int(ln[6:]) for ln in e.stdout.splitlines() if ln.startswith("EAGER ")), None)
         r = subprocess.run([sys.executable, __file__, "--child", n, "--rounds", str(a.rounds), "--iters",
                             str(a.iters), "--out", a.out], capture_output=True, text=True)
         line = next((ln for ln in r.stdout.splitlines() if ln.startswith("BENCH ")), None)
-        if line:
-            recs.append(json.loads(line[6:]))
+        if line and eager is not None:
+            recs.append(dict(json.loads(line[6:]), eager_first_bytes=eager))
             print(line, flush=True)
         else:
-            recs.append({"program": n, "failed": (r.stderr.strip().splitlines() or ["?"])[-1][:200]})
-            print(r.stdout[-2000:], r.stderr[-4000:], flush=True)
+            bad = r if not line else e
+            recs.append({"program": n, "failed": (bad.stderr.strip().splitlines() or ["?"])[-1][:200]})
+            print(bad.stdout[-2000:], bad.stderr[-4000:], flush=True)
     with open(os.path.join(a.out, "buckets_bench.json"), "w") as f:
         json.dump(recs, f, indent=1)
     print(table(recs))
