@@ -10,12 +10,13 @@ it, waiting for the other ranks.  So the exporter does not let it run: while a c
 runs, Recorder's stand-ins record each call (its tensors' addresses, count, type, op)
 and put a one-byte memset of a marker buffer, valued the call's number, in its place.
 Each rank then exports on its own; export.analyse turns each marker memset into the
-call's libcall node (libcall), and staged() routes a collective on an input or output
-through an intermediate.  An NCCL kernel that is still captured (a collective made
+call's libcall node (libcall).  A collective on an input or output is written as it is:
+pgcc stages it through an arena buffer of its own (compiler/stage.c), since libpgrt
+captures a collective once, at init.  An NCCL kernel that is still captured (a collective made
 some other way) is named by kernel_collective, and the export refuses it.
 
-Pure but Recorder (torch).  First try: tests/gpu/tp.py has exported on two GPUs, not
-yet run the staged program (docs/e2e.md).
+Pure but Recorder (torch).  Proven on two H200s by tests/gpu/tp.py (docs/e2e.md,
+"Tensor parallel on two GPUs").
 """
 import re
 
@@ -53,53 +54,6 @@ def libcall(call, index, comm):
             raise ExportError(f"{call['fn']}: reduction {call.get('op')!r} is not one NCCL has")
         node["op"] = call["op"]
     return node
-
-
-SIZES = {"i8": 1, "u8": 1, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}
-
-
-def staged(nodes, edges, add_buffer):
-    """Collectives whose send or recv is a per-call buffer (an input or output: libpgrt
-    captures a collective once, at init, on addresses that never move) get a staging
-    buffer of their own (add_buffer(name, size) makes it: an intermediate): a copy into
-    it before, the collective on it, a copy out of it after -- an in-place all-reduce of
-    an output, as Inductor writes one, is one buffer both ways.  The copies are numbered
-    after every node there is and marked "staged" (no capture has them).  Returns
-    (nodes, edges)."""
-    out, edges = [], list(edges)
-    fresh = iter(range(max(n["index"] for n in nodes) + 1, 1 << 62))
-    for n in nodes:
-        moving = lambda end: n["kind"] == "libcall" and end[0]["role"] in ("input", "output", "unknown")
-        if not (moving(n.get("send", ({"role": ""},))) or moving(n.get("recv", ({"role": ""},)))):
-            out.append(n)
-            continue
-        i, per = n["index"], SIZES[n["dtype"]] * n["count"]
-        ranks = n["comm"]["ranks"]
-        sizes = {"send": per * (ranks if n["fn"] == "ncclReduceScatter" else 1),
-                 "recv": per * (ranks if n["fn"] == "ncclAllGather" else 1)}
-        same = n["send"] == n["recv"]
-        n = dict(n)
-        before, after = [], []
-        if moving(n["send"]):
-            stage = add_buffer(f"c{i}_send" if not same else f"c{i}", sizes["send"])
-            before.append({"kind": "memcpy", "src": n["send"], "dst": (stage, 0), "width": sizes["send"],
-                           "index": next(fresh), "staged": True})
-            if same:
-                after.append({"kind": "memcpy", "src": (stage, 0), "dst": n["recv"], "width": sizes["recv"],
-                              "index": next(fresh), "staged": True})
-                n["recv"] = (stage, 0)
-            n["send"] = (stage, 0)
-        if moving(n["recv"]):
-            stage = add_buffer(f"c{i}_recv", sizes["recv"])
-            after.append({"kind": "memcpy", "src": (stage, 0), "dst": n["recv"], "width": sizes["recv"],
-                          "index": next(fresh), "staged": True})
-            n["recv"] = (stage, 0)
-        chain = [x["index"] for x in before] + [i] + [x["index"] for x in after]
-        first, last = chain[0], chain[-1]
-        edges = [(a, first) if b == i else (last, b) if a == i else (a, b) for a, b in edges]
-        edges += list(zip(chain, chain[1:]))
-        out += before + [n] + after
-    return out, edges
 
 
 # ---- recording, with torch ------------------------------------------------------------

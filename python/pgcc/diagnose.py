@@ -210,9 +210,8 @@ class Harness:
     def __init__(self, torch, cap, bufs, nodes, edges):
         self.torch, self.cap, self.bufs = torch, cap, bufs
         # (a host read's copy and sync are left out: the values read are capture A's, baked
-        # in; so are a collective and its staging copies, which no capture ran)
-        self.by_index = {n["index"]: n for n in nodes
-                         if n["kind"] in ("kernel", "memset", "memcpy") and not n.get("staged")}
+        # in; so is a collective, which no capture ran)
+        self.by_index = {n["index"]: n for n in nodes if n["kind"] in ("kernel", "memset", "memcpy")}
         count = max([len(cap.nodes)] + [i + 1 for e in edges for i in e] + [i + 1 for i in self.by_index])
         self.seq = [i for i in order(count, edges) if i in self.by_index]
         self.captured = {i: cap.nodes[i] if i < len(cap.nodes) else as_captured(self.by_index[i])

@@ -23,7 +23,7 @@ import os
 from types import SimpleNamespace
 
 from .capture import Capture, foreign_memory, host_maps, tensor_span
-from .collectives import Recorder, kernel_collective, libcall, staged
+from .collectives import Recorder, kernel_collective, libcall
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES, read_device
 from .errors import ExportError
 from .farmem import far
@@ -415,10 +415,6 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
         edges += [(s, index) for s in sinks]
         log(f"  {b['name']}: its memory in capture A held other tensors before it; computed in {src[0]['name']} "
             f"and copied out at the end ({b['size']} bytes)")
-
-    if comms:  # (a collective on an input or output: through a buffer of its own)
-        nodes, edges = staged(nodes, edges, lambda bname, size: bufs.add(name=bname, size=size,
-                                                                         role="intermediate"))
 
     # where each kernel's code is
     prog.status(f"{name}: finding the code of {len(kernels)} kernels")
