@@ -46,8 +46,10 @@
  *   collective = coll_us + moved bytes / (coll_gbps * 1000)      (B/us = GB/s * 1000)
  *
  * The same time eagerly and in a graph (a collective captured into a child graph),
- * plus the eager launch's costs.  Profiles that do not set coll_us and coll_gbps get
- * the defaults below, assumed for NVLink on an H100 or H200 and not measured.
+ * plus the eager launch's costs.  The H200's figures are bench/collectives.py's on two
+ * H200s (an all-reduce's GPU time in a graph: the line misses its 4 KiB to 64 MiB
+ * measurements by up to 28%, NCCL changing protocols between them); profiles that do
+ * not set coll_us and coll_gbps get the defaults below, assumed, not measured.
  *
  * Profiles are text files of `key value` lines (profiles/, written by
  * pgcc-calibrate); the H200's is built in.
@@ -85,8 +87,8 @@ const PgProfile pg_profile_h200 = {
     .update_device_node_us = 0.322, /* likewise */
     .instantiate_node_us = 1.902,
     .upload_us = 25.617,
-    .coll_us = COLL_US_DEFAULT,     /* not in profiles/h200.profile: the defaults */
-    .coll_gbps = COLL_GBPS_DEFAULT,
+    .coll_us = 10.78,               /* bench/collectives.py on two H200s (see profiles/h200.profile) */
+    .coll_gbps = 274.3,             /* likewise */
 };
 
 /* ---- loading a profile ---- */
