@@ -13,7 +13,10 @@ Each model runs in a child process of its own, one after another (never two timi
 at once).  In a child: the ways are set up (set-up time: the first three calls, the
 export and its verification for pgcc, the load), then timed in `rounds` interleaved
 rounds (each round times every way once: `iters` steps between two CUDA events for
-the GPU time per step, the host's perf_counter for its time per call); the table
+the GPU time per step, then, from an idle GPU, HOST_CALLS calls timed by the host's
+perf_counter for its own time per call (the loop's wall time per call, loop_us in the
+JSON, is not that: once the GPU falls behind, the host waits for room in the launch
+queue, and its time per call grows towards the GPU's); the table
 gives medians over the rounds, the spread (max - min over the median) of the GPU time,
 ratios to reduce-overhead and to the floor, and memory: weights, what an eager step
 allocates at its peak beyond them (libraries' workspaces, made once, not counted),
@@ -38,6 +41,7 @@ import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+HOST_CALLS = 8  # host time: calls per timing, from an idle GPU (well inside the launch queue)
 WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc")
 
 
@@ -136,6 +140,7 @@ def child(key, rounds, iters, out_dir, kernels=False):
     torch.cuda.synchronize()
     gpu = {w: [] for w in ways}
     host = {w: [] for w in ways}
+    loop = {w: [] for w in ways}
     for _ in range(rounds):
         for w in ways:  # interleaved: every way once per round
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -144,12 +149,22 @@ def child(key, rounds, iters, out_dir, kernels=False):
             t0 = time.perf_counter()
             for _ in range(iters):
                 steps[w]()
-            host[w].append((time.perf_counter() - t0) / iters * 1e6)
+            loop[w].append((time.perf_counter() - t0) / iters * 1e6)
             e1.record()
             e1.synchronize()
             gpu[w].append(e0.elapsed_time(e1) / iters * 1e3)
+            # the host's own time: HOST_CALLS calls from an idle GPU, fewer than the launch
+            # queue holds (in the loop above the host waits for room in the queue once the
+            # GPU falls behind, and its time per call grows towards the GPU's)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(HOST_CALLS):
+                steps[w]()
+            host[w].append((time.perf_counter() - t0) / HOST_CALLS * 1e6)
+            torch.cuda.synchronize()
     rec["train"] = train
     rec["ways"] = {w: {"gpu_us": round(statistics.median(gpu[w]), 1), "host_us": round(statistics.median(host[w]), 1),
+                       "loop_us": round(statistics.median(loop[w]), 1),
                        "spread": round((max(gpu[w]) - min(gpu[w])) / statistics.median(gpu[w]), 3),
                        "setup_s": round(setup[w], 3)} for w in ways}
     if kernels:
@@ -229,7 +244,8 @@ def pool_segments(torch):
 
 def table(recs):
     lines = ["| model | eager | compile | reduce-overhead | manual capture (floor) | pgcc | pgcc / RO | "
-             "pgcc / floor | host µs/call pgcc (RO) | spread pgcc (RO) | pgcc set-up: export, init | "
+             "pgcc / floor | host µs/call pgcc (RO; floor): from idle, in the loop | spread pgcc (RO) | "
+             "pgcc set-up: export, init | "
              "memory: weights, eager peak, RO pools, pgcc arena |",
              "|---" * 12 + "|"]
     for r in recs:
@@ -241,11 +257,13 @@ def table(recs):
         mib = lambda n: f"{n / 2**20:.1f}" if isinstance(n, (int, float)) else "—"
         p = w.get("pgcc", {})
         ro = w.get("reduce-overhead", {})
+        fl = w.get("manual capture", {})
         lines.append(
             f"| {r['model']} | {f('eager')} | {f('compile')} | {f('reduce-overhead')} | {f('manual capture')} | "
             f"{f('pgcc') if 'pgcc' in g else 'FAIL: ' + r.get('pgcc_failed', r.get('failed', '?'))[:80]} | "
             f"{ratio('pgcc', 'reduce-overhead')} | {ratio('pgcc', 'manual capture')} | "
-            f"{p.get('host_us', '—')} ({ro.get('host_us', '—')}) | {p.get('spread', '—')} ({ro.get('spread', '—')}) | "
+            f"{p.get('host_us', '—')} ({ro.get('host_us', '—')}; {fl.get('host_us', '—')}), {p.get('loop_us', '—')} "
+            f"({ro.get('loop_us', '—')}; {fl.get('loop_us', '—')}) | {p.get('spread', '—')} ({ro.get('spread', '—')}) | "
             f"{r.get('pgcc_export_s', '—')} s, {r.get('pgcc_init_ms', '—')} ms | "
             f"{mib(r.get('weights_bytes'))}, {mib(r.get('eager_peak_bytes'))}, {mib(r.get('ro_pool_bytes'))}, "
             f"{mib(r.get('pgcc_arena_bytes'))} MiB |")
