@@ -78,19 +78,10 @@ def main():
     ap.add_argument("--out", default="build/bench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    import torch.multiprocessing as mp
-    mp.set_start_method("spawn", force=True)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+    from tp import run_ranks
     world = 2
-    with mp.Manager() as m:
-        results = m.dict()
-        procs = [mp.Process(target=rank_main, args=(r, world, a.rounds, 29541, results)) for r in range(world)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(timeout=300)
-            if p.is_alive():
-                p.kill()
-        res = dict(results)
+    res = run_ranks(rank_main, (a.rounds, 29541), world=world, timeout=300)
     if len(res) != world:
         print(f"FAIL: {len(res)} of {world} ranks gave results")
         return 1

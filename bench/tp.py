@@ -156,21 +156,13 @@ def main():
     ap.add_argument("names", nargs="*", default=["llama"])
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    import torch.multiprocessing as mp
-    mp.set_start_method("spawn", force=True)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+    from tp import run_ranks
     recs = []
     for k, name in enumerate(a.names):  # (a pair of fresh processes per program: eager's workspaces are its own)
-        with tempfile.TemporaryDirectory() as tmp, mp.Manager() as m:
-            results = m.dict()
-            procs = [mp.Process(target=rank_main, args=(r, 2, name, a.rounds, a.iters, tmp, 29517 + k, results))
-                     for r in range(2)]
-            for p in procs:
-                p.start()
-            for p in procs:
-                p.join(timeout=400)
-                if p.is_alive():
-                    p.kill()
-            recs += [results[r] for r in sorted(results.keys())]
+        with tempfile.TemporaryDirectory() as tmp:
+            results = run_ranks(rank_main, (name, a.rounds, a.iters, tmp, 29517 + k), timeout=400)
+            recs += [results[r] for r in sorted(results)]
     with open(os.path.join(a.out, "tp_bench.json"), "w") as f:
         json.dump(recs, f, indent=1)
     if len(recs) != 2 * len(a.names):

@@ -6,6 +6,7 @@ under torch.compile does (Megatron-style: column-parallel, then row-parallel, th
 sum over ranks).
 
     program(name, rank, world) -> SimpleNamespace(step, inputs, weights, whole, whole_fp32)
+    run_ranks(target, args) -> {rank: result}: one spawned process per rank
 
 step(*inputs) is the rank's compiled-able step; weights its shards by name; whole(*inputs)
 the same computation on one GPU with the unsplit weights (the model that the ranks
@@ -151,6 +152,24 @@ def llama(rank, world):
     tokens = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda", generator=g)
     return SimpleNamespace(step=step, inputs=[tokens], weights=shards, whole=whole, whole_fp32=whole_fp32,
                            fresh=lambda g: [torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda", generator=g)])
+
+
+def run_ranks(target, args, world=2, timeout=540):
+    """target(rank, world, *args, results) in a fresh (spawned) process per rank; returns
+    {rank: what that rank put in results[rank]}.  A rank still running after `timeout`
+    seconds is killed, and has no entry."""
+    import torch.multiprocessing as mp
+    mp.set_start_method("spawn", force=True)
+    with mp.Manager() as m:
+        results = m.dict()
+        procs = [mp.Process(target=target, args=(r, world, *args, results)) for r in range(world)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=timeout)
+            if p.is_alive():
+                p.kill()
+        return dict(results)
 
 
 def program(name, rank, world):

@@ -119,21 +119,13 @@ def rank_main(rank, world, names, out_root, port, results):
 
 
 def main():
-    import torch.multiprocessing as mp
     names = sys.argv[1:] or list(COLLECTIVES)
     unknown = [n for n in names if n not in COLLECTIVES]
     if unknown:
         sys.exit(f"tp.py: no TP program {', '.join(unknown)} (there are {', '.join(COLLECTIVES)})")
-    mp.set_start_method("spawn", force=True)
-    with tempfile.TemporaryDirectory() as out, mp.Manager() as m:
-        results = m.dict()
-        procs = [mp.Process(target=rank_main, args=(r, 2, names, out, 29513, results)) for r in range(2)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(timeout=540)
-            if p.is_alive():
-                p.kill()
+    from tp import run_ranks
+    with tempfile.TemporaryDirectory() as out:
+        results = run_ranks(rank_main, (names, out, 29513), timeout=540)
         failed = False
         for r in range(2):
             got = results.get(r)
