@@ -15,6 +15,11 @@ together must match), whole_fp32 the same in fp32 (an independent reference for 
 Programs:
 - mlp: Linear 256 -> 1024 (column-parallel), GELU, Linear 1024 -> 256 (row-parallel),
   all-reduce; fp32, batch 8.
+- sp_mlp: the same MLP sequence-parallel: each rank takes its rows of the batch, an
+  all-gather makes the whole batch, and a reduce-scatter sums the row-parallel layer's
+  partial results and leaves each rank its rows (fp32, batch 8; the step takes the
+  whole batch and slices its rows, so the all-gather reads a part of an input and the
+  reduce-scatter writes the output).
 - llama: a Llama-style decoder's forward over a sequence (4 layers x 512, 8 heads and 2
   KV heads split over the ranks, RMSNorm, rotary embeddings, causal attention through
   scaled_dot_product_attention, SwiGLU 512 -> 1408, vocabulary 1000), bf16, 2 x 32
@@ -27,13 +32,25 @@ from types import SimpleNamespace
 import torch
 import torch.nn.functional as F
 
-PROGRAMS = ("mlp", "llama")
+PROGRAMS = ("mlp", "sp_mlp", "llama")
 
 
 def _all_reduce(x):
     import torch.distributed as dist
     import torch.distributed._functional_collectives as fc
     return fc.all_reduce(x, "sum", dist.group.WORLD)
+
+
+def _all_gather(x):
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as fc
+    return fc.all_gather_tensor(x, 0, dist.group.WORLD)
+
+
+def _reduce_scatter(x):
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as fc
+    return fc.reduce_scatter_tensor(x, "sum", 0, dist.group.WORLD)
 
 
 def shard_rows(w, rank, world):
@@ -60,6 +77,25 @@ def mlp(rank, world):
 
     def whole(x):
         return F.gelu(x @ w1.t()) @ w2.t()
+    x = torch.randn(batch, width, device="cuda")
+    return SimpleNamespace(step=step, inputs=[x], weights={"w1": w1_r, "w2": w2_r}, whole=whole, whole_fp32=whole,
+                           fresh=lambda g: [torch.randn(batch, width, device="cuda", generator=g)])
+
+
+def sp_mlp(rank, world):
+    width, hidden, batch = 256, 1024, 8
+    torch.manual_seed(0)
+    w1 = torch.randn(hidden, width, device="cuda") / width ** 0.5
+    w2 = torch.randn(width, hidden, device="cuda") / hidden ** 0.5
+    w1_r, w2_r = shard_rows(w1, rank, world), shard_cols(w2, rank, world)
+    rows = batch // world
+
+    def step(x):
+        whole_x = _all_gather(x[rank * rows:(rank + 1) * rows])
+        return _reduce_scatter(F.gelu(whole_x @ w1_r.t()) @ w2_r.t())
+
+    def whole(x):
+        return (F.gelu(x @ w1.t()) @ w2.t())[rank * rows:(rank + 1) * rows]
     x = torch.randn(batch, width, device="cuda")
     return SimpleNamespace(step=step, inputs=[x], weights={"w1": w1_r, "w2": w2_r}, whole=whole, whole_fp32=whole,
                            fresh=lambda g: [torch.randn(batch, width, device="cuda", generator=g)])

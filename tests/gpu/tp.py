@@ -1,15 +1,16 @@
 """Tensor-parallel programs on two GPUs (one process per rank, NCCL, NVLink multicast
 off), exported per rank by pgcc.export and run from the generated C through pgcc.load:
 
-    python3 tests/gpu/tp.py [mlp] [llama]      (needs 2 GPUs; exit status 0: every rank passed)
+    python3 tests/gpu/tp.py [mlp] [sp_mlp] [llama]   (needs 2 GPUs; exit status 0: every rank passed)
 
 The programs are tests/e2e/tp.py's: each rank keeps its shards of one seeded model and
 ends every block with torch.distributed._functional_collectives.all_reduce -- under
 torch.compile, the _c10d_functional ops that the exporter records in place of running
-them (collectives.py), so the export holds `libcall` ncclAllReduce nodes that libpgrt
-runs inside its graphs.  The export's own verify runs on both ranks in step.  Then:
-- `pgcc --report=json` must list every all-reduce the step makes (1 for mlp, 8 for
-  llama) over 2 ranks, each in a region launched as a graph;
+them (collectives.py), so the export holds `libcall` nodes (ncclAllReduce; sp_mlp's
+ncclAllGather and ncclReduceScatter) that libpgrt runs inside its graphs.  The export's own verify runs on both ranks in step.  Then:
+- `pgcc --report=json` must list every collective the step makes (mlp: 1 all-reduce;
+  sp_mlp: 1 all-gather, 1 reduce-scatter; llama: 8 all-reduces) over 2 ranks, each in a
+  region launched as a graph;
 - on 3 fresh inputs (the same on both ranks), with the arena poisoned before each
   call, each rank's output from C is compared with the compiled step's on that rank (bit
   for bit, or within the dtype's tolerance) and with the whole model on one GPU: within
@@ -26,12 +27,13 @@ import tempfile
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
 
-COLLECTIVES = {"mlp": 1, "llama": 8}
+COLLECTIVES = {"mlp": {"ncclAllReduce": 1}, "sp_mlp": {"ncclAllGather": 1, "ncclReduceScatter": 1},
+               "llama": {"ncclAllReduce": 8}}
 
 
 def check_report(graph, name, failures, show):
-    """The report's collectives: as many all-reduces over 2 ranks as the step makes, each
-    in a region that is launched as a graph."""
+    """The report's collectives: the ones the step makes (by NCCL function, over 2 ranks),
+    each in a region that is launched as a graph."""
     r = subprocess.run([os.path.join(ROOT, "build", "pgcc"), "--report=json", graph], capture_output=True, text=True)
     if r.returncode != 0:
         failures.append(f"{name}: pgcc --report failed: {r.stderr.strip()[:300]}")
@@ -41,9 +43,12 @@ def check_report(graph, name, failures, show):
     colls = rep["collectives"]
     if show:
         print(f"{name}: {len(colls)} collectives, regions {[g['decision'] for g in rep['regions']]}", flush=True)
-    if len(colls) != COLLECTIVES[name] or any(c["fn"] != "ncclAllReduce" or c["ranks"] != 2 for c in colls):
+    counts = {}
+    for c in colls:
+        counts[c["fn"]] = counts.get(c["fn"], 0) + 1
+    if counts != COLLECTIVES[name] or any(c["ranks"] != 2 for c in colls):
         failures.append(f"{name}: the report lists {[(c['fn'], c['ranks']) for c in colls]}, not "
-                        f"{COLLECTIVES[name]} all-reduces over 2 ranks")
+                        f"{COLLECTIVES[name]} over 2 ranks")
     outside = [c["node"] for c in colls if c["region"] not in graphed]
     if outside:
         failures.append(f"{name}: collectives outside a graph: {outside}")
@@ -135,7 +140,7 @@ def main():
             for f in got or []:
                 print(f"FAIL rank {r}: {f}")
                 failed = True
-    print("FAIL" if failed else f"PASS ({' '.join(names)}): both ranks, from C, every all-reduce in a graph")
+    print("FAIL" if failed else f"PASS ({' '.join(names)}): both ranks, from C, every collective in a graph")
     return 1 if failed else 0
 
 
