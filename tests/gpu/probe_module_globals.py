@@ -11,7 +11,12 @@ whose name holds SYMBOL-PART, and for each: the module cuDNN's function lives in
 hold its code; the image's data objects (ELF symbols of type OBJECT) and which of them the kernel's code
 refers to (.rel(a).text.SYMBOL); each object's bytes in cuDNN's live module
 (cuModuleGetGlobal) against the image's initial bytes (zeros for NOBITS sections).
-Prints what differs.  A diagnostic, not a test: exit status 0 when it ran.
+Prints what differs.  Then, per function, which of those images its module could have
+been loaded from, told without the load calls (fingerprints(): the module's kernels and
+their attributes; its data objects' bytes) -- what an export could use to take each
+function's code from its own image.  The fingerprints have not run yet (written
+2026-11-23 after the device time was spent).  A diagnostic, not a test: exit status 0
+when it ran.
 """
 import ctypes as C
 import os
@@ -134,9 +139,70 @@ def main():
                                                                                        C.c_uint64(w)) == 0)
                 print(f"   {name} ({sname}, {size} B, live {got.value} B at {ptr.value:#x}): {diff} bytes differ from "
                       f"the cubin's; words that are device addresses: {pointers}; live head {live[:32].hex()}")
+    fingerprints(lib, nodes, watch)
     watch.close()
     sys.stdout.flush()
     os._exit(0)
+
+
+def fingerprints(lib, nodes, watch):
+    """Which of the images holding a node's kernel its module was loaded from, told two
+    ways without the load calls: (a) every kernel of the image is in the module
+    (cuModuleGetFunction) with the attributes a fresh load of the image gives it; (b) the
+    module's data objects hold the image's initial bytes.  Prints, per function, the
+    images each way accepts: one image each way is what an export could rely on."""
+    import hashlib
+    from pgcc.cuda import read_device
+    from pgcc.kernels import func_attrs
+    lib.cuModuleLoadData.argtypes = [C.POINTER(C.c_void_p), C.c_char_p]
+    lib.cuModuleGetFunction.argtypes = [C.POINTER(C.c_void_p), C.c_void_p, C.c_char_p]
+    lib.cuModuleUnload.argtypes = [C.c_void_p]
+    print("== fingerprints: per function, the images (a) its module's kernels and attributes and (b) its data "
+          "objects' bytes agree with")
+    cache = {}
+    for n in nodes:
+        sym = n["name"]
+        mod = C.c_void_p()
+        lib.cuFuncGetModule(C.byref(mod), C.c_void_p(n["func"]))
+        by_kernels, by_data = [], []
+        for img in [i for i in watch.images.values() if i[:4] == b"\x7fELF" and f".text.{sym}".encode() in i]:
+            tag = hashlib.sha256(img).hexdigest()[:12]
+            if tag not in cache:
+                syms, secs = elf_symbols(img)
+                names = [nm[len(".text."):] for nm, *_ in secs if nm.startswith(".text.")]
+                fresh = C.c_void_p()
+                attrs = {}
+                if lib.cuModuleLoadData(C.byref(fresh), img) == 0:
+                    for k in names:
+                        f = C.c_void_p()
+                        if lib.cuModuleGetFunction(C.byref(f), fresh, k.encode()) == 0:
+                            attrs[k] = func_attrs(f)
+                    lib.cuModuleUnload(fresh)
+                objects = []
+                for name, kind, shndx, value, size in syms:
+                    if kind == 1 and 0 < shndx < len(secs) and size:
+                        _, stype, off, _, _ = secs[shndx]
+                        objects.append((name, bytes(size) if stype == 8 else img[off + value:off + value + size]))
+                cache[tag] = (attrs, objects)
+            attrs, objects = cache[tag]
+            ok = bool(attrs)
+            for k, a in attrs.items():
+                f = C.c_void_p()
+                if lib.cuModuleGetFunction(C.byref(f), mod, k.encode()) != 0 or func_attrs(f) != a:
+                    ok = False
+                    break
+            if ok:
+                by_kernels.append(tag)
+            same = 0
+            for name, init in objects:
+                ptr, got = C.c_uint64(), C.c_size_t()
+                if lib.cuModuleGetGlobal_v2(C.byref(ptr), C.byref(got), mod, name.encode()) != 0 or got.value != len(init):
+                    same = -1
+                    break
+                same += read_device(ptr.value, len(init)) == init
+            if objects and same == len(objects):
+                by_data.append(tag)
+        print(f"   function {n['func']:#x} (module {mod.value:#x}): (a) {by_kernels}; (b) {by_data}")
 
 
 if __name__ == "__main__":
