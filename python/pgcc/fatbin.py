@@ -106,6 +106,40 @@ def elf_sections(image):
     return out
 
 
+def elf_data_objects(image):
+    """A cubin's data objects -- its __constant__ and __device__ variables, the symbols of
+    type OBJECT with a size in a section -- as [(name, section name, initial bytes)]
+    (zeros for a section that holds no bytes, .nv.global).  What a module loaded from the
+    image starts with; a library may write other values into them after loading it.
+    [] for anything but a 64-bit little-endian ELF image."""
+    if image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:
+        return []
+    shoff, = struct.unpack_from("<Q", image, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", image, 0x3A)
+    if shoff + shnum * shentsize > len(image) or shstrndx >= shnum:
+        return []
+    # (name, type, offset, size, link) of each section header
+    heads = [struct.unpack_from("<II16xQQI", image, shoff + i * shentsize) for i in range(shnum)]
+
+    def cstr(off, size, at):
+        tab = image[off:off + size]
+        return tab[at:tab.find(b"\0", at)].decode(errors="replace")
+    names = heads[shstrndx]
+    out = []
+    for _, kind, off, size, link in heads:
+        if kind != 2 or link >= shnum:  # SHT_SYMTAB, its names in section `link`
+            continue
+        strtab = heads[link]
+        for k in range(size // 24):
+            name, info, _, shndx, value, sz = struct.unpack_from("<IBBHQQ", image, off + 24 * k)
+            if info & 0xF != 1 or not sz or not 0 < shndx < shnum:  # STT_OBJECT, in a section
+                continue
+            sname, skind, soff, ssize, _ = heads[shndx]
+            data = bytes(sz) if skind == 8 else image[soff + value:soff + value + sz]  # SHT_NOBITS: zeros
+            out.append((cstr(strtab[2], strtab[3], name), cstr(names[2], names[3], sname), data))
+    return out
+
+
 def same_kernel_code(images, symbol):
     """Whether every image holds the very same code for kernel `symbol`: identical machine
     code (.text.SYM), constant bank (.nv.constant0.SYM) and attributes (.nv.info.SYM),

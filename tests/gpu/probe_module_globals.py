@@ -8,9 +8,9 @@ the capture; through the same kernel loaded from its fatbin, it does not.
 Captures the compiled MobileNetV3-small with pgcc's Capture, takes every kernel node
 whose name holds SYMBOL-PART, and for each: the module cuDNN's function lives in
 (cuFuncGetModule); the images the process loaded (pgcc.ModuleWatch, CUPTI: ELF) that
-hold its code; the image's data objects (ELF symbols of type OBJECT) and which of them the kernel's code
-refers to (.rel(a).text.SYMBOL); each object's bytes in cuDNN's live module
-(cuModuleGetGlobal) against the image's initial bytes (zeros for NOBITS sections).
+hold its code; the first image's data objects (pgcc.fatbin.elf_data_objects), each
+object's bytes in the function's module (cuModuleGetGlobal) against the image's
+initial bytes.
 Prints what differs.  Then, per function, which of those images its module could have
 been loaded from, told without the load calls (fingerprints(): the module's kernels and
 their attributes; its data objects' bytes) -- what an export could use to take each
@@ -27,48 +27,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
 
 
-def elf_symbols(image):
-    """[(name, type, section index, value, size)] of a 64-bit ELF's .symtab, and the
-    section headers [(name, type, offset, size)]."""
-    shoff, = struct.unpack_from("<Q", image, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", image, 0x3A)
-    heads = [struct.unpack_from("<IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
-    names = heads[shstrndx]
-    shstr = image[names[4]:names[4] + names[5]]
-
-    def cstr(tab, at):
-        return tab[at:tab.find(b"\0", at)].decode(errors="replace")
-    secs = [(cstr(shstr, h[0]), h[1], h[4], h[5], h[6]) for h in heads]  # name, type, off, size, link
-    syms = []
-    for name, kind, off, size, link in secs:
-        if kind != 2:  # SHT_SYMTAB
-            continue
-        strtab = image[secs[link][2]:secs[link][2] + secs[link][3]]
-        for k in range(size // 24):
-            n, info, other, shndx, value, sz = struct.unpack_from("<IBBHQQ", image, off + 24 * k)
-            syms.append((cstr(strtab, n), info & 0xF, shndx, value, sz))
-    return syms, secs
-
-
-def relocated_symbols(image, symbol, syms, secs):
-    """Names of the symbols the code of `symbol` is relocated against."""
-    out = set()
-    for name, kind, off, size, _ in secs:
-        if name in (f".rel.text.{symbol}", f".rela.text.{symbol}"):
-            ent = 16 if name.startswith(".rel.") else 24
-            for k in range(size // ent):
-                info, = struct.unpack_from("<Q", image, off + ent * k + 8)
-                idx = info >> 32
-                if idx < len(syms):
-                    out.add(syms[idx][0])
-    return out
-
-
 def main():
     import torch
     import zoo
     from pgcc.capture import Capture
     from pgcc.cuda import read_device
+    from pgcc.fatbin import elf_data_objects
 
     variant = sys.argv[1] if len(sys.argv) > 1 else "fp32"
     part = sys.argv[2] if len(sys.argv) > 2 else "conv2d_c1_k1"
@@ -113,32 +77,29 @@ def main():
                       f"{hashlib.sha256(secs.get('.nv.constant0.' + sym, b'')).hexdigest()[:12]}, sections about it "
                       f"{sorted(k for k in secs if sym in k)}")
             print(f"   same code in all: {same_kernel_code([i for _, i in images], sym)}")
-        for path, image in images[:1]:
-            if image[:4] != b"\x7fELF":
-                print("   (not an ELF image: compressed?)")
-                continue
-            syms, secs = elf_symbols(image)
-            objects = [s for s in syms if s[1] == 1]
-            used = relocated_symbols(image, sym, syms, secs)
-            print(f"   {len(objects)} data objects in the cubin; the kernel's code refers to {sorted(used)[:20]}")
-            for name, _, shndx, value, size in objects:
-                if name not in used and len(objects) > 40:
-                    continue
-                sname, kind, off, ssize, _ = secs[shndx] if shndx < len(secs) else ("?", 0, 0, 0, 0)
-                init = bytes(size) if kind == 8 else image[off + value:off + value + size]
+        for _, image in images[:1]:
+            objects = elf_data_objects(image)
+            print(f"   {len(objects)} data objects in the first image (the module's __constant__ and __device__ "
+                  "variables: a kernel reaches them through constant banks, with no relocation in its code)")
+            differ = 0
+            for name, sname, init in objects:
                 ptr, got = C.c_uint64(), C.c_size_t()
-                r = lib.cuModuleGetGlobal_v2(C.byref(ptr), C.byref(got), mod, name.encode())
-                if r != 0:
-                    print(f"   {name} ({sname}, {size} B): cuModuleGetGlobal {r}")
+                if lib.cuModuleGetGlobal_v2(C.byref(ptr), C.byref(got), mod, name.encode()) != 0:
+                    print(f"   {name} ({sname}, {len(init)} B): not in the function's module")
                     continue
                 live = read_device(ptr.value, min(got.value, 1 << 20))
-                diff = sum(1 for a, b in zip(live, init) if a != b)
+                if live == init:
+                    continue
+                differ += 1
                 words = [struct.unpack_from("<Q", live, i)[0] for i in range(0, len(live) - 7, 8)]
                 base = C.c_uint64()
                 pointers = sum(1 for w in words if w and lib.cuMemGetAddressRange_v2(C.byref(base), None,
                                                                                        C.c_uint64(w)) == 0)
-                print(f"   {name} ({sname}, {size} B, live {got.value} B at {ptr.value:#x}): {diff} bytes differ from "
-                      f"the cubin's; words that are device addresses: {pointers}; live head {live[:32].hex()}")
+                if differ <= 10:
+                    print(f"   {name} ({sname}, {len(init)} B): {sum(a != b for a, b in zip(live, init))} bytes "
+                          f"differ from the image's; words that are device addresses: {pointers}")
+            print(f"   {differ} of {len(objects)} objects hold other bytes in the function's module than the image "
+                  "starts them with")
     fingerprints(lib, nodes, watch)
     watch.close()
     sys.stdout.flush()
@@ -153,6 +114,7 @@ def fingerprints(lib, nodes, watch):
     images each way accepts: one image each way is what an export could rely on."""
     import hashlib
     from pgcc.cuda import read_device
+    from pgcc.fatbin import elf_data_objects, elf_sections
     from pgcc.kernels import func_attrs
     lib.cuModuleLoadData.argtypes = [C.POINTER(C.c_void_p), C.c_char_p]
     lib.cuModuleGetFunction.argtypes = [C.POINTER(C.c_void_p), C.c_void_p, C.c_char_p]
@@ -168,8 +130,7 @@ def fingerprints(lib, nodes, watch):
         for img in [i for i in watch.images.values() if i[:4] == b"\x7fELF" and f".text.{sym}".encode() in i]:
             tag = hashlib.sha256(img).hexdigest()[:12]
             if tag not in cache:
-                syms, secs = elf_symbols(img)
-                names = [nm[len(".text."):] for nm, *_ in secs if nm.startswith(".text.")]
+                names = [nm[len(".text."):] for nm in elf_sections(img) if nm.startswith(".text.")]
                 fresh = C.c_void_p()
                 attrs = {}
                 if lib.cuModuleLoadData(C.byref(fresh), img) == 0:
@@ -178,12 +139,7 @@ def fingerprints(lib, nodes, watch):
                         if lib.cuModuleGetFunction(C.byref(f), fresh, k.encode()) == 0:
                             attrs[k] = func_attrs(f)
                     lib.cuModuleUnload(fresh)
-                objects = []
-                for name, kind, shndx, value, size in syms:
-                    if kind == 1 and 0 < shndx < len(secs) and size:
-                        _, stype, off, _, _ = secs[shndx]
-                        objects.append((name, bytes(size) if stype == 8 else img[off + value:off + value + size]))
-                cache[tag] = (attrs, objects)
+                cache[tag] = (attrs, [(nm, init) for nm, _, init in elf_data_objects(img)])
             attrs, objects = cache[tag]
             ok = bool(attrs)
             for k, a in attrs.items():

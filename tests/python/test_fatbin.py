@@ -87,6 +87,20 @@ def test_elf_sections_and_same_kernel_code():
     assert elf_sections(b"not an elf") == {}
 
 
+def test_data_objects_of_a_cubin():
+    """globals.cu's cubin: its __constant__ table with the values it was compiled with,
+    its __device__ counter as zeros (a section with no bytes); a cubin without
+    variables has none, and anything but an ELF image none either."""
+    import struct as st
+    from pgcc.fatbin import elf_data_objects
+    objs = elf_data_objects(open(os.path.join(FIXTURES, "globals.cubin"), "rb").read())
+    assert [(n, s) for n, s, _ in objs] == [("table", ".nv.constant3"), ("counter", ".nv.global")]
+    assert st.unpack("<4f", objs[0][2]) == (1.0, 2.0, 3.0, 4.0)
+    assert objs[1][2] == bytes(4)
+    assert elf_data_objects(open(os.path.join(FIXTURES, "scale.cubin"), "rb").read()) == []
+    assert elf_data_objects(b"not an elf") == []
+
+
 def test_image_size_of_a_cubin_a_fatbin_and_ptx():
     """ModuleWatch hashes the image a driver call was given, by its size at an address."""
     import ctypes
