@@ -65,40 +65,42 @@ def shard_cols(w, rank, world):
     return w[:, rank * part:(rank + 1) * part].contiguous()
 
 
-def mlp(rank, world):
-    width, hidden, batch = 256, 1024, 8
+MLP_WIDTH, MLP_HIDDEN, MLP_BATCH = 256, 1024, 8
+
+
+def _mlp_program(rank, world, make_step, rows_of):
+    """The MLP's weights (seeded: whole, and this rank's shards) and example input; the
+    step make_step(w1_r, w2_r) makes; the whole model's output cut by rows_of."""
     torch.manual_seed(0)
-    w1 = torch.randn(hidden, width, device="cuda") / width ** 0.5
-    w2 = torch.randn(width, hidden, device="cuda") / hidden ** 0.5
+    w1 = torch.randn(MLP_HIDDEN, MLP_WIDTH, device="cuda") / MLP_WIDTH ** 0.5
+    w2 = torch.randn(MLP_WIDTH, MLP_HIDDEN, device="cuda") / MLP_HIDDEN ** 0.5
     w1_r, w2_r = shard_rows(w1, rank, world), shard_cols(w2, rank, world)
 
-    def step(x):
-        return _all_reduce(F.gelu(x @ w1_r.t()) @ w2_r.t())
-
     def whole(x):
-        return F.gelu(x @ w1.t()) @ w2.t()
-    x = torch.randn(batch, width, device="cuda")
-    return SimpleNamespace(step=step, inputs=[x], weights={"w1": w1_r, "w2": w2_r}, whole=whole, whole_fp32=whole,
-                           fresh=lambda g: [torch.randn(batch, width, device="cuda", generator=g)])
+        return rows_of(F.gelu(x @ w1.t()) @ w2.t())
+    x = torch.randn(MLP_BATCH, MLP_WIDTH, device="cuda")
+    return SimpleNamespace(step=make_step(w1_r, w2_r), inputs=[x], weights={"w1": w1_r, "w2": w2_r}, whole=whole,
+                           whole_fp32=whole,
+                           fresh=lambda g: [torch.randn(MLP_BATCH, MLP_WIDTH, device="cuda", generator=g)])
+
+
+def mlp(rank, world):
+    def make_step(w1_r, w2_r):
+        def step(x):
+            return _all_reduce(F.gelu(x @ w1_r.t()) @ w2_r.t())
+        return step
+    return _mlp_program(rank, world, make_step, lambda y: y)
 
 
 def sp_mlp(rank, world):
-    width, hidden, batch = 256, 1024, 8
-    torch.manual_seed(0)
-    w1 = torch.randn(hidden, width, device="cuda") / width ** 0.5
-    w2 = torch.randn(width, hidden, device="cuda") / hidden ** 0.5
-    w1_r, w2_r = shard_rows(w1, rank, world), shard_cols(w2, rank, world)
-    rows = batch // world
+    rows = MLP_BATCH // world
 
-    def step(x):
-        whole_x = _all_gather(x[rank * rows:(rank + 1) * rows])
-        return _reduce_scatter(F.gelu(whole_x @ w1_r.t()) @ w2_r.t())
-
-    def whole(x):
-        return (F.gelu(x @ w1.t()) @ w2.t())[rank * rows:(rank + 1) * rows]
-    x = torch.randn(batch, width, device="cuda")
-    return SimpleNamespace(step=step, inputs=[x], weights={"w1": w1_r, "w2": w2_r}, whole=whole, whole_fp32=whole,
-                           fresh=lambda g: [torch.randn(batch, width, device="cuda", generator=g)])
+    def make_step(w1_r, w2_r):
+        def step(x):
+            whole_x = _all_gather(x[rank * rows:(rank + 1) * rows])
+            return _reduce_scatter(F.gelu(whole_x @ w1_r.t()) @ w2_r.t())
+        return step
+    return _mlp_program(rank, world, make_step, lambda y: y[rank * rows:(rank + 1) * rows])
 
 
 LAYERS, WIDTH, HEADS, KV_HEADS, FFN, VOCAB, SEQ, BATCH = 4, 512, 8, 2, 1408, 1000, 32, 2

@@ -19,7 +19,6 @@ build/gpu/graphwalk.so (tests/gpu/run.sh does all of it).  Writes under $OUT.
 import ctypes
 import json
 import os
-import re
 import subprocess
 import sys
 
