@@ -10,7 +10,11 @@ device memory torch.distributed's NCCL communicator takes (the driver's count ov
 init_process_group and a barrier).  Then, first of all on the allocator, eager's
 memory: the allocator's peak over two eager steps beyond the weights (the first step
 included: the cuBLAS workspace it makes there stays allocated as long as the process
-lives, so it is eager's memory as pgcc's arena is pgcc's).  Then pgcc's export (verified), load and init, with the device memory
+lives, so it is eager's memory as pgcc's arena is pgcc's).  Eager runs before the export
+in the same process here; bench/buckets.py gives eager a process of its own, since
+eager's cuDNN attention there loaded a kernel under a name the compiled program's
+shares.  The programs here export after it (their compiled forms take no cuDNN kernel),
+but another program might not.  Then pgcc's export (verified), load and init, with the device memory
 they took as the driver counts it (its copy of the weights, the arena, modules, graphs
 and its own NCCL communicator), and reduce-overhead's first calls and its pool.  Then
 `rounds` interleaved rounds, each timing every way once: `iters` steps between two

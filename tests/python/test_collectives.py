@@ -45,22 +45,31 @@ def probed(tmp_path, on_output=False):
     return bufs, {1: k}, nodes, [(1, 3), (1, 5), (3, 5)], comm
 
 
-def test_a_recorded_all_reduce_is_a_libcall_pgcc_compiles(tmp_path, pgcc_bin):
-    bufs, kernels, nodes, edges, comm = probed(tmp_path)
-    assert [b["name"] for b in node_buffers(nodes[1])] == ["t0", "t0"]
+def written_and_compiled(tmp_path, pgcc_bin, on_output=False):
+    """probed()'s program written as .graph and compiled to C by pgcc: (the .graph's
+    text, pgcc --report's output)."""
+    bufs, kernels, nodes, edges, comm = probed(tmp_path, on_output)
     used = {id(b) for n in nodes for b in node_buffers(n)}
     text = graph_text("tp", kernels, bufs, used, nodes, edges, "sm_90", comms=[comm])
-    assert "comm world ranks 2;" in text
-    assert ('  node n3 libcall fn "ncclAllReduce" comm world send t0 recv t0 count 2048 dtype f32 op sum;'
-            in text)
     (tmp_path / "tp.graph").write_text(text)
     write_safetensors(tmp_path / "tp.safetensors", [])
     r = subprocess.run([pgcc_bin, str(tmp_path / "tp.graph"), "-o", str(tmp_path / "tp.c")], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr
-    assert "const pgrt_nccl_id *id, int rank" in (tmp_path / "tp.h").read_text()
     r = subprocess.run([pgcc_bin, "--report", str(tmp_path / "tp.graph")], capture_output=True, text=True)
-    assert r.returncode == 0 and "collective n3: ncclAllReduce on comm world (2 ranks)" in r.stdout, r.stdout
+    assert r.returncode == 0, r.stderr
+    return text, r.stdout
+
+
+def test_a_recorded_all_reduce_is_a_libcall_pgcc_compiles(tmp_path, pgcc_bin):
+    _, _, nodes, _, _ = probed(tmp_path)
+    assert [b["name"] for b in node_buffers(nodes[1])] == ["t0", "t0"]
+    text, report = written_and_compiled(tmp_path, pgcc_bin)
+    assert "comm world ranks 2;" in text
+    assert ('  node n3 libcall fn "ncclAllReduce" comm world send t0 recv t0 count 2048 dtype f32 op sum;'
+            in text)
+    assert "const pgrt_nccl_id *id, int rank" in (tmp_path / "tp.h").read_text()
+    assert "collective n3: ncclAllReduce on comm world (2 ranks)" in report and "staged" not in report, report
 
 
 def test_a_reduction_nccl_lacks_is_refused():
@@ -73,16 +82,7 @@ def test_a_collective_on_an_output_is_written_as_is_and_pgcc_stages_it(tmp_path,
     """Inductor all-reduces the output in place: the export writes the collective on the
     output, and pgcc (compiler/stage.c) routes it through an arena buffer of its own,
     since libpgrt captures a collective once, at init."""
-    bufs, kernels, nodes, edges, comm = probed(tmp_path, on_output=True)
-    used = {id(b) for n in nodes for b in node_buffers(n)}
-    text = graph_text("tp", kernels, bufs, used, nodes, edges, "sm_90", comms=[comm])
+    text, report = written_and_compiled(tmp_path, pgcc_bin, on_output=True)
     assert ('  node n3 libcall fn "ncclAllReduce" comm world send out0 recv out0 count 2048 dtype f32 op sum;'
             in text)
-    (tmp_path / "tp.graph").write_text(text)
-    write_safetensors(tmp_path / "tp.safetensors", [])
-    r = subprocess.run([pgcc_bin, str(tmp_path / "tp.graph"), "-o", str(tmp_path / "tp.c")], capture_output=True,
-                       text=True)
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run([pgcc_bin, "--report", str(tmp_path / "tp.graph")], capture_output=True, text=True)
-    assert r.returncode == 0 and "staged through 8.00 KiB of arena (in place on 'out0', a per-call buffer)" in r.stdout, \
-        r.stdout
+    assert "staged through 8.00 KiB of arena (in place on 'out0', a per-call buffer)" in report, report
