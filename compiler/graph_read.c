@@ -114,8 +114,9 @@ static char *name_of(GfCtx *c, const GfWord *w) { return pg_arena_strndup(c->a, 
 
 static bool word_is(const GfWord *w, const char *s) { return w->kind == GF_NAME && pg_str_eq(w->text, s); }
 
-/* The value of a STRING word, unescaped. */
-static char *string_of(GfCtx *c, const GfWord *w) {
+/* The value of a STRING word, unescaped; its length in *len when len is not NULL (an
+ * escape `\x00` puts a NUL inside it). */
+static char *string_of_n(GfCtx *c, const GfWord *w, size_t *len) {
   char *out = pg_arena_alloc(c->a, w->text.len);
   size_t n = 0;
   for (size_t i = 1; i + 1 < w->text.len; i++) {
@@ -134,8 +135,11 @@ static char *string_of(GfCtx *c, const GfWord *w) {
     out[n++] = ch;
   }
   out[n] = 0;
+  if (len) *len = n;
   return out;
 }
+
+static char *string_of(GfCtx *c, const GfWord *w) { return string_of_n(c, w, NULL); }
 
 /* An unsigned integer: decimal, or hexadecimal with 0x. */
 static bool u64_of(GfCtx *c, const GfWord *w, const char *what, uint64_t *out) {
@@ -432,6 +436,87 @@ static bool check_module_file(GfCtx *c, PgModule *m, const GfWord *file, const G
   return true;
 }
 
+static int hex_digit(char ch) {
+  return ch >= '0' && ch <= '9'   ? ch - '0'
+         : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+         : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                  : -1;
+}
+
+/* One global of a module's `globals` list: a phrase of two strings, the symbol's name
+ * and its bytes in hexadecimal (`"WINDOW_SIZE" "03000000"`). */
+static bool global_of(GfCtx *c, PgModule *m, PgMap *seen, const GfWord *w) {
+  const GfWord *name = w->kind == GF_PHRASE ? W(c, w->first) : NULL, *hex = name ? W(c, name->next) : NULL;
+  if (!hex || name->kind != GF_STRING || hex->kind != GF_STRING || hex->next >= 0) {
+    pg_error(c->d, w->loc, "module '%s': a global is two strings, its symbol's name and its bytes in hexadecimal "
+             "(\"WINDOW_SIZE\" \"03000000\")", m->name);
+    return false;
+  }
+  PgGlobal g = {.loc = name->loc};
+  size_t len;
+  g.name = string_of_n(c, name, &len);
+  if (len == 0) {
+    pg_error(c->d, name->loc, "module '%s': a global's name is empty", m->name);
+    return false;
+  }
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)g.name[i] <= ' ' || g.name[i] == 0x7f) {
+      pg_error(c->d, name->loc, "module '%s': global name %.*s is not a symbol (no spaces or control characters)",
+               m->name, (int)name->text.len, name->text.s);
+      return false;
+    }
+  void **first = pg_map_slot(seen, g.name); /* where the name was first given */
+  if (*first) {
+    pg_error(c->d, name->loc, "module '%s': global '%s' is given twice", m->name, g.name);
+    pg_note(c->d, *(const PgLoc *)*first, "'%s' was first given here", g.name);
+    return false;
+  }
+  PgLoc *at = pg_arena_alloc(c->a, sizeof *at);
+  *at = g.loc;
+  *first = at;
+  const char *digits = string_of_n(c, hex, &len);
+  bool ok = len % 2 == 0;
+  for (size_t i = 0; i < len && ok; i++) ok = hex_digit(digits[i]) >= 0;
+  if (!ok || len == 0) {
+    pg_error(c->d, hex->loc, "module '%s': global '%s': %s", m->name, g.name,
+             ok ? "no bytes (a global has at least one)" : "bytes are hexadecimal, two digits each (\"03000000\")");
+    return false;
+  }
+  if (len / 2 > PG_MAX_GLOBAL_BYTES) {
+    pg_error(c->d, hex->loc, "module '%s': global '%s' is %zu bytes, more than 1 MiB", m->name, g.name, len / 2);
+    return false;
+  }
+  unsigned char *bytes = pg_arena_alloc(c->a, len / 2);
+  for (size_t i = 0; i < len / 2; i++)
+    bytes[i] = (unsigned char)(hex_digit(digits[2 * i]) << 4 | hex_digit(digits[2 * i + 1]));
+  g.bytes = bytes;
+  g.size = (uint32_t)(len / 2);
+  pg_vec_push(c->a, m->globals, g);
+  return true;
+}
+
+/* `globals [...]` (format version 2): what a code module's data objects hold after the
+ * library that loaded it wrote them; each global is read on its own, so that every bad
+ * one is reported. */
+static void module_globals(GfCtx *c, PgModule *m, const GfWord *list) {
+  if (m->kind == PG_MOD_LIBRARY) {
+    pg_error(c->d, list->loc, "module '%s': a library module has no globals (only cubin, fatbin, ptx and cuda "
+             "modules do)", m->name);
+    return;
+  }
+  if (c->p->version < 2) {
+    pg_error(c->d, list->loc, "module '%s': globals need .graph format version 2 ('pgcc 2;')", m->name);
+    return;
+  }
+  if (list->first < 0) {
+    pg_error(c->d, list->loc, "module '%s': 'globals' lists one or more globals, [\"NAME\" \"hex bytes\", ...]",
+             m->name);
+    return;
+  }
+  PgMap *seen = pg_map_new(c->a);
+  for (const GfWord *w = W(c, list->first); w; w = W(c, w->next)) global_of(c, m, seen, w);
+}
+
 static void stmt_module(GfCtx *c, const GfWord *name, PgLoc loc) {
   const GfWord *kind = W(c, name->next);
   if (!kind || kind->kind != GF_NAME) {
@@ -447,9 +532,10 @@ static void stmt_module(GfCtx *c, const GfWord *name, PgLoc loc) {
              (int)kind->text.len, kind->text.s);
     return;
   }
-  static const Spec spec[] = {{"file", A_STRING, false}, {"library", A_STRING, false}, {"sha256", A_STRING, false}};
-  const GfWord *f[3];
-  if (!read_attrs(c, kind->next, "module", loc, spec, 3, f)) return;
+  static const Spec spec[] = {{"file", A_STRING, false}, {"library", A_STRING, false}, {"sha256", A_STRING, false},
+                              {"globals", A_LIST, false}};
+  const GfWord *f[4];
+  if (!read_attrs(c, kind->next, "module", loc, spec, 4, f)) return;
   m->kind = (PgModuleKind)k;
   m->name = name_of(c, name);
   m->loc = name->loc;
@@ -462,6 +548,7 @@ static void stmt_module(GfCtx *c, const GfWord *name, PgLoc loc) {
     return;
   }
   if (m->file && !check_module_file(c, m, f[0], f[2])) return;
+  if (f[3]) module_globals(c, m, f[3]); /* a bad global is reported, and the module declared all the same */
   if (declare(c, c->modules, name, m, "module")) pg_vec_push(c->a, c->p->modules, m);
 }
 

@@ -201,10 +201,12 @@ static void put_file(FILE *f, const char *file, const char *path, const char *di
 }
 
 /* The oldest format version that says everything p holds: 2 for relocations other
- * than whole addresses, for don't-care bytes and for thread block clusters, else 1,
- * which every pgcc reads.  (Host reads and buckets are optional statements and attributes of
- * either version.) */
+ * than whole addresses, for don't-care bytes, for thread block clusters and for module
+ * globals, else 1, which every pgcc reads.  (Host reads and buckets are optional
+ * statements and attributes of either version.) */
 int pg_graph_min_version(const PgProgram *p) {
+  for (size_t i = 0; i < p->modules.n; i++)
+    if (p->modules.v[i]->globals.n) return 2;
   for (size_t g = 0; g < p->graphs.n; g++)
     for (size_t i = 0; i < p->graphs.v[g]->nodes.n; i++) {
       const PgNode *n = p->graphs.v[g]->nodes.v[i];
@@ -235,6 +237,18 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     if (m->file) put_file(f, m->file, m->path, dir);
     if (m->library) fputs(" library ", f), put_string(f, m->library);
     if (m->sha256) fputs(" sha256 ", f), put_string(f, m->sha256);
+    if (m->globals.n) {
+      fputs(" globals [", f);
+      for (size_t g = 0; g < m->globals.n; g++) {
+        const PgGlobal *gl = &m->globals.v[g];
+        fputs(g ? ", " : "", f);
+        put_string(f, gl->name);
+        fputs(" \"", f);
+        for (uint32_t b = 0; b < gl->size; b++) fprintf(f, "%02x", gl->bytes[b]);
+        fputc('"', f);
+      }
+      fputc(']', f);
+    }
     fputs(";\n", f);
   }
 

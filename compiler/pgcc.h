@@ -147,6 +147,19 @@ typedef enum {
 } PgModuleKind;
 extern const char *const pg_module_kind_names[PG_MOD_KIND_COUNT];
 
+/* A module global (`globals ["NAME" "hex", ...]`, format version 2): a data object of the
+ * module (a `__device__` or `__constant__` variable) that the library which loaded it
+ * wrote after loading it (cuDNN's kernels read their configuration so).  libpgrt writes
+ * these bytes over it after the module loads, before anything runs; its size in the
+ * module must be `size`. */
+#define PG_MAX_GLOBAL_BYTES (1u << 20) /* per global */
+typedef struct {
+  const char *name;           /* its symbol in the module, as cuLibraryGetGlobal takes it */
+  const unsigned char *bytes; /* size bytes, in the arena */
+  uint32_t size;              /* 1 to PG_MAX_GLOBAL_BYTES */
+  PgLoc loc;
+} PgGlobal;
+
 typedef struct {
   const char *name;
   PgModuleKind kind;
@@ -154,6 +167,7 @@ typedef struct {
   const char *path;   /* the same file, absolute (checked to exist when read) */
   const char *sha256; /* hex, optional */
   const char *library;/* library: soname, e.g. "libcublasLt.so.13" */
+  PG_VEC(PgGlobal) globals; /* not library modules; in the order written, names unique */
   PgLoc loc;
 } PgModule;
 

@@ -224,15 +224,15 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   host_text(p, f);
   buckets_text(p, t.planned, f);
   collectives_text(p, info->profile, f);
-  if (pg_graph_min_version(p) >= 2) { /* by-value parameters with relocation kinds or don't-care bytes */
-    size_t kinds[PG_RELOC_KIND_COUNT] = {0}, runs = 0;
-    uint64_t dc = 0;
-    for (size_t i = 0; i < p->kernels.n; i++)
-      for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
-        const PgParam *pa = &p->kernels.v[i]->params.v[j];
-        for (size_t r = 0; r < pa->ptrs.n; r++) kinds[pa->ptrs.v[r].kind]++;
-        for (size_t r = 0; r < pa->dontcare.n; r++) runs++, dc += pa->dontcare.v[r].size;
-      }
+  size_t kinds[PG_RELOC_KIND_COUNT] = {0}, runs = 0;
+  uint64_t dc = 0;
+  for (size_t i = 0; i < p->kernels.n; i++)
+    for (size_t j = 0; j < p->kernels.v[i]->params.n; j++) {
+      const PgParam *pa = &p->kernels.v[i]->params.v[j];
+      for (size_t r = 0; r < pa->ptrs.n; r++) kinds[pa->ptrs.v[r].kind]++;
+      for (size_t r = 0; r < pa->dontcare.n; r++) runs++, dc += pa->dontcare.v[r].size;
+    }
+  if (kinds[PG_RELOC_LO32] || kinds[PG_RELOC_HI32] || runs) { /* by-value parameters of format version 2 */
     fputs("relocations in by-value parameters (kernel layouts):", f);
     for (int k = 0; k < PG_RELOC_KIND_COUNT; k++) fprintf(f, "%s %zu %s", k ? "," : "", kinds[k], pg_relocs[k].name);
     fprintf(f, "; %zu %s of don't-care bytes (%" PRIu64 " bytes), never patched\n", runs, plural(runs, "run", "runs"),

@@ -19,7 +19,9 @@
  *   buckets: a dim's values are 1 to 64 sizes, strictly increasing, each at least 1; a
  *           shape names a dim only in a per-call buffer (role input, output or unknown);
  *           a bucket scalar is an integer; a bucket switch is a switch with a body per
- *           value of its dim, and the only one of its dim.
+ *           value of its dim, and the only one of its dim;
+ *   modules: globals (format version 2) only in code modules, not library ones, each
+ *           with a name unique in its module and 1 byte to 1 MiB.
  */
 #include "pgcc.h"
 
@@ -206,6 +208,35 @@ static void check_scalar(V *v, const PgScalar *s) {
          b->size, pg_type_names[b->dtype]);
   if (s->type == PG_T_PTR)
     FAIL(v, s->read_loc, "scalar '%s' is a ptr: a scalar read from a host buffer is a number", s->name);
+}
+
+/* By name, then in the order written (they are one array): ties do not depend on qsort. */
+static int by_name(const void *a, const void *b) {
+  const PgGlobal *x = *(const PgGlobal *const *)a, *y = *(const PgGlobal *const *)b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : x < y ? -1 : x > y;
+}
+
+/* A module's globals: of a code module in a version-2 program, named, sized, unique. */
+static void check_globals(V *v, const PgModule *m) {
+  size_t n = m->globals.n;
+  if (!n) return;
+  if (m->kind == PG_MOD_LIBRARY)
+    FAIL(v, m->loc, "module '%s': a library module has no globals", m->name);
+  if (v->p->version < 2) FAIL(v, m->loc, "module '%s': globals need .graph format version 2", m->name);
+  const PgGlobal **s = malloc(n * sizeof *s);
+  if (!s) PG_BUG("out of memory");
+  for (size_t i = 0; i < n; i++) {
+    const PgGlobal *g = s[i] = &m->globals.v[i];
+    if (!g->name[0]) FAIL(v, g->loc, "module '%s': a global's name is empty", m->name);
+    if (g->size < 1 || g->size > PG_MAX_GLOBAL_BYTES)
+      FAIL(v, g->loc, "module '%s': global '%s' is %" PRIu32 " bytes (1 byte to 1 MiB)", m->name, g->name, g->size);
+  }
+  qsort(s, n, sizeof *s, by_name);
+  for (size_t i = 1; i < n; i++)
+    if (strcmp(s[i - 1]->name, s[i]->name) == 0)
+      FAIL(v, s[i]->loc, "module '%s': global '%s' is given twice", m->name, s[i]->name);
+  free(s);
 }
 
 /* Dims, the shapes and scalars that name them, and their switches. */
@@ -511,6 +542,7 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
   V v = {p, d, 0};
   if (p->graphs.n == 0) PG_BUG("a program without graphs");
   if (p->graphs.v[0]->owner) PG_BUG("the root graph has an owner");
+  for (size_t i = 0; i < p->modules.n; i++) check_globals(&v, p->modules.v[i]);
   for (size_t i = 0; i < p->kernels.n; i++) check_layout(&v, p->kernels.v[i]);
   for (size_t i = 0; i < p->buffers.n; i++) /* no GPU has a terabyte */
     if (p->buffers.v[i]->size > (1ull << 40))

@@ -315,6 +315,70 @@ START_TEST(weights_and_library_kernels) {
 }
 END_TEST
 
+/* Module globals (format version 2): each a phrase of two strings, the symbol's name and
+ * its bytes in hexadecimal, any case, read into bytes and written back in lower case, in
+ * order; a program with them is written as version 2.  One global may hold 1 MiB. */
+START_TEST(module_globals_read_and_write) {
+  const char *text = "pgcc 2;\n"
+                     "module m cuda file \"examples/saxpy.cu\" globals [\"WINDOW_SIZE\" \"03000000\", "
+                     "\"\\x41B\" \"0aFf\", \"_ZN2ns5innerE\" \"80\"];\n"
+                     "module c cubin file \"tests/modules/sm_90.cubin\" globals [\"WINDOW_SIZE\" \"05000000\"];\n"
+                     "graph g { node n empty; }\n";
+  Parsed *p = parse_text("t.graph", text);
+  ck_assert_msg(p->prog, "%s", p->diags);
+  const PgModule *m = p->prog->modules.v[0];
+  ck_assert_uint_eq(m->globals.n, 3);
+  static const char *const names[] = {"WINDOW_SIZE", "AB", "_ZN2ns5innerE"};
+  static const unsigned char bytes[][4] = {{3, 0, 0, 0}, {0x0a, 0xff}, {0x80}};
+  static const uint32_t sizes[] = {4, 2, 1};
+  static const int cols[] = {49, 75, 91};
+  for (int g = 0; g < 3; g++) {
+    const PgGlobal *gl = &m->globals.v[g];
+    ck_assert_str_eq(gl->name, names[g]);
+    ck_assert_uint_eq(gl->size, sizes[g]);
+    ck_assert_int_eq(memcmp(gl->bytes, bytes[g], sizes[g]), 0);
+    ck_assert_int_eq(gl->loc.line, 2);
+    ck_assert_int_eq(gl->loc.col, cols[g]);
+  }
+  ck_assert_uint_eq(p->prog->modules.v[1]->globals.n, 1); /* a name may recur in another module */
+  ck_assert_int_eq(pg_graph_min_version(p->prog), 2);
+  char *a = graph_text(p->prog);
+  ck_assert_ptr_nonnull(strstr(a, "\npgcc 2;\n"));
+  ck_assert_ptr_nonnull(strstr(a, "module m cuda file \"examples/saxpy.cu\" globals [\"WINDOW_SIZE\" \"03000000\", "
+                                  "\"AB\" \"0aff\", \"_ZN2ns5innerE\" \"80\"];\n"));
+  Parsed *q = parse_text("t2.graph", a);
+  ck_assert_msg(q->prog, "%s\n%s", q->diags, a);
+  char *b = graph_text(q->prog);
+  ck_assert_str_eq(a, b);
+  free(a);
+  free(b);
+  parsed_free(q);
+  parsed_free(p);
+
+  /* 1 MiB is the most one global holds */
+  size_t cap = 2 * (PG_MAX_GLOBAL_BYTES + 1) + 256;
+  char *big = malloc(cap);
+  for (int extra = 0; extra < 2; extra++) {
+    int n = snprintf(big, cap, "pgcc 2;\nmodule m cuda file \"examples/saxpy.cu\" globals [\"big\" \"");
+    size_t digits = 2 * ((size_t)PG_MAX_GLOBAL_BYTES + (size_t)extra);
+    memset(big + n, '7', digits);
+    snprintf(big + n + digits, cap - (size_t)n - digits, "\"];\ngraph g { node n empty; }\n");
+    p = parse_text("big.graph", big);
+    if (!extra) {
+      ck_assert_msg(p->prog, "%s", p->diags);
+      ck_assert_uint_eq(p->prog->modules.v[0]->globals.v[0].size, PG_MAX_GLOBAL_BYTES);
+      ck_assert_uint_eq(p->prog->modules.v[0]->globals.v[0].bytes[PG_MAX_GLOBAL_BYTES - 1], 0x77);
+    } else {
+      ck_assert_ptr_null(p->prog);
+      ck_assert_msg(strstr(p->diags, "big.graph:2:55: error: module 'm': global 'big' is 1048577 bytes, more than 1 MiB"),
+                    "%s", p->diags);
+    }
+    parsed_free(p);
+  }
+  free(big);
+}
+END_TEST
+
 /* The committed export of a torch.compile'd MLP (tests/corpus/export, made by
  * tools/pgcc-export on an H100): it reads, its weights account for every byte of
  * the weights file, its cuBLAS kernel carries the place it was found, and its
@@ -422,6 +486,7 @@ Suite *graph_suite(void) {
   tcase_add_test(t, condition_errors);
   tcase_add_test(t, dim_errors);
   tcase_add_test(t, weights_and_library_kernels);
+  tcase_add_test(t, module_globals_read_and_write);
   tcase_add_test(t, a_real_export_reads);
   tcase_add_test(t, host_reads_read_and_write);
   suite_add_tcase(s, t);

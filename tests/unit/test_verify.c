@@ -123,6 +123,52 @@ START_TEST(version_1_programs_have_whole_addresses_only) {
 }
 END_TEST
 
+/* Module globals hold, however the IR was built: a code module's, in a version-2
+ * program, each named, of 1 byte to 1 MiB, once per module. */
+static char *verify_text(const PgProgram *prog, int want_errors) {
+  PgDiag d = {.out = NULL};
+  char *buf;
+  size_t n;
+  d.out = open_memstream(&buf, &n);
+  int errors = pg_verify(prog, &d);
+  fclose(d.out);
+  ck_assert_msg(errors == want_errors, "%d errors, not %d:\n%s", errors, want_errors, buf);
+  return buf;
+}
+
+START_TEST(module_globals_are_checked) {
+  Parsed *p = parse_text("v.graph", "pgcc 2;\nmodule m cuda file \"examples/saxpy.cu\" globals [\"a\" \"01\", "
+                                    "\"b\" \"0203\", \"c\" \"04\"];\ngraph g { node n empty; }\n");
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  PgProgram *prog = p->prog;
+  PgModule *m = prog->modules.v[0];
+  free(verify_text(prog, 0));
+  prog->version = 1;
+  char *buf = verify_text(prog, 1);
+  ck_assert_msg(strstr(buf, "v.graph:2:8: error: module 'm': globals need .graph format version 2"), "%s", buf);
+  free(buf);
+  prog->version = 2;
+  m->kind = PG_MOD_LIBRARY;
+  buf = verify_text(prog, 1);
+  ck_assert_msg(strstr(buf, "v.graph:2:8: error: module 'm': a library module has no globals"), "%s", buf);
+  free(buf);
+  m->kind = PG_MOD_CUDA;
+  m->globals.v[2].name = m->globals.v[0].name; /* "a" twice: the second is reported */
+  m->globals.v[1].size = 0;
+  buf = verify_text(prog, 2);
+  ck_assert_msg(strstr(buf, "v.graph:2:71: error: module 'm': global 'a' is given twice"), "%s", buf);
+  ck_assert_msg(strstr(buf, "v.graph:2:59: error: module 'm': global 'b' is 0 bytes (1 byte to 1 MiB)"), "%s", buf);
+  free(buf);
+  m->globals.v[2].name = "";
+  m->globals.v[1].size = PG_MAX_GLOBAL_BYTES + 1;
+  buf = verify_text(prog, 2);
+  ck_assert_msg(strstr(buf, "v.graph:2:71: error: module 'm': a global's name is empty"), "%s", buf);
+  ck_assert_msg(strstr(buf, "global 'b' is 1048577 bytes (1 byte to 1 MiB)"), "%s", buf);
+  free(buf);
+  parsed_free(p);
+}
+END_TEST
+
 START_TEST(layouts_and_launches) {
   expect("pgcc 1;\nkernel k symbol \"f\" { param 0 4 f64; }\ngraph g { node a kernel k; }\n",
          "parameter 0 is f64, 8 bytes, but its size is 4");
@@ -239,6 +285,7 @@ Suite *verify_suite(void) {
   tcase_add_test(t, by_value_structs);
   tcase_add_test(t, relocation_kinds);
   tcase_add_test(t, version_1_programs_have_whole_addresses_only);
+  tcase_add_test(t, module_globals_are_checked);
   tcase_add_test(t, layouts_and_launches);
   tcase_add_test(t, host_reads_follow_a_sync_after_a_copy);
   tcase_add_test(t, host_buffers_and_read_scalars);
