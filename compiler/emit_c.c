@@ -505,6 +505,23 @@ static void emit_module(W *w, size_t i) {
     fputs("\n};\n\n", f);
   }
   free(data);
+  if (!m->globals.n) return;
+  fprintf(f, "/* module %s: the bytes libpgrt writes over its globals once it has loaded */\n", m->name);
+  for (size_t g = 0; g < m->globals.n; g++) {
+    const PgGlobal *gl = &m->globals.v[g];
+    fprintf(f, "static const unsigned char %s_module_%zu_global_%zu[%" PRIu32 "] = {", w->name, i, g, gl->size);
+    for (uint32_t k = 0; k < gl->size; k++)
+      fprintf(f, "%s0x%02x", k % 16 ? ", " : k ? ",\n    " : "\n    ", gl->bytes[k]);
+    fputs("\n};\n", f);
+  }
+  fprintf(f, "static const pgrt_global %s_module_%zu_globals[%zu] = {\n", w->name, i, m->globals.n);
+  for (size_t g = 0; g < m->globals.n; g++) {
+    fputs("    {.name = ", f);
+    cstring(f, m->globals.v[g].name);
+    fprintf(f, ", .bytes = %s_module_%zu_global_%zu, .size = sizeof %s_module_%zu_global_%zu},\n", w->name, i, g,
+            w->name, i, g);
+  }
+  fputs("};\n\n", f);
 }
 
 static void emit_kernel_tables(W *w, const PgNode *n, int at) {
@@ -1010,10 +1027,11 @@ static void emit_api(W *w, bool list_caller_args) {
              " * for libpgrt to allocate it.  On success *ctx is the new context; on failure *ctx is NULL\n"
              " * and everything init made is freed.  PGRT_ERR_ARGUMENT: a null ctx, missing weights or\n"
              " * kernel arguments, a null weight, no current context; PGRT_ERR_MODULE: a module does not\n"
-             " * load or compile, or a kernel is not in it (another library version, a GPU the code is\n"
-             " * not for); PGRT_ERR_MEMORY; PGRT_ERR_CUDA; PGRT_ERR_VERSION: libpgrt is not the one this\n"
-             " * code was generated for.  A graph region that does not instantiate runs eagerly, with a\n"
-             " * warning on stderr.  Synchronous; not thread-safe with other calls on the same ctx. */\n",
+             " * load or compile, or a kernel is not in it, or a global it writes is not in it or of\n"
+             " * another size (another library version, a GPU the code is not for); PGRT_ERR_MEMORY;\n"
+             " * PGRT_ERR_CUDA; PGRT_ERR_VERSION: libpgrt is not the one this code was generated for.  A\n"
+             " * graph region that does not instantiate runs eagerly, with a warning on stderr.\n"
+             " * Synchronous; not thread-safe with other calls on the same ctx. */\n",
           caller ? "see above" : "NULL (every kernel's arguments are known)", nm, nm);
   if (p->comms.n) {
     const PgComm *c = p->comms.v[0];
@@ -1249,8 +1267,11 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       fputs("},\n", f);
       continue;
     }
-    fprintf(f, "    {.name = \"%s\", .kind = %s, .image = %s_module_%zu, .size = sizeof %s_module_%zu},\n", m->name,
+    fprintf(f, "    {.name = \"%s\", .kind = %s, .image = %s_module_%zu, .size = sizeof %s_module_%zu", m->name,
             kinds[m->kind], name, i, name, i);
+    if (m->globals.n)
+      fprintf(f, ",\n     .globals = %s_module_%zu_globals, .global_count = %zu", name, i, m->globals.n);
+    fputs("},\n", f);
   }
   if (!p->modules.n) fputs("    {0},\n", f);
   fprintf(f, "};\n\nstatic const pgrt_kernel %s_kernels[] = {\n", name);

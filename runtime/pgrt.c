@@ -3,12 +3,13 @@
  * describes (see pgrt.h).
  *
  * init: load every module (cubin, fatbin and PTX through cuLibraryLoadData; CUDA C
- *       through NVRTC for this device first), resolve kernels, place buffers
- *       (weights from the caller, intermediates in one arena, per-call buffers on a
- *       placeholder until the first call), copy each kernel node's parameter block
- *       and fill in its pointers and scalars, then build one CUDA graph per graph
- *       region with explicit cuGraphAdd*Node calls, instantiate and upload it.  A
- *       region whose instantiation fails is launched eagerly instead (a warning).
+ *       through NVRTC for this device first) and write its globals, resolve
+ *       kernels, place buffers (weights from the caller, intermediates in one
+ *       arena, per-call buffers on a placeholder until the first call), copy each
+ *       kernel node's parameter block and fill in its pointers and scalars, then
+ *       build one CUDA graph per graph region with explicit cuGraphAdd*Node calls,
+ *       instantiate and upload it.  A region whose instantiation fails is launched
+ *       eagerly instead (a warning).
  * run:  compare this call's addresses and scalars with the last call's, rewrite
  *       the parameters of the nodes that use what changed, patch those nodes in
  *       their graph (cuGraphExec*SetParams), and launch the regions in order.  After
@@ -236,6 +237,23 @@ static pgrt_status load_modules(pgrt_ctx *c) {
       const char *s = "?";
       cuGetErrorString(r, &s);
       return pgrt_fail(PGRT_ERR_MODULE, "module '%s' does not load: %s", m->name, s);
+    }
+    /* its data objects as the library that loaded it at export time left them (init's
+     * last synchronization waits for the copies) */
+    for (int g = 0; g < m->global_count; g++) {
+      const pgrt_global *gl = &m->globals[g];
+      CUdeviceptr at;
+      size_t size = 0;
+      r = cuLibraryGetGlobal(&at, &size, c->libs[i], gl->name);
+      if (r != CUDA_SUCCESS) {
+        const char *s = "?";
+        cuGetErrorString(r, &s);
+        return pgrt_fail(PGRT_ERR_MODULE, "module '%s' has no global '%s': %s", m->name, gl->name, s);
+      }
+      if (size != gl->size)
+        return pgrt_fail(PGRT_ERR_MODULE, "module '%s': global '%s' is %zu bytes there, the program gives %zu",
+                         m->name, gl->name, size, gl->size);
+      CU(cuMemcpyHtoD(at, gl->bytes, gl->size), gl->name);
     }
   }
   for (int k = 0; k < pr->kernel_count; k++) {

@@ -55,15 +55,17 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 9 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
-                          buffers, read scalars, guards, pgrt_run's callbacks; 8: dims and their
-                          buckets, pgrt_run's sizes; 9: comms and NCCL collectives) */
+#define PGRT_VERSION 10 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
+                           buffers, read scalars, guards, pgrt_run's callbacks; 8: dims and their
+                           buckets, pgrt_run's sizes; 9: comms and NCCL collectives; 10: module
+                           globals) */
 
 typedef enum {
   PGRT_OK = 0,
   PGRT_ERR_ARGUMENT, /* a null pointer, a missing buffer, a size that does not fit */
   PGRT_ERR_CUDA,     /* a CUDA call failed */
-  PGRT_ERR_MODULE,   /* a module did not load or compile, or a kernel is not in it */
+  PGRT_ERR_MODULE,   /* a module did not load or compile, or a kernel is not in it, or a global the
+                        program writes is not in it or of another size */
   PGRT_ERR_MEMORY,   /* out of host or device memory */
   PGRT_ERR_VERSION,  /* the generated code is for another libpgrt */
   PGRT_ERR_GUARD,    /* a guard found that a value read on the host differs from the one the program
@@ -105,6 +107,17 @@ pgrt_status pgrt_nccl_unique_id(pgrt_nccl_id *out);
 
 typedef enum { PGRT_MOD_CUBIN, PGRT_MOD_FATBIN, PGRT_MOD_PTX, PGRT_MOD_CUDA, PGRT_MOD_LIBRARY } pgrt_module_kind;
 
+/* A module global: a data object of a module (a __device__ or __constant__ variable)
+ * that the library which loaded the module wrote after loading it, as cuDNN does with
+ * its kernels' configuration.  pgrt_init writes `bytes` over it right after the module
+ * loads (cuLibraryGetGlobal, then cuMemcpyHtoD), before anything runs; a global the
+ * module lacks, or whose size there is not `size`, fails init with PGRT_ERR_MODULE. */
+typedef struct {
+  const char *name;  /* its symbol in the module */
+  const void *bytes;
+  size_t size;
+} pgrt_global;
+
 /* A LIBRARY module is an installed shared library (cuBLAS, PyTorch's CUDA library)
  * whose kernels are loaded from its own .nv_fatbin section: libpgrt finds the file
  * the way the dynamic linker does (dlopen of the soname) and loads the fatbin that
@@ -115,6 +128,8 @@ typedef struct {
   const void *image; /* the module's bytes (CUDA C and PTX: NUL-terminated text) */
   size_t size;
   const char *library; /* LIBRARY: its soname, e.g. "libcublas.so.13" */
+  const pgrt_global *globals; /* not LIBRARY: written after the module loads, in order */
+  int global_count;
 } pgrt_module;
 
 typedef struct {

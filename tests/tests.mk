@@ -138,7 +138,7 @@ check-valgrind: $(B)/pgcc
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
 CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph tests/gpu/codegen/shapes.graph \
 	tests/gpu/codegen/relocs.graph tests/gpu/codegen/hostread.graph tests/gpu/codegen/buckets.graph \
-	tests/gpu/codegen/allreduce.graph tests/gpu/codegen/allreduce_io.graph $(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
+	tests/gpu/codegen/allreduce.graph tests/golden/module_globals.graph tests/gpu/codegen/allreduce_io.graph $(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
 	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
 # The GPU test programs that run this C compile against its headers here too;
 # allreduce_main.c also against allreduce_io.graph's, generated as `allreduce` (its

@@ -413,6 +413,69 @@ START_TEST(collectives_round_trip) {
 }
 END_TEST
 
+/* Module globals (tests/golden/module_globals.graph, pgcc's own output; make
+ * check-codegen compiles its C): each module's globals in order, written back byte for
+ * byte as version 2 (from its own directory, so that the module paths are the ones it
+ * gives); the C holds each global's bytes and a table per module that the module's
+ * entry points to.  A library module beside them has none, and the report counts no
+ * relocations: globals are no by-value parameters. */
+START_TEST(module_globals_round_trip) {
+  const char *path = "tests/golden/module_globals.graph";
+  char *want = slurp(path, NULL);
+  ck_assert_ptr_nonnull(want);
+  Parsed *p = parse_text(path, want);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  char *got;
+  size_t n;
+  FILE *f = open_memstream(&got, &n);
+  pg_graph_write(p->prog, f, "tests/golden");
+  fclose(f);
+  ck_assert_str_eq(got, want);
+  free(got);
+  const PgProgram *prog = p->prog;
+  ck_assert_int_eq(prog->version, 2);
+  ck_assert_int_eq(pg_graph_min_version(prog), 2);
+  ck_assert_uint_eq(prog->modules.n, 3);
+  const PgModule *dw0 = prog->modules.v[0], *lt = prog->modules.v[1], *kn = prog->modules.v[2];
+  ck_assert_uint_eq(dw0->globals.n, 3);
+  ck_assert_str_eq(dw0->globals.v[1].name, "CONV_STRIDE_SIZE");
+  ck_assert_uint_eq(dw0->globals.v[1].size, 4);
+  ck_assert_uint_eq(dw0->globals.v[1].bytes[0], 2);
+  ck_assert_uint_eq(dw0->globals.v[2].size, 24);
+  ck_assert_uint_eq(dw0->globals.v[2].bytes[23], 0x80);
+  ck_assert_uint_eq(lt->globals.n, 0);
+  ck_assert_uint_eq(kn->globals.n, 1);
+  ck_assert_str_eq(kn->globals.v[0].name, "scale");
+  parsed_free(p);
+  free(want);
+
+  Run r = run_pgcc("-o", "-", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  static const char *const c[] = {
+      "static const unsigned char module_globals_module_0_global_0[4] = {\n    0x03, 0x00, 0x00, 0x00\n};\n",
+      "static const unsigned char module_globals_module_0_global_2[24] = {\n"
+      "    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,\n"
+      "    0x10, 0x11, 0x12, 0x13, 0xfd, 0xfe, 0xff, 0x80\n};\n",
+      "static const pgrt_global module_globals_module_0_globals[3] = {\n"
+      "    {.name = \"WINDOW_SIZE\", .bytes = module_globals_module_0_global_0, .size = sizeof "
+      "module_globals_module_0_global_0},\n",
+      "    {.name = \"_ZN5cudnn6detail6paramsE\", .bytes = module_globals_module_0_global_2, .size = sizeof "
+      "module_globals_module_0_global_2},\n};\n",
+      "{.name = \"dw0\", .kind = PGRT_MOD_CUBIN, .image = module_globals_module_0, .size = sizeof "
+      "module_globals_module_0,\n     .globals = module_globals_module_0_globals, .global_count = 3},\n",
+      "{.name = \"lt\", .kind = PGRT_MOD_LIBRARY, .library = \"libcublasLt.so.13\"},\n",
+      "{.name = \"kernels\", .kind = PGRT_MOD_CUDA, .image = module_globals_module_2, .size = sizeof "
+      "module_globals_module_2,\n     .globals = module_globals_module_2_globals, .global_count = 1},\n",
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) ck_assert_msg(strstr(r.out, c[i]), "no '%s' in the C", c[i]);
+  run_free(&r);
+  r = run_pgcc("--report", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_ptr_null(strstr(r.out, "relocations in by-value parameters"));
+  run_free(&r);
+}
+END_TEST
+
 /* Staging (compiler/stage.c; tests/codegen/staged_*.graph, whose C make check-codegen
  * builds against libpgrt): a collective on a per-call buffer goes through arena buffers
  * of its own.  For each program: the report's line says it is staged, through how many
@@ -697,6 +760,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, buckets_round_trip);
   tcase_add_test(t, driver_built_pitched_copy_and_host_node);
   tcase_add_test(t, collectives_round_trip);
+  tcase_add_test(t, module_globals_round_trip);
   tcase_add_test(t, staged_collectives);
   tcase_add_test(t, captured_dot_lists_kernel_origins);
   tcase_add_test(t, exported_fixtures_read);
