@@ -138,7 +138,8 @@ check-valgrind: $(B)/pgcc
 # same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
 CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph tests/gpu/codegen/shapes.graph \
 	tests/gpu/codegen/relocs.graph tests/gpu/codegen/hostread.graph tests/gpu/codegen/buckets.graph \
-	tests/gpu/codegen/allreduce.graph tests/golden/module_globals.graph tests/gpu/codegen/allreduce_io.graph $(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
+	tests/gpu/codegen/globals.graph tests/gpu/codegen/allreduce.graph tests/gpu/codegen/allreduce_io.graph \
+	tests/golden/module_globals.graph $(wildcard tests/codegen/*.graph) $(wildcard tests/corpus/export/*/*.graph) \
 	$(wildcard tests/gpu/faults/*.graph) $(wildcard tests/corpus/torch/*.dot)
 # The GPU test programs that run this C compile against its headers here too;
 # allreduce_main.c also against allreduce_io.graph's, generated as `allreduce` (its
@@ -146,7 +147,7 @@ CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/co
 # tests/gpu/run_nccl.sh runs.
 GPU_TEST_MAINS = tests/gpu/codegen/chain_main.c tests/gpu/codegen/loops_main.c tests/gpu/codegen/shapes_main.c \
 	tests/gpu/codegen/relocs_main.c tests/gpu/codegen/hostread_main.c tests/gpu/codegen/buckets_main.c \
-	tests/gpu/codegen/allreduce_main.c tests/gpu/faults/faults_main.c \
+	tests/gpu/codegen/globals_main.c tests/gpu/codegen/allreduce_main.c tests/gpu/faults/faults_main.c \
 	tests/gpu/e2e_bench.c
 check-codegen: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: generated C not compiled"; exit 0; fi; \

@@ -7,11 +7,12 @@ cd "$(dirname "$0")/../.."
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p build/faults
 make -s build/pgcc runtime
-for g in oom badmodule badsource; do build/pgcc tests/gpu/faults/$g.graph -o build/faults/$g.c; done
+for g in oom badmodule badsource badglobal badglobalsize; do build/pgcc tests/gpu/faults/$g.graph -o build/faults/$g.c; done
 build/pgcc tests/gpu/codegen/chain.graph -o build/faults/chain.c
 CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror -Ibuild/faults -Iruntime -Itests/gpu -I$CUDA_HOME/include"
 LIBS="build/libpgrt.a -L$CUDA_HOME/lib64 -L$CUDA_HOME/lib64/stubs -Wl,-rpath,$CUDA_HOME/lib64 -lcuda -lnvrtc -ldl -lm"
-gcc $CFLAGS tests/gpu/faults/faults_main.c build/faults/{oom,badmodule,badsource,chain}.c $LIBS -o build/faults/faults
+gcc $CFLAGS tests/gpu/faults/faults_main.c build/faults/{oom,badmodule,badsource,badglobal,badglobalsize,chain}.c $LIBS \
+  -o build/faults/faults
 build/faults/faults
 echo "== the same with every graph region patched on the device (PGRT_UPDATE=device)"
 PGRT_UPDATE=device build/faults/faults | grep -E "leaks|info|passed"

@@ -5,12 +5,16 @@
  *               leaves device memory as it found it;
  *   badmodule:  a cubin for another GPU (sm_80): PGRT_ERR_MODULE, nothing leaked;
  *   badsource:  CUDA C that does not compile: PGRT_ERR_MODULE with NVRTC's log;
+ *   badglobal, badglobalsize: a module global the module lacks, or has at another
+ *               size: PGRT_ERR_MODULE naming the module and the global, nothing leaked;
  *   arguments:  null weights at init, a null buffer at run: PGRT_ERR_ARGUMENT;
  *   leaks:      init, 100 calls at new addresses, destroy; then 20 more init/run/destroy
  *               cycles must leave free device memory where the first left it.
  *
  * Prints one line per check and "N passed, M failed"; exits non-zero on failure.
  */
+#include "badglobal.h"
+#include "badglobalsize.h"
 #include "badmodule.h"
 #include "badsource.h"
 #include "chain.h"
@@ -68,6 +72,18 @@ int main(void) {
   snprintf(detail, sizeof detail, "status %d, '%.120s'", (int)st, pgrt_error());
   check(st == PGRT_ERR_MODULE && strstr(pgrt_error(), "does not compile") && strstr(pgrt_error(), "error"),
         "badsource: init fails with NVRTC's log", detail);
+
+  before = free_memory();
+  st = badglobal_init(&pc, NULL, NULL, 0);
+  snprintf(detail, sizeof detail, "status %d, '%.150s'", (int)st, pgrt_error());
+  check(st == PGRT_ERR_MODULE && pc == NULL && strstr(pgrt_error(), "module 'kernels' has no global 'nonesuch'"),
+        "badglobal: init fails naming the module and the global", detail);
+  st = badglobalsize_init(&pc, NULL, NULL, 0);
+  snprintf(detail, sizeof detail, "status %d, '%.150s'", (int)st, pgrt_error());
+  check(st == PGRT_ERR_MODULE && pc == NULL &&
+            strstr(pgrt_error(), "module 'kernels': global 'scale' is 4 bytes there, the program gives 8"),
+        "badglobalsize: init fails naming the global and both sizes", detail);
+  check(same_memory(before), "badglobal, badglobalsize: nothing leaked", NULL);
 
   st = chain_init(&pc, NULL, NULL, 0);
   check(st == PGRT_ERR_ARGUMENT && pc == NULL && strstr(pgrt_error(), "needs its weights"), "arguments: null weights",
