@@ -238,17 +238,23 @@ class LibraryFunctions:
         return self._load(C.c_void_p(C.cast(C.c_char_p(sec), C.c_void_p).value + at), symbol,
                           f"{os.path.basename(path)} at {at}")
 
-    def load_image(self, image, symbol):
-        """symbol's function in a module image (bytes)."""
+    def load_image(self, image, symbol, globals_=()):
+        """symbol's function in a module image (bytes), its data objects set to globals_
+        [(name, bytes)] after loading, as libpgrt does."""
         buf = C.create_string_buffer(image, len(image))
         self.sections[id(buf)] = buf  # alive as long as the functions
-        return self._load(buf, symbol, "a module image")
+        return self._load(buf, symbol, "a module image", globals_)
 
-    def _load(self, ptr, symbol, what):
+    def _load(self, ptr, symbol, what, globals_=()):
+        from .cuda import write_device
         d = cu()
         lib, k, fn = C.c_void_p(), C.c_void_p(), C.c_void_p()
         check(d.LibraryLoadData(C.byref(lib), ptr, None, None, 0, None, None, 0), f"cuLibraryLoadData ({what})")
         self.libs.append(lib)
+        for name, data in globals_:
+            at, size = C.c_uint64(), C.c_size_t()
+            check(d.LibraryGetGlobal(C.byref(at), C.byref(size), lib, name.encode()), f"cuLibraryGetGlobal ({name})")
+            write_device(at.value, data[:size.value])
         check(d.LibraryGetKernel(C.byref(k), lib, symbol.encode()), f"cuLibraryGetKernel ({symbol[:60]})")
         check(d.KernelGetFunction(C.byref(fn), k), "cuKernelGetFunction")
         return fn.value
@@ -262,7 +268,7 @@ class LibraryFunctions:
 # CUPTI: callback domains, the resource callback for a module's loading, and the
 # driver API calls whose handles say which image a function came from
 # (cupti_callbacks.h, cupti_driver_cbid.h; their parameters: generated_cuda_meta.h)
-DOMAIN_DRIVER_API, DOMAIN_RESOURCE, RESOURCE_MODULE_LOADED = 1, 3, 6
+DOMAIN_DRIVER_API, DOMAIN_RUNTIME_API, DOMAIN_RESOURCE, RESOURCE_MODULE_LOADED = 1, 2, 3, 6
 CBID_MODULE_LOAD = (19, 20, 21)  # cuModuleLoadData, ...DataEx, ...FatBinary: (CUmodule *, const void *image)
 CBID_MODULE_GET_FUNCTION = 23  # (CUfunction *, CUmodule, name)
 CBID_LIBRARY_LOAD = 678  # cuLibraryLoadData: (CUlibrary *, const void *code, ...)
@@ -327,8 +333,11 @@ class ModuleWatch:
         _fields_ = [("site", C.c_int), ("functionName", C.c_char_p), ("params", C.c_void_p),
                     ("result", C.c_void_p)]
 
-    def __init__(self):
+    def __init__(self, trace=False):
+        """trace: also count every driver and runtime API call by name (self.calls: a
+        diagnosis of how a library loads its code; slow)."""
         self.images, self.paused, self.sub = {}, False, None
+        self.calls = {} if trace else None
         self.loaded_by = {}  # module or library handle -> digests of the images loaded by that call
         self.parent = {}  # function -> module, or kernel; kernel -> library
         self._during = None  # digests of the images loaded during the call in progress
@@ -343,10 +352,19 @@ class ModuleWatch:
             raise ExportError("CUPTI (libcupti) not found: library kernels outside .nv_fatbin cannot be exported")
         self.lib = lib
         CB = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_uint, C.c_void_p)
+        watched = CBID_MODULE_LOAD + (CBID_MODULE_GET_FUNCTION, CBID_LIBRARY_LOAD, CBID_LIBRARY_GET_KERNEL,
+                                      CBID_KERNEL_GET_FUNCTION)
 
         def seen(user, domain, cbid, data):
             if self.paused or not data:
                 return
+            if self.calls is not None and domain in (DOMAIN_DRIVER_API, DOMAIN_RUNTIME_API):
+                cd = C.cast(data, C.POINTER(self._Api)).contents
+                if cd.site == 0 and cd.functionName:
+                    key = cd.functionName.decode()
+                    self.calls[key] = self.calls.get(key, 0) + 1
+                if domain == DOMAIN_RUNTIME_API:
+                    return
             if domain == DOMAIN_RESOURCE and cbid == RESOURCE_MODULE_LOADED:
                 res = C.cast(data, C.POINTER(self._Resource)).contents
                 if not res.descriptor:
@@ -354,7 +372,7 @@ class ModuleWatch:
                 m = C.cast(res.descriptor, C.POINTER(self._Module)).contents
                 if m.pCubin and m.cubinSize:
                     self._keep(C.string_at(m.pCubin, m.cubinSize))
-            elif domain == DOMAIN_DRIVER_API:
+            elif domain == DOMAIN_DRIVER_API and cbid in watched:
                 self._api(cbid, C.cast(data, C.POINTER(self._Api)).contents)
 
         self._cb = CB(seen)
@@ -364,9 +382,11 @@ class ModuleWatch:
             raise ExportError(f"cuptiSubscribe failed ({r}): another CUPTI subscriber (a profiler) is active")
         self.sub = sub
         lib.cuptiEnableCallback(1, sub, DOMAIN_RESOURCE, RESOURCE_MODULE_LOADED)
-        for cbid in CBID_MODULE_LOAD + (CBID_MODULE_GET_FUNCTION, CBID_LIBRARY_LOAD, CBID_LIBRARY_GET_KERNEL,
-                                        CBID_KERNEL_GET_FUNCTION):
+        for cbid in watched:
             lib.cuptiEnableCallback(1, sub, DOMAIN_DRIVER_API, cbid)
+        if trace:
+            lib.cuptiEnableDomain(1, sub, DOMAIN_DRIVER_API)
+            lib.cuptiEnableDomain(1, sub, DOMAIN_RUNTIME_API)
 
     def _keep(self, image):
         digest = hashlib.sha256(image).hexdigest()
@@ -434,6 +454,111 @@ class ModuleWatch:
         if self.sub:
             self.lib.cuptiUnsubscribe(self.sub)
             self.sub = None
+
+
+class ModuleFingerprints:
+    """Which module images a function's module (cuFuncGetModule) could have been loaded
+    from, told without seeing the call that loaded it.  cuDNN's depthwise convolution is
+    in several of its fatbins under one name with different code; the CUDA runtime
+    loads them lazily, inside itself, where CUPTI reports each image (ModuleWatch) but
+    no driver call, so ModuleWatch.image_of knows nothing of them.  An image fits a
+    module when a fresh load of it has the module's kernels (the same count, names and
+    attributes) and data objects of the same names and sizes; among those that fit, the
+    ones whose data objects the module still holds at their initial bytes come first.
+    Images with the same code for the kernel fit alike: any of them will do."""
+
+    DATA_LIMIT = 1 << 16  # bytes of one data object compared (a lookup table may be large)
+
+    def __init__(self):
+        self._prints = {}
+
+    def _print(self, image):
+        """(kernel count, {name: attrs}, [(object name, initial bytes)]) of an ELF image,
+        as a fresh load of it gives them; None if it does not load."""
+        from .fatbin import elf_data_objects, elf_sections
+        key = hashlib.sha256(image).digest()
+        if key not in self._prints:
+            d, mod = cu(), C.c_void_p()
+            buf = C.create_string_buffer(image, len(image))
+            got = None
+            if d.ModuleLoadData(C.byref(mod), buf) == 0:
+                try:
+                    count = C.c_uint()
+                    check(d.ModuleGetFunctionCount(C.byref(count), mod), "cuModuleGetFunctionCount")
+                    attrs = {}
+                    for sec in elf_sections(image):
+                        f = C.c_void_p()
+                        name = sec[len(".text."):]
+                        if sec.startswith(".text.") and d.ModuleGetFunction(C.byref(f), mod, name.encode()) == 0:
+                            attrs[name] = func_attrs(f)
+                    got = (count.value, attrs, [(n, init) for n, _, init in elf_data_objects(image)])
+                finally:
+                    d.ModuleUnload(mod)
+            self._prints[key] = got
+        return self._prints[key]
+
+    GLOBAL_LIMIT = 1 << 20  # bytes of one data object an export carries (the .graph format's limit)
+
+    def globals_of(self, func, image):
+        """[(name, bytes)] of the data objects of func's module that hold other bytes than
+        `image` starts them with: what its library wrote after loading it (cuDNN's
+        depthwise convolution reads WINDOW_SIZE and CONV_STRIDE_SIZE from there), for the
+        export's module to carry and libpgrt to write after loading it.  ExportError for
+        an object that cannot be carried: over GLOBAL_LIMIT bytes, or holding a device
+        address (which no relocation patches there)."""
+        from .cuda import read_device
+        d, mod = cu(), C.c_void_p()
+        check(d.FuncGetModule(C.byref(mod), C.c_void_p(func)), "cuFuncGetModule")
+        out = []
+        for name, init in (self._print(image) or (0, {}, []))[2]:
+            ptr, size = C.c_uint64(), C.c_size_t()
+            check(d.ModuleGetGlobal(C.byref(ptr), C.byref(size), mod, name.encode()), f"cuModuleGetGlobal ({name})")
+            if size.value > self.GLOBAL_LIMIT:
+                if read_device(ptr.value, self.DATA_LIMIT) != init[:self.DATA_LIMIT]:
+                    raise ExportError(f"data object {name} of a library module ({size.value} bytes) holds other "
+                                      f"bytes than its image starts it with, and is over {self.GLOBAL_LIMIT} bytes")
+                continue
+            live = read_device(ptr.value, size.value)
+            if live == init:
+                continue
+            for at in range(0, len(live) - 7, 4):
+                word, base = int.from_bytes(live[at:at + 8], "little"), C.c_uint64()
+                if word >> 32 and d.MemGetAddressRange(C.byref(base), None, C.c_uint64(word)) == 0:
+                    raise ExportError(f"data object {name} of a library module holds a device address at byte {at} "
+                                      f"(0x{word:x}), written after the module loaded: it cannot be carried")
+            out.append((name, live))
+        return out
+
+    def images_for(self, func, images):
+        """The images (ELF, of `images`) func's module fits, best first; [] if none does."""
+        from .cuda import read_device
+        d, mod = cu(), C.c_void_p()
+        if d.FuncGetModule(C.byref(mod), C.c_void_p(func)) != 0 or not mod.value:
+            return []
+        count = C.c_uint()
+        if d.ModuleGetFunctionCount(C.byref(count), mod) != 0:
+            return []
+        fits = []
+        for image in images:
+            fp = self._print(image) if image[:4] == b"\x7fELF" else None
+            if not fp or fp[0] != count.value or not fp[1]:
+                continue
+            ok, untouched = True, True
+            for name, attrs in fp[1].items():
+                f = C.c_void_p()
+                if d.ModuleGetFunction(C.byref(f), mod, name.encode()) != 0 or func_attrs(f) != attrs:
+                    ok = False
+                    break
+            for name, init in fp[2] if ok else ():
+                ptr, size = C.c_uint64(), C.c_size_t()
+                if d.ModuleGetGlobal(C.byref(ptr), C.byref(size), mod, name.encode()) != 0 or size.value != len(init):
+                    ok = False
+                    break
+                n = min(len(init), self.DATA_LIMIT)
+                untouched = untouched and read_device(ptr.value, n) == init[:n]
+            if ok:
+                fits.append((not untouched, len(fits), image))
+        return [image for _, _, image in sorted(fits)]
 
 
 def find_in_images(wanted, images, log, problems):

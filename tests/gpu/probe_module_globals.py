@@ -12,13 +12,12 @@ hold its code; the first image's data objects (pgcc.fatbin.elf_data_objects), ea
 object's bytes in the function's module (cuModuleGetGlobal) against the image's
 initial bytes.
 Prints what differs.  Then, per function, which of those images its module could have
-been loaded from, told without the load calls (fingerprints(): the module's kernels and
-their attributes; its data objects' bytes) -- what an export could use to take each
-function's code from its own image.  The fingerprints have not run yet (written
-2026-11-23 after the device time was spent).  A diagnostic, not a test: exit status 0
-when it ran.
+been loaded from, as the exporter tells it (pgcc.kernels.ModuleFingerprints), and the
+driver and runtime calls the process made about modules, libraries and functions (how
+cuDNN loads them).  A diagnostic, not a test: exit status 0 when it ran.
 """
 import ctypes as C
+import json
 import os
 import struct
 import sys
@@ -37,7 +36,7 @@ def main():
     variant = sys.argv[1] if len(sys.argv) > 1 else "fp32"
     part = sys.argv[2] if len(sys.argv) > 2 else "conv2d_c1_k1"
     import pgcc
-    watch = pgcc.ModuleWatch()  # (before anything runs: the images cuDNN loads, as ELF)
+    watch = pgcc.ModuleWatch(trace=True)  # (before anything runs: the images cuDNN loads, as ELF)
     fn, inputs, _ = zoo.INFERENCE["mobilenet"](variant)[:3]
     compiled = torch.compile(fn)
     for _ in range(3):
@@ -100,65 +99,30 @@ def main():
                           f"differ from the image's; words that are device addresses: {pointers}")
             print(f"   {differ} of {len(objects)} objects hold other bytes in the function's module than the image "
                   "starts them with")
-    fingerprints(lib, nodes, watch)
+    fingerprints(nodes, watch)
+    calls = {k: v for k, v in (watch.calls or {}).items() if any(w in k for w in ("Module", "Library", "Kernel", "Func", "Fat", "Register", "Link"))}
+    print("== API calls (driver and runtime, by name) about modules, libraries, kernels and functions: " + json.dumps(calls))
     watch.close()
     sys.stdout.flush()
     os._exit(0)
 
 
-def fingerprints(lib, nodes, watch):
-    """Which of the images holding a node's kernel its module was loaded from, told two
-    ways without the load calls: (a) every kernel of the image is in the module
-    (cuModuleGetFunction) with the attributes a fresh load of the image gives it; (b) the
-    module's data objects hold the image's initial bytes.  Prints, per function, the
-    images each way accepts: one image each way is what an export could rely on."""
+def fingerprints(nodes, watch):
+    """Per function, the images holding its kernel that its module fits, as the exporter
+    tells them (pgcc.kernels.ModuleFingerprints: the module's kernels, their attributes,
+    its data objects' names and sizes, then their bytes), and whether those agree on the
+    kernel's code: what export.own_images relies on."""
     import hashlib
-    from pgcc.cuda import read_device
-    from pgcc.fatbin import elf_data_objects, elf_sections
-    from pgcc.kernels import func_attrs
-    lib.cuModuleLoadData.argtypes = [C.POINTER(C.c_void_p), C.c_char_p]
-    lib.cuModuleGetFunction.argtypes = [C.POINTER(C.c_void_p), C.c_void_p, C.c_char_p]
-    lib.cuModuleUnload.argtypes = [C.c_void_p]
-    print("== fingerprints: per function, the images (a) its module's kernels and attributes and (b) its data "
-          "objects' bytes agree with")
-    cache = {}
+    from pgcc.fatbin import same_kernel_code
+    from pgcc.kernels import ModuleFingerprints
+    prints = ModuleFingerprints()
+    print("== fingerprints: per function, the images its module fits (best first), and whether they agree on the code")
     for n in nodes:
         sym = n["name"]
-        mod = C.c_void_p()
-        lib.cuFuncGetModule(C.byref(mod), C.c_void_p(n["func"]))
-        by_kernels, by_data = [], []
-        for img in [i for i in watch.images.values() if i[:4] == b"\x7fELF" and f".text.{sym}".encode() in i]:
-            tag = hashlib.sha256(img).hexdigest()[:12]
-            if tag not in cache:
-                names = [nm[len(".text."):] for nm in elf_sections(img) if nm.startswith(".text.")]
-                fresh = C.c_void_p()
-                attrs = {}
-                if lib.cuModuleLoadData(C.byref(fresh), img) == 0:
-                    for k in names:
-                        f = C.c_void_p()
-                        if lib.cuModuleGetFunction(C.byref(f), fresh, k.encode()) == 0:
-                            attrs[k] = func_attrs(f)
-                    lib.cuModuleUnload(fresh)
-                cache[tag] = (attrs, [(nm, init) for nm, _, init in elf_data_objects(img)])
-            attrs, objects = cache[tag]
-            ok = bool(attrs)
-            for k, a in attrs.items():
-                f = C.c_void_p()
-                if lib.cuModuleGetFunction(C.byref(f), mod, k.encode()) != 0 or func_attrs(f) != a:
-                    ok = False
-                    break
-            if ok:
-                by_kernels.append(tag)
-            same = 0
-            for name, init in objects:
-                ptr, got = C.c_uint64(), C.c_size_t()
-                if lib.cuModuleGetGlobal_v2(C.byref(ptr), C.byref(got), mod, name.encode()) != 0 or got.value != len(init):
-                    same = -1
-                    break
-                same += read_device(ptr.value, len(init)) == init
-            if objects and same == len(objects):
-                by_data.append(tag)
-        print(f"   function {n['func']:#x} (module {mod.value:#x}): (a) {by_kernels}; (b) {by_data}")
+        held = [i for i in watch.images.values() if i[:4] == b"\x7fELF" and f".text.{sym}".encode() in i]
+        fits = prints.images_for(n["func"], held)
+        print(f"   function {n['func']:#x}: fits {[hashlib.sha256(i).hexdigest()[:12] for i in fits]} of {len(held)}; "
+              f"one code: {bool(fits) and same_kernel_code(fits, sym)}")
 
 
 if __name__ == "__main__":
