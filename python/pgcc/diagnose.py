@@ -6,9 +6,11 @@ order, twice side by side: as captured (capture A's own parameter bytes, at capt
 A's addresses) and as exported (the arguments the .graph holds, relocated to fresh
 copies of every buffer).  Both start from the same state -- intermediates, workspaces
 and outputs zeroed, weights and inputs equal -- so after each node the buffers it
-names must be equal byte for byte, as long as the kernels are deterministic (one that
-is not, with atomics, shows up here as a difference: read it as a hint, not a proof).  The first node after which they are not is where the
-export is wrong: its arguments, or an earlier node's write that no argument names.
+names must be equal byte for byte.  Where they are not, the node's captured launch is
+run again from the same state: a kernel that is not deterministic (atomics) gives
+other bytes itself, is listed, and its bytes are taken over by the exported side.  The
+first other node after which they differ is where the export is wrong: its arguments,
+or an earlier node's write that no argument names.
 
 A second pass runs the exported program twice, its intermediates zeroed in one copy
 and poisoned in the other, and names the first node whose written bytes differ: a
@@ -174,6 +176,11 @@ def describe_node(n, cap_node, bufs, blocks):
             covered.update(range(off + at, off + at + (8 if kind == "abs64" else 4)))
             was = u64(blob, off + at) if kind == "abs64" else int.from_bytes(blob[off + at:off + at + 4], "little")
             lines.append(f"param {off}+{at} {kind} -> {b['name']}+{o} ({b['role']}); captured 0x{was:x}")
+            if b.get("host"):  # host memory the kernel reads: the export's copy against what is there now
+                now = C.string_at(b["ranges"][0], min(len(b["host"]), 32))
+                lines.append(f"  host memory at 0x{b['ranges'][0]:x}: copied at export {b['host'][:32].hex()}, "
+                             f"now {now.hex()}; parameter bytes {off + at - 16}..{off + at + 24}: "
+                             f"{blob[off + at - 16:off + at + 24].hex()}")
         if a[0] == "value" and bytes(a[1]) != blob[off:off + size]:
             lines.append(f"param {off} ({size} bytes): exported {bytes(a[1]).hex()[:64]}, captured "
                          f"{blob[off:off + size].hex()[:64]}")
@@ -237,30 +244,60 @@ class Harness:
 
     def compare(self, funcs=None):
         """As captured against as exported (with funcs, {node index: function}: launching
-        those): (None or (node index, what differs), whether the outputs are equal)."""
+        those): (None or (node index, what differs), whether the outputs are equal).
+        Where a node's bytes differ, its captured launch is run again from the same
+        state: a kernel that gives other bytes itself (atomics, a race) cannot be judged
+        bit for bit, so the exported side takes the captured side's bytes and the
+        comparison goes on; such nodes are listed in self.unsteady ({index: what})."""
         torch, captured = self.torch, self.captured
         ref = Side(torch, self.blist, 0, own=False)
         exp = Side(torch, self.blist, 0, own=True, funcs=funcs)
+        self.unsteady = {}
         torch.cuda.synchronize()
         first = None
         for i in self.seq:
             n = self.by_index[i]
+            mine = list({id(b): b for b in node_buffers(n) if not b.get("host")}.values())
+            before = [ref.bytes_of(b).clone() for b in mine]
             ref.run(n, captured[i])
             exp.run(n, captured[i])
             check(cu().CtxSynchronize(), _where(n, captured[i]))
-            for b in {id(b): b for b in node_buffers(n) if not b.get("host")}.values():
+            for b in mine:
                 x, y = ref.bytes_of(b), exp.bytes_of(b)
                 if id(b) in self.masks:
                     x, y = x * self.masks[id(b)], y * self.masks[id(b)]
                 at, count = _differ(x, y)
-                if at is not None:
-                    first = (i, f"{_where(n, captured[i])}: after it, {b['name']} ({b['role']}, {b['size']} bytes) "
-                                f"differs in {count} bytes, the first at byte {at}")
+                if at is None:
+                    continue
+                once = x.clone()
+                for t, was in zip(mine, before):
+                    ref.bytes_of(t).copy_(was)
+                ref.run(n, captured[i])
+                check(cu().CtxSynchronize(), _where(n, captured[i]))
+                twice = ref.bytes_of(b) * self.masks[id(b)] if id(b) in self.masks else ref.bytes_of(b)
+                _, itself = _differ(once, twice)
+                if itself:
+                    self.unsteady[i] = (f"{_where(n, captured[i])}: run twice as captured, {b['name']} differs in "
+                                        f"{itself} bytes (against the exported run: {count})")
+                    for t in mine:
+                        exp.bytes_of(t).copy_(ref.bytes_of(t))
                     break
+                first = (i, f"{_where(n, captured[i])}: after it, {b['name']} ({b['role']}, {b['size']} bytes) "
+                            f"differs in {count} bytes, the first at byte {at} "
+                            f"({_words(x, y, at)}; run again as captured, the same bytes)")
+                break
             if first:
                 break
         equal = all(torch.equal(ref.bytes_of(b), exp.bytes_of(b)) for b in self.blist if b["role"] == "output")
         return first, equal
+
+
+def _words(x, y, at):
+    """The 4-byte words at the first difference, as captured and as exported (hex, and as float32)."""
+    lo = at - at % 4
+    a, b = bytes(x[lo:lo + 16].cpu().tolist()), bytes(y[lo:lo + 16].cpu().tolist())
+    f = lambda raw: ", ".join(f"{v:.6g}" for v in struct.unpack(f"<{len(raw) // 4}f", raw[:len(raw) // 4 * 4]))
+    return f"from byte {lo}: captured {a.hex()} [{f(a)}], exported {b.hex()} [{f(b)}]"
 
 
 def program_functions(program):
@@ -292,6 +329,7 @@ def diagnose(torch, cap, bufs, nodes, edges, replayer, log, program=None):
     # pass 1: as captured against as exported
     replayer.restore()
     first, out["outputs_equal"] = h.compare()
+    out["unsteady"] = list(h.unsteady.values())
     if first:
         out["first_difference"] = first[1]
         out["details"] = describe_node(by_index[first[0]], captured[first[0]], bufs, cap.blocks())
@@ -335,6 +373,8 @@ def diagnose(torch, cap, bufs, nodes, edges, replayer, log, program=None):
         f"every node's buffers equal ({len(seq)} nodes); outputs {'equal' if out['outputs_equal'] else 'DIFFER'}"))
     for line in out["details"]:
         log("      " + line)
+    for line in out["unsteady"]:
+        log("    not deterministic as captured (its bytes taken over by the exported side): " + line)
     log("    zeroed against poisoned memory: " + (out["reads_unwritten"] or "no node reads memory nothing wrote"))
     if "with_pgcc_code" in out:
         w = out["with_pgcc_code"]

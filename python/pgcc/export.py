@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import struct
 from types import SimpleNamespace
 
 from .capture import Capture, foreign_memory, host_maps, tensor_span
@@ -456,11 +457,13 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
                                "library": os.path.basename(path)}
                 k["entry"] = off
         rest = {s: a for s, a in library_wanted.items() if s not in found}
+        if watch:
+            own_images(kernels, watch, log, out_dir)
         if rest and watch:
             prog.status(f"{name}: searching {len(watch.images)} module images for {len(rest)} kernels")
             images = find_in_images(rest, list(watch.images.values()), log, problems)
             for func, k in kernels.items():
-                if k["symbol"] in images:
+                if k["symbol"] in images and "image" not in k:
                     set_image(k, images[k["symbol"]], out_dir)
                     own = watch.images.get(watch.image_of(func) or "")
                     if k["symbol"] in find_in_images.alternatives and own and same_kernel(own, k["symbol"],
@@ -510,10 +513,10 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
         if suspects:
             prog.status(f"{name}: replaying to prove {sum(map(len, suspects.values()))} changing parameter words "
                         "irrelevant")
-            rescued = {}
+            rescued, kept, check = {}, [], host_copy_check(torch, replayer)
             problems += prove_irrelevant(replayer, suspects, lambda i: capA.nodes[i]["name"][:80],
                                          rescue=lambda i, r: read_host(i, r, capA, maps, bufs, nodes, kernels,
-                                                                       rescued))
+                                                                       rescued, check, kept))
             report["host_memory_read"] = [f"0x{a:x}" for a in rescued]
             if rescued:
                 log(f"  {len(rescued)} parameter words in host memory that kernels read (through the GPU's access "
@@ -526,10 +529,15 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             # CUTLASS GEMM fall back to the scalar beside it, which held another value.
             for i in list(suspects):
                 suspects[i] = [r for r in suspects[i] if not read_host(i, [r], capA, maps, bufs, nodes, kernels,
-                                                                        rescued)]
+                                                                        rescued, check, kept)]
                 if not suspects[i]:
                     del suspects[i]
             report["host_memory_read"] = [f"0x{a:x}" for a in rescued]
+            report["host_like_values"] = kept
+            for i, at, word in kept:
+                log(f"  node {i} ({capA.nodes[i]['name'][:60]}): parameter bytes {at}..{at + 8} hold 0x{word:x}, an "
+                    "address in this process's host memory, but pointed at a copy of the bytes there the node "
+                    "computes otherwise: the kernel takes them as a value, kept as captured")
             for i, r in suspects.items():
                 mark_dontcare(kernels[capA.nodes[i]["func"]], r)
             log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
@@ -613,14 +621,59 @@ def write_export(a, inputs, out_dir, name, prog, diagnose):
     return report
 
 
-def set_image(k, image, out_dir):
-    """Kernel k's code is a module image of its own, written under kernels/."""
+def set_image(k, image, out_dir, globals_=()):
+    """Kernel k's code is a module image of its own, written under kernels/; globals_:
+    [(name, bytes)] of its data objects to write after loading it (a module per image
+    and set of values: ModuleFingerprints.globals_of)."""
     kind, digest = image_kind(image), hashlib.sha256(image).hexdigest()
     mname = "image_" + digest[:12]
     rel_path = os.path.join("kernels", f"{mname}.{kind}")
     with open(os.path.join(out_dir, rel_path), "wb") as f:
         f.write(image)
     k["module"], k["image"] = {"name": mname, "kind": kind, "file": rel_path, "sha256": digest}, image
+    if globals_:
+        k["module"]["globals"] = list(globals_)
+        k["module"]["name"] += "_" + hashlib.sha256(repr(list(globals_)).encode()).hexdigest()[:8]
+
+
+def own_images(kernels, watch, log, out_dir):
+    """Library kernels whose name the process loaded in several module images with
+    different code (cuDNN's depthwise convolution: one name, variants in several of its
+    fatbins, loaded lazily inside the CUDA runtime, where ModuleWatch.image_of sees no
+    call): each function's code is taken from the image its own module fits
+    (ModuleFingerprints), with the data objects its library wrote after loading it,
+    where the images it fits agree on the kernel's code; where they do not, they are
+    kept in k["fits"], for prove_code to try first.  Kernels of Triton's, and names
+    held by one image only (or by several with one code), are left as found."""
+    from .fatbin import same_kernel_code
+    from .kernels import ModuleFingerprints
+    prints, holders = ModuleFingerprints(), {}
+    for func, k in kernels.items():
+        if "module" in k and k["module"]["kind"] != "library":
+            continue
+        sym = k["symbol"]
+        if sym not in holders:
+            held = [i for i in watch.images.values() if i[:4] == b"\x7fELF" and f".text.{sym}".encode() in i]
+            holders[sym] = held if len(held) > 1 and not same_kernel_code(held, sym) else []
+        if not holders[sym]:
+            continue
+        fits = prints.images_for(func, holders[sym])
+        if len(fits) == 1 or fits and same_kernel_code(fits, sym):
+            globals_ = prints.globals_of(func, fits[0])
+            set_image(k, fits[0], out_dir, globals_)
+            k.pop("entry", None)
+            log(f"  kernel {sym[:60]} (function {func:#x}): {len(holders[sym])} loaded images hold it with "
+                f"different code; its module fits {len(fits)}" + (", with one code" if len(fits) > 1 else "")
+                + ": taken from there"
+                + (f", with {len(globals_)} data objects as its library set them ("
+                   + ", ".join(n for n, _ in globals_)[:120] + ")" if globals_ else ""))
+        elif fits:
+            k["fits"] = fits
+            log(f"  kernel {sym[:60]} (function {func:#x}): its module fits {len(fits)} of the {len(holders[sym])} "
+                "loaded images holding it, with different code: left to the node-by-node proof")
+        else:
+            log(f"  kernel {sym[:60]} (function {func:#x}): {len(holders[sym])} loaded images hold it with different "
+                "code, and its module fits none of them: left as found")
 
 
 def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out_dir, watch=None):
@@ -634,8 +687,8 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
     other fatbin holding a kernel of that name compiled for this GPU are tried, and the
     one with which the program runs further is kept.  A kernel nothing proves right is
     left as found, with a warning: verify.py has the last word."""
-    from .diagnose import Harness
-    from .kernels import LibraryFunctions, library_candidates, loaded_libraries
+    from .diagnose import Harness, describe_node
+    from .kernels import LibraryFunctions, ModuleFingerprints, library_candidates, loaded_libraries
     judged = {f: k for f, k in kernels.items() if k["module"]["kind"] == "library" or "image" in k}
     h = Harness(torch, cap, bufs, nodes, edges)
     replayer.restore()
@@ -643,16 +696,20 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
     if first:  # the arguments already differ: no run can judge the code (PGCC_DIAGNOSE tells more)
         warn("the library kernels' code was not proven: the exported program differs from the capture in this "
              "process already", first[1])
+        for line in describe_node(h.by_index[first[0]], h.captured[first[0]], bufs, cap.blocks()):
+            log("    " + line)
         return
     paths = {os.path.basename(p): p for p in loaded_libraries()}
     major, minor = torch.cuda.get_device_capability()
     loaded = LibraryFunctions()
     pos = {i: n for n, i in enumerate(h.seq)}
 
+    prints = ModuleFingerprints()
+
     def load(k):
         if k["module"]["kind"] == "library":
             return loaded.load(paths[k["module"]["library"]], k["entry"], k["symbol"])
-        return loaded.load_image(k["image"], k["symbol"])
+        return loaded.load_image(k["image"], k["symbol"], k["module"].get("globals", ()))
 
     def candidates(func, k):
         """(how to load it, how to keep it) of each other place holding k's name: the
@@ -662,10 +719,12 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
             return
         images = list(watch.images.values()) if watch else []
         own = watch.images.get(watch.image_of(func) or "") if watch else None
-        for img in ([own] if own else []) + [i for i in images if i is not own]:
-            if same_kernel(img, k["symbol"], k["attrs"]):
-                yield (lambda img=img: loaded.load_image(img, k["symbol"]),
-                       lambda img=img: (set_image(k, img, out_dir), k.pop("entry", None)))
+        first = k.get("fits", []) + ([own] if own else [])
+        for img in first + [i for i in images if all(i is not f for f in first)]:
+            if any(img is f for f in first) or same_kernel(img, k["symbol"], k["attrs"]):
+                g = prints.globals_of(func, img) if any(img is f for f in k.get("fits", ())) else ()
+                yield (lambda img=img, g=g: loaded.load_image(img, k["symbol"], g),
+                       lambda img=img, g=g: (set_image(k, img, out_dir, g), k.pop("entry", None)))
         here, entry = paths[k["module"]["library"]], k["entry"]
 
         def keep(path, at):
@@ -710,7 +769,11 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
                 warn(f"kernel {k['symbol'][:80]}: neither the code found nor any of {count} other places "
                      "holding a kernel of that name reproduces the capture's launch", first[1])
                 return
-        log(f"  the code of {len(judged)} library kernels reproduces the capture, node by node")
+        log(f"  the code of {len(judged)} library kernels reproduces the capture, node by node"
+            + (f" (less {len(h.unsteady)} nodes whose captured launch itself is not deterministic)" if h.unsteady
+               else ""))
+        for what in h.unsteady.values():
+            log("    " + what)
     finally:
         loaded.close()
 
@@ -851,14 +914,38 @@ def address_spread(bufs):
 HOST_WINDOW = 256  # bytes of host memory copied where a kernel reads through a host address
 
 
-def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done):
+def host_copy_check(torch, replayer):
+    """check(i, found) for read_host: whether capture A, replayed with node i's words at
+    found [(offset in its parameters, host address, size)] pointed at device copies of
+    the host bytes there, gives the results of a plain replay."""
+    import ctypes
+    state = {}
+
+    def check(i, found):
+        if "reference" not in state:
+            state["reference"] = replayer.replay_params({})
+        blob, keep = bytearray(replayer.cap.nodes[i]["bytes"]), []
+        for at, addr, size in found:
+            t = torch.frombuffer(bytearray(ctypes.string_at(addr, size)), dtype=torch.uint8).cuda()
+            keep.append(t)
+            struct.pack_into("<Q", blob, at, t.data_ptr())
+        return replayer.replay_params({i: bytes(blob)}) == state["reference"]
+    return check
+
+
+def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept):
     """A node whose kernel reads host memory through addresses in its parameters (the
     GPU reaches host memory: cuBLAS and CUTLASS epilogues read alpha and beta where the
     caller left them).  If every suspect of node i is such an address, the bytes there
     (HOST_WINDOW of them, within the mapping) are copied into a static block of the
     weights, and the words become relocations to the copy; returns whether it did.  The
     copy holds what was there at export: right for constants, which is what a
-    captured graph can rely on anyway."""
+    captured graph can rely on anyway.  That the kernel reads through the words is
+    proven first (check: host_copy_check): a word that only looks like a host address
+    (MobileNet's CUTLASS SGEMM: a NaN float beside 4 bytes of stale stack, together
+    0x7f..7fc00000) and that the kernel takes as a value gives other results pointed
+    at a copy; its bytes are then kept as captured, listed in kept [(node, offset,
+    word)], and it is handled too."""
     import ctypes
     from .relocate import u64
     blob = cap.nodes[i]["bytes"]
@@ -871,6 +958,16 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done):
         found.append((a, addr, min(HOST_WINDOW, where[1] - addr)))
     node = next(n for n in nodes if n.get("index") == i)
     k = kernels[cap.nodes[i]["func"]]
+    if not check(i, found):
+        for a, addr, _ in found:
+            for p, (off, size_) in enumerate(k["layout"]):
+                if off <= a < off + size_ and node["args"][p][0] in ("value", "bytes"):
+                    arg = node["args"][p]
+                    raw = bytearray(arg[1])
+                    raw[a - off:a - off + 8] = blob[a:a + 8]
+                    node["args"][p] = (arg[0], bytes(raw)) + tuple(arg[2:])
+            kept.append((i, a, addr))
+        return True
     for a, addr, size in found:
         b = done.get(addr)
         if b is None:

@@ -117,7 +117,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                dims=(), comms=()):
     """The .graph file's text.  kernels: {func: {"symbol", "layout", "ptr_words" ((param
     offset, offset inside, kind) of each relocation), "dontcare" ((param offset, offset
-    inside, length) of bytes no launch depends on), "module", ["entry"]}} (each gets its
+    inside, length) of bytes no launch depends on), "module" (with "globals" [(name,
+    bytes)] to write after loading it, if any), ["entry"]}} (each gets its
     "name" here); bufs: Buffers (or anything with .list); used:
     ids of the buffers nodes refer to; arch: "sm_90"; origin: words for the header comment;
     scalars: values read back that kernels take ({"name", "type", "from"}: hostvalues.py)
@@ -139,7 +140,18 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             yield n
             for _, body, _ in n.get("bodies", ()):
                 yield from all_nodes(body)
-    v2 = v2 or any(k.get("dontcare") for k in kernels.values()) or any(n.get("cluster") for n in all_nodes(nodes))
+    v2 = v2 or any(k.get("dontcare") or k["module"].get("globals") for k in kernels.values()) \
+        or any(n.get("cluster") for n in all_nodes(nodes))
+    # A parameter that is one whole address in some launches of a kernel and a constant
+    # (not null) in another -- cuBLASLt's split-K reduction, seen in an AdamW training
+    # step -- is declared as an 8-byte struct with one relocation: that launch's bytes
+    # stay as it has them, its relocation `null`.
+    for n in all_nodes(nodes):
+        if n["kind"] == "kernel":
+            k = kernels[n["func"]]
+            for (off, size), a in zip(k["layout"], n["args"]):
+                if size == 8 and a[0] == "value" and any(a[1]) and relocations(k, off) == [(0, "abs64")]:
+                    k.setdefault("valued", set()).add(off)
     out = [f"# {name}: exported by pgcc-export from {origin}", f"pgcc {2 if v2 else 1};", f"arch {arch};", ""]
     mods = {}
     for k in kernels.values():
@@ -150,7 +162,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         if m["kind"] == "library":
             out.append(f'module {m["name"]} library library "{m["library"]}";')
         else:
-            out.append(f'module {m["name"]} {m["kind"]} file "{m["file"]}" sha256 "{m["sha256"]}";')
+            line = f'module {m["name"]} {m["kind"]} file "{m["file"]}" sha256 "{m["sha256"]}"'
+            if m.get("globals"):  # data objects its library wrote after loading it
+                line += " globals [" + ", ".join(f'"{n}" "{b.hex()}"' for n, b in m["globals"]) + "]"
+            out.append(line + ";")
     out += ["", f'weights w file "{name}.safetensors";', ""]
     for d in dims:
         out.append(f'dim {d["name"]} values [{", ".join(map(str, d["values"]))}] {"pad" if d["pad"] else "exact"};')
@@ -173,7 +188,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             care = dontcare(k, off, inner)
             if off in k.get("scalar_types", {}):
                 out.append(f"  param {off} {size} {k['scalar_types'][off]};")
-            elif size == 8 and inner == [(0, "abs64")] and not care:
+            elif size == 8 and inner == [(0, "abs64")] and not care and off not in k.get("valued", ()):
                 out.append(f"  param {off} 8 ptr;")
             elif inner or care:
                 line = f"  param {off} {size} bytes"
@@ -224,7 +239,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             for (off, size), a in zip(k["layout"], n["args"]):
                 inner = relocations(k, off)
                 care = dontcare(k, off, inner)
-                if size == 8 and inner == [(0, "abs64")] and not care:  # a pointer parameter
+                if size == 8 and inner == [(0, "abs64")] and not care and off not in k.get("valued", ()):
+                    # a pointer parameter
                     if a[0] == "ptr":
                         args.append(ref(a[1], a[2]))
                     elif not any(a[1]):
@@ -232,7 +248,9 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                     else:
                         raise ExportError(f"node {i}: parameter {off} is a pointer in other launches of "
                                           f"{k['symbol'][:80]}, a constant 0x{a[1].hex()} here")
-                elif inner or care:  # a struct with relocations or don't-care bytes inside
+                elif inner or care or off in k.get("valued", ()):  # a struct with relocations or don't-care bytes
+                    if a[0] == "value":  # (a constant where other launches have an address)
+                        a = ("bytes", a[1], [])
                     if a[0] == "ptr":  # a whole address here; a struct with more in other launches
                         a = ("bytes", bytes(size), [(0, a[1], a[2], "abs64")])
                     # A relocation no pointer of this launch fills (the place is an address in

@@ -227,3 +227,42 @@ def test_a_value_the_host_computes_is_a_callback_scalar(tmp_path, pgcc_bin):
     write_safetensors(tmp_path / "h.safetensors", [])
     pgcc(pgcc_bin, str(tmp_path / "h.graph"), "-o", str(tmp_path / "h.c"))
     assert "pgrt_scalar_fn cb0;" in (tmp_path / "h.h").read_text()
+
+
+def test_module_globals_are_written_and_read_back(tmp_path, pgcc_bin):
+    """A module whose library wrote its data objects after loading it (export.own_images):
+    the exporter writes them as the module's globals (format version 2), and pgcc reads
+    them back and carries them into the generated C."""
+    kernels, bufs, used, nodes, edges = program(tmp_path)
+    kernels[1]["module"]["globals"] = [("WINDOW_SIZE", b"\x03\0\0\0"), ("CONV_STRIDE_SIZE", b"\x02\0\0\0")]
+    text = graph_text("p", kernels, bufs, used, nodes, edges, "sm_90")
+    assert "pgcc 2;" in text
+    assert 'globals ["WINDOW_SIZE" "03000000", "CONV_STRIDE_SIZE" "02000000"];' in text
+    (tmp_path / "p.graph").write_text(text)
+    again = pgcc(pgcc_bin, "--emit=graph", tmp_path / "p.graph", cwd=tmp_path)
+    assert 'globals ["WINDOW_SIZE" "03000000", "CONV_STRIDE_SIZE" "02000000"];' in again
+    pgcc(pgcc_bin, tmp_path / "p.graph", "-o", tmp_path / "p.c")
+    c = (tmp_path / "p.c").read_text()
+    assert '"WINDOW_SIZE"' in c and '"CONV_STRIDE_SIZE"' in c
+
+
+def test_a_pointer_parameter_that_is_a_constant_in_one_launch(tmp_path, pgcc_bin):
+    """cuBLASLt's split-K reduction (an AdamW step): parameter 8 is an address in one
+    launch and a constant, not null, in another.  It is declared a struct with one
+    relocation, so that the second launch keeps its bytes (its relocation null)."""
+    bufs = Buffers()
+    x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
+    k = {"symbol": "reduce", "layout": [(0, 8), (8, 8)], "ptr_words": {(0, 0, "abs64"), (8, 0, "abs64")},
+         "module": {"name": "lib", "kind": "library", "library": "libx.so.1"}}
+    const = bytes.fromhex("0000fc7f00000000")
+    one = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
+           "args": [("ptr", x, 0), ("ptr", x, 64)]}
+    two = dict(one, index=1, args=[("ptr", x, 0), ("value", const)])
+    text = graph_text("v", {1: k}, bufs, {id(x)}, [one, two], [], "sm_90")
+    assert "  param 0 8 ptr;\n  param 8 8 bytes ptrs [0];" in text
+    assert 'args [in0, ["0000000000000000", in0+64]]' in text
+    assert f'args [in0, ["{const.hex()}", null]]' in text
+    (tmp_path / "v.graph").write_text(text)
+    write_safetensors(tmp_path / "v.safetensors", [])
+    again = pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "v.graph"))
+    assert f'["{const.hex()}", null]' in again
