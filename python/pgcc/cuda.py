@@ -5,6 +5,7 @@ walk reads, and one check function that turns a CUresult into an exception.
 Assumes libcuda.so.1 can be loaded (a machine with the NVIDIA driver); nothing here
 loads it until cu() is first called, so importing this module needs no GPU.
 """
+import contextlib
 import ctypes as C
 
 _cu = None
@@ -46,6 +47,15 @@ def cu():
     n.FuncGetModule = fn("cuFuncGetModule", C.POINTER(P), P)
     n.LibraryGetGlobal = fn("cuLibraryGetGlobal", C.POINTER(C.c_uint64), C.POINTER(S), P, C.c_char_p)
     n.MemGetAddressRange = fn("cuMemGetAddressRange_v2", C.POINTER(C.c_uint64), C.POINTER(S), C.c_uint64)
+    n.CtxGetDevice = fn("cuCtxGetDevice", C.POINTER(I))
+    n.MemGetAllocationGranularity = fn("cuMemGetAllocationGranularity", C.POINTER(S), P, I)
+    n.MemCreate = fn("cuMemCreate", C.POINTER(C.c_uint64), S, P, C.c_ulonglong)
+    n.MemRelease = fn("cuMemRelease", C.c_uint64)
+    n.MemAddressReserve = fn("cuMemAddressReserve", C.POINTER(C.c_uint64), S, S, C.c_uint64, C.c_ulonglong)
+    n.MemAddressFree = fn("cuMemAddressFree", C.c_uint64, S)
+    n.MemMap = fn("cuMemMap", C.c_uint64, S, S, C.c_uint64, C.c_ulonglong)
+    n.MemUnmap = fn("cuMemUnmap", C.c_uint64, S)
+    n.MemSetAccess = fn("cuMemSetAccess", C.c_uint64, S, P, S)
     n.LibraryLoadData = fn("cuLibraryLoadData", C.POINTER(P), P, P, P, U, P, P, U)
     n.LibraryGetKernel = fn("cuLibraryGetKernel", C.POINTER(P), P, C.c_char_p)
     n.LibraryUnload = fn("cuLibraryUnload", P)
@@ -97,6 +107,54 @@ def kernel_argv(layout, blob):
     copies, which must stay alive as long as the array is used."""
     vals = [C.create_string_buffer(bytes(blob[o:o + s]), max(s, 1)) for o, s in layout]
     return (C.c_void_p * max(len(vals), 1))(*[C.cast(v, C.c_void_p) for v in vals]), vals
+
+
+class _MemAllocationProp(C.Structure):  # CUmemAllocationProp
+    _fields_ = [("type", C.c_int), ("handleTypes", C.c_int), ("locType", C.c_int), ("locId", C.c_int),
+                ("win32", C.c_void_p), ("allocFlags", C.c_ubyte * 8)]
+
+
+class _MemAccessDesc(C.Structure):  # CUmemAccessDesc
+    _fields_ = [("locType", C.c_int), ("locId", C.c_int), ("flags", C.c_int)]
+
+
+@contextlib.contextmanager
+def placed(data, low32):
+    """Device memory holding data at an address whose low 32 bits are low32 (a multiple
+    of the allocation granularity, 2 MiB): a virtual range of 4 GiB and a granule is
+    reserved, and one granule of memory is mapped where the low bits fall.  Yields the
+    address; unmaps and frees it after."""
+    d = cu()
+    dev = C.c_int()
+    check(d.CtxGetDevice(C.byref(dev)), "cuCtxGetDevice")
+    prop = _MemAllocationProp(type=1, locType=1, locId=dev.value)  # pinned, on this device
+    gran = C.c_size_t()
+    check(d.MemGetAllocationGranularity(C.byref(gran), C.byref(prop), 0), "cuMemGetAllocationGranularity")
+    size = max(gran.value, -(-len(data) // gran.value) * gran.value)
+    if low32 % gran.value or len(data) > size:
+        raise ValueError(f"placed: 0x{low32:x} is not a multiple of the granularity {gran.value}")
+    va, handle = C.c_uint64(), C.c_uint64()
+    span = (1 << 32) + size
+    check(d.MemAddressReserve(C.byref(va), span, gran.value, 0, 0), "cuMemAddressReserve")
+    try:
+        at = (va.value & ~0xFFFFFFFF) | low32
+        if at < va.value:
+            at += 1 << 32
+        check(d.MemCreate(C.byref(handle), size, C.byref(prop), 0), "cuMemCreate")
+        try:
+            check(d.MemMap(at, size, 0, handle.value, 0), "cuMemMap")
+            try:
+                access = _MemAccessDesc(locType=1, locId=dev.value, flags=3)  # read and write
+                check(d.MemSetAccess(at, size, C.byref(access), 1), "cuMemSetAccess")
+                write_device(at, bytes(data))
+                yield at
+            finally:
+                check(d.CtxSynchronize(), "cuCtxSynchronize")
+                d.MemUnmap(at, size)
+        finally:
+            d.MemRelease(handle.value)
+    finally:
+        d.MemAddressFree(va.value, span)
 
 
 class _DeviceMemory:

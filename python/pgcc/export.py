@@ -17,6 +17,7 @@ Assumes PyTorch with CUDA and a GPU; torch is imported when export() is called, 
 when this module is imported.  docs/e2e.md explains each step and why.
 """
 import contextlib
+import ctypes as C
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ from types import SimpleNamespace
 
 from .capture import Capture, foreign_memory, host_maps, tensor_span
 from .collectives import Recorder, kernel_collective, libcall
-from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES, read_device
+from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES, placed, read_device
 from .errors import ExportError
 from .farmem import far
 from .fatbin import image_kind
@@ -496,7 +497,9 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
                               "guarded": not any(s.get("read") == k for s in scalars)}
                              for k, r in enumerate(capA.reads)],
               "library_candidates": {s: n for s, n in getattr(find_in_libraries, "candidates", {}).items() if n > 1},
-              "kernels": [{"symbol": k["symbol"], "module": k.get("module"), "entry": k.get("entry")}
+              "kernels": [{"symbol": k["symbol"], "entry": k.get("entry"),
+                           "module": k.get("module") if not (k.get("module") or {}).get("globals") else
+                           dict(k["module"], globals={n: b.hex() for n, b in k["module"]["globals"]})}
                           for k in kernels.values()]}
     def write_report():
         if force:  # (the other path's analysis: its problems are said by branches.py)
@@ -513,7 +516,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
         if suspects:
             prog.status(f"{name}: replaying to prove {sum(map(len, suspects.values()))} changing parameter words "
                         "irrelevant")
-            rescued, kept, check = {}, [], host_copy_check(torch, replayer)
+            rescued, kept, check = {}, [], host_copy_check(replayer)
             problems += prove_irrelevant(replayer, suspects, lambda i: capA.nodes[i]["name"][:80],
                                          rescue=lambda i, r: read_host(i, r, capA, maps, bufs, nodes, kernels,
                                                                        rescued, check, kept))
@@ -533,11 +536,14 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
                 if not suspects[i]:
                     del suspects[i]
             report["host_memory_read"] = [f"0x{a:x}" for a in rescued]
-            report["host_like_values"] = kept
-            for i, at, word in kept:
-                log(f"  node {i} ({capA.nodes[i]['name'][:60]}): parameter bytes {at}..{at + 8} hold 0x{word:x}, an "
-                    "address in this process's host memory, but pointed at a copy of the bytes there the node "
-                    "computes otherwise: the kernel takes them as a value, kept as captured")
+            report["host_like_values"] = [{"node": i, "at": at, "word": f"0x{w:x}"} for i, at, w in kept]
+            for word in sorted({w for _, _, w in kept}):
+                where = [(i, at) for i, at, w in kept if w == word]
+                log(f"  0x{word:x}, an address in this process's host memory, in {len(where)} nodes' parameters ("
+                    + ", ".join(f"node {i} bytes {at}..{at + 8}" for i, at in where[:4])
+                    + (", ..." if len(where) > 4 else "") + f"; {capA.nodes[where[0][0]]['name'][:50]}): pointed at "
+                    "copies of the bytes there, placed at two addresses, the program computes otherwise -- the "
+                    "kernels take the word as a value (a float beside stale bytes), so it is kept as captured")
             for i, r in suspects.items():
                 mark_dontcare(kernels[capA.nodes[i]["func"]], r)
             log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
@@ -914,22 +920,29 @@ def address_spread(bufs):
 HOST_WINDOW = 256  # bytes of host memory copied where a kernel reads through a host address
 
 
-def host_copy_check(torch, replayer):
+PLACED_LOW = (0x4F000000, 0xCF000000)  # as float32: 2^31 and -2^31
+
+
+def host_copy_check(replayer):
     """check(i, found) for read_host: whether capture A, replayed with node i's words at
     found [(offset in its parameters, host address, size)] pointed at device copies of
-    the host bytes there, gives the results of a plain replay."""
-    import ctypes
+    the host bytes there, gives the results of a plain replay -- with the copies placed
+    twice, at addresses whose low 32 bits read as the floats 2^31 and -2^31 (PLACED_LOW):
+    a kernel that reads through the word sees the same bytes both times, one that takes
+    the word's bits as a value (a clamp bound beside stale stack bytes) does not."""
     state = {}
 
     def check(i, found):
         if "reference" not in state:
             state["reference"] = replayer.replay_params({})
-        blob, keep = bytearray(replayer.cap.nodes[i]["bytes"]), []
-        for at, addr, size in found:
-            t = torch.frombuffer(bytearray(ctypes.string_at(addr, size)), dtype=torch.uint8).cuda()
-            keep.append(t)
-            struct.pack_into("<Q", blob, at, t.data_ptr())
-        return replayer.replay_params({i: bytes(blob)}) == state["reference"]
+        for low in PLACED_LOW:
+            with contextlib.ExitStack() as stack:
+                blob = bytearray(replayer.cap.nodes[i]["bytes"])
+                for at, addr, size in found:
+                    struct.pack_into("<Q", blob, at, stack.enter_context(placed(C.string_at(addr, size), low)))
+                if replayer.replay_params({i: bytes(blob)}) != state["reference"]:
+                    return False
+        return True
     return check
 
 

@@ -8,7 +8,9 @@ tests/python/fixtures:
 - globals_of gives the data objects whose bytes the "library" changed, and refuses
   one that holds a device address;
 - LibraryFunctions.load_image with those globals runs the kernel as the library's
-  own module does (compared with a CPU computation), and without them it does not.
+  own module does (compared with a CPU computation), and without them it does not;
+- pgcc.cuda.placed puts bytes at an address with chosen low 32 bits (how the export
+  tells a host address a kernel reads through from a word it takes as a value).
 
     python3 tests/gpu/module_state.py        (exit status 0: every check passed)
 """
@@ -81,6 +83,14 @@ def main():
     else:
         raise AssertionError("globals_of took a data object holding a device address")
     check(d.ModuleUnload(mod), "cuModuleUnload")
+
+    # placed copies (export.host_copy_check): the bytes at an address with chosen low 32 bits
+    from pgcc.cuda import placed, read_device
+    data = bytes(range(256))
+    for low in (0x4F000000, 0xCF000000):
+        with placed(data, low) as addr:
+            assert addr & 0xFFFFFFFF == low and read_device(addr, len(data)) == data, f"placed at 0x{addr:x}"
+            print(f"placed: 256 bytes at 0x{addr:x}")
     print("module_state: PASS")
 
 

@@ -8,9 +8,12 @@ the capture; through the same kernel loaded from its fatbin, it does not.
 Captures the compiled MobileNetV3-small with pgcc's Capture, takes every kernel node
 whose name holds SYMBOL-PART, and for each: the module cuDNN's function lives in
 (cuFuncGetModule); the images the process loaded (pgcc.ModuleWatch, CUPTI: ELF) that
-hold its code; the first image's data objects (pgcc.fatbin.elf_data_objects), each
-object's bytes in the function's module (cuModuleGetGlobal) against the image's
-initial bytes.
+hold its code; the data objects (pgcc.fatbin.elf_data_objects) of the image its module
+fits, each object's bytes in the function's module (cuModuleGetGlobal) against that
+image's initial bytes.  (A first version compared with the first image holding the
+kernel; the variants differ in their initial WINDOW_SIZE and CONV_STRIDE_SIZE, which
+read as cuDNN writing module state.  Compared with its own image, no object differs on
+MobileNet's runs so far -- H100, 2026-11-23: the exporter's module globals stayed empty.)
 Prints what differs.  Then, per function, which of those images its module could have
 been loaded from, as the exporter tells it (pgcc.kernels.ModuleFingerprints), and the
 driver and runtime calls the process made about modules, libraries and functions (how
@@ -76,9 +79,11 @@ def main():
                       f"{hashlib.sha256(secs.get('.nv.constant0.' + sym, b'')).hexdigest()[:12]}, sections about it "
                       f"{sorted(k for k in secs if sym in k)}")
             print(f"   same code in all: {same_kernel_code([i for _, i in images], sym)}")
-        for _, image in images[:1]:
+        from pgcc.kernels import ModuleFingerprints
+        own = ModuleFingerprints().images_for(n["func"], [i for _, i in images])
+        for image in own[:1]:  # (its own image: another's initial bytes differ by variant, WINDOW_SIZE among them)
             objects = elf_data_objects(image)
-            print(f"   {len(objects)} data objects in the first image (the module's __constant__ and __device__ "
+            print(f"   {len(objects)} data objects in the image its module fits (the module's __constant__ and __device__ "
                   "variables: a kernel reaches them through constant banks, with no relocation in its code)")
             differ = 0
             for name, sname, init in objects:
