@@ -8,7 +8,7 @@ Each model runs in a child process of its own (a fresh Inductor cache, a crash o
 hang cannot take the others with it), N at a time.  A child prints one JSON line:
 the model, PASS or FAIL, the seconds it took, the verification's max error or the
 first lines of what stopped the export.  The table goes to stdout and, with --out,
-zoo.json and one log per model there.
+zoo.json and one log per model there.  Exit status 1 unless every model passed.
 """
 import argparse
 import json
@@ -136,7 +136,8 @@ def main():
     if args.out:
         with open(os.path.join(args.out, "zoo.json"), "w") as f:
             json.dump(recs, f, indent=1)
+    return 0 if passed == len(recs) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
