@@ -177,10 +177,13 @@ def describe_node(n, cap_node, bufs, blocks):
             was = u64(blob, off + at) if kind == "abs64" else int.from_bytes(blob[off + at:off + at + 4], "little")
             lines.append(f"param {off}+{at} {kind} -> {b['name']}+{o} ({b['role']}); captured 0x{was:x}")
             if b.get("host"):  # host memory the kernel reads: the export's copy against what is there now
-                now = C.string_at(b["ranges"][0], min(len(b["host"]), 32))
+                from .capture import host_maps
+                n = min(len(b["host"]), 32)
+                mapped = any(lo <= b["ranges"][0] and b["ranges"][0] + n <= hi for lo, hi, _ in host_maps())
+                now = C.string_at(b["ranges"][0], n).hex() if mapped else "unmapped"
+                lo = max(0, off + at - 16)
                 lines.append(f"  host memory at 0x{b['ranges'][0]:x}: copied at export {b['host'][:32].hex()}, "
-                             f"now {now.hex()}; parameter bytes {off + at - 16}..{off + at + 24}: "
-                             f"{blob[off + at - 16:off + at + 24].hex()}")
+                             f"now {now}; parameter bytes {lo}..{off + at + 24}: {blob[lo:off + at + 24].hex()}")
         if a[0] == "value" and bytes(a[1]) != blob[off:off + size]:
             lines.append(f"param {off} ({size} bytes): exported {bytes(a[1]).hex()[:64]}, captured "
                          f"{blob[off:off + size].hex()[:64]}")

@@ -527,9 +527,13 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             write_report()
             if problems:
                 raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))
-            # A word that is a host address is pointed at a copy of the bytes there even where
-            # zeroing it changed nothing in the replay: a null alpha pointer made ResNet-50's
-            # CUTLASS GEMM fall back to the scalar beside it, which held another value.
+            # A word that points into host memory goes through read_host even where zeroing it
+            # changed nothing in the replay: the exported bytes hold it zeroed (relocate.py
+            # never writes this process's addresses), and a don't-care range is written as
+            # exported.  ResNet-50's CUTLASS SGEMMs hold such a word, a float bound beside
+            # stale bytes: zeroed, the replay's outputs came out the same (the difference
+            # vanished behind a ReLU), the C program's did not.  read_host keeps it as
+            # captured, or points a real host address at a copy.
             for i in list(suspects):
                 suspects[i] = [r for r in suspects[i] if not read_host(i, [r], capA, maps, bufs, nodes, kernels,
                                                                         rescued, check, kept)]
@@ -959,7 +963,6 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept):
     0x7f..7fc00000) and that the kernel takes as a value gives other results pointed
     at a copy; its bytes are then kept as captured, listed in kept [(node, offset,
     word)], and it is handled too."""
-    import ctypes
     from .relocate import u64
     blob = cap.nodes[i]["bytes"]
     found = []
@@ -985,7 +988,7 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept):
         b = done.get(addr)
         if b is None:
             b = done[addr] = bufs.add(name=f"h{len(done)}", size=size, role="weight", static=True,
-                                      host=ctypes.string_at(addr, size), tensor=f"__host_{len(done)}",
+                                      host=C.string_at(addr, size), tensor=f"__host_{len(done)}",
                                       ranges={c: addr for c in range(3)})
         for p, (off, size_) in enumerate(k["layout"]):
             if off <= a < off + size_:
