@@ -120,37 +120,39 @@ class _MemAccessDesc(C.Structure):  # CUmemAccessDesc
 
 @contextlib.contextmanager
 def placed(data, low32):
-    """Device memory holding data at an address whose low 32 bits are low32 (a multiple
-    of the allocation granularity, 2 MiB): a virtual range of 4 GiB and a granule is
-    reserved, and one granule of memory is mapped where the low bits fall.  Yields the
-    address; unmaps and frees it after."""
+    """Device memory holding data at an address whose low 32 bits are low32 (any value):
+    a virtual range of 4 GiB and some granules is reserved, and memory is mapped from
+    the granule before the one low32 falls in to the end of data (zeroed, then data
+    written), so that a kernel reading a little before or after the copy reads zeros,
+    not unmapped memory.  Yields the address; unmaps and frees it after."""
     d = cu()
     dev = C.c_int()
     check(d.CtxGetDevice(C.byref(dev)), "cuCtxGetDevice")
     prop = _MemAllocationProp(type=1, locType=1, locId=dev.value)  # pinned, on this device
-    gran = C.c_size_t()
-    check(d.MemGetAllocationGranularity(C.byref(gran), C.byref(prop), 0), "cuMemGetAllocationGranularity")
-    size = max(gran.value, -(-len(data) // gran.value) * gran.value)
-    if low32 % gran.value or len(data) > size:
-        raise ValueError(f"placed: 0x{low32:x} is not a multiple of the granularity {gran.value}")
+    g = C.c_size_t()
+    check(d.MemGetAllocationGranularity(C.byref(g), C.byref(prop), 0), "cuMemGetAllocationGranularity")
+    gran = g.value
+    lead = gran + low32 % gran  # mapped bytes before the copy
+    size = -(-(lead + len(data)) // gran) * gran
     va, handle = C.c_uint64(), C.c_uint64()
-    span = (1 << 32) + size
-    check(d.MemAddressReserve(C.byref(va), span, gran.value, 0, 0), "cuMemAddressReserve")
+    span = (1 << 32) + size + gran
+    check(d.MemAddressReserve(C.byref(va), span, gran, 0, 0), "cuMemAddressReserve")
     try:
         at = (va.value & ~0xFFFFFFFF) | low32
-        if at < va.value:
+        while at - lead < va.value:
             at += 1 << 32
         check(d.MemCreate(C.byref(handle), size, C.byref(prop), 0), "cuMemCreate")
         try:
-            check(d.MemMap(at, size, 0, handle.value, 0), "cuMemMap")
+            check(d.MemMap(at - lead, size, 0, handle.value, 0), "cuMemMap")
             try:
                 access = _MemAccessDesc(locType=1, locId=dev.value, flags=3)  # read and write
-                check(d.MemSetAccess(at, size, C.byref(access), 1), "cuMemSetAccess")
+                check(d.MemSetAccess(at - lead, size, C.byref(access), 1), "cuMemSetAccess")
+                check(d.MemsetD8(at - lead, 0, size), "cuMemsetD8")
                 write_device(at, bytes(data))
                 yield at
             finally:
                 check(d.CtxSynchronize(), "cuCtxSynchronize")
-                d.MemUnmap(at, size)
+                d.MemUnmap(at - lead, size)
         finally:
             d.MemRelease(handle.value)
     finally:

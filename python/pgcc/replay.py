@@ -6,8 +6,10 @@ replay:
 - scratch_blocks: which blocks from outside the captures are a library's workspace
   (replays with the block filled with 0xff, then 0x00);
 - prove_irrelevant: which parameter bytes that change between the captures but are no
-  address of the export's -- stack bytes in a field a kernel does not read, a host
-  address -- the kernels ignore (replays with them zeroed, then poisoned).
+  address of the export's -- stack bytes in a field a kernel does not read, an address
+  of memory the export does not own -- the kernels ignore (replays with them zeroed,
+  then poisoned).  (Words that point into host memory are told apart before, with
+  copies placed at their low 32 bits: export.host_copy_check.)
 
 Each replay starts from the same state: the weights, the inputs and the static blocks
 are saved once and written back before every replay and at the end, so the caller's
@@ -42,6 +44,9 @@ class Replayer:
         self.saved = [(a, read_device(a, n)) for a, n in state]
         self.watched = [tensor_span(o) for o in cap.outputs]
         self.watched += [(b["ranges"][0], b["size"]) for b in bufs.list if b["role"] == "weight" and not b.get("static")]
+        self.labels = [f"output {k}" for k in range(len(cap.outputs))]  # what each result is, for messages
+        self.labels += [f"weight {b.get('tensor', b['name'])}" for b in bufs.list
+                        if b["role"] == "weight" and not b.get("static")]
         self.execs = None
 
     def restore(self):
@@ -111,16 +116,36 @@ def _filled(blob, ranges, fill):
     return bytes(out)
 
 
-def prove_irrelevant(replayer, suspects, name_of, rescue=None):
+def narrow(replayer, i, ranges, fill, reference):
+    """The fewest of node i's ranges whose filling with fill alone changes the results,
+    found by halving (what a message names: of 200 stale words in a multi-tensor table,
+    the two a kernel reads).  Where neither half alone changes them, both are kept."""
+    blob = replayer.cap.nodes[i]["bytes"]
+
+    def differs(rs):
+        return replayer.replay_params({i: _filled(blob, rs, fill)}) != reference
+
+    while len(ranges) > 1:
+        half = len(ranges) // 2
+        if differs(ranges[:half]):
+            ranges = ranges[:half]
+        elif differs(ranges[half:]):
+            ranges = ranges[half:]
+        else:
+            break
+    return ranges
+
+
+def prove_irrelevant(replayer, suspects, name_of, words=None):
     """suspects: {node index: [(byte offset in its parameters, length, why)]}.  Replays with
     all of them zeroed, then poisoned; where an output or weight changes, node by node to
-    say which.  rescue(i, ranges): for a node whose suspects matter, whether they can be
-    made right otherwise (host memory the kernel reads, copied: export.py); it is then
-    taken out of suspects.  Returns the problems (empty: every suspect left is proven
-    irrelevant)."""
+    say which.  words(i, at, n): the bytes at a range in every capture, for messages.
+    Returns the problems (empty: every suspect is proven irrelevant); a problem names
+    the fewest ranges that change the results (narrow)."""
     if not suspects:
         return []
     nodes = replayer.cap.nodes
+    shown = (lambda i, at, n: f" [{words(i, at, n)}]") if words else (lambda i, at, n: "")
     try:
         reference = replayer.replay_params({})
         if replayer.replay_params({}) != reference:
@@ -132,23 +157,27 @@ def prove_irrelevant(replayer, suspects, name_of, rescue=None):
             together = {i: _filled(nodes[i]["bytes"], r, fill) for i, r in suspects.items()}
             if replayer.replay_params(together) == reference:
                 continue
-            for i, r in list(suspects.items()):  # which nodes: one at a time
+            for i, r in suspects.items():  # which nodes: one at a time
                 got = replayer.replay_params({i: together[i]})
-                if got != reference and rescue and rescue(i, r):
-                    del suspects[i]
-                elif got != reference:
+                if got != reference:
                     which = next(k for k, (g, want) in enumerate(zip(got, reference)) if g != want)
-                    spans = ", ".join(f"bytes {a}..{a + n} ({why})" for a, n, why in r)
-                    bad.append(f"node {i} ({name_of(i)}): {spans}: replaying with them {how} changes result "
-                               f"{which}: the kernel reads them")
-            if bad or not rescue:
-                break
-        return bad
+                    few = narrow(replayer, i, r, fill, reference)
+                    spans = ", ".join(f"bytes {a}..{a + n} ({why}){shown(i, a, n)}" for a, n, why in few)
+                    more = f" (of its {len(r)} such ranges; the others alone change nothing)" if len(few) < len(r) else ""
+                    bad.append(f"node {i} ({name_of(i)}): {spans}{more}: replaying with them {how} changes "
+                               f"result {which} ({replayer.labels[which]}): the kernel reads them")
+            if not bad:
+                bad.append(f"replaying with the suspect bytes of {len(suspects)} nodes {how} together changes the "
+                           "results, with any one node's alone it does not: " + ", ".join(
+                               f"node {i} ({name_of(i)[:50]})" for i in list(suspects)[:8]))
+            return bad
+        return []
     except RuntimeError as e:  # a CUDA error: a kernel read what a suspect pointed at
         raise ExportError(f"replaying with parameter bytes that are no address of the export's zeroed or poisoned "
                           f"failed ({e}): a kernel reads memory it was not given (this process's CUDA context may "
                           "now be unusable); the suspects were " + "; ".join(
-                              f"node {i} bytes " + ", ".join(f"{a}..{a + n}" for a, n, _ in r)
+                              f"node {i} ({name_of(i)[:50]}) bytes " + ", ".join(
+                                  f"{a}..{a + n}{shown(i, a, n)}" for a, n, _ in r[:8]) + (", ..." if len(r) > 8 else "")
                               for i, r in suspects.items())) from e
 
 

@@ -87,10 +87,12 @@ def main():
     # placed copies (export.host_copy_check): the bytes at an address with chosen low 32 bits
     from pgcc.cuda import placed, read_device
     data = bytes(range(256))
-    for low in (0x4F000000, 0xCF000000):
+    for low in (0x4F000000, 0xCF000000, 0x7FFFFFF8, 0xFFFFFF80, 0x00000010):  # aligned, across a granule, at 4 GiB
         with placed(data, low) as addr:
             assert addr & 0xFFFFFFFF == low and read_device(addr, len(data)) == data, f"placed at 0x{addr:x}"
-            print(f"placed: 256 bytes at 0x{addr:x}")
+            around = read_device(addr - 4096, 4096) + read_device(addr + len(data), 4096)
+            assert around == bytes(8192), f"placed at 0x{addr:x}: the bytes around the copy are not zeros"
+            print(f"placed: 256 bytes at 0x{addr:x}, zeros 4 KiB either side")
     print("module_state: PASS")
 
 
