@@ -3,7 +3,7 @@ torch.compile, under torch.compile(mode="reduce-overhead") (CUDA Graph Trees), a
 manual capture of the compiled program replayed (the same kernels in one graph with
 nothing moving: the floor), and as pgcc's export run from C through libpgrt.
 
-    python3 bench/zoo.py [--rounds 5] [--iters 50] [--out DIR] PATTERN ...
+    python3 bench/zoo.py [--rounds 5] [--iters 50] [--out DIR] [--cache DIR] PATTERN ...
 
 PATTERN "breaks:*" takes the programs with host reads of tests/e2e/breaks.py (no manual
 capture for those: they cannot be captured whole; reduce-overhead runs them as several
@@ -30,7 +30,10 @@ them in place; reduce-overhead copies them into its static inputs); the manual c
 replays on the inputs it was captured on.  With --kernels, one step of reduce-overhead,
 the manual capture and pgcc is also profiled kernel by kernel (torch.profiler): the GPU
 time each way's kernels, copies and memsets take, side by side per name.  One JSON line per model
-on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.
+on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.  --cache
+keeps each model's Inductor cache under DIR/MODEL (tests/gpu/zoo.py --cache fills the
+same folders): a later run skips Triton's compiling and autotuning, which is most of a
+model's set-up; the set-up times in the table are then a warm cache's.
 """
 import argparse
 import json
@@ -277,6 +280,7 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--out", help="a folder for zoo_bench.json")
+    ap.add_argument("--cache", help="a folder for the models' Inductor caches, kept between runs")
     ap.add_argument("--kernels", action="store_true",
                     help="also profile one step of reduce-overhead, the manual capture and pgcc kernel by kernel")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -295,7 +299,9 @@ def main():
     work = tempfile.mkdtemp(prefix="pgcc-bench-")
     recs = []
     for key in keys:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(work, "inductor", key.replace(":", "_")))
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(os.path.abspath(args.cache) if args.cache else
+                                                                    os.path.join(work, "inductor"),
+                                                                    key.replace(":", "_")))
         try:
             p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", work, "--rounds",
                                 str(args.rounds), "--iters", str(args.iters)] + (["--kernels"] if args.kernels else []),

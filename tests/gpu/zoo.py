@@ -2,13 +2,18 @@
 verifies the export: pgcc, C, run at new addresses, compared with PyTorch), and
 tabulate what exported and verified and what stands in the way.
 
-    python3 tests/gpu/zoo.py [--jobs N] [--timeout S] [--out DIR] [PATTERN ...]
+    python3 tests/gpu/zoo.py [--jobs N] [--timeout S] [--repeat R] [--out DIR] [--cache DIR] [PATTERN ...]
 
 Each model runs in a child process of its own (a fresh Inductor cache, a crash or
 hang cannot take the others with it), N at a time.  A child prints one JSON line:
 the model, PASS or FAIL, the seconds it took, the verification's max error or the
 first lines of what stopped the export.  The table goes to stdout and, with --out,
-zoo.json and one log per model there.  Exit status 1 unless every model passed.
+zoo.json and one log per model there.  --repeat R exports each model R times, in
+separate children (an export that passes only sometimes -- stale bytes in parameter
+memory differ from process to process -- is a failure).  --cache DIR keeps each
+model's Inductor cache under DIR/MODEL (bench/zoo.py --cache reads the same folders);
+without it every child starts from an empty one.  Exit status 1 unless every run
+passed.
 """
 import argparse
 import json
@@ -86,26 +91,29 @@ def diagnose(torch, pgcc, export_dir, name, fn, inputs):
     return out
 
 
-def run_one(key, args, root_out):
-    out = os.path.join(root_out, key.replace(":", "_"))
+def run_one(run, args, root_out):
+    key, label = run.split("#")[0], run.replace(":", "_").replace("#", "_run")
+    out = os.path.join(root_out, label)
     os.makedirs(out, exist_ok=True)
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(out, "inductor"), PYTHONUNBUFFERED="1")
+    cache = os.path.join(os.path.abspath(args.cache), key.replace(":", "_")) if args.cache else os.path.join(out, "inductor")
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, PYTHONUNBUFFERED="1")
     t0 = time.time()
     try:
         p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", out], env=env,
                            capture_output=True, text=True, timeout=args.timeout)
         log = p.stdout + p.stderr
         recs = [json.loads(l[4:]) for l in p.stdout.splitlines() if l.startswith("ZOO ")]
-        rec = recs[-1] if recs else {"model": key, "status": "CRASH",
+        rec = recs[-1] if recs else {"model": run, "status": "CRASH",
                                      "detail": f"exit {p.returncode}: " + " | ".join(log.strip().splitlines()[-3:])}
     except subprocess.TimeoutExpired as e:
         log = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
-        rec = {"model": key, "status": "TIMEOUT", "detail": f"over {args.timeout} s"}
+        rec = {"model": run, "status": "TIMEOUT", "detail": f"over {args.timeout} s"}
+    rec["model"] = run
     rec.setdefault("seconds", round(time.time() - t0, 1))
     if args.out:
-        with open(os.path.join(args.out, key.replace(":", "_") + ".log"), "w") as f:
+        with open(os.path.join(args.out, label + ".log"), "w") as f:
             f.write(log)
-    print(f"{rec['status']:8} {key:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
+    print(f"{rec['status']:8} {run:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
     if "diagnosis" in rec:
         print(f"         diagnosis: {json.dumps(rec['diagnosis'])[:1500]}", flush=True)
     return rec
@@ -116,6 +124,8 @@ def main():
     ap.add_argument("patterns", nargs="*", help="fnmatch patterns over 'family:variant' (default: all)")
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--timeout", type=int, default=420)
+    ap.add_argument("--repeat", type=int, default=1, help="export each model this many times")
+    ap.add_argument("--cache", help="a folder for the models' Inductor caches, kept between runs")
     ap.add_argument("--out", help="a folder for zoo.json and the per-model logs")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -125,6 +135,8 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
     keys = zoo.select(args.patterns)
+    if args.repeat > 1:
+        keys = [f"{k}#{r + 1}" for r in range(args.repeat) for k in keys]
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="pgcc-zoo-")
