@@ -79,8 +79,9 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     which sees only the modules loaded from now on).  quiet: errors only.  diagnose: also
     run the nodes one by one in this process, as captured and as exported, and report the
     first that differs (diagnose.py; default: the PGCC_DIAGNOSE environment variable).
-    A training step (fn.train is True) is verified over several steps (verify.py), and
-    its state left as it was before the export.  callbacks: {callback scalar name:
+    A training step (fn.train is True) is verified over several steps (verify.py).  The
+    weights are left as they were before the export (the warm-up calls run for real, so
+    they are saved first and written back).  callbacks: {callback scalar name:
     function of the values read back}, for verify, where the program takes values its
     host computes from what it read (the report's host_reads names them; without the
     functions, the export is written but not verified).
@@ -121,6 +122,11 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         return _export_buckets(torch, fn, fn_or_module, inputs, out_dir, name, weights, watch, own_watch, prog,
                                buckets, dim, dim_name or ("batch" if dim == 0 else f"dim{dim}"), pad, compile,
                                verify, warmup)
+    # The warm-up calls run for real: a training step takes steps, a module in training
+    # mode updates its running statistics.  The state is saved first (in host memory)
+    # and written back after them, so that the captures, the weights file and the
+    # verification start from the state the caller gave, and the caller gets it back.
+    original = saved_state(torch, weights, device="cpu")
     try:
         run = torch.compile(fn) if compile else fn
         if watch and warmup:
@@ -146,6 +152,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                     run(*perturbed(torch, inputs, scale))
                 restore_state(state)
                 run(*inputs)
+        restore_state(original)
         if reads.seen:
             prog.log(f"  {per_call} host reads in a call, the first at {reads.seen[-per_call][1]} "
                      f"({reads.seen[-per_call][0]}): the captures are split there" if per_call else
@@ -154,6 +161,12 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
         report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
                                  split=per_call > 0)
+    except BaseException:
+        try:  # the caller's state back, where CUDA still works
+            restore_state(original)
+        except RuntimeError:
+            pass
+        raise
     finally:
         if own_watch and watch:
             watch.close()
@@ -876,10 +889,11 @@ def host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log
                     r.setdefault("callbacks", []).append(s["name"])
 
 
-def saved_state(torch, weights):
-    """A copy of the weights (a training step's state), which a call split at its host
-    reads changes: it runs for real."""
-    return [(t, t.detach().clone()) for t in {id(t): t for t in weights.values()}.values()]
+def saved_state(torch, weights, device=None):
+    """A copy of the weights (a training step's state), which a call that runs for real
+    changes (a warm-up, one split at its host reads); device="cpu": in host memory."""
+    return [(t, t.detach().to(device, copy=True) if device else t.detach().clone())
+            for t in {id(t): t for t in weights.values()}.values()]
 
 
 def restore_state(state):

@@ -2,7 +2,7 @@
 # Every GPU check in one command, each step run whatever the others did, with a
 # summary at the end and every log under $OUT (default build/gpu):
 #
-#   bash tests/gpu/run_all.sh [STEP ...]        STEP: codegen deploy e2e capture breaks buckets decode module zoo (default: all)
+#   bash tests/gpu/run_all.sh [STEP ...]        STEP: codegen deploy e2e capture breaks buckets decode module state zoo (default: all)
 #
 #   codegen  tests/gpu/run_codegen.sh: generated C on fresh buffers, both update paths
 #   deploy   tests/gpu/run_deploy.sh: examples/deploy on the committed export
@@ -12,6 +12,7 @@
 #   buckets  tests/gpu/buckets.py $BUCKETS: programs exported with shape buckets, run from C
 #   decode   tests/gpu/decode.py: a KV-cache decode step with batch buckets, 128-token generations from C
 #   module   tests/gpu/module_state.py: module data objects a library set, found and carried
+#   state    tests/gpu/export_state.py $STATE: a training step's state as it was after its export, the step runs on
 #   zoo      tests/gpu/zoo.py $ZOO (default: every zoo model), for at most $ZOO_SECONDS
 #
 # Exits nonzero if any step failed.
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/../.."
 export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(codegen deploy e2e capture breaks buckets decode module zoo)
+[ ${#steps[@]} -gt 0 ] || steps=(codegen deploy e2e capture breaks buckets decode module state zoo)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)' \
   | tee -a "$OUT/gpu.txt"
@@ -38,6 +39,7 @@ for s in "${steps[@]}"; do
     buckets) python3 tests/gpu/buckets.py ${BUCKETS:-} >"$OUT/buckets.log" 2>&1 ;;
     decode) python3 tests/gpu/decode.py >"$OUT/decode.log" 2>&1 ;;
     module) python3 tests/gpu/module_state.py >"$OUT/module.log" 2>&1 ;;
+    state) python3 tests/gpu/export_state.py ${STATE:-} >"$OUT/state.log" 2>&1 ;;
     zoo) timeout "${ZOO_SECONDS:-420}" python3 tests/gpu/zoo.py --jobs "${ZOO_JOBS:-4}" --out "$OUT/zoo" ${ZOO:-} \
            >"$OUT/zoo.log" 2>&1 ;;
     *) echo "unknown step $s"; false ;;
