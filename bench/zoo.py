@@ -62,6 +62,7 @@ def child(key, rounds, iters, out_dir, kernels=False):
     steps, setup = {}, {}
 
     def timed_setup(name, make):
+        print(f"PHASE set-up of {name}", flush=True)  # (what a child that dies was doing: main reports it)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         steps[name] = make()
@@ -104,25 +105,45 @@ def child(key, rounds, iters, out_dir, kernels=False):
         rec["pgcc_failed"] = f"{type(e).__name__}: {e}"[:300]
     watch.close()
 
-    ro = torch.compile(fn, mode="reduce-overhead")
-    pools_before = pool_segments(torch)
+    # A training step's ways each get a copy of their own (TrainStep.fresh), at the state
+    # it had before pgcc's export: a capture bakes the addresses of the state it updates,
+    # and ways sharing one model and optimizer would update each other's state
+    own = (lambda: fn.fresh()) if train else (lambda: fn)
+    compiled_m = torch.compile(own()) if train else compiled
 
-    def make_ro():
-        for _ in range(3):
-            ro(*inputs)
-        return calls(lambda *xs: ro(*xs))
-    timed_setup("reduce-overhead", make_ro)
-    rec["ro_pool_bytes"] = sum(n for a, n in pool_segments(torch).items() if a not in pools_before)
-
-    def make_manual():
-        g = torch.cuda.CUDAGraph()
-        compiled(*inputs)
+    def make_manual():  # (before reduce-overhead, whose trees keep a training step's autograd nodes alive)
+        # warmed up and captured on one side stream: a training step's AccumulateGrad nodes
+        # take the stream of their first backward, and one made on the default stream
+        # makes the capture fail ("would make the legacy stream depend on a capturing
+        # blocking stream")
+        import gc
+        g, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            compiled_m(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
-        with torch.cuda.graph(g):
-            compiled(*inputs)
+        gc.collect()
+        with torch.cuda.graph(g, stream=side):
+            compiled_m(*inputs)
         return g.replay
     if not key.startswith("breaks:"):  # (a program with host reads cannot be captured whole)
         timed_setup("manual capture", make_manual)
+
+    ro = torch.compile(own(), mode="reduce-overhead")
+    pools_before = pool_segments(torch)
+
+    def ro_step(*xs):
+        if train:  # (a step with graph breaks at backward(): PyTorch's advice for training loops)
+            torch.compiler.cudagraph_mark_step_begin()
+        return ro(*xs)
+
+    def make_ro():
+        for _ in range(3):
+            ro_step(*inputs)
+        return calls(ro_step)
+    timed_setup("reduce-overhead", make_ro)
+    rec["ro_pool_bytes"] = sum(n for a, n in pool_segments(torch).items() if a not in pools_before)
 
     # eager, last (an eager call makes cuDNN compile variants of the compiled program's
     # kernels under the same names, which an export after it could not tell apart), and
@@ -130,20 +151,23 @@ def child(key, rounds, iters, out_dir, kernels=False):
     # made once per process, are not counted)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
+    eager = own()
     base = torch.cuda.memory_allocated()
-    fn(*inputs)
+    eager(*inputs)
     torch.cuda.synchronize()
     rec["eager_peak_bytes"] = torch.cuda.max_memory_allocated() - base
-    timed_setup("eager", lambda: calls(fn))
+    timed_setup("eager", lambda: calls(eager))
 
     ways = [w for w in WAYS if w in steps]
     for w in ways:  # warm
+        print(f"PHASE warm-up of {w}", flush=True)
         for _ in range(5):
             steps[w]()
     torch.cuda.synchronize()
     gpu = {w: [] for w in ways}
     host = {w: [] for w in ways}
     loop = {w: [] for w in ways}
+    print("PHASE timing", flush=True)
     for _ in range(rounds):
         for w in ways:  # interleaved: every way once per round
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -307,22 +331,27 @@ def main():
                                 str(args.rounds), "--iters", str(args.iters)] + (["--kernels"] if args.kernels else []),
                                env=env, capture_output=True,
                                text=True, timeout=args.timeout)
+            log = p.stdout + p.stderr
             got = [json.loads(l[6:]) for l in p.stdout.splitlines() if l.startswith("BENCH ")]
-            rec = got[-1] if got else {"model": key, "failed": " | ".join((p.stdout + p.stderr).strip()
-                                                                         .splitlines()[-3:])[:300]}
-        except subprocess.TimeoutExpired:
+            phase = ([l[6:] for l in p.stdout.splitlines() if l.startswith("PHASE ")] or ["start"])[-1]
+            rec = got[-1] if got else {"model": key, "failed": f"in the {phase}: " + " | ".join(
+                [l for l in p.stderr.splitlines() if "Error" in l][-2:] or log.strip().splitlines()[-3:])[:400]}
+        except subprocess.TimeoutExpired as e:
+            log = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
             rec = {"model": key, "failed": f"over {args.timeout} s"}
         recs.append(rec)
         print(json.dumps(rec), flush=True)
+        if args.out:  # after every model: a run cut short keeps what it measured
+            os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, "zoo_bench.json"), "w") as f:
+                json.dump(recs, f, indent=1)
+            with open(os.path.join(args.out, key.replace(":", "_") + ".bench.log"), "w") as f:
+                f.write(log)
     print()
     print(table(recs))
     if args.kernels:
         print()
         print(kernel_table(recs))
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "zoo_bench.json"), "w") as f:
-            json.dump(recs, f, indent=1)
 
 
 if __name__ == "__main__":

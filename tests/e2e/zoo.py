@@ -159,6 +159,9 @@ class TrainStep:
         twin.model = copy.deepcopy(self.model)
         twin.opt = self.make_opt(twin.model.parameters())
         twin.opt.load_state_dict(copy.deepcopy(self.opt.state_dict()))
+        for mine, its in zip(self.model.parameters(), twin.model.parameters()):  # (deepcopy leaves .grad out)
+            if mine.grad is not None:
+                its.grad = mine.grad.detach().clone()
         return twin
 
 
