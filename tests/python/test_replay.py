@@ -1,0 +1,81 @@
+"""replay.prove_irrelevant and narrow over a stand-in replayer (no GPU): a "kernel" whose
+results depend on chosen parameter bytes of chosen nodes; and export.words_hex."""
+from types import SimpleNamespace
+
+import pytest
+
+from pgcc.export import words_hex
+from pgcc.replay import POISON, narrow, prove_irrelevant
+
+
+class FakeReplayer:
+    """Capture A's nodes with 64 parameter bytes each; the results are the bytes that
+    `reads` ({node: [offset]}) name, so a change there changes them.  `together`: bytes
+    that only change the results when all of them change (an interaction)."""
+
+    def __init__(self, reads, together=(), nodes=3):
+        self.cap = SimpleNamespace(nodes=[{"bytes": bytes(range(i * 64 + 1, i * 64 + 65)), "name": f"k{i}"}
+                                          for i in range(nodes)])
+        self.reads, self.together, self.calls = reads, together, 0
+        self.labels = ["output 0", "weight w"]
+
+    def replay_params(self, changed):
+        self.calls += 1
+        blob = {i: changed.get(i, n["bytes"]) for i, n in enumerate(self.cap.nodes)}
+        seen = [blob[i][o] for i, offs in sorted(self.reads.items()) for o in offs]
+        joint = all(blob[i][o] != self.cap.nodes[i]["bytes"][o] for i, o in self.together)
+        return [bytes(seen), bytes([joint and bool(self.together)])]
+
+
+def ranges(*offs):
+    return [(o, 4, "changes between the captures") for o in offs]
+
+
+def test_irrelevant_bytes_pass():
+    r = FakeReplayer({0: [0]})
+    assert prove_irrelevant(r, {0: ranges(8, 16), 1: ranges(32)}, lambda i: f"k{i}") == []
+
+
+def test_a_read_range_is_named_alone_with_its_words_and_result():
+    r = FakeReplayer({1: [20]})
+    sus = {1: ranges(4, 8, 12, 16, 20, 24, 28, 32)}
+    words = lambda i, at, n: f"A {words_hex(r.cap.nodes[i]['bytes'], at, n)}"  # noqa: E731
+    bad = prove_irrelevant(r, sus, lambda i: f"k{i}", words=words)
+    assert len(bad) == 1
+    assert "node 1 (k1): bytes 20..24" in bad[0] and "bytes 16..20" not in bad[0]
+    assert "of its 8 such ranges" in bad[0] and "zeroed" in bad[0] and "result 0 (output 0)" in bad[0]
+    assert "[A 0x58575655]" in bad[0]  # bytes 85..88 of node 1, little-endian
+
+
+def test_poison_is_tried_when_zeros_pass():
+    r = FakeReplayer({0: [8]})
+    r.cap.nodes[0]["bytes"] = bytes(64)  # the read byte is zero already: zeroing changes nothing
+    bad = prove_irrelevant(r, {0: ranges(8)}, lambda i: "k0")
+    assert len(bad) == 1 and "poisoned" in bad[0]
+
+
+def test_an_interaction_between_nodes_is_a_problem():
+    r = FakeReplayer({}, together=[(0, 8), (2, 40)])
+    bad = prove_irrelevant(r, {0: ranges(8), 2: ranges(40)}, lambda i: f"k{i}")
+    assert len(bad) == 1 and "together changes the results" in bad[0] and "node 0" in bad[0] and "node 2" in bad[0]
+
+
+def test_narrow_halves_to_the_range_that_matters():
+    r = FakeReplayer({0: [44]})
+    rs = ranges(*range(0, 64, 4))
+    reference = r.replay_params({})
+    r.calls = 0
+    assert narrow(r, 0, rs, POISON, reference) == [(44, 4, "changes between the captures")]
+    assert r.calls <= 2 * 4  # two tries per halving of 16 ranges
+
+
+def test_narrow_keeps_both_halves_when_neither_alone_matters():
+    r = FakeReplayer({}, together=[(0, 0), (0, 60)])
+    rs = ranges(0, 60)
+    assert narrow(r, 0, rs, 0x00, r.replay_params({})) == rs
+
+
+@pytest.mark.parametrize("at,n,want", [(0, 8, "0x0807060504030201"), (0, 12, "0x0807060504030201,0x0c0b0a09"),
+                                       (4, 4, "0x08070605")])
+def test_words_hex(at, n, want):
+    assert words_hex(bytes(range(1, 17)), at, n) == want
