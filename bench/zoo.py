@@ -27,7 +27,8 @@ The export comes right after torch.compile's set-up, before the other ways run
 program's, which the export cannot tell apart).  Every way but the manual capture gets
 inputs at other addresses from call to call, four sets in turn (pgcc and eager read
 them in place; reduce-overhead copies them into its static inputs); the manual capture
-replays on the inputs it was captured on.  With --kernels, one step of reduce-overhead,
+replays on the inputs it was captured on.  A training step's manual capture,
+reduce-overhead and eager ways each step a copy of their own (TrainStep.fresh).  With --kernels, one step of reduce-overhead,
 the manual capture and pgcc is also profiled kernel by kernel (torch.profiler): the GPU
 time each way's kernels, copies and memsets take, side by side per name.  One JSON line per model
 on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.  --cache

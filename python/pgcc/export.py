@@ -126,6 +126,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     # mode updates its running statistics.  The state is saved first (in host memory)
     # and written back after them, so that the captures, the weights file and the
     # verification start from the state the caller gave, and the caller gets it back.
+    # (The copy costs what reading the weights for the weights file costs anyway.)
     original = saved_state(torch, weights, device="cpu")
     try:
         run = torch.compile(fn) if compile else fn
