@@ -103,6 +103,8 @@ def child(key, rounds, iters, out_dir, kernels=False):
     try:
         timed_setup("pgcc", make_pgcc)
     except Exception as e:  # noqa: BLE001 -- the table says what failed
+        import traceback
+        traceback.print_exc()  # (into the model's .bench.log)
         rec["pgcc_failed"] = f"{type(e).__name__}: {e}"[:300]
     watch.close()
 
@@ -121,7 +123,8 @@ def child(key, rounds, iters, out_dir, kernels=False):
         g, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            compiled_m(*inputs)
+            for _ in range(3):  # (the first compiles; what a later call compiles must not be captured)
+                compiled_m(*inputs)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         gc.collect()
@@ -160,11 +163,11 @@ def child(key, rounds, iters, out_dir, kernels=False):
     timed_setup("eager", lambda: calls(eager))
 
     ways = [w for w in WAYS if w in steps]
-    for w in ways:  # warm
+    for w in ways:  # warm, each way synchronized: a fault is then the way's that made it
         print(f"PHASE warm-up of {w}", flush=True)
         for _ in range(5):
             steps[w]()
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
     gpu = {w: [] for w in ways}
     host = {w: [] for w in ways}
     loop = {w: [] for w in ways}

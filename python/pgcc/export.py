@@ -79,9 +79,10 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     which sees only the modules loaded from now on).  quiet: errors only.  diagnose: also
     run the nodes one by one in this process, as captured and as exported, and report the
     first that differs (diagnose.py; default: the PGCC_DIAGNOSE environment variable).
-    A training step (fn.train is True) is verified over several steps (verify.py).  The
-    weights are left as they were before the export (the warm-up calls run for real, so
-    they are saved first and written back).  callbacks: {callback scalar name:
+    A training step (fn.train is True, or that of the callable torch.compile wrapped) is
+    verified over several steps (verify.py).  The weights are left as they were before
+    the export (the warm-up calls run for real, so they are saved first and written
+    back).  callbacks: {callback scalar name:
     function of the values read back}, for verify, where the program takes values its
     host computes from what it read (the report's host_reads names them; without the
     functions, the export is written but not verified).
@@ -181,7 +182,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         verify = False
     try:
         if verify:
-            if getattr(fn_or_module, "train", False) is True:  # (an nn.Module has a train() method)
+            if training_step(fn_or_module):
                 from .verify import verify_training
                 result.verified = verify_training(result, run, inputs, weights, progress=prog)
             else:
@@ -196,7 +197,7 @@ def _export_buckets(torch, fn, fn_or_module, inputs, out_dir, name, weights, wat
                     dim_name, pad, compile, verify, warmup):
     """export() with buckets (buckets.py)."""
     from .buckets import export_buckets, verify_buckets
-    if getattr(fn_or_module, "train", False) is True:
+    if training_step(fn_or_module):
         raise ExportError("buckets of a training step are not exported (a step changes its state; buckets are "
                           "for inference)")
     try:
@@ -888,6 +889,20 @@ def host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log
                     r = report["host_reads"][n["read"]]
                     r["guarded"] = False
                     r.setdefault("callbacks", []).append(s["name"])
+
+
+def training_step(fn):
+    """Whether fn is a training step: its `train` is True (an nn.Module's is a method), or
+    that of the callable torch.compile wrapped (torch.compile keeps it as
+    _torchdynamo_orig_callable, a bound __call__ for a callable object; _orig_mod for a
+    module).  A compiled training step verified as inference would run under no_grad."""
+    seen = [fn]
+    for f in seen:
+        if getattr(f, "train", False) is True:
+            return True
+        seen += [g for g in (getattr(f, "_torchdynamo_orig_callable", None), getattr(f, "__self__", None),
+                             getattr(f, "_orig_mod", None)) if g is not None and len(seen) < 8]
+    return False
 
 
 def saved_state(torch, weights, device=None):

@@ -79,3 +79,36 @@ def test_narrow_keeps_both_halves_when_neither_alone_matters():
                                        (4, 4, "0x08070605")])
 def test_words_hex(at, n, want):
     assert words_hex(bytes(range(1, 17)), at, n) == want
+
+
+def test_training_step_seen_through_torch_compile():
+    """A training step is known by its `train` attribute, also through the wrappers
+    torch.compile makes (a function whose _torchdynamo_orig_callable is the bound
+    __call__ of a callable object; a module's _orig_mod); an nn.Module's train is a
+    method, not True."""
+    from pgcc.export import training_step
+
+    class Step:
+        train = True
+
+        def __call__(self):
+            pass
+
+    class Module:
+        def train(self, mode=True):
+            return self
+
+    def compiled(f):
+        def wrapper():
+            pass
+        wrapper._torchdynamo_orig_callable = f
+        return wrapper
+
+    step = Step()
+    assert training_step(step)
+    assert training_step(compiled(step.__call__))
+    assert training_step(compiled(compiled(step.__call__)))
+    assert training_step(SimpleNamespace(_orig_mod=step))
+    assert not training_step(Module())
+    assert not training_step(compiled(Module().train))
+    assert not training_step(compiled(lambda: None))
