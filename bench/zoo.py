@@ -128,8 +128,15 @@ def child(key, rounds, iters, out_dir, kernels=False):
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         gc.collect()
+        # the libraries' workspaces made again inside the capture, in its pool:
+        # reduce-overhead, set up next, frees PyTorch's cuBLAS workspaces (CUDA Graph Trees
+        # clear them around their warm-ups), which a graph that captured the ones made
+        # before would go on writing into
+        torch._C._cuda_clearCublasWorkspaces()
         with torch.cuda.graph(g, stream=side):
             compiled_m(*inputs)
+        g.replay()  # (a fault here is the capture's own)
+        torch.cuda.synchronize()
         return g.replay
     if not key.startswith("breaks:"):  # (a program with host reads cannot be captured whole)
         timed_setup("manual capture", make_manual)

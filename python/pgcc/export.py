@@ -893,15 +893,17 @@ def host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log
 
 def training_step(fn):
     """Whether fn is a training step: its `train` is True (an nn.Module's is a method), or
-    that of the callable torch.compile wrapped (torch.compile keeps it as
-    _torchdynamo_orig_callable, a bound __call__ for a callable object; _orig_mod for a
-    module).  A compiled training step verified as inference would run under no_grad."""
+    that of the callable torch.compile wrapped (PyTorch 2.11 wraps a callable object in
+    functions made by functools.wraps, which keep it as __wrapped__; dynamo's wrappers
+    keep _torchdynamo_orig_callable, a bound method's object is its __self__, a compiled
+    module's _orig_mod).  A compiled training step verified as inference would run under
+    no_grad."""
     seen = [fn]
     for f in seen:
         if getattr(f, "train", False) is True:
             return True
-        seen += [g for g in (getattr(f, "_torchdynamo_orig_callable", None), getattr(f, "__self__", None),
-                             getattr(f, "_orig_mod", None)) if g is not None and len(seen) < 8]
+        seen += [g for a in ("__wrapped__", "_torchdynamo_orig_callable", "__self__", "_orig_mod")
+                 if (g := getattr(f, a, None)) is not None and len(seen) < 16]
     return False
 
 

@@ -104,8 +104,18 @@ def test_training_step_seen_through_torch_compile():
         wrapper._torchdynamo_orig_callable = f
         return wrapper
 
+    def wraps(f):  # as torch._dynamo.external_utils.wrap_inline wraps a callable object
+        import functools
+
+        @functools.wraps(f)
+        def inner():
+            pass
+        return inner
+
     step = Step()
     assert training_step(step)
+    assert training_step(compiled(wraps(step)))
+    assert not hasattr(wraps(step), "train")  # (wraps copies the object's __dict__, not its class's)
     assert training_step(compiled(step.__call__))
     assert training_step(compiled(compiled(step.__call__)))
     assert training_step(SimpleNamespace(_orig_mod=step))
