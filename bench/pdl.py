@@ -34,7 +34,7 @@ def child(key, rounds, iters):
     from pgcc.capture import Capture
 
     rec = {"model": key, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
-    ways = {}
+    ways, keep = {}, []
     for pdl in (False, True):
         torch._dynamo.reset()
         torch._inductor.config.triton.enable_pdl = pdl
@@ -51,6 +51,7 @@ def child(key, rounds, iters):
         torch.cuda.synchronize()
         kernels = [n for n in cap.nodes if n.get("name")]
         ways[pdl] = cap
+        keep.append((fn, run))  # (the model's weights: the graph reads them)
         rec["pdl" if pdl else "plain"] = {"nodes": len(cap.nodes), "edges": len(cap.edges),
                                           "programmatic_edges": cap.special_edges, "kernels": len(kernels),
                                           "triton_kernels": sum(n["name"].startswith("triton_") for n in kernels)}

@@ -158,11 +158,18 @@ def child(key, rounds, iters, out_dir, kernels=False):
 
     # eager, last (an eager call makes cuDNN compile variants of the compiled program's
     # kernels under the same names, which an export after it could not tell apart), and
-    # its peak beyond weights and inputs (after the other ways: libraries' workspaces,
-    # made once per process, are not counted)
+    # the peak of its second call beyond weights and inputs: libraries' workspaces, made
+    # once per process and stream, are not counted (reduce-overhead frees PyTorch's
+    # cuBLAS workspaces, and the first eager call makes them again); the first call's
+    # peak is kept beside it
+    eager = own()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    eager = own()
+    base = torch.cuda.memory_allocated()
+    eager(*inputs)
+    torch.cuda.synchronize()
+    rec["eager_first_peak_bytes"] = torch.cuda.max_memory_allocated() - base
+    torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
     eager(*inputs)
     torch.cuda.synchronize()
