@@ -34,7 +34,11 @@ time each way's kernels, copies and memsets take, side by side per name.  One JS
 on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.  --cache
 keeps each model's Inductor cache under DIR/MODEL (tests/gpu/zoo.py --cache fills the
 same folders): a later run skips Triton's compiling and autotuning, which is most of a
-model's set-up; the set-up times in the table are then a warm cache's.
+model's set-up; the set-up times in the table are then a warm cache's.  --pdl builds
+Inductor's Triton kernels for programmatic dependent launch in every way
+(torch._inductor.config.triton.enable_pdl: the captures of reduce-overhead, the manual
+capture and pgcc's export hold programmatic edges), and times the same pgcc export a
+second way, its programmatic edges made full ones (PGRT_PDL=off), with a table of the two.
 """
 import argparse
 import json
@@ -46,13 +50,15 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 HOST_CALLS = 8  # host time: calls per timing, from an idle GPU (well inside the launch queue)
-WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc")
+WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc", "pgcc, full edges")
 
 
-def child(key, rounds, iters, out_dir, kernels=False):
+def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
     sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
     import pgcc
+    if pdl:  # Inductor's Triton kernels built and launched for programmatic dependent launch, in every way
+        torch._inductor.config.triton.enable_pdl = True
 
     watch = pgcc.ModuleWatch()
     fn, inputs, weights = build(key)
@@ -97,8 +103,20 @@ def child(key, rounds, iters, out_dir, kernels=False):
         rec["pgcc_init_ms"] = round(p.init_s * 1e3, 2)
         rec["pgcc_load_ms"] = round(p.load_s * 1e3, 2)
         rec["pgcc_arena_bytes"] = p.arena_bytes
+        rec["pgcc_programmatic_edges"] = (res.report or {}).get("programmatic_edges", 0)
         outs = p.new_outputs()
         steps["_program"] = p
+        if pdl:  # the same export with every dependency a full one (libpgrt reads PGRT_PDL at init)
+            t0 = time.perf_counter()
+            os.environ["PGRT_PDL"] = "off"
+            try:
+                q = pgcc.load(exp)
+            finally:
+                del os.environ["PGRT_PDL"]
+            outs_q = q.new_outputs()
+            steps["_program_full"] = q
+            steps["pgcc, full edges"] = calls(lambda *xs: q(*xs, out=outs_q))
+            setup["pgcc, full edges"] = time.perf_counter() - t0
         return calls(lambda *xs: p(*xs, out=outs))
     try:
         timed_setup("pgcc", make_pgcc)
@@ -215,9 +233,11 @@ def child(key, rounds, iters, out_dir, kernels=False):
     if kernels:
         rec["kernels"] = kernel_profile(torch, {w: steps[w] for w in ("reduce-overhead", "manual capture", "pgcc")
                                                if w in steps})
+    rec["pdl"] = pdl
     print("BENCH " + json.dumps(rec), flush=True)
-    if "_program" in steps:
-        steps["_program"].close()
+    for k in ("_program", "_program_full"):
+        if k in steps:
+            steps[k].close()
 
 
 def build(key):
@@ -281,6 +301,21 @@ def kernel_table(recs):
     return "\n".join(lines)
 
 
+def pdl_table(recs):
+    """With --pdl: pgcc's programmatic edges kept and made full (PGRT_PDL=off), side by side."""
+    lines = ["| model | programmatic edges | pgcc | pgcc, full edges | PDL gain | pgcc / RO | pgcc / floor |",
+             "|---" * 7 + "|"]
+    for r in recs:
+        g = {k: v["gpu_us"] for k, v in r.get("ways", {}).items()}
+        if "pgcc" not in g or "pgcc, full edges" not in g:
+            continue
+        ratio = lambda a, b: f"{g[a] / g[b]:.2f}x" if a in g and b in g else "—"
+        lines.append(f"| {r['model']} | {r.get('pgcc_programmatic_edges', '—')} | {g['pgcc']:.1f} µs | "
+                     f"{g['pgcc, full edges']:.1f} µs | {ratio('pgcc', 'pgcc, full edges')} | "
+                     f"{ratio('pgcc', 'reduce-overhead')} | {ratio('pgcc', 'manual capture')} |")
+    return "\n".join(lines)
+
+
 def pool_segments(torch):
     """{address: size} of the caching allocator's segments in private pools (CUDA graphs')."""
     return {seg["address"]: seg["total_size"] for seg in torch.cuda.memory_snapshot()
@@ -323,13 +358,16 @@ def main():
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--out", help="a folder for zoo_bench.json")
     ap.add_argument("--cache", help="a folder for the models' Inductor caches, kept between runs")
+    ap.add_argument("--pdl", action="store_true",
+                    help="Inductor's Triton kernels built for programmatic dependent launch in every way "
+                         "(torch._inductor.config.triton.enable_pdl), and pgcc also timed with full edges")
     ap.add_argument("--kernels", action="store_true",
                     help="also profile one step of reduce-overhead, the manual capture and pgcc kernel by kernel")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        return child(args.child, args.rounds, args.iters, args.child_out, args.kernels)
+        return child(args.child, args.rounds, args.iters, args.child_out, args.kernels, args.pdl)
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
     import tempfile
@@ -346,7 +384,8 @@ def main():
                                                                     key.replace(":", "_")))
         try:
             p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", work, "--rounds",
-                                str(args.rounds), "--iters", str(args.iters)] + (["--kernels"] if args.kernels else []),
+                                str(args.rounds), "--iters", str(args.iters)] + (["--kernels"] if args.kernels else [])
+                              + (["--pdl"] if args.pdl else []),
                                env=env, capture_output=True,
                                text=True, timeout=args.timeout)
             log = p.stdout + p.stderr
@@ -367,6 +406,9 @@ def main():
                 f.write(log)
     print()
     print(table(recs))
+    if args.pdl:
+        print()
+        print(pdl_table(recs))
     if args.kernels:
         print()
         print(kernel_table(recs))

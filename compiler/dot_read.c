@@ -862,7 +862,7 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
       pg_error(d, e->from.loc, "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
       continue;
     }
-    pg_edge_add(p, ends[0]->graph, ends[0], ends[1], e->from.loc);
+    pg_edge_add(p, ends[0]->graph, ends[0], ends[1], PG_EDGE_FULL, e->from.loc);
   }
 
   /* 4. bodies and the root */

@@ -233,6 +233,7 @@ typedef struct {
   PG_VEC(const PgGraph *) bodies;
   PG_VEC(int) body_first;        /* where each body's nodes start in `order` */
   size_t deps_at;                /* the next node's first entry in NAME_deps */
+  bool dep_kinds;                /* NAME_dep_kinds is written: some kept dependency is not a full one */
   size_t caller_args, host_nodes; /* kernel nodes without arguments; host nodes (plan_tables) */
   int host_next;                 /* the next host node's slot in NAME_args (emit_node) */
   char *line;                    /* the hot path's text, written with one fwrite (lput...) */
@@ -584,6 +585,13 @@ static size_t deps_kept(const W *w, const PgNode *n) {
   return k;
 }
 
+/* Whether a dependency the tables keep is not a full one (programmatic dependent launch). */
+static bool kinded_deps(const W *w, const PgNode *n) {
+  for (size_t q = 0; n->pred_kinds && q < n->preds.n; q++)
+    if (n->pred_kinds[q] != PG_EDGE_FULL && dep_kept(w, n->preds.v[q], n)) return true;
+  return false;
+}
+
 /* The node's position and origin: the input's line when it came from the input named
  * at the top.  (Its name is the entry's .origin.) */
 static void lorigin(W *w, const PgNode *n, int at) {
@@ -732,6 +740,7 @@ static void emit_node(W *w, const PgNode *n, int at) {
     bool short_line = n->kind == PG_KERNEL && !n->u.kernel.has_args; /* ends with its launch dimensions */
     lput(w, short_line ? ", .deps = DEPS(" : ",\n     .deps = DEPS("), lnum(w, w->deps_at);
     lput(w, "), .dep_count = "), lnum(w, nd);
+    if (kinded_deps(w, n)) lput(w, ", .dep_kinds = DEP_KINDS("), lnum(w, w->deps_at), lput(w, ")");
     w->deps_at += nd;
   }
   lput(w, "},\n");
@@ -1336,6 +1345,24 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     }
     lput(&w, "\n};\n"), lflush(&w);
   }
+  for (size_t i = 0; i < w.order.n && !w.dep_kinds; i++) w.dep_kinds = kinded_deps(&w, w.order.v[i]);
+  if (w.dep_kinds) { /* beside NAME_deps, entry for entry: where any is not a full dependency */
+    fprintf(f, "/* Each dependency's kind, as in %s_deps (pgrt_dep_kind: 0 full, 1 programmatic, 2 launch\n"
+               " * order): kernels that may start before the one they wait for has finished. */\n"
+               "static const unsigned char %s_dep_kinds[] = {", name, name);
+    size_t k = 0;
+    for (size_t i = 0; i < w.order.n; i++) {
+      const PgNode *n = w.order.v[i];
+      for (size_t q = 0; q < n->preds.n; q++)
+        if (dep_kept(&w, n->preds.v[q], n)) {
+          lput(&w, !k ? "\n    " : k % 32 ? ", " : ",\n    "), lint(&w, n->pred_kinds ? n->pred_kinds[q] : 0);
+          k++;
+          if (w.line_len > 65536) lflush(&w);
+        }
+    }
+    lput(&w, "\n};\n"), lflush(&w);
+    fprintf(f, "#define DEP_KINDS(at) (%s_dep_kinds + (at))", name);
+  }
   if (deps) fprintf(f, "\n#define DEPS(at) (%s_deps + (at)) /* a node's run of dependencies */", name);
   fprintf(f, "\nstatic const pgrt_node %s_nodes[] = {\n", name);
   for (size_t i = 0; i < w.order.n; i++) {
@@ -1344,7 +1371,8 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   }
   lflush(&w);
   if (!w.order.n) fputs("    {0},\n", f);
-  fputs(deps ? "};\n#undef DEPS\n\n" : "};\n\n", f);
+  fputs(deps ? "};\n#undef DEPS\n" : "};\n", f);
+  fputs(w.dep_kinds ? "#undef DEP_KINDS\n\n" : "\n", f);
   if (w.bodies.n) {
     fprintf(f, "static const pgrt_body %s_bodies[] = {\n", name);
     for (size_t b = 0; b < w.bodies.n; b++)

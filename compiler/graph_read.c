@@ -22,6 +22,7 @@ int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /* 
 typedef struct {
   PgStr from, to;
   PgLoc from_loc, to_loc;
+  PgEdgeKind kind;
 } PendingEdge;
 
 typedef struct {
@@ -1422,21 +1423,36 @@ static void flush_edges(GfCtx *c) {
   for (size_t i = 0; i < c->nbatch; i++) {
     PgNode *a = ends[2 * i], *b = ends[2 * i + 1];
     if (!c->edges.n && a && b && a->graph == c->graph && b->graph == c->graph)
-      pg_edge_add(c->p, c->graph, a, b, c->batch[i].from_loc);
+      pg_edge_add(c->p, c->graph, a, b, c->batch[i].kind, c->batch[i].from_loc);
     else
       pg_vec_push(c->a, c->edges, c->batch[i]);
   }
   c->nbatch = 0;
 }
 
-void gf_edge(GfCtx *c, PgStr from, PgLoc from_loc, PgStr to, PgLoc to_loc) {
+/* `A -> B;`, or `A -> B KIND;` (format version 3: KIND one of pg_edge_kinds). */
+void gf_edge(GfCtx *c, PgStr from, PgLoc from_loc, PgStr to, PgLoc to_loc, const PgStr *kind, PgLoc kind_loc) {
   gf_words_reset(c);
   if (c->block == IN_SKIPPED) return;
   if (c->block != IN_GRAPH) {
     pg_error(c->d, from_loc, "an edge belongs inside a graph block");
     return;
   }
-  c->batch[c->nbatch++] = (PendingEdge){from, to, from_loc, to_loc};
+  PgEdgeKind k = PG_EDGE_FULL;
+  if (kind) {
+    for (k = PG_EDGE_FULL + 1; k < PG_EDGE_KIND_COUNT; k++)
+      if (strlen(pg_edge_kinds[k]) == kind->len && memcmp(pg_edge_kinds[k], kind->s, kind->len) == 0) break;
+    if (k == PG_EDGE_KIND_COUNT) {
+      pg_error(c->d, kind_loc, "unknown edge kind '%.*s' (an edge is full, or 'programmatic' or 'launch_order')",
+               (int)kind->len, kind->s);
+      return;
+    }
+    if (c->p->version < 3) {
+      pg_error(c->d, kind_loc, "an edge kind needs .graph format version 3 ('pgcc 3;')");
+      return;
+    }
+  }
+  c->batch[c->nbatch++] = (PendingEdge){from, to, from_loc, to_loc, k};
   if (c->nbatch == EDGE_BATCH) flush_edges(c);
 }
 
@@ -1459,7 +1475,7 @@ void gf_block_end(GfCtx *c) {
           ends[k] = NULL;
         }
       }
-      if (ends[0] && ends[1]) pg_edge_add(c->p, c->graph, ends[0], ends[1], e->from_loc);
+      if (ends[0] && ends[1]) pg_edge_add(c->p, c->graph, ends[0], ends[1], e->kind, e->from_loc);
     }
     c->edges.n = 0;
   }

@@ -31,7 +31,7 @@ GfList gf_append(GfCtx *c, GfList l, int word);
 void gf_words_reset(GfCtx *c);
 void gf_stmt(GfCtx *c, GfList words, bool opens_block);
 void gf_block_end(GfCtx *c);
-void gf_edge(GfCtx *c, PgStr from, PgLoc from_loc, PgStr to, PgLoc to_loc);
+void gf_edge(GfCtx *c, PgStr from, PgLoc from_loc, PgStr to, PgLoc to_loc, const PgStr *kind, PgLoc kind_loc);
 PgDiag *gf_diag(GfCtx *c);
 
 #endif

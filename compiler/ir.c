@@ -100,8 +100,10 @@ PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name,
   return n;
 }
 
-void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgLoc loc) {
-  PgEdge e = {from, to, loc};
+const char *const pg_edge_kinds[PG_EDGE_KIND_COUNT] = {"", "programmatic", "launch_order"};
+
+void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgEdgeKind kind, PgLoc loc) {
+  PgEdge e = {from, to, loc, kind};
   pg_vec_push(p->arena, g->edges, e);
 }
 
@@ -111,10 +113,13 @@ void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgLoc loc) 
 void pg_program_link(PgProgram *p) {
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     PgGraph *g = p->graphs.v[gi];
+    bool kinds = false; /* any edge that is not a full one */
     for (size_t i = 0; i < g->nodes.n; i++) {
       g->nodes.v[i]->succs.n = 0;
       g->nodes.v[i]->preds.n = 0;
+      g->nodes.v[i]->pred_kinds = NULL;
     }
+    for (size_t i = 0; i < g->edges.n; i++) kinds = kinds || g->edges.v[i].kind != PG_EDGE_FULL;
     for (size_t i = 0; i < g->edges.n; i++) {
       g->edges.v[i].from->succs.n++;
       g->edges.v[i].to->preds.n++;
@@ -133,9 +138,15 @@ void pg_program_link(PgProgram *p) {
       n->succs.v = slots, n->succs.cap = n->succs.n, slots += n->succs.n, n->succs.n = 0;
       n->preds.v = slots, n->preds.cap = n->preds.n, slots += n->preds.n, n->preds.n = 0;
     }
+    uint8_t *kind_slots = kinds ? pg_arena_alloc(p->arena, g->edges.n) : NULL;
+    for (size_t i = 0; kinds && i < g->nodes.n; i++) {
+      PgNode *n = g->nodes.v[i];
+      n->pred_kinds = kind_slots, kind_slots += n->preds.cap;
+    }
     for (size_t i = 0; i < g->edges.n; i++) {
       PgEdge *e = &g->edges.v[i];
       e->from->succs.v[e->from->succs.n++] = e->to;
+      if (kinds) e->to->pred_kinds[e->to->preds.n] = (uint8_t)e->kind;
       e->to->preds.v[e->to->preds.n++] = e->from;
     }
   }

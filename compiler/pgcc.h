@@ -24,7 +24,7 @@
 #include <stdio.h>
 
 #define PGCC_VERSION "0.1.0"
-#define PG_GRAPH_FORMAT_VERSION 2 /* the newest .graph format this pgcc reads (it reads 1 too) */
+#define PG_GRAPH_FORMAT_VERSION 3 /* the newest .graph format this pgcc reads (it reads 1 and 2 too) */
 
 /* Limits on hostile input: nesting that recursion would follow. */
 #define PG_MAX_NESTING 64 /* record-label braces; child/conditional bodies inside bodies */
@@ -471,6 +471,7 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
   const char *why;    /* classify.c: why it cannot be in a graph */
   PG_VEC(PgNode *) succs; /* filled by pg_graph_link() */
   PG_VEC(PgNode *) preds;
+  uint8_t *pred_kinds; /* pg_program_link: the PgEdgeKind of each pred's edge; NULL where all are full */
   union { /* the member named after `kind` is valid; EMPTY and OPAQUE use none */
     struct {
       PgKernel *kernel;
@@ -534,9 +535,23 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
   } u;
 };
 
+/* What the later node of an edge waits for (CUDA's edge data: the earlier kernel's
+ * port and the edge's type).  Named in .graph by pg_edge_kinds (format version 3). */
+typedef enum {
+  PG_EDGE_FULL,         /* the earlier node's completion, its writes visible: every edge until version 3 */
+  PG_EDGE_PROGRAMMATIC, /* programmatic dependent launch, between two kernels: the later one may start once
+                           the earlier one triggers (griddepcontrol.launch_dependents, else as its blocks
+                           end); its griddepcontrol.wait waits for the earlier one's completion and writes */
+  PG_EDGE_LAUNCH_ORDER, /* the same, triggered once every block of the earlier kernel has started */
+  PG_EDGE_KIND_COUNT
+} PgEdgeKind;
+
+extern const char *const pg_edge_kinds[PG_EDGE_KIND_COUNT]; /* "" (written as nothing), "programmatic", ... */
+
 typedef struct {
   PgNode *from, *to;
   PgLoc loc;
+  PgEdgeKind kind;
 } PgEdge;
 
 struct PgGraph {
@@ -658,8 +673,8 @@ PgLoc pg_loc_advance(PgLoc start, const char *text, size_t offset);
 PgProgram *pg_program_new(PgArena *a);
 PgGraph *pg_graph_new(PgProgram *p, const char *name, PgLoc loc);
 PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name, PgLoc loc);
-void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgLoc loc);
-/* Fills succs/preds of every node from the edge lists. */
+void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgEdgeKind kind, PgLoc loc);
+/* Fills succs/preds (and pred_kinds) of every node from the edge lists. */
 void pg_program_link(PgProgram *p);
 /* Every edge goes from an earlier node to a later one: the node order is topological. */
 bool pg_graph_in_order(const PgGraph *g);

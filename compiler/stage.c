@@ -148,8 +148,8 @@ size_t pg_stage_collectives(PgProgram *p) {
     PgNode *n = g->nodes.v[i];
     if (!staged_now(n, before)) continue;
     const PgCollective *c = n->u.libcall.coll;
-    if (c->stage_in) pg_edge_add(p, g, c->stage_in, n, n->loc);
-    if (c->stage_out) pg_edge_add(p, g, n, c->stage_out, n->loc);
+    if (c->stage_in) pg_edge_add(p, g, c->stage_in, n, PG_EDGE_FULL, n->loc);
+    if (c->stage_out) pg_edge_add(p, g, n, c->stage_out, PG_EDGE_FULL, n->loc);
   }
 
   /* the copies beside their collective in the node order */

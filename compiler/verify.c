@@ -6,7 +6,8 @@
  *   graphs: the first is the root and nobody's body; every other graph is the
  *           body of exactly one child or conditional node, which names it;
  *   nodes:  belong to their graph at their index; references resolve;
- *   edges:  join two nodes of one graph, no self-loops, no duplicates, no cycles;
+ *   edges:  join two nodes of one graph, no self-loops, no duplicates, no cycles; an edge
+ *           that is not a full one (programmatic, launch_order) joins two kernels;
  *   kernels: parameters sorted, non-overlapping, of their type's size; inside a
  *           by-value parameter, relocations and don't-care bytes 4-byte aligned
  *           (relocations), inside it, not overlapping, and of a kind the file's
@@ -418,6 +419,10 @@ static void check_edges(V *v, const PgGraph *g) {
     const PgEdge *e = &g->edges.v[i];
     if (e->from->graph != g || e->to->graph != g) PG_BUG("edge outside its graph '%s'", g->name);
     if (e->from == e->to) FAIL(v, e->loc, "node '%s' depends on itself", e->from->name);
+    if (e->kind != PG_EDGE_FULL && (e->from->kind != PG_KERNEL || e->to->kind != PG_KERNEL))
+      FAIL(v, e->loc, "edge '%s' -> '%s' is %s: such an edge joins two kernel nodes, not a %s node and a %s node",
+           e->from->name, e->to->name, pg_edge_kinds[e->kind], pg_kinds[e->from->kind].name,
+           pg_kinds[e->to->kind].name);
     forward = forward && e->from->index < e->to->index;
   }
   for (size_t i = 0; i < g->nodes.n; i++) { /* duplicates: stamp each successor with its source */

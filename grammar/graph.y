@@ -3,7 +3,8 @@
  * ended by ';' or opening a block, and dependency edges.
  *
  *   file   := stmt*
- *   stmt   := word+ ';'  |  word+ '{' stmt* '}'  |  NAME '->' NAME ';'
+ *   stmt   := word+ ';'  |  word+ '{' stmt* '}'  |  NAME '->' NAME NAME? ';'
+ *             (the last NAME an edge's kind, format version 3: `k1 -> k2 programmatic;`)
  *   word   := NAME | NAME '+' NUMBER | NUMBER | NUMBER ':' NUMBER | STRING
  *           | '[' (item (',' item)*)? ']'
  *   item   := word+                  (two or more words: a phrase, `lo32 56`)
@@ -72,7 +73,8 @@ stmt
   : words ';'                   { gf_stmt(ctx, $1, false); }
   | words '{'                   { gf_stmt(ctx, $1, true); }
       stmts '}'                 { gf_block_end(ctx); }
-  | NAME ARROW NAME ';'         { gf_edge(ctx, $1, @1, $3, @3); }
+  | NAME ARROW NAME ';'         { gf_edge(ctx, $1, @1, $3, @3, NULL, @3); }
+  | NAME ARROW NAME NAME ';'    { gf_edge(ctx, $1, @1, $3, @3, &$4, @4); }
   | error ';'                   {
                                   yyerrok;
                                   gf_words_reset(ctx);

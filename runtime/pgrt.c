@@ -173,6 +173,7 @@ struct pgrt_ctx {
   CUstream cap;             /* the stream collectives are captured on, at init */
   const pgrt_scalar_fn *callbacks; /* this call's, during pgrt_run */
   int calls;
+  int full_deps;            /* PGRT_PDL=off: every dependency built as a full one */
   pgrt_run_stats stats;
 };
 
@@ -622,12 +623,24 @@ static int cluster_attr(const pgrt_ctx *c, const pgrt_node *n) {
 static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
   const pgrt_program *pr = c->prog;
   pgrt_status st = PGRT_OK;
-  CUgraphNode deps[65];
+  CUgraphNode deps[65], early[64];
+  CUgraphEdgeData early_data[64];
   for (int i = first; i < first + count; i++) {
     const pgrt_node *n = &pr->nodes[i];
-    int nd = 0;
+    int nd = 0, ne = 0; /* full dependencies; a kernel's programmatic ones, added after the node */
     if (n->dep_count > 64) return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s' has more than 64 dependencies", n->origin);
-    for (int d = 0; d < n->dep_count; d++) deps[nd++] = c->gnodes[n->deps[d]];
+    for (int d = 0; d < n->dep_count; d++) {
+      int kind = n->dep_kinds && n->kind == PGRT_NODE_KERNEL && !c->full_deps ? n->dep_kinds[d] : PGRT_DEP_FULL;
+      if (kind == PGRT_DEP_FULL) {
+        deps[nd++] = c->gnodes[n->deps[d]];
+        continue;
+      }
+      memset(&early_data[ne], 0, sizeof early_data[ne]);
+      early_data[ne].from_port = kind == PGRT_DEP_LAUNCH_ORDER ? CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER
+                                                               : CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      early_data[ne].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      early[ne++] = c->gnodes[n->deps[d]];
+    }
     switch (n->kind) {
     case PGRT_NODE_KERNEL: {
       CUDA_KERNEL_NODE_PARAMS kp = kernel_params(c, i);
@@ -655,6 +668,8 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
         CU(cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v),
            n->origin);
       }
+      for (int d = 0; d < ne; d++) /* (the table's dep_kinds: only kernels depend so, on kernels) */
+        CU(cuGraphAddDependencies(g, &early[d], &c->gnodes[i], &early_data[d], 1), n->origin);
       break;
     }
     case PGRT_NODE_MEMCPY:
@@ -1117,6 +1132,9 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
     if (n->kind == PGRT_NODE_HOST) uses = 1;
     if (uses) c->movable[c->movable_count++] = i;
   }
+
+  const char *pdl = getenv("PGRT_PDL"); /* off: programmatic dependencies built as full ones */
+  c->full_deps = pdl && (strcmp(pdl, "off") == 0 || strcmp(pdl, "0") == 0);
 
   /* device-side update: the kernel nodes directly in such a region that use what a
    * call binds (not those inside bodies, not those whose arguments the caller gave,

@@ -331,10 +331,27 @@ typedef struct {
   int body, body_count;
   pgrt_cond_type cond_type;
   int condition;
-  /* dependencies: indices of nodes of the same region (or body) */
+  /* dependencies: indices of nodes of the same region (or body); dep_kinds, where not NULL,
+   * the pgrt_dep_kind of each (a kernel's programmatic dependencies on kernels) */
   const int *deps;
   int dep_count;
+  const unsigned char *dep_kinds;
 } pgrt_node;
+
+/* What a node waits for of a node it depends on, in a graph (CUDA's edge data).  A
+ * programmatic dependency lets a kernel start while the one it waits for still runs:
+ * the kernel itself waits, with griddepcontrol.wait (cudaGridDependencySynchronize),
+ * for that one's completion and writes; the other may let it start early with
+ * griddepcontrol.launch_dependents, else it starts as that one's blocks end
+ * (programmatic dependent launch; only kernels built for it, as Inductor's Triton kernels
+ * with torch._inductor.config.triton.enable_pdl, wait so, and only they get such edges).
+ * Eager regions launch every node after the one before it has finished.  PGRT_PDL=off
+ * makes every dependency a full one (benchmarks compare the two). */
+typedef enum {
+  PGRT_DEP_FULL = 0,         /* the node's completion, its writes visible */
+  PGRT_DEP_PROGRAMMATIC = 1, /* a kernel's trigger (CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC) */
+  PGRT_DEP_LAUNCH_ORDER = 2  /* every block of a kernel started (CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER) */
+} pgrt_dep_kind;
 
 typedef struct {
   int graph; /* 1: launch as a CUDA graph; 0: eagerly */

@@ -130,7 +130,7 @@ typedef enum yysymbol_kind_t yysymbol_kind_t;
 
 
 /* Unqualified %code blocks.  */
-#line 42 "grammar/graph.y"
+#line 43 "grammar/graph.y"
 
 #include "graph.lex.h"
 
@@ -469,16 +469,16 @@ union yyalloc
 /* YYFINAL -- State number of the termination state.  */
 #define YYFINAL  3
 /* YYLAST -- Last index in YYTABLE.  */
-#define YYLAST   44
+#define YYLAST   47
 
 /* YYNTOKENS -- Number of terminals.  */
 #define YYNTOKENS  15
 /* YYNNTS -- Number of nonterminals.  */
 #define YYNNTS  9
 /* YYNRULES -- Number of rules.  */
-#define YYNRULES  21
+#define YYNRULES  22
 /* YYNSTATES -- Number of states.  */
-#define YYNSTATES  34
+#define YYNSTATES  36
 
 /* YYMAXUTOK -- Last valid token kind.  */
 #define YYMAXUTOK   261
@@ -528,9 +528,9 @@ static const yytype_int8 yytranslate[] =
 /* YYRLINE[YYN] -- Source line where rule number YYN was defined.  */
 static const yytype_int8 yyrline[] =
 {
-       0,    63,    63,    67,    68,    72,    73,    73,    75,    76,
-      84,    85,    89,    90,    91,    92,    93,    94,    95,    99,
-     100,   104
+       0,    64,    64,    68,    69,    73,    74,    74,    76,    77,
+      78,    86,    87,    91,    92,    93,    94,    95,    96,    97,
+     101,   102,   106
 };
 #endif
 
@@ -572,8 +572,8 @@ static const yytype_int8 yypact[] =
 {
       -9,     3,     1,    -9,     5,    32,     8,    -9,    18,    -9,
       21,    -9,    -9,    11,    13,    23,    22,    -9,    31,    26,
-      -9,    -9,    -9,    -9,    30,    -9,    -9,    -9,    31,    -9,
-      -9,    -9,     6,    -9
+      -9,    -9,    -9,    -9,    34,    -9,    -9,    -9,    31,    -9,
+      37,    -9,    -9,     6,    -9,    -9
 };
 
 /* YYDEFACT[STATE-NUM] -- Default reduction number in state STATE-NUM.
@@ -581,16 +581,16 @@ static const yytype_int8 yypact[] =
    means the default is an error.  */
 static const yytype_int8 yydefact[] =
 {
-       3,     0,     0,     1,     0,    12,    14,    16,     0,     4,
-       0,    10,     9,     0,     0,     0,    12,    17,    21,     0,
-      19,     5,     6,    11,     0,    13,    15,    18,     0,     3,
-       8,    20,     0,     7
+       3,     0,     0,     1,     0,    13,    15,    17,     0,     4,
+       0,    11,    10,     0,     0,     0,    13,    18,    22,     0,
+      20,     5,     6,    12,     0,    14,    16,    19,     0,     3,
+       0,     8,    21,     0,     9,     7
 };
 
 /* YYPGOTO[NTERM-NUM].  */
 static const yytype_int8 yypgoto[] =
 {
-      -9,    -9,    12,    -9,    -9,    -8,    -2,    -9,    16
+      -9,    -9,    16,    -9,    -9,    -8,    -2,    -9,    19
 };
 
 /* YYDEFGOTO[NTERM-NUM].  */
@@ -605,10 +605,10 @@ static const yytype_int8 yydefgoto[] =
 static const yytype_int8 yytable[] =
 {
       18,    -2,     4,     3,     5,     6,     7,     4,    23,     5,
-       6,     7,    12,     8,    24,    33,    23,    25,     8,    15,
+       6,     7,    12,     8,    24,    35,    23,    25,     8,    15,
       18,    16,     6,     7,    16,     6,     7,    26,    21,    22,
        8,    17,    14,     8,    16,     6,     7,    30,    13,    27,
-      28,    32,    14,     8,    31
+      28,    31,    14,     8,    34,    33,     0,    32
 };
 
 static const yytype_int8 yycheck[] =
@@ -616,8 +616,8 @@ static const yytype_int8 yycheck[] =
        8,     0,     1,     0,     3,     4,     5,     1,    10,     3,
        4,     5,     7,    12,     3,     9,    18,     4,    12,    11,
       28,     3,     4,     5,     3,     4,     5,     4,     7,     8,
-      12,    13,    10,    12,     3,     4,     5,     7,     6,    13,
-      14,    29,    10,    12,    28
+      12,    13,    10,    12,     3,     4,     5,     3,     6,    13,
+      14,     7,    10,    12,     7,    29,    -1,    28
 };
 
 /* YYSTOS[STATE-NUM] -- The symbol kind of the accessing symbol of
@@ -627,23 +627,23 @@ static const yytype_int8 yystos[] =
        0,    16,    17,     0,     1,     3,     4,     5,    12,    18,
       20,    21,     7,     6,    10,    11,     3,    13,    20,    22,
       23,     7,     8,    21,     3,     4,     4,    13,    14,    19,
-       7,    23,    17,     9
+       3,     7,    23,    17,     7,     9
 };
 
 /* YYR1[RULE-NUM] -- Symbol kind of the left-hand side of rule RULE-NUM.  */
 static const yytype_int8 yyr1[] =
 {
        0,    15,    16,    17,    17,    18,    19,    18,    18,    18,
-      20,    20,    21,    21,    21,    21,    21,    21,    21,    22,
-      22,    23
+      18,    20,    20,    21,    21,    21,    21,    21,    21,    21,
+      22,    22,    23
 };
 
 /* YYR2[RULE-NUM] -- Number of symbols on the right-hand side of rule RULE-NUM.  */
 static const yytype_int8 yyr2[] =
 {
-       0,     2,     1,     0,     2,     2,     0,     5,     4,     2,
-       1,     2,     1,     3,     1,     3,     1,     2,     3,     1,
-       3,     1
+       0,     2,     1,     0,     2,     2,     0,     5,     4,     5,
+       2,     1,     2,     1,     3,     1,     3,     1,     2,     3,
+       1,     3,     1
 };
 
 
@@ -1454,113 +1454,119 @@ yyreduce:
   switch (yyn)
     {
   case 5: /* stmt: words ';'  */
-#line 72 "grammar/graph.y"
+#line 73 "grammar/graph.y"
                                 { gf_stmt(ctx, (yyvsp[-1].list), false); }
 #line 1460 "grammar/gen/graph.tab.c"
     break;
 
   case 6: /* $@1: %empty  */
-#line 73 "grammar/graph.y"
+#line 74 "grammar/graph.y"
                                 { gf_stmt(ctx, (yyvsp[-1].list), true); }
 #line 1466 "grammar/gen/graph.tab.c"
     break;
 
   case 7: /* stmt: words '{' $@1 stmts '}'  */
-#line 74 "grammar/graph.y"
+#line 75 "grammar/graph.y"
                                 { gf_block_end(ctx); }
 #line 1472 "grammar/gen/graph.tab.c"
     break;
 
   case 8: /* stmt: "name" "'->'" "name" ';'  */
-#line 75 "grammar/graph.y"
-                                { gf_edge(ctx, (yyvsp[-3].str), (yylsp[-3]), (yyvsp[-1].str), (yylsp[-1])); }
+#line 76 "grammar/graph.y"
+                                { gf_edge(ctx, (yyvsp[-3].str), (yylsp[-3]), (yyvsp[-1].str), (yylsp[-1]), NULL, (yylsp[-1])); }
 #line 1478 "grammar/gen/graph.tab.c"
     break;
 
-  case 9: /* stmt: error ';'  */
-#line 76 "grammar/graph.y"
+  case 9: /* stmt: "name" "'->'" "name" "name" ';'  */
+#line 77 "grammar/graph.y"
+                                { gf_edge(ctx, (yyvsp[-4].str), (yylsp[-4]), (yyvsp[-2].str), (yylsp[-2]), &(yyvsp[-1].str), (yylsp[-1])); }
+#line 1484 "grammar/gen/graph.tab.c"
+    break;
+
+  case 10: /* stmt: error ';'  */
+#line 78 "grammar/graph.y"
                                 {
                                   yyerrok;
                                   gf_words_reset(ctx);
                                   if (pg_too_many_errors(gf_diag(ctx))) YYABORT;
                                 }
-#line 1488 "grammar/gen/graph.tab.c"
-    break;
-
-  case 10: /* words: word  */
-#line 84 "grammar/graph.y"
-                                { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
 #line 1494 "grammar/gen/graph.tab.c"
     break;
 
-  case 11: /* words: words word  */
-#line 85 "grammar/graph.y"
-                                { (yyval.list) = gf_append(ctx, (yyvsp[-1].list), (yyvsp[0].word)); }
+  case 11: /* words: word  */
+#line 86 "grammar/graph.y"
+                                { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
 #line 1500 "grammar/gen/graph.tab.c"
     break;
 
-  case 12: /* word: "name"  */
-#line 89 "grammar/graph.y"
-                                { (yyval.word) = gf_word(ctx, GF_NAME, (yyvsp[0].str), (yylsp[0])); }
+  case 12: /* words: words word  */
+#line 87 "grammar/graph.y"
+                                { (yyval.list) = gf_append(ctx, (yyvsp[-1].list), (yyvsp[0].word)); }
 #line 1506 "grammar/gen/graph.tab.c"
     break;
 
-  case 13: /* word: "name" '+' "number"  */
-#line 90 "grammar/graph.y"
-                                { (yyval.word) = gf_ref(ctx, (yyvsp[-2].str), (yyvsp[0].str), (yylsp[-2])); }
+  case 13: /* word: "name"  */
+#line 91 "grammar/graph.y"
+                                { (yyval.word) = gf_word(ctx, GF_NAME, (yyvsp[0].str), (yylsp[0])); }
 #line 1512 "grammar/gen/graph.tab.c"
     break;
 
-  case 14: /* word: "number"  */
-#line 91 "grammar/graph.y"
-                                { (yyval.word) = gf_word(ctx, GF_NUMBER, (yyvsp[0].str), (yylsp[0])); }
+  case 14: /* word: "name" '+' "number"  */
+#line 92 "grammar/graph.y"
+                                { (yyval.word) = gf_ref(ctx, (yyvsp[-2].str), (yyvsp[0].str), (yylsp[-2])); }
 #line 1518 "grammar/gen/graph.tab.c"
     break;
 
-  case 15: /* word: "number" ':' "number"  */
-#line 92 "grammar/graph.y"
-                                { (yyval.word) = gf_range(ctx, (yyvsp[-2].str), (yyvsp[0].str), (yylsp[-2])); }
+  case 15: /* word: "number"  */
+#line 93 "grammar/graph.y"
+                                { (yyval.word) = gf_word(ctx, GF_NUMBER, (yyvsp[0].str), (yylsp[0])); }
 #line 1524 "grammar/gen/graph.tab.c"
     break;
 
-  case 16: /* word: "string"  */
-#line 93 "grammar/graph.y"
-                                { (yyval.word) = gf_word(ctx, GF_STRING, (yyvsp[0].str), (yylsp[0])); }
+  case 16: /* word: "number" ':' "number"  */
+#line 94 "grammar/graph.y"
+                                { (yyval.word) = gf_range(ctx, (yyvsp[-2].str), (yyvsp[0].str), (yylsp[-2])); }
 #line 1530 "grammar/gen/graph.tab.c"
     break;
 
-  case 17: /* word: '[' ']'  */
-#line 94 "grammar/graph.y"
-                                { (yyval.word) = gf_listword(ctx, (GfList){-1, -1}, (yylsp[-1])); }
+  case 17: /* word: "string"  */
+#line 95 "grammar/graph.y"
+                                { (yyval.word) = gf_word(ctx, GF_STRING, (yyvsp[0].str), (yylsp[0])); }
 #line 1536 "grammar/gen/graph.tab.c"
     break;
 
-  case 18: /* word: '[' items ']'  */
-#line 95 "grammar/graph.y"
-                                { (yyval.word) = gf_listword(ctx, (yyvsp[-1].list), (yylsp[-2])); }
+  case 18: /* word: '[' ']'  */
+#line 96 "grammar/graph.y"
+                                { (yyval.word) = gf_listword(ctx, (GfList){-1, -1}, (yylsp[-1])); }
 #line 1542 "grammar/gen/graph.tab.c"
     break;
 
-  case 19: /* items: item  */
-#line 99 "grammar/graph.y"
-                                { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
+  case 19: /* word: '[' items ']'  */
+#line 97 "grammar/graph.y"
+                                { (yyval.word) = gf_listword(ctx, (yyvsp[-1].list), (yylsp[-2])); }
 #line 1548 "grammar/gen/graph.tab.c"
     break;
 
-  case 20: /* items: items ',' item  */
-#line 100 "grammar/graph.y"
-                                { (yyval.list) = gf_append(ctx, (yyvsp[-2].list), (yyvsp[0].word)); }
+  case 20: /* items: item  */
+#line 101 "grammar/graph.y"
+                                { (yyval.list) = gf_list(ctx, (yyvsp[0].word)); }
 #line 1554 "grammar/gen/graph.tab.c"
     break;
 
-  case 21: /* item: words  */
-#line 104 "grammar/graph.y"
-                                { (yyval.word) = gf_phrase(ctx, (yyvsp[0].list)); }
+  case 21: /* items: items ',' item  */
+#line 102 "grammar/graph.y"
+                                { (yyval.list) = gf_append(ctx, (yyvsp[-2].list), (yyvsp[0].word)); }
 #line 1560 "grammar/gen/graph.tab.c"
     break;
 
+  case 22: /* item: words  */
+#line 106 "grammar/graph.y"
+                                { (yyval.word) = gf_phrase(ctx, (yyvsp[0].list)); }
+#line 1566 "grammar/gen/graph.tab.c"
+    break;
 
-#line 1564 "grammar/gen/graph.tab.c"
+
+#line 1570 "grammar/gen/graph.tab.c"
 
       default: break;
     }
@@ -1789,7 +1795,7 @@ yyreturnlab:
   return yyresult;
 }
 
-#line 107 "grammar/graph.y"
+#line 109 "grammar/graph.y"
 
 
 int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag) {

@@ -53,7 +53,7 @@
 extern int gfdebug;
 #endif
 /* "%code requires" blocks.  */
-#line 26 "grammar/graph.y"
+#line 27 "grammar/graph.y"
 
 #include "parse.h"
 #include "graph_read.h"
@@ -81,7 +81,7 @@ extern int gfdebug;
 #if ! defined GFSTYPE && ! defined GFSTYPE_IS_DECLARED
 union GFSTYPE
 {
-#line 31 "grammar/graph.y"
+#line 32 "grammar/graph.y"
 
   PgStr str;
   int word;      /* index into the statement's word pool */
@@ -104,7 +104,7 @@ typedef PgLoc GFLTYPE;
 int gfparse (void *scanner, GfCtx *ctx);
 
 /* "%code provides" blocks.  */
-#line 37 "grammar/graph.y"
+#line 38 "grammar/graph.y"
 
 int gflex(GFSTYPE *yylval, PgLoc *yylloc, void *scanner);
 int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag);

@@ -115,15 +115,17 @@ class Capture:
         waits for.  handles[i] is node i's handle in its stretch's graph (None for reads
         and syncs), segment_of[i] its stretch."""
         self.nodes, self.edges, self.handles, self.segment_of, self.special_edges = [], [], [], [], 0
+        self.edge_kinds = {}  # (a, b): "programmatic" or "launch_order", the edges that are not full ones
         tail = []  # what the next stretch waits for
         for k, g in enumerate(self.segments):
-            handles, edges, special, nodes = self.walk(g.raw_cuda_graph())
+            handles, edges, special, nodes, kinds = self.walk(g.raw_cuda_graph())
             base = len(self.nodes)
             self.nodes += nodes
             self.handles += handles
             self.segment_of += [k] * len(nodes)
             self.special_edges += special
             self.edges += [(base + a, base + b) for a, b in edges]
+            self.edge_kinds.update({(base + a, base + b): kind for (a, b), kind in kinds.items()})
             if nodes:
                 waits, waited = {b for _, b in edges}, {a for a, _ in edges}
                 self.edges += [(t, base + j) for t in tail for j in range(len(nodes)) if j not in waits]
@@ -138,8 +140,13 @@ class Capture:
         self.edges.sort()
 
     def walk(self, g):
-        """One graph's (node handles, edges as index pairs, edges that are not full
-        dependencies, nodes)."""
+        """One graph's (node handles, edges as index pairs, how many edges are not full
+        dependencies and of no kind known, nodes, {edge: kind} of those of a known kind).
+        The kinds known are programmatic dependent launch's, as a kernel launched with
+        programmatic stream serialization is captured (Inductor's Triton kernels with
+        torch._inductor.config.triton.enable_pdl): type programmatic, from the earlier
+        kernel's programmatic port ("programmatic") or launch-order port
+        ("launch_order"), to port 0."""
         d = cu()
         g = C.c_void_p(g)
         n = C.c_size_t(0)
@@ -152,16 +159,19 @@ class Capture:
         index = {h: i for i, h in enumerate(handles)}
         e = C.c_size_t(0)
         check(d.GraphGetEdges(g, None, None, None, C.byref(e)), "cuGraphGetEdges")
-        edges, special = [], 0
+        edges, special, kinds = [], 0, {}
         if e.value:
             fr, to = (C.c_void_p * e.value)(), (C.c_void_p * e.value)()
             data = (C.c_ubyte * (8 * e.value))()  # CUgraphEdgeData: from_port, to_port, type, ...
             check(d.GraphGetEdges(g, fr, to, data, C.byref(e)), "cuGraphGetEdges")
             edges = sorted((index[fr[i]], index[to[i]]) for i in range(e.value))
-            # edges that are not full dependencies (programmatic dependent launch, type 1) are
-            # exported as full ones: counted, so that the export can say so
-            special = sum(1 for i in range(e.value) if data[8 * i + 2] != 0)
-        return handles, edges, special, [self.node(h) for h in handles]
+            for i in range(e.value):
+                kind = edge_kind(bytes(data[8 * i:8 * i + 8]))
+                if kind:
+                    kinds[index[fr[i]], index[to[i]]] = kind
+                elif kind is None:  # (exported as a full dependency: counted, so that the export can say so)
+                    special += 1
+        return handles, edges, special, [self.node(h) for h in handles], kinds
 
     def node(self, h):
         d = cu()
@@ -222,6 +232,21 @@ class Capture:
     def blocks(self):
         """Every block the caching allocator has handed out: (address, size), sorted."""
         return allocator_blocks(self.snapshot)
+
+
+EDGE_PORTS = {1: "programmatic", 2: "launch_order"}  # CU_GRAPH_KERNEL_NODE_PORT_*, the .graph's edge kinds
+
+
+def edge_kind(data):
+    """An edge's kind from its CUgraphEdgeData (from_port, to_port, type, 5 reserved
+    bytes): "" for a full dependency, "programmatic" or "launch_order" for programmatic
+    dependent launch's (type 1, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC), None for any other."""
+    from_port, to_port, kind = data[0], data[1], data[2]
+    if kind == 0 and from_port == 0 and to_port == 0:
+        return ""
+    if kind == 1 and to_port == 0 and from_port in EDGE_PORTS:
+        return EDGE_PORTS[from_port]
+    return None
 
 
 HOST_SYNC = ("operation not permitted when stream is capturing", "StreamCaptureUnsupported",

@@ -283,7 +283,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
     restore_state(state)
     caps = [capA, capB, capC]
     for c, cap in enumerate(caps[1:], 1):
-        if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges:
+        if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges or cap.edge_kinds != capA.edge_kinds:
             raise ExportError(f"captures A and {'ABC'[c]} differ in their nodes or edges: the callable is not "
                               "deterministic")
         if [(x["fn"], x["count"], x["dtype"], x["op"]) for x in cap.collectives] != \
@@ -294,8 +294,11 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
                               "the callable is not deterministic")
     capD = capture(5, "D, the inputs at other values", perturbed(torch, inputs)) if split else None
     if capA.special_edges:
-        prog.warn("edges that are not full dependencies (programmatic dependent launch) are exported as full ones",
+        prog.warn("edges that are not full dependencies, of a kind not known, are exported as full ones",
                   f"{capA.special_edges} of the capture's {len(capA.edges)} edges")
+    if capA.edge_kinds:
+        log(f"  {len(capA.edge_kinds)} of the capture's {len(capA.edges)} edges are programmatic dependent launch's: "
+            "kept (.graph format 3)")
     maps = host_maps()
 
     # buffers known by tensor: inputs, outputs, weights (captures: 0 is A, 1 is B, 2 is C)
@@ -499,7 +502,8 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
                             f"{roots or 'no cache directory'} nor in a loaded library's fatbins"
                             + (" (the module holding it was loaded before pgcc started watching: make a "
                                "pgcc.ModuleWatch() before the model first runs and pass it as watch=)"))
-    report = {"nodes": len(capA.nodes), "edges": len(capA.edges), "problems": problems,
+    report = {"nodes": len(capA.nodes), "edges": len(capA.edges), "programmatic_edges": len(capA.edge_kinds),
+              "problems": problems,
               "address_bits_differ": spread,
               "allocations": {"A": len(capA.allocs), **{"ABC"[c]: {"made": len(caps[c].allocs), "paired": len(a.pairs)}
                                                           for c, a in paired.items()}},
@@ -619,7 +623,8 @@ def write_export(a, inputs, out_dir, name, prog, diagnose):
     major, minor = torch.cuda.get_device_capability()
     write_graph(os.path.join(out_dir, name + ".graph"), name, kernels, bufs, used, nodes, edges,
                 f"sm_{major}{minor}", origin=f"a torch {torch.__version__} capture", scalars=scalars,
-                conditions=conditions, dims=getattr(a, "dims", ()), comms=getattr(a, "comms", ()))
+                conditions=conditions, dims=getattr(a, "dims", ()), comms=getattr(a, "comms", ()),
+                edge_kinds=getattr(capA, "edge_kinds", None))
     if diagnose and conditions:
         log("  diagnosis: left out for a program with conditional nodes (the node-by-node runs follow one path)")
     elif diagnose:

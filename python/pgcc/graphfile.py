@@ -114,7 +114,7 @@ def dontcare(k, off, inner):
 
 
 def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture", scalars=(), conditions=(),
-               dims=(), comms=()):
+               dims=(), comms=(), edge_kinds=None):
     """The .graph file's text.  kernels: {func: {"symbol", "layout", "ptr_words" ((param
     offset, offset inside, kind) of each relocation), "dontcare" ((param offset, offset
     inside, length) of bytes no launch depends on), "module" (with "globals" [(name,
@@ -132,7 +132,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     (buckets.py): a buffer's shape may name one, a scalar {"name", "type", "bucket": dim}
     is the index of the bucket a call runs, and a "switch" node with "bucket" picks
     the body of that index; comms: [{"name", "ranks"}] of NCCL communicators, which
-    "libcall" nodes (collectives.py) name."""
+    "libcall" nodes (collectives.py) name.  edge_kinds: {(a, b): "programmatic" or
+    "launch_order"} of root edges that are not full dependencies (programmatic dependent
+    launch, as captured: format version 3); one whose ends are not both kernel nodes is
+    written as a full one."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
     v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
     def all_nodes(ns):
@@ -152,7 +155,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             for (off, size), a in zip(k["layout"], n["args"]):
                 if size == 8 and a[0] == "value" and any(a[1]) and relocations(k, off) == [(0, "abs64")]:
                     k.setdefault("valued", set()).add(off)
-    out = [f"# {name}: exported by pgcc-export from {origin}", f"pgcc {2 if v2 else 1};", f"arch {arch};", ""]
+    is_kernel = {n["index"] for n in nodes if n["kind"] == "kernel"}
+    kinds = {e: k for e, k in (edge_kinds or {}).items() if e[0] in is_kernel and e[1] in is_kernel}
+    version = 3 if kinds else 2 if v2 else 1
+    out = [f"# {name}: exported by pgcc-export from {origin}", f"pgcc {version};", f"arch {arch};", ""]
     mods = {}
     for k in kernels.values():
         m = k["module"]
@@ -224,11 +230,12 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     out += ["", "graph main {"]
     renamed = {}  # a guarded sync's successors wait for its guard
 
-    def graph(nodes, edges):
+    def graph(nodes, edges, kinds=None):
         for n in nodes:
             node(n)
         kept = {n["index"] for n in nodes}
-        out.extend(f"  {renamed.get(a, f'n{a}')} -> n{b};" for a, b in edges if a in kept and b in kept)
+        out.extend(f"  {renamed.get(a, f'n{a}')} -> n{b}{' ' + kinds[a, b] if (a, b) in (kinds or {}) else ''};"
+                   for a, b in edges if a in kept and b in kept)
         out.append("}")
 
     def node(n):
@@ -298,7 +305,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                 renamed[i] = f"n{i}g"
         else:
             out.append(f"  node n{i} empty;")
-    graph(nodes, edges)
+    graph(nodes, edges, kinds)
     for n in nodes:  # the bodies of conditional nodes, after the graph that uses them
         for gname, body, body_edges in n.get("bodies", ()):
             out += ["", f"graph {gname} {{"]

@@ -35,6 +35,9 @@
 #   globals.graph: .graph format 2's module globals: a __device__ variable of a CUDA C
 #                module, 1 in its image, that libpgrt sets to 3 after the module loads
 #                (as cuDNN sets its kernels' configuration); y = 3 * x only if it did
+#   pdl.graph:   .graph format 3's programmatic edge: a slow kernel and one that waits on
+#                its grid dependency, run as generated and with PGRT_PDL=off; exact
+#                results both ways, and the two graphs' edges must print differently
 # Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
 # dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
 # arguments and checks the result.
@@ -44,7 +47,7 @@ export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT/device" build/gpu
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 make -s build/pgcc runtime
-for t in chain loops shapes relocs hostread buckets globals; do
+for t in chain loops shapes relocs hostread buckets globals pdl; do
   build/pgcc tests/gpu/codegen/$t.graph -o build/gpu/$t.c
   gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c build/gpu/$t.c build/libpgrt.a \

@@ -12,8 +12,10 @@ zoo.json and one log per model there.  --repeat R exports each model R times, in
 separate children (an export that passes only sometimes -- stale bytes in parameter
 memory differ from process to process -- is a failure).  --cache DIR keeps each
 model's Inductor cache under DIR/MODEL (bench/zoo.py --cache reads the same folders);
-without it every child starts from an empty one.  Exit status 1 unless every run
-passed.
+without it every child starts from an empty one.  With TORCHINDUCTOR_ENABLE_PDL=1 in
+the environment, Inductor builds its Triton kernels for programmatic dependent launch,
+and the exports keep the programmatic edges they were captured with (the JSON counts
+them).  Exit status 1 unless every run passed.
 """
 import argparse
 import json
@@ -41,7 +43,8 @@ def child(key, out_dir):
         fn, inputs, weights = zoo.ZOO[key]()
         res = pgcc.export(fn, tuple(inputs), os.path.join(out_dir, "export"), name=key.replace(":", "_"),
                           weights=weights, verify=True, quiet=False, watch=watch)
-        rec.update(status="PASS", detail=str(getattr(res, "verified", "") or ""))
+        rec.update(status="PASS", detail=str(getattr(res, "verified", "") or ""),
+                   programmatic_edges=(res.report or {}).get("programmatic_edges", 0))
     except Exception as e:  # noqa: BLE001 -- the table reports every failure
         import traceback
         traceback.print_exc()

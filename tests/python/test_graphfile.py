@@ -266,3 +266,36 @@ def test_a_pointer_parameter_that_is_a_constant_in_one_launch(tmp_path, pgcc_bin
     write_safetensors(tmp_path / "v.safetensors", [])
     again = pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "v.graph"))
     assert f'["{const.hex()}", null]' in again
+
+
+def test_programmatic_edges_are_written_and_read_back(tmp_path, pgcc_bin):
+    """Edges a PDL kernel launch was captured with keep their kind (format version 3)
+    where both ends are kernels; pgcc reads them, writes them back and gives the kernel
+    its dependency kinds in the C; one that ends at a copy is written as a full one."""
+    kernels, bufs, used, nodes, edges = program(tmp_path)
+    kinds = {(0, 1): "programmatic", (1, 2): "launch_order", (3, 1): "programmatic"}
+    write_graph(tmp_path / "p.graph", "p", kernels, bufs, used, nodes, edges, "sm_90", edge_kinds=kinds)
+    text = (tmp_path / "p.graph").read_text()
+    assert "\npgcc 3;\n" in text
+    assert "  n0 -> n1 programmatic;" in text and "  n1 -> n2 launch_order;" in text
+    assert "  n3 -> n1;" in text  # (from a memcpy: full)
+    pgcc(pgcc_bin, "--emit=graph", "-o", tmp_path / "again.graph", tmp_path / "p.graph")
+    again = (tmp_path / "again.graph").read_text()
+    assert "pgcc 3;" in again and "n0 -> n1 programmatic;" in again and "n1 -> n2 launch_order;" in again
+    pgcc(pgcc_bin, tmp_path / "p.graph", "-o", tmp_path / "p.c")
+    c = (tmp_path / "p.c").read_text()
+    assert "p_dep_kinds[]" in c and ".dep_kinds = DEP_KINDS(" in c
+    write_graph(tmp_path / "q.graph", "p", kernels, bufs, used, nodes, edges, "sm_90")
+    assert "\npgcc 1;\n" in (tmp_path / "q.graph").read_text()  # (none: the version before)
+    pgcc(pgcc_bin, tmp_path / "q.graph", "-o", tmp_path / "q.c")
+    assert "dep_kinds" not in (tmp_path / "q.c").read_text()
+
+
+def test_edge_kind_from_edge_data():
+    from pgcc.capture import edge_kind
+    assert edge_kind(bytes(8)) == ""
+    assert edge_kind(bytes([1, 0, 1, 0, 0, 0, 0, 0])) == "programmatic"
+    assert edge_kind(bytes([2, 0, 1, 0, 0, 0, 0, 0])) == "launch_order"
+    assert edge_kind(bytes([0, 0, 1, 0, 0, 0, 0, 0])) is None  # (programmatic from the default port: not known)
+    assert edge_kind(bytes([1, 1, 1, 0, 0, 0, 0, 0])) is None
+    assert edge_kind(bytes([3, 0, 1, 0, 0, 0, 0, 0])) is None

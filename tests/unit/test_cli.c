@@ -25,7 +25,7 @@ START_TEST(help_and_version) {
   run_free(&r);
   r = run_pgcc("--version", NULL);
   ck_assert_int_eq(r.status, 0);
-  ck_assert_str_eq(r.out, "pgcc " PGCC_VERSION " (.graph format 2)\n");
+  ck_assert_str_eq(r.out, "pgcc " PGCC_VERSION " (.graph format 3)\n");
   run_free(&r);
 }
 END_TEST

@@ -90,7 +90,7 @@ START_TEST(relocation_kinds) {
          "v.graph:2:49: error: a relocation kind needs .graph format version 2");
   expect("pgcc 1;\nkernel k symbol \"f\" { param 0 16 bytes dontcare [0:4]; }\ngraph g { node a kernel k; }\n",
          "v.graph:2:49: error: don't-care bytes need .graph format version 2");
-  expect("pgcc 3;\ngraph g { node a empty; }\n", "unsupported .graph format version 3 (this pgcc reads versions 1 to 2)");
+  expect("pgcc 4;\ngraph g { node a empty; }\n", "unsupported .graph format version 4 (this pgcc reads versions 1 to 3)");
   /* arguments: one pointer per relocation, of any kind */
   expect("pgcc 2;\nkernel k symbol \"f\" { param 0 24 bytes ptrs [lo32 0, hi32 4, 8] dontcare [16:4]; }\n"
          "buffer x size 64;\ngraph g { node a kernel k args [[\"000000000000000000000000000000000000000000000000\", x, x, "
