@@ -1528,6 +1528,28 @@ out:
   return st;
 }
 
+pgrt_status pgrt_debug_edges(const pgrt_ctx *c, int region, size_t *edges, size_t *programmatic) {
+  if (!c || !edges || !programmatic || region < 0 || region >= c->prog->region_count || !c->graphs[region])
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_debug_edges: region %d is not a graph", region);
+  pgrt_status st = PGRT_OK;
+  size_t n = 0;
+  CUgraphNode *from = NULL, *to = NULL;
+  CUgraphEdgeData *data = NULL;
+  CU(cuGraphGetEdges(c->graphs[region], NULL, NULL, NULL, &n), "pgrt_debug_edges");
+  *edges = n, *programmatic = 0;
+  if (!n) goto out;
+  from = malloc(n * sizeof *from), to = malloc(n * sizeof *to), data = calloc(n, sizeof *data);
+  if (!from || !to || !data) {
+    st = pgrt_fail(PGRT_ERR_MEMORY, "pgrt_debug_edges: out of memory");
+    goto out;
+  }
+  CU(cuGraphGetEdges(c->graphs[region], from, to, data, &n), "pgrt_debug_edges");
+  for (size_t e = 0; e < n; e++) *programmatic += data[e].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT;
+out:
+  free(from), free(to), free(data);
+  return st;
+}
+
 pgrt_status pgrt_debug_node(const pgrt_ctx *c, int node, const char **origin, CUfunction *func) {
   if (!c || node < 0 || node >= c->prog->node_count || !origin || !func)
     return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_debug_node: no node %d", node);

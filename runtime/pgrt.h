@@ -55,10 +55,10 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 10 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
+#define PGRT_VERSION 11 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
                            buffers, read scalars, guards, pgrt_run's callbacks; 8: dims and their
                            buckets, pgrt_run's sizes; 9: comms and NCCL collectives; 10: module
-                           globals) */
+                           globals; 11: dependency kinds) */
 
 typedef enum {
   PGRT_OK = 0,
@@ -550,6 +550,13 @@ const char *pgrt_error(void);
  * pgcc reads it back, which is how the tests check the topology that was built.
  * PGRT_ERR_ARGUMENT if that region is launched eagerly. */
 pgrt_status pgrt_debug_dot(const pgrt_ctx *ctx, int region, const char *path);
+
+/* The edges of graph region `region`'s CUDA graph as the driver holds them: how many
+ * (*edges), and how many of those are not full dependencies (*programmatic: CUDA's
+ * programmatic type, pgrt_dep_kind's programmatic and launch order), which
+ * cuGraphDebugDotPrint does not show.  PGRT_ERR_ARGUMENT if that region is launched
+ * eagerly. */
+pgrt_status pgrt_debug_edges(const pgrt_ctx *ctx, int region, size_t *edges, size_t *programmatic);
 
 /* Node `node` (0 .. the program's node_count - 1) as libpgrt holds it: its name in the
  * .graph (*origin) and, for a kernel node, the function it launches (*func; NULL for

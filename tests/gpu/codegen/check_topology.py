@@ -21,7 +21,7 @@ BUILT_AS = {'mem_alloc': 'empty', 'mem_free': 'empty'}
 
 graphs = {}  # graph name -> (node names, edges)
 for name, body in re.findall(r'^graph (\S+) \{\n(.*?)^\}', text, re.M | re.S):
-    graphs[name] = (re.findall(r'^\s*node (\S+)', body, re.M), re.findall(r'^\s*(\S+) -> (\S+);', body, re.M))
+    graphs[name] = (re.findall(r'^\s*node (\S+)', body, re.M), re.findall(r'^\s*(\S+) -> (\S+)(?: \S+)?;', body, re.M))
 kinds, bodies = {}, {}
 for name, kind, rest in re.findall(r'^\s*node (\S+) ([^\s;]+)([^;]*);', text, re.M):
     kinds[name] = BUILT_AS.get(kind, kind)
