@@ -587,8 +587,8 @@ static size_t deps_kept(const W *w, const PgNode *n) {
 
 /* Whether a dependency the tables keep is not a full one (programmatic dependent launch). */
 static bool kinded_deps(const W *w, const PgNode *n) {
-  for (size_t q = 0; n->pred_kinds && q < n->preds.n; q++)
-    if (n->pred_kinds[q] != PG_EDGE_FULL && dep_kept(w, n->preds.v[q], n)) return true;
+  for (size_t q = 0; n->graph->pred_kinds && q < n->preds.n; q++)
+    if (pg_pred_kind(n->graph, n, q) != PG_EDGE_FULL && dep_kept(w, n->preds.v[q], n)) return true;
   return false;
 }
 
@@ -1355,7 +1355,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       const PgNode *n = w.order.v[i];
       for (size_t q = 0; q < n->preds.n; q++)
         if (dep_kept(&w, n->preds.v[q], n)) {
-          lput(&w, !k ? "\n    " : k % 32 ? ", " : ",\n    "), lint(&w, n->pred_kinds ? n->pred_kinds[q] : 0);
+          lput(&w, !k ? "\n    " : k % 32 ? ", " : ",\n    "), lint(&w, pg_pred_kind(n->graph, n, q));
           k++;
           if (w.line_len > 65536) lflush(&w);
         }

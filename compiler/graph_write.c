@@ -200,14 +200,14 @@ static void put_file(FILE *f, const char *file, const char *path, const char *di
   free(rel);
 }
 
-/* The oldest format version that says everything p holds: 2 for relocations other
- * than whole addresses, for don't-care bytes, for thread block clusters and for module
- * globals, else 1, which every pgcc reads.  (Host reads and buckets are optional
+/* The oldest format version that says everything p holds: 3 for edge kinds; 2 for
+ * relocations other than whole addresses, for don't-care bytes, for thread block
+ * clusters and for module globals; else 1, which every pgcc reads.  (Host reads and buckets are optional
  * statements and attributes of either version.) */
 int pg_graph_min_version(const PgProgram *p) {
   for (size_t g = 0; g < p->graphs.n; g++)
-    for (size_t i = 0; i < p->graphs.v[g]->edges.n; i++)
-      if (p->graphs.v[g]->edges.v[i].kind != PG_EDGE_FULL) return 3;
+    for (size_t i = 0; i < p->graphs.v[g]->edge_kinds.n; i++)
+      if (p->graphs.v[g]->edge_kinds.v[i] != PG_EDGE_FULL) return 3;
   for (size_t i = 0; i < p->modules.n; i++)
     if (p->modules.v[i]->globals.n) return 2;
   for (size_t g = 0; g < p->graphs.n; g++)
@@ -360,7 +360,8 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     for (size_t i = 0; i < g->nodes.n; i++) put_node(f, g->nodes.v[i]);
     for (size_t i = 0; i < g->edges.n; i++) {
       const PgEdge *e = &g->edges.v[i];
-      fprintf(f, "  %s -> %s%s%s;\n", e->from->name, e->to->name, e->kind ? " " : "", pg_edge_kinds[e->kind]);
+      PgEdgeKind k = pg_edge_kind(g, i);
+      fprintf(f, "  %s -> %s%s%s;\n", e->from->name, e->to->name, k ? " " : "", pg_edge_kinds[k]);
     }
     fputs("}\n", f);
   }

@@ -103,8 +103,20 @@ PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name,
 const char *const pg_edge_kinds[PG_EDGE_KIND_COUNT] = {"", "programmatic", "launch_order"};
 
 void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgEdgeKind kind, PgLoc loc) {
-  PgEdge e = {from, to, loc, kind};
+  if (kind != PG_EDGE_FULL) { /* (the edges before it full, the kind its own) */
+    while (g->edge_kinds.n < g->edges.n) pg_vec_push(p->arena, g->edge_kinds, (uint8_t)PG_EDGE_FULL);
+    pg_vec_push(p->arena, g->edge_kinds, (uint8_t)kind);
+  }
+  PgEdge e = {from, to, loc};
   pg_vec_push(p->arena, g->edges, e);
+}
+
+PgEdgeKind pg_edge_kind(const PgGraph *g, size_t i) {
+  return i < g->edge_kinds.n ? (PgEdgeKind)g->edge_kinds.v[i] : PG_EDGE_FULL;
+}
+
+PgEdgeKind pg_pred_kind(const PgGraph *g, const PgNode *n, size_t q) {
+  return g->pred_kinds ? (PgEdgeKind)g->pred_kinds[n->preds.v + q - g->link_slots] : PG_EDGE_FULL;
 }
 
 /* Each node's preds and succs, in edge order.  Counted first, then carved from one
@@ -113,13 +125,11 @@ void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgEdgeKind 
 void pg_program_link(PgProgram *p) {
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     PgGraph *g = p->graphs.v[gi];
-    bool kinds = false; /* any edge that is not a full one */
+    g->link_slots = NULL, g->pred_kinds = NULL;
     for (size_t i = 0; i < g->nodes.n; i++) {
       g->nodes.v[i]->succs.n = 0;
       g->nodes.v[i]->preds.n = 0;
-      g->nodes.v[i]->pred_kinds = NULL;
     }
-    for (size_t i = 0; i < g->edges.n; i++) kinds = kinds || g->edges.v[i].kind != PG_EDGE_FULL;
     for (size_t i = 0; i < g->edges.n; i++) {
       g->edges.v[i].from->succs.n++;
       g->edges.v[i].to->preds.n++;
@@ -133,20 +143,17 @@ void pg_program_link(PgProgram *p) {
       continue;
     }
     PgNode **slots = pg_arena_alloc(p->arena, 2 * g->edges.n * sizeof *slots);
+    g->link_slots = slots;
+    if (g->edge_kinds.n) g->pred_kinds = pg_arena_alloc(p->arena, 2 * g->edges.n);
     for (size_t i = 0; i < g->nodes.n; i++) {
       PgNode *n = g->nodes.v[i];
       n->succs.v = slots, n->succs.cap = n->succs.n, slots += n->succs.n, n->succs.n = 0;
       n->preds.v = slots, n->preds.cap = n->preds.n, slots += n->preds.n, n->preds.n = 0;
     }
-    uint8_t *kind_slots = kinds ? pg_arena_alloc(p->arena, g->edges.n) : NULL;
-    for (size_t i = 0; kinds && i < g->nodes.n; i++) {
-      PgNode *n = g->nodes.v[i];
-      n->pred_kinds = kind_slots, kind_slots += n->preds.cap;
-    }
     for (size_t i = 0; i < g->edges.n; i++) {
       PgEdge *e = &g->edges.v[i];
       e->from->succs.v[e->from->succs.n++] = e->to;
-      if (kinds) e->to->pred_kinds[e->to->preds.n] = (uint8_t)e->kind;
+      if (g->pred_kinds) g->pred_kinds[e->to->preds.v + e->to->preds.n - g->link_slots] = (uint8_t)pg_edge_kind(g, i);
       e->to->preds.v[e->to->preds.n++] = e->from;
     }
   }

@@ -471,7 +471,6 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
   const char *why;    /* classify.c: why it cannot be in a graph */
   PG_VEC(PgNode *) succs; /* filled by pg_graph_link() */
   PG_VEC(PgNode *) preds;
-  uint8_t *pred_kinds; /* pg_program_link: the PgEdgeKind of each pred's edge; NULL where all are full */
   union { /* the member named after `kind` is valid; EMPTY and OPAQUE use none */
     struct {
       PgKernel *kernel;
@@ -536,7 +535,9 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
 };
 
 /* What the later node of an edge waits for (CUDA's edge data: the earlier kernel's
- * port and the edge's type).  Named in .graph by pg_edge_kinds (format version 3). */
+ * port and the edge's type).  Named in .graph by pg_edge_kinds (format version 3).
+ * Kept beside the edges, not in them (PgGraph.edge_kinds): a million edges stay 32
+ * bytes each. */
 typedef enum {
   PG_EDGE_FULL,         /* the earlier node's completion, its writes visible: every edge until version 3 */
   PG_EDGE_PROGRAMMATIC, /* programmatic dependent launch, between two kernels: the later one may start once
@@ -551,8 +552,7 @@ extern const char *const pg_edge_kinds[PG_EDGE_KIND_COUNT]; /* "" (written as no
 typedef struct {
   PgNode *from, *to;
   PgLoc loc;
-  PgEdgeKind kind;
-} PgEdge;
+} PgEdge; /* its kind: pg_edge_kind */
 
 struct PgGraph {
   const char *name;
@@ -560,6 +560,11 @@ struct PgGraph {
   PgNode *owner; /* the child/conditional node whose body this is; NULL for the root */
   PG_VEC(PgNode *) nodes;
   PG_VEC(PgEdge) edges;
+  PG_VEC(uint8_t) edge_kinds; /* the PgEdgeKind of edges.v[i] for i < edge_kinds.n, the others full; empty
+                                 while every edge is full (pg_edge_add, pg_edge_kind) */
+  PgNode **link_slots;        /* pg_program_link: the block its nodes' succs and preds are carved from, */
+  uint8_t *pred_kinds;        /* and, where some edge has a kind, each pred's kind at its slot's place in
+                                 that block (pg_pred_kind); NULL otherwise */
   PgLoc loc;
   double est_us;      /* cost.c, a conditional's body: its GPU time in a graph, each time it runs */
   double est_path_us; /* cost.c, a body of a root graph's conditional: the predicted time of its region
@@ -674,7 +679,10 @@ PgProgram *pg_program_new(PgArena *a);
 PgGraph *pg_graph_new(PgProgram *p, const char *name, PgLoc loc);
 PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name, PgLoc loc);
 void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgEdgeKind kind, PgLoc loc);
-/* Fills succs/preds (and pred_kinds) of every node from the edge lists. */
+/* The kind of g's edge i; the kind of the edge from node n's q-th pred (after pg_program_link). */
+PgEdgeKind pg_edge_kind(const PgGraph *g, size_t i);
+PgEdgeKind pg_pred_kind(const PgGraph *g, const PgNode *n, size_t q);
+/* Fills succs/preds of every node from the edge lists (and the graphs' pred_kinds). */
 void pg_program_link(PgProgram *p);
 /* Every edge goes from an earlier node to a later one: the node order is topological. */
 bool pg_graph_in_order(const PgGraph *g);

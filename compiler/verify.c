@@ -419,9 +419,10 @@ static void check_edges(V *v, const PgGraph *g) {
     const PgEdge *e = &g->edges.v[i];
     if (e->from->graph != g || e->to->graph != g) PG_BUG("edge outside its graph '%s'", g->name);
     if (e->from == e->to) FAIL(v, e->loc, "node '%s' depends on itself", e->from->name);
-    if (e->kind != PG_EDGE_FULL && (e->from->kind != PG_KERNEL || e->to->kind != PG_KERNEL))
+    PgEdgeKind k = pg_edge_kind(g, i);
+    if (k != PG_EDGE_FULL && (e->from->kind != PG_KERNEL || e->to->kind != PG_KERNEL))
       FAIL(v, e->loc, "edge '%s' -> '%s' is %s: such an edge joins two kernel nodes, not a %s node and a %s node",
-           e->from->name, e->to->name, pg_edge_kinds[e->kind], pg_kinds[e->from->kind].name,
+           e->from->name, e->to->name, pg_edge_kinds[k], pg_kinds[e->from->kind].name,
            pg_kinds[e->to->kind].name);
     forward = forward && e->from->index < e->to->index;
   }

@@ -156,3 +156,19 @@ def same_kernel_code(images, symbol):
             return False
         seen = mine
     return seen is not None
+
+
+GRIDDEPCONTROL_WAIT = 0x82E  # the opcode (low 12 bits of a 128-bit instruction) of griddepcontrol.wait, sm_90
+
+
+def waits_on_grid(image, symbol):
+    """Whether kernel `symbol` of a cubin for sm_90 waits on its grid dependency
+    (griddepcontrol.wait, cudaGridDependencySynchronize): only such a kernel may be
+    the later end of a programmatic edge.  None where the image holds no code for it.
+    (The opcode was read from a cubin nvcc made of the PTX instruction: tests/python/
+    fixtures/gdc.cu.)"""
+    code = elf_sections(image).get(f".text.{symbol}")
+    if code is None:
+        return None
+    return any(struct.unpack_from("<Q", code, i)[0] & 0xFFF == GRIDDEPCONTROL_WAIT
+               for i in range(0, len(code) - 15, 16))

@@ -170,3 +170,24 @@ def test_module_watch_knows_which_image_a_function_came_from():
     call(CBID_KERNEL_GET_FUNCTION, out_slot(0x5555), 0x4444)
     assert w.images[w.image_of(0x5555)] == b"\x7fELF another image"
     assert w.image_of(0x9999) is None
+
+
+def test_which_kernels_wait_on_their_grid_dependency():
+    """griddepcontrol.wait found in a kernel's sm_90 code, and not in one without it; the
+    library kernels of the committed exports (cuBLASLt's nvjet, CUTLASS SGEMMs, cuDNN's
+    attention) wait in none, which is why pgcc keeps only the programmatic edges a
+    capture has (docs/e2e.md, "Programmatic dependent launch")."""
+    import glob
+    from pgcc.fatbin import elf_sections, waits_on_grid
+    gdc = fixture("gdc.cubin")
+    assert waits_on_grid(gdc, "waits") is True
+    assert waits_on_grid(gdc, "plain") is False
+    assert waits_on_grid(gdc, "absent") is None
+    root = os.path.join(os.path.dirname(__file__), "..", "corpus", "export")
+    images = {}
+    for path in glob.glob(os.path.join(root, "*", "kernels", "image_*.cubin")):  # (library kernels' images)
+        with open(path, "rb") as f:
+            images[path] = f.read()
+    kernels = [(p, s[6:]) for p, image in images.items() for s in elf_sections(image) if s.startswith(".text.")]
+    assert len(kernels) >= 30 and any("nvjet" in s for _, s in kernels) and any("sdpa" in s for _, s in kernels)
+    assert [k for k in kernels if waits_on_grid(images[k[0]], k[1])] == []
