@@ -32,8 +32,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static _Thread_local char last_error[1024];
+
+static long long mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 const char *pgrt_error(void) { return last_error; }
 
@@ -504,6 +511,11 @@ static CUDA_KERNEL_NODE_PARAMS box_params(const pgrt_ctx *c, int i) {
     memcpy(p, w, sizeof w);
   } else {
     CUDA_MEMSET_NODE_PARAMS m = set_params(c, n);
+    uint64_t row = (uint64_t)m.width * m.elementSize;
+    if (m.elementSize < 4 && (m.dst | row | (m.height > 1 ? m.pitch : 0)) % 4 == 0) { /* whole words */
+      m.value = m.elementSize == 1 ? (m.value & 0xFFu) * 0x01010101u : (m.value & 0xFFFFu) * 0x00010001u;
+      m.elementSize = 4, m.width = row / 4;
+    }
     uint32_t ve[2] = {m.value, m.elementSize};
     w[0] = m.dst, w[2] = m.width, w[3] = m.height, w[4] = m.pitch;
     memcpy(p, &w[0], 8), memcpy(p + 8, ve, 8), memcpy(p + 16, &w[2], 24);
@@ -512,8 +524,10 @@ static CUDA_KERNEL_NODE_PARAMS box_params(const pgrt_ctx *c, int i) {
   CUDA_KERNEL_NODE_PARAMS kp;
   memset(&kp, 0, sizeof kp);
   kp.func = c->box_funcs[n->kind == PGRT_NODE_MEMCPY ? BOX_COPY : BOX_SET];
-  kp.gridDimX = (unsigned)(units < 256 * 64 ? (units + 255) / 256 : 64);
   kp.gridDimY = (unsigned)(rows < 65535 ? rows : 65535), kp.gridDimZ = 1;
+  uint64_t across = 4096 / kp.gridDimY ? 4096 / kp.gridDimY : 1; /* at most 4096 blocks in all */
+  if (across > 1024) across = 1024;
+  kp.gridDimX = (unsigned)((units + 255) / 256 < across ? (units + 255) / 256 : across);
   kp.blockDimX = 256, kp.blockDimY = kp.blockDimZ = 1;
   kp.kernelParams = c->args[i];
   return kp;
@@ -1175,8 +1189,21 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
   for (int m = 0; m < c->movable_count; m++) {
     int i = c->movable[m];
     const pgrt_node *n = &pr->nodes[i];
-    if ((n->kind != PGRT_NODE_MEMCPY && n->kind != PGRT_NODE_MEMSET) || !pr->regions[c->region_of[i]].graph) continue;
-    c->boxed[i] = 1, any_boxed = 1;
+    if ((n->kind == PGRT_NODE_MEMCPY || n->kind == PGRT_NODE_MEMSET) && pr->regions[c->region_of[i]].graph)
+      c->boxed[i] = 1;
+  }
+  /* Memsets in graphs are built as kernels, moving or not: every memset node made a
+   * graph's launch cost the host about 0.7 us from an idle GPU, and back to back the
+   * launch waited for the GPU, while a kernel node costs a launch no measurable time
+   * (bench/launch_cost.cu, H100, driver 580).  PGRT_MEMSET=node keeps them nodes. */
+  const char *memset_env = getenv("PGRT_MEMSET");
+  if (!memset_env || strcmp(memset_env, "node") != 0)
+    for (int i = 0; i < pr->node_count; i++)
+      if (pr->nodes[i].kind == PGRT_NODE_MEMSET && pr->regions[c->region_of[i]].graph) c->boxed[i] = 1;
+  for (int i = 0; i < pr->node_count; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    if (!c->boxed[i]) continue;
+    any_boxed = 1;
     c->params[i] = pgrt_zalloc(BOX_PARAM_BYTES);
     c->args[i] = pgrt_zalloc(sizeof(void *) * 6);
     if (!c->params[i] || !c->args[i]) {
@@ -1379,7 +1406,9 @@ static pgrt_status launch_bucket(pgrt_ctx *c, int r, CUstream s) {
       c->pending[i] = 0;
     }
   }
+  long long t = mono_ns();
   CU(cuGraphLaunch(c->bexecs[r][k], s), sw->origin);
+  c->stats.launch_ns += mono_ns() - t;
   c->stats.graphs_launched++;
 out:
   return st;
@@ -1412,6 +1441,7 @@ static pgrt_status pick_buckets(pgrt_ctx *c, const int64_t *sizes) {
 pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
                      const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream s) {
   if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
+  long long t_start = mono_ns();
   const pgrt_program *pr = c->prog;
   if (pr->bound_slots && !bound) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its buffers", pr->name);
   if (pr->scalar_slots && !scalars) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its scalars", pr->name);
@@ -1488,6 +1518,7 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
     c->stats.device_updated += u->nodes;
   }
 
+  c->stats.prepare_ns = mono_ns() - t_start;
   for (int r = 0; r < pr->region_count; r++) {
     const pgrt_region *rg = &pr->regions[r];
     if (c->bmode[r]) {
@@ -1502,7 +1533,9 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
           c->pending[i] = 0;
         }
       }
+      long long t = mono_ns();
       CU(cuGraphLaunch(c->execs[r], s), "a graph region");
+      c->stats.launch_ns += mono_ns() - t;
       c->stats.graphs_launched++;
     } else {
       for (int i = rg->first; i < rg->first + rg->count; i++)
@@ -1512,6 +1545,7 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   c->calls++;
   for (int d = 0; d < pr->dim_count; d++) c->bucket_last[d] = c->bucket_next[d];
 out:
+  c->stats.host_ns = mono_ns() - t_start;
   return st;
 }
 

@@ -571,6 +571,10 @@ typedef struct {
   int device_updated; /* kernel nodes a device-side updater rewrote in this call */
   int read_updated;   /* kernel nodes whose parameters the scalars read after a SYNC changed (a node
                          once per SYNC; in a graph, patched once, before its graph launched) */
+  /* Host time of the call (CLOCK_MONOTONIC, ns): all of it, from its checks to its
+   * return; inside cuGraphLaunch; and in what came before the first launch (finding
+   * what moved, host-side patches, the updaters' arguments).  bench/launch.py. */
+  long long host_ns, launch_ns, prepare_ns;
 } pgrt_run_stats;
 void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
 

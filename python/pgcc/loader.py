@@ -43,6 +43,12 @@ class PgrtProgramInfo(C.Structure):
                 ("dims", C.POINTER(PgrtDim)), ("n_comms", C.c_int), ("comms", C.POINTER(PgrtComm))]
 
 
+class PgrtRunStats(C.Structure):  # pgrt_run_stats (pgrt.h)
+    _fields_ = [("graphs_launched", C.c_int), ("eager_nodes", C.c_int), ("nodes_patched", C.c_int),
+                ("device_updated", C.c_int), ("read_updated", C.c_int), ("host_ns", C.c_longlong),
+                ("launch_ns", C.c_longlong), ("prepare_ns", C.c_longlong)]
+
+
 class Dim:
     """A shape bucket dimension (buckets.py): name, values (the buckets' sizes), pad."""
 
@@ -331,6 +337,14 @@ class Program:
         r = self.run_fn(self.ctx, args, stream)
         if r != 0:
             raise RuntimeError(f"{self.name}_run: {self.err()}")
+
+    def last_run(self):
+        """What libpgrt did in the last call (pgrt_last_run): a dict of pgrt_run_stats'
+        fields -- graphs launched, nodes patched from the host, the call's host time and
+        how much of it went to cuGraphLaunch and to what came before (ns)."""
+        st = PgrtRunStats()
+        self.lib.pgrt_last_run(self.ctx, C.byref(st))
+        return {k: getattr(st, k) for k, _ in PgrtRunStats._fields_}
 
     def _current_stream(self):
         """The device's current stream handle: torch's raw getter where it has one (as

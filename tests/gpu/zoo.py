@@ -44,7 +44,8 @@ def child(key, out_dir):
         res = pgcc.export(fn, tuple(inputs), os.path.join(out_dir, "export"), name=key.replace(":", "_"),
                           weights=weights, verify=True, quiet=False, watch=watch)
         rec.update(status="PASS", detail=str(getattr(res, "verified", "") or ""),
-                   programmatic_edges=(res.report or {}).get("programmatic_edges", 0))
+                   programmatic_edges=(res.report or {}).get("programmatic_edges", 0),
+                   nodes=node_kinds(os.path.join(out_dir, "export", key.replace(":", "_") + ".graph")))
     except Exception as e:  # noqa: BLE001 -- the table reports every failure
         import traceback
         traceback.print_exc()
@@ -58,6 +59,17 @@ def child(key, out_dir):
     rec["seconds"] = round(time.time() - t0, 1)
     rec["torch"] = torch.__version__
     print("ZOO " + json.dumps(rec), flush=True)
+
+
+def node_kinds(path):
+    """{kind: count} of an export's .graph nodes (kernel, memset, memcpy, ...)."""
+    kinds = {}
+    with open(path) as f:
+        for line in f:
+            w = line.split(None, 3)
+            if len(w) > 2 and w[0] == "node":
+                kinds[w[2]] = kinds.get(w[2], 0) + 1
+    return kinds
 
 
 def diagnose(torch, pgcc, export_dir, name, fn, inputs):

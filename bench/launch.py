@@ -1,0 +1,339 @@
+"""Where a graph launch's host time goes, on the zoo (issue 18's host-time target).
+
+    python3 bench/launch.py [--rounds 7] [--timeout 240] [--out DIR] PATTERN ...
+
+bench/zoo.py's floor -- a bare replay of the compiled program's capture -- costs the
+host 30 to 110 µs a call on the zoo, while a graph of 100 tiny kernels launches in
+about 2 µs (../shared/MEASUREMENTS.md; bench/launch_cost.cu takes graphs of one kind
+of node apart).  Per model, in a child process of its own: the compiled program is
+captured whole and exported with pgcc; then the host time of one launch is taken,
+from an idle GPU ("idle": the stream synchronized before each launch) and back to
+back ("busy": in runs of 50), for:
+
+  floor             cuGraphLaunch of the capture, instantiated and uploaded here
+                    (through ctypes, which costs about 0.3 µs of a call)
+  floor, legacy     the same on the legacy default stream (PyTorch's current stream
+                    unless one is set: where bench/zoo.py launches every way)
+  kernels emptied   the capture with every kernel node launching an empty kernel
+                    instead (1 block, no parameters, no cluster), memsets and copies
+                    kept: what the kernels themselves cost a launch
+  kernels removed   the capture with only its memsets and copies (edges bridged)
+  pgcc              Program.run on packed arguments, the inputs fixed; and moving (4
+                    argument sets in turn: what libpgrt patches), with libpgrt's own
+                    split of the call (pgrt_last_run: before the launch, cuGraphLaunch)
+  pgcc memset nodes the same export loaded with PGRT_MEMSET=node: its memsets built as
+                    memset nodes, not as libpgrt's pgrt_set kernel
+
+Every launch but the floor's runs on a stream of its own.  Interleaved rounds; per
+way the median of all samples and the spread (p90 - p10) / median; and the GPU time
+of a replay (events around 20 launches per round).  NAME_init's time both ways.  The capture's
+inventory: nodes by type; kernel nodes: distinct functions, parameter bytes, how many
+run in clusters and with dynamic shared memory over 48 KiB.  One JSON line per model
+(LAUNCH {...}), a table at the end, launch.json under --out.
+"""
+import argparse
+import ctypes as C
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+WAYS = ["floor", "floor, legacy", "kernels emptied", "kernels removed", "pgcc, fixed", "pgcc, moving",
+        "pgcc memset nodes, fixed", "pgcc memset nodes, moving"]
+EMPTY_PTX = b""".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry pgcc_empty() { ret; }
+"""
+
+
+def driver():
+    """libcuda with what this probe adds to pgcc.cuda's entry points."""
+    from pgcc.cuda import cu
+    d = cu()
+    lib = C.CDLL("libcuda.so.1")
+    P, S = C.c_void_p, C.c_size_t
+    for name, attr, args in (("cuGraphClone", "GraphClone", [C.POINTER(P), P]),
+                             ("cuGraphUpload", "GraphUpload", [P, P]),
+                             ("cuGraphKernelNodeSetParams_v2", "KernelNodeSetParams", [P, P]),
+                             ("cuGraphKernelNodeSetAttribute", "KernelNodeSetAttribute", [P, C.c_int, P]),
+                             ("cuGraphNodeGetDependencies_v2", "NodeGetDependencies", [P, C.POINTER(P), P, C.POINTER(S)]),
+                             ("cuGraphNodeGetDependentNodes_v2", "NodeGetDependents", [P, C.POINTER(P), P,
+                                                                                        C.POINTER(S)]),
+                             ("cuGraphAddDependencies_v2", "AddDependencies", [P, C.POINTER(P), C.POINTER(P), P, S]),
+                             ("cuGraphDestroyNode", "DestroyNode", [P])):
+        f = getattr(lib, name)
+        f.restype, f.argtypes = C.c_int, args
+        setattr(d, attr, f)
+    return d
+
+
+def nodes_of(d, g):
+    from pgcc.cuda import check
+    n = C.c_size_t(0)
+    check(d.GraphGetNodes(g, None, C.byref(n)), "cuGraphGetNodes")
+    arr = (C.c_void_p * n.value)()
+    check(d.GraphGetNodes(g, arr, C.byref(n)), "cuGraphGetNodes")
+    out = []
+    for h in arr:
+        t = C.c_int()
+        check(d.GraphNodeGetType(h, C.byref(t)), "cuGraphNodeGetType")
+        out.append((h, t.value))
+    return out
+
+
+def inventory(d, g):
+    from pgcc.capture import launch_attributes
+    from pgcc.cuda import NODE_KERNEL, NODE_NAMES, KernelNodeParams, check
+    types, funcs, param_bytes, clusters, big_smem, extra = {}, set(), 0, 0, 0, 0
+    for h, t in nodes_of(d, g):
+        types[NODE_NAMES.get(t, str(t))] = types.get(NODE_NAMES.get(t, str(t)), 0) + 1
+        if t != NODE_KERNEL:
+            continue
+        p = KernelNodeParams()
+        check(d.KernelNodeGetParams(h, C.byref(p)), "cuGraphKernelNodeGetParams")
+        funcs.add(p.func)
+        i, end = 0, 0
+        while True:
+            off, size = C.c_size_t(), C.c_size_t()
+            if d.FuncGetParamInfo(p.func, i, C.byref(off), C.byref(size)) != 0:
+                break
+            end, i = max(end, off.value + size.value), i + 1
+        param_bytes += end
+        clusters += "cluster" in launch_attributes(h)
+        big_smem += p.smem > 48 << 10
+        extra += bool(p.extra)
+    return {"nodes": types, "kernel_functions": len(funcs), "param_bytes": param_bytes, "in_clusters": clusters,
+            "smem_over_48k": big_smem, "packed_args": extra}
+
+
+def instantiate(d, g, stream):
+    from pgcc.cuda import check
+    ex = C.c_void_p()
+    check(d.GraphInstantiate(C.byref(ex), g, 0), "cuGraphInstantiate")
+    check(d.GraphUpload(ex, stream), "cuGraphUpload")
+    return ex
+
+
+def emptied(d, g, func):
+    """A clone of g whose kernel nodes launch func (no parameters) on 1 block of 32."""
+    from pgcc.cuda import ATTR_CLUSTER_DIMENSION, ATTR_VALUE_BYTES, NODE_KERNEL, KernelNodeParams, check
+    cl = C.c_void_p()
+    check(d.GraphClone(C.byref(cl), g), "cuGraphClone")
+    one = (C.c_uint * (ATTR_VALUE_BYTES // 4))(1, 1, 1)
+    for h, t in nodes_of(d, cl):
+        if t == NODE_KERNEL:
+            p = KernelNodeParams(func=func, smem=0, kernelParams=None, extra=None)
+            p.grid[:] = [1, 1, 1]
+            p.block[:] = [32, 1, 1]
+            check(d.KernelNodeSetAttribute(h, ATTR_CLUSTER_DIMENSION, one), "cuGraphKernelNodeSetAttribute")
+            check(d.KernelNodeSetParams(h, C.byref(p)), "cuGraphKernelNodeSetParams")
+    return cl
+
+
+def linked(get, h):
+    """The nodes get (cuGraphNodeGetDependencies_v2 or ...GetDependentNodes_v2) gives for h."""
+    from pgcc.cuda import check
+    n = C.c_size_t(0)
+    check(get(h, None, None, C.byref(n)), "cuGraphNode dependencies")
+    if not n.value:  # (an array with a count of 0 is refused)
+        return []
+    arr = (C.c_void_p * n.value)()
+    check(get(h, arr, None, C.byref(n)), "cuGraphNode dependencies")
+    return [arr[i] for i in range(n.value)]
+
+
+def without_kernels(d, g):
+    """A clone of g without its kernel nodes, each one's predecessors made its successors'."""
+    from pgcc.cuda import NODE_KERNEL, check
+    cl = C.c_void_p()
+    check(d.GraphClone(C.byref(cl), g), "cuGraphClone")
+    for h, t in nodes_of(d, cl):
+        if t != NODE_KERNEL:
+            continue
+        preds, succs = linked(d.NodeGetDependencies, h), linked(d.NodeGetDependents, h)
+        check(d.DestroyNode(h), "cuGraphDestroyNode")
+        for b in succs:
+            for a in set(preds) - set(linked(d.NodeGetDependencies, b)):
+                check(d.AddDependencies(cl, C.byref(C.c_void_p(a)), C.byref(C.c_void_p(b)), None, 1),
+                      "cuGraphAddDependencies")
+    return cl
+
+
+def child(key, rounds):
+    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
+    import torch
+    import zoo
+
+    import pgcc
+    from pgcc.cuda import check
+
+    d = driver()
+    watch = pgcc.ModuleWatch()
+    fn, inputs, weights = zoo.ZOO[key]()
+    compiled = torch.compile(fn)
+    rec = {"model": key, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+    print("PHASE export", flush=True)
+    for _ in range(3):
+        compiled(*inputs)
+    exp = tempfile.mkdtemp(prefix="pgcc-launch-")
+    pgcc.export(compiled, tuple(inputs), exp, name="m", weights=weights, compile=False, quiet=True, watch=watch,
+                warmup=1)
+    watch.close()
+    progs = {}
+    for way, env in (("pgcc", None), ("pgcc memset nodes", "node")):  # (libpgrt reads PGRT_MEMSET at init)
+        if env:
+            os.environ["PGRT_MEMSET"] = env
+        try:
+            progs[way] = pgcc.load(exp)
+        finally:
+            os.environ.pop("PGRT_MEMSET", None)
+    rec["init_ms"] = {w: round(p.init_s * 1e3, 2) for w, p in progs.items()}
+    print("PHASE capture", flush=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.stream(side):
+        compiled(*inputs)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g, stream=side):
+        compiled(*inputs)
+    raw = C.c_void_p(g.raw_cuda_graph())
+    rec["inventory"] = inventory(d, raw)
+
+    mod, func = C.c_void_p(), C.c_void_p()
+    check(d.ModuleLoadData(C.byref(mod), C.c_char_p(EMPTY_PTX)), "cuModuleLoadData")
+    check(d.ModuleGetFunction(C.byref(func), mod, b"pgcc_empty"), "cuModuleGetFunction")
+    own = torch.cuda.Stream()
+    s = C.c_void_p(own.cuda_stream)
+    execs = {"floor": instantiate(d, raw, s)}
+    execs["kernels emptied"] = instantiate(d, emptied(d, raw, func), s)
+    execs["kernels removed"] = instantiate(d, without_kernels(d, raw), s)
+    launch = {w: (lambda ex=ex: d.GraphLaunch(ex, s)) for w, ex in execs.items()}
+    launch["floor, legacy"] = lambda ex=execs["floor"]: d.GraphLaunch(ex, None)
+    sets = [[x.clone() for x in inputs] for _ in range(4)]
+    state = {"k": 0, "split": {}}
+
+    def pgcc_run(way, prog, moving):
+        outs = prog.new_outputs()
+        packed = [prog.args(xs, outs) for xs in sets]
+        state["split"][way] = []
+
+        def go():
+            if moving:
+                state["k"] = (state["k"] + 1) % 4
+            prog.run(packed[state["k"] if moving else 0], own.cuda_stream)
+            st = prog.last_run()
+            state["split"][way].append((st["host_ns"], st["prepare_ns"], st["launch_ns"], st["nodes_patched"]))
+            return 0
+        return go
+    for name, prog in progs.items():
+        launch[f"{name}, fixed"] = pgcc_run(f"{name}, fixed", prog, False)
+        launch[f"{name}, moving"] = pgcc_run(f"{name}, moving", prog, True)
+
+    print("PHASE timing", flush=True)
+    for w in WAYS:  # warm, and a fault is the way's that made it
+        for _ in range(5):
+            check(launch[w](), w)
+        torch.cuda.synchronize()
+    idle, busy, gpu = {w: [] for w in WAYS}, {w: [] for w in WAYS}, {w: [] for w in WAYS}
+    for _ in range(rounds):
+        for w in WAYS:
+            torch.cuda.synchronize()
+            on = torch.cuda.default_stream() if w == "floor, legacy" else own
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record(on)
+            for _ in range(20):
+                check(launch[w](), w)
+            e1.record(on)
+            e1.synchronize()
+            gpu[w].append(e0.elapsed_time(e1) / 20 * 1e3)
+            for _ in range(20):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter_ns()
+                r = launch[w]()
+                idle[w].append((time.perf_counter_ns() - t0) / 1e3)
+                check(r, w)
+            torch.cuda.synchronize()
+            for _ in range(50):
+                t0 = time.perf_counter_ns()
+                r = launch[w]()
+                busy[w].append((time.perf_counter_ns() - t0) / 1e3)
+                check(r, w)
+            torch.cuda.synchronize()
+
+    def summary(v):
+        v = sorted(v)
+        m = statistics.median(v)
+        return {"us": round(m, 2), "spread": round((v[int(0.9 * (len(v) - 1))] - v[int(0.1 * (len(v) - 1))]) / m, 3)}
+    rec["idle"] = {w: summary(idle[w]) for w in WAYS}
+    rec["busy"] = {w: summary(busy[w]) for w in WAYS}
+    rec["gpu"] = {w: summary(gpu[w]) for w in WAYS}
+    rec["pgcc_split"] = {w: {"host_us": round(statistics.median(x[0] for x in v) / 1e3, 2),
+                             "before_launch_us": round(statistics.median(x[1] for x in v) / 1e3, 2),
+                             "launch_us": round(statistics.median(x[2] for x in v) / 1e3, 2),
+                             "nodes_patched": max(x[3] for x in v)} for w, v in state["split"].items()}
+    print("LAUNCH " + json.dumps(rec), flush=True)
+
+
+def table(recs):
+    lines = ["| model | nodes (kernels: functions, parameter KiB, in clusters) | "
+             + " | ".join(WAYS) + " | pgcc moving: patched, before launch, in cuGraphLaunch |",
+             "|---" * (len(WAYS) + 3) + "|"]
+    for r in recs:
+        if "failed" in r:
+            lines.append(f"| {r['model']} | FAIL: {r['failed'][:150]} |" + " |" * (len(WAYS) + 1))
+            continue
+        inv = r["inventory"]
+        nodes = ", ".join(f"{n} {t}" for t, n in sorted(inv["nodes"].items()))
+        cells = [f"{r['idle'][w]['us']}, {r['busy'][w]['us']} ({r['gpu'][w]['us']})" for w in WAYS]
+        sp = r["pgcc_split"]["pgcc, moving"]
+        lines.append(f"| {r['model']} | {nodes} ({inv['kernel_functions']}, {inv['param_bytes'] / 1024:.1f}, "
+                     f"{inv['in_clusters']}) | " + " | ".join(cells)
+                     + f" | {sp['nodes_patched']}, {sp['before_launch_us']} µs, {sp['launch_us']} µs |")
+    return ("host µs per launch: from idle, back to back (GPU µs per replay); medians\n\n" + "\n".join(lines)
+            + "\n\ninit ms: " + ", ".join(f"{r['model']} {r['init_ms']}" for r in recs if "init_ms" in r))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("patterns", nargs="*", help="fnmatch patterns over the zoo's 'family:variant' (inference ones)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--timeout", type=int, default=240)
+    ap.add_argument("--out")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child, args.rounds)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+    import zoo
+    keys = [k for k in zoo.select(args.patterns) if not k.startswith("train_")]
+    recs = []
+    for key in keys:
+        try:
+            p = subprocess.run([sys.executable, __file__, "--child", key, "--rounds", str(args.rounds)],
+                               capture_output=True, text=True, timeout=args.timeout)
+            log = p.stdout + p.stderr
+            got = [json.loads(l[7:]) for l in p.stdout.splitlines() if l.startswith("LAUNCH ")]
+            rec = got[-1] if got else {"model": key, "failed": " | ".join(log.strip().splitlines()[-3:])[:400]}
+        except subprocess.TimeoutExpired as e:
+            log = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+            rec = {"model": key, "failed": f"over {args.timeout} s"}
+        recs.append(rec)
+        print(json.dumps(rec), flush=True)
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, "launch.json"), "w") as f:
+                json.dump(recs, f, indent=1)
+            with open(os.path.join(args.out, key.replace(":", "_") + ".launch.log"), "w") as f:
+                f.write(log)
+    print()
+    print(table(recs))
+
+
+if __name__ == "__main__":
+    main()
