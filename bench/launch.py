@@ -42,8 +42,9 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-WAYS = ["floor", "floor, legacy", "kernels emptied", "kernels removed", "pgcc, fixed", "pgcc, moving",
-        "pgcc memset nodes, fixed", "pgcc memset nodes, moving"]
+GRAPH_WAYS = ["floor", "floor, legacy", "kernels emptied", "emptied, clusters kept", "empty nodes, captured edges",
+              "empty nodes, a chain", "kernels removed"]
+PGCC_WAYS = ["pgcc, fixed", "pgcc, moving", "pgcc memset nodes, fixed", "pgcc memset nodes, moving"]
 EMPTY_PTX = b""".version 8.0
 .target sm_90
 .address_size 64
@@ -65,7 +66,9 @@ def driver():
                              ("cuGraphNodeGetDependentNodes_v2", "NodeGetDependents", [P, C.POINTER(P), P,
                                                                                         C.POINTER(S)]),
                              ("cuGraphAddDependencies_v2", "AddDependencies", [P, C.POINTER(P), C.POINTER(P), P, S]),
-                             ("cuGraphDestroyNode", "DestroyNode", [P])):
+                             ("cuGraphDestroyNode", "DestroyNode", [P]),
+                             ("cuGraphCreate", "GraphCreate", [C.POINTER(P), C.c_uint]),
+                             ("cuGraphAddKernelNode_v2", "AddKernelNode", [C.POINTER(P), P, C.POINTER(P), S, P])):
         f = getattr(lib, name)
         f.restype, f.argtypes = C.c_int, args
         setattr(d, attr, f)
@@ -119,20 +122,63 @@ def instantiate(d, g, stream):
     return ex
 
 
-def emptied(d, g, func):
-    """A clone of g whose kernel nodes launch func (no parameters) on 1 block of 32."""
-    from pgcc.cuda import ATTR_CLUSTER_DIMENSION, ATTR_VALUE_BYTES, NODE_KERNEL, KernelNodeParams, check
+def empty_params(func, grid=(1, 1, 1)):
+    from pgcc.cuda import KernelNodeParams
+    p = KernelNodeParams(func=func, smem=0, kernelParams=None, extra=None)
+    p.grid[:] = list(grid)
+    p.block[:] = [32, 1, 1]
+    return p
+
+
+def emptied(d, g, func, clusters):
+    """A clone of g whose kernel nodes launch func (no parameters) on 1 block of 32; or,
+    clusters="kept", on one cluster of blocks where the node runs in clusters (its
+    launch attributes as they were); clusters="one": every node's cluster set to 1 block."""
+    from pgcc.capture import launch_attributes
+    from pgcc.cuda import ATTR_CLUSTER_DIMENSION, ATTR_VALUE_BYTES, NODE_KERNEL, check
     cl = C.c_void_p()
     check(d.GraphClone(C.byref(cl), g), "cuGraphClone")
     one = (C.c_uint * (ATTR_VALUE_BYTES // 4))(1, 1, 1)
     for h, t in nodes_of(d, cl):
         if t == NODE_KERNEL:
-            p = KernelNodeParams(func=func, smem=0, kernelParams=None, extra=None)
-            p.grid[:] = [1, 1, 1]
-            p.block[:] = [32, 1, 1]
-            check(d.KernelNodeSetAttribute(h, ATTR_CLUSTER_DIMENSION, one), "cuGraphKernelNodeSetAttribute")
+            if clusters == "one":
+                check(d.KernelNodeSetAttribute(h, ATTR_CLUSTER_DIMENSION, one), "cuGraphKernelNodeSetAttribute")
+                p = empty_params(func)
+            else:
+                p = empty_params(func, launch_attributes(h).get("cluster", (1, 1, 1)))
             check(d.KernelNodeSetParams(h, C.byref(p)), "cuGraphKernelNodeSetParams")
     return cl
+
+
+def empty_graph(d, g, func, chain):
+    """A new graph of as many empty kernel nodes (func, 1 block, nothing set but the
+    parameters) as g has nodes, joined by g's edges, or in a chain."""
+    from pgcc.cuda import check
+    hs = [h for h, _ in nodes_of(d, g)]
+    index = {h: i for i, h in enumerate(hs)}
+    ng = C.c_void_p()
+    check(d.GraphCreate(C.byref(ng), 0), "cuGraphCreate")
+    p = empty_params(func)
+    made = []
+    for h in hs:
+        nh = C.c_void_p()
+        check(d.AddKernelNode(C.byref(nh), ng, None, 0, C.byref(p)), "cuGraphAddKernelNode")
+        made.append(nh.value)
+    pairs = ([(i - 1, i) for i in range(1, len(made))] if chain else
+             [(index[a], i) for i, h in enumerate(hs) for a in linked(d.NodeGetDependencies, h)])
+    for a, b in pairs:
+        check(d.AddDependencies(ng, C.byref(C.c_void_p(made[a])), C.byref(C.c_void_p(made[b])), None, 1),
+              "cuGraphAddDependencies")
+    return ng
+
+
+def topology(d, g):
+    """Edges, roots, leaves and the largest in- and out-degree of g."""
+    hs = [h for h, _ in nodes_of(d, g)]
+    ins = [len(linked(d.NodeGetDependencies, h)) for h in hs]
+    outs = [len(linked(d.NodeGetDependents, h)) for h in hs]
+    return {"edges": sum(ins), "roots": ins.count(0), "leaves": outs.count(0), "max_in": max(ins, default=0),
+            "max_out": max(outs, default=0)}
 
 
 def linked(get, h):
@@ -164,7 +210,7 @@ def without_kernels(d, g):
     return cl
 
 
-def child(key, rounds):
+def child(key, rounds, with_pgcc, watch):
     sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
     import zoo
@@ -173,26 +219,30 @@ def child(key, rounds):
     from pgcc.cuda import check
 
     d = driver()
-    watch = pgcc.ModuleWatch()
+    watch = pgcc.ModuleWatch() if watch else None  # (CUPTI: the export's; --no-pgcc without --watch has none)
     fn, inputs, weights = zoo.ZOO[key]()
     compiled = torch.compile(fn)
     rec = {"model": key, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
-    print("PHASE export", flush=True)
+    ways = GRAPH_WAYS + (PGCC_WAYS if with_pgcc else [])
     for _ in range(3):
         compiled(*inputs)
-    exp = tempfile.mkdtemp(prefix="pgcc-launch-")
-    pgcc.export(compiled, tuple(inputs), exp, name="m", weights=weights, compile=False, quiet=True, watch=watch,
-                warmup=1)
-    watch.close()
     progs = {}
-    for way, env in (("pgcc", None), ("pgcc memset nodes", "node")):  # (libpgrt reads PGRT_MEMSET at init)
-        if env:
-            os.environ["PGRT_MEMSET"] = env
-        try:
-            progs[way] = pgcc.load(exp)
-        finally:
-            os.environ.pop("PGRT_MEMSET", None)
-    rec["init_ms"] = {w: round(p.init_s * 1e3, 2) for w, p in progs.items()}
+    if with_pgcc:
+        print("PHASE export", flush=True)
+        exp = tempfile.mkdtemp(prefix="pgcc-launch-")
+        pgcc.export(compiled, tuple(inputs), exp, name="m", weights=weights, compile=False, quiet=True, watch=watch,
+                    warmup=1)
+        for way, env in (("pgcc", None), ("pgcc memset nodes", "node")):  # (libpgrt reads PGRT_MEMSET at init)
+            if env:
+                os.environ["PGRT_MEMSET"] = env
+            try:
+                progs[way] = pgcc.load(exp)
+            finally:
+                os.environ.pop("PGRT_MEMSET", None)
+        rec["init_ms"] = {w: round(p.init_s * 1e3, 2) for w, p in progs.items()}
+    rec["cupti_watch"] = watch is not None
+    if watch:
+        rec["cupti_detached"] = watch.close()
     print("PHASE capture", flush=True)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -204,6 +254,7 @@ def child(key, rounds):
         compiled(*inputs)
     raw = C.c_void_p(g.raw_cuda_graph())
     rec["inventory"] = inventory(d, raw)
+    rec["inventory"].update(topology(d, raw))
 
     mod, func = C.c_void_p(), C.c_void_p()
     check(d.ModuleLoadData(C.byref(mod), C.c_char_p(EMPTY_PTX)), "cuModuleLoadData")
@@ -211,7 +262,10 @@ def child(key, rounds):
     own = torch.cuda.Stream()
     s = C.c_void_p(own.cuda_stream)
     execs = {"floor": instantiate(d, raw, s)}
-    execs["kernels emptied"] = instantiate(d, emptied(d, raw, func), s)
+    execs["kernels emptied"] = instantiate(d, emptied(d, raw, func, "one"), s)
+    execs["emptied, clusters kept"] = instantiate(d, emptied(d, raw, func, "kept"), s)
+    execs["empty nodes, captured edges"] = instantiate(d, empty_graph(d, raw, func, False), s)
+    execs["empty nodes, a chain"] = instantiate(d, empty_graph(d, raw, func, True), s)
     execs["kernels removed"] = instantiate(d, without_kernels(d, raw), s)
     launch = {w: (lambda ex=ex: d.GraphLaunch(ex, s)) for w, ex in execs.items()}
     launch["floor, legacy"] = lambda ex=execs["floor"]: d.GraphLaunch(ex, None)
@@ -236,13 +290,13 @@ def child(key, rounds):
         launch[f"{name}, moving"] = pgcc_run(f"{name}, moving", prog, True)
 
     print("PHASE timing", flush=True)
-    for w in WAYS:  # warm, and a fault is the way's that made it
+    for w in ways:  # warm, and a fault is the way's that made it
         for _ in range(5):
             check(launch[w](), w)
         torch.cuda.synchronize()
-    idle, busy, gpu = {w: [] for w in WAYS}, {w: [] for w in WAYS}, {w: [] for w in WAYS}
+    idle, busy, gpu = {w: [] for w in ways}, {w: [] for w in ways}, {w: [] for w in ways}
     for _ in range(rounds):
-        for w in WAYS:
+        for w in ways:
             torch.cuda.synchronize()
             on = torch.cuda.default_stream() if w == "floor, legacy" else own
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -270,9 +324,9 @@ def child(key, rounds):
         v = sorted(v)
         m = statistics.median(v)
         return {"us": round(m, 2), "spread": round((v[int(0.9 * (len(v) - 1))] - v[int(0.1 * (len(v) - 1))]) / m, 3)}
-    rec["idle"] = {w: summary(idle[w]) for w in WAYS}
-    rec["busy"] = {w: summary(busy[w]) for w in WAYS}
-    rec["gpu"] = {w: summary(gpu[w]) for w in WAYS}
+    rec["idle"] = {w: summary(idle[w]) for w in ways}
+    rec["busy"] = {w: summary(busy[w]) for w in ways}
+    rec["gpu"] = {w: summary(gpu[w]) for w in ways}
     rec["pgcc_split"] = {w: {"host_us": round(statistics.median(x[0] for x in v) / 1e3, 2),
                              "before_launch_us": round(statistics.median(x[1] for x in v) / 1e3, 2),
                              "launch_us": round(statistics.median(x[2] for x in v) / 1e3, 2),
@@ -281,20 +335,24 @@ def child(key, rounds):
 
 
 def table(recs):
-    lines = ["| model | nodes (kernels: functions, parameter KiB, in clusters) | "
-             + " | ".join(WAYS) + " | pgcc moving: patched, before launch, in cuGraphLaunch |",
-             "|---" * (len(WAYS) + 3) + "|"]
+    ways = GRAPH_WAYS + [w for w in PGCC_WAYS if any(w in r.get("idle", {}) for r in recs)]
+    lines = ["| model | nodes (kernels: functions, parameter KiB, in clusters; edges, roots, max in/out) | "
+             + " | ".join(ways) + " | pgcc moving: patched, before launch, in cuGraphLaunch |",
+             "|---" * (len(ways) + 3) + "|"]
     for r in recs:
         if "failed" in r:
-            lines.append(f"| {r['model']} | FAIL: {r['failed'][:150]} |" + " |" * (len(WAYS) + 1))
+            lines.append(f"| {r['model']} | FAIL: {r['failed'][:150]} |" + " |" * (len(ways) + 1))
             continue
         inv = r["inventory"]
         nodes = ", ".join(f"{n} {t}" for t, n in sorted(inv["nodes"].items()))
-        cells = [f"{r['idle'][w]['us']}, {r['busy'][w]['us']} ({r['gpu'][w]['us']})" for w in WAYS]
-        sp = r["pgcc_split"]["pgcc, moving"]
+        cells = [f"{r['idle'][w]['us']}, {r['busy'][w]['us']} ({r['gpu'][w]['us']})" if w in r["idle"] else "—"
+                 for w in ways]
+        sp = r.get("pgcc_split", {}).get("pgcc, moving")
         lines.append(f"| {r['model']} | {nodes} ({inv['kernel_functions']}, {inv['param_bytes'] / 1024:.1f}, "
-                     f"{inv['in_clusters']}) | " + " | ".join(cells)
-                     + f" | {sp['nodes_patched']}, {sp['before_launch_us']} µs, {sp['launch_us']} µs |")
+                     f"{inv['in_clusters']}; {inv['edges']}, {inv['roots']}, {inv['max_in']}/{inv['max_out']}) | "
+                     + " | ".join(cells)
+                     + (f" | {sp['nodes_patched']}, {sp['before_launch_us']} µs, {sp['launch_us']} µs |" if sp
+                        else " | — |"))
     return ("host µs per launch: from idle, back to back (GPU µs per replay); medians\n\n" + "\n".join(lines)
             + "\n\ninit ms: " + ", ".join(f"{r['model']} {r['init_ms']}" for r in recs if "init_ms" in r))
 
@@ -305,17 +363,21 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument("--out")
+    ap.add_argument("--no-pgcc", action="store_true", help="the captures' ways only: no export")
+    ap.add_argument("--watch", action="store_true",
+                    help="with --no-pgcc: start (and close) pgcc.ModuleWatch, CUPTI's subscriber, all the same")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        return child(args.child, args.rounds)
+        return child(args.child, args.rounds, not args.no_pgcc, args.watch or not args.no_pgcc)
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
     keys = [k for k in zoo.select(args.patterns) if not k.startswith("train_")]
     recs = []
     for key in keys:
         try:
-            p = subprocess.run([sys.executable, __file__, "--child", key, "--rounds", str(args.rounds)],
+            p = subprocess.run([sys.executable, __file__, "--child", key, "--rounds", str(args.rounds)]
+                               + (["--no-pgcc"] if args.no_pgcc else []) + (["--watch"] if args.watch else []),
                                capture_output=True, text=True, timeout=args.timeout)
             log = p.stdout + p.stderr
             got = [json.loads(l[7:]) for l in p.stdout.splitlines() if l.startswith("LAUNCH ")]

@@ -274,6 +274,7 @@ CBID_MODULE_GET_FUNCTION = 23  # (CUfunction *, CUmodule, name)
 CBID_LIBRARY_LOAD = 678  # cuLibraryLoadData: (CUlibrary *, const void *code, ...)
 CBID_LIBRARY_GET_KERNEL = 681  # (CUkernel *, CUlibrary, name)
 CBID_KERNEL_GET_FUNCTION = 683  # (CUfunction *, CUkernel)
+CBID_CTX_SYNCHRONIZE = (17, 800)  # cuCtxSynchronize, ..._v2: where ModuleWatch.close detaches CUPTI
 
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1  # what nvcc's registration passes: magic, version, the fatbin's address
@@ -337,6 +338,7 @@ class ModuleWatch:
         """trace: also count every driver and runtime API call by name (self.calls: a
         diagnosis of how a library loads its code; slow)."""
         self.images, self.paused, self.sub = {}, False, None
+        self._detach = self._detached = False
         self.calls = {} if trace else None
         self.loaded_by = {}  # module or library handle -> digests of the images loaded by that call
         self.parent = {}  # function -> module, or kernel; kernel -> library
@@ -356,6 +358,10 @@ class ModuleWatch:
                                       CBID_KERNEL_GET_FUNCTION)
 
         def seen(user, domain, cbid, data):
+            if self._detach and domain == DOMAIN_DRIVER_API and cbid in CBID_CTX_SYNCHRONIZE and data:
+                if C.cast(data, C.POINTER(self._Api)).contents.site == 1:  # (the call's exit: CUPTI's advice)
+                    self._detached = lib.cuptiFinalize() == 0
+                return
             if self.paused or not data:
                 return
             if self.calls is not None and domain in (DOMAIN_DRIVER_API, DOMAIN_RUNTIME_API):
@@ -451,9 +457,21 @@ class ModuleWatch:
                 yield os.path.join(d, f)
 
     def close(self):
-        if self.sub:
+        """Stops watching and detaches CUPTI from the process (cuptiFinalize, from the exit
+        of a driver call as CUPTI advises): once a subscriber has attached it, unsubscribing
+        is not enough -- every kernel node of every graph launch went on costing the host
+        about 0.5 µs (a ResNet-50 graph's launch 71 µs against 7; bench/launch.py --watch).
+        Returns whether CUPTI detached."""
+        if not self.sub:
+            return self._detached
+        self._detach = True
+        for cbid in CBID_CTX_SYNCHRONIZE:
+            self.lib.cuptiEnableCallback(1, self.sub, DOMAIN_DRIVER_API, cbid)
+        cu().CtxSynchronize()  # (the callback finalizes at its exit)
+        if not self._detached:  # (no callback came: unsubscribed at least)
             self.lib.cuptiUnsubscribe(self.sub)
-            self.sub = None
+        self.sub = None
+        return self._detached
 
 
 class ModuleFingerprints:
