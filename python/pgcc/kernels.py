@@ -358,8 +358,9 @@ class ModuleWatch:
                                       CBID_KERNEL_GET_FUNCTION)
 
         def seen(user, domain, cbid, data):
-            if self._detach and domain == DOMAIN_DRIVER_API and cbid in CBID_CTX_SYNCHRONIZE and data:
-                if C.cast(data, C.POINTER(self._Api)).contents.site == 1:  # (the call's exit: CUPTI's advice)
+            if self._detach:  # closing: nothing more is kept
+                if domain == DOMAIN_DRIVER_API and cbid in CBID_CTX_SYNCHRONIZE and data and \
+                        C.cast(data, C.POINTER(self._Api)).contents.site == 1:  # (the call's exit: CUPTI's advice)
                     self._detached = lib.cuptiFinalize() == 0
                 return
             if self.paused or not data:

@@ -1,0 +1,95 @@
+"""ModuleWatch.close detaches CUPTI: cuptiFinalize from the exit of a driver call (a
+subscriber left attached made every graph launch in the process cost the host ~0.5 µs
+per kernel node).  CUPTI and the driver are stand-ins here: no GPU needed."""
+import ctypes as C
+
+import pytest
+
+from pgcc import kernels
+
+
+class FakeCupti:
+    """The CUPTI calls ModuleWatch makes, recorded; the subscriber's callback kept."""
+
+    def __init__(self):
+        self.cb, self.enabled, self.finalized, self.unsubscribed = None, set(), 0, 0
+
+    def cuptiSubscribe(self, sub, cb, user):
+        self.cb = cb
+        C.cast(sub, C.POINTER(C.c_void_p))[0] = 0x1234
+        return 0
+
+    def cuptiEnableCallback(self, on, sub, domain, cbid):
+        self.enabled.add((domain, cbid))
+        return 0
+
+    def cuptiEnableDomain(self, on, sub, domain):
+        return 0
+
+    def cuptiFinalize(self):
+        self.finalized += 1
+        return 0
+
+    def cuptiUnsubscribe(self, sub):
+        self.unsubscribed += 1
+        return 0
+
+
+class FakeDriver:
+    """cuCtxSynchronize that calls the subscriber back as CUPTI would, at its entry and
+    exit, where that callback is enabled (or never, with calls_back=False)."""
+
+    def __init__(self, cupti, calls_back=True):
+        self.cupti, self.calls_back = cupti, calls_back
+
+    def CtxSynchronize(self):
+        for cbid in kernels.CBID_CTX_SYNCHRONIZE:
+            if self.calls_back and (kernels.DOMAIN_DRIVER_API, cbid) in self.cupti.enabled:
+                for site in (0, 1):  # CUPTI_API_ENTER, CUPTI_API_EXIT
+                    data = kernels.ModuleWatch._Api(site=site, functionName=b"cuCtxSynchronize")
+                    self.cupti.cb(None, kernels.DOMAIN_DRIVER_API, cbid, C.cast(C.pointer(data), C.c_void_p))
+                return 0
+        return 0
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    cupti = FakeCupti()
+    monkeypatch.setattr(kernels.ModuleWatch, "_candidates", staticmethod(lambda: iter(["libcupti-fake.so"])))
+    monkeypatch.setattr(kernels.C, "CDLL", lambda path: cupti)
+    return cupti
+
+
+def test_close_finalizes_at_the_exit_of_a_driver_call(fake, monkeypatch):
+    monkeypatch.setattr(kernels, "cu", lambda: FakeDriver(fake))
+    w = kernels.ModuleWatch()
+    assert w.close() is True
+    assert fake.finalized == 1  # once, at the exit site only
+    assert fake.unsubscribed == 0  # (finalizing ends the subscription)
+    assert w.close() is True and fake.finalized == 1  # closing again does nothing
+
+
+def test_close_without_a_callback_still_unsubscribes(fake, monkeypatch):
+    monkeypatch.setattr(kernels, "cu", lambda: FakeDriver(fake, calls_back=False))
+    w = kernels.ModuleWatch()
+    assert w.close() is False
+    assert fake.finalized == 0 and fake.unsubscribed == 1
+
+
+def test_callbacks_after_close_was_asked_do_not_record(fake, monkeypatch):
+    """Once detaching, the watch ignores what it would otherwise keep."""
+    monkeypatch.setattr(kernels, "cu", lambda: FakeDriver(fake))
+    w = kernels.ModuleWatch()
+    func, result = C.c_void_p(0xF00), C.c_int(0)
+    params = (C.c_void_p * 2)(C.cast(C.pointer(func), C.c_void_p), 0xABC)  # (CUfunction *, CUmodule)
+
+    def get_function():
+        data = kernels.ModuleWatch._Api(site=1, functionName=b"cuModuleGetFunction",
+                                        params=C.cast(params, C.c_void_p), result=C.cast(C.pointer(result), C.c_void_p))
+        fake.cb(None, kernels.DOMAIN_DRIVER_API, kernels.CBID_MODULE_GET_FUNCTION, C.cast(C.pointer(data), C.c_void_p))
+    get_function()
+    assert w.parent == {0xF00: 0xABC}  # (watching: the function's module is kept)
+    w.parent.clear()
+    w.close()
+    get_function()
+    assert w.parent == {}
