@@ -1,12 +1,14 @@
 """Where a graph launch's host time goes, on the zoo (issue 18's host-time target).
 
-    python3 bench/launch.py [--rounds 7] [--timeout 240] [--out DIR] PATTERN ...
+    python3 bench/launch.py [--rounds 7] [--timeout 240] [--out DIR] [--no-pgcc [--watch]] PATTERN ...
 
-bench/zoo.py's floor -- a bare replay of the compiled program's capture -- costs the
+bench/zoo.py's floor -- a bare replay of the compiled program's capture -- cost the
 host 30 to 110 µs a call on the zoo, while a graph of 100 tiny kernels launches in
 about 2 µs (../shared/MEASUREMENTS.md; bench/launch_cost.cu takes graphs of one kind
-of node apart).  Per model, in a child process of its own: the compiled program is
-captured whole and exported with pgcc; then the host time of one launch is taken,
+of node apart).  This took it apart: the causes were memset nodes and CUPTI left
+attached by the export's ModuleWatch (docs/e2e.md, "What a launch costs the host").
+Per model, in a child process of its own: the compiled program is captured whole and
+(unless --no-pgcc) exported with pgcc; then the host time of one launch is taken,
 from an idle GPU ("idle": the stream synchronized before each launch) and back to
 back ("busy": in runs of 50), for:
 
@@ -15,8 +17,13 @@ back ("busy": in runs of 50), for:
   floor, legacy     the same on the legacy default stream (PyTorch's current stream
                     unless one is set: where bench/zoo.py launches every way)
   kernels emptied   the capture with every kernel node launching an empty kernel
-                    instead (1 block, no parameters, no cluster), memsets and copies
-                    kept: what the kernels themselves cost a launch
+                    instead (1 block, no parameters, cluster set to 1), memsets and
+                    copies kept: what the kernels themselves cost a launch
+  emptied, clusters kept   the same, each node's launch attributes as captured (one
+                    cluster of blocks where it ran in clusters)
+  empty nodes, captured edges   a new graph of as many empty kernel nodes, the
+                    capture's edges between them (its topology alone)
+  empty nodes, a chain      the same in one chain
   kernels removed   the capture with only its memsets and copies (edges bridged)
   pgcc              Program.run on packed arguments, the inputs fixed; and moving (4
                     argument sets in turn: what libpgrt patches), with libpgrt's own
@@ -24,12 +31,15 @@ back ("busy": in runs of 50), for:
   pgcc memset nodes the same export loaded with PGRT_MEMSET=node: its memsets built as
                     memset nodes, not as libpgrt's pgrt_set kernel
 
+--no-pgcc times the capture's ways only, in a process where CUPTI never attached;
+--watch starts and closes pgcc.ModuleWatch first all the same, as an export does.
 Every launch but the floor's runs on a stream of its own.  Interleaved rounds; per
 way the median of all samples and the spread (p90 - p10) / median; and the GPU time
-of a replay (events around 20 launches per round).  NAME_init's time both ways.  The capture's
-inventory: nodes by type; kernel nodes: distinct functions, parameter bytes, how many
-run in clusters and with dynamic shared memory over 48 KiB.  One JSON line per model
-(LAUNCH {...}), a table at the end, launch.json under --out.
+of a replay (events around 20 launches per round).  NAME_init's time both ways.  The
+capture's inventory: nodes by type; kernel nodes: distinct functions, parameter
+bytes, how many run in clusters and with dynamic shared memory over 48 KiB; edges,
+roots, leaves, largest in- and out-degree.  One JSON line per model (LAUNCH {...}), a
+table at the end, launch.json under --out.
 """
 import argparse
 import ctypes as C

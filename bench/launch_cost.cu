@@ -9,12 +9,14 @@
 // nodes of one kind only -- the same tiny kernel; each node its own function;
 // parameter blocks of 1.5 KiB (as cuBLASLt's and cuDNN's kernels take); 100 KiB of
 // dynamic shared memory; thread block clusters; many blocks; memsets; copies --
-// captured from a stream, instantiated and uploaded, then launched on a stream of its
-// own (one row: on the legacy default stream, as PyTorch's current stream is by default).  Host time of one
-// cudaGraphLaunch (CLOCK_MONOTONIC around the call): "idle", the GPU idle and the
-// stream empty before it; "busy", in a run of 50 launches back to back.  The kinds
-// are interleaved round by round; medians over all samples, spread = (p90 - p10) /
-// median.  The GPU time of one replay is given too (events, 20 replays).
+// captured from a stream, instantiated and uploaded, then launched on a stream of
+// its own (one row: on the legacy default stream, as PyTorch's current stream is by
+// default).  Host time of one cudaGraphLaunch (CLOCK_MONOTONIC around the call):
+// "idle", the GPU idle and the stream empty before it; "busy", in a run of 50
+// launches back to back.  The kinds are interleaved round by round; medians over
+// all samples, spread = (p90 - p10) / median.  The GPU time of one replay is given
+// too (events, 20 replays).  What it found: memset nodes cost ~0.7 us each, no kind
+// of kernel node anything measurable (docs/e2e.md, "What a launch costs the host").
 #include <cuda.h>
 #include <cuda_runtime.h>
 
