@@ -46,7 +46,6 @@ import ctypes as C
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -72,7 +71,8 @@ def driver():
                              ("cuGraphUpload", "GraphUpload", [P, P]),
                              ("cuGraphKernelNodeSetParams_v2", "KernelNodeSetParams", [P, P]),
                              ("cuGraphKernelNodeSetAttribute", "KernelNodeSetAttribute", [P, C.c_int, P]),
-                             ("cuGraphNodeGetDependencies_v2", "NodeGetDependencies", [P, C.POINTER(P), P, C.POINTER(S)]),
+                             ("cuGraphNodeGetDependencies_v2", "NodeGetDependencies",
+                              [P, C.POINTER(P), P, C.POINTER(S)]),
                              ("cuGraphNodeGetDependentNodes_v2", "NodeGetDependents", [P, C.POINTER(P), P,
                                                                                         C.POINTER(S)]),
                              ("cuGraphAddDependencies_v2", "AddDependencies", [P, C.POINTER(P), C.POINTER(P), P, S]),
@@ -382,27 +382,10 @@ def main():
         return child(args.child, args.rounds, not args.no_pgcc, args.watch or not args.no_pgcc)
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
+    import children
     keys = [k for k in zoo.select(args.patterns) if not k.startswith("train_")]
-    recs = []
-    for key in keys:
-        try:
-            p = subprocess.run([sys.executable, __file__, "--child", key, "--rounds", str(args.rounds)]
-                               + (["--no-pgcc"] if args.no_pgcc else []) + (["--watch"] if args.watch else []),
-                               capture_output=True, text=True, timeout=args.timeout)
-            log = p.stdout + p.stderr
-            got = [json.loads(l[7:]) for l in p.stdout.splitlines() if l.startswith("LAUNCH ")]
-            rec = got[-1] if got else {"model": key, "failed": " | ".join(log.strip().splitlines()[-3:])[:400]}
-        except subprocess.TimeoutExpired as e:
-            log = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
-            rec = {"model": key, "failed": f"over {args.timeout} s"}
-        recs.append(rec)
-        print(json.dumps(rec), flush=True)
-        if args.out:
-            os.makedirs(args.out, exist_ok=True)
-            with open(os.path.join(args.out, "launch.json"), "w") as f:
-                json.dump(recs, f, indent=1)
-            with open(os.path.join(args.out, key.replace(":", "_") + ".launch.log"), "w") as f:
-                f.write(log)
+    recs = children.run(__file__, keys, ["--rounds", str(args.rounds)] + (["--no-pgcc"] if args.no_pgcc else [])
+                        + (["--watch"] if args.watch else []), "LAUNCH", args.timeout, args.out, "launch")
     print()
     print(table(recs))
 

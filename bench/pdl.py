@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -112,26 +111,10 @@ def main():
         return child(args.child, args.rounds, args.iters)
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     import zoo
+    import children
     keys = [k for k in zoo.select(args.patterns) if not k.startswith("train_")]
-    recs = []
-    for key in keys:
-        try:
-            p = subprocess.run([sys.executable, __file__, "--child", key, "--rounds", str(args.rounds), "--iters",
-                                str(args.iters)], capture_output=True, text=True, timeout=args.timeout)
-            got = [json.loads(l[4:]) for l in p.stdout.splitlines() if l.startswith("PDL ")]
-            log = p.stdout + p.stderr
-            rec = got[-1] if got else {"model": key, "failed": " | ".join(log.strip().splitlines()[-3:])[:400]}
-        except subprocess.TimeoutExpired as e:
-            log = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
-            rec = {"model": key, "failed": f"over {args.timeout} s"}
-        recs.append(rec)
-        print(json.dumps(rec), flush=True)
-        if args.out:
-            os.makedirs(args.out, exist_ok=True)
-            with open(os.path.join(args.out, "pdl.json"), "w") as f:
-                json.dump(recs, f, indent=1)
-            with open(os.path.join(args.out, key.replace(":", "_") + ".pdl.log"), "w") as f:
-                f.write(log)
+    recs = children.run(__file__, keys, ["--rounds", str(args.rounds), "--iters", str(args.iters)], "PDL", args.timeout,
+                        args.out, "pdl")
     print()
     print(table(recs))
 

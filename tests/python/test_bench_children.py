@@ -1,0 +1,32 @@
+"""bench/children.py: one child per model; a record per child, failed ones said so."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import children  # noqa: E402
+
+CHILD = '''import sys, time
+key = sys.argv[2]
+if key == "ok":
+    print("noise")
+    print("T " + '{"model": "ok", "us": 1.5}')
+elif key == "dies":
+    print("half way", flush=True)
+    raise SystemExit("the model would not export")
+else:
+    time.sleep(30)
+'''
+
+
+def test_records_failures_and_time_limits(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    out = tmp_path / "out"
+    recs = children.run(str(script), ["ok", "dies", "slow:x"], [], "T", 3, str(out), "probe")
+    assert recs[0] == {"model": "ok", "us": 1.5}
+    assert recs[1]["model"] == "dies" and "the model would not export" in recs[1]["failed"]
+    assert recs[2] == {"model": "slow:x", "failed": "over 3 s"}
+    assert json.loads((out / "probe.json").read_text()) == recs
+    assert "half way" in (out / "dies.probe.log").read_text()
+    assert (out / "slow_x.probe.log").exists()
