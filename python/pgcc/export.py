@@ -30,13 +30,13 @@ from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES,
 from .errors import ExportError
 from .farmem import far
 from .fatbin import image_kind
-from .graphfile import ident, node_buffers, write_graph
+from .graphfile import ident, node_buffers, node_refs, write_graph
 from .hostreads import HostReads, perturbed
 from .hostvalues import flows, same_path
 from .kernels import (ModuleWatch, cache_roots, find_in_images, find_in_libraries, same_kernel, triton_cubins,
                       triton_images)
 from .progress import Progress
-from .relocate import Allocations, Buffers, Relocator
+from .relocate import Allocations, Buffers, Relocator, used_extent
 from .replay import Replayer, prove_irrelevant, scratch_blocks
 from .weights import dtype_of, tensor_bytes, write_safetensors
 
@@ -591,6 +591,8 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             outputs = [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
     finally:
         replayer.close()
+    report["intermediates_cut"] = trim_intermediates(bufs, nodes, capA.allocs, log)
+    write_report()
     return SimpleNamespace(capA=capA, bufs=bufs, nodes=nodes, edges=edges, kernels=kernels, scalars=scalars,
                            report=report, write_report=write_report, outputs=outputs, comms=list(comms.values()))
 
@@ -922,6 +924,35 @@ def saved_state(torch, weights, device=None):
 def restore_state(state):
     for t, saved in state or []:
         t.detach().copy_(saved)
+
+
+def trim_intermediates(bufs, nodes, allocs, log):
+    """Each intermediate (a region of capture A's memory) cut after the last allocation
+    a node points into (relocate.used_extent).  A region runs to the end of the last
+    allocation the capture made in it, which can be one no node points into -- for
+    one, a library's workspace made while capture A ran, which captures B and C find
+    made and the export keeps as a static block of its own (relocate.Relocator.resolve).
+    The committed item_mlp export's region is 1,065,984 bytes, and its nodes point at
+    offsets 0 and 8,192 of it only.  Returns {name: [bytes before, after]} of those cut."""
+    if allocs is None:
+        return {}
+    refs = {}
+    for n in nodes:
+        for b, off, width in node_refs(n):
+            if b["role"] == "intermediate" and not b.get("static"):
+                refs.setdefault(id(b), []).append((off, width))
+    cut = {}
+    for b in bufs.list:
+        if b["role"] != "intermediate" or b.get("static") or 0 not in b["ranges"]:
+            continue
+        used = used_extent(b["ranges"][0], b["size"], allocs, refs.get(id(b), []))
+        if used < b["size"]:
+            cut[b["name"]] = [b["size"], used]
+            b["size"] = used
+    if cut:
+        log("  intermediates cut after the last allocation a node points into: " + ", ".join(
+            f"{n} {a} -> {u} bytes" for n, (a, u) in cut.items()))
+    return cut
 
 
 def reused(allocs, addr, size):

@@ -50,27 +50,35 @@ def text(s):
     return "".join(c if " " <= c <= "~" and c not in "\\\"" else "'" if c == '"' else "?" for c in s)
 
 
-def node_buffers(n):
-    """The buffers a node refers to."""
+def node_refs(n):
+    """The places a node refers to: (buffer, offset, bytes), bytes the extent a memset or
+    copy covers from there (0 for a kernel's pointer, whose reach the export does not
+    know, and for a collective's)."""
     if n["kind"] == "kernel":
         for a in n["args"]:
             if a[0] == "ptr":
-                yield a[1]
+                yield a[1], a[2], 0
             elif a[0] == "bytes":
                 for r in a[2]:
-                    yield r[1]
+                    yield r[1], r[2], 0
     elif n["kind"] == "memset":
-        yield n["dst"][0]
+        yield n["dst"][0], n["dst"][1], n["width"] * (n.get("elem") or 1)
     elif n["kind"] in ("memcpy", "read"):
-        yield n["src"][0]
-        yield n["dst"][0]
+        yield n["src"][0], n["src"][1], n["width"]
+        yield n["dst"][0], n["dst"][1], n["width"]
     elif n["kind"] == "libcall":  # (an NCCL collective: collectives.py)
-        yield n["send"][0]
-        yield n["recv"][0]
+        yield n["send"][0], n["send"][1], 0
+        yield n["recv"][0], n["recv"][1], 0
     elif n["kind"] in ("if", "while", "switch"):  # (a conditional node: its bodies' nodes)
         for _, body, _ in n["bodies"]:
             for m in body:
-                yield from node_buffers(m)
+                yield from node_refs(m)
+
+
+def node_buffers(n):
+    """The buffers a node refers to."""
+    for b, _, _ in node_refs(n):
+        yield b
 
 
 def remap(n, fmap):

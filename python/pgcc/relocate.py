@@ -53,6 +53,28 @@ class Buffers:
         return None, 0
 
 
+def used_extent(base, size, allocs, refs):
+    """How many bytes of an intermediate -- a capture's region, size bytes at base -- the
+    program uses: up to the end of the last allocation the capture made that a reference
+    points into, or the end of what a memset or copy covers, rounded up to 512 bytes as
+    the caching allocator rounds, never more than size.  refs: (offset, bytes) pairs
+    (bytes 0 for a kernel's pointer: its allocation is its reach); allocs: the capture's
+    allocations, (address, size).  A pointer one past an allocation's end counts as in
+    it.  Nothing is cut (size) where a reference lies in no allocation, or where there is
+    no reference at all: what the trace does not explain is kept."""
+    if not refs:
+        return size
+    inside = [(a, s) for a, s in allocs if a < base + size and base < a + s]
+    end = 0
+    for off, n in refs:
+        at = base + off
+        hits = [a + s for a, s in inside if a <= at <= a + s]
+        if not hits:
+            return size
+        end = max(end, max(hits) - base, off + n)
+    return min(size, -(-end // 512) * 512)
+
+
 def block_of(blocks, addr):
     """The (address, size) of blocks (sorted (address, size) pairs) that holds addr, or None."""
     for a, s in blocks:

@@ -3,7 +3,7 @@ with its buffers at different addresses, solved to (buffer, offset); and the cas
 that must fail."""
 import struct
 
-from pgcc.relocate import Allocations, Buffers, Relocator
+from pgcc.relocate import Allocations, Buffers, Relocator, used_extent
 
 # where things are in each capture (capture 0, 1, 2)
 IN = [0x7000_0000_0000, 0x7000_0010_0000, 0x7000_0020_0000]
@@ -317,3 +317,47 @@ def test_an_output_whose_memory_held_another_tensor_first_is_the_regions():
     t, off = rel.resolve((POOL[0] + 16, POOL[1] + 16), "w")
     assert t is not out and (t["role"], off) == ("intermediate", 16)
     assert rel.problems == []
+
+
+# ---- how much of a region the program uses (export.trim_intermediates) -----------------
+
+REGION = 0x7F0000000000
+# capture A's allocations in the region: two tensors, then a 1 MiB one no node points into
+ALLOCS = [(REGION, 8192), (REGION + 8192, 512), (REGION + 8704, 1 << 20)]
+
+
+def test_a_region_ends_with_the_last_allocation_pointed_into():
+    size = 8704 + (1 << 20)
+    assert used_extent(REGION, size, ALLOCS, [(0, 0), (8192, 0)]) == 8704
+    assert used_extent(REGION, size, ALLOCS, [(0, 0)]) == 8192
+    assert used_extent(REGION, size, ALLOCS, [(9000, 0)]) == size  # (a pointer into the big one keeps it)
+
+
+def test_an_allocation_reaches_to_its_end_from_anywhere_inside():
+    """A kernel given a pointer into an allocation may touch all of it."""
+    assert used_extent(REGION, 8704 + (1 << 20), ALLOCS, [(100, 0)]) == 8192
+
+
+def test_what_a_copy_or_memset_covers_counts_and_sizes_round_up():
+    allocs = [(REGION, 1000), (REGION + 1024, 4096)]
+    assert used_extent(REGION, 8192, allocs, [(0, 0)]) == 1024  # 1000 bytes, rounded as the allocator does
+    assert used_extent(REGION, 8192, allocs, [(1024, 3000)]) == 5120
+
+
+def test_a_pointer_at_an_allocations_end_counts_as_in_it():
+    assert used_extent(REGION, 8704 + (1 << 20), ALLOCS, [(8192, 0)]) == 8704  # (also the next one's start)
+    allocs = [(REGION, 4096)]
+    assert used_extent(REGION, 8192, allocs, [(4096, 0)]) == 4096
+
+
+def test_what_the_trace_does_not_explain_is_kept():
+    allocs = [(REGION, 4096)]
+    assert used_extent(REGION, 16384, allocs, [(0, 0), (8192, 0)]) == 16384  # a pointer in no allocation
+    assert used_extent(REGION, 16384, allocs, []) == 16384  # no reference at all
+    assert used_extent(REGION, 2048, [(REGION, 4096)], [(0, 0)]) == 2048  # never more than the region
+
+
+def test_allocations_outside_the_region_do_not_count():
+    allocs = [(REGION - 8192, 8192), (REGION + 512, 512)]  # (one ends where the region starts)
+    assert used_extent(REGION, 8192, allocs, [(600, 0)]) == 1024
+    assert used_extent(REGION, 8192, [(REGION + 8192, 4096)], [(0, 0)]) == 8192  # (after it: no allocation holds it)
