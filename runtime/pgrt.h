@@ -20,6 +20,12 @@
  * PGRT_UPDATE=host makes every region patch from the host, PGRT_UPDATE=device every
  * graph region on the device where it can (to compare the two, and to test both).
  *
+ * Copies and memsets: in a graph region, a copy whose memory moves from call to call,
+ * and every memset, is built as a kernel of libpgrt's own (pgrt_copy, pgrt_set; NVRTC
+ * compiles them at init): CUDA patches copy and memset nodes only in some cases, and a
+ * memset node costs every launch of its graph host time that a kernel node does not.
+ * PGRT_MEMSET=node builds the memsets whose memory stays as memset nodes.
+ *
  * Host reads: a program may copy device values into host buffers (pinned memory that
  * init allocates), synchronize, and go on with kernels that take what it read as
  * scalars (`.item()` in the PyTorch program it came from).  After every SYNC node
