@@ -62,9 +62,12 @@ EMPTY_PTX = b""".version 8.0
 
 
 def driver():
-    """libcuda with what this probe adds to pgcc.cuda's entry points."""
+    """pgcc.cuda's entry points and the ones this probe adds, in a namespace of its own
+    (pgcc.cuda's is the package's, left as it is)."""
+    import types
+
     from pgcc.cuda import cu
-    d = cu()
+    d = types.SimpleNamespace(**vars(cu()))
     lib = C.CDLL("libcuda.so.1")
     P, S = C.c_void_p, C.c_size_t
     for name, attr, args in (("cuGraphClone", "GraphClone", [C.POINTER(P), P]),

@@ -939,11 +939,11 @@ def trim_intermediates(bufs, nodes, allocs, log):
     refs = {}
     for n in nodes:
         for b, off, width in node_refs(n):
-            if b["role"] == "intermediate" and not b.get("static"):
+            if b["role"] == "intermediate":  # (static blocks are weights)
                 refs.setdefault(id(b), []).append((off, width))
     cut = {}
     for b in bufs.list:
-        if b["role"] != "intermediate" or b.get("static") or 0 not in b["ranges"]:
+        if b["role"] != "intermediate" or 0 not in b["ranges"]:
             continue
         used = used_extent(b["ranges"][0], b["size"], allocs, refs.get(id(b), []))
         if used < b["size"]:
