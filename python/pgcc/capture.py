@@ -46,7 +46,10 @@ class Capture:
                 record_allocations(torch, False)
             raise capture_failed(torch, self.segments, pool, e, self.stream) from e
         torch.cuda.synchronize()
-        self.allocs = record_allocations(torch, False) if traced else None
+        # the allocator's trace: allocations and frees, in order (slots.py); allocs the allocations'
+        # (address, size), in the order made
+        self.trace = record_allocations(torch, False) if traced else None
+        self.allocs = None if self.trace is None else [(a, s) for act, a, s in self.trace if act == "alloc"]
         self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         self.inputs = inputs
         self.snapshot = torch.cuda.memory_snapshot()
@@ -385,8 +388,9 @@ def allocator_blocks(snapshot):
 
 def record_allocations(torch, start):
     """The caching allocator's trace around a capture: start=True turns it on (False if this
-    torch cannot); start=False turns it off and returns the (address, size) of every
-    allocation made since."""
+    torch cannot); start=False turns it off and returns what was allocated and freed since,
+    in order: (action, address, size), action "alloc", "free_requested" or
+    "free_completed"."""
     mem = torch.cuda.memory
     if start:
         try:
@@ -397,8 +401,13 @@ def record_allocations(torch, start):
             return False
     snap = mem._snapshot()
     mem._record_memory_history(enabled=None)
-    events = snap.get("device_traces", [[]])[torch.cuda.current_device()]
-    return [(e["addr"], e["size"]) for e in events if e["action"] == "alloc"]
+    return trace_events(snap.get("device_traces", [[]])[torch.cuda.current_device()])
+
+
+def trace_events(entries):
+    """record_allocations over plain data: the entries of a snapshot's device trace."""
+    keep = ("alloc", "free_requested", "free_completed")
+    return [(e["action"], e["addr"], e["size"]) for e in entries if e["action"] in keep]
 
 
 def host_maps():

@@ -30,7 +30,8 @@ from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES,
 from .errors import ExportError
 from .farmem import far
 from .fatbin import image_kind
-from .graphfile import ident, node_buffers, node_refs, write_graph
+from . import slots
+from .graphfile import ident, map_places, node_buffers, node_refs, write_graph
 from .hostreads import HostReads, perturbed
 from .hostvalues import flows, same_path
 from .kernels import (ModuleWatch, cache_roots, find_in_images, find_in_libraries, same_kernel, triton_cubins,
@@ -591,7 +592,9 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             outputs = [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
     finally:
         replayer.close()
-    report["intermediates_cut"] = trim_intermediates(bufs, nodes, capA.allocs, log)
+    # (PGCC_SLOTS=off keeps every region whole, as exports before the seventh session had them)
+    nodes, report["intermediates"] = place_intermediates(bufs, nodes, capA, log,
+                                                         split=not split and os.environ.get("PGCC_SLOTS") != "off")
     write_report()
     return SimpleNamespace(capA=capA, bufs=bufs, nodes=nodes, edges=edges, kernels=kernels, scalars=scalars,
                            report=report, write_report=write_report, outputs=outputs, comms=list(comms.values()))
@@ -926,33 +929,86 @@ def restore_state(state):
         t.detach().copy_(saved)
 
 
-def trim_intermediates(bufs, nodes, allocs, log):
-    """Each intermediate (a region of capture A's memory) cut after the last allocation
-    a node points into (relocate.used_extent).  A region runs to the end of the last
-    allocation the capture made in it, which can be one no node points into -- for
-    one, a library's workspace made while capture A ran, which captures B and C find
-    made and the export keeps as a static block of its own (relocate.Relocator.resolve).
-    The committed item_mlp export's region is 1,065,984 bytes, and its nodes point at
-    offsets 0 and 8,192 of it only.  Returns {name: [bytes before, after]} of those cut."""
-    if allocs is None:
-        return {}
+def place_intermediates(bufs, nodes, capA, log, split=True):
+    """The intermediates (regions of capture A's memory) made as small as the trace lets:
+    with split, each region becomes its slots (slots.py: the allocations its nodes point
+    into, each a buffer of its own, which pgcc's memory plan packs by when they are
+    used), nodes rewritten to point into them; a region that is not split is cut after
+    the last allocation a node points into (relocate.used_extent).  A region runs to the
+    end of the last allocation the capture made in it, which can be one no node points
+    into -- for one, a library's workspace made while capture A ran, which captures B
+    and C find made and the export keeps as a static block of its own
+    (relocate.Relocator.resolve).  The committed item_mlp export's region is 1,065,984
+    bytes, and its nodes point at offsets 0 and 8,192 of it only.
+
+    Returns (nodes, report): report {"split": {region: [bytes, slots, slots' bytes]},
+    "whole": {region: why not split}, "cut": {region: [bytes before, after]}}."""
+    report = {"split": {}, "whole": {}, "cut": {}}
+    if capA.allocs is None:
+        return nodes, report
+    regions = {id(b): b for b in bufs.list if b["role"] == "intermediate" and 0 in b["ranges"]}
+    if split and regions:
+        nodes, report["split"], report["whole"] = _split_regions(bufs, nodes, capA, regions)
     refs = {}
     for n in nodes:
         for b, off, width in node_refs(n):
-            if b["role"] == "intermediate":  # (static blocks are weights)
+            if id(b) in regions:
                 refs.setdefault(id(b), []).append((off, width))
-    cut = {}
-    for b in bufs.list:
-        if b["role"] != "intermediate" or 0 not in b["ranges"]:
+    for key, b in regions.items():
+        if b["name"] in report["split"]:
             continue
-        used = used_extent(b["ranges"][0], b["size"], allocs, refs.get(id(b), []))
+        used = used_extent(b["ranges"][0], b["size"], capA.allocs, refs.get(key, []))
         if used < b["size"]:
-            cut[b["name"]] = [b["size"], used]
+            report["cut"][b["name"]] = [b["size"], used]
             b["size"] = used
-    if cut:
+    if report["split"]:
+        before, after = (sum(x[i] for x in report["split"].values()) for i in (0, 2))
+        log(f"  {len(report['split'])} intermediates split into the {sum(x[1] for x in report['split'].values())} "
+            f"allocations their nodes use ({before} bytes of regions, {after} of slots, packed by pgcc's memory plan)")
+    for name, why in report["whole"].items():
+        log(f"  {name} kept whole: {why}")
+    if report["cut"]:
         log("  intermediates cut after the last allocation a node points into: " + ", ".join(
-            f"{n} {a} -> {u} bytes" for n, (a, u) in cut.items()))
-    return cut
+            f"{n} {a} -> {u} bytes" for n, (a, u) in report["cut"].items()))
+    return nodes, report
+
+
+def _split_regions(bufs, nodes, capA, regions):
+    """place_intermediates' split: (nodes, split, whole) as it reports them; the regions
+    split are replaced in bufs by their slots."""
+    why = "the capture is not one chain: the nodes' order is not the order they were captured in"
+    order = slots.chain_order(len(capA.nodes), capA.edges)
+    if order is None or getattr(capA, "trace", None) is None:
+        return nodes, {}, {b["name"]: why if order is None else "no allocator trace" for b in regions.values()}
+    rank = {i: r for r, i in enumerate(order)}
+    # (nodes the export added, an aliased output's copy, come after the capture's)
+    timed = sorted(range(len(nodes)), key=lambda k: (rank.get(nodes[k]["index"], len(order)), nodes[k]["index"]))
+    uses = [[(id(b), off, width) for b, off, width in node_refs(nodes[k]) if id(b) in regions] for k in timed]
+    found, at, whole = slots.split({key: (b["ranges"][0], b["size"]) for key, b in regions.items()},
+                                   slots.lifetimes(capA.trace), uses, len(capA.trace),
+                                   [nodes[k]["index"] for k in timed])
+    made = {}
+    for key, parts in found.items():
+        b = regions[key]
+        made[key] = [dict(b, name=f"{b['name']}_{n}", size=size, ranges={c: a + lo for c, a in b["ranges"].items()})
+                     for n, (lo, size) in enumerate(parts)]
+    bufs.list[:] = [s for b in bufs.list for s in made.get(id(b), [b])]
+    out = list(nodes)
+    for pos, k in enumerate(timed):
+        count = iter(range(len(uses[pos])))
+
+        def place(b, off, width, pos=pos, count=count):
+            if id(b) not in regions:
+                return b, off
+            j = next(count)  # (place j of the node in a region, as uses lists them)
+            if (pos, j) not in at:
+                return b, off  # (a region kept whole)
+            n, o = at[pos, j]
+            return made[id(b)][n], o
+        out[k] = map_places(nodes[k], place)
+    split = {regions[key]["name"]: [regions[key]["size"], len(parts), sum(size for _, size in parts)]
+             for key, parts in found.items()}
+    return out, split, {regions[key]["name"]: w for key, w in whole.items()}
 
 
 def reused(allocs, addr, size):

@@ -50,29 +50,43 @@ def text(s):
     return "".join(c if " " <= c <= "~" and c not in "\\\"" else "'" if c == '"' else "?" for c in s)
 
 
-def node_refs(n):
-    """The places a node refers to: (buffer, offset, bytes), bytes the extent a memset or
+def map_places(n, f):
+    """Node n (a copy) with every place it refers to, (buffer, offset), replaced by f(buffer,
+    offset, bytes), called in the order node_refs gives them: bytes the extent a memset or
     copy covers from there (0 for a kernel's pointer, whose reach the export does not
-    know, and for a collective's)."""
+    know, and for a collective's).  A conditional node's bodies are walked too."""
+    n = dict(n)
     if n["kind"] == "kernel":
+        args = []
         for a in n["args"]:
             if a[0] == "ptr":
-                yield a[1], a[2], 0
+                a = ("ptr", *f(a[1], a[2], 0))
             elif a[0] == "bytes":
-                for r in a[2]:
-                    yield r[1], r[2], 0
+                a = ("bytes", a[1], [(r[0], *f(r[1], r[2], 0), r[3]) for r in a[2]])
+            args.append(a)
+        n["args"] = args
     elif n["kind"] == "memset":
-        yield n["dst"][0], n["dst"][1], n["width"] * (n.get("elem") or 1)
+        n["dst"] = f(n["dst"][0], n["dst"][1], n["width"] * (n.get("elem") or 1))
     elif n["kind"] in ("memcpy", "read"):
-        yield n["src"][0], n["src"][1], n["width"]
-        yield n["dst"][0], n["dst"][1], n["width"]
+        n["src"] = f(n["src"][0], n["src"][1], n["width"])
+        n["dst"] = f(n["dst"][0], n["dst"][1], n["width"])
     elif n["kind"] == "libcall":  # (an NCCL collective: collectives.py)
-        yield n["send"][0], n["send"][1], 0
-        yield n["recv"][0], n["recv"][1], 0
+        n["send"] = f(n["send"][0], n["send"][1], 0)
+        n["recv"] = f(n["recv"][0], n["recv"][1], 0)
     elif n["kind"] in ("if", "while", "switch"):  # (a conditional node: its bodies' nodes)
-        for _, body, _ in n["bodies"]:
-            for m in body:
-                yield from node_refs(m)
+        n["bodies"] = [(name, [map_places(m, f) for m in body], edges) for name, body, edges in n["bodies"]]
+    return n
+
+
+def node_refs(n):
+    """The places a node refers to: (buffer, offset, bytes), as map_places walks them."""
+    out = []
+
+    def see(b, off, width):
+        out.append((b, off, width))
+        return b, off
+    map_places(n, see)
+    return out
 
 
 def node_buffers(n):
@@ -84,21 +98,7 @@ def node_buffers(n):
 def remap(n, fmap):
     """Node n (a copy) with its buffers mapped by fmap (id of a buffer -> buffer); those
     fmap does not name stay."""
-    m = lambda b: fmap.get(id(b), b)
-    n = dict(n)
-    if n["kind"] == "kernel":
-        args = []
-        for a in n["args"]:
-            if a[0] == "ptr":
-                a = ("ptr", m(a[1]), a[2])
-            elif a[0] == "bytes":
-                a = ("bytes", a[1], [(r[0], m(r[1]), r[2], r[3]) for r in a[2]])
-            args.append(a)
-        n["args"] = args
-    for x in ("src", "dst", "send", "recv"):
-        if x in n:
-            n[x] = (m(n[x][0]), n[x][1])
-    return n
+    return map_places(n, lambda b, off, width: (fmap.get(id(b), b), off))
 
 
 def relocations(k, off):

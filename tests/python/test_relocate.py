@@ -319,7 +319,7 @@ def test_an_output_whose_memory_held_another_tensor_first_is_the_regions():
     assert rel.problems == []
 
 
-# ---- how much of a region the program uses (export.trim_intermediates) -----------------
+# ---- how much of a region the program uses (export.place_intermediates, where a region is not split) -----------------
 
 REGION = 0x7F0000000000
 # capture A's allocations in the region: two tensors, then a 1 MiB one no node points into

@@ -1,6 +1,8 @@
-"""export.trim_intermediates: a capture region cut after the last allocation a node
-points into; what no node points into is not the program's (no GPU needed)."""
+"""export.place_intermediates: a capture region split into the allocations its nodes
+use (slots.py), or else cut after the last allocation a node points into; what no node
+points into is not the program's (no GPU needed)."""
 import importlib
+from types import SimpleNamespace
 
 from pgcc.graphfile import node_refs
 
@@ -25,13 +27,25 @@ class Bufs:
         self.list = list(items)
 
 
+def capture(allocs, nodes=3, edges=None):
+    """Capture A as place_intermediates reads it: allocations made in order, none freed;
+    nodes 0..nodes-1 a chain unless edges are given."""
+    return SimpleNamespace(allocs=allocs, trace=None if allocs is None else [("alloc", a, s) for a, s in allocs],
+                           nodes=[None] * nodes, edges=[(i, i + 1) for i in range(nodes - 1)] if edges is None else edges)
+
+
+def trim(bufs, nodes, allocs, log):
+    nodes, report = export.place_intermediates(bufs, nodes, capture(allocs), log, split=False)
+    return report["cut"]
+
+
 def test_regions_are_cut_after_what_the_nodes_point_into():
     t0, t1, ws, w = buffers()
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", w, 0), ("bytes", b"\0" * 16, [(8, ws, 0, "abs64")])]},
              {"kind": "memset", "dst": (t0, 8192), "value": 0, "elem": 4, "width": 1},
              {"kind": "kernel", "args": [("ptr", t1, 128), ("value", b"\1\0\0\0")]}]
     said = []
-    cut = export.trim_intermediates(Bufs((t0, t1, ws, w)), nodes, ALLOCS, said.append)
+    cut = trim(Bufs((t0, t1, ws, w)), nodes, ALLOCS, said.append)
     assert cut == {"t0": [8704 + (1 << 20), 8704]}
     assert t0["size"] == 8704 and t1["size"] == 4096  # (t1's one allocation is all of it)
     assert ws["size"] == 1 << 20 and w["size"] == 256  # static blocks and weights are not regions
@@ -43,14 +57,14 @@ def test_a_copy_out_of_the_region_keeps_what_it_reads():
     out = {"name": "out0", "size": 1 << 20, "role": "output", "ranges": {0: 0x2000}}
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)]},
              {"kind": "memcpy", "src": (t0, 8704), "dst": (out, 0), "width": 1 << 20}]
-    export.trim_intermediates(Bufs((t0, out)), nodes, ALLOCS, lambda s: None)
+    trim(Bufs((t0, out)), nodes, ALLOCS, lambda s: None)
     assert t0["size"] == 8704 + (1 << 20)
 
 
 def test_without_the_allocators_trace_nothing_is_cut():
     t0, t1, ws, w = buffers()
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)]}]
-    assert export.trim_intermediates(Bufs((t0,)), nodes, None, lambda s: None) == {}
+    assert trim(Bufs((t0,)), nodes, None, lambda s: None) == {}
     assert t0["size"] == 8704 + (1 << 20)
 
 
@@ -61,3 +75,89 @@ def test_node_refs_reach_into_bodies_and_say_what_copies_cover():
     assert list(node_refs(n)) == [(t1, 64, 20)]
     m = {"kind": "read", "src": (t0, 4), "dst": (w, 0), "width": 4}
     assert list(node_refs(m)) == [(t0, 4, 4), (w, 0, 4)]
+
+
+def test_regions_are_split_into_the_allocations_the_nodes_use():
+    t0, t1, ws, w = buffers()
+    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", w, 0)], "index": 0},
+             {"kind": "memset", "dst": (t0, 8192), "value": 0, "elem": 4, "width": 1, "index": 1},
+             {"kind": "kernel", "args": [("ptr", t1, 128), ("bytes", b"\0" * 16, [(8, t0, 8200, "lo32")])],
+              "index": 2}]
+    bufs, said = Bufs((t0, t1, ws, w)), []
+    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS), said.append)
+    assert [b["name"] for b in bufs.list] == ["t0_0", "t0_1", "t1_0", "t2", "w_a"]
+    s0, s1, s2 = bufs.list[:3]
+    assert (s0["size"], s1["size"], s2["size"]) == (8192, 512, 4096)
+    assert s1["ranges"] == {0: BASE + 8192, 1: BASE + (1 << 32) + 8192} and s1["role"] == "intermediate"
+    assert out[0]["args"] == [("ptr", s0, 0), ("ptr", w, 0)]
+    assert out[1]["dst"] == (s1, 0)
+    assert out[2]["args"] == [("ptr", s2, 128), ("bytes", b"\0" * 16, [(8, s1, 8, "lo32")])]
+    assert nodes[0]["args"][0] == ("ptr", t0, 0)  # (the nodes given are not changed)
+    assert report["split"] == {"t0": [8704 + (1 << 20), 2, 8704], "t1": [4096, 1, 4096]}
+    assert report["whole"] == {} and report["cut"] == {}
+    assert said and "2 intermediates split into the 3 allocations" in said[0]
+
+
+def test_a_capture_that_is_not_a_chain_is_only_cut():
+    t0, t1, ws, w = buffers()
+    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
+             {"kind": "kernel", "args": [("ptr", t0, 8192)], "index": 1},
+             {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 2}]
+    bufs = Bufs((t0, t1))
+    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, edges=[(0, 1), (0, 2)]), lambda s: None)
+    assert bufs.list == [t0, t1] and out == nodes
+    assert report["split"] == {} and report["cut"] == {"t0": [8704 + (1 << 20), 8704]}
+    assert "not one chain" in report["whole"]["t0"]
+
+
+def test_the_nodes_are_timed_in_the_chains_order_and_copies_added_come_last():
+    # X at 0 is freed and Y made there; the chain runs node 1 (X and V) before node 0 (Y and W)
+    t0 = {"name": "t0", "size": 12288, "role": "intermediate", "ranges": {0: BASE}}
+    out0 = {"name": "out0", "size": 4096, "role": "output", "ranges": {0: 0x2000}}
+    trace = [("alloc", BASE, 4096), ("alloc", BASE + 4096, 4096), ("free_requested", BASE, 4096),
+             ("free_requested", BASE + 4096, 4096), ("alloc", BASE, 4096), ("alloc", BASE + 8192, 4096)]
+    cap = SimpleNamespace(allocs=[(a, s) for act, a, s in trace if act == "alloc"], trace=trace,
+                          nodes=[None, None], edges=[(1, 0)])
+    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 8192)], "index": 0},
+             {"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 4096)], "index": 1},
+             {"kind": "memcpy", "src": (t0, 0), "dst": (out0, 0), "width": 4096, "index": 2}]  # (the export's copy)
+    bufs = Bufs((t0, out0))
+    out, report = export.place_intermediates(bufs, nodes, cap, lambda s: None)
+    assert report["split"] == {"t0": [12288, 4, 16384]} and report["whole"] == {}
+    x, y = out[1]["args"][0][1], out[0]["args"][0][1]
+    assert x is not y and x["size"] == y["size"] == 4096
+    assert out[2]["src"] == (y, 0)  # the copy at the end reads Y, the allocation live then
+    # in the nodes' numbering the trace would contradict them: nothing split
+    cap.edges = [(0, 1)]
+    out, report = export.place_intermediates(Bufs((t0, out0)), nodes, cap, lambda s: None)
+    assert report["split"] == {} and "not all live" in report["whole"]["t0"]
+
+
+def test_pgcc_packs_the_slots_of_a_region(tmp_path, pgcc_bin):
+    """Through pgcc: three allocations the allocator laid side by side, copied from one to
+    the next; split, the first and the last share bytes in pgcc's arena."""
+    import subprocess
+    from pgcc.graphfile import node_buffers, write_graph
+    from pgcc.weights import write_safetensors
+    t0 = {"name": "t0", "size": 12288, "role": "intermediate", "ranges": {0: BASE}}
+    in0 = {"name": "in0", "size": 4096, "role": "input", "dtype": "u8", "shape": [4096], "ranges": {0: 0x1000}}
+    out0 = {"name": "out0", "size": 4096, "role": "output", "dtype": "u8", "shape": [4096], "ranges": {0: 0x3000}}
+    trace = [("alloc", BASE + 4096 * i, 4096) for i in range(3)]
+    cap = SimpleNamespace(allocs=[(a, s) for _, a, s in trace], trace=trace, nodes=[None] * 4,
+                          edges=[(0, 1), (1, 2), (2, 3)])
+    places = [(in0, 0), (t0, 0), (t0, 4096), (t0, 8192), (out0, 0)]
+    nodes = [{"kind": "memcpy", "src": places[i], "dst": places[i + 1], "width": 4096, "index": i} for i in range(4)]
+
+    def arena(bufs, nodes):
+        used = {id(b) for n in nodes for b in node_buffers(n)}
+        write_graph(tmp_path / "p.graph", "p", {}, bufs, used, nodes, cap.edges, "sm_90", origin="a test")
+        r = subprocess.run([pgcc_bin, "--report", str(tmp_path / "p.graph")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return next(line for line in r.stdout.splitlines() if line.startswith("memory: arena"))
+
+    write_safetensors(tmp_path / "p.safetensors", [])
+    assert arena(Bufs((in0, out0, t0)), nodes).startswith("memory: arena 12.00 KiB for 1 intermediates")
+    bufs = Bufs((in0, out0, t0))
+    out, report = export.place_intermediates(bufs, nodes, cap, lambda s: None)
+    assert report["split"] == {"t0": [12288, 3, 12288]}
+    assert arena(bufs, out).startswith("memory: arena 8.00 KiB for 3 intermediates")

@@ -1,0 +1,114 @@
+"""slots.py: capture regions split into the allocations the nodes use, from the
+allocator's trace and the capture's order (no GPU needed)."""
+from pgcc.slots import chain_order, lifetimes, split
+
+BASE = 0x7F0000000000
+R = "r"  # the one region's key
+
+
+def trace(*events):
+    """Events as (action, offset in the region, size)."""
+    return [(a, BASE + off, size) for a, off, size in events]
+
+
+def run(events, uses, size=1 << 20):
+    t = trace(*events)
+    return split({R: (BASE, size)}, lifetimes(t), [[(R, off, w) for off, w in u] for u in uses], len(t))
+
+
+def test_lifetimes_pair_frees_with_the_allocation_live_there():
+    t = trace(("alloc", 0, 100), ("alloc", 512, 100), ("free_requested", 0, 100), ("free_completed", 0, 100),
+              ("alloc", 0, 200), ("segment_alloc", 0, 2 << 20))
+    assert lifetimes(t) == [[BASE, 100, 0, 2], [BASE + 512, 100, 1, 6], [BASE, 200, 4, 6]]
+    # a free the trace lost: the place is taken again, so the first allocation ended there
+    assert lifetimes(trace(("alloc", 0, 8), ("alloc", 0, 8)))[0][3] == 1
+
+
+def test_chain_order_follows_the_edges_not_the_numbering():
+    assert chain_order(3, [(2, 0), (0, 1)]) == [2, 0, 1]
+    assert chain_order(1, []) == [0]
+    assert chain_order(0, []) == []
+    assert chain_order(3, [(0, 1), (0, 2)]) is None  # a fork
+    assert chain_order(3, [(0, 2), (1, 2)]) is None  # a join
+    assert chain_order(4, [(0, 1), (2, 3)]) is None  # two pieces
+    assert chain_order(2, [(0, 1), (1, 0)]) is None  # a cycle
+
+
+def test_allocations_used_apart_become_slots_of_their_own():
+    slots, at, whole = run([("alloc", 0, 4096), ("alloc", 4096, 1000), ("alloc", 8192, 4096)],
+                           [[(0, 0), (4096, 0)], [(4100, 0), (8192, 0)]])
+    assert whole == {}
+    assert slots[R] == [(0, 4096), (4096, 1024), (8192, 4096)]  # (sizes rounded as the allocator rounds)
+    assert at == {(0, 0): (0, 0), (0, 1): (1, 0), (1, 0): (1, 4), (1, 1): (2, 0)}
+
+
+def test_memory_reused_is_told_apart_by_when_the_node_was_captured():
+    # X at 0 is freed and Y made there; Z and W pin the nodes' times
+    events = [("alloc", 0, 4096),                # 0: X
+              ("alloc", 4096, 4096),             # 1: Z
+              ("free_requested", 0, 4096),       # 2
+              ("free_requested", 4096, 4096),    # 3
+              ("alloc", 0, 4096),                # 4: Y, where X was
+              ("alloc", 8192, 4096)]             # 5: W
+    slots, at, whole = run(events, [[(0, 0), (4096, 0)],      # X and Z: captured after event 1, before 3
+                                    [(0, 0), (8192, 0)]])     # at 0 with W: after event 5, so Y
+    assert whole == {}
+    assert slots[R] == [(0, 4096), (0, 4096), (4096, 4096), (8192, 4096)]
+    x, y = at[0, 0][0], at[1, 0][0]
+    assert x != y  # two buffers: pgcc may place them apart or together, as their uses allow
+    assert at == {(0, 0): (0, 0), (0, 1): (2, 0), (1, 0): (1, 0), (1, 1): (3, 0)}
+    # where a node's time is not pinned, the allocations that held its place are one slot
+    slots, at, whole = run(events, [[(0, 0), (4096, 0)], [(0, 0)]])
+    assert slots[R] == [(0, 4096), (4096, 4096)] and at[0, 0] == at[1, 0] == (0, 0)
+    # Z freed only after Y is made: node 0 may be as late as Y, and X and Y are one slot
+    events[2:5] = [("free_requested", 0, 4096), ("alloc", 0, 4096), ("free_requested", 4096, 4096)]
+    slots, at, whole = run(events, [[(0, 0), (4096, 0)], [(0, 0), (8192, 0)]])
+    assert slots[R] == [(0, 4096), (4096, 4096), (8192, 4096)] and at[0, 0] == at[1, 0] == (0, 0)
+
+
+def test_a_pointer_is_in_the_allocation_it_starts_not_the_one_it_ends():
+    slots, at, whole = run([("alloc", 0, 4096), ("alloc", 4096, 4096)], [[(0, 0)], [(4096, 0)]])
+    assert slots[R] == [(0, 4096), (4096, 4096)] and at[1, 0] == (1, 0)
+    # one past an allocation, where none starts: its end
+    slots, at, whole = run([("alloc", 0, 4096), ("alloc", 8192, 4096)], [[(0, 0), (4096, 0)]])
+    assert slots[R] == [(0, 4096)] and at[0, 1] == (0, 4096)
+
+
+def test_a_place_the_trace_does_not_explain_keeps_the_region_whole():
+    slots, at, whole = run([("alloc", 0, 4096)], [[(0, 0)], [(20000, 0)]])
+    assert slots == {} and at == {}
+    assert whole == {R: "node 1 points at offset 20000, which no allocation of the trace holds"}
+    # a memset running past its allocation
+    slots, at, whole = run([("alloc", 0, 4096), ("alloc", 4096, 4096)], [[(0, 8192)]])
+    assert R in whole and "(8192 bytes)" in whole[R]
+    # a memset inside one is that allocation's
+    slots, at, whole = run([("alloc", 0, 4096), ("alloc", 4096, 4096)], [[(4096, 4096)]])
+    assert slots[R] == [(4096, 4096)] and at[0, 0] == (0, 0)
+
+
+def test_a_trace_whose_order_contradicts_the_nodes_splits_nothing():
+    # node 0 uses Y, made after X was freed; node 1 uses X again
+    events = [("alloc", 0, 4096), ("free_requested", 0, 4096), ("alloc", 8192, 4096)]
+    slots, at, whole = run(events, [[(8192, 0)], [(0, 0)]])
+    assert slots == {} and at == {}
+    assert "node 1's places are not all live at any point of the allocator's trace after node 0's" in whole[R]
+    # a node pointing at two allocations never live together
+    slots, at, whole = run(events, [[(0, 0), (8192, 0)]])
+    assert whole[R] == "node 0's places are not all live at any point of the allocator's trace"
+
+
+def test_regions_are_split_each_on_its_own():
+    t = trace(("alloc", 0, 4096), ("alloc", 1 << 21, 4096), ("alloc", (1 << 21) + 4096, 512))
+    regions = {"a": (BASE, 8192), "b": (BASE + (1 << 21), 8192)}
+    uses = [[("a", 0, 0), ("b", 4096, 0)], [("b", 100, 0), ("b", 8192 - 4096, 4)]]
+    slots, at, whole = split(regions, lifetimes(t), uses, len(t))
+    assert slots == {"a": [(0, 4096)], "b": [(0, 4096), (4096, 512)]}
+    assert at == {(0, 0): (0, 0), (0, 1): (1, 0), (1, 0): (0, 100), (1, 1): (1, 0)}
+
+
+def test_the_trace_keeps_allocations_and_frees_only():
+    from pgcc.capture import trace_events
+    entries = [{"action": "segment_alloc", "addr": 0, "size": 2 << 20}, {"action": "alloc", "addr": 0, "size": 8},
+               {"action": "free_requested", "addr": 0, "size": 8}, {"action": "free_completed", "addr": 0, "size": 8},
+               {"action": "snapshot", "addr": 0, "size": 0}]
+    assert trace_events(entries) == [("alloc", 0, 8), ("free_requested", 0, 8), ("free_completed", 0, 8)]
