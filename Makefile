@@ -129,7 +129,7 @@ DESTDIR ?=
 CUDA_INC = -I$(CUDA_HOME)/include
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl
 
-RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o $(B)/rt/nccl.o
+RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o $(B)/rt/nccl.o $(B)/rt/cache.o
 
 $(B)/rt/%.o: runtime/%.c runtime/pgrt.h runtime/pgrt_impl.h runtime/st_header.h $(B)/config.stamp | $(B)
 	@mkdir -p $(B)/rt

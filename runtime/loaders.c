@@ -172,6 +172,8 @@ pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const p
                    k->symbol, m->library);
 }
 
+int pgrt_libset_fatbins(const pgrt_libset *s) { return s ? s->nfatbins : 0; }
+
 void pgrt_libset_free(pgrt_libset *s) {
   if (!s) return;
   for (int i = 0; i < s->nfatbins; i++) cuLibraryUnload(s->fatbins[i].lib);

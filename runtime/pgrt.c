@@ -36,7 +36,7 @@
 
 static _Thread_local char last_error[1024];
 
-static long long mono_ns(void) {
+long long pgrt_mono_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
@@ -182,6 +182,7 @@ struct pgrt_ctx {
   int calls;
   int full_deps;            /* PGRT_PDL=off: every dependency built as a full one */
   pgrt_run_stats stats;
+  pgrt_init_stats init_stats;
 };
 
 
@@ -195,13 +196,10 @@ static CUgraphExec exec_of(const pgrt_ctx *c, int i) {
 
 /* ---- modules ---- */
 
-static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin, size_t *size) {
-  int major = 0, minor = 0;
-  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  char arch[64];
-  snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
-  const char *opts[] = {arch, "--std=c++17", "-default-device"};
+static const char *const NVRTC_OPTS[] = {"--std=c++17", "-default-device"};
+
+static pgrt_status compile_nvrtc(const pgrt_module *m, const char *arch, void **cubin, size_t *size) {
+  const char *opts[] = {arch, NVRTC_OPTS[0], NVRTC_OPTS[1]};
   nvrtcProgram p;
   if (nvrtcCreateProgram(&p, (const char *)m->image, m->name, 0, NULL, NULL) != NVRTC_SUCCESS)
     return pgrt_fail(PGRT_ERR_MODULE, "module '%s': nvrtcCreateProgram failed", m->name);
@@ -223,6 +221,36 @@ static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin
   return PGRT_OK;
 }
 
+/* A CUDA source's cubin for the current GPU: from the cache (cache.c) when it holds one
+ * for this source, GPU architecture and NVRTC, else compiled by NVRTC and kept there;
+ * timed into the init's statistics. */
+static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin, size_t *size,
+                                pgrt_init_stats *stats) {
+  long long t0 = pgrt_mono_ns();
+  int major = 0, minor = 0, nv_major = 0, nv_minor = 0;
+  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  nvrtcVersion(&nv_major, &nv_minor);
+  char arch[64];
+  snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
+  const char *text = (const char *)m->image; /* (size 0: a table written by hand, the text ends at its NUL) */
+  size_t src = m->size ? strnlen(text, m->size) : strlen(text), head = 256, key_len = head + src;
+  char *key = pgrt_zalloc(key_len);
+  if (!key) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+  snprintf(key, head, "nvrtc %d.%d %s %s %s", nv_major, nv_minor, arch, NVRTC_OPTS[0], NVRTC_OPTS[1]);
+  memcpy(key + head, text, src);
+  pgrt_status st = PGRT_OK;
+  if (pgrt_cache_get(key, key_len, cubin, size)) {
+    stats->cache_hits++;
+  } else if ((st = compile_nvrtc(m, arch, cubin, size)) == PGRT_OK) {
+    stats->nvrtc_compiles++;
+    pgrt_cache_put(key, key_len, *cubin, *size);
+  }
+  free(key);
+  stats->nvrtc_ns += pgrt_mono_ns() - t0;
+  return st;
+}
+
 static pgrt_status load_modules(pgrt_ctx *c) {
   const pgrt_program *pr = c->prog;
   pgrt_status st = PGRT_OK;
@@ -235,7 +263,7 @@ static pgrt_status load_modules(pgrt_ctx *c) {
     if (m->kind == PGRT_MOD_LIBRARY) continue; /* its fatbins load with their kernels, below */
     if (m->kind == PGRT_MOD_CUDA) {
       size_t size;
-      if ((st = compile_cuda(m, dev, &compiled, &size)) != PGRT_OK) goto out;
+      if ((st = compile_cuda(m, dev, &compiled, &size, &c->init_stats)) != PGRT_OK) goto out;
       image = compiled;
     }
     CUresult r = cuLibraryLoadData(&c->libs[i], image, NULL, NULL, 0, NULL, NULL, 0);
@@ -269,7 +297,10 @@ static pgrt_status load_modules(pgrt_ctx *c) {
     CUkernel kernel;
     int found = 0;
     if (kn->module >= 0 && pr->modules[kn->module].kind == PGRT_MOD_LIBRARY) {
-      if ((st = pgrt_library_kernel(&c->libset, &pr->modules[kn->module], kn, &kernel)) != PGRT_OK) goto out;
+      long long t0 = pgrt_mono_ns();
+      st = pgrt_library_kernel(&c->libset, &pr->modules[kn->module], kn, &kernel);
+      c->init_stats.library_ns += pgrt_mono_ns() - t0;
+      if (st != PGRT_OK) goto out;
       found = 1;
     } else if (kn->module >= 0) {
       found = cuLibraryGetKernel(&kernel, c->libs[kn->module], kn->symbol) == CUDA_SUCCESS;
@@ -302,14 +333,14 @@ out:
 /* Compiles and loads kernels of libpgrt's own (the updater, the box kernels) with
  * NVRTC, once, and only when the program needs them. */
 static pgrt_status load_own(const char *name, const char *source, size_t size, CUlibrary *lib,
-                            const char *const *kernels, CUfunction *funcs, int count) {
+                            const char *const *kernels, CUfunction *funcs, int count, pgrt_init_stats *stats) {
   pgrt_status st = PGRT_OK;
   CUdevice dev;
   void *cubin = NULL;
   size_t bytes;
   const pgrt_module m = {.name = name, .kind = PGRT_MOD_CUDA, .image = source, .size = size};
   CU(cuCtxGetDevice(&dev), name);
-  if ((st = compile_cuda(&m, dev, &cubin, &bytes)) != PGRT_OK) goto out;
+  if ((st = compile_cuda(&m, dev, &cubin, &bytes, stats)) != PGRT_OK) goto out;
   CU(cuLibraryLoadData(lib, cubin, NULL, NULL, 0, NULL, NULL, 0), name);
   for (int k = 0; k < count; k++) {
     CUkernel kn;
@@ -924,6 +955,7 @@ static pgrt_status check_comms(const pgrt_program *pr, const pgrt_nccl_id *id, i
 
 pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUdeviceptr *weights,
                            void **const *kernel_args, CUdeviceptr arena, const pgrt_nccl_id *id, int rank) {
+  long long t_init = pgrt_mono_ns();
   if (!out_ctx || !pr) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: null context or program");
   *out_ctx = NULL;
   if (pr->version != PGRT_VERSION)
@@ -1006,7 +1038,11 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: no current CUDA context");
     goto out;
   }
-  if ((st = load_modules(c)) != PGRT_OK) goto out;
+  long long t_modules = pgrt_mono_ns();
+  st = load_modules(c);
+  c->init_stats.modules_ns = pgrt_mono_ns() - t_modules;
+  c->init_stats.library_fatbins = pgrt_libset_fatbins(c->libset);
+  if (st != PGRT_OK) goto out;
   for (int k = 0; k < pr->comm_count; k++) { /* on this context's device; every rank joins, in this order */
     int r = c->nccl->comm_init_rank(&c->ncomms[k], pr->comms[k].ranks, *id, rank);
     if (r != 0) {
@@ -1176,8 +1212,10 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
     c->any_updater |= c->upd[r].count > 0;
   }
   static const char *const upd_names[] = {"pgrt_update"}, *const box_names[] = {"pgrt_copy", "pgrt_set"};
+  long long t_own = pgrt_mono_ns();
   if (c->any_updater &&
-      (st = load_own("the updater", updater_source, sizeof updater_source, &c->upd_lib, upd_names, &c->upd_func, 1)))
+      (st = load_own("the updater", updater_source, sizeof updater_source, &c->upd_lib, upd_names, &c->upd_func, 1,
+                     &c->init_stats)))
     goto out;
   int any_boxed = 0;
   /* Copies and memsets in graphs whose memory moves are built as kernels: CUDA patches
@@ -1214,14 +1252,19 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
     for (int q = 0; q < 6; q++) c->args[i][q] = c->params[i] + (n->kind == PGRT_NODE_MEMCPY ? copy_at : set_at)[q];
   }
   if (any_boxed &&
-      (st = load_own("the box kernels", box_source, sizeof box_source, &c->box_lib, box_names, c->box_funcs, 2)))
+      (st = load_own("the box kernels", box_source, sizeof box_source, &c->box_lib, box_names, c->box_funcs, 2,
+                     &c->init_stats)))
     goto out;
 
+  c->init_stats.own_ns = pgrt_mono_ns() - t_own;
+  long long t_graphs = pgrt_mono_ns();
   for (int r = 0; r < pr->region_count; r++)
     if (pr->regions[r].graph && (st = c->bmode[r] ? build_buckets(c, r) : build_graph(c, r)) != PGRT_OK) goto out;
   for (int r = 0; r < pr->region_count; r++) /* regions that fell back to eager launch keep no graph */
     if (c->graphs[r] && !c->execs[r]) cuGraphDestroy(c->graphs[r]), c->graphs[r] = NULL;
   CU(cuCtxSynchronize(), "init");
+  c->init_stats.graphs_ns = pgrt_mono_ns() - t_graphs;
+  c->init_stats.total_ns = pgrt_mono_ns() - t_init;
 out:
   if (st != PGRT_OK) {
     pgrt_destroy(&c);
@@ -1406,9 +1449,9 @@ static pgrt_status launch_bucket(pgrt_ctx *c, int r, CUstream s) {
       c->pending[i] = 0;
     }
   }
-  long long t = mono_ns();
+  long long t = pgrt_mono_ns();
   CU(cuGraphLaunch(c->bexecs[r][k], s), sw->origin);
-  c->stats.launch_ns += mono_ns() - t;
+  c->stats.launch_ns += pgrt_mono_ns() - t;
   c->stats.graphs_launched++;
 out:
   return st;
@@ -1441,7 +1484,7 @@ static pgrt_status pick_buckets(pgrt_ctx *c, const int64_t *sizes) {
 pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
                      const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream s) {
   if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
-  long long t_start = mono_ns();
+  long long t_start = pgrt_mono_ns();
   const pgrt_program *pr = c->prog;
   if (pr->bound_slots && !bound) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its buffers", pr->name);
   if (pr->scalar_slots && !scalars) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: '%s' needs its scalars", pr->name);
@@ -1518,7 +1561,7 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
     c->stats.device_updated += u->nodes;
   }
 
-  c->stats.prepare_ns = mono_ns() - t_start;
+  c->stats.prepare_ns = pgrt_mono_ns() - t_start;
   for (int r = 0; r < pr->region_count; r++) {
     const pgrt_region *rg = &pr->regions[r];
     if (c->bmode[r]) {
@@ -1533,9 +1576,9 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
           c->pending[i] = 0;
         }
       }
-      long long t = mono_ns();
+      long long t = pgrt_mono_ns();
       CU(cuGraphLaunch(c->execs[r], s), "a graph region");
-      c->stats.launch_ns += mono_ns() - t;
+      c->stats.launch_ns += pgrt_mono_ns() - t;
       c->stats.graphs_launched++;
     } else {
       for (int i = rg->first; i < rg->first + rg->count; i++)
@@ -1545,7 +1588,7 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   c->calls++;
   for (int d = 0; d < pr->dim_count; d++) c->bucket_last[d] = c->bucket_next[d];
 out:
-  c->stats.host_ns = mono_ns() - t_start;
+  c->stats.host_ns = pgrt_mono_ns() - t_start;
   return st;
 }
 
@@ -1595,6 +1638,10 @@ pgrt_status pgrt_debug_node(const pgrt_ctx *c, int node, const char **origin, CU
 
 void pgrt_last_run(const pgrt_ctx *c, pgrt_run_stats *out) {
   if (c && out) *out = c->stats;
+}
+
+void pgrt_last_init(const pgrt_ctx *c, pgrt_init_stats *out) {
+  if (c && out) *out = c->init_stats;
 }
 
 void pgrt_destroy(pgrt_ctx **pc) {

@@ -21,10 +21,15 @@
  * graph region on the device where it can (to compare the two, and to test both).
  *
  * Copies and memsets: in a graph region, a copy whose memory moves from call to call,
- * and every memset, is built as a kernel of libpgrt's own (pgrt_copy, pgrt_set; NVRTC
- * compiles them at init): CUDA patches copy and memset nodes only in some cases, and a
- * memset node costs every launch of its graph host time that a kernel node does not.
+ * and every memset, is built as a kernel of libpgrt's own (pgrt_copy, pgrt_set):
+ * CUDA patches copy and memset nodes only in some cases, and a memset node costs
+ * every launch of its graph host time that a kernel node does not.
  * PGRT_MEMSET=node builds the memsets whose memory stays as memset nodes.
+ *
+ * CUDA sources (libpgrt's own kernels, a program's CUDA modules) are compiled by NVRTC
+ * at init, for the GPU at hand, and the cubins kept on disk for the next init
+ * (runtime/cache.c): in $PGRT_CACHE, else $XDG_CACHE_HOME/pgrt, else
+ * $HOME/.cache/pgrt; PGRT_CACHE=off compiles every time and keeps nothing.
  *
  * Host reads: a program may copy device values into host buffers (pinned memory that
  * init allocates), synchronize, and go on with kernels that take what it read as
@@ -583,6 +588,19 @@ typedef struct {
   long long host_ns, launch_ns, prepare_ns;
 } pgrt_run_stats;
 void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
+
+/* Where pgrt_init's time went (CLOCK_MONOTONIC, ns), for benchmarks: all of it; the
+ * program's modules and kernels (of which: the kernels found in libraries' fatbins);
+ * libpgrt's own kernels (the updater, pgrt_copy and pgrt_set); building and
+ * instantiating the graph regions; and, across the program's CUDA modules and
+ * libpgrt's own, CUDA sources made into cubins: how long, how many NVRTC compiled, how
+ * many came from the cache of compiled cubins (PGRT_CACHE, see the top of this
+ * file).  How many fatbins the libraries gave. */
+typedef struct {
+  long long total_ns, modules_ns, library_ns, own_ns, graphs_ns, nvrtc_ns;
+  int nvrtc_compiles, cache_hits, library_fatbins;
+} pgrt_init_stats;
+void pgrt_last_init(const pgrt_ctx *ctx, pgrt_init_stats *out);
 
 #ifdef __cplusplus
 }

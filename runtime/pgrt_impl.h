@@ -32,6 +32,15 @@ static inline void *pgrt_zalloc(size_t n) { return calloc(n ? n : 1, 1); }
 typedef struct pgrt_libset pgrt_libset;
 pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const pgrt_kernel *k, CUkernel *out);
 void pgrt_libset_free(pgrt_libset *set);
+/* How many fatbins the set has loaded. */
+int pgrt_libset_fatbins(const pgrt_libset *set);
+/* cache.c: cubins NVRTC compiled, on disk by key (the whole key is checked).  get: 1
+ * and a malloc'd copy on a hit, 0 on a miss or where there is no cache; put: silent
+ * where it cannot write. */
+int pgrt_cache_get(const void *key, size_t key_len, void **cubin, size_t *size);
+void pgrt_cache_put(const void *key, size_t key_len, const void *cubin, size_t size);
+/* CLOCK_MONOTONIC in ns. */
+long long pgrt_mono_ns(void);
 
 /* nccl.c: NCCL, loaded with dlopen (pgrt.h, "NCCL, loaded at run time").  NCCL's enums
  * travel as ints and its communicator as a pointer: the ABI of the functions below. */

@@ -49,6 +49,12 @@ class PgrtRunStats(C.Structure):  # pgrt_run_stats (pgrt.h)
                 ("launch_ns", C.c_longlong), ("prepare_ns", C.c_longlong)]
 
 
+class PgrtInitStats(C.Structure):  # pgrt_init_stats (pgrt.h)
+    _fields_ = [("total_ns", C.c_longlong), ("modules_ns", C.c_longlong), ("library_ns", C.c_longlong),
+                ("own_ns", C.c_longlong), ("graphs_ns", C.c_longlong), ("nvrtc_ns", C.c_longlong),
+                ("nvrtc_compiles", C.c_int), ("cache_hits", C.c_int), ("library_fatbins", C.c_int)]
+
+
 class Dim:
     """A shape bucket dimension (buckets.py): name, values (the buckets' sizes), pad."""
 
@@ -345,6 +351,15 @@ class Program:
         st = PgrtRunStats()
         self.lib.pgrt_last_run(self.ctx, C.byref(st))
         return {k: getattr(st, k) for k, _ in PgrtRunStats._fields_}
+
+    def init_stats(self):
+        """Where NAME_init's time went (pgrt_last_init): a dict of pgrt_init_stats' fields --
+        all of it, the modules and kernels (of which the libraries' fatbins), libpgrt's own
+        kernels, the graphs, CUDA sources made cubins (ns); how many NVRTC compiled, how
+        many the cache of compiled cubins gave, how many fatbins the libraries gave."""
+        st = PgrtInitStats()
+        self.lib.pgrt_last_init(self.ctx, C.byref(st))
+        return {k: getattr(st, k) for k, _ in PgrtInitStats._fields_}
 
     def _current_stream(self):
         """The device's current stream handle: torch's raw getter where it has one (as

@@ -38,6 +38,9 @@
 #   pdl.graph:   .graph format 3's programmatic edge: a slow kernel and one that waits on
 #                its grid dependency, run as generated and with PGRT_PDL=off; exact
 #                results both ways, and the two graphs' edges must print differently
+# The runs share libpgrt's cache of compiled cubins, new at the start (PGRT_CACHE under
+# $OUT): the first run of each CUDA source compiles it, the later ones load what it
+# kept; chain runs once more with the cache off.
 # Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
 # dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
 # arguments and checks the result.
@@ -47,6 +50,10 @@ export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT/device" build/gpu
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 make -s build/pgcc runtime
+# libpgrt's cache of compiled cubins starts empty: the first program that needs a CUDA
+# source compiled runs with what NVRTC made, every later one with what the cache kept
+export PGRT_CACHE="$OUT/pgrt-cache"
+rm -rf "$PGRT_CACHE"
 for t in chain loops shapes relocs hostread buckets globals pdl; do
   build/pgcc tests/gpu/codegen/$t.graph -o build/gpu/$t.c
   gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
@@ -63,6 +70,11 @@ for t in chain loops shapes relocs hostread buckets globals pdl; do
   python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT/device"
   unset PGRT_BUCKETS
 done
+kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
+echo "== libpgrt's cache holds $kept cubins (pgrt_copy and pgrt_set, the updater, the programs' CUDA modules)"
+[ "$kept" -ge 3 ] || { echo "FAIL: libpgrt kept $kept compiled cubins in $PGRT_CACHE, expected 3 or more"; exit 1; }
+echo "== chain again, nothing cached (PGRT_CACHE=off)"
+PGRT_CACHE=off build/gpu/chain "$OUT"
 echo "== buckets as generated: one graph per bucket, the host launching the one the size picks"
 build/gpu/buckets "$OUT"
 echo "== buckets again, one graph per bucket, patched on the device where it can (PGRT_UPDATE=device)"
