@@ -162,8 +162,9 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                      f"  {len(reads.seen)} host reads while compiling, none in a call: the captures are whole")
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
-        report = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
-                                 split=per_call > 0)
+        a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
+                            split=per_call > 0)
+        report = a.report
     except BaseException:
         try:  # the caller's state back, where CUDA still works
             restore_state(original)
@@ -181,14 +182,27 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                   "values it read back; give pgcc.export(..., callbacks={name: function}) to verify it")
         result.verified = f"NOT VERIFIED {name}: callback scalars {needed} need their functions"
         verify = False
+    def check(build_dir=None):
+        if training_step(fn_or_module):
+            from .verify import verify_training
+            return verify_training(result, run, inputs, weights, progress=prog, build_dir=build_dir)
+        from .verify import verify as verify_export
+        return verify_export(result, run, inputs, progress=prog, callbacks=callbacks, build_dir=build_dir)
     try:
         if verify:
-            if training_step(fn_or_module):
-                from .verify import verify_training
-                result.verified = verify_training(result, run, inputs, weights, progress=prog)
-            else:
-                from .verify import verify as verify_export
-                result.verified = verify_export(result, run, inputs, progress=prog, callbacks=callbacks)
+            try:
+                result.verified = check()
+            except ExportError as e:
+                # The regions split into slots, or cut, have not run on every program: where
+                # the export fails with them, it is written again with every region whole,
+                # verified again (built apart: the process holds the first build loaded), and
+                # the report says why (intermediates.undone).
+                if not whole_regions(a, str(e)):
+                    raise
+                prog.warn("the export failed verification with its capture memory split into slots or cut; "
+                          "written again with every region whole", str(e))
+                write_export(a, inputs, out_dir, name, prog, False)
+                result.verified = check(build_dir=os.path.join(out_dir, "build-whole"))
     finally:
         prog.flush()
     return result
@@ -231,13 +245,14 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     (hostvalues.py).  A read that only chose the path is then tried as a conditional node
     (branches.py): the other path is captured too (the value given to the program
     flipped), and where the two share what came before the read, the program holds both,
-    chosen on the device."""
+    chosen on the device.  Returns the analysis (analyse(); its report is the export's)."""
     prog = progress or Progress(prefix="pgcc-export")
     a = analyse(fn, inputs, weights, out_dir, name, prog, watch, split)
     if split:
         from .branches import join_other_path
         join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a)
-    return write_export(a, inputs, out_dir, name, prog, diagnose)
+    write_export(a, inputs, out_dir, name, prog, diagnose)
+    return a
 
 
 def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
@@ -593,11 +608,13 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
     finally:
         replayer.close()
     # (PGCC_SLOTS=off keeps every region whole, as exports before the seventh session had them)
+    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
     nodes, report["intermediates"] = place_intermediates(bufs, nodes, capA, log,
                                                          split=not split and os.environ.get("PGCC_SLOTS") != "off")
     write_report()
     return SimpleNamespace(capA=capA, bufs=bufs, nodes=nodes, edges=edges, kernels=kernels, scalars=scalars,
-                           report=report, write_report=write_report, outputs=outputs, comms=list(comms.values()))
+                           report=report, write_report=write_report, outputs=outputs, comms=list(comms.values()),
+                           whole=whole)
 
 
 def write_export(a, inputs, out_dir, name, prog, diagnose):
@@ -971,6 +988,25 @@ def place_intermediates(bufs, nodes, capA, log, split=True):
         log("  intermediates cut after the last allocation a node points into: " + ", ".join(
             f"{n} {a} -> {u} bytes" for n, (a, u) in report["cut"].items()))
     return nodes, report
+
+
+def whole_regions(a, why):
+    """Analysis a with every region as capture A had it, whole and uncut, as
+    place_intermediates found them (a.whole): for an export whose verification failed
+    with its regions split or cut.  The report's intermediates say why (`undone`).
+    Returns whether there was anything to undo."""
+    done = a.report.get("intermediates") or {}
+    if not done.get("split") and not done.get("cut"):
+        return False
+    if done.get("split"):  # (only analyses that join no other path are split: a.nodes are still theirs)
+        a.nodes = list(a.whole.nodes)
+        a.bufs.list[:] = a.whole.bufs
+    for b in a.bufs.list:
+        if id(b) in a.whole.sizes:
+            b["size"] = a.whole.sizes[id(b)]
+    a.report["intermediates"] = {"split": {}, "whole": {}, "cut": {}, "undone": why}
+    a.write_report()
+    return True
 
 
 def _split_regions(bufs, nodes, capA, regions):

@@ -148,7 +148,7 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
     prog = progress or Progress(prefix="pgcc-export")
     out_dir = getattr(result, "out_dir", result)
     prog.status("verify: building the export with pgcc and libpgrt")
-    p = load(out_dir, name=getattr(result, "name", None))
+    p = load(out_dir, name=getattr(result, "name", None), build_dir=build_dir)
     name = p.name
     saved = {n: w.detach().clone() for n, w in weights.items()}
     held = []

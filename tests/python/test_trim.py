@@ -161,3 +161,27 @@ def test_pgcc_packs_the_slots_of_a_region(tmp_path, pgcc_bin):
     out, report = export.place_intermediates(bufs, nodes, cap, lambda s: None)
     assert report["split"] == {"t0": [12288, 3, 12288]}
     assert arena(bufs, out).startswith("memory: arena 8.00 KiB for 3 intermediates")
+
+
+def test_whole_regions_undoes_the_split_and_the_cut():
+    t0, t1, ws, w = buffers()
+    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
+             {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 1}]
+    bufs = Bufs((t0, t1, w))
+    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
+    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
+    assert report["split"] and [b["name"] for b in bufs.list] == ["t0_0", "t1_0", "w_a"]
+    written = []
+    a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole,
+                        write_report=lambda: written.append(1))
+    assert export.whole_regions(a, "verify m: output 0 differs")
+    assert a.nodes == nodes and bufs.list == [t0, t1, w] and t0["size"] == 8704 + (1 << 20)
+    assert a.report["intermediates"]["undone"] == "verify m: output 0 differs" and written
+    assert not export.whole_regions(a, "again")  # (nothing left to undo)
+    # cut only (a capture that is not one chain): the sizes come back
+    bufs = Bufs((t0, t1, w))
+    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
+    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2, edges=[]), lambda s: None)
+    assert report["cut"] and t0["size"] == 8192
+    a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole, write_report=lambda: None)
+    assert export.whole_regions(a, "x") and t0["size"] == 8704 + (1 << 20) and bufs.list == [t0, t1, w]
