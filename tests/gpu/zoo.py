@@ -7,7 +7,9 @@ tabulate what exported and verified and what stands in the way.
 Each model runs in a child process of its own (a fresh Inductor cache, a crash or
 hang cannot take the others with it), N at a time.  A child prints one JSON line:
 the model, PASS or FAIL, the seconds it took, the verification's max error or the
-first lines of what stopped the export.  The table goes to stdout and, with --out,
+first lines of what stopped the export; for an export, its node kinds, its arena, and
+what became of capture A's memory (regions split into slots, kept whole or cut, or all
+undone after a failed verification: export.place_intermediates).  The table goes to stdout and, with --out,
 zoo.json and one log per model there.  --repeat R exports each model R times, in
 separate children (an export that passes only sometimes -- stale bytes in parameter
 memory differ from process to process -- is a failure).  --cache DIR keeps each
@@ -45,7 +47,8 @@ def child(key, out_dir):
                           weights=weights, verify=True, quiet=False, watch=watch)
         rec.update(status="PASS", detail=str(getattr(res, "verified", "") or ""),
                    programmatic_edges=(res.report or {}).get("programmatic_edges", 0),
-                   nodes=node_kinds(os.path.join(out_dir, "export", key.replace(":", "_") + ".graph")))
+                   nodes=node_kinds(os.path.join(out_dir, "export", key.replace(":", "_") + ".graph")),
+                   **memory(pgcc, res, os.path.join(out_dir, "export"), key.replace(":", "_")))
     except Exception as e:  # noqa: BLE001 -- the table reports every failure
         import traceback
         traceback.print_exc()
@@ -59,6 +62,25 @@ def child(key, out_dir):
     rec["seconds"] = round(time.time() - t0, 1)
     rec["torch"] = torch.__version__
     print("ZOO " + json.dumps(rec), flush=True)
+
+
+def memory(pgcc, res, export_dir, name):
+    """The export's arena (bytes), and what became of capture A's regions
+    (export.place_intermediates): split into how many slots, of how many bytes against
+    the regions' own, which were kept whole and why, and whether a failed verification
+    undid it all."""
+    done = (res.report or {}).get("intermediates") or {}
+    # (after an undone split, the program verified is the one built apart: the first is loaded)
+    p = pgcc.load(export_dir, name=name, build_dir=os.path.join(export_dir, "build-whole") if done.get("undone") else None)
+    try:
+        arena = p.arena_bytes
+    finally:
+        p.close()
+    split = done.get("split", {})
+    return {"arena_bytes": arena, "regions_split": len(split), "slots": sum(x[1] for x in split.values()),
+            "region_bytes": sum(x[0] for x in split.values()), "slot_bytes": sum(x[2] for x in split.values()),
+            "regions_whole": done.get("whole", {}), "regions_cut": done.get("cut", {}),
+            "regions_undone": done.get("undone")}
 
 
 def node_kinds(path):
@@ -129,6 +151,11 @@ def run_one(run, args, root_out):
         with open(os.path.join(args.out, label + ".log"), "w") as f:
             f.write(log)
     print(f"{rec['status']:8} {run:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
+    if "arena_bytes" in rec:
+        print(f"         arena {rec['arena_bytes']} bytes; {rec['regions_split']} regions ({rec['region_bytes']} "
+              f"bytes) split into {rec['slots']} slots ({rec['slot_bytes']} bytes); whole: "
+              f"{json.dumps(rec['regions_whole'])[:300]}; cut: {json.dumps(rec['regions_cut'])[:200]}"
+              + (f"; UNDONE: {rec['regions_undone'][:300]}" if rec["regions_undone"] else ""), flush=True)
     if "diagnosis" in rec:
         print(f"         diagnosis: {json.dumps(rec['diagnosis'])[:1500]}", flush=True)
     return rec
