@@ -21,21 +21,27 @@ from .kernels import func_attrs
 class Capture:
     """A captured graph's nodes: kind, kernel launch, parameter bytes, edges."""
 
-    def __init__(self, torch, fn, inputs, far=None, split=False, force=None):
+    def __init__(self, torch, fn, inputs, far=None, split=False, force=None, watch=None):
         """far: a context manager under which the capture runs (farmem.far, pool=False:
         the capture's private pool is then made far away).  split: cut the capture at
         every host read (hostreads.py) into stretches, each its own graph on one pool;
         each stretch is replayed when the read comes, so that the value read is real
         (the call then runs for real, once).  Without it a host read fails the capture.
         force: {read index: True}: the program gets those reads' values flipped
-        (hostreads.flipped), to take the other side of a branch."""
+        (hostreads.flipped), to take the other side of a branch.  watch: a ModuleWatch,
+        whose node_clock then counts the allocator's allocations and frees as each node's
+        launch begins (node_clock: where each node came in the allocator's trace, for
+        slots.py; None without it, or for a capture in stretches)."""
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
         self.segments, self.reads, self.stream = [self.graph], [], None
         torch.cuda.synchronize()
         traced = record_allocations(torch, True)
+        counts = allocator_counts(torch)
+        at_start = counts()
+        clocked = watch.node_clock(counts) if watch is not None and traced and not split else None
         pool = torch.cuda.graph_pool_handle()  # (a pool of its own, as by default, but known if the capture fails)
         try:
-            with far() if far else contextlib.nullcontext():
+            with far() if far else contextlib.nullcontext(), clocked or contextlib.nullcontext() as seen:
                 if split:
                     out = self.capture_split(torch, fn, inputs, pool, force)
                 else:
@@ -50,6 +56,7 @@ class Capture:
         # (address, size), in the order made
         self.trace = record_allocations(torch, False) if traced else None
         self.allocs = None if self.trace is None else [(a, s) for act, a, s in self.trace if act == "alloc"]
+        self.node_clock = None if seen is None else [(a - at_start[0], f - at_start[1]) for a, f in seen]
         self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         self.inputs = inputs
         self.snapshot = torch.cuda.memory_snapshot()
@@ -402,6 +409,19 @@ def record_allocations(torch, start):
     snap = mem._snapshot()
     mem._record_memory_history(enabled=None)
     return trace_events(snap.get("device_traces", [[]])[torch.cuda.current_device()])
+
+
+def allocator_counts(torch):
+    """A function that gives the caching allocator's counts of allocations and of frees
+    made on the current device so far, (allocations, frees): each is an "alloc" or a
+    "free_requested" event of its trace (record_allocations)."""
+    dev = torch.cuda.current_device()
+    stats = torch.cuda.memory.memory_stats_as_nested_dict
+
+    def counts():
+        a = stats(dev)["allocation"]["all"]
+        return a["allocated"], a["freed"]
+    return counts
 
 
 def trace_events(entries):

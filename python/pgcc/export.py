@@ -291,7 +291,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
         restore_state(state)
         return cap
     capture(1, "thrown away", inputs).reset()
-    capA = capture(2, "A, the example inputs", inputs)
+    capA = capture(2, "A, the example inputs", inputs, watch=watch)  # (its nodes placed in its trace: slots.py)
     inputs_b = [x.clone() for x in inputs]  # the same values at other addresses
     capB = capture(3, "B, the inputs at other addresses", inputs_b)
     prog.status(f"{name}: capture 4/{count} (C, far away: other high address bits)")
@@ -959,13 +959,14 @@ def place_intermediates(bufs, nodes, capA, log, split=True):
     bytes, and its nodes point at offsets 0 and 8,192 of it only.
 
     Returns (nodes, report): report {"split": {region: [bytes, slots, slots' bytes]},
-    "whole": {region: why not split}, "cut": {region: [bytes before, after]}}."""
-    report = {"split": {}, "whole": {}, "cut": {}}
+    "whole": {region: why not split}, "cut": {region: [bytes before, after]}, "timed":
+    how the nodes were timed against the trace (slots.split's how)}."""
+    report = {"split": {}, "whole": {}, "cut": {}, "timed": None}
     if capA.allocs is None:
         return nodes, report
     regions = {id(b): b for b in bufs.list if b["role"] == "intermediate" and 0 in b["ranges"]}
     if split and regions:
-        nodes, report["split"], report["whole"] = _split_regions(bufs, nodes, capA, regions)
+        nodes, report["split"], report["whole"], report["timed"] = _split_regions(bufs, nodes, capA, regions)
     refs = {}
     for n in nodes:
         for b, off, width in node_refs(n):
@@ -1010,19 +1011,26 @@ def whole_regions(a, why):
 
 
 def _split_regions(bufs, nodes, capA, regions):
-    """place_intermediates' split: (nodes, split, whole) as it reports them; the regions
-    split are replaced in bufs by their slots."""
+    """place_intermediates' split: (nodes, split, whole, timed) as it reports them; the
+    regions split are replaced in bufs by their slots."""
     why = "the capture is not one chain: the nodes' order is not the order they were captured in"
     order = slots.chain_order(len(capA.nodes), capA.edges)
     if order is None or getattr(capA, "trace", None) is None:
-        return nodes, {}, {b["name"]: why if order is None else "no allocator trace" for b in regions.values()}
+        return nodes, {}, {b["name"]: why if order is None else "no allocator trace" for b in regions.values()}, None
     rank = {i: r for r, i in enumerate(order)}
     # (nodes the export added, an aliased output's copy, come after the capture's)
     timed = sorted(range(len(nodes)), key=lambda k: (rank.get(nodes[k]["index"], len(order)), nodes[k]["index"]))
     uses = [[(id(b), off, width) for b, off, width in node_refs(nodes[k]) if id(b) in regions] for k in timed]
-    found, at, whole = slots.split({key: (b["ranges"][0], b["size"]) for key, b in regions.items()},
-                                   slots.lifetimes(capA.trace), uses, len(capA.trace),
-                                   [nodes[k]["index"] for k in timed])
+    # when each node was captured, where capture A saw it (Capture.node_clock): by chain position
+    seen = slots.clock_times(capA.trace, getattr(capA, "node_clock", None))
+    times = None
+    if seen is not None and len(seen) == len(order):
+        times = [seen[rank[nodes[k]["index"]]] if nodes[k]["index"] in rank else None for k in timed]
+    found, at, whole, how = slots.split({key: (b["ranges"][0], b["size"]) for key, b in regions.items()},
+                                        slots.lifetimes(capA.trace), uses, len(capA.trace),
+                                        [nodes[k]["index"] for k in timed], times)
+    if seen is not None and times is None:
+        how += f" ({len(seen)} launches seen for {len(order)} nodes)"
     made = {}
     for key, parts in found.items():
         b = regions[key]
@@ -1044,7 +1052,7 @@ def _split_regions(bufs, nodes, capA, regions):
         out[k] = map_places(nodes[k], place)
     split = {regions[key]["name"]: [regions[key]["size"], len(parts), sum(size for _, size in parts)]
              for key, parts in found.items()}
-    return out, split, {regions[key]["name"]: w for key, w in whole.items()}
+    return out, split, {regions[key]["name"]: w for key, w in whole.items()}, how
 
 
 def reused(allocs, addr, size):

@@ -11,6 +11,7 @@ kernel is reported; the other places holding a library kernel's name
 (library_candidates, loaded by LibraryFunctions) are judged by running them
 (export.prove_code).
 """
+import contextlib
 import ctypes as C
 import hashlib
 import json
@@ -277,6 +278,14 @@ CBID_KERNEL_GET_FUNCTION = 683  # (CUfunction *, CUkernel)
 CBID_CTX_SYNCHRONIZE = (17, 800)  # cuCtxSynchronize, ..._v2: where ModuleWatch.close detaches CUPTI
 
 
+def makes_node(name):
+    """Whether a driver call of this name (a CUPTI callback's functionName) makes a graph
+    node when the stream it runs on is being captured: a kernel's launch, a host
+    function's, an asynchronous memset or copy."""
+    return name.startswith(("cuLaunchKernel", "cuLaunchCooperativeKernel", "cuLaunchHostFunc")) or (
+        name.startswith(("cuMemset", "cuMemcpy")) and "Async" in name)
+
+
 FATBIN_WRAPPER_MAGIC = 0x466243B1  # what nvcc's registration passes: magic, version, the fatbin's address
 
 
@@ -338,6 +347,7 @@ class ModuleWatch:
         """trace: also count every driver and runtime API call by name (self.calls: a
         diagnosis of how a library loads its code; slow)."""
         self.images, self.paused, self.sub = {}, False, None
+        self._clock, self._clocked, self._pending = None, [], None  # (node_clock)
         self._detach = self._detached = False
         self.calls = {} if trace else None
         self.loaded_by = {}  # module or library handle -> digests of the images loaded by that call
@@ -363,6 +373,8 @@ class ModuleWatch:
                         C.cast(data, C.POINTER(self._Api)).contents.site == 1:  # (the call's exit: CUPTI's advice)
                     self._detached = lib.cuptiFinalize() == 0
                 return
+            if self._clock is not None and domain == DOMAIN_DRIVER_API and data:
+                self._tick(C.cast(data, C.POINTER(self._Api)).contents)
             if self.paused or not data:
                 return
             if self.calls is not None and domain in (DOMAIN_DRIVER_API, DOMAIN_RUNTIME_API):
@@ -382,6 +394,7 @@ class ModuleWatch:
             elif domain == DOMAIN_DRIVER_API and cbid in watched:
                 self._api(cbid, C.cast(data, C.POINTER(self._Api)).contents)
 
+        self.watched = watched
         self._cb = CB(seen)
         sub = C.c_void_p()
         r = lib.cuptiSubscribe(C.byref(sub), self._cb, None)
@@ -394,6 +407,33 @@ class ModuleWatch:
         if trace:
             lib.cuptiEnableDomain(1, sub, DOMAIN_DRIVER_API)
             lib.cuptiEnableDomain(1, sub, DOMAIN_RUNTIME_API)
+
+    @contextlib.contextmanager
+    def node_clock(self, clock):
+        """While in it, clock() is read as each driver call that makes a graph node begins
+        (makes_node), and kept, in order, for the calls that succeed: the list it yields.
+        Capture A reads the caching allocator's counts so (Capture.node_clock), to place
+        each node in the allocator's trace.  Works while paused."""
+        self._clock, self._clocked, self._pending = clock, [], None
+        self.lib.cuptiEnableDomain(1, self.sub, DOMAIN_DRIVER_API)
+        try:
+            yield self._clocked
+        finally:
+            self._clock = None
+            if self.calls is None:  # (tracing keeps the domain on)
+                self.lib.cuptiEnableDomain(0, self.sub, DOMAIN_DRIVER_API)
+                for cbid in self.watched:
+                    self.lib.cuptiEnableCallback(1, self.sub, DOMAIN_DRIVER_API, cbid)
+
+    def _tick(self, cd):
+        if not cd.functionName or not makes_node(cd.functionName.decode()):
+            return
+        if cd.site == 0:
+            self._pending = self._clock()
+        elif self._pending is not None:
+            if not cd.result or C.cast(cd.result, C.POINTER(C.c_int))[0] == 0:
+                self._clocked.append(self._pending)
+            self._pending = None
 
     def _keep(self, image):
         digest = hashlib.sha256(image).hexdigest()

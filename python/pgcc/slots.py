@@ -9,17 +9,22 @@ arena larger than what the program ever has live at once.  The allocator's trace
 where each allocation was and when: made at one event, freed at a later one.  A place a
 node points at is then in the allocation that held it when the node was captured.
 
-When a node was captured, the trace does not say; the capture's order does.  In a
-capture that is one chain, the nodes were captured in the chain's order, and the trace's
-events come in the host's order: node k was captured after t_k of the events, t_1 <=
-t_2 <= ..., and every place it points at lies in an allocation live then.  Taking every
-node as early as those constraints allow, then as late, bounds each t_k; an allocation
-that covers one of the node's places and is live somewhere within the bounds is a
-candidate for that place.  Where there is one, the place is in that allocation; where
-there are several (the same bytes reused while the node's time is unsure), they are
-taken together.  A slot is one allocation, or such a group: it becomes a buffer of its
-own, its bytes laid out as the capture had them, and pgcc's memory plan (memplan.c)
-gives it bytes for as long as nodes use it.
+When a node was captured, the trace does not say.  Where a ModuleWatch was there,
+capture A counted the allocator's allocations and frees as each node's launch began
+(Capture.node_clock): that is the node's place in the trace (clock_times), and each of
+its places is the allocation live there, one slot per allocation.  Otherwise the order
+of a capture that is one chain tells what it can: the nodes were captured in the
+chain's order and the trace's events come in the host's order, so node k was captured
+after t_k of the events, t_1 <= t_2 <= ..., with every place it points at in an
+allocation live then.  Taking every node as early as that allows, then as late, bounds
+each t_k; the allocations that cover one of its places and are live somewhere within
+the bounds are that place's candidates, and where there are several they are taken
+together, as one slot.  That is weak where memory is reused at once: a kernel's input,
+freed after it, and the next kernel's output, made in its place, are both candidates
+for the first kernel's pointer (nothing bounds it before the next allocation), and a
+simulated Inductor-like program of 400 allocations gave 49 slots.  A slot becomes a
+buffer of its own, its bytes laid out as the capture had them, and pgcc's memory plan
+(memplan.c) gives it bytes for as long as nodes use it.
 
 A place the trace cannot explain -- in no allocation, or a copy running past one --
 leaves its region whole, and a trace whose order contradicts the nodes' leaves every
@@ -52,6 +57,28 @@ def lifetimes(trace):
         elif action in ("free_requested", "free_completed") and addr in live:
             out[live.pop(addr)][3] = t
     return out
+
+
+def clock_times(trace, clocks):
+    """Where in the trace each node was captured: clocks, the allocator's counts of
+    allocations and frees made since the trace began, (allocations, frees), read as each
+    node's launch began (Capture.node_clock); returns for each how many of the trace's
+    events came before it (its "alloc" and "free_requested" events are what the counts
+    count).  None without clocks, or where a clock is no point of the trace (the trace
+    was cut short, or the counts are not its)."""
+    if clocks is None:
+        return None
+    first, a, f = {(0, 0): 0}, 0, 0
+    for i, (action, _, _) in enumerate(trace):
+        if action == "alloc":
+            a += 1
+        elif action == "free_requested":
+            f += 1
+        else:
+            continue
+        first.setdefault((a, f), i + 1)
+    out = [first.get(tuple(c)) for c in clocks]
+    return None if None in out else out
 
 
 def chain_order(n, edges):
@@ -184,16 +211,21 @@ def _latest(places, t):
             return t
 
 
-def split(regions, lives, uses, end, labels=None):
+def split(regions, lives, uses, end, labels=None, times=None):
     """The slots of each region.  regions: {key: (base, size)} of the intermediates, in
     capture A's addresses; lives: lifetimes() of capture A's trace; uses: for each node
     in the order captured, its places in the regions, [(key, offset, width)] (width: the
-    bytes a memset or copy covers, 0 for a pointer); end: the trace's length.
+    bytes a memset or copy covers, 0 for a pointer); end: the trace's length; times: for
+    each node, how many of the trace's events came before it was captured, where that
+    was seen (clock_times), else None.  A node's time, where given, is taken as it is:
+    its places are what was live then.  If they were not all live then, or the times
+    run backwards, the times are wrong, and every node's is inferred.
 
-    Returns (slots, at, whole): slots {key: [(start, size)]} of each region split, by
-    start; at {(node, j): (slot index, offset in the slot)} for place j of node (its
+    Returns (slots, at, whole, how): slots {key: [(start, size)]} of each region split,
+    by start; at {(node, j): (slot index, offset in the slot)} for place j of node (its
     position in uses) in such a region; whole {key: why} of the regions left whole, which
-    names node k as labels[k] (default: k)."""
+    names node k as labels[k] (default: k); how: "seen" where the times given were used,
+    else "inferred" (with why the times were not used, where some were given)."""
     label = (lambda k: labels[k]) if labels else (lambda k: k)
     idx = {key: _Region(base, size, lives) for key, (base, size) in regions.items()}
     whole = {}
@@ -206,19 +238,36 @@ def split(regions, lives, uses, end, labels=None):
                                ", which allocations of the trace hold at overlapping times"))
     mine = [[idx[key].place(off, width) for key, off, width in places if key not in whole] for places in uses]
 
+    how = "inferred"
+    if times is not None and any(x is not None for x in times):
+        last, how = 0, "seen"
+        for k, places in enumerate(mine):
+            if times[k] is None:
+                continue
+            if times[k] < last or any(pl.first(times[k]) != times[k] for pl in places):
+                how = (f"inferred: node {label(k)}'s places were not all live when it was seen captured, or the "
+                       "times seen run backwards")
+                times = None
+                break
+            last = times[k]
+    seen = (lambda k: times[k]) if how == "seen" else (lambda k: None)
+
     # when each node may have been captured: after early[k] events at the earliest, late[k] at the latest
     early, t = [], 0
     for k, places in enumerate(mine):
-        t = _earliest(places, t)
+        if seen(k) is not None and seen(k) < t:  # (a node inferred later than the next one seen)
+            return split(regions, lives, uses, end, labels)[:3] + (
+                f"inferred: node {label(k)} was seen captured before the nodes before it could have been",)
+        t = seen(k) if seen(k) is not None else _earliest(places, t)
         if t is None:
             why = (f"node {label(k)}'s places are not all live at any point of the allocator's trace" +
                    (f" after node {label(k - 1)}'s: the trace's order is not the nodes'"
                     if _earliest(places, 0) is not None else ""))
-            return {}, {}, {**whole, **{key: why for key in regions if key not in whole}}
+            return {}, {}, {**whole, **{key: why for key in regions if key not in whole}}, how
         early.append(t)
     late, t = [0] * len(mine), end
     for k in range(len(mine) - 1, -1, -1):
-        t = late[k] = _latest(mine[k], t)
+        t = late[k] = seen(k) if seen(k) is not None else _latest(mine[k], t)
 
     # each place's candidates: the allocations live while every place of the node is, taken together
     parent = {}
@@ -264,4 +313,4 @@ def split(regions, lives, uses, end, labels=None):
         key, off, _ = uses[k][j]
         n, lo = slot_of[find(i)]
         at[k, j] = (n, off - lo)
-    return slots, at, whole
+    return slots, at, whole, how

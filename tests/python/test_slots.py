@@ -1,6 +1,6 @@
 """slots.py: capture regions split into the allocations the nodes use, from the
 allocator's trace and the capture's order (no GPU needed)."""
-from pgcc.slots import chain_order, lifetimes, split
+from pgcc.slots import chain_order, clock_times, lifetimes, split
 
 BASE = 0x7F0000000000
 R = "r"  # the one region's key
@@ -13,7 +13,7 @@ def trace(*events):
 
 def run(events, uses, size=1 << 20):
     t = trace(*events)
-    return split({R: (BASE, size)}, lifetimes(t), [[(R, off, w) for off, w in u] for u in uses], len(t))
+    return split({R: (BASE, size)}, lifetimes(t), [[(R, off, w) for off, w in u] for u in uses], len(t))[:3]
 
 
 def test_lifetimes_pair_frees_with_the_allocation_live_there():
@@ -101,7 +101,7 @@ def test_regions_are_split_each_on_its_own():
     t = trace(("alloc", 0, 4096), ("alloc", 1 << 21, 4096), ("alloc", (1 << 21) + 4096, 512))
     regions = {"a": (BASE, 8192), "b": (BASE + (1 << 21), 8192)}
     uses = [[("a", 0, 0), ("b", 4096, 0)], [("b", 100, 0), ("b", 8192 - 4096, 4)]]
-    slots, at, whole = split(regions, lifetimes(t), uses, len(t))
+    slots, at, whole, how = split(regions, lifetimes(t), uses, len(t))
     assert slots == {"a": [(0, 4096)], "b": [(0, 4096), (4096, 512)]}
     assert at == {(0, 0): (0, 0), (0, 1): (1, 0), (1, 0): (0, 100), (1, 1): (1, 0)}
 
@@ -112,3 +112,51 @@ def test_the_trace_keeps_allocations_and_frees_only():
                {"action": "free_requested", "addr": 0, "size": 8}, {"action": "free_completed", "addr": 0, "size": 8},
                {"action": "snapshot", "addr": 0, "size": 0}]
     assert trace_events(entries) == [("alloc", 0, 8), ("free_requested", 0, 8), ("free_completed", 0, 8)]
+
+
+def test_clock_times_place_each_count_in_the_trace():
+    t = trace(("alloc", 0, 8), ("alloc", 512, 8), ("free_requested", 0, 8), ("free_completed", 0, 8),
+              ("alloc", 0, 8))
+    # (allocations, frees) made before each node: none; two; two and a free; three and a free
+    assert clock_times(t, [(0, 0), (2, 0), (2, 1), (3, 1)]) == [0, 2, 3, 5]
+    assert clock_times(t, [(4, 1)]) is None  # past the trace: the counts are not its
+    assert clock_times(t, [(1, 1)]) is None  # no such point: a free before the second allocation
+    assert clock_times(t, None) is None
+
+
+# an Inductor-like step: X, the first kernel's input, is freed after it, and Z, the
+# second kernel's output, is made in its place
+REUSE = [("alloc", 0, 4096),              # 0: X
+         ("alloc", 4096, 4096),           # 1: W, the first kernel's output
+         ("free_requested", 0, 4096),     # 2: X's last use was the first kernel
+         ("alloc", 0, 4096)]              # 3: Z
+REUSE_USES = [[(0, 0), (4096, 0)],        # kernel 1: reads X, writes W
+              [(4096, 0), (0, 0)]]        # kernel 2: reads W, writes Z
+
+
+def test_without_times_a_place_reused_at_once_is_one_slot():
+    t = trace(*REUSE)
+    slots, at, whole, how = split({R: (BASE, 8192)}, lifetimes(t), [[(R, o, w) for o, w in u] for u in REUSE_USES],
+                                  len(t))
+    assert how == "inferred" and slots[R] == [(0, 4096), (4096, 4096)]  # X and Z together
+    assert at[0, 0] == at[1, 1] == (0, 0)
+
+
+def test_times_seen_tell_a_place_reused_at_once_apart():
+    t = trace(*REUSE)
+    uses = [[(R, o, w) for o, w in u] for u in REUSE_USES]
+    times = clock_times(t, [(2, 0), (3, 1)])  # kernel 1 after X and W were made; kernel 2 after Z
+    slots, at, whole, how = split({R: (BASE, 8192)}, lifetimes(t), uses, len(t), times=times)
+    assert how == "seen" and whole == {}
+    assert slots[R] == [(0, 4096), (0, 4096), (4096, 4096)]  # X, Z, W
+    assert at[0, 0][0] != at[1, 1][0] and at[0, 1] == at[1, 0]
+    # times that contradict the trace (kernel 1 seen before W was made) are not used
+    slots, at, whole, how = split({R: (BASE, 8192)}, lifetimes(t), uses, len(t), times=[1, 4])
+    assert how.startswith("inferred: node 0's places were not all live") and len(slots[R]) == 2
+    # times that run backwards neither
+    slots, at, whole, how = split({R: (BASE, 8192)}, lifetimes(t), uses, len(t), times=[4, 2])
+    assert how.startswith("inferred") and len(slots[R]) == 2
+    # a node without a time (a copy the export added) is inferred among the others
+    uses.append([(R, 0, 4096)])
+    slots, at, whole, how = split({R: (BASE, 8192)}, lifetimes(t), uses, len(t), times=times + [None])
+    assert how == "seen" and at[2, 0] == at[1, 1]  # (Z: X was freed before kernel 2)

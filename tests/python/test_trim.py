@@ -185,3 +185,26 @@ def test_whole_regions_undoes_the_split_and_the_cut():
     assert report["cut"] and t0["size"] == 8192
     a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole, write_report=lambda: None)
     assert export.whole_regions(a, "x") and t0["size"] == 8704 + (1 << 20) and bufs.list == [t0, t1, w]
+
+
+def test_the_nodes_are_placed_where_capture_a_saw_them():
+    # kernel 1 reads X and writes W; X is freed and kernel 2 writes Z in its place
+    t0 = {"name": "t0", "size": 8192, "role": "intermediate", "ranges": {0: BASE}}
+    trace = [("alloc", BASE, 4096), ("alloc", BASE + 4096, 4096), ("free_requested", BASE, 4096),
+             ("alloc", BASE, 4096)]
+    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 4096)], "index": 0},
+             {"kind": "kernel", "args": [("ptr", t0, 4096), ("ptr", t0, 0)], "index": 1}]
+
+    def place(clock):
+        cap = SimpleNamespace(allocs=[(a, s) for act, a, s in trace if act == "alloc"], trace=trace,
+                              nodes=[None, None], edges=[(0, 1)], node_clock=clock)
+        bufs = Bufs((dict(t0),))
+        ns = [dict(n, args=[(a[0], bufs.list[0], a[2]) for a in n["args"]]) for n in nodes]
+        return export.place_intermediates(bufs, ns, cap, lambda s: None)
+    out, report = place([(2, 0), (3, 1)])
+    assert report["timed"] == "seen" and report["split"] == {"t0": [8192, 3, 12288]}
+    assert out[0]["args"][0][1] is not out[1]["args"][1][1]  # X and Z: two buffers
+    out, report = place(None)  # (no ModuleWatch)
+    assert report["timed"] == "inferred" and report["split"] == {"t0": [8192, 2, 8192]}
+    out, report = place([(2, 0)])  # a launch the clock missed
+    assert report["timed"] == "inferred (1 launches seen for 2 nodes)" and report["split"]["t0"][1] == 2

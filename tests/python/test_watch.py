@@ -93,3 +93,38 @@ def test_callbacks_after_close_was_asked_do_not_record(fake, monkeypatch):
     w.close()
     get_function()
     assert w.parent == {}
+
+
+def call(cupti, name, result=0):
+    """A driver call as CUPTI reports it to the subscriber: its entry, then its exit."""
+    res = C.c_int(result)
+    for site in (0, 1):
+        data = kernels.ModuleWatch._Api(site=site, functionName=name.encode(),
+                                        result=C.cast(C.pointer(res), C.c_void_p) if site else None)
+        cupti.cb(None, kernels.DOMAIN_DRIVER_API, 0, C.cast(C.pointer(data), C.c_void_p))
+
+
+def test_node_clock_reads_the_clock_as_each_node_making_call_begins(fake):
+    w = kernels.ModuleWatch()
+    w.paused = True  # (captures run paused: the clock still works)
+    ticks = iter(range(100))
+    with w.node_clock(lambda: next(ticks)) as seen:
+        call(fake, "cuLaunchKernelEx")
+        call(fake, "cuStreamGetCaptureInfo_v3")  # no node
+        call(fake, "cuMemsetD8Async_ptsz")
+        call(fake, "cuLaunchKernel", result=1)  # refused: no node
+        call(fake, "cuMemcpyAsync")
+    assert seen == [0, 1, 3]
+    call(fake, "cuLaunchKernel")  # after: not counted
+    assert seen == [0, 1, 3]
+    assert (kernels.DOMAIN_DRIVER_API, kernels.CBID_LIBRARY_LOAD) in fake.enabled
+
+
+def test_makes_node():
+    made = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
+            "cuLaunchHostFunc", "cuMemsetD32Async", "cuMemsetD2D8Async_ptsz", "cuMemcpyAsync",
+            "cuMemcpyDtoDAsync_v2", "cuMemcpy3DAsync_v2_ptsz"]
+    not_made = ["cuMemsetD8", "cuMemcpyDtoD_v2", "cuStreamBeginCapture", "cuEventRecord", "cuModuleGetFunction",
+                "cuGraphLaunch", "cuMemAlloc_v2"]
+    assert all(kernels.makes_node(n) for n in made)
+    assert not any(kernels.makes_node(n) for n in not_made)
