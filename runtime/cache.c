@@ -10,7 +10,8 @@
  * NVRTC's options and version) and holds the whole key: a file whose key differs is a
  * miss, never a wrong cubin.  It is written to a temporary name and renamed, so that
  * processes that init at once read whole files only.  Any failure to read or write is
- * a miss, silent: the cache can only save time.
+ * a miss, silent: the cache can only save time; a kept cubin the driver refuses to load
+ * is compiled again, and replaced (pgrt.c, load_cuda).
  */
 #include "pgrt_impl.h"
 

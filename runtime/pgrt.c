@@ -222,10 +222,10 @@ static pgrt_status compile_nvrtc(const pgrt_module *m, const char *arch, void **
 }
 
 /* A CUDA source's cubin for the current GPU: from the cache (cache.c) when it holds one
- * for this source, GPU architecture and NVRTC, else compiled by NVRTC and kept there;
- * timed into the init's statistics. */
+ * for this source, GPU architecture and NVRTC (not when `fresh`), else compiled by NVRTC
+ * and kept there; *cached says which.  Timed into the init's statistics. */
 static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin, size_t *size,
-                                pgrt_init_stats *stats) {
+                                pgrt_init_stats *stats, int fresh, int *cached) {
   long long t0 = pgrt_mono_ns();
   int major = 0, minor = 0, nv_major = 0, nv_minor = 0;
   cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
@@ -240,7 +240,8 @@ static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin
   snprintf(key, head, "nvrtc %d.%d %s %s %s", nv_major, nv_minor, arch, NVRTC_OPTS[0], NVRTC_OPTS[1]);
   memcpy(key + head, text, src);
   pgrt_status st = PGRT_OK;
-  if (pgrt_cache_get(key, key_len, cubin, size)) {
+  *cached = !fresh && pgrt_cache_get(key, key_len, cubin, size);
+  if (*cached) {
     stats->cache_hits++;
   } else if ((st = compile_nvrtc(m, arch, cubin, size)) == PGRT_OK) {
     stats->nvrtc_compiles++;
@@ -251,24 +252,38 @@ static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin
   return st;
 }
 
+/* A CUDA source compiled (or its cubin taken from the cache) and loaded into *lib; a
+ * kept cubin that does not load is compiled again, and the cache's copy replaced.
+ * Returns the load's result; *st says whether compiling failed first. */
+static CUresult load_cuda(const pgrt_module *m, CUdevice dev, CUlibrary *lib, pgrt_init_stats *stats,
+                          pgrt_status *st) {
+  void *cubin = NULL;
+  size_t size = 0;
+  int cached = 0;
+  CUresult r = CUDA_SUCCESS;
+  if ((*st = compile_cuda(m, dev, &cubin, &size, stats, 0, &cached)) != PGRT_OK) return r;
+  r = cuLibraryLoadData(lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
+  if (r != CUDA_SUCCESS && cached) {
+    free(cubin);
+    cubin = NULL;
+    if ((*st = compile_cuda(m, dev, &cubin, &size, stats, 1, &cached)) != PGRT_OK) return CUDA_SUCCESS;
+    r = cuLibraryLoadData(lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
+  }
+  free(cubin);
+  return r;
+}
+
 static pgrt_status load_modules(pgrt_ctx *c) {
   const pgrt_program *pr = c->prog;
   pgrt_status st = PGRT_OK;
   CUdevice dev;
-  void *compiled = NULL;
   CU(cuCtxGetDevice(&dev), "the current context");
   for (int i = 0; i < pr->module_count; i++) {
     const pgrt_module *m = &pr->modules[i];
-    const void *image = m->image;
     if (m->kind == PGRT_MOD_LIBRARY) continue; /* its fatbins load with their kernels, below */
-    if (m->kind == PGRT_MOD_CUDA) {
-      size_t size;
-      if ((st = compile_cuda(m, dev, &compiled, &size, &c->init_stats)) != PGRT_OK) goto out;
-      image = compiled;
-    }
-    CUresult r = cuLibraryLoadData(&c->libs[i], image, NULL, NULL, 0, NULL, NULL, 0);
-    free(compiled);
-    compiled = NULL;
+    CUresult r = m->kind == PGRT_MOD_CUDA ? load_cuda(m, dev, &c->libs[i], &c->init_stats, &st)
+                                          : cuLibraryLoadData(&c->libs[i], m->image, NULL, NULL, 0, NULL, NULL, 0);
+    if (st != PGRT_OK) goto out;
     if (r != CUDA_SUCCESS) {
       const char *s = "?";
       cuGetErrorString(r, &s);
@@ -326,29 +341,26 @@ static pgrt_status load_modules(pgrt_ctx *c) {
          pr->kernels[k].name);
   }
 out:
-  free(compiled);
   return st;
 }
 
-/* Compiles and loads kernels of libpgrt's own (the updater, the box kernels) with
- * NVRTC, once, and only when the program needs them. */
+/* Compiles (or takes from the cache) and loads kernels of libpgrt's own (the updater,
+ * the box kernels), once, and only when the program needs them. */
 static pgrt_status load_own(const char *name, const char *source, size_t size, CUlibrary *lib,
                             const char *const *kernels, CUfunction *funcs, int count, pgrt_init_stats *stats) {
   pgrt_status st = PGRT_OK;
   CUdevice dev;
-  void *cubin = NULL;
-  size_t bytes;
   const pgrt_module m = {.name = name, .kind = PGRT_MOD_CUDA, .image = source, .size = size};
   CU(cuCtxGetDevice(&dev), name);
-  if ((st = compile_cuda(&m, dev, &cubin, &bytes, stats)) != PGRT_OK) goto out;
-  CU(cuLibraryLoadData(lib, cubin, NULL, NULL, 0, NULL, NULL, 0), name);
+  CUresult r = load_cuda(&m, dev, lib, stats, &st);
+  if (st != PGRT_OK) goto out;
+  CU(r, name);
   for (int k = 0; k < count; k++) {
     CUkernel kn;
     CU(cuLibraryGetKernel(&kn, *lib, kernels[k]), kernels[k]);
     CU(cuKernelGetFunction(&funcs[k], kn), kernels[k]);
   }
 out:
-  free(cubin);
   return st;
 }
 
