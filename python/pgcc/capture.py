@@ -2,8 +2,9 @@
 the driver: each node's kind, a kernel's launch and parameter bytes (given as
 kernelParams or packed in `extra`, as cuBLASLt's Hopper kernels give them), memset and memcpy
 parameters, the edges; with the caching allocator's trace of what the capture
-allocated (its private pool's segments, cut at the last allocation) and the blocks it
-had handed out.  Also what a constant parameter word points at in this process
+allocated and freed (its private pool's segments, cut at the last allocation), the
+blocks it had handed out, and, where a ModuleWatch is given, where in that trace each
+node was captured (node_clock: the allocator's counts read at each launch).  Also what a constant parameter word points at in this process
 (host memory, device memory the allocator does not own).
 
 Assumes PyTorch with CUDA (passed in as `torch`, so importing this module needs

@@ -1,6 +1,6 @@
 """slots.py: capture regions split into the allocations the nodes use, from the
 allocator's trace and the capture's order (no GPU needed)."""
-from pgcc.slots import chain_order, clock_times, lifetimes, split
+from pgcc.slots import chain_order, clock_times, lifetimes, split, up
 
 BASE = 0x7F0000000000
 R = "r"  # the one region's key
@@ -160,3 +160,56 @@ def test_times_seen_tell_a_place_reused_at_once_apart():
     uses.append([(R, 0, 4096)])
     slots, at, whole, how = split({R: (BASE, 8192)}, lifetimes(t), uses, len(t), times=times + [None])
     assert how == "seen" and at[2, 0] == at[1, 1]  # (Z: X was freed before kernel 2)
+
+
+def inductor_like(n=400, seed=2):
+    """A chain of n kernels as Inductor's code runs them, through a best-fit allocator:
+    each kernel's output made just before it, each tensor freed right after its last
+    use (one to six kernels on), so that freed memory is taken again at once.  Returns
+    (trace, uses, clocks): clocks, the (allocations, frees) made before each kernel, as
+    Capture.node_clock reads them."""
+    import random
+    rng = random.Random(seed)
+    free, trace, uses, clocks, live = [(0, 1 << 30)], [], [], [], []
+
+    def alloc(size):
+        size = up(size)
+        best = min((i for i, (_, s) in enumerate(free) if s >= size), key=lambda i: free[i][1])
+        a, s = free[best]
+        free[best] = (a + size, s - size)
+        return a
+
+    def release(a, size):
+        merged = []
+        for x in sorted(free + [(a, up(size))]):
+            if merged and merged[-1][0] + merged[-1][1] == x[0]:
+                merged[-1] = (merged[-1][0], merged[-1][1] + x[1])
+            else:
+                merged.append(x)
+        free[:] = merged
+
+    for k in range(n):
+        size = rng.choice([4096, 65536, 262144])
+        a = alloc(size)
+        trace.append(("alloc", BASE + a, size))
+        ins = rng.sample(live[-4:], min(len(live[-4:]), 2))
+        live.append((a, size, k + rng.randint(1, 6)))
+        uses.append([(R, a, 0)] + [(R, x[0], 0) for x in ins])
+        clocks.append((sum(e[0] == "alloc" for e in trace), sum(e[0] == "free_requested" for e in trace)))
+        for x in [x for x in live if x[2] <= k]:
+            live.remove(x)
+            trace.append(("free_requested", BASE + x[0], x[1]))
+            release(x[0], x[1])
+    return trace, uses, clocks
+
+
+def test_an_inductor_like_chain_is_one_slot_per_allocation_only_with_the_times_seen():
+    """The figures docs/e2e.md and slots.py quote: 400 allocations, 49 slots by the
+    chain's order alone, 400 with the times capture A sees."""
+    t, uses, clocks = inductor_like()
+    regions = {R: (BASE, 1 << 30)}
+    assert sum(e[0] == "alloc" for e in t) == 400
+    slots, at, whole, how = split(regions, lifetimes(t), uses, len(t))
+    assert how == "inferred" and whole == {} and len(slots[R]) == 49
+    slots, at, whole, how = split(regions, lifetimes(t), uses, len(t), times=clock_times(t, clocks))
+    assert how == "seen" and whole == {} and len(slots[R]) == 400
