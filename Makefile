@@ -129,12 +129,29 @@ DESTDIR ?=
 CUDA_INC = -I$(CUDA_HOME)/include
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl
 
-RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o $(B)/rt/nccl.o $(B)/rt/cache.o
+RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o $(B)/rt/nccl.o $(B)/rt/cache.o $(B)/rt/own_cubins.o
+RT_HEADERS = runtime/pgrt.h runtime/pgrt_impl.h runtime/st_header.h runtime/own_kernels.h
 
-$(B)/rt/%.o: runtime/%.c runtime/pgrt.h runtime/pgrt_impl.h runtime/st_header.h $(B)/config.stamp | $(B)
+$(B)/rt/%.o: runtime/%.c $(RT_HEADERS) $(B)/config.stamp | $(B)
 	@mkdir -p $(B)/rt
 	@$(if $(Q),echo "CC $<")
 	$(Q)$(CC) $(CFLAGS) -fPIC $(CUDA_INC) -c -o $@ $<
+
+# libpgrt's own kernels, compiled with NVRTC at build time for every architecture it
+# knows (runtime/own_kernels.h): a tool run once, whose table is a source of libpgrt.
+# Built without the sanitizers of check-asan: NVRTC is not ours to check.
+$(B)/rt/prebuild: runtime/tool/prebuild.c runtime/own_kernels.h $(B)/config.stamp | $(B)
+	@mkdir -p $(B)/rt
+	@$(if $(Q),echo "CC $<")
+	$(Q)$(CC) -std=c11 -O2 $(WARN) $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc
+
+$(B)/rt/own_cubins.c: $(B)/rt/prebuild
+	@$(if $(Q),echo "NVRTC runtime/own_kernels.h")
+	$(Q)$(B)/rt/prebuild $@
+
+$(B)/rt/own_cubins.o: $(B)/rt/own_cubins.c $(RT_HEADERS)
+	@$(if $(Q),echo "CC $<")
+	$(Q)$(CC) $(CFLAGS) -fPIC -Iruntime -c -o $@ $<
 
 $(B)/libpgrt.a: $(RT_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^

@@ -1,5 +1,5 @@
 """Packaging: pyproject.toml says what; this adds one build step, which copies the C
-sources pgcc and libpgrt are built from (compiler/, grammar/gen/, runtime/) into the
+sources pgcc and libpgrt are built from (compiler/, grammar/gen/, runtime/ and runtime/tool/) into the
 wheel as pgcc/_csrc/, where pgcc.toolchain builds them on first use."""
 import glob
 import os
@@ -9,7 +9,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CSRC = ["compiler/*.c", "compiler/*.h", "grammar/gen/*", "runtime/*.c", "runtime/*.h"]
+CSRC = ["compiler/*.c", "compiler/*.h", "grammar/gen/*", "runtime/*.c", "runtime/*.h", "runtime/tool/*.c"]
 
 
 class build_py_csrc(build_py):

@@ -22,9 +22,12 @@ ratios to reduce-overhead and to the floor, and memory: weights, what an eager s
 allocates at its peak beyond them (libraries' workspaces, made once, not counted),
 the private pool segments reduce-overhead made, pgcc's arena (pgcc holds its own copy
 of the weights besides: a deployment has no PyTorch model beside it).  pgcc's init is
-timed twice: cold, with libpgrt's cache of compiled cubins empty (PGRT_CACHE, a new
-directory: NVRTC compiles libpgrt's own kernels), and warm, a second load with what the
-first kept (pgcc_init_parts and pgcc_init_warm_parts in the JSON: where the time went).
+timed three times: cold, with libpgrt's cache of compiled cubins empty (PGRT_CACHE, a
+new directory: libpgrt's own kernels are the cubins its build compiled, anything else
+NVRTC compiles); warm, a second load with what the first kept; and cold again without
+those built cubins (PGRT_PREBUILT=off: NVRTC compiles libpgrt's own kernels too, as
+before libpgrt shipped them).  pgcc_init_parts, pgcc_init_warm_parts and
+pgcc_init_unbuilt_parts in the JSON say where the time went.
 The export comes right after torch.compile's set-up, before the other ways run
 (an eager call makes cuDNN compile attention kernels under the names of the compiled
 program's, which the export cannot tell apart).  Every way but the manual capture gets
@@ -105,23 +108,33 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
         rec["pgcc_export_s"] = round(time.perf_counter() - t0, 2)
         rec["pgcc_verified"] = str(res.verified)
         # init from cold: libpgrt's cache of compiled cubins (PGRT_CACHE) is a new, empty
-        # directory; then again with what that init kept there
-        cache, before = tempfile.mkdtemp(prefix="pgrt-cache-"), os.environ.get("PGRT_CACHE")
+        # directory; then again with what that init kept there; then cold without the
+        # cubins of libpgrt's own kernels its build compiled (PGRT_PREBUILT=off, another
+        # empty cache): what init took before libpgrt shipped them
+        cache, nocache = tempfile.mkdtemp(prefix="pgrt-cache-"), tempfile.mkdtemp(prefix="pgrt-cache-")
+        before = {k: os.environ.get(k) for k in ("PGRT_CACHE", "PGRT_PREBUILT")}
         os.environ["PGRT_CACHE"] = cache
         try:
             p = pgcc.load(exp)
             warm = pgcc.load(exp)
+            os.environ.update(PGRT_CACHE=nocache, PGRT_PREBUILT="off")
+            unbuilt = pgcc.load(exp)
         finally:
-            if before is None:
-                del os.environ["PGRT_CACHE"]
-            else:
-                os.environ["PGRT_CACHE"] = before
+            for k, v in before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         rec["pgcc_init_ms"] = round(p.init_s * 1e3, 2)
         rec["pgcc_init_parts"] = p.init_stats()
         rec["pgcc_init_warm_ms"] = round(warm.init_s * 1e3, 2)
         rec["pgcc_init_warm_parts"] = warm.init_stats()
+        rec["pgcc_init_unbuilt_ms"] = round(unbuilt.init_s * 1e3, 2)
+        rec["pgcc_init_unbuilt_parts"] = unbuilt.init_stats()
         warm.close()
+        unbuilt.close()
         shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(nocache, ignore_errors=True)
         rec["pgcc_load_ms"] = round(p.load_s * 1e3, 2)
         rec["pgcc_arena_bytes"] = p.arena_bytes
         rec["pgcc_programmatic_edges"] = (res.report or {}).get("programmatic_edges", 0)
@@ -346,7 +359,7 @@ def pool_segments(torch):
 def table(recs):
     lines = ["| model | eager | compile | reduce-overhead | manual capture (floor) | pgcc | pgcc / RO | "
              "pgcc / floor | host µs/call pgcc (RO; floor): from idle, in the loop | spread pgcc (RO) | "
-             "pgcc set-up: export, init cold (warm) | "
+             "pgcc set-up: export, init cold (warm; own kernels compiled) | "
              "memory: weights, eager peak, RO pools, pgcc arena |",
              "|---" * 12 + "|"]
     for r in recs:
@@ -365,7 +378,8 @@ def table(recs):
             f"{ratio('pgcc', 'reduce-overhead')} | {ratio('pgcc', 'manual capture')} | "
             f"{p.get('host_us', '—')} ({ro.get('host_us', '—')}; {fl.get('host_us', '—')}), {p.get('loop_us', '—')} "
             f"({ro.get('loop_us', '—')}; {fl.get('loop_us', '—')}) | {p.get('spread', '—')} ({ro.get('spread', '—')}) | "
-            f"{r.get('pgcc_export_s', '—')} s, {r.get('pgcc_init_ms', '—')} ms ({r.get('pgcc_init_warm_ms', '—')} ms) | "
+            f"{r.get('pgcc_export_s', '—')} s, {r.get('pgcc_init_ms', '—')} ms ({r.get('pgcc_init_warm_ms', '—')}; "
+            f"{r.get('pgcc_init_unbuilt_ms', '—')} ms) | "
             f"{mib(r.get('weights_bytes'))}, {mib(r.get('eager_peak_bytes'))}, {mib(r.get('ro_pool_bytes'))}, "
             f"{mib(r.get('pgcc_arena_bytes'))} MiB |")
     return "\n".join(lines)

@@ -26,6 +26,7 @@
  * Memory: everything init allocates is recorded in the context and freed by
  * pgrt_destroy (which a failed init calls itself).
  */
+#include "own_kernels.h"
 #include "pgrt_impl.h"
 
 #include <nvrtc.h>
@@ -52,60 +53,7 @@ pgrt_status pgrt_fail(pgrt_status s, const char *fmt, ...) {
   return s;
 }
 
-/* The device-side update: a graph region whose kernel nodes change on every call
- * makes them device-updatable and starts with one updater kernel that rewrites
- * their parameters, one thread per node, with cudaGraphKernelNodeSetParam.  An
- * entry writes the low `size` bytes of (value + offset) >> shift: a whole address
- * (8, 0), its low half (4, 0) or its high half (4, 32), or a scalar (its size, 0).
- * A call then patches one node from the host (the updater's own arguments: this
- * call's addresses and scalars) instead of every node that uses them.  The entries
- * of one node are together in the table, and one thread writes them all: updates of
- * one node from several threads at once lost some of them (the e2e MLP, whose
- * GEMV nodes take three moving pointers in one parameter struct).  NVRTC does
- * not declare the device runtime, so the declaration is here; the driver resolves
- * it when the module loads. */
-#define UPD_SLOTS 64 /* per-call addresses and scalars an updater can carry */
-static const char updater_source[] =
-    "struct CUgraphDeviceUpdatableNode_st;\n"
-    "extern \"C\" __device__ __attribute__((cudart_builtin)) int cudaGraphKernelNodeSetParam(\n"
-    "    CUgraphDeviceUpdatableNode_st *node, unsigned long offset, const void *value, unsigned long size);\n"
-    "struct Entry { CUgraphDeviceUpdatableNode_st *node; unsigned at, size; int slot, shift; unsigned long long offset; };\n"
-    "struct Vals { unsigned long long v[64]; };\n"
-    "extern \"C\" __global__ void pgrt_update(const Entry *e, int n, Vals vals) {\n"
-    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i >= n || (i > 0 && e[i - 1].node == e[i].node)) return;\n"
-    "  for (int j = i; j < n && e[j].node == e[i].node; j++) { /* one thread per node */\n"
-    "    unsigned long long x = (vals.v[e[j].slot] + e[j].offset) >> e[j].shift; /* little-endian: low bytes first */\n"
-    "    cudaGraphKernelNodeSetParam(e[j].node, e[j].at, &x, e[j].size);\n"
-    "  }\n"
-    "}\n";
-
-/* Copies and memsets whose operands move.  CUDA patches memcpy and memset nodes of
- * an instantiated graph only when they are one-dimensional
- * (cuGraphExecMemcpyNodeSetParams, ...SetParams: "must be 1-dimensional") and their
- * memory keeps its mapping (memory of the virtual memory API is refused), so in a
- * graph such a node is built as one of these kernels,
- * whose parameters can be patched like any kernel's.  Rows are `pitch` bytes apart;
- * a 3-D box is height x depth rows (slices are height rows apart).  Either side may
- * be pinned host memory (unified addressing). */
-static const char box_source[] =
-    "typedef unsigned long long u64;\n"
-    "extern \"C\" __global__ void pgrt_copy(const unsigned char *src, unsigned char *dst, u64 width, u64 rows,\n"
-    "                                     u64 spitch, u64 dpitch) {\n"
-    "  for (u64 r = blockIdx.y; r < rows; r += gridDim.y)\n"
-    "    for (u64 x = blockIdx.x * (u64)blockDim.x + threadIdx.x; x < width; x += (u64)gridDim.x * blockDim.x)\n"
-    "      dst[r * dpitch + x] = src[r * spitch + x];\n"
-    "}\n"
-    "extern \"C\" __global__ void pgrt_set(unsigned char *dst, unsigned value, unsigned elem, u64 width, u64 rows,\n"
-    "                                    u64 pitch) {\n"
-    "  for (u64 r = blockIdx.y; r < rows; r += gridDim.y)\n"
-    "    for (u64 x = blockIdx.x * (u64)blockDim.x + threadIdx.x; x < width; x += (u64)gridDim.x * blockDim.x) {\n"
-    "      unsigned char *row = dst + r * pitch;\n"
-    "      if (elem == 1) row[x] = (unsigned char)value;\n"
-    "      else if (elem == 2) ((unsigned short *)row)[x] = (unsigned short)value;\n"
-    "      else ((unsigned *)row)[x] = value;\n"
-    "    }\n"
-    "}\n";
+#define UPD_SLOTS 64 /* per-call addresses and scalars an updater can carry (own_kernels.h) */
 enum { BOX_COPY, BOX_SET };
 enum { BUCKETS_SWITCH, BUCKETS_GRAPHS, BUCKETS_EAGER }; /* how a bucket region runs */
 #define BOX_PARAM_BYTES 48 /* six 8-byte words: pgrt_set's value and elem share the second */
@@ -152,7 +100,7 @@ struct pgrt_ctx {
   CUfunction upd_func;
   CUlibrary box_lib;        /* pgrt_copy and pgrt_set, when some node is built as one */
   CUfunction box_funcs[2];
-  char *boxed;              /* per node: a copy or memset built as a kernel (box_source) */
+  char *boxed;              /* per node: a copy or memset built as a kernel (own_kernels.h) */
   updater *upd;             /* per region; upd[r].count 0: host-side patching */
   int any_updater;          /* some region has one */
   char *devupd;             /* per node: patched by its region's updater */
@@ -196,10 +144,8 @@ static CUgraphExec exec_of(const pgrt_ctx *c, int i) {
 
 /* ---- modules ---- */
 
-static const char *const NVRTC_OPTS[] = {"--std=c++17", "-default-device"};
-
 static pgrt_status compile_nvrtc(const pgrt_module *m, const char *arch, void **cubin, size_t *size) {
-  const char *opts[] = {arch, NVRTC_OPTS[0], NVRTC_OPTS[1]};
+  const char *opts[] = {arch, PGRT_NVRTC_OPTS[0], PGRT_NVRTC_OPTS[1]};
   nvrtcProgram p;
   if (nvrtcCreateProgram(&p, (const char *)m->image, m->name, 0, NULL, NULL) != NVRTC_SUCCESS)
     return pgrt_fail(PGRT_ERR_MODULE, "module '%s': nvrtcCreateProgram failed", m->name);
@@ -237,7 +183,7 @@ static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin
   size_t src = m->size ? strnlen(text, m->size) : strlen(text), head = 256, key_len = head + src;
   char *key = pgrt_zalloc(key_len);
   if (!key) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
-  snprintf(key, head, "nvrtc %d.%d %s %s %s", nv_major, nv_minor, arch, NVRTC_OPTS[0], NVRTC_OPTS[1]);
+  snprintf(key, head, "nvrtc %d.%d %s %s %s", nv_major, nv_minor, arch, PGRT_NVRTC_OPTS[0], PGRT_NVRTC_OPTS[1]);
   memcpy(key + head, text, src);
   pgrt_status st = PGRT_OK;
   *cached = !fresh && pgrt_cache_get(key, key_len, cubin, size);
@@ -344,16 +290,37 @@ out:
   return st;
 }
 
-/* Compiles (or takes from the cache) and loads kernels of libpgrt's own (the updater,
- * the box kernels), once, and only when the program needs them. */
-static pgrt_status load_own(const char *name, const char *source, size_t size, CUlibrary *lib,
-                            const char *const *kernels, CUfunction *funcs, int count, pgrt_init_stats *stats) {
+/* The cubin of libpgrt's own source `own` that the build compiled for dev's
+ * architecture (own_kernels.h), or NULL: none for it, or PGRT_PREBUILT=off. */
+static const pgrt_prebuilt *prebuilt_for(int own, CUdevice dev) {
+  const char *env = getenv("PGRT_PREBUILT");
+  if (env && strcmp(env, "off") == 0) return NULL;
+  int major = 0, minor = 0;
+  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  for (int i = 0; i < pgrt_prebuilt_count; i++)
+    if (pgrt_prebuilt_cubins[i].own == own && pgrt_prebuilt_cubins[i].sm == major * 10 + minor)
+      return &pgrt_prebuilt_cubins[i];
+  return NULL;
+}
+
+/* Loads kernels of libpgrt's own (the updater, the box kernels), once, and only when
+ * the program needs them: the cubin the build compiled for this GPU, else (none for
+ * it, or the driver refuses it) compiled now, or taken from the cache. */
+static pgrt_status load_own(const char *name, int own, CUlibrary *lib, const char *const *kernels, CUfunction *funcs,
+                            int count, pgrt_init_stats *stats) {
   pgrt_status st = PGRT_OK;
   CUdevice dev;
-  const pgrt_module m = {.name = name, .kind = PGRT_MOD_CUDA, .image = source, .size = size};
+  const pgrt_module m = {.name = name, .kind = PGRT_MOD_CUDA, .image = pgrt_own_sources[own]};
   CU(cuCtxGetDevice(&dev), name);
-  CUresult r = load_cuda(&m, dev, lib, stats, &st);
-  if (st != PGRT_OK) goto out;
+  const pgrt_prebuilt *pb = prebuilt_for(own, dev);
+  CUresult r = pb ? cuLibraryLoadData(lib, pb->cubin, NULL, NULL, 0, NULL, NULL, 0) : CUDA_ERROR_NOT_FOUND;
+  if (r == CUDA_SUCCESS) {
+    stats->prebuilt++;
+  } else {
+    r = load_cuda(&m, dev, lib, stats, &st);
+    if (st != PGRT_OK) goto out;
+  }
   CU(r, name);
   for (int k = 0; k < count; k++) {
     CUkernel kn;
@@ -1226,7 +1193,7 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
   static const char *const upd_names[] = {"pgrt_update"}, *const box_names[] = {"pgrt_copy", "pgrt_set"};
   long long t_own = pgrt_mono_ns();
   if (c->any_updater &&
-      (st = load_own("the updater", updater_source, sizeof updater_source, &c->upd_lib, upd_names, &c->upd_func, 1,
+      (st = load_own("the updater", PGRT_OWN_UPDATER, &c->upd_lib, upd_names, &c->upd_func, 1,
                      &c->init_stats)))
     goto out;
   int any_boxed = 0;
@@ -1264,7 +1231,7 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
     for (int q = 0; q < 6; q++) c->args[i][q] = c->params[i] + (n->kind == PGRT_NODE_MEMCPY ? copy_at : set_at)[q];
   }
   if (any_boxed &&
-      (st = load_own("the box kernels", box_source, sizeof box_source, &c->box_lib, box_names, c->box_funcs, 2,
+      (st = load_own("the box kernels", PGRT_OWN_BOX, &c->box_lib, box_names, c->box_funcs, 2,
                      &c->init_stats)))
     goto out;
 

@@ -26,10 +26,14 @@
  * every launch of its graph host time that a kernel node does not.
  * PGRT_MEMSET=node builds the memsets whose memory stays as memset nodes.
  *
- * CUDA sources (libpgrt's own kernels, a program's CUDA modules) are compiled by NVRTC
- * at init, for the GPU at hand, and the cubins kept on disk for the next init
- * (runtime/cache.c): in $PGRT_CACHE, else $XDG_CACHE_HOME/pgrt, else
- * $HOME/.cache/pgrt; PGRT_CACHE=off compiles every time and keeps nothing.
+ * libpgrt's own kernels were compiled when libpgrt was built, for every GPU
+ * architecture its NVRTC knows (runtime/own_kernels.h); init loads the cubin for its
+ * GPU (PGRT_PREBUILT=off: never, as for a GPU the build did not know).  Other CUDA
+ * sources (a program's CUDA modules; libpgrt's own kernels where no built cubin
+ * serves) are compiled by NVRTC at init, for the GPU at hand, and the cubins kept on
+ * disk for the next init (runtime/cache.c): in $PGRT_CACHE, else
+ * $XDG_CACHE_HOME/pgrt, else $HOME/.cache/pgrt; PGRT_CACHE=off compiles every time
+ * and keeps nothing.
  *
  * Host reads: a program may copy device values into host buffers (pinned memory that
  * init allocates), synchronize, and go on with kernels that take what it read as
@@ -595,10 +599,11 @@ void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
  * instantiating the graph regions; and, across the program's CUDA modules and
  * libpgrt's own, CUDA sources made into cubins: how long, how many NVRTC compiled, how
  * many came from the cache of compiled cubins (PGRT_CACHE, see the top of this
- * file).  How many fatbins the libraries gave. */
+ * file).  How many fatbins the libraries gave; how many of libpgrt's own sources
+ * were loaded as the cubins the build compiled (none compiled at init). */
 typedef struct {
   long long total_ns, modules_ns, library_ns, own_ns, graphs_ns, nvrtc_ns;
-  int nvrtc_compiles, cache_hits, library_fatbins;
+  int nvrtc_compiles, cache_hits, library_fatbins, prebuilt;
 } pgrt_init_stats;
 void pgrt_last_init(const pgrt_ctx *ctx, pgrt_init_stats *out);
 

@@ -181,7 +181,8 @@ $(B)/stubs/libcuda.so.1:
 # basename is the GPU bucket test's) and checked against the structs and the .graph
 # (tests/codegen/info_main.c); libpgrt's safetensors reader and writer in host memory
 # (tests/codegen/tensors_main.c); the conversions of scalars read from host buffers
-# (tests/codegen/convert_main.c); libpgrt's cache of compiled cubins (tests/codegen/cache_main.c); libpgrt's NCCL declarations against nccl.h, and a program
+# (tests/codegen/convert_main.c); libpgrt's cache of compiled cubins (tests/codegen/cache_main.c); the cubins of
+# libpgrt's own kernels its build compiled, against NVRTC (tests/codegen/prebuilt_main.c); libpgrt's NCCL declarations against nccl.h, and a program
 # with a comm whose NCCL is missing failing init before any CUDA call
 # (tests/codegen/nccl_main.c, over tests/gpu/codegen/allreduce.graph).  No GPU: none calls
 # CUDA.
@@ -206,6 +207,9 @@ check-info: $(B)/pgcc
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/cache_main \
 	    tests/codegen/cache_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/cache_main && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/prebuilt_main \
+	    tests/codegen/prebuilt_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
+	  $(STUB_RUN) $(B)/gen/prebuilt_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/nccl_main \
 	    tests/codegen/nccl_main.c $(B)/gen/allreduce.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/nccl_main >$(B)/gen/nccl.log || { cat $(B)/gen/nccl.log; exit 1; }; \

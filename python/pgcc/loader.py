@@ -52,7 +52,8 @@ class PgrtRunStats(C.Structure):  # pgrt_run_stats (pgrt.h)
 class PgrtInitStats(C.Structure):  # pgrt_init_stats (pgrt.h)
     _fields_ = [("total_ns", C.c_longlong), ("modules_ns", C.c_longlong), ("library_ns", C.c_longlong),
                 ("own_ns", C.c_longlong), ("graphs_ns", C.c_longlong), ("nvrtc_ns", C.c_longlong),
-                ("nvrtc_compiles", C.c_int), ("cache_hits", C.c_int), ("library_fatbins", C.c_int)]
+                ("nvrtc_compiles", C.c_int), ("cache_hits", C.c_int), ("library_fatbins", C.c_int),
+                ("prebuilt", C.c_int)]
 
 
 class Dim:
@@ -356,7 +357,8 @@ class Program:
         """Where NAME_init's time went (pgrt_last_init): a dict of pgrt_init_stats' fields --
         all of it, the modules and kernels (of which the libraries' fatbins), libpgrt's own
         kernels, the graphs, CUDA sources made cubins (ns); how many NVRTC compiled, how
-        many the cache of compiled cubins gave, how many fatbins the libraries gave."""
+        many the cache of compiled cubins gave, how many fatbins the libraries gave, how many
+        of libpgrt's own sources were loaded as the cubins its build compiled."""
         st = PgrtInitStats()
         self.lib.pgrt_last_init(self.ctx, C.byref(st))
         return {k: getattr(st, k) for k, _ in PgrtInitStats._fields_}

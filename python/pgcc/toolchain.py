@@ -56,9 +56,10 @@ def csrc():
 
 def source_files(src, part):
     """The C sources of "pgcc" (compiler/*.c *.h, grammar/gen/*, and the safetensors reader it
-    shares with libpgrt, runtime/st_header.h) or "runtime" (runtime/*.c *.h) under src."""
+    shares with libpgrt, runtime/st_header.h) or "runtime" (runtime/*.c *.h, and the build
+    step that compiles its own kernels, runtime/tool/prebuild.c) under src."""
     pats = (["compiler/*.c", "compiler/*.h", "grammar/gen/*.c", "grammar/gen/*.h", "runtime/st_header.h"]
-            if part == "pgcc" else ["runtime/*.c", "runtime/*.h"])
+            if part == "pgcc" else ["runtime/*.c", "runtime/*.h", "runtime/tool/*.c"])
     return sorted(f for p in pats for f in glob.glob(os.path.join(src, p)))
 
 
@@ -113,7 +114,15 @@ def build_pgrt(src, dest, cuda=None):
         raise ExportError(f"libpgrt needs the CUDA headers: no {cuda}/include/cuda.h (set CUDA_HOME)")
     files = source_files(src, "runtime")
     flags = CSTD + ["-O2", "-fPIC", f"-I{src}/runtime", f"-I{cuda}/include"]
-    objs = _compile_all([f for f in files if f.endswith(".c")], flags, os.path.join(dest, "obj"))
+    # libpgrt's own kernels as cubins, one per architecture NVRTC knows (as the Makefile's
+    # build/rt/own_cubins.c): the tool compiled, run, and its table one more source
+    tool = os.path.join(dest, "prebuild")
+    table = os.path.join(dest, "own_cubins.c")
+    run([cc()] + CSTD + ["-O2", f"-I{cuda}/include", os.path.join(src, "runtime", "tool", "prebuild.c"), "-o", tool,
+                         f"-L{cuda}/lib64", f"-Wl,-rpath,{cuda}/lib64", "-lnvrtc"], "compiling prebuild.c")
+    run([tool, table], "compiling libpgrt's own kernels with NVRTC (prebuild)")
+    sources = [f for f in files if f.endswith(".c") and os.path.dirname(f) == os.path.join(src, "runtime")]
+    objs = _compile_all(sources + [table], flags, os.path.join(dest, "obj"))
     lib = os.path.join(dest, "libpgrt.a")
     run(["ar", "rcs", lib] + objs, "archiving libpgrt.a")
     os.makedirs(os.path.join(dest, "include"), exist_ok=True)

@@ -40,7 +40,8 @@
 #                results both ways, and the two graphs' edges must print differently
 # The runs share libpgrt's cache of compiled cubins, new at the start (PGRT_CACHE under
 # $OUT): the first run of each CUDA source compiles it, the later ones load what it
-# kept; chain runs once more with the cache off.
+# kept.  libpgrt's own kernels come compiled with libpgrt; chain runs twice more, with
+# them so and its module cached, then with both off (everything compiled at init).
 # Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
 # dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
 # arguments and checks the result.
@@ -70,11 +71,21 @@ for t in chain loops shapes relocs hostread buckets globals pdl; do
   python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT/device"
   unset PGRT_BUCKETS
 done
+# libpgrt's own kernels came built with it, so the cache holds the programs' 8 CUDA
+# modules and nothing else
 kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
-echo "== libpgrt's cache holds $kept cubins (pgrt_copy and pgrt_set, the updater, the programs' CUDA modules)"
-[ "$kept" -ge 3 ] || { echo "FAIL: libpgrt kept $kept compiled cubins in $PGRT_CACHE, expected 3 or more"; exit 1; }
-echo "== chain again, nothing cached (PGRT_CACHE=off)"
-PGRT_CACHE=off build/gpu/chain "$OUT"
+echo "== libpgrt's cache holds $kept cubins (the programs' CUDA modules)"
+[ "$kept" -eq 8 ] || { echo "FAIL: libpgrt kept $kept compiled cubins in $PGRT_CACHE, expected the 8 programs' modules"; exit 1; }
+# chain's init line: "init: T ms, own kernels T ms: prebuilt P, nvrtc N, cached C"
+own_ways() { build/gpu/chain "$OUT" | tee /dev/stderr | sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p'; }
+echo "== chain again, its own kernels as libpgrt's build compiled them, its module from the cache"
+read -r pre nv ca <<<"$(PGRT_UPDATE=device own_ways)"
+[ "${pre:-0}" -ge 1 ] && [ "$nv" = 0 ] && [ "$ca" = 1 ] ||
+  { echo "FAIL: expected libpgrt's own kernels prebuilt and chain.cu cached, nothing compiled"; exit 1; }
+echo "== chain again, nothing prebuilt or cached (PGRT_PREBUILT=off PGRT_CACHE=off): NVRTC compiles all"
+read -r pre2 nv2 ca2 <<<"$(PGRT_PREBUILT=off PGRT_CACHE=off PGRT_UPDATE=device own_ways)"
+[ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
+  { echo "FAIL: expected NVRTC to compile chain.cu and the $pre sources of libpgrt's own"; exit 1; }
 echo "== buckets as generated: one graph per bucket, the host launching the one the size picks"
 build/gpu/buckets "$OUT"
 echo "== buckets again, one graph per bucket, patched on the device where it can (PGRT_UPDATE=device)"

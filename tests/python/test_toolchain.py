@@ -69,6 +69,23 @@ def test_pgcc_home_and_pgcc_env(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA headers")
+def test_builds_libpgrt_with_its_own_kernels_compiled(tmp_path):
+    """libpgrt built from the sources as a wheel builds it: the prebuild tool runs, its
+    table of cubins is in the archive, and the tool itself (a main) is not."""
+    src = copy_sources(tmp_path / "src")
+    dest = toolchain.cached_build("runtime", src=src, root=str(tmp_path / "cache"))
+    r = subprocess.run(["nm", "--defined-only", os.path.join(dest, "libpgrt.a")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    defined = {line.split()[-1] for line in r.stdout.splitlines() if len(line.split()) == 3}
+    assert {"pgrt_prebuilt_cubins", "pgrt_prebuilt_count", "pgrt_init"} <= defined
+    assert "main" not in defined
+    table = open(os.path.join(dest, "own_cubins.c")).read()
+    assert "own0_sm90[" in table and "own1_sm90[" in table  # the updater and the box kernels for Hopper
+    assert os.path.isfile(os.path.join(dest, "include", "own_kernels.h"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA headers")
 def test_builds_an_export_with_libpgrt(tmp_path, pgcc_bin, monkeypatch):
     monkeypatch.setenv("PGCC_CACHE", str(tmp_path / "cache"))
     lib, inc = toolchain.find_runtime()
