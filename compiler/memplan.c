@@ -21,11 +21,16 @@
  * this holds only for a region with one such conditional node: two of them might run
  * at once.
  *
- * Placement is a linear scan in time, as an allocator would run it but knowing
- * the future: at each buffer's first use the buffers that died before it are
- * freed, and it goes best-fit into a hole of the arena or at its top (offsets
- * aligned to max(256, its alignment)).  O(B log B) plus the free-list walks,
- * which stay short because only live buffers fragment the arena.
+ * Placement: two ways, and the smaller arena is kept (offsets aligned to max(256,
+ * the buffer's alignment) either way).  A linear scan in time, as an allocator would
+ * run but knowing the future: at each buffer's first use the buffers that died
+ * before it are freed, and it goes best-fit into a hole of the arena or at its top;
+ * O(B log B) plus the free-list walks, which stay short because only live buffers
+ * fragment the arena.  And by size, largest first, each into the smallest gap among
+ * the buffers placed that live at the same time as it (O(B^2)); it wins where the
+ * scan leaves holes too small for what comes later, as with many buffers of mixed
+ * sizes (an export's regions split into the allocations they use).  The most bytes
+ * live at one position is reported beside the arena: no placement gets below it.
  *
  * For comparison: sum_bytes gives every intermediate its own allocation;
  * pools_bytes gives every graph region a private pool holding each intermediate it
@@ -210,6 +215,137 @@ static void fl_free(FreeList *fl, uint64_t off, uint64_t size) {
   }
 }
 
+static uint64_t slot_align(const Life *l) { return l->buf->align > 256 ? l->buf->align : 256; }
+
+/* Linear scan in time over todo (sorted by first use), as an allocator would run but
+ * knowing the future: at each buffer's first use, free what died before it, then
+ * place it best-fit in the arena's holes or at its top.  live: scratch for nt.
+ * Offsets into at[], in todo's order; returns the arena's top. */
+static uint64_t place_scan(Life **todo, size_t nt, Life **live, uint64_t *at) {
+  FreeList fl = {0};
+  uint64_t top = 0;
+  size_t nl = 0; /* live buffers, a min-heap on hi */
+  size_t *live_idx = calloc(nt ? nt : 1, sizeof *live_idx); /* each live buffer's index in todo */
+  if (!live_idx) PG_BUG("out of memory");
+#define HI(k) (live[k]->hi)
+#define SWAP(a, b)                                                           \
+  do {                                                                       \
+    Life *tl = live[a];                                                      \
+    size_t ti = live_idx[a];                                                 \
+    live[a] = live[b], live_idx[a] = live_idx[b], live[b] = tl, live_idx[b] = ti; \
+  } while (0)
+  for (size_t t = 0; t < nt; t++) {
+    Life *l = todo[t];
+    while (nl && HI(0) < l->lo) { /* pop the earliest death */
+      fl_free(&fl, at[live_idx[0]], live[0]->buf->size);
+      live[0] = live[--nl], live_idx[0] = live_idx[nl];
+      for (size_t c = 0;;) {
+        size_t a = 2 * c + 1, b = a + 1, m = c;
+        if (a < nl && HI(a) < HI(m)) m = a;
+        if (b < nl && HI(b) < HI(m)) m = b;
+        if (m == c) break;
+        SWAP(c, m);
+        c = m;
+      }
+    }
+    at[t] = fl_alloc(&fl, l->buf->size, slot_align(l));
+    if (fl.top > top) top = fl.top;
+    size_t c = nl++; /* push */
+    live[c] = l, live_idx[c] = t;
+    while (c && HI((c - 1) / 2) > HI(c)) {
+      SWAP(c, (c - 1) / 2);
+      c = (c - 1) / 2;
+    }
+  }
+#undef SWAP
+#undef HI
+  free(fl.v), free(live_idx);
+  return top;
+}
+
+/* Placement by size (as TensorFlow Lite's greedy-by-size planner): the largest buffer
+ * first, each into the smallest gap that fits it among the buffers already placed
+ * whose lives overlap its own, else above them all.  Large buffers placed first leave
+ * no holes that only small ones could have filled.  O(B^2): the placed buffers are
+ * kept sorted by offset and walked once per buffer.  Offsets into at[], in todo's
+ * order; returns the arena's top. */
+typedef struct {
+  const Life *l;
+  size_t i; /* in todo */
+} Ranked;
+
+typedef struct {
+  uint64_t off, end;
+  size_t lo, hi;
+} Placed;
+
+/* Largest first; then by first use, then by name. */
+static int by_size_first(const void *x, const void *y) {
+  const Life *a = ((const Ranked *)x)->l, *b = ((const Ranked *)y)->l;
+  if (a->buf->size != b->buf->size) return a->buf->size > b->buf->size ? -1 : 1;
+  if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+  return strcmp(a->buf->name, b->buf->name);
+}
+
+static uint64_t place_by_size(Life **todo, size_t nt, uint64_t *at) {
+  Ranked *order = malloc((nt ? nt : 1) * sizeof *order);
+  Placed *placed = malloc((nt ? nt : 1) * sizeof *placed);
+  if (!order || !placed) PG_BUG("out of memory");
+  for (size_t t = 0; t < nt; t++) order[t] = (Ranked){todo[t], t};
+  qsort(order, nt, sizeof *order, by_size_first);
+  uint64_t top = 0;
+  size_t np = 0;
+  for (size_t t = 0; t < nt; t++) {
+    const Life *l = order[t].l;
+    uint64_t size = l->buf->size, align = slot_align(l), reach = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+    for (size_t k = 0; k < np; k++) { /* reach: the end of the overlapping ones so far */
+      const Placed *q = &placed[k];
+      if (q->hi < l->lo || l->hi < q->lo) continue; /* never live together */
+      uint64_t start = align_up(reach, align);
+      if (q->off >= start + size && q->off - reach < best_gap) best = start, best_gap = q->off - reach;
+      if (q->end > reach) reach = q->end;
+    }
+    uint64_t off = best != UINT64_MAX ? best : align_up(reach, align);
+    size_t k = np++;
+    while (k && placed[k - 1].off > off) placed[k] = placed[k - 1], k--;
+    placed[k] = (Placed){off, off + size, l->lo, l->hi};
+    if (off + size > top) top = off + size;
+    at[order[t].i] = off;
+  }
+  free(order), free(placed);
+  return top;
+}
+
+/* A buffer's birth or death on the schedule, for most_live. */
+typedef struct {
+  size_t at;
+  int64_t delta;
+} Event;
+
+/* By position; deaths (at hi + 1) before births at the same position. */
+static int by_event(const void *x, const void *y) {
+  const Event *a = x, *b = y;
+  if (a->at != b->at) return a->at < b->at ? -1 : 1;
+  return (a->delta > 0) - (b->delta > 0);
+}
+
+/* The most bytes live at one schedule position: no placement's arena is smaller. */
+static uint64_t most_live(Life **todo, size_t nt) {
+  Event *ev = malloc((2 * nt + 1) * sizeof *ev);
+  if (!ev) PG_BUG("out of memory");
+  for (size_t t = 0; t < nt; t++) {
+    int64_t b = (int64_t)todo[t]->buf->size;
+    ev[2 * t] = (Event){todo[t]->lo, b};
+    ev[2 * t + 1] = (Event){todo[t]->hi + 1, -b};
+  }
+  qsort(ev, 2 * nt, sizeof *ev, by_event);
+  int64_t now = 0, most = 0;
+  for (size_t i = 0; i < 2 * nt; i++)
+    if ((now += ev[i].delta) > most) most = now;
+  free(ev);
+  return (uint64_t)most;
+}
+
 void pg_memplan(PgProgram *p) {
   size_t nb = p->buffers.n;
   Walk w = {0};
@@ -259,40 +395,20 @@ void pg_memplan(PgProgram *p) {
     plan.sum_bytes += life[i].buf->size;
     if (!life[i].in_graph) w.pools += life[i].buf->size;
   }
-  /* Linear scan in time: at each buffer's first use, free what died before it,
-   * then place it best-fit in the arena's holes or at its top. */
   qsort(todo, nt, sizeof *todo, by_start);
-  FreeList fl = {0};
-  size_t nl = 0; /* live buffers, a min-heap on hi */
-#define HI(k) (live[k]->hi)
+  plan.live_bytes = most_live(todo, nt);
+  /* Both placements; the smaller arena wins (the scan where they tie). */
+  uint64_t *scan = calloc(nt ? nt : 1, sizeof *scan), *bysize = calloc(nt ? nt : 1, sizeof *bysize);
+  if (!scan || !bysize) PG_BUG("out of memory");
+  uint64_t scan_top = place_scan(todo, nt, live, scan), size_top = place_by_size(todo, nt, bysize);
+  bool by_size = size_top < scan_top;
   for (size_t t = 0; t < nt; t++) {
-    Life *l = todo[t];
-    while (nl && HI(0) < l->lo) { /* pop the earliest death */
-      Life *dead = live[0];
-      fl_free(&fl, dead->buf->offset, dead->buf->size);
-      live[0] = live[--nl];
-      for (size_t c = 0;;) {
-        size_t a = 2 * c + 1, b = a + 1, m = c;
-        if (a < nl && HI(a) < HI(m)) m = a;
-        if (b < nl && HI(b) < HI(m)) m = b;
-        if (m == c) break;
-        Life *tmp = live[c];
-        live[c] = live[m], live[m] = tmp, c = m;
-      }
-    }
-    uint64_t align = l->buf->align > 256 ? l->buf->align : 256;
-    l->buf->offset = fl_alloc(&fl, l->buf->size, align);
-    l->buf->planned = true;
-    if (fl.top > plan.arena_bytes) plan.arena_bytes = fl.top;
-    size_t c = nl++; /* push */
-    live[c] = l;
-    while (c && HI((c - 1) / 2) > HI(c)) {
-      Life *tmp = live[c];
-      live[c] = live[(c - 1) / 2], live[(c - 1) / 2] = tmp, c = (c - 1) / 2;
-    }
+    todo[t]->buf->offset = by_size ? bysize[t] : scan[t];
+    todo[t]->buf->planned = true;
   }
-#undef HI
-  free(fl.v);
+  plan.arena_bytes = by_size ? size_top : scan_top;
+  plan.by_size = by_size;
+  free(scan), free(bysize);
   plan.buffers = nt;
   plan.pools_bytes = w.pools;
   p->mem = plan;

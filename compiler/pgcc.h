@@ -599,7 +599,9 @@ typedef struct {
   uint64_t arena_bytes;  /* the planned arena */
   uint64_t sum_bytes;    /* every intermediate in its own allocation */
   uint64_t pools_bytes;  /* one private pool per graph region, plus eager regions' peak */
+  uint64_t live_bytes;   /* the most bytes live at one position: no arena is smaller */
   size_t buffers;        /* how many were planned */
+  bool by_size;          /* placed largest first (else by the linear scan) */
 } PgMemPlan;
 
 typedef struct {

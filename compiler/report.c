@@ -218,8 +218,12 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   if (t.planned > 0) fprintf(f, " (%.2fx)", t.eager / t.planned);
   fputc('\n', f);
   char a[32], s[32], q[32];
-  fprintf(f, "memory: arena %s for %zu intermediates; %s as separate allocations; %s with one pool per graph\n",
-          bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(s, sizeof s, p->mem.sum_bytes),
+  char l[32];
+  fprintf(f,
+          "memory: arena %s for %zu intermediates (at least %s live at once; placed %s); %s as separate "
+          "allocations; %s with one pool per graph\n",
+          bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(l, sizeof l, p->mem.live_bytes),
+          p->mem.by_size ? "largest first" : "in time order", bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
   host_text(p, f);
   buckets_text(p, t.planned, f);
@@ -385,8 +389,10 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   }
   fputs(first ? "]" : "\n  ]", f);
   fprintf(f, ",\n  \"weights_bytes\": %llu", (unsigned long long)weight_bytes(p));
-  fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
-          (unsigned long long)p->mem.arena_bytes, (unsigned long long)p->mem.sum_bytes,
+  fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"live_bytes\": %llu,\n  \"arena_placement\": \"%s\",\n  \"sum_bytes\": %llu,"
+             "\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
+          (unsigned long long)p->mem.arena_bytes, (unsigned long long)p->mem.live_bytes,
+          p->mem.by_size ? "size" : "time", (unsigned long long)p->mem.sum_bytes,
           (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
   fputs(",\n  \"collectives\": [", f);
   first = true;

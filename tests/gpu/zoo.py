@@ -77,7 +77,13 @@ def memory(pgcc, res, export_dir, name):
     finally:
         p.close()
     split = done.get("split", {})
-    return {"arena_bytes": arena, "regions_split": len(split), "slots": sum(x[1] for x in split.values()),
+    # pgcc's memory plan: the arena's floor (the most bytes live at once) and which placement won
+    from pgcc import toolchain
+    r = subprocess.run([toolchain.find_pgcc(), "--report=json", os.path.join(export_dir, name + ".graph")],
+                       capture_output=True, text=True)
+    plan = json.loads(r.stdout) if r.returncode == 0 else {}
+    return {"arena_bytes": arena, "live_bytes": plan.get("live_bytes"), "placement": plan.get("arena_placement"),
+            "regions_split": len(split), "slots": sum(x[1] for x in split.values()),
             "region_bytes": sum(x[0] for x in split.values()), "slot_bytes": sum(x[2] for x in split.values()),
             "regions_whole": done.get("whole", {}), "regions_cut": done.get("cut", {}),
             "regions_undone": done.get("undone")}
@@ -152,7 +158,8 @@ def run_one(run, args, root_out):
             f.write(log)
     print(f"{rec['status']:8} {run:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
     if "arena_bytes" in rec:
-        print(f"         arena {rec['arena_bytes']} bytes; {rec['regions_split']} regions ({rec['region_bytes']} "
+        print(f"         arena {rec['arena_bytes']} bytes (floor {rec.get('live_bytes')}, placed by "
+              f"{rec.get('placement')}); {rec['regions_split']} regions ({rec['region_bytes']} "
               f"bytes) split into {rec['slots']} slots ({rec['slot_bytes']} bytes); whole: "
               f"{json.dumps(rec['regions_whole'])[:300]}; cut: {json.dumps(rec['regions_cut'])[:200]}"
               + (f"; UNDONE: {rec['regions_undone'][:300]}" if rec["regions_undone"] else ""), flush=True)

@@ -256,6 +256,36 @@ START_TEST(memplan_overlapping_and_concurrent) {
 }
 END_TEST
 
+/* Where placing in time order leaves a hole too small for what comes next, placing the
+ * largest first does not: t0 [0,0] and t1 [0,2] of 1 MiB, then t2 of 2 MiB [1,2].  In
+ * time order t2 cannot take t0's 1 MiB and goes on top (4 MiB); largest first, t2 and
+ * t0 share the bottom and the arena is the 3 MiB live at positions 1 and 2. */
+START_TEST(memplan_largest_first_fills_holes) {
+  Parsed *p = plan("pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n"
+                   "buffer x size 64 role input;\nbuffer t0 size 1048576 role intermediate;\n"
+                   "buffer t1 size 1048576 role intermediate;\nbuffer t2 size 2097152 role intermediate;\n"
+                   "graph g {\n node n0 kernel k args [t0, t1];\n node n1 kernel k args [t2, x];\n"
+                   " node n2 kernel k args [t1, t2];\n n0 -> n1;\n n1 -> n2;\n}\n",
+                   NULL, 1000);
+  ck_assert_uint_eq(p->prog->mem.live_bytes, 3 << 20);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 3 << 20);
+  ck_assert(p->prog->mem.by_size);
+  PgBuffer **b = p->prog->buffers.v; /* x, t0, t1, t2 */
+  ck_assert_uint_eq(b[3]->offset, 0);
+  ck_assert_uint_eq(b[1]->offset, 0);       /* t0 under t2: never live together */
+  ck_assert_uint_eq(b[2]->offset, 2 << 20); /* t1 beside both */
+  parsed_free(p);
+  /* where both ways reach the least, the time order is kept */
+  p = plan(MEM "graph g {\n node n1 kernel k args [x, t0];\n node n2 kernel k args [t0, t1];\n"
+               " node n3 kernel k args [t1, t2];\n node n4 kernel k args [t2, y];\n"
+               " n1 -> n2;\n n2 -> n3;\n n3 -> n4;\n}\n",
+           NULL, 1000);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, p->prog->mem.live_bytes);
+  ck_assert(!p->prog->mem.by_size);
+  parsed_free(p);
+}
+END_TEST
+
 /* The bodies of an if/else or a switch never run together: buffers used only inside one
  * body share bytes with those used only inside another. */
 START_TEST(memplan_exclusive_bodies_share) {
@@ -676,9 +706,12 @@ START_TEST(random_dags_hold_the_invariants) {
 END_TEST
 
 /* Random chains over random-sized intermediates: buffers live at the same time never
- * share bytes, offsets are aligned, and the arena is no larger than the sum. */
+ * share bytes, offsets are aligned, the arena is no larger than the sum and no smaller
+ * than the most bytes live at one node (computed here), and both placements win some
+ * rounds. */
 START_TEST(memplan_random_never_overlaps_live_buffers) {
   unsigned seed = 777;
+  int by_size = 0;
 #define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
   for (int round = 0; round < 40; round++) {
     static char text[1 << 16];
@@ -727,8 +760,21 @@ START_TEST(memplan_random_never_overlaps_live_buffers) {
     }
     ck_assert_uint_eq(p->prog->mem.sum_bytes, sum);
     ck_assert_uint_le(p->prog->mem.arena_bytes, sum + (uint64_t)nbuf * 4096);
+    /* the most bytes live at one node: the floor */
+    uint64_t most = 0;
+    for (int i = 0; i < nk; i++) {
+      uint64_t now = 0;
+      for (int b = 0; b < nbuf; b++)
+        if (lo[b] >= 0 && lo[b] <= i && i <= hi[b]) now += size[b];
+      if (now > most) most = now;
+    }
+    ck_assert_uint_eq(p->prog->mem.live_bytes, most);
+    ck_assert_uint_ge(p->prog->mem.arena_bytes, most);
+    by_size += p->prog->mem.by_size;
     parsed_free(p);
   }
+  ck_assert_int_ge(by_size, 5); /* both placements were checked */
+  ck_assert_int_le(by_size, 35);
 #undef RND
 }
 END_TEST
@@ -866,6 +912,7 @@ Suite *partition_suite(void) {
   tcase_add_test(t, memplan_chain_reuses);
   tcase_add_test(t, memplan_overlapping_and_concurrent);
   tcase_add_test(t, memplan_exclusive_bodies_share);
+  tcase_add_test(t, memplan_largest_first_fills_holes);
   tcase_add_test(t, memplan_single_bodies_unchanged);
   tcase_add_test(t, memplan_exclusive_bodies_in_a_wide_region);
   tcase_add_test(t, report_json_is_consistent);
