@@ -4,7 +4,7 @@
 #   make            build/pgcc
 #   make demo       set up a fresh machine, run pgcc on an embedded example
 #   make check      set up a fresh machine, run every test (ends "N passed, N failed")
-#   make bench      the parse benchmark (docs/benchmarks.md)
+#   make bench      the parse, partition and memory-plan benchmarks (docs/benchmarks.md)
 #
 # The scanners and parsers generated from grammar/*.l and grammar/*.y are committed
 # under grammar/gen/, so pgcc builds where flex and bison are missing (the GPU
@@ -204,3 +204,5 @@ bench: $(B)/pgcc
 	@python3 bench/parse.py
 	@echo
 	@python3 bench/partition.py
+	@echo
+	@python3 bench/memplan.py

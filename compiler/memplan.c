@@ -21,16 +21,19 @@
  * this holds only for a region with one such conditional node: two of them might run
  * at once.
  *
- * Placement: two ways, and the smaller arena is kept (offsets aligned to max(256,
- * the buffer's alignment) either way).  A linear scan in time, as an allocator would
+ * Placement: three ways, and the smallest arena is kept (offsets aligned to max(256,
+ * the buffer's alignment) every way).  A linear scan in time, as an allocator would
  * run but knowing the future: at each buffer's first use the buffers that died
  * before it are freed, and it goes best-fit into a hole of the arena or at its top;
  * O(B log B) plus the free-list walks, which stay short because only live buffers
- * fragment the arena.  And by size, largest first, each into the smallest gap among
- * the buffers placed that live at the same time as it (O(B^2)); it wins where the
- * scan leaves holes too small for what comes later, as with many buffers of mixed
- * sizes (an export's regions split into the allocations they use).  The most bytes
- * live at one position is reported beside the arena: no placement gets below it.
+ * fragment the arena.  And in an order, largest first or longest-lived first, each
+ * into the smallest gap among the buffers placed that live at the same time as it
+ * (O(B log B) plus O(log B) per pair of buffers that live together); these win where
+ * the scan leaves holes too small for what comes later, as with many buffers of mixed
+ * sizes (an export's regions split into the allocations they use).  The ways are
+ * tried in that order and stop at one whose arena is the floor: the most bytes live
+ * at one position, reported beside the arena, which no placement gets below.
+ * bench/memplan.py compares them.
  *
  * For comparison: sum_bytes gives every intermediate its own allocation;
  * pools_bytes gives every graph region a private pool holding each intermediate it
@@ -215,6 +218,8 @@ static void fl_free(FreeList *fl, uint64_t off, uint64_t size) {
   }
 }
 
+#define PLACE_PAIRS 4000000 /* buffers living together, at most, for the placements in an order */
+
 static uint64_t slot_align(const Life *l) { return l->buf->align > 256 ? l->buf->align : 256; }
 
 /* Linear scan in time over todo (sorted by first use), as an allocator would run but
@@ -263,21 +268,17 @@ static uint64_t place_scan(Life **todo, size_t nt, Life **live, uint64_t *at) {
   return top;
 }
 
-/* Placement by size (as TensorFlow Lite's greedy-by-size planner): the largest buffer
- * first, each into the smallest gap that fits it among the buffers already placed
- * whose lives overlap its own, else above them all.  Large buffers placed first leave
- * no holes that only small ones could have filled.  O(B^2): the placed buffers are
- * kept sorted by offset and walked once per buffer.  Offsets into at[], in todo's
- * order; returns the arena's top. */
+/* Placement in a given order (as TensorFlow Lite's greedy planners): each buffer into
+ * the smallest gap that fits it among the buffers already placed whose lives overlap
+ * its own, else above them all.  Largest first, big buffers leave no holes that only
+ * small ones could have filled; longest-lived first, the buffers that span the
+ * program sit together at the bottom, out of the way of the short-lived.  The placed
+ * buffers are found by time (TimeTree), so a placement costs O(B log B) plus, per
+ * pair of buffers that live together, O(log B). */
 typedef struct {
   const Life *l;
   size_t i; /* in todo */
 } Ranked;
-
-typedef struct {
-  uint64_t off, end;
-  size_t lo, hi;
-} Placed;
 
 /* Largest first; then by first use, then by name. */
 static int by_size_first(const void *x, const void *y) {
@@ -287,63 +288,191 @@ static int by_size_first(const void *x, const void *y) {
   return strcmp(a->buf->name, b->buf->name);
 }
 
-static uint64_t place_by_size(Life **todo, size_t nt, uint64_t *at) {
+/* Longest-lived first; then largest first. */
+static int by_life_first(const void *x, const void *y) {
+  const Life *a = ((const Ranked *)x)->l, *b = ((const Ranked *)y)->l;
+  size_t la = a->hi - a->lo, lb = b->hi - b->lo;
+  if (la != lb) return la > lb ? -1 : 1;
+  return by_size_first(x, y);
+}
+
+/* Where placed buffers sit: [off, end) each. */
+typedef struct {
+  uint64_t off, end;
+} Span;
+
+typedef struct {
+  Span *v;
+  size_t n, cap;
+} SpanVec;
+
+static void span_push(SpanVec *x, Span sp) {
+  if (x->n == x->cap) {
+    x->cap = x->cap ? 2 * x->cap : 64;
+    if (!(x->v = realloc(x->v, x->cap * sizeof *x->v))) PG_BUG("out of memory");
+  }
+  x->v[x->n++] = sp;
+}
+
+static int by_span_off(const void *x, const void *y) {
+  uint64_t a = ((const Span *)x)->off, b = ((const Span *)y)->off;
+  return a < b ? -1 : a > b;
+}
+
+/* The placed buffers by time: a segment tree over (compressed) schedule positions,
+ * each placed buffer listed at the O(log P) nodes whose ranges together make its life.
+ * A node's list is a chain through one pool of entries. */
+typedef struct {
+  uint32_t *head;   /* per node: its first entry + 1 (0: none) */
+  uint32_t *listed; /* per node: buffers listed in its subtree */
+  struct {
+    uint32_t next; /* the node's next entry + 1 (0: none) */
+    uint32_t item; /* a todo index */
+  } *pool;
+  size_t used, cap;
+  size_t leaves; /* positions */
+} TimeTree;
+
+static void tt_insert(TimeTree *tt, size_t v, size_t nl, size_t nr, size_t lo, size_t hi, size_t item) {
+  if (hi < nl || nr < lo) return;
+  tt->listed[v]++;
+  if (lo <= nl && nr <= hi) {
+    if (tt->used == tt->cap) {
+      tt->cap = tt->cap ? 2 * tt->cap : 1024;
+      if (!(tt->pool = realloc(tt->pool, tt->cap * sizeof *tt->pool))) PG_BUG("out of memory");
+    }
+    tt->pool[tt->used].next = tt->head[v];
+    tt->pool[tt->used].item = (uint32_t)item;
+    tt->head[v] = (uint32_t)++tt->used;
+    return;
+  }
+  size_t mid = nl + (nr - nl) / 2;
+  tt_insert(tt, 2 * v, nl, mid, lo, hi, item);
+  tt_insert(tt, 2 * v + 1, mid + 1, nr, lo, hi, item);
+}
+
+/* Appends to out where each buffer placed whose life overlaps [lo, hi] sits (at[],
+ * its size), once (seen: per buffer, the last query that listed it). */
+static void tt_query(const TimeTree *tt, size_t v, size_t nl, size_t nr, size_t lo, size_t hi, size_t query,
+                     size_t *seen, Life **todo, const uint64_t *at, SpanVec *out) {
+  if (hi < nl || nr < lo || !tt->listed[v]) return;
+  for (uint32_t e = tt->head[v]; e; e = tt->pool[e - 1].next) {
+    size_t i = tt->pool[e - 1].item;
+    if (seen[i] != query) seen[i] = query, span_push(out, (Span){at[i], at[i] + todo[i]->buf->size});
+  }
+  if (nl == nr) return;
+  size_t mid = nl + (nr - nl) / 2;
+  tt_query(tt, 2 * v, nl, mid, lo, hi, query, seen, todo, at, out);
+  tt_query(tt, 2 * v + 1, mid + 1, nr, lo, hi, query, seen, todo, at, out);
+}
+
+/* Compressed times: the distinct first and last uses, in order, so that the tree has
+ * at most 2B leaves however long the schedule.  Overlap depends only on how the ends
+ * compare, which the compression keeps. */
+typedef struct {
+  size_t *lo, *hi; /* per todo index */
+  size_t leaves;
+} Times;
+
+static int by_size_t(const void *x, const void *y) {
+  size_t a = *(const size_t *)x, b = *(const size_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static size_t rank_of(const size_t *sorted, size_t n, size_t v) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (sorted[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static Times compress_times(Life **todo, size_t nt) {
+  Times tm = {malloc((nt ? nt : 1) * sizeof *tm.lo), malloc((nt ? nt : 1) * sizeof *tm.hi), 0};
+  size_t *ends = malloc((2 * nt + 1) * sizeof *ends);
+  if (!tm.lo || !tm.hi || !ends) PG_BUG("out of memory");
+  for (size_t t = 0; t < nt; t++) ends[2 * t] = todo[t]->lo, ends[2 * t + 1] = todo[t]->hi;
+  qsort(ends, 2 * nt, sizeof *ends, by_size_t);
+  size_t n = 0;
+  for (size_t i = 0; i < 2 * nt; i++)
+    if (n == 0 || ends[n - 1] != ends[i]) ends[n++] = ends[i];
+  for (size_t t = 0; t < nt; t++) tm.lo[t] = rank_of(ends, n, todo[t]->lo), tm.hi[t] = rank_of(ends, n, todo[t]->hi);
+  tm.leaves = n ? n : 1;
+  free(ends);
+  return tm;
+}
+
+static uint64_t place_ranked(Life **todo, size_t nt, const Times *tm, int (*order_by)(const void *, const void *),
+                             uint64_t *at) {
   Ranked *order = malloc((nt ? nt : 1) * sizeof *order);
-  Placed *placed = malloc((nt ? nt : 1) * sizeof *placed);
-  if (!order || !placed) PG_BUG("out of memory");
-  for (size_t t = 0; t < nt; t++) order[t] = (Ranked){todo[t], t};
-  qsort(order, nt, sizeof *order, by_size_first);
+  size_t *seen = malloc((nt ? nt : 1) * sizeof *seen), leaves = tm->leaves;
+  if (!order || !seen) PG_BUG("out of memory");
+  for (size_t t = 0; t < nt; t++) order[t] = (Ranked){todo[t], t}, seen[t] = SIZE_MAX;
+  qsort(order, nt, sizeof *order, order_by);
+  TimeTree tt = {.head = calloc(4 * leaves, sizeof *tt.head), .listed = calloc(4 * leaves, sizeof *tt.listed),
+                 .leaves = leaves};
+  if (!tt.head || !tt.listed) PG_BUG("out of memory");
+  SpanVec beside = {0};
   uint64_t top = 0;
-  size_t np = 0;
   for (size_t t = 0; t < nt; t++) {
     const Life *l = order[t].l;
+    size_t lo = tm->lo[order[t].i], hi = tm->hi[order[t].i];
+    beside.n = 0;
+    tt_query(&tt, 1, 0, leaves - 1, lo, hi, t, seen, todo, at, &beside);
+    if (beside.n > 1) qsort(beside.v, beside.n, sizeof *beside.v, by_span_off);
     uint64_t size = l->buf->size, align = slot_align(l), reach = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
-    for (size_t k = 0; k < np; k++) { /* reach: the end of the overlapping ones so far */
-      const Placed *q = &placed[k];
-      if (q->hi < l->lo || l->hi < q->lo) continue; /* never live together */
+    for (size_t k = 0; k < beside.n; k++) { /* reach: the end of those below so far */
+      const Span *q = &beside.v[k];
       uint64_t start = align_up(reach, align);
       if (q->off >= start + size && q->off - reach < best_gap) best = start, best_gap = q->off - reach;
       if (q->end > reach) reach = q->end;
     }
-    uint64_t off = best != UINT64_MAX ? best : align_up(reach, align);
-    size_t k = np++;
-    while (k && placed[k - 1].off > off) placed[k] = placed[k - 1], k--;
-    placed[k] = (Placed){off, off + size, l->lo, l->hi};
-    if (off + size > top) top = off + size;
-    at[order[t].i] = off;
+    at[order[t].i] = best != UINT64_MAX ? best : align_up(reach, align);
+    if (at[order[t].i] + size > top) top = at[order[t].i] + size;
+    tt_insert(&tt, 1, 0, leaves - 1, lo, hi, order[t].i);
   }
-  free(order), free(placed);
+  free(tt.head), free(tt.listed), free(tt.pool), free(beside.v), free(order), free(seen);
   return top;
 }
 
-/* A buffer's birth or death on the schedule, for most_live. */
+/* A buffer's birth or death on the schedule, for lives(). */
 typedef struct {
   size_t at;
-  int64_t delta;
+  uint64_t bytes;
+  bool birth;
 } Event;
 
 /* By position; deaths (at hi + 1) before births at the same position. */
 static int by_event(const void *x, const void *y) {
   const Event *a = x, *b = y;
   if (a->at != b->at) return a->at < b->at ? -1 : 1;
-  return (a->delta > 0) - (b->delta > 0);
+  return (int)a->birth - (int)b->birth;
 }
 
-/* The most bytes live at one schedule position: no placement's arena is smaller. */
-static uint64_t most_live(Life **todo, size_t nt) {
+/* The most bytes live at one schedule position (no placement's arena is smaller), and
+ * how many pairs of buffers live together (what placing in an order costs). */
+static uint64_t lives(Life **todo, size_t nt, uint64_t *pairs) {
   Event *ev = malloc((2 * nt + 1) * sizeof *ev);
   if (!ev) PG_BUG("out of memory");
   for (size_t t = 0; t < nt; t++) {
-    int64_t b = (int64_t)todo[t]->buf->size;
-    ev[2 * t] = (Event){todo[t]->lo, b};
-    ev[2 * t + 1] = (Event){todo[t]->hi + 1, -b};
+    ev[2 * t] = (Event){todo[t]->lo, todo[t]->buf->size, true};
+    ev[2 * t + 1] = (Event){todo[t]->hi + 1, todo[t]->buf->size, false};
   }
   qsort(ev, 2 * nt, sizeof *ev, by_event);
-  int64_t now = 0, most = 0;
-  for (size_t i = 0; i < 2 * nt; i++)
-    if ((now += ev[i].delta) > most) most = now;
+  uint64_t now = 0, most = 0, count = 0;
+  *pairs = 0;
+  for (size_t i = 0; i < 2 * nt; i++) {
+    if (ev[i].birth) {
+      *pairs += count++;
+      if ((now += ev[i].bytes) > most) most = now;
+    } else {
+      now -= ev[i].bytes, count--;
+    }
+  }
   free(ev);
-  return (uint64_t)most;
+  return most;
 }
 
 void pg_memplan(PgProgram *p) {
@@ -396,19 +525,33 @@ void pg_memplan(PgProgram *p) {
     if (!life[i].in_graph) w.pools += life[i].buf->size;
   }
   qsort(todo, nt, sizeof *todo, by_start);
-  plan.live_bytes = most_live(todo, nt);
-  /* Both placements; the smaller arena wins (the scan where they tie). */
-  uint64_t *scan = calloc(nt ? nt : 1, sizeof *scan), *bysize = calloc(nt ? nt : 1, sizeof *bysize);
-  if (!scan || !bysize) PG_BUG("out of memory");
-  uint64_t scan_top = place_scan(todo, nt, live, scan), size_top = place_by_size(todo, nt, bysize);
-  bool by_size = size_top < scan_top;
+  uint64_t pairs;
+  plan.live_bytes = lives(todo, nt, &pairs);
+  /* Every way; the smallest arena wins (the earlier way on a tie).  The ways in an order
+   * cost O(log B) per pair of buffers that live together: past PLACE_PAIRS (buffers
+   * alive all at once by the thousand, as in a wide graph region, where the scan
+   * reuses nothing anyway) only the scan runs. */
+  uint64_t *at[PG_PLACE_COUNT];
+  for (int k = 0; k < PG_PLACE_COUNT; k++)
+    if (!(at[k] = calloc(nt ? nt : 1, sizeof *at[k]))) PG_BUG("out of memory");
+  plan.placed_bytes[PG_PLACE_TIME] = place_scan(todo, nt, live, at[PG_PLACE_TIME]);
+  /* a way that reaches the floor cannot be beaten: the later ones are not tried */
+  if (pairs <= PLACE_PAIRS && plan.placed_bytes[PG_PLACE_TIME] > plan.live_bytes) {
+    Times tm = compress_times(todo, nt);
+    plan.placed_bytes[PG_PLACE_SIZE] = place_ranked(todo, nt, &tm, by_size_first, at[PG_PLACE_SIZE]);
+    if (plan.placed_bytes[PG_PLACE_SIZE] > plan.live_bytes)
+      plan.placed_bytes[PG_PLACE_LIFE] = place_ranked(todo, nt, &tm, by_life_first, at[PG_PLACE_LIFE]);
+    free(tm.lo), free(tm.hi);
+  }
+  for (int k = 1; k < PG_PLACE_COUNT; k++) /* 0: not tried */
+    if (plan.placed_bytes[k] && plan.placed_bytes[k] < plan.placed_bytes[plan.placement])
+      plan.placement = (PgPlacement)k;
   for (size_t t = 0; t < nt; t++) {
-    todo[t]->buf->offset = by_size ? bysize[t] : scan[t];
+    todo[t]->buf->offset = at[plan.placement][t];
     todo[t]->buf->planned = true;
   }
-  plan.arena_bytes = by_size ? size_top : scan_top;
-  plan.by_size = by_size;
-  free(scan), free(bysize);
+  plan.arena_bytes = plan.placed_bytes[plan.placement];
+  for (int k = 0; k < PG_PLACE_COUNT; k++) free(at[k]);
   plan.buffers = nt;
   plan.pools_bytes = w.pools;
   p->mem = plan;

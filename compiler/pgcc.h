@@ -594,14 +594,23 @@ typedef struct {
   double est_switch_us, est_bucket_graphs_us; /* both forms, a call taking the costliest bucket */
 } PgRegion;
 
-/* The memory plan (memplan.c): intermediates at offsets in one arena. */
+/* The memory plan (memplan.c): intermediates at offsets in one arena, placed each way
+ * below, the smallest arena kept (the earlier way on a tie). */
+typedef enum {
+  PG_PLACE_TIME, /* a linear scan in time, best fit, as an allocator knowing the future */
+  PG_PLACE_SIZE, /* largest first, each into the smallest gap beside what it lives with */
+  PG_PLACE_LIFE, /* the same, the longest-lived first */
+  PG_PLACE_COUNT
+} PgPlacement;
+
 typedef struct {
   uint64_t arena_bytes;  /* the planned arena */
   uint64_t sum_bytes;    /* every intermediate in its own allocation */
   uint64_t pools_bytes;  /* one private pool per graph region, plus eager regions' peak */
   uint64_t live_bytes;   /* the most bytes live at one position: no arena is smaller */
   size_t buffers;        /* how many were planned */
-  bool by_size;          /* placed largest first (else by the linear scan) */
+  PgPlacement placement; /* the way kept */
+  uint64_t placed_bytes[PG_PLACE_COUNT]; /* the arena each way reached */
 } PgMemPlan;
 
 typedef struct {

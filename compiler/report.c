@@ -27,6 +27,10 @@ static Totals totals(const PgProgram *p) {
   return t;
 }
 
+/* the memory plan's placements (PgPlacement), in the text and in the JSON */
+static const char *const PLACEMENT_TEXT[PG_PLACE_COUNT] = {"in time order", "largest first", "longest-lived first"};
+static const char *const PLACEMENT_JSON[PG_PLACE_COUNT] = {"time", "size", "life"};
+
 static const char *plural(size_t n, const char *one, const char *many) { return n == 1 ? one : many; }
 
 static const char *bytes(char *buf, size_t n, uint64_t b) {
@@ -223,7 +227,7 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
           "memory: arena %s for %zu intermediates (at least %s live at once; placed %s); %s as separate "
           "allocations; %s with one pool per graph\n",
           bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(l, sizeof l, p->mem.live_bytes),
-          p->mem.by_size ? "largest first" : "in time order", bytes(s, sizeof s, p->mem.sum_bytes),
+          PLACEMENT_TEXT[p->mem.placement], bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
   host_text(p, f);
   buckets_text(p, t.planned, f);
@@ -389,11 +393,17 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   }
   fputs(first ? "]" : "\n  ]", f);
   fprintf(f, ",\n  \"weights_bytes\": %llu", (unsigned long long)weight_bytes(p));
-  fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"live_bytes\": %llu,\n  \"arena_placement\": \"%s\",\n  \"sum_bytes\": %llu,"
-             "\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
+  fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"live_bytes\": %llu,\n  \"arena_placement\": \"%s\",\n  \"placements\": {",
           (unsigned long long)p->mem.arena_bytes, (unsigned long long)p->mem.live_bytes,
-          p->mem.by_size ? "size" : "time", (unsigned long long)p->mem.sum_bytes,
-          (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
+          PLACEMENT_JSON[p->mem.placement]);
+  for (int k = 0; k < PG_PLACE_COUNT; k++) { /* null: not tried, an earlier way reached the floor */
+    uint64_t b = p->mem.placed_bytes[k];
+    fprintf(f, k ? ", \"%s\": " : "\"%s\": ", PLACEMENT_JSON[k]);
+    if (b || k == 0) fprintf(f, "%llu", (unsigned long long)b);
+    else fputs("null", f);
+  }
+  fprintf(f, "},\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
+          (unsigned long long)p->mem.sum_bytes, (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
   fputs(",\n  \"collectives\": [", f);
   first = true;
   for (size_t i = 0; i < root->nodes.n; i++) {

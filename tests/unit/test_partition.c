@@ -269,7 +269,8 @@ START_TEST(memplan_largest_first_fills_holes) {
                    NULL, 1000);
   ck_assert_uint_eq(p->prog->mem.live_bytes, 3 << 20);
   ck_assert_uint_eq(p->prog->mem.arena_bytes, 3 << 20);
-  ck_assert(p->prog->mem.by_size);
+  ck_assert_int_eq(p->prog->mem.placement, PG_PLACE_SIZE);
+  ck_assert_uint_eq(p->prog->mem.placed_bytes[PG_PLACE_TIME], 4 << 20);
   PgBuffer **b = p->prog->buffers.v; /* x, t0, t1, t2 */
   ck_assert_uint_eq(b[3]->offset, 0);
   ck_assert_uint_eq(b[1]->offset, 0);       /* t0 under t2: never live together */
@@ -281,7 +282,7 @@ START_TEST(memplan_largest_first_fills_holes) {
                " n1 -> n2;\n n2 -> n3;\n n3 -> n4;\n}\n",
            NULL, 1000);
   ck_assert_uint_eq(p->prog->mem.arena_bytes, p->prog->mem.live_bytes);
-  ck_assert(!p->prog->mem.by_size);
+  ck_assert_int_eq(p->prog->mem.placement, PG_PLACE_TIME);
   parsed_free(p);
 }
 END_TEST
@@ -707,11 +708,12 @@ END_TEST
 
 /* Random chains over random-sized intermediates: buffers live at the same time never
  * share bytes, offsets are aligned, the arena is no larger than the sum and no smaller
- * than the most bytes live at one node (computed here), and both placements win some
- * rounds. */
+ * than the most bytes live at one node (computed here), it is the smallest of the
+ * placements' (those after one that reached that floor are not tried), and each
+ * placement is kept in some rounds. */
 START_TEST(memplan_random_never_overlaps_live_buffers) {
   unsigned seed = 777;
-  int by_size = 0;
+  int kept[PG_PLACE_COUNT] = {0};
 #define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
   for (int round = 0; round < 40; round++) {
     static char text[1 << 16];
@@ -770,11 +772,20 @@ START_TEST(memplan_random_never_overlaps_live_buffers) {
     }
     ck_assert_uint_eq(p->prog->mem.live_bytes, most);
     ck_assert_uint_ge(p->prog->mem.arena_bytes, most);
-    by_size += p->prog->mem.by_size;
+    kept[p->prog->mem.placement]++;
+    /* the smallest kept, the earliest on a tie; a way not tried (0) only after one reached the floor */
+    for (int k = 0; k < PG_PLACE_COUNT; k++) {
+      uint64_t b = p->prog->mem.placed_bytes[k];
+      if (b == 0 && k > 0) {
+        ck_assert_uint_eq(p->prog->mem.arena_bytes, most);
+        continue;
+      }
+      ck_assert(b > p->prog->mem.arena_bytes || (b == p->prog->mem.arena_bytes && k >= (int)p->prog->mem.placement));
+    }
     parsed_free(p);
   }
-  ck_assert_int_ge(by_size, 5); /* both placements were checked */
-  ck_assert_int_le(by_size, 35);
+  for (int k = 0; k < PG_PLACE_COUNT; k++) /* every placement's offsets were checked */
+    ck_assert_msg(kept[k] >= 2, "placement %d kept %d times of 40", k, kept[k]);
 #undef RND
 }
 END_TEST
