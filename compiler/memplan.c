@@ -224,26 +224,25 @@ static uint64_t slot_align(const Life *l) { return l->buf->align > 256 ? l->buf-
 
 /* Linear scan in time over todo (sorted by first use), as an allocator would run but
  * knowing the future: at each buffer's first use, free what died before it, then
- * place it best-fit in the arena's holes or at its top.  live: scratch for nt.
- * Offsets into at[], in todo's order; returns the arena's top. */
-static uint64_t place_scan(Life **todo, size_t nt, Life **live, uint64_t *at) {
+ * place it best-fit in the arena's holes or at its top.  Offsets into at[], in
+ * todo's order; returns the arena's top. */
+static uint64_t place_scan(Life **todo, size_t nt, uint64_t *at) {
   FreeList fl = {0};
   uint64_t top = 0;
-  size_t nl = 0; /* live buffers, a min-heap on hi */
-  size_t *live_idx = calloc(nt ? nt : 1, sizeof *live_idx); /* each live buffer's index in todo */
-  if (!live_idx) PG_BUG("out of memory");
-#define HI(k) (live[k]->hi)
-#define SWAP(a, b)                                                           \
-  do {                                                                       \
-    Life *tl = live[a];                                                      \
-    size_t ti = live_idx[a];                                                 \
-    live[a] = live[b], live_idx[a] = live_idx[b], live[b] = tl, live_idx[b] = ti; \
+  size_t nl = 0, *live = calloc(nt ? nt : 1, sizeof *live); /* live buffers (todo indices), a min-heap on hi */
+  if (!live) PG_BUG("out of memory");
+#define HI(k) (todo[live[k]]->hi)
+#define SWAP(a, b) \
+  do {                \
+    size_t t_ = live[a]; \
+    live[a] = live[b];   \
+    live[b] = t_;        \
   } while (0)
   for (size_t t = 0; t < nt; t++) {
-    Life *l = todo[t];
+    const Life *l = todo[t];
     while (nl && HI(0) < l->lo) { /* pop the earliest death */
-      fl_free(&fl, at[live_idx[0]], live[0]->buf->size);
-      live[0] = live[--nl], live_idx[0] = live_idx[nl];
+      fl_free(&fl, at[live[0]], todo[live[0]]->buf->size);
+      live[0] = live[--nl];
       for (size_t c = 0;;) {
         size_t a = 2 * c + 1, b = a + 1, m = c;
         if (a < nl && HI(a) < HI(m)) m = a;
@@ -256,7 +255,7 @@ static uint64_t place_scan(Life **todo, size_t nt, Life **live, uint64_t *at) {
     at[t] = fl_alloc(&fl, l->buf->size, slot_align(l));
     if (fl.top > top) top = fl.top;
     size_t c = nl++; /* push */
-    live[c] = l, live_idx[c] = t;
+    live[c] = t;
     while (c && HI((c - 1) / 2) > HI(c)) {
       SWAP(c, (c - 1) / 2);
       c = (c - 1) / 2;
@@ -264,7 +263,7 @@ static uint64_t place_scan(Life **todo, size_t nt, Life **live, uint64_t *at) {
   }
 #undef SWAP
 #undef HI
-  free(fl.v), free(live_idx);
+  free(fl.v), free(live);
   return top;
 }
 
@@ -514,8 +513,8 @@ void pg_memplan(PgProgram *p) {
     }
   }
 
-  Life **todo = calloc(nb ? nb : 1, sizeof *todo), **live = calloc(nb ? nb : 1, sizeof *live);
-  if (!todo || !live) PG_BUG("out of memory");
+  Life **todo = calloc(nb ? nb : 1, sizeof *todo);
+  if (!todo) PG_BUG("out of memory");
   size_t nt = 0;
   PgMemPlan plan = {0};
   for (size_t i = 0; i < nb; i++) {
@@ -534,7 +533,7 @@ void pg_memplan(PgProgram *p) {
   uint64_t *at[PG_PLACE_COUNT];
   for (int k = 0; k < PG_PLACE_COUNT; k++)
     if (!(at[k] = calloc(nt ? nt : 1, sizeof *at[k]))) PG_BUG("out of memory");
-  plan.placed_bytes[PG_PLACE_TIME] = place_scan(todo, nt, live, at[PG_PLACE_TIME]);
+  plan.placed_bytes[PG_PLACE_TIME] = place_scan(todo, nt, at[PG_PLACE_TIME]);
   /* a way that reaches the floor cannot be beaten: the later ones are not tried */
   if (pairs <= PLACE_PAIRS && plan.placed_bytes[PG_PLACE_TIME] > plan.live_bytes) {
     Times tm = compress_times(todo, nt);
@@ -555,7 +554,7 @@ void pg_memplan(PgProgram *p) {
   plan.buffers = nt;
   plan.pools_bytes = w.pools;
   p->mem = plan;
-  free(todo), free(live), free(life);
+  free(todo), free(life);
 }
 
 /* ---- what one path through a conditional reaches ---- */
