@@ -32,7 +32,8 @@
  * the scan leaves holes too small for what comes later, as with many buffers of mixed
  * sizes (an export's regions split into the allocations they use).  The ways are
  * tried in that order and stop at one whose arena is the floor: the most bytes live
- * at one position, reported beside the arena, which no placement gets below.
+ * at one position, reported beside the arena, which no placement gets below.  Past
+ * PLACE_PAIRS pairs of buffers living together, only the scan runs.
  * bench/memplan.py compares them.
  *
  * For comparison: sum_bytes gives every intermediate its own allocation;
@@ -534,16 +535,20 @@ void pg_memplan(PgProgram *p) {
   for (int k = 0; k < PG_PLACE_COUNT; k++)
     if (!(at[k] = calloc(nt ? nt : 1, sizeof *at[k]))) PG_BUG("out of memory");
   plan.placed_bytes[PG_PLACE_TIME] = place_scan(todo, nt, at[PG_PLACE_TIME]);
+  plan.tried[PG_PLACE_TIME] = true;
   /* a way that reaches the floor cannot be beaten: the later ones are not tried */
   if (pairs <= PLACE_PAIRS && plan.placed_bytes[PG_PLACE_TIME] > plan.live_bytes) {
     Times tm = compress_times(todo, nt);
     plan.placed_bytes[PG_PLACE_SIZE] = place_ranked(todo, nt, &tm, by_size_first, at[PG_PLACE_SIZE]);
-    if (plan.placed_bytes[PG_PLACE_SIZE] > plan.live_bytes)
+    plan.tried[PG_PLACE_SIZE] = true;
+    if (plan.placed_bytes[PG_PLACE_SIZE] > plan.live_bytes) {
       plan.placed_bytes[PG_PLACE_LIFE] = place_ranked(todo, nt, &tm, by_life_first, at[PG_PLACE_LIFE]);
+      plan.tried[PG_PLACE_LIFE] = true;
+    }
     free(tm.lo), free(tm.hi);
   }
-  for (int k = 1; k < PG_PLACE_COUNT; k++) /* 0: not tried */
-    if (plan.placed_bytes[k] && plan.placed_bytes[k] < plan.placed_bytes[plan.placement])
+  for (int k = 1; k < PG_PLACE_COUNT; k++)
+    if (plan.tried[k] && plan.placed_bytes[k] < plan.placed_bytes[plan.placement])
       plan.placement = (PgPlacement)k;
   for (size_t t = 0; t < nt; t++) {
     todo[t]->buf->offset = at[plan.placement][t];

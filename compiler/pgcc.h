@@ -610,7 +610,8 @@ typedef struct {
   uint64_t live_bytes;   /* the most bytes live at one position: no arena is smaller */
   size_t buffers;        /* how many were planned */
   PgPlacement placement; /* the way kept */
-  uint64_t placed_bytes[PG_PLACE_COUNT]; /* the arena each way reached */
+  bool tried[PG_PLACE_COUNT];            /* each way run (memplan.c says when one is not) */
+  uint64_t placed_bytes[PG_PLACE_COUNT]; /* the arena each way tried reached */
 } PgMemPlan;
 
 typedef struct {

@@ -221,8 +221,7 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   fprintf(f, "predicted per call: %.1f us all eager, %.1f us as planned", t.eager, t.planned);
   if (t.planned > 0) fprintf(f, " (%.2fx)", t.eager / t.planned);
   fputc('\n', f);
-  char a[32], s[32], q[32];
-  char l[32];
+  char a[32], s[32], q[32], l[32];
   fprintf(f,
           "memory: arena %s for %zu intermediates (at least %s live at once; placed %s); %s as separate "
           "allocations; %s with one pool per graph\n",
@@ -396,10 +395,9 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   fprintf(f, ",\n  \"arena_bytes\": %llu,\n  \"live_bytes\": %llu,\n  \"arena_placement\": \"%s\",\n  \"placements\": {",
           (unsigned long long)p->mem.arena_bytes, (unsigned long long)p->mem.live_bytes,
           PLACEMENT_JSON[p->mem.placement]);
-  for (int k = 0; k < PG_PLACE_COUNT; k++) { /* null: not tried, an earlier way reached the floor */
-    uint64_t b = p->mem.placed_bytes[k];
+  for (int k = 0; k < PG_PLACE_COUNT; k++) { /* null: not tried (memplan.c) */
     fprintf(f, k ? ", \"%s\": " : "\"%s\": ", PLACEMENT_JSON[k]);
-    if (b || k == 0) fprintf(f, "%llu", (unsigned long long)b);
+    if (p->mem.tried[k]) fprintf(f, "%llu", (unsigned long long)p->mem.placed_bytes[k]);
     else fputs("null", f);
   }
   fprintf(f, "},\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",

@@ -4,7 +4,7 @@
  *
  * The build runs runtime/tool/prebuild.c, which compiles each source below with
  * NVRTC, with these options, for every GPU architecture that NVRTC supports, and
- * writes the cubins as a C table (pgrt_prebuilt) that is linked into libpgrt.  init
+ * writes the cubins as a C table (pgrt_prebuilt_cubins) that is linked into libpgrt.  init
  * loads the cubin for its GPU from that table, and compiles at run time (pgrt.c,
  * compile_cuda, with its disk cache) only for a GPU the table lacks, or where the
  * driver refuses the table's cubin.  Included by pgrt.c and by the tool; no CUDA
@@ -73,9 +73,19 @@ static const char pgrt_box_source[] =
     "      else ((unsigned *)row)[x] = value;\n"
     "    }\n"
     "}\n";
-/* The sources by number; pgrt_prebuilt's `own` is an index here. */
+/* The sources by number (pgrt_prebuilt's `own` is an index here), each with the name
+ * messages give it and its kernels, in the order libpgrt keeps their functions
+ * (pgrt.c: BOX_COPY, BOX_SET). */
 enum { PGRT_OWN_UPDATER, PGRT_OWN_BOX, PGRT_OWN_COUNT };
-static const char *const pgrt_own_sources[PGRT_OWN_COUNT] = {pgrt_updater_source, pgrt_box_source};
+#define PGRT_OWN_MAX_KERNELS 2
+static const struct {
+  const char *name, *source;
+  int kernel_count;
+  const char *kernels[PGRT_OWN_MAX_KERNELS];
+} pgrt_own[PGRT_OWN_COUNT] = {
+    {"the updater", pgrt_updater_source, 1, {"pgrt_update"}},
+    {"the box kernels", pgrt_box_source, 2, {"pgrt_copy", "pgrt_set"}},
+};
 
 /* A cubin compiled when libpgrt was built: source `own` for sm_<sm> (major * 10 + minor). */
 typedef struct {

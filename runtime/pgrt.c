@@ -99,7 +99,7 @@ struct pgrt_ctx {
   CUlibrary upd_lib;        /* the updater kernel, when some region updates on the device */
   CUfunction upd_func;
   CUlibrary box_lib;        /* pgrt_copy and pgrt_set, when some node is built as one */
-  CUfunction box_funcs[2];
+  CUfunction box_funcs[PGRT_OWN_MAX_KERNELS];
   char *boxed;              /* per node: a copy or memset built as a kernel (own_kernels.h) */
   updater *upd;             /* per region; upd[r].count 0: host-side patching */
   int any_updater;          /* some region has one */
@@ -307,11 +307,11 @@ static const pgrt_prebuilt *prebuilt_for(int own, CUdevice dev) {
 /* Loads kernels of libpgrt's own (the updater, the box kernels), once, and only when
  * the program needs them: the cubin the build compiled for this GPU, else (none for
  * it, or the driver refuses it) compiled now, or taken from the cache. */
-static pgrt_status load_own(const char *name, int own, CUlibrary *lib, const char *const *kernels, CUfunction *funcs,
-                            int count, pgrt_init_stats *stats) {
+static pgrt_status load_own(int own, CUlibrary *lib, CUfunction *funcs, pgrt_init_stats *stats) {
   pgrt_status st = PGRT_OK;
   CUdevice dev;
-  const pgrt_module m = {.name = name, .kind = PGRT_MOD_CUDA, .image = pgrt_own_sources[own]};
+  const char *name = pgrt_own[own].name;
+  const pgrt_module m = {.name = name, .kind = PGRT_MOD_CUDA, .image = pgrt_own[own].source};
   CU(cuCtxGetDevice(&dev), name);
   const pgrt_prebuilt *pb = prebuilt_for(own, dev);
   CUresult r = pb ? cuLibraryLoadData(lib, pb->cubin, NULL, NULL, 0, NULL, NULL, 0) : CUDA_ERROR_NOT_FOUND;
@@ -322,10 +322,11 @@ static pgrt_status load_own(const char *name, int own, CUlibrary *lib, const cha
     if (st != PGRT_OK) goto out;
   }
   CU(r, name);
-  for (int k = 0; k < count; k++) {
+  for (int k = 0; k < pgrt_own[own].kernel_count; k++) {
+    const char *kernel = pgrt_own[own].kernels[k];
     CUkernel kn;
-    CU(cuLibraryGetKernel(&kn, *lib, kernels[k]), kernels[k]);
-    CU(cuKernelGetFunction(&funcs[k], kn), kernels[k]);
+    CU(cuLibraryGetKernel(&kn, *lib, kernel), kernel);
+    CU(cuKernelGetFunction(&funcs[k], kn), kernel);
   }
 out:
   return st;
@@ -1190,11 +1191,9 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
     }
     c->any_updater |= c->upd[r].count > 0;
   }
-  static const char *const upd_names[] = {"pgrt_update"}, *const box_names[] = {"pgrt_copy", "pgrt_set"};
   long long t_own = pgrt_mono_ns();
   if (c->any_updater &&
-      (st = load_own("the updater", PGRT_OWN_UPDATER, &c->upd_lib, upd_names, &c->upd_func, 1,
-                     &c->init_stats)))
+      (st = load_own(PGRT_OWN_UPDATER, &c->upd_lib, &c->upd_func, &c->init_stats)))
     goto out;
   int any_boxed = 0;
   /* Copies and memsets in graphs whose memory moves are built as kernels: CUDA patches
@@ -1231,8 +1230,7 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
     for (int q = 0; q < 6; q++) c->args[i][q] = c->params[i] + (n->kind == PGRT_NODE_MEMCPY ? copy_at : set_at)[q];
   }
   if (any_boxed &&
-      (st = load_own("the box kernels", PGRT_OWN_BOX, &c->box_lib, box_names, c->box_funcs, 2,
-                     &c->init_stats)))
+      (st = load_own(PGRT_OWN_BOX, &c->box_lib, c->box_funcs, &c->init_stats)))
     goto out;
 
   c->init_stats.own_ns = pgrt_mono_ns() - t_own;

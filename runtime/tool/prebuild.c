@@ -18,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const own_names[PGRT_OWN_COUNT] = {"the updater", "the box kernels"};
-
 /* Source `own` compiled for sm_<sm>: a malloc'd cubin, or NULL after printing why. */
 static unsigned char *compile(int own, int sm, size_t *size) {
   char arch[64];
@@ -27,8 +25,8 @@ static unsigned char *compile(int own, int sm, size_t *size) {
   const char *opts[1 + PGRT_NVRTC_OPT_COUNT] = {arch};
   for (int i = 0; i < PGRT_NVRTC_OPT_COUNT; i++) opts[1 + i] = PGRT_NVRTC_OPTS[i];
   nvrtcProgram p;
-  if (nvrtcCreateProgram(&p, pgrt_own_sources[own], own_names[own], 0, NULL, NULL) != NVRTC_SUCCESS) {
-    fprintf(stderr, "prebuild: %s: nvrtcCreateProgram failed\n", own_names[own]);
+  if (nvrtcCreateProgram(&p, pgrt_own[own].source, pgrt_own[own].name, 0, NULL, NULL) != NVRTC_SUCCESS) {
+    fprintf(stderr, "prebuild: %s: nvrtcCreateProgram failed\n", pgrt_own[own].name);
     return NULL;
   }
   unsigned char *cubin = NULL;
@@ -38,13 +36,13 @@ static unsigned char *compile(int own, int sm, size_t *size) {
     nvrtcGetProgramLogSize(p, &n);
     char *log = calloc(n + 1, 1);
     if (log) nvrtcGetProgramLog(p, log);
-    fprintf(stderr, "prebuild: %s does not compile for sm_%d (%s):\n%s\n", own_names[own], sm,
+    fprintf(stderr, "prebuild: %s does not compile for sm_%d (%s):\n%s\n", pgrt_own[own].name, sm,
             nvrtcGetErrorString(r), log ? log : "");
     free(log);
   } else if (nvrtcGetCUBINSize(p, size) == NVRTC_SUCCESS && (cubin = malloc(*size)) &&
              nvrtcGetCUBIN(p, (char *)cubin) != NVRTC_SUCCESS) {
     free(cubin), cubin = NULL;
-    fprintf(stderr, "prebuild: %s for sm_%d: no cubin\n", own_names[own], sm);
+    fprintf(stderr, "prebuild: %s for sm_%d: no cubin\n", pgrt_own[own].name, sm);
   }
   nvrtcDestroyProgram(&p);
   return cubin;

@@ -20,7 +20,8 @@ static int failures;
                  printf("\n"), failures++;                                                 \
   } while (0)
 
-/* what each source must define: its kernels' names */
+/* what each source must define, written here apart from own_kernels.h's table (which
+ * pgrt.c looks its functions up by): a kernel renamed in one place only fails */
 static const char *const kernels[PGRT_OWN_COUNT][3] = {{"pgrt_update"}, {"pgrt_copy", "pgrt_set"}};
 
 static const pgrt_prebuilt *find(int own, int sm) {
@@ -40,7 +41,7 @@ static char *compile(int own, int sm, size_t *size) {
   const char *opts[] = {arch, PGRT_NVRTC_OPTS[0], PGRT_NVRTC_OPTS[1]};
   nvrtcProgram p;
   char *cubin = NULL;
-  if (nvrtcCreateProgram(&p, pgrt_own_sources[own], "own", 0, NULL, NULL) != NVRTC_SUCCESS) return NULL;
+  if (nvrtcCreateProgram(&p, pgrt_own[own].source, "own", 0, NULL, NULL) != NVRTC_SUCCESS) return NULL;
   if (nvrtcCompileProgram(p, 3, opts) == NVRTC_SUCCESS && nvrtcGetCUBINSize(p, size) == NVRTC_SUCCESS &&
       (cubin = malloc(*size)) && nvrtcGetCUBIN(p, cubin) != NVRTC_SUCCESS)
     free(cubin), cubin = NULL;
@@ -76,8 +77,14 @@ int main(void) {
       EXPECT(pb->size > 64 && memcmp(e, "\177ELF", 4) == 0 && e[4] == 2 && (e[18] | e[19] << 8) == 190,
              "source %d for sm_%d is not a 64-bit CUDA ELF", own, archs[a]);
       EXPECT(((uintptr_t)e & 63) == 0, "source %d for sm_%d is not aligned", own, archs[a]);
-      for (int k = 0; k < 3 && kernels[own][k]; k++)
+      int named = 0;
+      for (int k = 0; k < 3 && kernels[own][k]; k++, named++) {
         EXPECT(contains(e, pb->size, kernels[own][k]), "source %d for sm_%d lacks %s", own, archs[a], kernels[own][k]);
+        EXPECT(k < pgrt_own[own].kernel_count && strcmp(pgrt_own[own].kernels[k], kernels[own][k]) == 0,
+               "own_kernels.h names source %d's kernel %d otherwise", own, k);
+      }
+      EXPECT(named == pgrt_own[own].kernel_count, "own_kernels.h names %d kernels of source %d", pgrt_own[own].kernel_count,
+             own);
       size_t n = 0;
       char *fresh = compile(own, archs[a], &n);
       EXPECT(fresh, "NVRTC does not compile source %d for sm_%d", own, archs[a]);

@@ -81,7 +81,7 @@ def memory(pgcc, res, export_dir, name):
     from pgcc import toolchain
     r = subprocess.run([toolchain.find_pgcc(), "--report=json", os.path.join(export_dir, name + ".graph")],
                        capture_output=True, text=True)
-    plan = json.loads(r.stdout) if r.returncode == 0 else {}
+    plan = json.loads(r.stdout) if r.returncode == 0 else {"arena_placement": f"(pgcc --report failed: {r.stderr[:200]})"}
     return {"arena_bytes": arena, "live_bytes": plan.get("live_bytes"), "placement": plan.get("arena_placement"),
             "regions_split": len(split), "slots": sum(x[1] for x in split.values()),
             "region_bytes": sum(x[0] for x in split.values()), "slot_bytes": sum(x[2] for x in split.values()),
