@@ -7,6 +7,7 @@
 #   check-codegen     generated C compiles warning-free and links against libpgrt
 #   check-info        NAME_info()'s tables match the generated structs and the .graph; NCCL against nccl.h
 #   check-deploy      examples/deploy builds through pkg-config and runs dry
+#   check-fake        libpgrt and generated C run the GPU code-generation tests over a CPU double of the driver
 #   check-valgrind    pgcc under memcheck on every real dump and malformed input
 #   check-python      the Python package's CPU tests (pytest)
 #   test              the Check suites (tests/run.c): unit, golden, malformed, CLI
@@ -71,6 +72,7 @@ check: deps
 	@$(MAKE) --no-print-directory check-codegen
 	@$(MAKE) --no-print-directory check-info
 	@$(MAKE) --no-print-directory check-deploy
+	@$(MAKE) --no-print-directory check-fake
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-ubsan
 	@$(MAKE) --no-print-directory check-valgrind
@@ -214,6 +216,15 @@ check-info: $(B)/pgcc
 	    tests/codegen/nccl_main.c $(B)/gen/allreduce.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/nccl_main >$(B)/gen/nccl.log || { cat $(B)/gen/nccl.log; exit 1; }; \
 	done
+
+# The code-generation test programs of tests/gpu/codegen run over a CPU double of the
+# CUDA driver (tests/fakecuda): libpgrt's host side, what it writes into each node and
+# when, on every update path; then again under check-asan's sanitizers (build/asan).
+# Not a GPU test: tests/gpu/run_codegen.sh is.
+check-fake: $(B)/pgcc
+	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: check-fake not run"; exit 0; fi; \
+	B=$(B) CUDA_HOME=$(CUDA_HOME) bash tests/fakecuda/run.sh && \
+	B=build/asan SAN_FLAGS="$(SANITIZE)" CUDA_HOME=$(CUDA_HOME) bash tests/fakecuda/run.sh
 
 # examples/deploy builds warning-free against libpgrt and the driver's stub, through
 # pkg-config and runtime/pgrt-uninstalled.pc, and runs without a GPU as far as it can:

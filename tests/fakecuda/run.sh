@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# libpgrt and generated C without a GPU, in one command (`make check-fake`, part of
+# `make check`):
+#
+#   bash tests/fakecuda/run.sh
+#
+# Builds the CPU double of the CUDA driver (fakecuda.c, kernels.c) as libcuda.so.1 and
+# runs the code-generation test programs of tests/gpu/codegen over it, as
+# tests/gpu/run_codegen.sh runs them on a GPU: each program's C from pgcc, built against
+# libpgrt, with new buffers at new addresses on every call and checked against a CPU
+# computation by its own main; again with every graph region patched on the device
+# (PGRT_UPDATE=device: the updater's entries applied by its host version), from the host
+# (relocs), with every region eager (PGRT_FAULT=instantiate), with the buckets as a
+# switch or a graph each; chain with libpgrt's own kernels from its build's table, then
+# with nothing prebuilt or cached (NVRTC compiles here: it needs no GPU).  What this
+# proves is libpgrt's host side: what it writes into each node and when.  It proves
+# nothing about a GPU (no concurrency, no real kernels); run_codegen.sh does that.
+# The allreduce program (NCCL) and the topology checks (cuGraphDebugDotPrint) are
+# GPU-only.  With SAN_FLAGS (check-fake's second run: B=build/asan and check-asan's
+# flags), libpgrt, the mains and the double are built with them and run under
+# AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer: libpgrt's own memory
+# errors show, and so does a kernel reading or writing past a buffer the double
+# allocated (an arena too small for its plan, a wrong offset).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+B=${B:-build}
+F=$B/fake
+mkdir -p "$F/out/device" "$F/out/host" "$F/out/eager"
+if [ -n "${SAN_FLAGS:-}" ]; then # libpgrt, the fake and the mains under the sanitizers, as check-asan builds pgcc
+  make -s B="$B" OPT="-O1 -g" EXTRA_CFLAGS="$SAN_FLAGS" LDFLAGS="$SAN_FLAGS" "$B/pgcc" runtime >/dev/null
+  export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+else
+  make -s B="$B" "$B/pgcc" runtime >/dev/null
+fi
+gcc -std=c11 -O1 -g ${SAN_FLAGS:-} -Wall -Wextra -Werror -fPIC -shared -I"$CUDA_HOME/include" -Wl,-soname,libcuda.so.1 \
+  tests/fakecuda/fakecuda.c tests/fakecuda/kernels.c -lm -o "$F/libcuda.so.1"
+export PGRT_CACHE="$F/cache"
+rm -rf "$PGRT_CACHE"
+# each run's PASS line goes to $F/fake.log; a failure prints the run's whole output
+: >"$F/fake.log"
+run() { LD_LIBRARY_PATH="$F" "$@" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: $label: $*"; exit 1; }
+        grep -q '^PASS' "$F/run.log" || { cat "$F/run.log"; echo "FAIL (no PASS line): $label: $*"; exit 1; }
+        grep '^PASS' "$F/run.log" | sed "s|^|fake: ${label}: |" >>"$F/fake.log"; }
+for t in chain loops shapes relocs hostread buckets globals pdl; do
+  "$B/pgcc" tests/gpu/codegen/$t.graph -o "$F/$t.c"
+  gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+    tests/gpu/codegen/${t}_main.c "$F/$t.c" "$B/libpgrt.a" \
+    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/$t"
+  label=$t; run "$F/$t" "$F/out"
+  label="$t, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/$t" "$F/out/device"
+done
+label="relocs, PGRT_UPDATE=host"; PGRT_UPDATE=host run "$F/relocs" "$F/out/host"
+label="buckets as a switch"; PGRT_BUCKETS=switch run "$F/buckets" "$F/out"
+label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE=device run "$F/buckets" "$F/out/device"
+label="buckets, no graph instantiating"; PGRT_BUCKETS=graphs PGRT_FAULT=instantiate run "$F/buckets" "$F/out/eager"
+label="shapes, eager"; PGRT_FAULT=instantiate run "$F/shapes" "$F/out/eager"
+label="hostread, eager"; PGRT_FAULT=instantiate run "$F/hostread" "$F/out/eager"
+# which way libpgrt's own kernels came: chain's line "init: ..., prebuilt P, nvrtc N, cached C"
+ways() { sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p' "$F/run.log"; }
+label="chain, own kernels prebuilt, its module cached"; PGRT_UPDATE=device run "$F/chain" "$F/out/device"
+read -r pre nv ca <<<"$(ways)"
+[ "${pre:-0}" -ge 1 ] && [ "$nv" = 0 ] && [ "$ca" = 1 ] ||
+  { echo "FAIL: chain's init: prebuilt ${pre:-?}, nvrtc ${nv:-?}, cached ${ca:-?}; expected >= 1, 0, 1"; exit 1; }
+label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT_UPDATE=device run "$F/chain" "$F/out/device"
+read -r pre2 nv2 ca2 <<<"$(ways)"
+[ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
+  { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
+echo "fake: 8 code-generation test programs pass over the CPU double of the driver (19 runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
