@@ -17,7 +17,8 @@
  *     parameter libpgrt forgot to patch keeps its old bytes here as on a GPU.
  *   - a graph is its nodes and their dependencies.  Instantiation copies it whole
  *     (child graphs, conditional bodies), and a launch runs the copy's enabled nodes
- *     in an order that respects every dependency, conditional nodes included (if,
+ *     in an order that respects every dependency and no more (of the nodes ready, the
+ *     one added last: a missing dependency shows), conditional nodes included (if,
  *     while, switch on a handle that kernels set).
  * What it checks, as the driver does (or where the driver's documentation says so):
  *   handles; a cubin's architecture against the device's (sm_90 here); a kernel's
@@ -27,7 +28,8 @@
  *   update only on a device-updatable node, inside its parameters.  A refusal prints
  *   "fakecuda: " and why on stderr.  A kernel that touches memory nobody mapped stops
  *   the process, naming the kernel.
- * What it does not do: concurrency (a race between nodes cannot show), timing, PTX,
+ * What it does not do: concurrency (nodes run one at a time, so only an order a
+ *   missing dependency allows can show, not a race), timing, PTX,
  *   fatbins, stream capture, libraries' kernels (cuBLAS, cuDNN), NCCL, the driver's
  *   DOT format (cuGraphDebugDotPrint writes nodes and edges only).  It proves
  *   nothing about a GPU: what runs here is libpgrt's host side and the generated C.
@@ -1397,24 +1399,25 @@ static CUresult run_node(CUgraphNode n) {
   }
 }
 
-/* Runs every node once, each after all it depends on (nodes in the order added, as
- * far as the dependencies allow). */
+/* Runs every node once, each after all it depends on: of the nodes ready, always the
+ * one added last, so that nodes without a dependency between them run in the
+ * reverse of their program order, and a dependency libpgrt failed to add shows. */
 static CUresult run_graph(CUgraph g) {
   for (size_t i = 0; i < g->n; i++) g->nodes[i]->done = 0;
-  for (size_t left = g->n; left;) {
-    size_t ran = 0;
-    for (size_t i = 0; i < g->n; i++) {
+  for (size_t left = g->n; left; left--) {
+    CUgraphNode next = NULL;
+    for (size_t i = g->n; i-- > 0 && !next;) {
       CUgraphNode n = g->nodes[i];
       int ready = !n->done;
       for (size_t d = 0; ready && d < n->ndeps; d++) ready = n->deps[d]->done;
-      if (!ready) continue;
-      if (n->enabled) {
-        CUresult r = run_node(n);
-        if (r != CUDA_SUCCESS) return r;
-      }
-      n->done = 1, ran++, left--;
+      if (ready) next = n;
     }
-    if (!ran) return refuse(CUDA_ERROR_INVALID_VALUE, "a graph launch", "the dependencies hold a cycle");
+    if (!next) return refuse(CUDA_ERROR_INVALID_VALUE, "a graph launch", "the dependencies hold a cycle");
+    if (next->enabled) {
+      CUresult r = run_node(next);
+      if (r != CUDA_SUCCESS) return r;
+    }
+    next->done = 1;
   }
   return CUDA_SUCCESS;
 }
