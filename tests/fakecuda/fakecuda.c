@@ -25,7 +25,9 @@
  *   name in its cubin; the node kinds of the SetParams calls, and that the node is
  *   in the executable graph; copies and memsets patched in a graph only when one-
  *   dimensional; the node kinds conditional bodies may hold; a device-side parameter
- *   update only on a device-updatable node, inside its parameters.  A refusal prints
+ *   update only on a device-updatable node, inside its parameters; memory: 80 GiB
+ *   of device memory (cuMemGetInfo counts it), and none left allocated at exit
+ *   (the process then exits with status 4, saying how much).  A refusal prints
  *   "fakecuda: " and why on stderr.  A kernel that touches memory nobody mapped stops
  *   the process, naming the kernel.
  * What it does not do: concurrency (nodes run one at a time, so only an order a
@@ -211,13 +213,17 @@ typedef struct Alloc {
   struct Alloc *next;
 } Alloc;
 static Alloc *allocs;
+static size_t device_bytes; /* allocated now: cuMemAlloc's and cuMemCreate's */
+#define DEVICE_MEMORY (80ull << 30) /* the double's device: 80 GiB, as an H100's */
 
 static CUresult alloc(void **p, size_t size, int host) {
+  if (!host && size > DEVICE_MEMORY - device_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   Alloc *a = calloc(1, sizeof *a);
   size_t rounded = (size + 255) / 256 * 256;
   if (!a || !(a->p = aligned_alloc(256, rounded ? rounded : 256))) return free(a), CUDA_ERROR_OUT_OF_MEMORY;
   memset(a->p, 0xff, rounded ? rounded : 256);
   a->size = size, a->host = host, a->next = allocs, allocs = a;
+  if (!host) device_bytes += size;
   *p = a->p;
   return CUDA_SUCCESS;
 }
@@ -227,6 +233,7 @@ static CUresult release(void *p, int host, const char *call) {
     if ((*a)->p == p && (*a)->host == host) {
       Alloc *dead = *a;
       *a = dead->next;
+      if (!host) device_bytes -= dead->size;
       free(dead->p), free(dead);
       return CUDA_SUCCESS;
     }
@@ -266,6 +273,26 @@ CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int fla
     if (a->host && (char *)p >= (char *)a->p && (char *)p < (char *)a->p + a->size)
       return *pdptr = (CUdeviceptr)(uintptr_t)p, CUDA_SUCCESS;
   return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer", "%p is not pinned host memory", p);
+}
+
+/* Device memory not yet allocated. */
+CUresult cuMemGetInfo(size_t *free_bytes, size_t *total) {
+  NEED_CTX();
+  if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+  *free_bytes = DEVICE_MEMORY - device_bytes, *total = DEVICE_MEMORY;
+  return CUDA_SUCCESS;
+}
+
+/* Memory still allocated when the process ends is a leak, the test program's or
+ * libpgrt's (each test program frees what it allocated): reported, and the process
+ * exits with status 4. */
+__attribute__((destructor)) static void fake_exit(void) {
+  size_t n = 0, bytes = 0;
+  for (Alloc *a = allocs; a; a = a->next) n++, bytes += a->size;
+  if (!n) return;
+  fprintf(stderr, "fakecuda: at exit, %zu allocations (%zu bytes, device and pinned host) never freed\n", n, bytes);
+  fflush(NULL);
+  _exit(4);
 }
 
 #define DEV(a) ((void *)(uintptr_t)(a))
@@ -391,16 +418,20 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
                      unsigned long long flags) {
   NEED_CTX();
   if (!handle || !prop || !size || size % GRANULE || flags) return CUDA_ERROR_INVALID_VALUE;
+  if (size > DEVICE_MEMORY - device_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   Phys *ph = calloc(1, sizeof *ph);
   if (!ph) return CUDA_ERROR_OUT_OF_MEMORY;
-  ph->size = size;
+  ph->size = size, device_bytes += size;
   *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   NEED_CTX();
-  free((Phys *)(uintptr_t)handle);
+  Phys *ph = (Phys *)(uintptr_t)handle;
+  if (!ph) return CUDA_ERROR_INVALID_VALUE;
+  device_bytes -= ph->size;
+  free(ph);
   return CUDA_SUCCESS;
 }
 

@@ -56,6 +56,18 @@ label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE
 label="buckets, no graph instantiating"; PGRT_BUCKETS=graphs PGRT_FAULT=instantiate run "$F/buckets" "$F/out/eager"
 label="shapes, eager"; PGRT_FAULT=instantiate run "$F/shapes" "$F/out/eager"
 label="hostread, eager"; PGRT_FAULT=instantiate run "$F/hostread" "$F/out/eager"
+# libpgrt under faults (tests/gpu/faults/faults_main.c, as run_faults.sh builds it): an
+# arena past the device's memory, a cubin for another GPU, CUDA C that does not compile,
+# a missing or mis-sized module global, null arguments; leaks over 120 calls and 20
+# init/destroy cycles, counted by the double's cuMemGetInfo
+for g in oom badmodule badsource badglobal badglobalsize; do "$B/pgcc" tests/gpu/faults/$g.graph -o "$F/$g.c"; done
+gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/faults/faults_main.c "$F"/{oom,badmodule,badsource,badglobal,badglobalsize,chain}.c "$B/libpgrt.a" \
+  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/faults"
+for how in host device; do
+  LD_LIBRARY_PATH="$F" PGRT_UPDATE=$how "$F/faults" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: faults, PGRT_UPDATE=$how"; exit 1; }
+  sed -n "s|^\([0-9]* passed, 0 failed\)$|fake: faults, PGRT_UPDATE=$how: \1|p" "$F/run.log" >>"$F/fake.log"
+done
 # which way libpgrt's own kernels came: chain's line "init: ..., prebuilt P, nvrtc N, cached C"
 ways() { sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p' "$F/run.log"; }
 label="chain, own kernels prebuilt, its module cached"; PGRT_UPDATE=device run "$F/chain" "$F/out/device"
@@ -66,4 +78,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: 8 code-generation test programs pass over the CPU double of the driver (19 runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: 8 code-generation test programs and the faults program pass over the CPU double of the driver (21 runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"

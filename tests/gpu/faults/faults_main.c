@@ -141,6 +141,8 @@ int main(void) {
            ((double)free_memory() - (double)settled) / (1 << 20));
   check(ok && same_memory(settled), "leaks: 20 more init/run/destroy cycles leave device memory as it was", detail);
   CHECK(cuMemFreeHost(host));
+  CHECK(cuMemFree(w));
+  CHECK(cuMemFree(b));
 
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
