@@ -50,6 +50,10 @@ for t in chain loops shapes relocs hostread buckets globals pdl; do
   label=$t; run "$F/$t" "$F/out"
   label="$t, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/$t" "$F/out/device"
 done
+# libpgrt's own kernels came built with it, so its cache holds the programs' 8 CUDA
+# modules, compiled by the first run of each, and nothing else
+kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
+[ "$kept" -eq 8 ] || { echo "FAIL: libpgrt's cache holds $kept cubins, expected the 8 programs' modules"; exit 1; }
 label="relocs, PGRT_UPDATE=host"; PGRT_UPDATE=host run "$F/relocs" "$F/out/host"
 label="buckets as a switch"; PGRT_BUCKETS=switch run "$F/buckets" "$F/out"
 label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE=device run "$F/buckets" "$F/out/device"
