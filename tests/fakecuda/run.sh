@@ -60,6 +60,12 @@ label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE
 label="buckets, no graph instantiating"; PGRT_BUCKETS=graphs PGRT_FAULT=instantiate run "$F/buckets" "$F/out/eager"
 label="shapes, eager"; PGRT_FAULT=instantiate run "$F/shapes" "$F/out/eager"
 label="hostread, eager"; PGRT_FAULT=instantiate run "$F/hostread" "$F/out/eager"
+# a region with conditional nodes cannot run eagerly: init must fail, saying so
+if LD_LIBRARY_PATH="$F" PGRT_FAULT=instantiate "$F/loops" "$F/out/eager" >"$F/run.log" 2>&1 ||
+   ! grep -q "does not instantiate (.*), and its conditional nodes cannot run eagerly" "$F/run.log"; then
+  cat "$F/run.log"; echo "FAIL: loops with PGRT_FAULT=instantiate: init should fail, naming the conditional nodes"; exit 1
+fi
+echo "fake: loops, no graph instantiating: init refused (its conditional nodes cannot run eagerly)" >>"$F/fake.log"
 # libpgrt under faults (tests/gpu/faults/faults_main.c, as run_faults.sh builds it): an
 # arena past the device's memory, a cubin for another GPU, CUDA C that does not compile,
 # a missing or mis-sized module global, null arguments; leaks over 120 calls and 20
@@ -82,4 +88,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: 8 code-generation test programs and the faults program pass over the CPU double of the driver (21 runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: 8 code-generation test programs and the faults program pass over the CPU double of the driver (22 runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
