@@ -30,11 +30,11 @@
  *   (the process then exits with status 4, saying how much).  A refusal prints
  *   "fakecuda: " and why on stderr.  A kernel that touches memory nobody mapped stops
  *   the process, naming the kernel.
- * What it does not do: concurrency (nodes run one at a time, so only an order a
- *   missing dependency allows can show, not a race), timing, PTX,
- *   fatbins, stream capture, libraries' kernels (cuBLAS, cuDNN), NCCL, the driver's
- *   DOT format (cuGraphDebugDotPrint writes nodes and edges only).  It proves
- *   nothing about a GPU: what runs here is libpgrt's host side and the generated C.
+ * What it does not do: concurrency (nodes run one at a time, so only an order that a
+ *   missing dependency allows can show, not a race), timing, PTX, fatbins, stream
+ *   capture, libraries' kernels (cuBLAS, cuDNN), NCCL, the driver's DOT format
+ *   (cuGraphDebugDotPrint writes nodes and edges only).  It proves nothing about a
+ *   GPU: what runs here is libpgrt's host side and the generated C.
  */
 #define _GNU_SOURCE
 #include "fakecuda.h"
