@@ -88,4 +88,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: 8 code-generation test programs and the faults program pass over the CPU double of the driver (22 runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: 8 code-generation test programs and the faults program pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
