@@ -5,7 +5,7 @@
  * the program only through the generated header and NAME_info(), so it fits any
  * export (`make EXPORT=dir NAME=name` builds it for one).
  *
- *   deploy [--expect] [--tol T] [--dry-run] WEIGHTS IO OUT
+ *   deploy [--expect] [--tol T] [--calls N] [--dry-run] WEIGHTS IO OUT
  *
  * WEIGHTS: the export's NAME.safetensors ("-" for a program without weights).
  * IO: a safetensors file holding a tensor per input, named as the NAME_args field
@@ -16,7 +16,10 @@
  * (and buffers of unknown role) are written there, named as their fields.
  * --expect compares them with the tensors of the same names in IO, prints the
  * largest error and fails when one is off by more than T * (1 + |expected|)
- * (T: 1e-5, or 1e-2 for f16 and bf16).  --dry-run does everything but the GPU (the
+ * (T: 1e-5, or 1e-2 for f16 and bf16).  --calls N runs the program N times, as a
+ * serving loop would, each call on buffers at new addresses (the last call's freed
+ * first): nothing is copied or captured again; the last call's outputs are the ones
+ * written and compared.  --dry-run does everything but the GPU (the
  * "outputs" are the expected ones): the file handling, on a machine without one.
  *
  * Built with -DPGRT_NAME=name -DPGRT_HEADER='"name.h"' and, when the program has
@@ -140,7 +143,7 @@ static double compare(const pgrt_host_tensor *got, const pgrt_host_tensor *want,
 }
 
 int main(int argc, char **argv) {
-  int expect = 0, dry = 0;
+  int expect = 0, dry = 0, calls = 1;
   double tol = -1;
   const char *paths[3];
   int np = 0;
@@ -148,11 +151,12 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--expect")) expect = 1;
     else if (!strcmp(argv[i], "--dry-run")) dry = 1;
     else if (!strcmp(argv[i], "--tol") && i + 1 < argc) tol = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--calls") && i + 1 < argc) calls = atoi(argv[++i]);
     else if ((argv[i][0] == '-' && argv[i][1]) || np == 3) np = 4;
     else paths[np++] = argv[i];
   }
-  if (np != 3) {
-    fprintf(stderr, "usage: %s [--expect] [--tol T] [--dry-run] WEIGHTS IO OUT\n", argv[0]);
+  if (np != 3 || calls < 1) {
+    fprintf(stderr, "usage: %s [--expect] [--tol T] [--calls N] [--dry-run] WEIGHTS IO OUT\n", argv[0]);
     return 2;
   }
   const char *wpath = paths[0], *io = paths[1], *out_path = paths[2];
@@ -230,16 +234,20 @@ int main(int argc, char **argv) {
     CHECK(API(_init)(&ctx, &weights, NULL, 0));
     CUstream stream;
     CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    for (int i = 0; i < n; i++) {
-      const pgrt_field *f = &info->args[i];
-      if (f->role != PGRT_FIELD_INPUT && f->role != PGRT_FIELD_INOUT && f->role != PGRT_FIELD_OUTPUT) continue;
-      CHECK(cuMemAlloc(&dptr[i], f->size ? f->size : 1));
-      if (in[i].data) CHECK(cuMemcpyHtoD(dptr[i], in[i].data, f->size));
-      else CHECK(cuMemsetD8(dptr[i], 0xff, f->size)); /* NaN: an output never written shows */
-      memcpy((char *)&args + f->offset, &dptr[i], sizeof dptr[i]);
+    for (int call = 0; call < calls; call++) {
+      for (int i = 0; i < n; i++) {
+        const pgrt_field *f = &info->args[i];
+        if (f->role != PGRT_FIELD_INPUT && f->role != PGRT_FIELD_INOUT && f->role != PGRT_FIELD_OUTPUT) continue;
+        CUdeviceptr last = dptr[i]; /* held until the new one is had: the addresses differ */
+        CHECK(cuMemAlloc(&dptr[i], f->size ? f->size : 1));
+        if (last) CHECK(cuMemFree(last));
+        if (in[i].data) CHECK(cuMemcpyHtoD(dptr[i], in[i].data, f->size));
+        else CHECK(cuMemsetD8(dptr[i], 0xff, f->size)); /* NaN: an output never written shows */
+        memcpy((char *)&args + f->offset, &dptr[i], sizeof dptr[i]);
+      }
+      CHECK(API(_run)(ctx, &args, stream));
+      CHECK(cuStreamSynchronize(stream));
     }
-    CHECK(API(_run)(ctx, &args, stream));
-    CHECK(cuStreamSynchronize(stream));
     for (int i = 0; i < n; i++) {
       const pgrt_field *f = &info->args[i];
       if (f->role != PGRT_FIELD_INOUT && f->role != PGRT_FIELD_OUTPUT) continue;
@@ -271,7 +279,9 @@ int main(int argc, char **argv) {
     got[i] = *t;
   }
   CHECK(pgrt_tensors_write(out_path, outs, nout));
-  printf("%s: %d outputs written to %s%s\n", info->name, nout, out_path, dry ? " (dry run: no GPU)" : "");
+  printf("%s: %d outputs written to %s%s", info->name, nout, out_path, dry ? " (dry run: no GPU)" : "");
+  if (!dry && calls > 1) printf(" (the last of %d calls, each at new addresses)", calls);
+  printf("\n");
 
   int failed = 0;
   for (int i = 0; expect && i < n; i++) {

@@ -27,7 +27,12 @@
  *   dimensional; the node kinds conditional bodies may hold; a device-side parameter
  *   update only on a device-updatable node, inside its parameters; memory: 80 GiB
  *   of device memory (cuMemGetInfo counts it), and none left allocated at exit
- *   (the process then exits with status 4, saying how much).  A refusal prints
+ *   (the process then exits with status 4, saying how much); no launch with a
+ *   parameter that points into freed memory (freed memory waits in a quarantine, so
+ *   its addresses are not handed out again): a pointer libpgrt failed to replace.
+ *   With FAKECUDA_KERNELS=skip, a kernel without a host version runs as nothing (its
+ *   parameters still audited): a real export's kernels run through libpgrt so, with
+ *   no result to check but the audit.  A refusal prints
  *   "fakecuda: " and why on stderr.  A kernel that touches memory nobody mapped stops
  *   the process, naming the kernel.
  * What it does not do: concurrency (nodes run one at a time, so only an order that a
@@ -62,6 +67,8 @@ static struct CUctx_st the_ctx;
 static CUcontext current;
 static int initialized;
 static CUresult sticky; /* a fault in a kernel: every later call returns it, as on a GPU */
+static int skip_unknown; /* FAKECUDA_KERNELS=skip: a kernel without a host version does nothing */
+static long skipped;     /* launches so skipped */
 static const char *running_kernel;
 
 static CUresult refuse(CUresult r, const char *call, const char *fmt, ...) {
@@ -98,6 +105,8 @@ static void on_segv(int sig) {
 
 CUresult cuInit(unsigned int flags) {
   if (flags) return CUDA_ERROR_INVALID_VALUE;
+  const char *k = getenv("FAKECUDA_KERNELS");
+  skip_unknown = k && strcmp(k, "skip") == 0;
   initialized = 1;
   return CUDA_SUCCESS;
 }
@@ -128,6 +137,11 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   if (!pctx || dev != 0) return CUDA_ERROR_INVALID_DEVICE;
   *pctx = &the_ctx;
   return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  ENTER();
+  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 CUresult cuCtxSetCurrent(CUcontext ctx) {
@@ -228,16 +242,37 @@ static CUresult alloc(void **p, size_t size, int host) {
   return CUDA_SUCCESS;
 }
 
+/* Freed memory waits in a quarantine (its bytes 0xfe) before it goes back to the host,
+ * so that a later allocation does not get its addresses: a kernel parameter that
+ * still points into it is a pointer libpgrt failed to replace (audit, below). */
+#define QUARANTINE_BYTES (256u << 20)
+static Alloc *quarantine;
+static size_t quarantined;
+
 static CUresult release(void *p, int host, const char *call) {
   for (Alloc **a = &allocs; *a; a = &(*a)->next)
     if ((*a)->p == p && (*a)->host == host) {
       Alloc *dead = *a;
       *a = dead->next;
       if (!host) device_bytes -= dead->size;
-      free(dead->p), free(dead);
+      memset(dead->p, 0xfe, dead->size);
+      dead->next = quarantine, quarantine = dead, quarantined += dead->size;
+      while (quarantined > QUARANTINE_BYTES) { /* the oldest go back */
+        Alloc **last = &quarantine;
+        while ((*last)->next) last = &(*last)->next;
+        quarantined -= (*last)->size;
+        free((*last)->p), free(*last), *last = NULL;
+      }
       return CUDA_SUCCESS;
     }
   return refuse(CUDA_ERROR_INVALID_VALUE, call, "%p was not allocated so", p);
+}
+
+/* The freed allocation holding address v, NULL if none. */
+static const Alloc *freed_at(uint64_t v) {
+  for (const Alloc *a = quarantine; a; a = a->next)
+    if (v >= (uintptr_t)a->p && v - (uintptr_t)a->p < a->size) return a;
+  return NULL;
 }
 
 CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
@@ -289,6 +324,12 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total) {
 __attribute__((destructor)) static void fake_exit(void) {
   size_t n = 0, bytes = 0;
   for (Alloc *a = allocs; a; a = a->next) n++, bytes += a->size;
+  while (quarantine) {
+    Alloc *a = quarantine;
+    quarantine = a->next;
+    free(a->p), free(a);
+  }
+  if (skipped) fprintf(stderr, "fakecuda: %ld launches of kernels without a host version skipped (FAKECUDA_KERNELS=skip)\n", skipped);
   if (!n) return;
   fprintf(stderr, "fakecuda: at exit, %zu allocations (%zu bytes, device and pinned host) never freed\n", n, bytes);
   fflush(NULL);
@@ -321,6 +362,12 @@ static void set2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, 
     unsigned char *row = (unsigned char *)DEV(dst) + y * pitch;
     for (size_t x = 0; x < width; x++) memcpy(row + x * elem, &value, elem); /* little-endian: its low bytes */
   }
+}
+
+CUresult cuMemsetD8(CUdeviceptr dst, unsigned char uc, size_t n) {
+  NEED_CTX();
+  memset(DEV(dst), uc, n);
+  return CUDA_SUCCESS;
 }
 
 CUresult cuMemsetD32(CUdeviceptr dst, unsigned int ui, size_t n) {
@@ -820,12 +867,32 @@ static CUresult pack(const struct CUkern_st *k, void **params, void **extra, uns
   return CUDA_SUCCESS;
 }
 
+/* Every launch's parameters are audited: no 8 bytes at a 4-byte-aligned offset may
+ * hold an address in freed memory.  (A scalar that happens to equal one is not
+ * impossible, only unlikely: heap addresses are 47-bit numbers.) */
+static int audit(const struct CUkern_st *k, const unsigned char *params) {
+  for (uint32_t at = 0; at + 8 <= k->bytes; at += 4) {
+    uint64_t v;
+    memcpy(&v, params + at, 8);
+    const Alloc *a = freed_at(v);
+    if (a) {
+      fprintf(stderr, "fakecuda: kernel '%s': parameter bytes %u..%u hold %#llx, inside %zu bytes at %p that were freed "
+              "(an address from an earlier call, not replaced)\n", k->name, at, at + 8, (unsigned long long)v, a->size, a->p);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static CUresult run_kernel(const struct CUkern_st *k, const unsigned grid[3], const unsigned block[3],
                            unsigned char *params) {
   void *args[MAX_PARAMS];
+  if (audit(k, params)) return sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (!k->fn && skip_unknown) return skipped++, CUDA_SUCCESS;
   if (!k->fn) {
     sticky = CUDA_ERROR_LAUNCH_FAILED;
-    return refuse(sticky, "a launch", "kernel '%s' has no host version (tests/fakecuda/kernels.c)", k->name);
+    return refuse(sticky, "a launch", "kernel '%s' has no host version (tests/fakecuda/kernels.c; "
+                  "FAKECUDA_KERNELS=skip runs none of those)", k->name);
   }
   for (int p = 0; p < k->nparams; p++) args[p] = params + k->offset[p];
   fake_launch l = {k->name, {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, args, k->lib};

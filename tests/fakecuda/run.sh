@@ -78,6 +78,27 @@ for how in host device; do
   LD_LIBRARY_PATH="$F" PGRT_UPDATE=$how "$F/faults" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: faults, PGRT_UPDATE=$how"; exit 1; }
   sed -n "s|^\([0-9]* passed, 0 failed\)$|fake: faults, PGRT_UPDATE=$how: \1|p" "$F/run.log" >>"$F/fake.log"
 done
+# a real export, its kernels Triton's and cuBLASLt's (nvjet, arguments packed in a
+# 1,720-byte struct): examples/deploy runs tests/corpus/export/llama_tiny_bf16 four
+# times, each call on buffers at new addresses with the last call's freed, both update
+# ways.  No kernel of it has a host version (FAKECUDA_KERNELS=skip: none runs), so its
+# results are not checked here; what is, is every launch's parameters: none may point
+# into freed memory, as one libpgrt failed to patch would.
+E=tests/corpus/export/llama_tiny_bf16
+rm -rf "$F/deploy" && mkdir -p "$F/deploy" && cp examples/deploy/deploy.c examples/deploy/Makefile "$F/deploy/"
+make -s -C "$F/deploy" EXPORT="$PWD/$E" NAME=llama_tiny_bf16 PGCC="$PWD/$B/pgcc" CC=gcc PKG_CONFIG=true \
+  PGRT_CFLAGS="-I$PWD/runtime -I$CUDA_HOME/include" EXTRA_CFLAGS="-Werror -pedantic ${SAN_FLAGS:-}" LDFLAGS="${SAN_FLAGS:-}" \
+  PGRT_LIBS="$PWD/$B/libpgrt.a -L$CUDA_HOME/lib64 -L$CUDA_HOME/lib64/stubs -Wl,-rpath,$CUDA_HOME/lib64 -lcuda -lnvrtc -ldl" \
+  deploy >/dev/null
+for how in host device; do
+  FAKECUDA_KERNELS=skip PGRT_UPDATE=$how LD_LIBRARY_PATH="$F" "$F/deploy/deploy" --calls 4 $E/llama_tiny_bf16.safetensors \
+    $E/llama_tiny_bf16.io.safetensors "$F/deploy/out.safetensors" >"$F/run.log" 2>&1 &&
+    grep -q "(the last of 4 calls, each at new addresses)" "$F/run.log" &&
+    grep -q "^fakecuda: 136 launches of kernels without a host version skipped" "$F/run.log" ||
+    { cat "$F/run.log"; echo "FAIL: llama_tiny_bf16 through examples/deploy, PGRT_UPDATE=$how"; exit 1; }
+  echo "fake: llama_tiny_bf16 export, 4 calls at new addresses, PGRT_UPDATE=$how: no launch points into freed memory" \
+    >>"$F/fake.log"
+done
 # which way libpgrt's own kernels came: chain's line "init: ..., prebuilt P, nvrtc N, cached C"
 ways() { sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p' "$F/run.log"; }
 label="chain, own kernels prebuilt, its module cached"; PGRT_UPDATE=device run "$F/chain" "$F/out/device"
@@ -88,4 +109,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: 8 code-generation test programs and the faults program pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: 8 code-generation test programs, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
