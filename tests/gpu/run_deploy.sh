@@ -23,6 +23,10 @@ make -s -C examples/deploy EXPORT=../../$X NAME=mlp_small EXTRA_CFLAGS=-Werror
 examples/deploy/deploy --expect $X/mlp_small.safetensors $X/mlp_small.io.safetensors "$OUT/deploy_out.safetensors" \
   | tee "$OUT/deploy.log"
 grep -q '^PASS$' "$OUT/deploy.log"
+echo "== the same, 20 calls, each on buffers at new addresses (--calls 20): the last must still PASS"
+examples/deploy/deploy --expect --calls 20 $X/mlp_small.safetensors $X/mlp_small.io.safetensors \
+  "$OUT/deploy_calls.safetensors" | tee "$OUT/deploy_calls.log"
+grep -q '^PASS$' "$OUT/deploy_calls.log"
 python3 - "$OUT/deploy_out.safetensors" <<'PY'
 import json, struct, sys
 f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]; h = json.loads(f.read(n))
