@@ -313,9 +313,12 @@ class Relocator:
                             r = self.truncated([u32(b, w) for b in blobs], kind, pairs)
                             if r:
                                 take(w, r, kind, 4)
-                # what nothing explains: whole 4-byte words (clipped to the parameter), in runs
-                left = sorted({g for i in changed - covered for g in range(i - i % 4, i - i % 4 + 4)
-                               if off <= g < end and g not in covered})
+                # what nothing explains: the bytes that change, in runs.  Not their whole words:
+                # a word can hold a constant field beside bytes nobody wrote (a struct's
+                # padding, left as the host's stack had it: ATen's reduce and multi-tensor
+                # kernels), and the constant byte must keep its value, in the replays that
+                # prove the others irrelevant and in the export
+                left = sorted(changed - covered)
                 while left:  # what nothing explains, in runs of bytes
                     a = b = left.pop(0)
                     while left and left[0] == b + 1:

@@ -198,9 +198,10 @@ def test_a_high_half_alone_is_not_believed():
     ptr_words, suspects = set(), []
     args = rel.kernel_args([(0, 8)], blobs_of(lambda c: struct.pack("<II", 5, OUT3[c] >> 32)), "node 2", ptr_words,
                            suspects)
-    assert args == [("value", struct.pack("<II", 5, 0))]  # the suspect's bytes zeroed
+    # (0x7100, 0x7100, 0x7106: only byte 4 changes) that byte zeroed, the constant 0x71 kept
+    assert args == [("value", struct.pack("<II", 5, 0x7100))]
     assert ptr_words == set()
-    assert [(a, n) for a, n, _ in suspects] == [(4, 4)]
+    assert [(a, n) for a, n, _ in suspects] == [(4, 1)]
 
 
 def test_a_low_half_that_fits_no_buffer_is_a_suspect():
@@ -208,8 +209,24 @@ def test_a_low_half_that_fits_no_buffer_is_a_suspect():
     suspects = []
     args = rel.kernel_args([(0, 4)], blobs_of(lambda c: struct.pack("<I", 0x1000 + 16 * c)), "node 3", set(),
                            suspects)
-    assert args == [("value", bytes(4))] and suspects == [(0, 4, suspects[0][2])]
+    # 0x1000, 0x1010, 0x1020: byte 0 changes, byte 1 (0x10) does not and keeps its value
+    assert args == [("value", struct.pack("<I", 0x1000))] and suspects == [(0, 1, suspects[0][2])]
     assert "changes between the captures" in suspects[0][2] and rel.problems == []
+
+
+def test_a_constant_byte_beside_changing_ones_keeps_its_value():
+    """ATen's multi-tensor and reduce kernels on a GPU (the AdamW steps): a 4-byte word
+    whose first byte is a field the kernel reads (20, in every capture) and whose next
+    byte is padding holding what the host's stack held (0x7f in one capture, 0 in the
+    others).  Only the changing byte is a suspect; the field keeps its 20 in the export
+    (and in the replays that prove the padding irrelevant), where zeroing the whole word
+    made the kernel read 0."""
+    bufs, rel = setup3()
+    suspects = []
+    args = rel.kernel_args([(0, 8)], [struct.pack("<II", 7, 0x7F14), struct.pack("<II", 7, 0x14),
+                                      struct.pack("<II", 7, 0x14)], "node 4", set(), suspects)
+    assert args == [("value", struct.pack("<II", 7, 0x14))]
+    assert [(a, n) for a, n, _ in suspects] == [(5, 1)] and rel.problems == []
 
 
 def test_a_coincidence_in_two_captures_is_refused_by_the_third():
@@ -295,7 +312,8 @@ def test_stale_word_that_looks_like_a_pointer_in_one_capture_is_a_suspect():
     blobs = [words(POOL[0] + 1024), words(0xF3CF3BFFF1567800), words(0)]
     suspects = []
     args = rel.kernel_args([(0, 8)], blobs, "node 0", set(), suspects)
-    assert args == [("value", bytes(8))] and [(a, n) for a, n, _ in suspects] == [(0, 8)]
+    # bytes 1..7 differ between the captures; byte 0 is 0 in all three and stays so
+    assert args == [("value", bytes(8))] and [(a, n) for a, n, _ in suspects] == [(1, 7)]
     assert rel.problems == []
     # without suspects (the strict, two-capture behaviour) it is a problem, as before
     rel.resolve((POOL[0] + 1024, 0xF3CF3BFFF1567800, 0), "node 0")
