@@ -77,7 +77,7 @@ kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
 echo "== libpgrt's cache holds $kept cubins (the programs' CUDA modules)"
 [ "$kept" -eq 8 ] || { echo "FAIL: libpgrt kept $kept compiled cubins in $PGRT_CACHE, expected the 8 programs' modules"; exit 1; }
 # chain's init line: "init: T ms, own kernels T ms: prebuilt P, nvrtc N, cached C"
-own_ways() { build/gpu/chain "$OUT" | tee /dev/stderr | sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p'; }
+own_ways() { build/gpu/chain "$OUT" | tee -a /dev/stderr | sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p'; }
 echo "== chain again, its own kernels as libpgrt's build compiled them, its module from the cache"
 read -r pre nv ca <<<"$(PGRT_UPDATE=device own_ways)"
 [ "${pre:-0}" -ge 1 ] && [ "$nv" = 0 ] && [ "$ca" = 1 ] ||
