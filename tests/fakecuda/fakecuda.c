@@ -26,7 +26,8 @@
  *   in the executable graph; copies and memsets patched in a graph only when one-
  *   dimensional; the node kinds conditional bodies may hold; a device-side parameter
  *   update only on a device-updatable node, inside its parameters; memory: 80 GiB
- *   of device memory (cuMemGetInfo counts it), and none left allocated at exit
+ *   of device memory (cuMemGetInfo counts it), and none left allocated (or a
+ *   virtual memory handle unreleased) at exit
  *   (the process then exits with status 4, saying how much); no launch with a
  *   parameter that points into freed memory (freed memory waits in a quarantine, so
  *   its addresses are not handed out again): a pointer libpgrt failed to replace.
@@ -228,6 +229,12 @@ typedef struct Alloc {
 } Alloc;
 static Alloc *allocs;
 static size_t device_bytes; /* allocated now: cuMemAlloc's and cuMemCreate's */
+typedef struct Phys { /* a handle of the virtual memory calls (below) */
+  size_t size;
+  CUdeviceptr at; /* where it is mapped, 0 if nowhere */
+  struct Phys *next;
+} Phys;
+static Phys *handles; /* cuMemCreate's, not yet released */
 #define DEVICE_MEMORY (80ull << 30) /* the double's device: 80 GiB, as an H100's */
 
 static CUresult alloc(void **p, size_t size, int host) {
@@ -324,6 +331,7 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total) {
 __attribute__((destructor)) static void fake_exit(void) {
   size_t n = 0, bytes = 0;
   for (Alloc *a = allocs; a; a = a->next) n++, bytes += a->size;
+  for (Phys *ph = handles; ph; ph = ph->next) n++, bytes += ph->size;
   while (quarantine) {
     Alloc *a = quarantine;
     quarantine = a->next;
@@ -427,13 +435,12 @@ CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D *m, CUstream s) {
 }
 
 /* The virtual memory calls: a reservation is host address space nobody may touch
- * (PROT_NONE) until a range of it is mapped, which makes it readable and writable. */
+ * (PROT_NONE); mapping a handle there fills the range with 0xff bytes (garbage, as
+ * fresh device memory holds), and cuMemSetAccess makes it readable and writable.  The
+ * double keeps no memory for a handle apart from its mapping, so a handle is mapped
+ * at one place at a time (the driver allows more; nothing here needs it). */
 #define GRANULE (2u << 20)
 
-typedef struct {
-  size_t size;
-  int mapped;
-} Phys;
 
 CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags o) {
   NEED_CTX();
@@ -468,16 +475,18 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
   if (size > DEVICE_MEMORY - device_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   Phys *ph = calloc(1, sizeof *ph);
   if (!ph) return CUDA_ERROR_OUT_OF_MEMORY;
-  ph->size = size, device_bytes += size;
+  ph->size = size, ph->next = handles, handles = ph, device_bytes += size;
   *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   NEED_CTX();
-  Phys *ph = (Phys *)(uintptr_t)handle;
-  if (!ph) return CUDA_ERROR_INVALID_VALUE;
-  device_bytes -= ph->size;
+  Phys **at = &handles;
+  while (*at && *at != (Phys *)(uintptr_t)handle) at = &(*at)->next;
+  if (!*at || (*at)->at) return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemRelease", "no such handle, or one still mapped");
+  Phys *ph = *at;
+  *at = ph->next, device_bytes -= ph->size;
   free(ph);
   return CUDA_SUCCESS;
 }
@@ -486,9 +495,13 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                   unsigned long long flags) {
   NEED_CTX();
   Phys *ph = (Phys *)(uintptr_t)handle;
-  if (!ph || offset || flags || size != ph->size || ptr % GRANULE || ph->mapped) return CUDA_ERROR_INVALID_VALUE;
-  ph->mapped = 1;
-  return CUDA_SUCCESS; /* readable and writable once cuMemSetAccess says so */
+  if (!ph || offset || flags || size != ph->size || ptr % GRANULE || ph->at) return CUDA_ERROR_INVALID_VALUE;
+  if (mprotect(DEV(ptr), size, PROT_READ | PROT_WRITE) != 0)
+    return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemMap", "%#llx + %zu is not reserved", (unsigned long long)ptr, size);
+  memset(DEV(ptr), 0xff, size);
+  mprotect(DEV(ptr), size, PROT_NONE); /* until cuMemSetAccess */
+  ph->at = ptr;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
@@ -499,14 +512,17 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
                                                                : PROT_NONE;
   if (mprotect(DEV(ptr), size, prot) != 0)
     return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemSetAccess", "%#llx + %zu is not reserved", (unsigned long long)ptr, size);
-  memset(DEV(ptr), 0xff, prot & PROT_WRITE ? size : 0);
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   NEED_CTX();
+  Phys *ph = handles;
+  while (ph && ph->at != ptr) ph = ph->next;
+  if (!ph || ph->size != size) return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemUnmap", "no handle mapped at %#llx", (unsigned long long)ptr);
   if (madvise(DEV(ptr), size, MADV_DONTNEED) != 0 || mprotect(DEV(ptr), size, PROT_NONE) != 0)
     return CUDA_ERROR_INVALID_VALUE;
+  ph->at = 0;
   return CUDA_SUCCESS;
 }
 
