@@ -39,7 +39,7 @@ Q = $(if $(V),,@)
 COMPILER_OBJS = \
 	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o $(B)/sha256.o $(B)/safetensors.o \
 	$(B)/detect.o $(B)/dot_read.o $(B)/graph_read.o $(B)/graph_write.o $(B)/dot_write.o \
-	$(B)/verify.o $(B)/signatures.o $(B)/arch.o $(B)/stage.o $(B)/classify.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o $(B)/emit_c.o \
+	$(B)/verify.o $(B)/signatures.o $(B)/arch.o $(B)/stage.o $(B)/classify.o $(B)/schedule.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o $(B)/emit_c.o \
 	$(B)/driver.o
 GEN_OBJS = $(B)/dot.tab.o $(B)/dot.lex.o $(B)/graph.tab.o $(B)/graph.lex.o
 LIB_OBJS = $(COMPILER_OBJS) $(GEN_OBJS)
@@ -127,7 +127,7 @@ check-generated:
 PREFIX ?= /usr/local
 DESTDIR ?=
 CUDA_INC = -I$(CUDA_HOME)/include
-CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl -pthread
 
 RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o $(B)/rt/nccl.o $(B)/rt/cache.o $(B)/rt/own_cubins.o
 RT_HEADERS = runtime/pgrt.h runtime/pgrt_impl.h runtime/st_header.h runtime/own_kernels.h

@@ -21,13 +21,19 @@ gives medians over the rounds, the spread (max - min over the median) of the GPU
 ratios to reduce-overhead and to the floor, and memory: weights, what an eager step
 allocates at its peak beyond them (libraries' workspaces, made once, not counted),
 the private pool segments reduce-overhead made, pgcc's arena (pgcc holds its own copy
-of the weights besides: a deployment has no PyTorch model beside it).  pgcc's init is
-timed three times: cold, with libpgrt's cache of compiled cubins empty (PGRT_CACHE, a
-new directory: libpgrt's own kernels are the cubins its build compiled, anything else
-NVRTC compiles); warm, a second load with what the first kept; and cold again without
-those built cubins (PGRT_PREBUILT=off: NVRTC compiles libpgrt's own kernels too, as
-before libpgrt shipped them).  pgcc_init_parts, pgcc_init_warm_parts and
-pgcc_init_unbuilt_parts in the JSON say where the time went.
+of the weights besides: a deployment has no PyTorch model beside it), and what eager's
+first call made and keeps (its libraries' workspaces: eager_kept_bytes; the table's
+"eager kept").  pgcc's init is timed five ways, INIT_ROUNDS rounds of the five in turn
+(the table gives medians, the JSON every init): cold, with libpgrt's cache of compiled
+cubins empty (PGRT_CACHE, a new directory: libpgrt's own kernels are the cubins its
+build compiled, anything else NVRTC compiles); warm, with what the round's cold init
+kept there; serial, cold with the libraries' fatbins loaded one by one
+(PGRT_LIBLOAD=serial) instead of on several threads; copied, the same with the driver
+copying each fatbin first (PGRT_LIBLOAD=serial,copy: how libpgrt loaded them until
+2026-11-23); and unbuilt, cold without the
+cubins libpgrt's build compiled (PGRT_PREBUILT=off: NVRTC compiles libpgrt's own
+kernels too, as before libpgrt shipped them).  pgcc_init_parts and pgcc_init_WAY_parts
+in the JSON say where the median init's time went.
 The export comes right after torch.compile's set-up, before the other ways run
 (an eager call makes cuDNN compile attention kernels under the names of the compiled
 program's, which the export cannot tell apart).  Every way but the manual capture gets
@@ -59,6 +65,28 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 HOST_CALLS = 8  # host time: calls per timing, from an idle GPU (well inside the launch queue)
 WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc", "pgcc, full edges")
+INIT_ROUNDS = 3
+INIT_WAYS = {  # pgcc's init: way -> (environment, libpgrt's cache of compiled cubins: a new one, or the cold's)
+    "cold": ({}, "new"),
+    "warm": ({}, "cold"),  # what the cold init kept there
+    "serial": ({"PGRT_LIBLOAD": "serial"}, "new"),  # the libraries' fatbins loaded one by one, with their kernels
+    "copied": ({"PGRT_LIBLOAD": "serial,copy"}, "new"),  # and each copied by the driver first: libpgrt until now
+    "unbuilt": ({"PGRT_PREBUILT": "off"}, "new"),  # libpgrt's own kernels compiled by NVRTC, not its build's cubins
+}
+
+
+def load_with(pgcc, exp, env):
+    """pgcc.load(exp) with these environment variables set for its init (libpgrt reads them then)."""
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return pgcc.load(exp)
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
@@ -107,34 +135,29 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
                           quiet=True, watch=watch, warmup=1)
         rec["pgcc_export_s"] = round(time.perf_counter() - t0, 2)
         rec["pgcc_verified"] = str(res.verified)
-        # init from cold: libpgrt's cache of compiled cubins (PGRT_CACHE) is a new, empty
-        # directory; then again with what that init kept there; then cold without the
-        # cubins of libpgrt's own kernels its build compiled (PGRT_PREBUILT=off, another
-        # empty cache): what init took before libpgrt shipped them
-        cache, nocache = tempfile.mkdtemp(prefix="pgrt-cache-"), tempfile.mkdtemp(prefix="pgrt-cache-")
-        before = {k: os.environ.get(k) for k in ("PGRT_CACHE", "PGRT_PREBUILT")}
-        os.environ["PGRT_CACHE"] = cache
-        try:
-            p = pgcc.load(exp)
-            warm = pgcc.load(exp)
-            os.environ.update(PGRT_CACHE=nocache, PGRT_PREBUILT="off")
-            unbuilt = pgcc.load(exp)
-        finally:
-            for k, v in before.items():
-                if v is None:
-                    os.environ.pop(k, None)
+        # init, INIT_ROUNDS rounds of every INIT_WAYS way in turn: the first cold init's
+        # program is the one timed below
+        p, inits = None, {w: [] for w in INIT_WAYS}
+        for _ in range(INIT_ROUNDS):
+            cold_cache = None
+            for way, (env, cache_of) in INIT_WAYS.items():
+                cache = cold_cache if cache_of == "cold" else tempfile.mkdtemp(prefix="pgrt-cache-")
+                cold_cache = cache if way == "cold" else cold_cache
+                q = load_with(pgcc, exp, dict(env, PGRT_CACHE=cache))
+                inits[way].append((q.init_s * 1e3, q.init_stats()))
+                if p is None:
+                    p = q
                 else:
-                    os.environ[k] = v
-        rec["pgcc_init_ms"] = round(p.init_s * 1e3, 2)
-        rec["pgcc_init_parts"] = p.init_stats()
-        rec["pgcc_init_warm_ms"] = round(warm.init_s * 1e3, 2)
-        rec["pgcc_init_warm_parts"] = warm.init_stats()
-        rec["pgcc_init_unbuilt_ms"] = round(unbuilt.init_s * 1e3, 2)
-        rec["pgcc_init_unbuilt_parts"] = unbuilt.init_stats()
-        warm.close()
-        unbuilt.close()
-        shutil.rmtree(cache, ignore_errors=True)
-        shutil.rmtree(nocache, ignore_errors=True)
+                    q.close()
+                if cache_of != "cold" and way != "cold":
+                    shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(cold_cache, ignore_errors=True)
+        for way, got in inits.items():
+            ms = [m for m, _ in got]
+            name = "pgcc_init" if way == "cold" else f"pgcc_init_{way}"
+            rec[name + "_ms"] = round(statistics.median(ms), 2)
+            rec[name + "_all_ms"] = [round(m, 2) for m in ms]
+            rec[name + "_parts"] = sorted(got, key=lambda g: g[0])[len(got) // 2][1]  # the median init's
         rec["pgcc_load_ms"] = round(p.load_s * 1e3, 2)
         rec["pgcc_arena_bytes"] = p.arena_bytes
         rec["pgcc_programmatic_edges"] = (res.report or {}).get("programmatic_edges", 0)
@@ -221,6 +244,7 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
     eager(*inputs)
     torch.cuda.synchronize()
     rec["eager_first_peak_bytes"] = torch.cuda.max_memory_allocated() - base
+    rec["eager_kept_bytes"] = torch.cuda.memory_allocated() - base  # what the first call made and keeps: workspaces
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
     eager(*inputs)
@@ -359,8 +383,8 @@ def pool_segments(torch):
 def table(recs):
     lines = ["| model | eager | compile | reduce-overhead | manual capture (floor) | pgcc | pgcc / RO | "
              "pgcc / floor | host µs/call pgcc (RO; floor): from idle, in the loop | spread pgcc (RO) | "
-             "pgcc set-up: export, init cold (warm; own kernels compiled) | "
-             "memory: weights, eager peak, RO pools, pgcc arena |",
+             "pgcc set-up: export, init cold (warm; libraries serial; serial and copied; own kernels compiled) | "
+             "memory: weights, eager peak (eager kept), RO pools, pgcc arena |",
              "|---" * 12 + "|"]
     for r in recs:
         w = r.get("ways", {})
@@ -379,8 +403,10 @@ def table(recs):
             f"{p.get('host_us', '—')} ({ro.get('host_us', '—')}; {fl.get('host_us', '—')}), {p.get('loop_us', '—')} "
             f"({ro.get('loop_us', '—')}; {fl.get('loop_us', '—')}) | {p.get('spread', '—')} ({ro.get('spread', '—')}) | "
             f"{r.get('pgcc_export_s', '—')} s, {r.get('pgcc_init_ms', '—')} ms ({r.get('pgcc_init_warm_ms', '—')}; "
+            f"{r.get('pgcc_init_serial_ms', '—')}; {r.get('pgcc_init_copied_ms', '—')}; "
             f"{r.get('pgcc_init_unbuilt_ms', '—')} ms) | "
-            f"{mib(r.get('weights_bytes'))}, {mib(r.get('eager_peak_bytes'))}, {mib(r.get('ro_pool_bytes'))}, "
+            f"{mib(r.get('weights_bytes'))}, {mib(r.get('eager_peak_bytes'))} ({mib(r.get('eager_kept_bytes'))}), "
+            f"{mib(r.get('ro_pool_bytes'))}, "
             f"{mib(r.get('pgcc_arena_bytes'))} MiB |")
     return "\n".join(lines)
 

@@ -11,12 +11,21 @@
  * program was exported (pgrt_kernel.entry); where that misses -- another build of
  * the library -- every fatbin of the section is tried, with a warning, since that
  * takes seconds for a library of thousands of them.
+ *
+ * What a fatbin costs to load is mostly the driver decompressing the cubin for this
+ * GPU (the libraries ship them compressed: a 0.8 MB entry of cuBLASLt's is 9 MB of
+ * ELF), so pgrt_library_prefetch loads the fatbins the program's kernels name on
+ * several threads at once before the kernels are looked up.  The driver reads each
+ * fatbin in place (CU_LIBRARY_BINARY_IS_PRESERVED: the file stays mapped until the
+ * fatbin is unloaded) instead of copying it first.  PGRT_LIBLOAD=serial loads them one
+ * by one, =copy lets the driver copy them: the ways bench/zoo.py compares.
  */
 #define _GNU_SOURCE /* dlinfo */
 #include "pgrt_impl.h"
 #include "st_header.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,7 +58,26 @@ struct pgrt_libset {
   int nfiles;
   loaded *fatbins;
   int nfatbins, capfatbins;
+  int threads;        /* the most fatbins pgrt_library_prefetch loaded at once */
+  size_t bytes;       /* the loaded fatbins' sizes, as the libraries hold them */
 };
+
+/* PGRT_LIBLOAD, a comma-separated list: "serial" (no prefetching threads), "copy"
+ * (the driver copies each fatbin). */
+static int libload_has(const char *word) {
+  const char *v = getenv("PGRT_LIBLOAD");
+  size_t n = strlen(word);
+  for (const char *p = v; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (strncmp(p, word, n) == 0 && (p[n] == ',' || p[n] == 0)) return 1;
+  return 0;
+}
+
+static CUresult load_fatbin(CUlibrary *lib, const unsigned char *image) {
+  CUlibraryOption opt[1] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+  void *val[1] = {(void *)(uintptr_t)1};
+  unsigned n = libload_has("copy") ? 0 : 1;
+  return cuLibraryLoadData(lib, image, NULL, NULL, 0, n ? opt : NULL, n ? val : NULL, n);
+}
 
 static uint64_t rd(const unsigned char *p, int n) {
   uint64_t v = 0;
@@ -110,50 +138,119 @@ static size_t fatbin_at(const libfile *f, size_t off) {
   return total <= f->sec_size - off ? (size_t)total : 0;
 }
 
+/* Keeps `lib`, the fatbin at `off` in file `file`, in the set; 0 where that takes memory there is not. */
+static int keep(pgrt_libset *s, int file, size_t off, CUlibrary lib) {
+  if (s->nfatbins == s->capfatbins) {
+    int cap = s->capfatbins ? 2 * s->capfatbins : 8;
+    loaded *v = realloc(s->fatbins, sizeof *v * (size_t)cap);
+    if (!v) return 0;
+    s->fatbins = v, s->capfatbins = cap;
+  }
+  s->fatbins[s->nfatbins++] = (loaded){file, off, lib};
+  s->bytes += fatbin_at(&s->files[file], off);
+  return 1;
+}
+
+static loaded *loaded_at(pgrt_libset *s, int file, size_t off) {
+  for (int i = 0; i < s->nfatbins; i++)
+    if (s->fatbins[i].file == file && s->fatbins[i].offset == off) return &s->fatbins[i];
+  return NULL;
+}
+
 /* Loads the fatbin at `off` (once per set) and looks the kernel up in it. */
 static int try_fatbin(pgrt_libset *s, int file, size_t off, const char *symbol, CUkernel *out) {
-  loaded *l = NULL;
-  for (int i = 0; i < s->nfatbins && !l; i++)
-    if (s->fatbins[i].file == file && s->fatbins[i].offset == off) l = &s->fatbins[i];
+  loaded *l = loaded_at(s, file, off);
   if (!l) {
     CUlibrary lib;
-    if (!fatbin_at(&s->files[file], off) ||
-        cuLibraryLoadData(&lib, s->files[file].sec + off, NULL, NULL, 0, NULL, NULL, 0) != CUDA_SUCCESS)
+    if (!fatbin_at(&s->files[file], off) || load_fatbin(&lib, s->files[file].sec + off) != CUDA_SUCCESS)
       return 0; /* not a fatbin, or none for this GPU */
-    if (cuLibraryGetKernel(out, lib, symbol) != CUDA_SUCCESS) { /* keep only the fatbins that are used */
-      cuLibraryUnload(lib);
+    if (cuLibraryGetKernel(out, lib, symbol) != CUDA_SUCCESS || !keep(s, file, off, lib)) {
+      cuLibraryUnload(lib); /* keep only the fatbins that are used */
       return 0;
     }
-    if (s->nfatbins == s->capfatbins) {
-      int cap = s->capfatbins ? 2 * s->capfatbins : 8;
-      loaded *v = realloc(s->fatbins, sizeof *v * (size_t)cap);
-      if (!v) {
-        cuLibraryUnload(lib);
-        return 0;
-      }
-      s->fatbins = v, s->capfatbins = cap;
-    }
-    s->fatbins[s->nfatbins++] = (loaded){file, off, lib};
     return 1;
   }
   return cuLibraryGetKernel(out, l->lib, symbol) == CUDA_SUCCESS;
 }
 
-pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const pgrt_kernel *k, CUkernel *out) {
+/* The set's index of the library of this soname, opened now if it is not yet. */
+static pgrt_status library_file(pgrt_libset **set, const char *soname, int *file) {
   pgrt_libset *s = *set ? *set : (*set = pgrt_zalloc(sizeof **set));
   if (!s) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
-  int file = -1;
-  for (int i = 0; i < s->nfiles && file < 0; i++)
-    if (strcmp(s->files[i].soname, m->library) == 0) file = i;
-  if (file < 0) {
-    libfile *v = realloc(s->files, sizeof *v * (size_t)(s->nfiles + 1));
-    if (!v) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
-    s->files = v;
-    memset(&v[s->nfiles], 0, sizeof v[0]);
-    file = s->nfiles++;
-    pgrt_status st = open_library(&v[file], m->library);
-    if (st != PGRT_OK) return st;
+  for (int i = 0; i < s->nfiles; i++)
+    if (strcmp(s->files[i].soname, soname) == 0) return *file = i, PGRT_OK;
+  libfile *v = realloc(s->files, sizeof *v * (size_t)(s->nfiles + 1));
+  if (!v) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+  s->files = v;
+  memset(&v[s->nfiles], 0, sizeof v[0]);
+  *file = s->nfiles++;
+  return open_library(&v[*file], soname);
+}
+
+/* ---- loading fatbins on several threads ---- */
+
+#define PREFETCH_THREADS 8
+
+typedef struct {
+  int file;
+  size_t off;
+  const unsigned char *image;
+  CUlibrary lib;
+  CUresult r;
+} job;
+
+typedef struct {
+  job *jobs;
+  int n, next; /* next: the first job no thread has taken (atomic) */
+} queue;
+
+static void *worker(void *arg) {
+  queue *q = arg;
+  for (int i; (i = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->n;)
+    q->jobs[i].r = load_fatbin(&q->jobs[i].lib, q->jobs[i].image);
+  return NULL;
+}
+
+pgrt_status pgrt_library_prefetch(pgrt_libset **set, const pgrt_program *pr) {
+  job *jobs = pgrt_zalloc(sizeof *jobs * (size_t)pr->kernel_count);
+  if (!jobs) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+  int n = 0;
+  pgrt_status st = PGRT_OK;
+  for (int k = 0; k < pr->kernel_count && st == PGRT_OK; k++) {
+    const pgrt_kernel *kn = &pr->kernels[k];
+    if (kn->module < 0 || pr->modules[kn->module].kind != PGRT_MOD_LIBRARY || !kn->entry) continue;
+    int file;
+    if ((st = library_file(set, pr->modules[kn->module].library, &file)) != PGRT_OK) break;
+    size_t off = (size_t)(kn->entry - 1);
+    int seen = loaded_at(*set, file, off) != NULL;
+    for (int j = 0; j < n && !seen; j++) seen = jobs[j].file == file && jobs[j].off == off;
+    if (!seen && fatbin_at(&(*set)->files[file], off))
+      jobs[n++] = (job){file, off, (*set)->files[file].sec + off, NULL, CUDA_ERROR_UNKNOWN};
   }
+  if (st != PGRT_OK || n < 2 || libload_has("serial")) { /* (one fatbin loads as fast with its kernel) */
+    free(jobs);
+    return st;
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int want = n < PREFETCH_THREADS ? n : PREFETCH_THREADS, started = 0;
+  if (cpus > 0 && want > cpus) want = (int)cpus;
+  queue q = {jobs, n, 0};
+  pthread_t tid[PREFETCH_THREADS];
+  while (started + 1 < want && pthread_create(&tid[started], NULL, worker, &q) == 0) started++;
+  worker(&q); /* this thread is one of them; where a thread could not start, it does more */
+  for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+  (*set)->threads = started + 1;
+  for (int j = 0; j < n; j++) /* (one that fails to load is the lookup's to report) */
+    if (jobs[j].r == CUDA_SUCCESS && !keep(*set, jobs[j].file, jobs[j].off, jobs[j].lib)) cuLibraryUnload(jobs[j].lib);
+  free(jobs);
+  return PGRT_OK;
+}
+
+pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const pgrt_kernel *k, CUkernel *out) {
+  int file;
+  pgrt_status st = library_file(set, m->library, &file);
+  if (st != PGRT_OK) return st;
+  pgrt_libset *s = *set;
   const libfile *f = &s->files[file];
   if (k->entry && try_fatbin(s, file, (size_t)(k->entry - 1), k->symbol, out)) return PGRT_OK;
   for (int i = 0; i < s->nfatbins; i++) /* a fatbin already loaded for another kernel */
@@ -173,6 +270,8 @@ pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const p
 }
 
 int pgrt_libset_fatbins(const pgrt_libset *s) { return s ? s->nfatbins : 0; }
+int pgrt_libset_threads(const pgrt_libset *s) { return s ? s->threads : 0; }
+size_t pgrt_libset_bytes(const pgrt_libset *s) { return s ? s->bytes : 0; }
 
 void pgrt_libset_free(pgrt_libset *s) {
   if (!s) return;

@@ -253,6 +253,10 @@ static pgrt_status load_modules(pgrt_ctx *c) {
       CU(cuMemcpyHtoD(at, gl->bytes, gl->size), gl->name);
     }
   }
+  long long t_prefetch = pgrt_mono_ns();
+  st = pgrt_library_prefetch(&c->libset, pr);
+  c->init_stats.library_ns += pgrt_mono_ns() - t_prefetch;
+  if (st != PGRT_OK) goto out;
   for (int k = 0; k < pr->kernel_count; k++) {
     const pgrt_kernel *kn = &pr->kernels[k];
     CUkernel kernel;
@@ -1022,6 +1026,8 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
   st = load_modules(c);
   c->init_stats.modules_ns = pgrt_mono_ns() - t_modules;
   c->init_stats.library_fatbins = pgrt_libset_fatbins(c->libset);
+  c->init_stats.library_threads = pgrt_libset_threads(c->libset);
+  c->init_stats.library_bytes = (long long)pgrt_libset_bytes(c->libset);
   if (st != PGRT_OK) goto out;
   for (int k = 0; k < pr->comm_count; k++) { /* on this context's device; every rank joins, in this order */
     int r = c->nccl->comm_init_rank(&c->ncomms[k], pr->comms[k].ranks, *id, rank);

@@ -600,10 +600,15 @@ void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
  * libpgrt's own, CUDA sources made into cubins: how long, how many NVRTC compiled, how
  * many came from the cache of compiled cubins (PGRT_CACHE, see the top of this
  * file).  How many fatbins the libraries gave; how many of libpgrt's own sources
- * were loaded as the cubins the build compiled (none compiled at init). */
+ * were loaded as the cubins the build compiled (none compiled at init); how many
+ * threads loaded the libraries' fatbins at once (0: one by one, with their kernels;
+ * PGRT_LIBLOAD, loaders.c), and those fatbins' bytes as the libraries hold them
+ * (compressed). */
 typedef struct {
   long long total_ns, modules_ns, library_ns, own_ns, graphs_ns, nvrtc_ns;
   int nvrtc_compiles, cache_hits, library_fatbins, prebuilt;
+  int library_threads;
+  long long library_bytes;
 } pgrt_init_stats;
 void pgrt_last_init(const pgrt_ctx *ctx, pgrt_init_stats *out);
 

@@ -32,8 +32,15 @@ static inline void *pgrt_zalloc(size_t n) { return calloc(n ? n : 1, 1); }
 typedef struct pgrt_libset pgrt_libset;
 pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const pgrt_kernel *k, CUkernel *out);
 void pgrt_libset_free(pgrt_libset *set);
-/* How many fatbins the set has loaded. */
+/* Loads the fatbins that the program's library kernels were found in at export, on
+ * several threads at once (loaders.c says why); pgrt_library_kernel then finds them
+ * loaded.  A fatbin that does not load is left to pgrt_library_kernel to report. */
+pgrt_status pgrt_library_prefetch(pgrt_libset **set, const pgrt_program *pr);
+/* How many fatbins the set has loaded; the most threads that loaded them at once (0:
+ * none prefetched); their bytes, as the libraries hold them. */
 int pgrt_libset_fatbins(const pgrt_libset *set);
+int pgrt_libset_threads(const pgrt_libset *set);
+size_t pgrt_libset_bytes(const pgrt_libset *set);
 /* cache.c: cubins NVRTC compiled, on disk by key (the whole key is checked).  get: 1
  * and a malloc'd copy on a hit, 0 on a miss or where there is no cache; put: silent
  * where it cannot write. */

@@ -53,7 +53,7 @@ class PgrtInitStats(C.Structure):  # pgrt_init_stats (pgrt.h)
     _fields_ = [("total_ns", C.c_longlong), ("modules_ns", C.c_longlong), ("library_ns", C.c_longlong),
                 ("own_ns", C.c_longlong), ("graphs_ns", C.c_longlong), ("nvrtc_ns", C.c_longlong),
                 ("nvrtc_compiles", C.c_int), ("cache_hits", C.c_int), ("library_fatbins", C.c_int),
-                ("prebuilt", C.c_int)]
+                ("prebuilt", C.c_int), ("library_threads", C.c_int), ("library_bytes", C.c_longlong)]
 
 
 class Dim:
