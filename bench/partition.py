@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 PGCC = os.path.join(TOP, 'build', 'pgcc')
 WORK = os.path.join(TOP, 'build', 'bench')
-PASSES = ['read', 'verify', 'classify', 'partition', 'cost', 'memplan', 'report']
+PASSES = ['read', 'verify', 'classify', 'schedule', 'partition', 'cost', 'memplan', 'report']
 
 
 def main():
@@ -42,7 +42,7 @@ def main():
                 t[name] = t.get(name, 0) + float(sec)
             for k in PASSES:
                 per[k].append(t.get(k, 0))
-            per['passes'].append(sum(t[k] for k in ('classify', 'partition', 'cost', 'memplan', 'report')))
+            per['passes'].append(sum(t.get(k, 0) for k in ('classify', 'schedule', 'partition', 'cost', 'memplan', 'report')))
             per['total'].append(total)
         rows.append((n, {k: statistics.median(v) for k, v in per.items()}))
     cols = PASSES + ['passes', 'total']

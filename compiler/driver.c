@@ -355,6 +355,10 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   mark(&t, "stage");
   pg_classify(p);
   mark(&t, "classify");
+  pg_schedule(p);
+  mark(&t, "schedule");
+  if (pg_verify(p, &diag) > 0) PG_BUG("schedule broke the program");
+  mark(&t, "verify");
   pg_partition(p);
   pg_verify_regions(p, &diag);
   mark(&t, "partition");

@@ -614,6 +614,13 @@ typedef struct {
   uint64_t placed_bytes[PG_PLACE_COUNT]; /* the arena each way tried reached */
 } PgMemPlan;
 
+/* What schedule.c did to the root graph's order. */
+typedef struct {
+  size_t moved;          /* nodes moved up to just after what they wait for (0: the order kept) */
+  uint64_t live_before;  /* the most bytes live at once in the captured order */
+  const char *why_not;   /* why the order could not change at all, or NULL */
+} PgSchedule;
+
 typedef struct {
   PgArena *arena;
   int version;      /* the .graph format version it was read from (DOT: the newest) */
@@ -630,6 +637,7 @@ typedef struct {
   PG_VEC(PgComm *) comms;
   PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
   PG_VEC(PgRegion *) regions;
+  PgSchedule sched;
   PgMemPlan mem;
 } PgProgram;
 
@@ -808,6 +816,11 @@ size_t pg_stage_collectives(PgProgram *p);
 
 /* classify.c: which nodes can be in a graph, and why not */
 void pg_classify(PgProgram *p);
+
+/* schedule.c: in a root graph that is one chain, each node that frees an intermediate
+ * and makes none runs as soon as what it waits for has run (the order kept where that
+ * does not lower the most bytes live at once) */
+void pg_schedule(PgProgram *p);
 
 /* partition.c: maximal graphable regions of the root graph, in schedule order */
 void pg_partition(PgProgram *p);

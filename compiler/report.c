@@ -228,6 +228,11 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
           bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(l, sizeof l, p->mem.live_bytes),
           PLACEMENT_TEXT[p->mem.placement], bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
+  if (p->sched.moved) {
+    char b[32];
+    fprintf(f, "order: %zu %s moved up to free intermediates sooner (%s live at once in the captured order)\n",
+            p->sched.moved, plural(p->sched.moved, "node", "nodes"), bytes(b, sizeof b, p->sched.live_before));
+  }
   host_text(p, f);
   buckets_text(p, t.planned, f);
   collectives_text(p, info->profile, f);
@@ -402,6 +407,11 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   }
   fprintf(f, "},\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
           (unsigned long long)p->mem.sum_bytes, (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
+  fprintf(f, ",\n  \"schedule\": {\"moved\": %zu, \"live_bytes_captured\": %llu, \"why_not\": ", p->sched.moved,
+          (unsigned long long)p->sched.live_before);
+  if (p->sched.why_not) jstr(f, p->sched.why_not);
+  else fputs("null", f);
+  fputc('}', f);
   fputs(",\n  \"collectives\": [", f);
   first = true;
   for (size_t i = 0; i < root->nodes.n; i++) {

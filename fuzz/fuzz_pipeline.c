@@ -56,6 +56,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   if (p && d.errors == 0 && pg_verify(p, &d) == 0) {
     pg_stage_collectives(p);
     pg_classify(p);
+    pg_schedule(p);
+    if (pg_verify(p, &d) > 0) PG_BUG("schedule broke a verified program");
     pg_partition(p);
     pg_verify_regions(p, &d);
     pg_cost(p, &pg_profile_h200, 1000, true);

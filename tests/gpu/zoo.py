@@ -82,7 +82,9 @@ def memory(pgcc, res, export_dir, name):
     r = subprocess.run([toolchain.find_pgcc(), "--report=json", os.path.join(export_dir, name + ".graph")],
                        capture_output=True, text=True)
     plan = json.loads(r.stdout) if r.returncode == 0 else {"arena_placement": f"(pgcc --report failed: {r.stderr[:200]})"}
+    sched = plan.get("schedule") or {}
     return {"arena_bytes": arena, "live_bytes": plan.get("live_bytes"), "placement": plan.get("arena_placement"),
+            "moved": sched.get("moved"), "live_bytes_captured": sched.get("live_bytes_captured"),
             "regions_split": len(split), "slots": sum(x[1] for x in split.values()),
             "region_bytes": sum(x[0] for x in split.values()), "slot_bytes": sum(x[2] for x in split.values()),
             "regions_whole": done.get("whole", {}), "regions_cut": done.get("cut", {}),
@@ -159,7 +161,8 @@ def run_one(run, args, root_out):
     print(f"{rec['status']:8} {run:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
     if "arena_bytes" in rec:
         print(f"         arena {rec['arena_bytes']} bytes (floor {rec.get('live_bytes')}, placed by "
-              f"{rec.get('placement')}); {rec['regions_split']} regions ({rec['region_bytes']} "
+              f"{rec.get('placement')}; {rec.get('moved')} nodes moved up, floor as captured "
+              f"{rec.get('live_bytes_captured')}); {rec['regions_split']} regions ({rec['region_bytes']} "
               f"bytes) split into {rec['slots']} slots ({rec['slot_bytes']} bytes); whole: "
               f"{json.dumps(rec['regions_whole'])[:300]}; cut: {json.dumps(rec['regions_cut'])[:200]}"
               + (f"; UNDONE: {rec['regions_undone'][:300]}" if rec["regions_undone"] else ""), flush=True)

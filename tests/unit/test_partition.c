@@ -4,8 +4,9 @@
 #include <jansson.h>
 #include <string.h>
 
-/* Runs the passes on a .graph text with a profile; returns the parsed program. */
-static Parsed *plan(const char *text, const char *profile_path, double calls) {
+/* Runs the passes on a .graph text with a profile, the root graph's order kept (sched
+ * false) or scheduled as pgcc does; returns the parsed program. */
+static Parsed *plan_as(const char *text, const char *profile_path, double calls, bool sched) {
   Parsed *p = parse_text("t.graph", text);
   ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
   const PgProfile *prof = &pg_profile_h200;
@@ -15,11 +16,19 @@ static Parsed *plan(const char *text, const char *profile_path, double calls) {
   }
   pg_stage_collectives(p->prog);
   pg_classify(p->prog);
+  if (sched) {
+    pg_schedule(p->prog);
+    ck_assert_int_eq(pg_verify(p->prog, &p->diag), 0);
+  }
   pg_partition(p->prog);
   pg_verify_regions(p->prog, &p->diag);
   pg_cost(p->prog, prof, calls, true);
   pg_memplan(p->prog);
   return p;
+}
+
+static Parsed *plan(const char *text, const char *profile_path, double calls) {
+  return plan_as(text, profile_path, calls, false);
 }
 
 static const PgRegion *region_of(const PgProgram *prog, const char *node) {
@@ -901,6 +910,183 @@ START_TEST(stage_collectives_one_end_names_and_limits) {
 }
 END_TEST
 
+/* ---- schedule.c ---- */
+
+#define GRADS "pgcc 3;\nkernel k symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n"                        \
+              "buffer x size 1048576 role input;\nbuffer w0 size 1048576 role input;\n"                    \
+              "buffer w1 size 1048576 role input;\nbuffer w2 size 1048576 role input;\n"                   \
+              "buffer g0 size 1048576 role intermediate;\nbuffer g1 size 1048576 role intermediate;\n"     \
+              "buffer g2 size 1048576 role intermediate;\n"
+
+/* The root graph's node names, in order, joined by spaces. */
+static const char *order_of(const PgProgram *prog) {
+  static char buf[4096];
+  size_t len = 0;
+  const PgGraph *g = prog->graphs.v[0];
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    ck_assert_uint_eq(g->nodes.v[i]->index, i);
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "", g->nodes.v[i]->name);
+  }
+  return buf;
+}
+
+START_TEST(schedule_frees_gradients_early) {
+  /* a backward making three gradients, then adding each into its parameter's: each add
+   * moves up to just after the gradient it reads is made, and one is live at a time */
+  const char *text = GRADS "graph g {\n node m0 kernel k args [x, g0];\n node m1 kernel k args [x, g1];\n"
+                           " node m2 kernel k args [x, g2];\n node a0 kernel k args [g0, w0];\n"
+                           " node a1 kernel k args [g1, w1];\n node a2 kernel k args [g2, w2];\n"
+                           " m0 -> m1;\n m1 -> m2;\n m2 -> a0;\n a0 -> a1;\n a1 -> a2;\n}\n";
+  Parsed *kept = plan_as(text, NULL, 1000, false), *p = plan_as(text, NULL, 1000, true);
+  ck_assert_uint_eq(kept->prog->mem.live_bytes, 3 << 20);
+  ck_assert_str_eq(order_of(p->prog), "m0 a0 m1 a1 m2 a2");
+  ck_assert_uint_eq(p->prog->sched.moved, 2); /* a0 and a1: a2 runs where it ran */
+  ck_assert_uint_eq(p->prog->sched.live_before, 3 << 20);
+  ck_assert_ptr_null(p->prog->sched.why_not);
+  ck_assert_uint_eq(p->prog->mem.live_bytes, 1 << 20);
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 1 << 20);
+  const PgGraph *g = p->prog->graphs.v[0]; /* the edges are the new chain's */
+  ck_assert_uint_eq(g->edges.n, 5);
+  for (size_t i = 0; i + 1 < g->nodes.n; i++) {
+    ck_assert_uint_eq(g->nodes.v[i]->succs.n, 1);
+    ck_assert_ptr_eq(g->nodes.v[i]->succs.v[0], g->nodes.v[i + 1]);
+  }
+  ck_assert_uint_eq(p->prog->regions.n, 1);
+  ck_assert_ptr_eq(p->prog->regions.v[0]->nodes.v[1], find_node(p->prog, "a0"));
+  parsed_free(kept);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(schedule_keeps_what_orders_a_node) {
+  /* a0 reads x, which m1 and m2 also use (every use counts as a write): it stays after m2 */
+  Parsed *p = plan_as(GRADS "graph g {\n node m0 kernel k args [x, g0];\n node m1 kernel k args [x, g1];\n"
+                            " node m2 kernel k args [g1, x];\n node a0 kernel k args [g0, x];\n"
+                            " m0 -> m1;\n m1 -> m2;\n m2 -> a0;\n}\n",
+                      NULL, 1000, true);
+  ck_assert_str_eq(order_of(p->prog), "m0 m1 m2 a0");
+  ck_assert_uint_eq(p->prog->sched.moved, 0);
+  parsed_free(p);
+  /* nothing moves past a fixed node: a host synchronization */
+  p = plan_as(GRADS "graph g {\n node m0 kernel k args [x, g0];\n node m1 kernel k args [x, g1];\n"
+                    " node s hostop op sync reason \"r\";\n node a0 kernel k args [g0, w0];\n"
+                    " node a1 kernel k args [g1, w1];\n m0 -> m1;\n m1 -> s;\n s -> a0;\n a0 -> a1;\n}\n",
+              NULL, 1000, true);
+  ck_assert_str_eq(order_of(p->prog), "m0 m1 s a0 a1");
+  ck_assert_uint_eq(p->prog->sched.moved, 0);
+  parsed_free(p);
+  /* a node that frees one buffer and makes another stays (it would lengthen the new one's life) */
+  p = plan_as(GRADS "graph g {\n node m0 kernel k args [x, g0];\n node m1 kernel k args [x, g1];\n"
+                    " node a0 kernel k args [g0, g2];\n node a1 kernel k args [g2, g1];\n"
+                    " m0 -> m1;\n m1 -> a0;\n a0 -> a1;\n}\n",
+              NULL, 1000, true);
+  ck_assert_str_eq(order_of(p->prog), "m0 m1 a0 a1");
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(schedule_only_on_one_chain) {
+  static const struct {
+    const char *graph, *why;
+  } cases[] = {
+      {GRADS "graph g {\n node m0 kernel k args [x, g0];\n node m1 kernel k args [x, g1];\n"
+             " node a0 kernel k args [g0, w0];\n node a1 kernel k args [g1, w1];\n m0 -> a0;\n m1 -> a1;\n}\n",
+       "it is not one chain"},
+      {GRADS "graph g {\n node m0 kernel k args [x, g0];\n node m1 kernel k args [x, g1];\n"
+             " node a0 kernel k args [g0, w0];\n m0 -> m1 programmatic;\n m1 -> a0;\n}\n",
+       "it has programmatic edges"},
+      {GRADS "buffer u size 64;\ngraph g {\n node m0 kernel k args [x, g0];\n node m1 kernel k args [u, g1];\n"
+             " node a0 kernel k args [g0, w0];\n m0 -> m1;\n m1 -> a0;\n}\n",
+       "a buffer's role is unknown (it may alias another)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    Parsed *kept = plan_as(cases[i].graph, NULL, 1000, false);
+    char before[4096];
+    snprintf(before, sizeof before, "%s", order_of(kept->prog));
+    Parsed *p = plan_as(cases[i].graph, NULL, 1000, true);
+    ck_assert_str_eq(p->prog->sched.why_not, cases[i].why);
+    ck_assert_uint_eq(p->prog->sched.moved, 0);
+    ck_assert_str_eq(order_of(p->prog), before);
+    ck_assert_uint_eq(p->prog->mem.arena_bytes, kept->prog->mem.arena_bytes);
+    parsed_free(kept);
+    parsed_free(p);
+  }
+}
+END_TEST
+
+/* Random chains of kernels over intermediates and inputs, host synchronizations among
+ * them: scheduled, every buffer's users keep their order, every synchronization the
+ * nodes before it, only freeing nodes run earlier, and the floor never rises (and is
+ * what it was captured, when nothing moved). */
+START_TEST(schedule_random_chains_hold_the_invariants) {
+  unsigned seed = 4242;
+  int moved_total = 0, lowered = 0;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  for (int round = 0; round < 80; round++) {
+    static char text[1 << 16];
+    int nbuf = 2 + (int)(RND() % 14), nk = 3 + (int)(RND() % 40);
+    int len = snprintf(text, sizeof text, "pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n");
+    for (int b = 0; b < nbuf; b++) {
+      unsigned size = 256 * (1 + RND() % 64);
+      const char *role = RND() % 4 ? "intermediate" : "input";
+      len += snprintf(text + len, sizeof text - (size_t)len, "buffer t%d size %u role %s;\n", b, size, role);
+    }
+    len += snprintf(text + len, sizeof text - (size_t)len, "graph g {\n");
+    int use[64][2];
+    bool sync[64];
+    for (int i = 0; i < nk; i++) {
+      sync[i] = RND() % 9 == 0;
+      use[i][0] = (int)(RND() % (unsigned)nbuf);
+      use[i][1] = (int)(RND() % (unsigned)nbuf);
+      if (sync[i]) len += snprintf(text + len, sizeof text - (size_t)len, " node n%d hostop op sync reason \"r\";\n", i);
+      else
+        len += snprintf(text + len, sizeof text - (size_t)len, " node n%d kernel k args [t%d, t%d];\n", i, use[i][0],
+                        use[i][1]);
+      if (i) len += snprintf(text + len, sizeof text - (size_t)len, " n%d -> n%d;\n", i - 1, i);
+    }
+    snprintf(text + len, sizeof text - (size_t)len, "}\n");
+    Parsed *kept = plan_as(text, NULL, 1000, false), *p = plan_as(text, NULL, 1000, true);
+    const PgGraph *g = p->prog->graphs.v[0];
+    ck_assert_uint_eq(g->nodes.n, (size_t)nk);
+    int pos[64];
+    for (size_t i = 0; i < g->nodes.n; i++) pos[atoi(g->nodes.v[i]->name + 1)] = (int)i;
+    for (int a = 0; a < nk; a++)
+      for (int b = a + 1; b < nk; b++) {
+        bool shared = !sync[a] && !sync[b] &&
+                      (use[a][0] == use[b][0] || use[a][0] == use[b][1] || use[a][1] == use[b][0] || use[a][1] == use[b][1]);
+        if (shared || sync[a] || sync[b])
+          ck_assert_msg(pos[a] < pos[b], "round %d: n%d and n%d changed order", round, a, b);
+      }
+    for (int i = 0; i < nk; i++)
+      if (pos[i] < i) { /* ran earlier: it frees an intermediate and makes none */
+        bool frees = false, makes = false;
+        for (int k = 0; k < 2; k++) {
+          int b = use[i][k];
+          const PgBuffer *B = p->prog->buffers.v[b];
+          if (B->role != PG_ROLE_INTERMEDIATE) continue;
+          int first = nk, last = -1;
+          for (int j = 0; j < nk; j++)
+            if (!sync[j] && (use[j][0] == b || use[j][1] == b)) first = first < j ? first : j, last = j;
+          frees |= last == i && first != i;
+          makes |= first == i;
+        }
+        ck_assert_msg(frees && !makes, "round %d: n%d moved up but is no freeing node", round, i);
+      }
+    ck_assert_uint_eq(p->prog->sched.live_before, kept->prog->mem.live_bytes);
+    ck_assert_uint_le(p->prog->mem.live_bytes, kept->prog->mem.live_bytes);
+    if (p->prog->sched.moved) ck_assert_uint_lt(p->prog->mem.live_bytes, kept->prog->mem.live_bytes);
+    else ck_assert_uint_eq(p->prog->mem.live_bytes, kept->prog->mem.live_bytes);
+    moved_total += (int)p->prog->sched.moved;
+    lowered += p->prog->mem.live_bytes < kept->prog->mem.live_bytes;
+    parsed_free(kept);
+    parsed_free(p);
+  }
+  ck_assert_int_gt(moved_total, 0); /* (the generator makes cases that move) */
+  ck_assert_int_gt(lowered, 5);
+#undef RND
+}
+END_TEST
+
 START_TEST(built_in_profile_is_the_shipped_h200_profile) {
   PgArena *a = pg_arena_new();
   PgDiag d = {.out = stderr};
@@ -943,6 +1129,10 @@ Suite *partition_suite(void) {
   tcase_add_test(t, built_in_profile_is_the_shipped_h200_profile);
   tcase_add_test(t, stage_collectives_one_end_names_and_limits);
   tcase_add_test(t, memplan_random_never_overlaps_live_buffers);
+  tcase_add_test(t, schedule_frees_gradients_early);
+  tcase_add_test(t, schedule_keeps_what_orders_a_node);
+  tcase_add_test(t, schedule_only_on_one_chain);
+  tcase_add_test(t, schedule_random_chains_hold_the_invariants);
   suite_add_tcase(s, t);
   return s;
 }
