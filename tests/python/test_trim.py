@@ -2,6 +2,7 @@
 use (slots.py), or else cut after the last allocation a node points into; what no node
 points into is not the program's (no GPU needed)."""
 import importlib
+import json
 from types import SimpleNamespace
 
 from pgcc.graphfile import node_refs
@@ -208,3 +209,55 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
     assert report["timed"] == "inferred" and report["split"] == {"t0": [8192, 2, 8192]}
     out, report = place([(2, 0)])  # a launch the clock missed
     assert report["timed"] == "inferred (1 launches seen for 2 nodes)" and report["split"]["t0"][1] == 2
+
+
+def split_analysis(tmp_path):
+    """An analysis whose region t0 was split into slots, as analyse() leaves it."""
+    t0, t1, ws, w = buffers()
+    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
+             {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 1}]
+    bufs = Bufs((t0, t1, w))
+    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
+    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
+    assert report["split"]
+    written = []
+    a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole,
+                        write_report=lambda: written.append(json.dumps(a.report["intermediates"], default=str)))
+    (tmp_path / "m.graph").write_text("split\n")
+    return a, nodes, written
+
+
+def layout(a, path, name):  # (a stand-in for export.graph_of: which layout it wrote)
+    with open(path, "w") as f:
+        f.write(" ".join(b["name"] for b in a.bufs.list) + "\n")
+
+
+def test_the_regions_are_kept_whole_where_pgcc_packs_them_smaller(tmp_path):
+    a, whole_nodes, written = split_analysis(tmp_path)
+    split_names = [b["name"] for b in a.bufs.list]
+    sizes = {"split\n": 3 << 20, "t0 t1 w_a\n": 2 << 20}
+    said = []
+    assert export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
+                                      arena=lambda g: sizes[open(g).read()])
+    assert (tmp_path / "m.graph").read_text() == "t0 t1 w_a\n" and not (tmp_path / "m.whole.graph").exists()
+    assert a.nodes == whole_nodes and [b["name"] for b in a.bufs.list] == ["t0", "t1", "w_a"]
+    rep = a.report["intermediates"]
+    assert rep["split"] == {} and set(rep["whole"]) == {"t0", "t1"} and written
+    assert "2097152 bytes with the regions whole, 3145728 with them split" in rep["whole"]["t0"] and said
+    # larger whole: the split stays, as it was
+    a, _, written = split_analysis(tmp_path)
+    before = (list(a.nodes), [b["name"] for b in a.bufs.list], dict(a.report["intermediates"]))
+    sizes = {"split\n": 2 << 20, "t0 t1 w_a\n": 3 << 20}
+    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
+                                          arena=lambda g: sizes[open(g).read()])
+    assert (tmp_path / "m.graph").read_text() == "split\n" and not (tmp_path / "m.whole.graph").exists()
+    assert (a.nodes, [b["name"] for b in a.bufs.list], a.report["intermediates"]) == before
+    assert [b["name"] for b in a.bufs.list] == split_names
+    assert all(b["size"] > 0 for b in a.bufs.list) and a.bufs.list[0]["size"] != 8704 + (1 << 20)
+    # pgcc does not read one of them: nothing changes
+    a, _, _ = split_analysis(tmp_path)
+    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout, arena=lambda g: None)
+    assert a.report["intermediates"]["split"]
+    # nothing split: nothing written
+    a.report["intermediates"] = {"split": {}, "whole": {}, "cut": {}}
+    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=None, arena=None)
