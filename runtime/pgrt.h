@@ -35,6 +35,12 @@
  * $XDG_CACHE_HOME/pgrt, else $HOME/.cache/pgrt; PGRT_CACHE=off compiles every time
  * and keeps nothing.
  *
+ * Kernels inside installed libraries (cuBLAS, cuDNN, PyTorch's own): init loads the
+ * fatbins the program names on up to 8 threads at once, each read in place from the
+ * library's mapped file (runtime/loaders.c); PGRT_LIBLOAD=serial loads them one by
+ * one, PGRT_LIBLOAD=serial,copy also lets the driver copy each first (how libpgrt did
+ * it before; bench/zoo.py compares the three).
+ *
  * Host reads: a program may copy device values into host buffers (pinned memory that
  * init allocates), synchronize, and go on with kernels that take what it read as
  * scalars (`.item()` in the PyTorch program it came from).  After every SYNC node
