@@ -164,17 +164,29 @@ def test_pgcc_packs_the_slots_of_a_region(tmp_path, pgcc_bin):
     assert arena(bufs, out).startswith("memory: arena 8.00 KiB for 3 intermediates")
 
 
-def test_whole_regions_undoes_the_split_and_the_cut():
+def split_analysis(tmp_path=None):
+    """An analysis whose region t0 was split into slots, as analyse() leaves it."""
     t0, t1, ws, w = buffers()
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
              {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 1}]
     bufs = Bufs((t0, t1, w))
     whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
     out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
-    assert report["split"] and [b["name"] for b in bufs.list] == ["t0_0", "t1_0", "w_a"]
+    assert report["split"]
     written = []
     a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole,
-                        write_report=lambda: written.append(1))
+                        write_report=lambda: written.append(json.dumps(a.report["intermediates"], default=str)))
+    if tmp_path is not None:
+        (tmp_path / "m.graph").write_text("split\n")
+    return a, nodes, written
+
+
+
+def test_whole_regions_undoes_the_split_and_the_cut():
+    a, nodes, written = split_analysis()
+    bufs = a.bufs
+    t0, t1, w = a.whole.bufs
+    assert [b["name"] for b in bufs.list] == ["t0_0", "t1_0", "w_a"]
     assert export.whole_regions(a, "verify m: output 0 differs")
     assert a.nodes == nodes and bufs.list == [t0, t1, w] and t0["size"] == 8704 + (1 << 20)
     assert a.report["intermediates"]["undone"] == "verify m: output 0 differs" and written
@@ -209,22 +221,6 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
     assert report["timed"] == "inferred" and report["split"] == {"t0": [8192, 2, 8192]}
     out, report = place([(2, 0)])  # a launch the clock missed
     assert report["timed"] == "inferred (1 launches seen for 2 nodes)" and report["split"]["t0"][1] == 2
-
-
-def split_analysis(tmp_path):
-    """An analysis whose region t0 was split into slots, as analyse() leaves it."""
-    t0, t1, ws, w = buffers()
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
-             {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 1}]
-    bufs = Bufs((t0, t1, w))
-    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
-    assert report["split"]
-    written = []
-    a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole,
-                        write_report=lambda: written.append(json.dumps(a.report["intermediates"], default=str)))
-    (tmp_path / "m.graph").write_text("split\n")
-    return a, nodes, written
 
 
 def layout(a, path, name):  # (a stand-in for export.graph_of: which layout it wrote)
