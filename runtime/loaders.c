@@ -236,10 +236,10 @@ pgrt_status pgrt_library_prefetch(pgrt_libset **set, const pgrt_program *pr) {
   if (cpus > 0 && want > cpus) want = (int)cpus;
   queue q = {jobs, n, 0};
   pthread_t tid[PREFETCH_THREADS];
-  while (started + 1 < want && pthread_create(&tid[started], NULL, worker, &q) == 0) started++;
-  worker(&q); /* this thread is one of them; where a thread could not start, it does more */
+  while (started < want && pthread_create(&tid[started], NULL, worker, &q) == 0) started++;
+  if (!started) worker(&q); /* no thread would start: this one loads them all */
   for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-  (*set)->threads = started + 1;
+  (*set)->threads = started;
   for (int j = 0; j < n; j++) /* (one that fails to load is the lookup's to report) */
     if (jobs[j].r == CUDA_SUCCESS && !keep(*set, jobs[j].file, jobs[j].off, jobs[j].lib)) cuLibraryUnload(jobs[j].lib);
   free(jobs);

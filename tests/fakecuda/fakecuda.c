@@ -37,8 +37,9 @@
  *   "fakecuda: " and why on stderr.  A kernel that touches memory nobody mapped stops
  *   the process, naming the kernel.
  * What it does not do: concurrency (nodes run one at a time, so only an order that a
- *   missing dependency allows can show, not a race), timing, PTX, fatbins, stream
- *   capture, libraries' kernels (cuBLAS, cuDNN), NCCL, the driver's DOT format
+ *   missing dependency allows can show, not a race), timing, PTX, compressed fatbin
+ *   entries (fatbins of plain cubins load: run.sh makes a library of them), stream
+ *   capture, the real libraries' kernels (cuBLAS, cuDNN), NCCL, the driver's DOT format
  *   (cuGraphDebugDotPrint writes nodes and edges only).  It proves nothing about a
  *   GPU: what runs here is libpgrt's host side and the generated C.
  */
@@ -65,8 +66,9 @@ struct CUctx_st {
   int device;
 };
 static struct CUctx_st the_ctx;
-static CUcontext current;
+static _Thread_local CUcontext current; /* per thread, as the driver's */
 static int initialized;
+static int loads_without_context; /* cuLibraryLoadData calls from a thread with no current context (atomic) */
 static CUresult sticky; /* a fault in a kernel: every later call returns it, as on a GPU */
 static int skip_unknown; /* FAKECUDA_KERNELS=skip: a kernel without a host version does nothing */
 static long skipped;     /* launches so skipped */
@@ -338,6 +340,8 @@ __attribute__((destructor)) static void fake_exit(void) {
     free(a->p), free(a);
   }
   if (skipped) fprintf(stderr, "fakecuda: %ld launches of kernels without a host version skipped (FAKECUDA_KERNELS=skip)\n", skipped);
+  if (loads_without_context)
+    fprintf(stderr, "fakecuda: %d libraries loaded on threads with no current context\n", loads_without_context);
   if (!n) return;
   fprintf(stderr, "fakecuda: at exit, %zu allocations (%zu bytes, device and pinned host) never freed\n", n, bytes);
   fflush(NULL);
@@ -630,6 +634,7 @@ struct CUkern_st {
 struct CUlib_st {
   unsigned char *image;
   size_t size;
+  int borrowed;     /* CU_LIBRARY_BINARY_IS_PRESERVED: image is the caller's, until the unload */
   struct CUkern_st *kernels;
   Global *globals;
   int nglobals;
@@ -757,22 +762,56 @@ static CUresult read_globals(const Elf *e, struct CUlib_st *lib) {
 }
 
 CUresult cuLibraryUnload(CUlibrary lib) {
-  NEED_CTX();
+  ENTER(); /* (context-independent, as cuLibraryLoadData) */
   if (!lib) return CUDA_ERROR_INVALID_HANDLE;
   for (struct CUkern_st *k = lib->kernels, *next; k; k = next) next = k->next, free(k->name), free(k);
   for (int g = 0; g < lib->nglobals; g++) free(lib->globals[g].name), free(lib->globals[g].at);
-  free(lib->globals), free(lib->image), free(lib);
+  /* the driver may read a preserved image until the unload: it must still be there */
+  int gone = lib->borrowed && memcmp(lib->image, "\177ELF", 4) != 0;
+  if (!lib->borrowed) free(lib->image);
+  free(lib->globals), free(lib);
+  if (gone) return refuse(CUDA_ERROR_INVALID_VALUE, "cuLibraryUnload", "the preserved image changed before its unload");
   return CUDA_SUCCESS;
 }
 
+/* The cubin for this device in a fatbin (a 16-byte header, then entries: kind u16, header
+ * size u32 at +4, payload size u64 at +8, SM version u32 at +28, flags u64 at +40), or
+ * NULL with *why set.  Compressed entries (flag 0x2000 or 0x8000) are not modelled. */
+static const unsigned char *fatbin_cubin(const unsigned char *b, const char **why) {
+  uint64_t end = le16(b + 6) + le64(b + 8);
+  *why = "no cubin for the device";
+  for (uint64_t e = le16(b + 6); e + 64 <= end; e += le32(b + e + 4) + le64(b + e + 8)) {
+    const unsigned char *h = b + e;
+    unsigned sm = le32(h + 28);
+    if (le32(h + 4) < 64) return *why = "an entry header under 64 bytes", NULL;
+    if (le16(h) != 2 || sm / 10 != FAKE_SM / 10 || sm % 10 > FAKE_SM % 10) continue;
+    if (le64(h + 40) & 0xa000) return *why = "a compressed cubin (not modelled)", NULL;
+    return h + le32(h + 4);
+  }
+  return NULL;
+}
+
+/* Context-independent, as the driver's: a thread with no current context may load (libpgrt
+ * loads libraries' fatbins on threads of its own).  Library options: only
+ * CU_LIBRARY_BINARY_IS_PRESERVED, which makes the image the caller's until the unload. */
 CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jo, void **jv, unsigned int njo,
                            CUlibraryOption *lo, void **lv, unsigned int nlo) {
-  NEED_CTX();
-  (void)jo, (void)jv, (void)lo, (void)lv;
-  if (!library || !code || njo || nlo) return CUDA_ERROR_INVALID_VALUE;
+  ENTER();
+  (void)jo, (void)jv;
+  if (!library || !code || njo) return CUDA_ERROR_INVALID_VALUE;
+  int preserved = 0;
+  for (unsigned i = 0; i < nlo; i++) {
+    if (!lo || lo[i] != CU_LIBRARY_BINARY_IS_PRESERVED) return CUDA_ERROR_INVALID_VALUE;
+    preserved = lv && lv[i] != NULL;
+  }
+  if (!current) __atomic_fetch_add(&loads_without_context, 1, __ATOMIC_RELAXED);
   const unsigned char *b = code;
+  if (le32(b) == 0xBA55ED50u) { /* a fatbin: its cubin for the device */
+    const char *why;
+    if (!(b = fatbin_cubin(b, &why))) return refuse(CUDA_ERROR_NO_BINARY_FOR_GPU, "cuLibraryLoadData", "a fatbin with %s", why);
+  }
   if (memcmp(b, "\177ELF", 4) != 0)
-    return refuse(CUDA_ERROR_NOT_SUPPORTED, "cuLibraryLoadData", "only cubins are modelled (not PTX or fatbins)");
+    return refuse(CUDA_ERROR_NOT_SUPPORTED, "cuLibraryLoadData", "only cubins and fatbins of cubins are modelled (not PTX)");
   unsigned arch = elf_arch(b, 64);
   if (arch / 10 != FAKE_SM / 10 || arch % 10 > FAKE_SM % 10)
     return refuse(CUDA_ERROR_NO_BINARY_FOR_GPU, "cuLibraryLoadData", "a cubin for sm_%u on an sm_%u device", arch,
@@ -780,8 +819,9 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
   struct CUlib_st *lib = calloc(1, sizeof *lib);
   if (!lib) return CUDA_ERROR_OUT_OF_MEMORY;
   lib->size = elf_size(b);
-  if (!(lib->image = malloc(lib->size))) return free(lib), CUDA_ERROR_OUT_OF_MEMORY;
-  memcpy(lib->image, b, lib->size);
+  if (preserved) lib->image = (unsigned char *)b, lib->borrowed = 1;
+  else if (!(lib->image = malloc(lib->size))) return free(lib), CUDA_ERROR_OUT_OF_MEMORY;
+  else memcpy(lib->image, b, lib->size);
   Elf e = {lib->image, lib->size, le64(b + 40), le16(b + 60), le16(b + 62)};
   if (e.shoff + 64 * (uint64_t)e.shnum > e.n || e.shstrndx >= e.shnum) {
     cuLibraryUnload(lib);

@@ -54,6 +54,35 @@ done
 # modules, compiled by the first run of each, and nothing else
 kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
 [ "$kept" -eq 8 ] || { echo "FAIL: libpgrt's cache holds $kept cubins, expected the 8 programs' modules"; exit 1; }
+# kernels inside an installed library (runtime/loaders.c), as cuBLAS's and PyTorch's are:
+# chain's cubin (as NVRTC compiled it above, from libpgrt's cache) in two fatbins of a library's .nv_fatbin
+# section (mklib.py), and chain.graph with its module that library, its first kernel
+# hinted in the first fatbin and the others in the second.  libpgrt loads both on
+# threads with no current context (the double counts them), reads them in place from
+# the mapped file (the double keeps the pointer); PGRT_LIBLOAD=serial, one by one.
+cached=$(grep -l scale_add "$PGRT_CACHE"/*.cubin | head -n 1) # (runtime/cache.c: magic, key length, key, length, cubin)
+python3 -c 'import struct, sys; d = open(sys.argv[1], "rb").read(); k, = struct.unpack_from("<Q", d, 8)
+c, = struct.unpack_from("<Q", d, 16 + k); open(sys.argv[2], "wb").write(d[24 + k:24 + k + c])' "$cached" "$F/chain.cubin"
+read -r off0 off1 <<<"$(python3 tests/fakecuda/mklib.py "$F/nv_fatbin" "$F/chain.cubin" "$F/chain.cubin")"
+echo 'int pgfake_library;' >"$F/library.c"
+gcc -shared -fPIC -Wl,-soname,libpgfake.so.1 "$F/library.c" -o "$F/libpgfake.so.1"
+objcopy --add-section .nv_fatbin="$F/nv_fatbin" "$F/libpgfake.so.1"
+sed -e 's/^pgcc 1;/pgcc 2;/' -e 's|^module kernels cuda file .*|module kernels library library "libpgfake.so.1";|' \
+  -e "s|^kernel mul symbol \"mul\" module kernels {|kernel mul symbol \"mul\" module kernels entry $off0 {|" \
+  -e "s|^\(kernel [a-z_]* symbol \"[a-z_]*\" module kernels\) {|\1 entry $off1 {|" \
+  tests/gpu/codegen/chain.graph >"$F/chainlib.graph"
+[ "$(grep -c " entry $off1 {" "$F/chainlib.graph")" -ge 2 ] || { echo "FAIL: chainlib.graph: kernels not hinted"; exit 1; }
+"$B/pgcc" --name=chain "$F/chainlib.graph" -o "$F/chainlib.c"
+gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/codegen/chain_main.c "$F/chainlib.c" "$B/libpgrt.a" \
+  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/chainlib"
+label="chain, its kernels in a library's two fatbins, loaded on threads"; run "$F/chainlib" "$F/out"
+grep -q "^libraries: 2 fatbins, 2 threads loading them" "$F/run.log" &&
+  grep -q "^fakecuda: 2 libraries loaded on threads with no current context" "$F/run.log" ||
+  { cat "$F/run.log"; echo "FAIL: chainlib: its two fatbins were not loaded on two threads"; exit 1; }
+label="chain, its kernels in a library's two fatbins, PGRT_LIBLOAD=serial"; PGRT_LIBLOAD=serial run "$F/chainlib" "$F/out"
+grep -q "^libraries: 2 fatbins, 0 threads loading them" "$F/run.log" && ! grep -q "on threads with no current" "$F/run.log" ||
+  { cat "$F/run.log"; echo "FAIL: chainlib, PGRT_LIBLOAD=serial: the fatbins were not loaded one by one"; exit 1; }
 label="relocs, PGRT_UPDATE=host"; PGRT_UPDATE=host run "$F/relocs" "$F/out/host"
 label="buckets as a switch"; PGRT_BUCKETS=switch run "$F/buckets" "$F/out"
 label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE=device run "$F/buckets" "$F/out/device"
@@ -110,4 +139,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: 8 code-generation test programs, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: 8 code-generation test programs, chain from a library's fatbins, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"

@@ -42,6 +42,8 @@ int main(int argc, char **argv) {
   pgrt_last_init(pc, &is); /* run_codegen.sh reads this line: which way libpgrt's own kernels came */
   printf("init: %.1f ms, own kernels %.1f ms: prebuilt %d, nvrtc %d, cached %d\n", is.total_ns / 1e6, is.own_ns / 1e6,
          is.prebuilt, is.nvrtc_compiles, is.cache_hits);
+  printf("libraries: %d fatbins, %d threads loading them, %lld bytes\n", is.library_fatbins, is.library_threads,
+         is.library_bytes);
 
   double worst = 0;
   int failed = 0;
