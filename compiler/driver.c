@@ -37,6 +37,7 @@ typedef struct {
   double calls;
   bool time_passes;
   bool device_update; /* --device-update: the cost model may choose device-side patching */
+  bool keep_order;    /* --keep-order: no schedule pass */
   const char *name; /* --name: the generated API's prefix */
   const char *modules[64]; /* --module: code to find kernels in by name */
   int nmodules;
@@ -81,6 +82,8 @@ static const char usage_text[] =
     "  --calls=N          calls to spread graph instantiation over (default 1000)\n"
     "  --device-update    let the cost model patch regions on the device where that\n"
     "                     saves host time (it costs GPU time on every replay)\n"
+    "  --keep-order       run the root graph's nodes in the order captured (by default\n"
+    "                     a node that frees memory and makes none runs as soon as it can)\n"
     "  --stats            print 'nodes=N edges=E graphs=G kernels=K ' (and 'dims=D ')\n"
     "  --max-errors=N     stop after N errors (default 20; 0: no limit)\n"
     "  --time-passes      print the time each pass takes\n"
@@ -107,6 +110,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       {"name", required_argument, 0, 'n'},   {"module", required_argument, 0, 'M'},
       {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
       {"arch", required_argument, 0, 'a'},     {"device-update", no_argument, 0, 'D'},
+      {"keep-order", no_argument, 0, 'K'},
       {0, 0, 0, 0},
   };
   *o = (Options){.max_errors = 20, .calls = 1000};
@@ -136,6 +140,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       break;
     case 't': o->time_passes = true; break;
     case 'D': o->device_update = true; break;
+    case 'K': o->keep_order = true; break;
     case 'M':
       if (o->nmodules == 64) return usage_error(err, "more than 64 --module files (at '%s')", optarg);
       o->modules[o->nmodules++] = optarg;
@@ -355,7 +360,8 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   mark(&t, "stage");
   pg_classify(p);
   mark(&t, "classify");
-  pg_schedule(p);
+  if (o.keep_order) p->sched.why_not = "--keep-order";
+  else pg_schedule(p);
   mark(&t, "schedule");
   if (pg_verify(p, &diag) > 0) PG_BUG("schedule broke the program");
   mark(&t, "verify");

@@ -408,7 +408,7 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   fprintf(f, "},\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
           (unsigned long long)p->mem.sum_bytes, (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
   fprintf(f, ",\n  \"schedule\": {\"moved\": %zu, \"live_bytes_captured\": %llu, \"why_not\": ", p->sched.moved,
-          (unsigned long long)p->sched.live_before);
+          (unsigned long long)(p->sched.moved ? p->sched.live_before : p->mem.live_bytes)); /* (nothing moved: the same) */
   if (p->sched.why_not) jstr(f, p->sched.why_not);
   else fputs("null", f);
   fputc('}', f);

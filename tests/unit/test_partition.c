@@ -1014,6 +1014,29 @@ START_TEST(schedule_only_on_one_chain) {
 }
 END_TEST
 
+START_TEST(schedule_on_the_command_line) {
+  Run r = run_pgcc("--report=json", "tests/partition/grads.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"arena_bytes\": 1048576,"));
+  ck_assert_ptr_nonnull(strstr(r.out, "\"schedule\": {\"moved\": 2, \"live_bytes_captured\": 3145728, \"why_not\": null}"));
+  run_free(&r);
+  r = run_pgcc("--report", "tests/partition/grads.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "order: 2 nodes moved up to free intermediates sooner (3.00 MiB live at once"));
+  run_free(&r);
+  r = run_pgcc("--report=json", "--keep-order", "tests/partition/grads.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"arena_bytes\": 3145728,"));
+  ck_assert_ptr_nonnull(strstr(r.out, "\"schedule\": {\"moved\": 0, \"live_bytes_captured\": 3145728, \"why_not\": \"--keep-order\"}"));
+  run_free(&r);
+  r = run_pgcc("--emit=graph", "tests/partition/grads.graph", NULL); /* the new order, written */
+  ck_assert_int_eq(r.status, 0);
+  const char *m1 = strstr(r.out, "node m1 "), *a0 = strstr(r.out, "node a0 ");
+  ck_assert(m1 && a0 && a0 < m1);
+  ck_assert_ptr_nonnull(strstr(r.out, "m0 -> a0;"));
+  run_free(&r);
+}
+END_TEST
+
 /* Random chains of kernels over intermediates and inputs, host synchronizations among
  * them: scheduled, every buffer's users keep their order, every synchronization the
  * nodes before it, only freeing nodes run earlier, and the floor never rises (and is
@@ -1132,6 +1155,7 @@ Suite *partition_suite(void) {
   tcase_add_test(t, schedule_frees_gradients_early);
   tcase_add_test(t, schedule_keeps_what_orders_a_node);
   tcase_add_test(t, schedule_only_on_one_chain);
+  tcase_add_test(t, schedule_on_the_command_line);
   tcase_add_test(t, schedule_random_chains_hold_the_invariants);
   suite_add_tcase(s, t);
   return s;
