@@ -66,9 +66,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 HOST_CALLS = 8  # host time: calls per timing, from an idle GPU (well inside the launch queue)
 WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc", "pgcc, full edges")
 INIT_ROUNDS = 3
-INIT_WAYS = {  # pgcc's init: way -> (environment, libpgrt's cache of compiled cubins: a new one, or the cold's)
-    "cold": ({}, "new"),
-    "warm": ({}, "cold"),  # what the cold init kept there
+INIT_WAYS = {  # pgcc's init, in this order: way -> (environment, libpgrt's cache of compiled cubins: "cold", the
+    # round's cache that the cold init starts empty; "new", an empty one of the way's own)
+    "cold": ({}, "cold"),  # the round's cold cache, empty
+    "warm": ({}, "cold"),  # the same, with what the cold init kept there
     "serial": ({"PGRT_LIBLOAD": "serial"}, "new"),  # the libraries' fatbins loaded one by one, with their kernels
     "copied": ({"PGRT_LIBLOAD": "serial,copy"}, "new"),  # and each copied by the driver first: libpgrt until now
     "unbuilt": ({"PGRT_PREBUILT": "off"}, "new"),  # libpgrt's own kernels compiled by NVRTC, not its build's cubins
@@ -139,19 +140,18 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
         # program is the one timed below
         p, inits = None, {w: [] for w in INIT_WAYS}
         for _ in range(INIT_ROUNDS):
-            cold_cache = None
+            cold = tempfile.mkdtemp(prefix="pgrt-cache-")
             for way, (env, cache_of) in INIT_WAYS.items():
-                cache = cold_cache if cache_of == "cold" else tempfile.mkdtemp(prefix="pgrt-cache-")
-                cold_cache = cache if way == "cold" else cold_cache
+                cache = cold if cache_of == "cold" else tempfile.mkdtemp(prefix="pgrt-cache-")
                 q = load_with(pgcc, exp, dict(env, PGRT_CACHE=cache))
                 inits[way].append((q.init_s * 1e3, q.init_stats()))
                 if p is None:
                     p = q
                 else:
                     q.close()
-                if cache_of != "cold" and way != "cold":
+                if cache != cold:
                     shutil.rmtree(cache, ignore_errors=True)
-            shutil.rmtree(cold_cache, ignore_errors=True)
+            shutil.rmtree(cold, ignore_errors=True)
         for way, got in inits.items():
             ms = [m for m, _ in got]
             name = "pgcc_init" if way == "cold" else f"pgcc_init_{way}"

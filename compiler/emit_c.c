@@ -1308,7 +1308,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       fprintf(f, ".kind = PGRT_BUF_WEIGHT, .slot = %d}, /* weight */\n", weights++);
     else if (b->role == PG_ROLE_HOST)
       fprintf(f, ".kind = PGRT_BUF_HOST, .slot = %d}, /* host: pinned, allocated by libpgrt */\n", hosts++);
-    else if (b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE)
+    else if (pg_in_arena(b))
       fprintf(f, ".kind = PGRT_BUF_ARENA, .offset = %" PRIu64 "}, /* %s */\n", b->offset, pg_role_names[b->role]);
     else
       fprintf(f, ".kind = PGRT_BUF_BOUND, .slot = %d}, /* %s, bound per call */\n", bound++, pg_role_names[b->role]);

@@ -72,6 +72,34 @@ bool pg_per_call(const PgBuffer *b) {
          b->role != PG_ROLE_HOST;
 }
 
+bool pg_in_arena(const PgBuffer *b) { return b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE; }
+
+static void args_uses(const PgArgs *args, PgUseFn *fn, void *ctx) {
+  for (size_t i = 0; i < args->n; i++) {
+    if (args->v[i].kind == PG_ARG_PTR) fn(ctx, args->v[i].ptr.buf);
+    if (args->v[i].kind == PG_ARG_BYTES)
+      for (size_t k = 0; k < args->v[i].ptrs.n; k++) fn(ctx, args->v[i].ptrs.v[k].buf);
+  }
+}
+
+void pg_node_uses(const PgNode *n, PgUseFn *fn, void *ctx) {
+  switch (n->kind) {
+  case PG_KERNEL: args_uses(&n->u.kernel.args, fn, ctx); break;
+  case PG_LIBCALL:
+    args_uses(&n->u.libcall.args, fn, ctx);
+    if (n->u.libcall.coll) fn(ctx, n->u.libcall.coll->send.buf), fn(ctx, n->u.libcall.coll->recv.buf);
+    break;
+  case PG_MEMCPY:
+    fn(ctx, n->u.memcpy.src.buf);
+    fn(ctx, n->u.memcpy.dst.buf);
+    break;
+  case PG_MEMSET: fn(ctx, n->u.memset.dst.buf); break;
+  case PG_MEM_ALLOC:
+  case PG_MEM_FREE: fn(ctx, n->u.mem.buf); break;
+  default: break;
+  }
+}
+
 PgProgram *pg_program_new(PgArena *a) {
   PgProgram *p = pg_arena_alloc(a, sizeof *p);
   p->arena = a;

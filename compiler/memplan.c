@@ -61,10 +61,8 @@ typedef struct {
   uint64_t pools;
 } Walk;
 
-static bool plannable(const PgBuffer *b) { return b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE; }
-
 static void use(Walk *w, PgBuffer *b) {
-  if (!b || !plannable(b)) return;
+  if (!b || !pg_in_arena(b)) return;
   Life *l = pg_map_get(w->lives, b->name);
   if (!l->used || w->lo < l->lo) l->lo = w->lo;
   if (!l->used || w->hi > l->hi) l->hi = w->hi;
@@ -75,35 +73,6 @@ static void use(Walk *w, PgBuffer *b) {
       l->pooled_in = w->region + 1;
       w->pools += b->size;
     }
-  }
-}
-
-/* The buffers node n itself uses (not its bodies'), each passed to fn. */
-typedef void UseFn(void *ctx, PgBuffer *b);
-
-static void args_uses(const PgArgs *args, UseFn *fn, void *ctx) {
-  for (size_t i = 0; i < args->n; i++) {
-    if (args->v[i].kind == PG_ARG_PTR) fn(ctx, args->v[i].ptr.buf);
-    if (args->v[i].kind == PG_ARG_BYTES)
-      for (size_t k = 0; k < args->v[i].ptrs.n; k++) fn(ctx, args->v[i].ptrs.v[k].buf);
-  }
-}
-
-static void node_uses(const PgNode *n, UseFn *fn, void *ctx) {
-  switch (n->kind) {
-  case PG_KERNEL: args_uses(&n->u.kernel.args, fn, ctx); break;
-  case PG_LIBCALL:
-    args_uses(&n->u.libcall.args, fn, ctx);
-    if (n->u.libcall.coll) fn(ctx, n->u.libcall.coll->send.buf), fn(ctx, n->u.libcall.coll->recv.buf);
-    break;
-  case PG_MEMCPY:
-    fn(ctx, n->u.memcpy.src.buf);
-    fn(ctx, n->u.memcpy.dst.buf);
-    break;
-  case PG_MEMSET: fn(ctx, n->u.memset.dst.buf); break;
-  case PG_MEM_ALLOC:
-  case PG_MEM_FREE: fn(ctx, n->u.mem.buf); break;
-  default: break;
   }
 }
 
@@ -127,7 +96,7 @@ static void use_bodies(Walk *w, const PgNode *n, size_t at) {
 }
 
 static void use_node(Walk *w, const PgNode *n) {
-  node_uses(n, use_cb, w);
+  pg_node_uses(n, use_cb, w);
   if (n->kind == PG_CHILD) use_graph(w, n->u.child.body);
   if (n->kind == PG_CONDITIONAL)
     for (size_t b = 0; b < n->u.cond.bodies.n; b++) use_graph(w, n->u.cond.bodies.v[b]);
@@ -584,7 +553,7 @@ uint64_t pg_memplan_reach(const PgProgram *p, const PgNode *c, size_t body) {
     for (size_t i = 0; i < p->graphs.v[gi]->nodes.n; i++) {
       const PgNode *n = p->graphs.v[gi]->nodes.v[i];
       int b = body_of(c, n);
-      if (b < 0 || (size_t)b == body) node_uses(n, reach_cb, &top);
+      if (b < 0 || (size_t)b == body) pg_node_uses(n, reach_cb, &top);
     }
   return top;
 }

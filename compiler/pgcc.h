@@ -713,6 +713,14 @@ bool pg_is_hostop(const PgNode *n, const char *op);
  * weight, not in the arena (intermediate, workspace), not a host buffer (libpgrt's own
  * pinned memory).  Roles input, output and unknown. */
 bool pg_per_call(const PgBuffer *b);
+/* A buffer the memory plan places in the arena: roles intermediate and workspace. */
+bool pg_in_arena(const PgBuffer *b);
+/* The buffers node n itself uses (not its bodies'), each passed to fn: every pointer
+ * argument's, a by-value struct's relocations', a copy's two ends, a memset's, an
+ * allocation's, a collective's send and recv.  A buffer may come more than once;
+ * NULL for a null pointer. */
+typedef void PgUseFn(void *ctx, PgBuffer *b);
+void pg_node_uses(const PgNode *n, PgUseFn *fn, void *ctx);
 bool pg_type_from_name(const char *name, PgType *out);
 const char *pg_ident(PgArena *a, const char *prefix, const char *s); /* a safe identifier */
 

@@ -35,8 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool plannable(const PgBuffer *b) { return b && (b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE); }
-
 /* ---- what a node touches ---- */
 
 typedef struct {
@@ -52,9 +50,17 @@ typedef struct {
   PgMap *ids;     /* buffer name -> 1 + its index in p->buffers */
 } Ctx;
 
-static void add(const Ctx *c, Bufs *s, const PgBuffer *b) {
+typedef struct {
+  const Ctx *c;
+  Bufs *s;
+} Adding;
+
+/* Adds b's index to the set (once). */
+static void add(void *arg, PgBuffer *b) {
+  const Adding *a = arg;
   if (!b) return;
-  size_t id = (size_t)(uintptr_t)pg_map_get(c->ids, b->name) - 1;
+  size_t id = (size_t)(uintptr_t)pg_map_get(a->c->ids, b->name) - 1;
+  Bufs *s = a->s;
   for (size_t i = 0; i < s->n; i++)
     if (s->v[i] == id) return;
   if (s->n == s->cap) {
@@ -65,35 +71,14 @@ static void add(const Ctx *c, Bufs *s, const PgBuffer *b) {
   s->v[s->n++] = id;
 }
 
-static void args_touch(const Ctx *c, const PgArgs *a, Bufs *s) {
-  for (size_t i = 0; i < a->n; i++) {
-    if (a->v[i].kind == PG_ARG_PTR) add(c, s, a->v[i].ptr.buf);
-    if (a->v[i].kind == PG_ARG_BYTES)
-      for (size_t k = 0; k < a->v[i].ptrs.n; k++) add(c, s, a->v[i].ptrs.v[k].buf);
-  }
-}
-
 /* Every buffer a node or its bodies use. */
 static void touches(const Ctx *c, const PgNode *n, Bufs *s) {
-  switch (n->kind) {
-  case PG_KERNEL: args_touch(c, &n->u.kernel.args, s); break;
-  case PG_LIBCALL:
-    args_touch(c, &n->u.libcall.args, s);
-    if (n->u.libcall.coll) add(c, s, n->u.libcall.coll->send.buf), add(c, s, n->u.libcall.coll->recv.buf);
-    break;
-  case PG_MEMCPY: add(c, s, n->u.memcpy.src.buf), add(c, s, n->u.memcpy.dst.buf); break;
-  case PG_MEMSET: add(c, s, n->u.memset.dst.buf); break;
-  case PG_MEM_ALLOC:
-  case PG_MEM_FREE: add(c, s, n->u.mem.buf); break;
-  case PG_CHILD:
+  pg_node_uses(n, add, &(Adding){c, s});
+  if (n->kind == PG_CHILD)
     for (size_t i = 0; i < n->u.child.body->nodes.n; i++) touches(c, n->u.child.body->nodes.v[i], s);
-    break;
-  case PG_CONDITIONAL:
+  if (n->kind == PG_CONDITIONAL)
     for (size_t b = 0; b < n->u.cond.bodies.n; b++)
       for (size_t i = 0; i < n->u.cond.bodies.v[b]->nodes.n; i++) touches(c, n->u.cond.bodies.v[b]->nodes.v[i], s);
-    break;
-  default: break;
-  }
 }
 
 /* A node that may move: its memory is the buffers its arguments name, and nothing
@@ -139,7 +124,7 @@ static uint64_t peak(const Ctx *c, PgNode *const *order) {
   if (!r || !delta) PG_BUG("out of memory");
   ranges(c, order, r);
   for (size_t b = 0; b < c->p->buffers.n; b++)
-    if (r[b].used && plannable(c->p->buffers.v[b])) {
+    if (r[b].used && pg_in_arena(c->p->buffers.v[b])) {
       delta[r[b].first] += (int64_t)c->p->buffers.v[b]->size;
       delta[r[b].last + 1] -= (int64_t)c->p->buffers.v[b]->size;
     }
@@ -169,6 +154,11 @@ static void depend(Succs *after, size_t *waits, size_t from, size_t to) {
   }
   s->v[s->n++] = to;
   waits[to]++;
+}
+
+static int descending(const void *x, const void *y) {
+  size_t a = *(const size_t *)x, b = *(const size_t *)y;
+  return a < b ? 1 : a > b ? -1 : 0;
 }
 
 /* Why the root graph cannot be reordered, or NULL. */
@@ -207,7 +197,7 @@ void pg_schedule(PgProgram *p) {
     for (size_t k = 0; k < c.uses[i].n; k++) {
       const PgBuffer *b = p->buffers.v[c.uses[i].v[k]];
       const Range *x = &r[c.uses[i].v[k]];
-      if (!plannable(b)) continue;
+      if (!pg_in_arena(b)) continue;
       frees |= x->last == i && x->first != i;
       makes |= x->first == i;
     }
@@ -258,12 +248,7 @@ void pg_schedule(PgProgram *p) {
         size_t v = after[u].v[s];
         if (--waits[v] == 0 && freeing[v] && v > i) stack[on++] = v;
       }
-      for (size_t a = mark; a < on; a++) /* descending: the top of the stack is the lowest (few at a time) */
-        for (size_t b = a + 1; b < on; b++)
-          if (stack[b] > stack[a]) {
-            size_t t = stack[a];
-            stack[a] = stack[b], stack[b] = t;
-          }
+      qsort(stack + mark, on - mark, sizeof *stack, descending); /* the top of the stack: the lowest */
     }
   }
   if (k != c.n) PG_BUG("schedule: %zu of %zu nodes placed", k, c.n);

@@ -25,11 +25,11 @@
 #include "st_header.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -58,7 +58,7 @@ struct pgrt_libset {
   int nfiles;
   loaded *fatbins;
   int nfatbins, capfatbins;
-  int threads;        /* the most fatbins pgrt_library_prefetch loaded at once */
+  int threads;        /* the threads pgrt_library_prefetch loaded fatbins on (0: none) */
   size_t bytes;       /* the loaded fatbins' sizes, as the libraries hold them */
 };
 
