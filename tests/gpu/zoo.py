@@ -67,8 +67,9 @@ def child(key, out_dir):
 def memory(pgcc, res, export_dir, name):
     """The export's arena (bytes), and what became of capture A's regions
     (export.place_intermediates): split into how many slots, of how many bytes against
-    the regions' own, which were kept whole and why, and whether a failed verification
-    undid it all."""
+    the regions' own, which were kept whole and why, whether a failed verification
+    undid it all, and where the nodes were placed in the allocator's trace from (seen or
+    inferred)."""
     done = (res.report or {}).get("intermediates") or {}
     # (after an undone split, the program verified is the one built apart: the first is loaded)
     p = pgcc.load(export_dir, name=name, build_dir=os.path.join(export_dir, "build-whole") if done.get("undone") else None)
@@ -88,7 +89,7 @@ def memory(pgcc, res, export_dir, name):
             "regions_split": len(split), "slots": sum(x[1] for x in split.values()),
             "region_bytes": sum(x[0] for x in split.values()), "slot_bytes": sum(x[2] for x in split.values()),
             "regions_whole": done.get("whole", {}), "regions_cut": done.get("cut", {}),
-            "regions_undone": done.get("undone")}
+            "regions_undone": done.get("undone"), "regions_timed": done.get("timed")}
 
 
 def node_kinds(path):
@@ -164,7 +165,8 @@ def run_one(run, args, root_out):
               f"{rec.get('placement')}; {rec.get('moved')} nodes moved up, floor as captured "
               f"{rec.get('live_bytes_captured')}); {rec['regions_split']} regions ({rec['region_bytes']} "
               f"bytes) split into {rec['slots']} slots ({rec['slot_bytes']} bytes); whole: "
-              f"{json.dumps(rec['regions_whole'])[:300]}; cut: {json.dumps(rec['regions_cut'])[:200]}"
+              f"{json.dumps(rec['regions_whole'])[:300]}; cut: {json.dumps(rec['regions_cut'])[:200]}; "
+              f"nodes timed: {rec.get('regions_timed')}"
               + (f"; UNDONE: {rec['regions_undone'][:300]}" if rec["regions_undone"] else ""), flush=True)
     if "diagnosis" in rec:
         print(f"         diagnosis: {json.dumps(rec['diagnosis'])[:1500]}", flush=True)
