@@ -32,7 +32,8 @@ class Capture:
         (hostreads.flipped), to take the other side of a branch.  watch: a ModuleWatch,
         whose node_clock then counts the allocator's allocations and frees as each node's
         launch begins (node_clock: where each node came in the allocator's trace, for
-        slots.py; None without it, or for a capture in stretches)."""
+        slots.py; None without it, or for a capture in stretches; node_clock_kinds: the
+        kind of node each of those calls made)."""
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
         self.segments, self.reads, self.stream = [self.graph], [], None
         torch.cuda.synchronize()
@@ -57,7 +58,8 @@ class Capture:
         # (address, size), in the order made
         self.trace = record_allocations(torch, False) if traced else None
         self.allocs = None if self.trace is None else [(a, s) for act, a, s in self.trace if act == "alloc"]
-        self.node_clock = None if seen is None else [(a - at_start[0], f - at_start[1]) for a, f in seen]
+        self.node_clock = None if seen is None else [(a - at_start[0], f - at_start[1]) for (a, f), _ in seen]
+        self.node_clock_kinds = None if seen is None else [kind for _, kind in seen]
         self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         self.inputs = inputs
         self.snapshot = torch.cuda.memory_snapshot()

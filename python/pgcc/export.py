@@ -34,8 +34,8 @@ from . import slots
 from .graphfile import ident, map_places, node_buffers, node_refs, write_graph
 from .hostreads import HostReads, perturbed
 from .hostvalues import flows, same_path
-from .kernels import (ModuleWatch, cache_roots, find_in_images, find_in_libraries, same_kernel, triton_cubins,
-                      triton_images)
+from .kernels import (CALL_NODE_KINDS, ModuleWatch, cache_roots, find_in_images, find_in_libraries, same_kernel,
+                      triton_cubins, triton_images)
 from .progress import Progress
 from .relocate import Allocations, Buffers, Relocator, used_extent
 from .replay import Replayer, prove_irrelevant, scratch_blocks
@@ -1082,14 +1082,21 @@ def _split_regions(bufs, nodes, capA, regions):
     uses = [[(id(b), off, width) for b, off, width in node_refs(nodes[k]) if id(b) in regions] for k in timed]
     # when each node was captured, where capture A saw it (Capture.node_clock): by chain position
     seen = slots.clock_times(capA.trace, getattr(capA, "node_clock", None))
+    by_rank = seen
+    if seen is not None and len(seen) != len(order):  # (calls that made no node, or nodes no call made)
+        kinds = [NODE_NAMES.get(capA.nodes[i]["type"]) for i in order]
+        by_rank = slots.matched_times(seen, getattr(capA, "node_clock_kinds", None),
+                                      [k if k in CALL_NODE_KINDS else None for k in kinds])
     times = None
-    if seen is not None and len(seen) == len(order):
-        times = [seen[rank[nodes[k]["index"]]] if nodes[k]["index"] in rank else None for k in timed]
+    if by_rank is not None:
+        times = [by_rank[rank[nodes[k]["index"]]] if nodes[k]["index"] in rank else None for k in timed]
     found, at, whole, how = slots.split({key: (b["ranges"][0], b["size"]) for key, b in regions.items()},
                                         slots.lifetimes(capA.trace), uses, len(capA.trace),
                                         [nodes[k]["index"] for k in timed], times)
-    if seen is not None and times is None:
-        how += f" ({len(seen)} launches seen for {len(order)} nodes)"
+    if seen is not None and len(seen) != len(order):
+        how += (f" for {sum(t is not None for t in by_rank)} of {len(order)} nodes ({len(seen)} node-making calls "
+                f"seen, matched by kind)" if by_rank is not None and how == "seen" else
+                f" ({len(seen)} launches seen for {len(order)} nodes)")
     made = {}
     for key, parts in found.items():
         b = regions[key]

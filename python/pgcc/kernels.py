@@ -278,12 +278,21 @@ CBID_KERNEL_GET_FUNCTION = 683  # (CUfunction *, CUkernel)
 CBID_CTX_SYNCHRONIZE = (17, 800)  # cuCtxSynchronize, ..._v2: where ModuleWatch.close detaches CUPTI
 
 
-def makes_node(name):
-    """Whether a driver call of this name (a CUPTI callback's functionName) makes a graph
-    node when the stream it runs on is being captured: a kernel's launch, a host
-    function's, an asynchronous memset or copy."""
-    return name.startswith(("cuLaunchKernel", "cuLaunchCooperativeKernel", "cuLaunchHostFunc")) or (
-        name.startswith(("cuMemset", "cuMemcpy")) and "Async" in name)
+CALL_NODE_KINDS = ("kernel", "host", "memset", "memcpy")  # the kinds of node node_made_by gives
+
+
+def node_made_by(name):
+    """The kind of graph node a driver call of this name (a CUPTI callback's functionName)
+    makes when the stream it runs on is being captured, as cuda.NODE_NAMES names it: a
+    kernel's launch "kernel", a host function's "host", an asynchronous memset or copy
+    "memset" or "memcpy"; None for a call that makes none."""
+    if name.startswith(("cuLaunchKernel", "cuLaunchCooperativeKernel")):
+        return "kernel"
+    if name.startswith("cuLaunchHostFunc"):
+        return "host"
+    if "Async" in name:
+        return "memset" if name.startswith("cuMemset") else "memcpy" if name.startswith("cuMemcpy") else None
+    return None
 
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1  # what nvcc's registration passes: magic, version, the fatbin's address
@@ -411,7 +420,8 @@ class ModuleWatch:
     @contextlib.contextmanager
     def node_clock(self, clock):
         """While in it, clock() is read as each driver call that makes a graph node begins
-        (makes_node), and kept, in order, for the calls that succeed: the list it yields.
+        (node_made_by), and kept with the kind of node, in order, for the calls that
+        succeed: the list of (clock, kind) it yields.
         Capture A reads the caching allocator's counts so (Capture.node_clock), to place
         each node in the allocator's trace.  Works while paused."""
         self._clock, self._clocked, self._pending = clock, [], None
@@ -426,10 +436,11 @@ class ModuleWatch:
                     self.lib.cuptiEnableCallback(1, self.sub, DOMAIN_DRIVER_API, cbid)
 
     def _tick(self, cd):
-        if not cd.functionName or not makes_node(cd.functionName.decode()):
+        kind = node_made_by(cd.functionName.decode()) if cd.functionName else None
+        if kind is None:
             return
         if cd.site == 0:
-            self._pending = self._clock()
+            self._pending = self._clock(), kind
         elif self._pending is not None:
             if not cd.result or C.cast(cd.result, C.POINTER(C.c_int))[0] == 0:
                 self._clocked.append(self._pending)

@@ -12,7 +12,9 @@ node points at is then in the allocation that held it when the node was captured
 When a node was captured, the trace does not say.  Where a ModuleWatch was there,
 capture A counted the allocator's allocations and frees as each node's launch began
 (Capture.node_clock): that is the node's place in the trace (clock_times), and each of
-its places is the allocation live there, one slot per allocation.  Otherwise the order
+its places is the allocation live there, one slot per allocation.  Where it saw more
+calls than the capture has nodes (a call that made none), the nodes are matched to the
+calls by kind, and a node takes the time every matching gives it (matched_times).  Otherwise the order
 of a capture that is one chain tells what it can: the nodes were captured in the
 chain's order and the trace's events come in the host's order, so node k was captured
 after t_k of the events, t_1 <= t_2 <= ..., with every place it points at in an
@@ -80,6 +82,40 @@ def clock_times(trace, clocks):
         first.setdefault((a, f), i + 1)
     out = [first.get(tuple(c)) for c in clocks]
     return None if None in out else out
+
+
+def matched_times(seen, seen_kinds, kinds):
+    """The times of the nodes of a chain where capture A saw more node-making calls than
+    the chain has nodes (a call that made no node: seen in the zoo, which calls was not
+    found).  seen: the calls' clock_times, in order; seen_kinds: the kind of node each
+    makes (node_made_by); kinds: each node's, in the chain's order (None for a node no
+    such call makes: an event's record or wait).  Every node made by a call is one of the
+    calls seen, in order and kind for kind: matched as early as that allows and as late,
+    a node lies between the two calls, and the times seen never fall, so where both
+    calls' times agree every matching gives the node that time.  Returns each node's
+    time, None where matchings disagree (split() bounds those by their neighbours, as it
+    does without times), or None where no matching exists."""
+    if seen is None or seen_kinds is None or len(seen) != len(seen_kinds):
+        return None
+    made = [k for k, kind in enumerate(kinds) if kind is not None]
+
+    def match(ks, calls):  # each node of ks, in order, to the first call of its kind after the last one's
+        out, it = [], iter(calls)
+        for k in ks:
+            j = next((j for j in it if seen_kinds[j] == kinds[k]), None)
+            if j is None:
+                return None
+            out.append(j)
+        return out
+    early = match(made, range(len(seen)))
+    late = match(made[::-1], range(len(seen) - 1, -1, -1))
+    if early is None or late is None:
+        return None
+    out = [None] * len(kinds)
+    for k, a, b in zip(made, early, late[::-1]):
+        if seen[a] == seen[b]:
+            out[k] = seen[a]
+    return out
 
 
 def chain_order(n, edges):

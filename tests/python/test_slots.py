@@ -1,6 +1,6 @@
 """slots.py: capture regions split into the allocations the nodes use, from the
 allocator's trace and the capture's order (no GPU needed)."""
-from pgcc.slots import chain_order, clock_times, lifetimes, split, up
+from pgcc.slots import chain_order, clock_times, lifetimes, matched_times, split, up
 
 BASE = 0x7F0000000000
 R = "r"  # the one region's key
@@ -213,3 +213,46 @@ def test_an_inductor_like_chain_is_one_slot_per_allocation_only_with_the_times_s
     assert how == "inferred" and whole == {} and len(slots[R]) == 49
     slots, at, whole, how = split(regions, lifetimes(t), uses, len(t), times=clock_times(t, clocks))
     assert how == "seen" and whole == {} and len(slots[R]) == 400
+
+
+def test_calls_that_made_no_node_are_matched_away_by_kind():
+    # a memset call that made no node between two kernels: both kernels' times are known
+    assert matched_times([1, 2, 3], ["kernel", "memset", "kernel"], ["kernel", "kernel"]) == [1, 3]
+    # an extra kernel call: the first node is call 0 or 1, the second call 1 or 2
+    assert matched_times([1, 1, 3], ["kernel"] * 3, ["kernel", "kernel"]) == [1, None]
+    assert matched_times([1, 3, 3], ["kernel"] * 3, ["kernel", "kernel"]) == [None, 3]
+    # a node no call makes (an event's record) takes no call and no time
+    assert matched_times([1, 2], ["kernel", "memcpy"], ["kernel", None, "memcpy"]) == [1, None, 2]
+    # no matching: a node of a kind not seen, more nodes than calls, kinds not given
+    assert matched_times([1, 2], ["kernel", "kernel"], ["kernel", "memset"]) is None
+    assert matched_times([1], ["kernel"], ["kernel", "kernel"]) is None
+    assert matched_times([1, 2], None, ["kernel"]) is None
+
+
+def test_a_time_matched_is_the_nodes_own():
+    """Random chains of nodes made by calls, with calls that made no node mixed in: every
+    time matched_times gives is the time of the call that made the node, and where the
+    extra calls are of no kind the chain has, every node's time is given."""
+    import random
+    rng = random.Random(7)
+    for trial in range(300):
+        n = rng.randint(1, 30)
+        kinds = [rng.choice(["kernel", "kernel", "memset", "memcpy", None]) for _ in range(n)]
+        calls, own = [], {}  # (kind, node or None)
+        for k, kind in enumerate(kinds):
+            for _ in range(rng.choice([0, 0, 0, 1, 2])):
+                calls.append((rng.choice(["kernel", "memset", "host"]), None))
+            if kind is not None:
+                own[k] = len(calls)
+                calls.append((kind, k))
+        times, t = [], 0
+        for _ in calls:
+            t += rng.choice([0, 0, 1, 3])
+            times.append(t)
+        got = matched_times(times, [c for c, _ in calls], kinds)
+        assert got is not None and len(got) == n
+        for k, x in enumerate(got):
+            assert x is None or x == times[own[k]], (trial, k)
+            assert kinds[k] is not None or x is None
+        if all(c == "host" for c, node in calls if node is None):
+            assert all(got[k] == times[own[k]] for k in own)

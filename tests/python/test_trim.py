@@ -208,9 +208,10 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 4096)], "index": 0},
              {"kind": "kernel", "args": [("ptr", t0, 4096), ("ptr", t0, 0)], "index": 1}]
 
-    def place(clock):
+    def place(clock, kinds=None):
         cap = SimpleNamespace(allocs=[(a, s) for act, a, s in trace if act == "alloc"], trace=trace,
-                              nodes=[None, None], edges=[(0, 1)], node_clock=clock)
+                              nodes=[{"type": 0}, {"type": 0}], edges=[(0, 1)], node_clock=clock,
+                              node_clock_kinds=kinds or ["kernel"] * len(clock or ()))
         bufs = Bufs((dict(t0),))
         ns = [dict(n, args=[(a[0], bufs.list[0], a[2]) for a in n["args"]]) for n in nodes]
         return export.place_intermediates(bufs, ns, cap, lambda s: None)
@@ -221,6 +222,14 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
     assert report["timed"] == "inferred" and report["split"] == {"t0": [8192, 2, 8192]}
     out, report = place([(2, 0)])  # a launch the clock missed
     assert report["timed"] == "inferred (1 launches seen for 2 nodes)" and report["split"]["t0"][1] == 2
+    # a memset call that made no node, between the kernels: matched away, both times seen
+    out, report = place([(2, 0), (2, 0), (3, 1)], ["kernel", "memset", "kernel"])
+    assert report["timed"] == "seen for 2 of 2 nodes (3 node-making calls seen, matched by kind)"
+    assert report["split"] == {"t0": [8192, 3, 12288]}
+    # a kernel call that made no node: the second kernel's time is (2, 0) or (3, 1), not known
+    out, report = place([(2, 0), (2, 0), (3, 1)], ["kernel"] * 3)
+    assert report["timed"] == "seen for 1 of 2 nodes (3 node-making calls seen, matched by kind)"
+    assert report["split"]["t0"][1] == 2
 
 
 def layout(a, path, name):  # (a stand-in for export.graph_of: which layout it wrote)

@@ -114,17 +114,18 @@ def test_node_clock_reads_the_clock_as_each_node_making_call_begins(fake):
         call(fake, "cuMemsetD8Async_ptsz")
         call(fake, "cuLaunchKernel", result=1)  # refused: no node
         call(fake, "cuMemcpyAsync")
-    assert seen == [0, 1, 3]
+    assert seen == [(0, "kernel"), (1, "memset"), (3, "memcpy")]
     call(fake, "cuLaunchKernel")  # after: not counted
-    assert seen == [0, 1, 3]
+    assert len(seen) == 3
     assert (kernels.DOMAIN_DRIVER_API, kernels.CBID_LIBRARY_LOAD) in fake.enabled
 
 
-def test_makes_node():
-    made = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
-            "cuLaunchHostFunc", "cuMemsetD32Async", "cuMemsetD2D8Async_ptsz", "cuMemcpyAsync",
-            "cuMemcpyDtoDAsync_v2", "cuMemcpy3DAsync_v2_ptsz"]
+def test_node_made_by():
+    made = {"cuLaunchKernel": "kernel", "cuLaunchKernel_ptsz": "kernel", "cuLaunchKernelEx": "kernel",
+            "cuLaunchCooperativeKernel": "kernel", "cuLaunchHostFunc": "host", "cuMemsetD32Async": "memset",
+            "cuMemsetD2D8Async_ptsz": "memset", "cuMemcpyAsync": "memcpy", "cuMemcpyDtoDAsync_v2": "memcpy",
+            "cuMemcpy3DAsync_v2_ptsz": "memcpy"}
     not_made = ["cuMemsetD8", "cuMemcpyDtoD_v2", "cuStreamBeginCapture", "cuEventRecord", "cuModuleGetFunction",
-                "cuGraphLaunch", "cuMemAlloc_v2"]
-    assert all(kernels.makes_node(n) for n in made)
-    assert not any(kernels.makes_node(n) for n in not_made)
+                "cuGraphLaunch", "cuMemAlloc_v2", "cuMemAllocAsync", "cuMemFreeAsync"]
+    assert {n: kernels.node_made_by(n) for n in made} == made
+    assert [kernels.node_made_by(n) for n in not_made] == [None] * len(not_made)
