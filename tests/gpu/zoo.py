@@ -2,7 +2,8 @@
 verifies the export: pgcc, C, run at new addresses, compared with PyTorch), and
 tabulate what exported and verified and what stands in the way.
 
-    python3 tests/gpu/zoo.py [--jobs N] [--timeout S] [--repeat R] [--out DIR] [--cache DIR] [PATTERN ...]
+    python3 tests/gpu/zoo.py [--jobs N] [--timeout S] [--repeat R] [--out DIR [--keep-graphs]] [--cache DIR]
+                             [PATTERN ...]
 
 Each model runs in a child process of its own (a fresh Inductor cache, a crash or
 hang cannot take the others with it), N at a time.  A child prints one JSON line:
@@ -17,7 +18,9 @@ model's Inductor cache under DIR/MODEL (bench/zoo.py --cache reads the same fold
 without it every child starts from an empty one.  With TORCHINDUCTOR_ENABLE_PDL=1 in
 the environment, Inductor builds its Triton kernels for programmatic dependent launch,
 and the exports keep the programmatic edges they were captured with (the JSON counts
-them).  Exit status 1 unless every run passed.
+them).  --keep-graphs copies each export's .graph, report and kernels to DIR/graphs/MODEL,
+with its weights files as sparse copies (header, then zeros: `tar -S` packs them small), for
+pgcc to plan and report on again without a GPU.  Exit status 1 unless every run passed.
 """
 import argparse
 import json
@@ -137,6 +140,26 @@ def diagnose(torch, pgcc, export_dir, name, fn, inputs):
     return out
 
 
+def keep_graph(export_dir, name, dest):
+    """The export's .graph, report and kernels copied to dest, with each .safetensors file
+    as a sparse copy (its header, then zeros to its size): what pgcc needs to read, plan
+    and report on the export again without a GPU, the weights at a few kilobytes on disk
+    (tar -S)."""
+    import shutil
+    os.makedirs(dest, exist_ok=True)
+    for f in sorted(os.listdir(export_dir)):
+        src = os.path.join(export_dir, f)
+        if f in (name + ".graph", name + ".export.json"):
+            shutil.copyfile(src, os.path.join(dest, f))
+        elif f == "kernels":
+            shutil.copytree(src, os.path.join(dest, f), dirs_exist_ok=True)
+        elif f.endswith(".safetensors"):
+            with open(src, "rb") as i, open(os.path.join(dest, f), "wb") as o:
+                head = i.read(8)
+                o.write(head + i.read(int.from_bytes(head, "little")))
+                o.truncate(os.path.getsize(src))
+
+
 def run_one(run, args, root_out):
     key, label = run.split("#")[0], run.replace(":", "_").replace("#", "_run")
     out = os.path.join(root_out, label)
@@ -159,6 +182,9 @@ def run_one(run, args, root_out):
     if args.out:
         with open(os.path.join(args.out, label + ".log"), "w") as f:
             f.write(log)
+        export_dir = os.path.join(out, "export")
+        if args.keep_graphs and os.path.exists(os.path.join(export_dir, key.replace(":", "_") + ".graph")):
+            keep_graph(export_dir, key.replace(":", "_"), os.path.join(args.out, "graphs", label))
     print(f"{rec['status']:8} {run:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
     if "arena_bytes" in rec:
         print(f"         arena {rec['arena_bytes']} bytes (floor {rec.get('live_bytes')}, placed by "
@@ -181,6 +207,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, help="export each model this many times")
     ap.add_argument("--cache", help="a folder for the models' Inductor caches, kept between runs")
     ap.add_argument("--out", help="a folder for zoo.json and the per-model logs")
+    ap.add_argument("--keep-graphs", action="store_true",
+                    help="also copy each export's .graph, report, kernels and sparse weights files to OUT/graphs/MODEL")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
