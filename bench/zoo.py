@@ -17,7 +17,8 @@ the GPU time per step, then, from an idle GPU, HOST_CALLS calls timed by the hos
 perf_counter for its own time per call (the loop's wall time per call, loop_us in the
 JSON, is not that: once the GPU falls behind, the host waits for room in the launch
 queue, and its time per call grows towards the GPU's); the table
-gives medians over the rounds, the spread (max - min over the median) of the GPU time,
+gives medians over the rounds (the JSON each round's GPU time too, gpu_us_rounds, for
+ratios round by round), the spread (max - min over the median) of the GPU time,
 ratios to reduce-overhead and to the floor, and memory: weights, what an eager step
 allocates at its peak beyond them (libraries' workspaces, made once, not counted),
 the private pool segments reduce-overhead made, pgcc's arena (pgcc holds its own copy
@@ -287,6 +288,7 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
     rec["ways"] = {w: {"gpu_us": round(statistics.median(gpu[w]), 1), "host_us": round(statistics.median(host[w]), 1),
                        "loop_us": round(statistics.median(loop[w]), 1),
                        "spread": round((max(gpu[w]) - min(gpu[w])) / statistics.median(gpu[w]), 3),
+                       "gpu_us_rounds": [round(x, 1) for x in gpu[w]],  # (round by round: ratios per round)
                        "setup_s": round(setup[w], 3)} for w in ways}
     if kernels:
         rec["kernels"] = kernel_profile(torch, {w: steps[w] for w in ("reduce-overhead", "manual capture", "pgcc")
