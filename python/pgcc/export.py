@@ -1082,8 +1082,10 @@ def _split_regions(bufs, nodes, capA, regions):
     uses = [[(id(b), off, width) for b, off, width in node_refs(nodes[k]) if id(b) in regions] for k in timed]
     # when each node was captured, where capture A saw it (Capture.node_clock): by chain position
     seen = slots.clock_times(capA.trace, getattr(capA, "node_clock", None))
+    # One call per node, in order: the times as seen (what ran on the GPU; split() still checks
+    # each against the trace).  Otherwise the calls are matched to the nodes kind for kind.
     by_rank = seen
-    if seen is not None and len(seen) != len(order):  # (calls that made no node, or nodes no call made)
+    if seen is not None and len(seen) != len(order):
         kinds = [NODE_NAMES.get(capA.nodes[i]["type"]) for i in order]
         by_rank = slots.matched_times(seen, getattr(capA, "node_clock_kinds", None),
                                       [k if k in CALL_NODE_KINDS else None for k in kinds])

@@ -14,20 +14,20 @@ capture A counted the allocator's allocations and frees as each node's launch be
 (Capture.node_clock): that is the node's place in the trace (clock_times), and each of
 its places is the allocation live there, one slot per allocation.  Where it saw more
 calls than the capture has nodes (a call that made none), the nodes are matched to the
-calls by kind, and a node takes the time every matching gives it (matched_times).  Otherwise the order
-of a capture that is one chain tells what it can: the nodes were captured in the
-chain's order and the trace's events come in the host's order, so node k was captured
-after t_k of the events, t_1 <= t_2 <= ..., with every place it points at in an
-allocation live then.  Taking every node as early as that allows, then as late, bounds
-each t_k; the allocations that cover one of its places and are live somewhere within
-the bounds are that place's candidates, and where there are several they are taken
-together, as one slot.  That is weak where memory is reused at once: a kernel's input,
-freed after it, and the next kernel's output, made in its place, are both candidates
-for the first kernel's pointer (nothing bounds it before the next allocation): a
-simulated Inductor-like chain of 400 allocations gives 49 slots by the order alone and
-400 with the times (tests/python/test_slots.py, inductor_like).  A slot becomes a
-buffer of its own, its bytes laid out as the capture had them, and pgcc's memory plan
-(memplan.c) gives it bytes for as long as nodes use it.
+calls by kind, and a node takes the time every matching gives it (matched_times).
+Otherwise the order of a capture that is one chain tells what it can: the nodes were
+captured in the chain's order and the trace's events come in the host's order, so node k
+was captured after t_k of the events, t_1 <= t_2 <= ..., with every place it points at
+in an allocation live then.  Taking every node as early as that allows, then as late,
+bounds each t_k; the allocations that cover one of its places and are live somewhere
+within the bounds are that place's candidates, and where there are several they are
+taken together, as one slot.  That is weak where memory is reused at once: a kernel's
+input, freed after it, and the next kernel's output, made in its place, are both
+candidates for the first kernel's pointer (nothing bounds it before the next
+allocation): a simulated Inductor-like chain of 400 allocations gives 49 slots by the
+order alone and 400 with the times (tests/python/test_slots.py, inductor_like).  A slot
+becomes a buffer of its own, its bytes laid out as the capture had them, and pgcc's
+memory plan (memplan.c) gives it bytes for as long as nodes use it.
 
 A place the trace cannot explain -- in no allocation, or a copy running past one --
 leaves its region whole, and a trace whose order contradicts the nodes' leaves every
@@ -86,8 +86,8 @@ def clock_times(trace, clocks):
 
 def matched_times(seen, seen_kinds, kinds):
     """The times of the nodes of a chain where capture A saw more node-making calls than
-    the chain has nodes (a call that made no node: seen in the zoo, which calls was not
-    found).  seen: the calls' clock_times, in order; seen_kinds: the kind of node each
+    the chain has nodes (a call that made no node: seen in the zoo; which calls those were
+    was not found).  seen: the calls' clock_times, in order; seen_kinds: the kind of node each
     makes (node_made_by); kinds: each node's, in the chain's order (None for a node no
     such call makes: an event's record or wait).  Every node made by a call is one of the
     calls seen, in order and kind for kind: matched as early as that allows and as late,

@@ -182,9 +182,9 @@ def run_one(run, args, root_out):
     if args.out:
         with open(os.path.join(args.out, label + ".log"), "w") as f:
             f.write(log)
-        export_dir = os.path.join(out, "export")
-        if args.keep_graphs and os.path.exists(os.path.join(export_dir, key.replace(":", "_") + ".graph")):
-            keep_graph(export_dir, key.replace(":", "_"), os.path.join(args.out, "graphs", label))
+        export_dir, name = os.path.join(out, "export"), key.replace(":", "_")
+        if args.keep_graphs and os.path.exists(os.path.join(export_dir, name + ".graph")):
+            keep_graph(export_dir, name, os.path.join(args.out, "graphs", label))
     print(f"{rec['status']:8} {run:32} {rec['seconds']:7.1f} s  {rec.get('detail', '')[:160]}", flush=True)
     if "arena_bytes" in rec:
         print(f"         arena {rec['arena_bytes']} bytes (floor {rec.get('live_bytes')}, placed by "
