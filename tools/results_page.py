@@ -150,6 +150,15 @@ def _bench(recs, prov):
                    f"({_cell((w.get('reduce-overhead') or {}).get('spread'))}) |")
     if failed:
         out += ["", "Failed:", ""] + [f"- {_cell(m)}: {_cell(str(why)[:300])}" for m, why in failed]
+    pdl = [r for r in recs if "pgcc, full edges" in (r.get("ways") or {})]
+    if pdl:  # bench/zoo.py --pdl: pgcc's programmatic edges kept, and made full (PGRT_PDL=off)
+        out += ["", "With `--pdl`, pgcc's export timed twice in the same rounds: its programmatic edges kept, and "
+                "made full ones (PGRT_PDL=off).", "",
+                "| model | programmatic edges | pgcc | pgcc, full edges | kept / full |", "|---" * 5 + "|"]
+        for r in pdl:
+            g = {k: v.get("gpu_us") for k, v in r["ways"].items()}
+            out.append(f"| {_cell(r['model'])} | {_cell(r.get('pgcc_programmatic_edges'))} | {_us(g.get('pgcc'))} | "
+                       f"{_us(g.get('pgcc, full edges'))} | {_ratio(g.get('pgcc'), g.get('pgcc, full edges'))} |")
     out += ["", "## Host time per call", "",
             "µs of the host's own time per call, from an idle GPU (host_us), and per call in the timed loop "
             "(loop_us, which grows towards the GPU time once the host waits for room in the launch queue).", "",

@@ -67,6 +67,17 @@ def test_step_times_ratios_and_spreads():
     assert "- llama:bf16: over 300 s" in bench
 
 
+def test_pdl_table_only_with_its_way(tmp_path):
+    assert "programmatic edges kept" not in page(DATA)
+    with open(os.path.join(DATA, "zoo_bench.json")) as f:
+        recs = json.load(f)
+    recs[0]["pgcc_programmatic_edges"] = 28
+    recs[0]["ways"]["pgcc, full edges"] = {"gpu_us": 50.0}
+    (tmp_path / "zoo_bench.json").write_text(json.dumps(recs))
+    bench = section(page(str(tmp_path)), "Step time per way")
+    assert rows(bench, "mlp:fp32")[-1] == ["mlp:fp32", "28", "44.0", "50.0", "0.88x"]
+
+
 def test_memory_and_init():
     text = page(DATA)
     assert rows(section(text, "Memory"), "mlp:fp32") == [["mlp:fp32", "1.00", "3.00", "1.00", "34.00", "2.00"]]
