@@ -39,7 +39,7 @@ Q = $(if $(V),,@)
 COMPILER_OBJS = \
 	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o $(B)/sha256.o $(B)/safetensors.o \
 	$(B)/detect.o $(B)/dot_read.o $(B)/graph_read.o $(B)/graph_write.o $(B)/dot_write.o \
-	$(B)/verify.o $(B)/signatures.o $(B)/arch.o $(B)/stage.o $(B)/classify.o $(B)/schedule.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o $(B)/emit_c.o \
+	$(B)/ir_verify.o $(B)/signatures.o $(B)/arch.o $(B)/stage.o $(B)/classify.o $(B)/schedule.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/report.o $(B)/emit_c.o \
 	$(B)/driver.o
 GEN_OBJS = $(B)/dot.tab.o $(B)/dot.lex.o $(B)/graph.tab.o $(B)/graph.lex.o
 LIB_OBJS = $(COMPILER_OBJS) $(GEN_OBJS)
@@ -49,7 +49,7 @@ GEN_SRCS = grammar/gen/dot.tab.c grammar/gen/dot.tab.h grammar/gen/dot.lex.c gra
 
 HEADERS = compiler/pgcc.h compiler/parse.h runtime/st_header.h
 
-.PHONY: FORCE runtime install all deps demo check check-generated check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen check-fake test bench clean regen calibrate fuzz
+.PHONY: FORCE runtime install all deps demo check check-generated check-names check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen check-fake test bench clean regen calibrate fuzz
 .DELETE_ON_ERROR:
 # The generated sources are committed: never delete them as intermediates.
 .SECONDARY: $(GEN_SRCS)

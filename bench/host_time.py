@@ -1,6 +1,6 @@
 """Where a pgcc call's host time goes, from Python (issue 18's host-time target).
 
-    python3 bench/host_time.py [--rounds 7] [--iters 200] [EXPORT_DIR ...]
+    PYTHONPATH=python:. python3 bench/host_time.py [--rounds 7] [--iters 200] [EXPORT_DIR ...]
 
 For each export (default: the committed CI fixtures mlp_small and llama_tiny_bf16),
 built and loaded with pgcc.load, the host time of one call is taken six ways, in
@@ -11,7 +11,7 @@ medians over rounds, and the spread max - min over the median):
   args+run      prog.args(...) then prog.run(args): the same, split
   run           prog.run(args) on arguments packed once
   run, moving   prog.run on 4 packed argument sets in turn (inputs at other addresses
-                every call: what libpgrt patches), the way bench/zoo.py calls pgcc
+                every call: what libpgrt patches), the way bench/zoo_timing.py calls pgcc
   C only        NAME_run through ctypes with the stream handle cached
   C, stream looked up   the same, the stream looked up with torch.cuda.current_stream
                 (what Program.run did before it used torch's raw getter)
@@ -22,7 +22,6 @@ with the GPU kept busy; every call is a real launch.
 import argparse
 import os
 import statistics
-import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -35,7 +34,6 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=200)
     args = ap.parse_args()
-    sys.path.insert(0, os.path.join(ROOT, "python"))
     import ctypes as C
 
     import torch

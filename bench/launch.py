@@ -1,8 +1,9 @@
 """Where a graph launch's host time goes, on the zoo (issue 18's host-time target).
 
-    python3 bench/launch.py [--rounds 7] [--timeout 240] [--out DIR] [--no-pgcc [--watch]] PATTERN ...
+    PYTHONPATH=python:. python3 bench/launch.py [--rounds 7] [--timeout 240] [--out DIR] [--no-pgcc [--watch]]
+        PATTERN ...
 
-bench/zoo.py's floor -- a bare replay of the compiled program's capture -- cost the
+bench/zoo_timing.py's floor -- a bare replay of the compiled program's capture -- cost the
 host 30 to 110 µs a call on the zoo, while a graph of 100 tiny kernels launches in
 about 2 µs (../shared/MEASUREMENTS.md; bench/launch_cost.cu takes graphs of one kind
 of node apart).  This took it apart: the causes were memset nodes and CUPTI left
@@ -15,7 +16,7 @@ back ("busy": in runs of 50), for:
   floor             cuGraphLaunch of the capture, instantiated and uploaded here
                     (through ctypes, which costs about 0.3 µs of a call)
   floor, legacy     the same on the legacy default stream (PyTorch's current stream
-                    unless one is set: where bench/zoo.py launches every way)
+                    unless one is set: where bench/zoo_timing.py launches every way)
   kernels emptied   the capture with every kernel node launching an empty kernel
                     instead (1 block, no parameters, cluster set to 1), memsets and
                     copies kept: what the kernels themselves cost a launch
@@ -46,11 +47,9 @@ import ctypes as C
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 GRAPH_WAYS = ["floor", "floor, legacy", "kernels emptied", "emptied, clusters kept", "empty nodes, captured edges",
               "empty nodes, a chain", "kernels removed"]
 PGCC_WAYS = ["pgcc, fixed", "pgcc, moving", "pgcc memset nodes, fixed", "pgcc memset nodes, moving"]
@@ -224,16 +223,15 @@ def without_kernels(d, g):
 
 
 def child(key, rounds, with_pgcc, watch):
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
-    import zoo
 
     import pgcc
     from pgcc.cuda import check
+    from tests.models import zoo_models
 
     d = driver()
     watch = pgcc.ModuleWatch() if watch else None  # (CUPTI: the export's; --no-pgcc without --watch has none)
-    fn, inputs, weights = zoo.ZOO[key]()
+    fn, inputs, weights = zoo_models.ZOO[key]()
     compiled = torch.compile(fn)
     rec = {"model": key, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     ways = GRAPH_WAYS + (PGCC_WAYS if with_pgcc else [])
@@ -383,10 +381,9 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.rounds, not args.no_pgcc, args.watch or not args.no_pgcc)
-    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-    import zoo
-    import children
-    keys = [k for k in zoo.select(args.patterns) if not k.startswith("train_")]
+    from bench import children
+    from tests.models import zoo_models
+    keys = [k for k in zoo_models.select(args.patterns) if not k.startswith("train_")]
     recs = children.run(__file__, keys, ["--rounds", str(args.rounds)] + (["--no-pgcc"] if args.no_pgcc else [])
                         + (["--watch"] if args.watch else []), "LAUNCH", args.timeout, args.out, "launch")
     print()

@@ -3,7 +3,7 @@
 //   nvcc -O2 -std=c++17 -arch=sm_90 bench/launch_cost.cu -lcuda -o build/launch_cost
 //   build/launch_cost [N] [ROUNDS]          (default 100 nodes, 15 rounds)
 //
-// The zoo's graphs cost the host 30-110 us a cudaGraphLaunch (bench/zoo.py's floor:
+// The zoo's graphs cost the host 30-110 us a cudaGraphLaunch (bench/zoo_timing.py's floor:
 // a bare replay of the compiled program's capture), while a chain of 100 tiny
 // kernels costs 2 us (../shared/MEASUREMENTS.md).  Here each graph is a chain of N
 // nodes of one kind only -- the same tiny kernel; each node its own function;

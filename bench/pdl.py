@@ -1,7 +1,7 @@
 """Programmatic dependent launch (PDL), measured on the zoo: does a graph of the same
 model run faster when its kernels may start before the one they wait for has finished?
 
-    python3 bench/pdl.py [--rounds 7] [--iters 50] [--out DIR] PATTERN ...
+    PYTHONPATH=python:. python3 bench/pdl.py [--rounds 7] [--iters 50] [--out DIR] PATTERN ...
 
 Per model, in a child process of its own: the model is compiled twice, with Inductor's
 Triton kernels plain and built for PDL (torch._inductor.config.triton.enable_pdl: each
@@ -19,25 +19,21 @@ pdl.json under --out.
 """
 import argparse
 import json
-import os
 import statistics
-import sys
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def child(key, rounds, iters):
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
-    import zoo
+
     from pgcc.capture import Capture
+    from tests.models import zoo_models
 
     rec = {"model": key, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     ways, keep = {}, []
     for pdl in (False, True):
         torch._dynamo.reset()
         torch._inductor.config.triton.enable_pdl = pdl
-        fn, inputs, _ = zoo.ZOO[key]()
+        fn, inputs, _ = zoo_models.ZOO[key]()
         run = torch.compile(fn)
         way = "PDL" if pdl else "plain"
         print(f"PHASE warm-up, {way}", flush=True)
@@ -109,10 +105,9 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.rounds, args.iters)
-    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-    import zoo
-    import children
-    keys = [k for k in zoo.select(args.patterns) if not k.startswith("train_")]
+    from bench import children
+    from tests.models import zoo_models
+    keys = [k for k in zoo_models.select(args.patterns) if not k.startswith("train_")]
     recs = children.run(__file__, keys, ["--rounds", str(args.rounds), "--iters", str(args.iters)], "PDL", args.timeout,
                         args.out, "pdl")
     print()

@@ -46,7 +46,7 @@
  *   collective = coll_us + moved bytes / (coll_gbps * 1000)      (B/us = GB/s * 1000)
  *
  * The same time eagerly and in a graph (a collective captured into a child graph),
- * plus the eager launch's costs.  The H200's figures are bench/collectives.py's on two
+ * plus the eager launch's costs.  The H200's figures are bench/collectives_timing.py's on two
  * H200s (an all-reduce's GPU time in a graph: the line misses its 4 KiB to 64 MiB
  * measurements by up to 28%, NCCL changing protocols between them); profiles that do
  * not set coll_us and coll_gbps get the defaults below, assumed, not measured.
@@ -87,7 +87,7 @@ const PgProfile pg_profile_h200 = {
     .update_device_node_us = 0.322, /* likewise */
     .instantiate_node_us = 1.902,
     .upload_us = 25.617,
-    .coll_us = 10.78,               /* bench/collectives.py on two H200s (see profiles/h200.profile) */
+    .coll_us = 10.78,               /* bench/collectives_timing.py on two H200s (see profiles/h200.profile) */
     .coll_gbps = 274.3,             /* likewise */
 };
 

@@ -774,7 +774,7 @@ int pg_c_check(const PgProgram *p, PgDiag *d);
 void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *out);
 void pg_emit_h(const PgProgram *p, const char *name, FILE *out);
 
-/* verify.c: structural checks, run after the frontend and after every pass.
+/* ir_verify.c: structural checks, run after the frontend and after every pass.
  * Returns the number of errors reported. */
 int pg_verify(const PgProgram *p, PgDiag *d);
 /* After partitioning: every root node in one region, regions in dependency order. */

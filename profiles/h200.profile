@@ -21,7 +21,7 @@ update_device_node_us 0.322  # not measured by pgcc-calibrate: bench/run_codegen
                              # GPU time a device-updatable node adds to every replay
 instantiate_node_us  1.902   # cudaGraphInstantiate, per node of a 1000-node chain
 upload_us            25.617   # cudaGraphUpload of a 10-node chain
-coll_us              10.78    # not measured by pgcc-calibrate: bench/collectives.py on two H200s of one
+coll_us              10.78    # not measured by pgcc-calibrate: bench/collectives_timing.py on two H200s of one
                              # host (NCCL 2.28.9, NVLink, NVLS off), a 4 KiB fp32 all-reduce in a graph
 coll_gbps            274.3    # likewise: a 64 MiB all-reduce's moved bytes (2 (R-1)/R x 64 MiB) over
                              # its time beyond coll_us; the line misses 4 KiB-64 MiB by up to 28%

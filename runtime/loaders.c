@@ -18,7 +18,7 @@
  * several threads at once before the kernels are looked up.  The driver reads each
  * fatbin in place (CU_LIBRARY_BINARY_IS_PRESERVED: the file stays mapped until the
  * fatbin is unloaded) instead of copying it first.  PGRT_LIBLOAD=serial loads them one
- * by one, =copy lets the driver copy them: the ways bench/zoo.py compares.
+ * by one, =copy lets the driver copy them: the ways bench/zoo_timing.py compares.
  */
 #define _GNU_SOURCE /* dlinfo */
 #include "pgrt_impl.h"

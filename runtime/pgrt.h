@@ -39,7 +39,7 @@
  * fatbins the program names on up to 8 threads at once, each read in place from the
  * library's mapped file (runtime/loaders.c); PGRT_LIBLOAD=serial loads them one by
  * one, PGRT_LIBLOAD=serial,copy also lets the driver copy each first (how libpgrt did
- * it before; bench/zoo.py compares the three).
+ * it before; bench/zoo_timing.py compares the three).
  *
  * Host reads: a program may copy device values into host buffers (pinned memory that
  * init allocates), synchronize, and go on with kernels that take what it read as

@@ -1,6 +1,7 @@
 # tests/tests.mk -- `make check`: set-up, then every check, ending "N passed, N failed".
 #
 #   check-generated   the committed scanners/parsers match grammar/
+#   check-names       no sys.path edits in tests/, bench/, tools/; no two *.py or *.c files of one name
 #   check-clang       the compiler builds warning-free with clang too
 #   check-asan        every test under gcc's ASan, LSan and UBSan
 #   check-ubsan       every test under clang's UBSan
@@ -67,6 +68,7 @@ check-ubsan:
 
 check: deps
 	@$(MAKE) --no-print-directory check-generated
+	@$(MAKE) --no-print-directory check-names
 	@$(MAKE) --no-print-directory check-clang
 	@$(MAKE) --no-print-directory check-cuda
 	@$(MAKE) --no-print-directory check-codegen
@@ -78,6 +80,12 @@ check: deps
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-python
 	@$(MAKE) --no-print-directory test
+
+# Names and imports across the tree (tests/check_names.py, which first checks itself on
+# a made-up tree): the scripts import pgcc and tests.models by name, never by editing
+# sys.path, and no two *.py or *.c files share a name.
+check-names:
+	@python3 tests/check_names.py
 
 # The Python package's CPU tests (pytest; tests/python/run.sh installs pytest, numpy
 # and safetensors with pip where they are missing).  Before `test`, whose line ends

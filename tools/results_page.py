@@ -7,9 +7,9 @@
 
 It reads, from --dir:
 
-- zoo.json: `python3 tests/gpu/zoo.py --out DIR` (a list of records: model, status
+- zoo.json: `PYTHONPATH=python:. python3 tests/gpu/zoo_export.py --out DIR` (a list of records: model, status
   PASS/FAIL/CRASH/TIMEOUT, detail, seconds, nodes {kind: count}, arena_bytes, ...);
-- zoo_bench.json: `python3 bench/zoo.py --out DIR` (a list of records: model, gpu,
+- zoo_bench.json: `PYTHONPATH=python:. python3 bench/zoo_timing.py --out DIR` (a list of records: model, gpu,
   torch, weights_bytes, ways {way: {gpu_us, host_us, loop_us, spread, gpu_us_rounds,
   setup_s}}, eager_peak_bytes, eager_kept_bytes, ro_pool_bytes, pgcc_arena_bytes,
   pgcc_export_s, pgcc_load_ms, pgcc_init_ms and pgcc_init_{warm,serial,copied,unbuilt}_ms,
@@ -96,8 +96,8 @@ def _provenance(prov, name, records_say=None):
 
 def _zoo(recs, prov):
     out = ["## Export and verification, per model", "",
-           "Each model of tests/e2e/zoo.py exported by `pgcc.export` and verified against the compiled "
-           "program (tests/gpu/zoo.py).", ""]
+           "Each model of tests/models/zoo_models.py exported by `pgcc.export` and verified against the compiled "
+           "program (tests/gpu/zoo_export.py).", ""]
     if recs is None:
         return out + ["Not measured yet: docs/results/zoo.json is absent."]
     out += _provenance(prov, "zoo.json", recs) + [""]
@@ -124,7 +124,7 @@ def _round_ratios(w, a, b):
 
 def _bench(recs, prov):
     out = ["## Step time per way", "",
-           "bench/zoo.py: each model one step eagerly, under torch.compile, under reduce-overhead (RO), as a "
+           "bench/zoo_timing.py: each model one step eagerly, under torch.compile, under reduce-overhead (RO), as a "
            "manual capture of the compiled program replayed (the floor: the same kernels in one graph, nothing "
            "moving) and through pgcc from C, interleaved round by round.  GPU µs per step: the median over the "
            "rounds; spread: (max - min) / median of the rounds' GPU times; round ratios: pgcc over RO, round by "
@@ -151,7 +151,7 @@ def _bench(recs, prov):
     if failed:
         out += ["", "Failed:", ""] + [f"- {_cell(m)}: {_cell(str(why)[:300])}" for m, why in failed]
     pdl = [r for r in recs if "pgcc, full edges" in (r.get("ways") or {})]
-    if pdl:  # bench/zoo.py --pdl: pgcc's programmatic edges kept, and made full (PGRT_PDL=off)
+    if pdl:  # bench/zoo_timing.py --pdl: pgcc's programmatic edges kept, and made full (PGRT_PDL=off)
         out += ["", "With `--pdl`, pgcc's export timed twice in the same rounds: its programmatic edges kept, and "
                 "made full ones (PGRT_PDL=off).", "",
                 "| model | programmatic edges | pgcc | pgcc, full edges | kept / full |", "|---" * 5 + "|"]

@@ -15,7 +15,7 @@ pgcc stages it through an arena buffer of its own (compiler/stage.c), since libp
 captures a collective once, at init.  An NCCL kernel that is still captured (a collective made
 some other way) is named by kernel_collective, and the export refuses it.
 
-Pure but Recorder (torch).  Proven on two H200s by tests/gpu/tp.py (docs/e2e.md,
+Pure but Recorder (torch).  Proven on two H200s by tests/gpu/tp_export.py (docs/e2e.md,
 "Tensor parallel on two GPUs").
 """
 import re

@@ -681,7 +681,7 @@ START_TEST(exported_fixtures_read) {
 }
 END_TEST
 
-/* The exports of programs that read a value back half-way (tests/gpu/breaks.py, made on
+/* The exports of programs that read a value back half-way (tests/gpu/breaks_export.py, made on
  * an H100).  item_mlp's kernel after the read takes the value (a scalar read from the
  * host buffer): its report shows the synchronisation as an eager region between two
  * graph regions.  branch's value only chose the path: both paths are in the export, an
@@ -704,7 +704,7 @@ START_TEST(host_read_fixtures_report_their_regions) {
 }
 END_TEST
 
-/* The export of a 2-layer MLP with batch buckets 1, 2, 4 (tests/gpu/buckets.py, made on an
+/* The export of a 2-layer MLP with batch buckets 1, 2, 4 (tests/gpu/buckets_export.py, made on an
  * H100): one program whose root is the bucket switch and its setter, one body per
  * bucket with that bucket's own kernels; the report lists every bucket, and the arena
  * is the largest bucket's, not the buckets' sum. */

@@ -1,24 +1,20 @@
 """A callable that cannot be captured whole, on a GPU: an MLP that reads
 `h.abs().amax(0).tolist()` half-way (a host read the exporter does not split at: it
-splits at one-element reads, tests/gpu/breaks.py).  pgcc.export must fail with an ExportError that says
+splits at one-element reads, tests/gpu/breaks_export.py).  pgcc.export must fail with an ExportError that says
 what stands in the way and names the line of the host read, and leave the process
 usable: torch.randn works after it (PyTorch 2.11 left its CUDA generator believing a
 capture was under way), and an ordinary model exports and verifies in the same process.
 Eagerly and under torch.compile (where the .item() is a graph break).
 
-    python3 tests/gpu/capture_failure.py          (exit status 0: every check passed)
+    PYTHONPATH=python:. python3 tests/gpu/capture_failure.py          (exit status 0: every check passed)
 """
-import os
 import sys
+import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import torch
 
-import tempfile  # noqa: E402
-
-import torch  # noqa: E402
-
-import pgcc  # noqa: E402
-from pgcc.errors import ExportError  # noqa: E402
+import pgcc
+from pgcc.errors import ExportError
 
 
 class ReadsHalfWay(torch.nn.Module):

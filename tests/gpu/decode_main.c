@@ -1,6 +1,6 @@
 /*
  * decode_main.c -- greedy generation driven from C: the decode step exported with batch
- * buckets (tests/e2e/decode.py, tests/gpu/decode.py), its generated C linked in, no
+ * buckets (tests/models/decode_models.py, tests/gpu/decode_export.py), its generated C linked in, no
  * Python.  For each bucket B of DIM_batch: the prompt (B x P tokens) is fed one token per
  * call, then NEW tokens are generated, each call's output token buffer the next call's
  * input (nothing copied), the position a device tensor whose address moves every call

@@ -1,9 +1,9 @@
 """End to end on a GPU: torch.compile -> pgcc.export -> pgcc -> C -> run, checked
 against PyTorch, then timed side by side with PyTorch's ways of running the model.
 
-    python3 tests/gpu/e2e.py [--bench] [--fixture DIR] [MODEL ...]   (tests/gpu/run_e2e.sh)
+    PYTHONPATH=python:. python3 tests/gpu/e2e.py [--bench] [--fixture DIR] [MODEL ...]   (tests/gpu/run_e2e.sh)
 
-For each model of tests/e2e/models.py: export the torch.compile'd forward with the
+For each model of tests/models/e2e_models.py: export the torch.compile'd forward with the
 pgcc package (python/pgcc), load it with pgcc.load (which compiles the .graph with
 pgcc, builds the C with libpgrt and this directory's timing helper into a shared
 library and loads the weights from the exported safetensors file), and run it on
@@ -18,8 +18,6 @@ which bytes of the arena a node read before the step wrote them.
 import argparse
 import ctypes as C
 import gc
-import importlib.machinery
-import importlib.util
 import os
 import re
 import shutil
@@ -31,23 +29,14 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # a fresh Inductor cache: the exporter finds this run's Triton cubins there
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="pgcc-e2e-inductor-"))
-sys.path.insert(0, os.path.join(ROOT, "python"))  # the pgcc package of this tree (run_e2e.sh sets it too)
 import torch  # noqa: E402
 
 import pgcc  # noqa: E402
 from pgcc.graphfile import ident  # noqa: E402
 from pgcc.kernels import ModuleWatch  # noqa: E402
+from tests.models import e2e_models  # noqa: E402
 
 TOL = 1e-5  # fp32 with TF32 off
-
-
-def load(path, name):
-    loader = importlib.machinery.SourceFileLoader(name, path)
-    spec = importlib.util.spec_from_loader(name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # torch.compile looks its functions' module up by name
-    loader.exec_module(mod)
-    return mod
 
 
 def arena_buffers(c_path):
@@ -472,7 +461,6 @@ def main():
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    models = load(os.path.join(ROOT, "tests", "e2e", "models.py"), "pgcc_models")
     try:  # before any model runs: library modules load on first use
         watch = ModuleWatch()
     except pgcc.ExportError as e:
@@ -483,7 +471,7 @@ def main():
         out = os.path.join(a.out, name)
         shutil.rmtree(out, ignore_errors=True)
         try:
-            ok, prog, fn, cfn, inputs, ref_out, weights = check(name, out, models, watch)
+            ok, prog, fn, cfn, inputs, ref_out, weights = check(name, out, e2e_models, watch)
         except Exception as e:  # report and go on to the next model
             import traceback
             traceback.print_exc()

@@ -4,25 +4,22 @@ same tensors at the same addresses with the values they had, and the step still 
 eagerly and under torch.compile -- its losses equal those of an independent copy
 taken before the export (TrainStep.fresh), run the same way, bit for bit.
 
-    python3 tests/gpu/export_state.py [MODEL ...]   (default: train_sgd_momentum:fp32)
+    PYTHONPATH=python:. python3 tests/gpu/export_state.py [MODEL ...]   (default: train_sgd_momentum:fp32)
 
 Exit status 1 on the first model where that fails.
 """
-import os
 import sys
 import tempfile
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
 
 
 def main():
     import torch
-    import zoo
+
     import pgcc
+    from tests.models import zoo_models
     for key in sys.argv[1:] or ["train_sgd_momentum:fp32"]:
         watch = pgcc.ModuleWatch()
-        fn, inputs, weights = zoo.ZOO[key]()
+        fn, inputs, weights = zoo_models.ZOO[key]()
         twin = fn.fresh()  # the reference: never exported
         before = {n: (t.data_ptr(), t.detach().clone()) for n, t in weights.items()}
         with tempfile.TemporaryDirectory() as out:

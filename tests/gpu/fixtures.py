@@ -1,6 +1,6 @@
 """The committed CI fixtures under tests/corpus/export, made on a GPU:
 
-    python3 tests/gpu/fixtures.py OUT_DIR
+    PYTHONPATH=python:. python3 tests/gpu/fixtures.py OUT_DIR
 
 exports, each verified (pgcc, C, run at new addresses against PyTorch):
   llama_tiny_bf16  a 2-layer Llama-style decoder, width 128, in bf16: cuBLASLt's
@@ -9,7 +9,8 @@ exports, each verified (pgcc, C, run at new addresses against PyTorch):
                    cuDNN's kernels
 and packs them into OUT_DIR/fixtures.tar.gz (tests/corpus/export/NAME/...).  Also
 checks the package as a user gets it: the three lines of docs/python.md, run with
-the package installed by pip elsewhere (PGCC_SITE) and not from this tree.
+the package installed by pip elsewhere and not from this tree (PYTHONPATH=SITE
+PGCC_SITE=SITE ...: with PGCC_SITE set, a pgcc imported from anywhere else is an error).
 """
 import os
 import sys
@@ -17,8 +18,6 @@ import tarfile
 
 import torch
 import torch.nn as nn
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 class TinyConvnet(nn.Module):
@@ -57,10 +56,12 @@ def convnet_tiny():
 
 def main():
     out = sys.argv[1]
-    sys.path.insert(0, os.environ.get("PGCC_SITE") or os.path.join(ROOT, "python"))
     import pgcc
     import pgcc.verify
     print("pgcc from", os.path.dirname(pgcc.__file__))
+    site = os.environ.get("PGCC_SITE")
+    if site and not os.path.abspath(pgcc.__file__).startswith(os.path.abspath(site) + os.sep):
+        sys.exit(f"pgcc came from {os.path.dirname(pgcc.__file__)}, not PGCC_SITE ({site}): put it first on PYTHONPATH")
     made = []
     for name, make in (("llama_tiny_bf16", llama_tiny_bf16), ("convnet_tiny", convnet_tiny)):
         model, inputs = make()

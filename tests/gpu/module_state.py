@@ -12,15 +12,13 @@ tests/python/fixtures:
 - pgcc.cuda.placed puts bytes at an address with chosen low 32 bits (how the export
   tells a host address a kernel reads through from a word it takes as a value).
 
-    python3 tests/gpu/module_state.py        (exit status 0: every check passed)
+    PYTHONPATH=python:. python3 tests/gpu/module_state.py        (exit status 0: every check passed)
 """
 import ctypes as C
 import os
 import struct
-import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
 FIX = os.path.join(ROOT, "tests", "python", "fixtures")
 
 

@@ -9,7 +9,7 @@ rank 0 prints every node: its kind, a kernel's name, grid, parameter layout and 
 which of its 8-byte parameter words hold addresses in the capture's private pool
 (where the all-reduced tensor lives).
 
-    python3 tests/gpu/probe_collectives.py       (needs 2 GPUs)
+    PYTHONPATH=python:. python3 tests/gpu/probe_collectives.py       (needs 2 GPUs)
 
 What it printed on 2 H200s (torch 2.11.0+cu130, NCCL 2.28.9): the compiled all-reduce
 is one kernel node, ncclDevKernel_AllReduce_Sum_f32_RING_LL, whose 4096-byte
@@ -21,9 +21,6 @@ the GEMM before it to the kernel after it.
 """
 import os
 import sys
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
 def rank_main(rank, world, port):

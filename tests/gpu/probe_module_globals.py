@@ -3,7 +3,7 @@ set after loading it?  The zoo's MobileNet fails at cuDNN's depthwise kernel
 (conv2d_c1_k1_nhwc): run through the function cuDNN launched, the export reproduces
 the capture; through the same kernel loaded from its fatbin, it does not.
 
-    python3 tests/gpu/probe_module_globals.py [VARIANT] [SYMBOL-PART]   (default fp32 conv2d_c1_k1)
+    PYTHONPATH=python:. python3 tests/gpu/probe_module_globals.py [VARIANT] [SYMBOL-PART]   (default fp32 conv2d_c1_k1)
 
 Captures the compiled MobileNetV3-small with pgcc's Capture, takes every kernel node
 whose name holds SYMBOL-PART, and for each: the module cuDNN's function lives in
@@ -25,22 +25,20 @@ import os
 import struct
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
-
 
 def main():
     import torch
-    import zoo
+
     from pgcc.capture import Capture
     from pgcc.cuda import read_device
     from pgcc.fatbin import elf_data_objects
+    from tests.models import zoo_models
 
     variant = sys.argv[1] if len(sys.argv) > 1 else "fp32"
     part = sys.argv[2] if len(sys.argv) > 2 else "conv2d_c1_k1"
     import pgcc
     watch = pgcc.ModuleWatch(trace=True)  # (before anything runs: the images cuDNN loads, as ELF)
-    fn, inputs, _ = zoo.INFERENCE["mobilenet"](variant)[:3]
+    fn, inputs, _ = zoo_models.INFERENCE["mobilenet"](variant)[:3]
     compiled = torch.compile(fn)
     for _ in range(3):
         compiled(*inputs)

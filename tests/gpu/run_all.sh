@@ -8,16 +8,19 @@
 #   deploy   tests/gpu/run_deploy.sh: examples/deploy on the committed export
 #   e2e      tests/gpu/run_e2e.sh $E2E_MODELS (default: mlp gpt2 bert mlp_train)
 #   capture  tests/gpu/capture_failure.py: a host read mid-call fails cleanly, the process usable
-#   breaks   tests/gpu/breaks.py: programs with host reads exported in pieces, run from C
-#   buckets  tests/gpu/buckets.py $BUCKETS: programs exported with shape buckets, run from C
-#   decode   tests/gpu/decode.py: a KV-cache decode step with batch buckets, 128-token generations from C
+#   breaks   tests/gpu/breaks_export.py: programs with host reads exported in pieces, run from C
+#   buckets  tests/gpu/buckets_export.py $BUCKETS: programs exported with shape buckets, run from C
+#   decode   tests/gpu/decode_export.py: a KV-cache decode step with batch buckets, 128-token generations from C
 #   module   tests/gpu/module_state.py: module data objects a library set, found and carried
 #   state    tests/gpu/export_state.py $STATE: a training step's state as it was after its export, the step runs on
-#   zoo      tests/gpu/zoo.py $ZOO (default: every zoo model), for at most $ZOO_SECONDS
+#   zoo      tests/gpu/zoo_export.py $ZOO (default: every zoo model), for at most $ZOO_SECONDS
 #
+# The Python steps import the pgcc package of this tree and the model definitions
+# (tests/models) by name: PYTHONPATH is the tree's python/ and its root, set here once.
 # Exits nonzero if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+export PYTHONPATH="$PWD/python:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT"
 steps=("$@")
@@ -35,12 +38,12 @@ for s in "${steps[@]}"; do
     deploy) bash tests/gpu/run_deploy.sh >"$OUT/deploy.log" 2>&1 ;;
     e2e) bash tests/gpu/run_e2e.sh ${E2E_MODELS:-mlp gpt2 bert mlp_train} >"$OUT/e2e.log" 2>&1 ;;
     capture) python3 tests/gpu/capture_failure.py >"$OUT/capture.log" 2>&1 ;;
-    breaks) python3 tests/gpu/breaks.py ${BREAKS:-} >"$OUT/breaks.log" 2>&1 ;;
-    buckets) python3 tests/gpu/buckets.py ${BUCKETS:-} >"$OUT/buckets.log" 2>&1 ;;
-    decode) python3 tests/gpu/decode.py >"$OUT/decode.log" 2>&1 ;;
+    breaks) python3 tests/gpu/breaks_export.py ${BREAKS:-} >"$OUT/breaks.log" 2>&1 ;;
+    buckets) python3 tests/gpu/buckets_export.py ${BUCKETS:-} >"$OUT/buckets.log" 2>&1 ;;
+    decode) python3 tests/gpu/decode_export.py >"$OUT/decode.log" 2>&1 ;;
     module) python3 tests/gpu/module_state.py >"$OUT/module.log" 2>&1 ;;
     state) python3 tests/gpu/export_state.py ${STATE:-} >"$OUT/state.log" 2>&1 ;;
-    zoo) timeout "${ZOO_SECONDS:-420}" python3 tests/gpu/zoo.py --jobs "${ZOO_JOBS:-4}" --out "$OUT/zoo" ${ZOO:-} \
+    zoo) timeout "${ZOO_SECONDS:-420}" python3 tests/gpu/zoo_export.py --jobs "${ZOO_JOBS:-4}" --out "$OUT/zoo" ${ZOO:-} \
            >"$OUT/zoo.log" 2>&1 ;;
     *) echo "unknown step $s"; false ;;
   esac

@@ -43,7 +43,7 @@
 # kept.  libpgrt's own kernels come compiled with libpgrt; chain runs twice more, with
 # them so and its module cached, then with both off (everything compiled at init).
 # Then DOT input: tests/gpu/dotin/capture.c captures launches on two streams and
-# dumps the graph; pgcc compiles the dump; run_main.c runs it with those launches'
+# dumps the graph; pgcc compiles the dump; captured_main.c runs it with those launches'
 # arguments and checks the result.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -109,7 +109,7 @@ build/gpu/capture build/gpu/chain.cubin "$OUT/captured.dot"
 build/pgcc --calls=1000000 "$OUT/captured.dot" --module=tests/gpu/codegen/chain.cu --name=captured \
   -o build/gpu/captured.c
 gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
-  tests/gpu/dotin/run_main.c build/gpu/captured.c build/libpgrt.a \
+  tests/gpu/dotin/captured_main.c build/gpu/captured.c build/libpgrt.a \
   -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm \
   -o build/gpu/captured
 build/gpu/captured

@@ -50,10 +50,10 @@ def test_provenance_says_gpu_versions_and_command():
     zoo = section(page(DATA), "Export and verification, per model")
     for said in ("GPU Fixture GPU 1", "driver 999.1", "CUDA 99.0", "PyTorch 9.9.0+fixture", "Triton 9.8.7",
                  "date 2000-01-02 03:04 UTC", "commit 0123456789abcdef0123456789abcdef01234567",
-                 "`python3 tests/gpu/zoo.py --jobs 8 --out OUT`"):
+                 "`PYTHONPATH=python:. python3 tests/gpu/zoo_export.py --jobs 8 --out OUT`"):
         assert said in zoo
     bench = section(page(DATA), "Step time per way")
-    assert "`python3 bench/zoo.py --out OUT`" in bench
+    assert "`PYTHONPATH=python:. python3 bench/zoo_timing.py --out OUT`" in bench
 
 
 def test_step_times_ratios_and_spreads():

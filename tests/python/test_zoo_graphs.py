@@ -1,4 +1,4 @@
-"""tests/gpu/zoo.py --keep-graphs: an export's .graph, report and kernels copied, its
+"""tests/gpu/zoo_export.py --keep-graphs: an export's .graph, report and kernels copied, its
 weights files as sparse copies that pgcc reads as it read the originals."""
 import importlib.util
 import json
@@ -6,7 +6,7 @@ import os
 import struct
 
 spec = importlib.util.spec_from_file_location(
-    "gpu_zoo", os.path.join(os.path.dirname(__file__), "..", "gpu", "zoo.py"))
+    "gpu_zoo", os.path.join(os.path.dirname(__file__), "..", "gpu", "zoo_export.py"))
 gpu_zoo = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(gpu_zoo)
 

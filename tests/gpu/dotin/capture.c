@@ -9,7 +9,7 @@
  *   3  s0: y = a * t0 + t1 + y       (scale_add, after both)
  *
  * pgcc turns that DOT into C (kernels found by name in chain.cu at init), and
- * run_main.c runs it with the arguments of these launches.
+ * captured_main.c runs it with the arguments of these launches.
  *
  *   capture CUBIN OUT.dot
  */

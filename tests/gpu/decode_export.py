@@ -1,4 +1,4 @@
-"""A decode step with a static KV cache (tests/e2e/decode.py), exported with batch
+"""A decode step with a static KV cache (tests/models/decode_models.py), exported with batch
 buckets 1, 2, 4, 8 and run from the generated C (through pgcc.load) on a GPU.
 
 The export verifies every bucket (and the sizes between, padded) against the compiled
@@ -15,33 +15,31 @@ is printed, and the first of every sequence must.  Then the same generations dri
 export's generated C linked in, no Python): token for token PyTorch's, and their tokens
 per second.
 
-    python3 tests/gpu/decode.py        (exit status 0: every check passed)
+    PYTHONPATH=python:. python3 tests/gpu/decode_export.py        (exit status 0: every check passed)
 """
 import os
 import subprocess
 import sys
 import tempfile
 
+import torch
+
+import pgcc
+from tests.models import decode_models
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-
-import torch  # noqa: E402
-
-import pgcc  # noqa: E402
-import decode  # noqa: E402
 
 BUCKETS, PROMPT, NEW = [1, 2, 4, 8], 8, 128
 
 
 def generate_keeping(step, prompt):
-    """decode.generate, also returning the caches after the last step."""
+    """decode_models.generate, also returning the caches after the last step."""
     seen = {}
 
     def spy(tok, pos, kc, vc):
         seen["kv"] = (kc, vc)
         return step(tok, pos, kc, vc)
-    toks = decode.generate(spy, prompt, NEW)
+    toks = decode_models.generate(spy, prompt, NEW)
     return toks, seen["kv"]
 
 
@@ -50,7 +48,7 @@ def from_c(out, refs):
     linked in): every bucket's tokens against the compiled step's; its tokens per
     second printed.  Returns the failures."""
     try:
-        binary, refs_path = decode.build_driver(ROOT, out, refs)
+        binary, refs_path = decode_models.build_driver(ROOT, out, refs)
     except RuntimeError as e:
         return [f"from C: {e}"]
     r = subprocess.run([binary, out, refs_path], capture_output=True, text=True)
@@ -60,12 +58,12 @@ def from_c(out, refs):
 
 def main():
     failures = []
-    m, step, weights = decode.model()
+    m, step, weights = decode_models.model()
     with tempfile.TemporaryDirectory() as out:
         watch = pgcc.ModuleWatch()
         try:
-            res = pgcc.export(step, decode.example(1), out, name="decode", weights=weights, watch=watch,
-                              buckets=[decode.example(b) for b in BUCKETS])
+            res = pgcc.export(step, decode_models.example(1), out, name="decode", weights=weights, watch=watch,
+                              buckets=[decode_models.example(b) for b in BUCKETS])
         finally:
             watch.close()
         print(f"decode: {res.verified}")
@@ -76,12 +74,12 @@ def main():
         try:
             g = torch.Generator(device="cuda").manual_seed(1234)
             for b in BUCKETS:
-                prompt = torch.randint(0, decode.VOCAB, (b, PROMPT), device="cuda", generator=g)
+                prompt = torch.randint(0, decode_models.VOCAB, (b, PROMPT), device="cuda", generator=g)
                 got, (kc, vc) = generate_keeping(p, prompt)
                 ref, (rk, rv) = generate_keeping(compiled, prompt)
                 refs += [(f"prompt_{b}", "i64", [b, PROMPT], prompt.cpu().numpy().tobytes()),
                          (f"tokens_{b}", "i64", [b, NEW], ref.cpu().numpy().tobytes())]
-                eager = decode.generate(step, prompt, NEW)
+                eager = decode_models.generate(step, prompt, NEW)
                 torch.cuda.synchronize()
                 same = torch.equal(got, ref)
                 caches = torch.equal(kc, rk) and torch.equal(vc, rv)

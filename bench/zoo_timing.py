@@ -1,11 +1,11 @@
-"""The zoo side by side: for each model of tests/e2e/zoo.py, one step run eagerly, under
+"""The zoo side by side: for each model of tests/models/zoo_models.py, one step run eagerly, under
 torch.compile, under torch.compile(mode="reduce-overhead") (CUDA Graph Trees), as a
 manual capture of the compiled program replayed (the same kernels in one graph with
 nothing moving: the floor), and as pgcc's export run from C through libpgrt.
 
-    python3 bench/zoo.py [--rounds 5] [--iters 50] [--out DIR] [--cache DIR] PATTERN ...
+    PYTHONPATH=python:. python3 bench/zoo_timing.py [--rounds 5] [--iters 50] [--out DIR] [--cache DIR] PATTERN ...
 
-PATTERN "breaks:*" takes the programs with host reads of tests/e2e/breaks.py (no manual
+PATTERN "breaks:*" takes the programs with host reads of tests/models/breaks_models.py (no manual
 capture for those: they cannot be captured whole; reduce-overhead runs them as several
 graphs with the read between).
 
@@ -45,7 +45,7 @@ reduce-overhead and eager ways each step a copy of their own (TrainStep.fresh). 
 the manual capture and pgcc is also profiled kernel by kernel (torch.profiler): the GPU
 time each way's kernels, copies and memsets take, side by side per name.  One JSON line per model
 on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.  --cache
-keeps each model's Inductor cache under DIR/MODEL (tests/gpu/zoo.py --cache fills the
+keeps each model's Inductor cache under DIR/MODEL (tests/gpu/zoo_export.py --cache fills the
 same folders): a later run skips Triton's compiling and autotuning, which is most of a
 model's set-up; the set-up times in the table are then a warm cache's.  --pdl builds
 Inductor's Triton kernels for programmatic dependent launch in every way
@@ -63,7 +63,6 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 HOST_CALLS = 8  # host time: calls per timing, from an idle GPU (well inside the launch queue)
 WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc", "pgcc, full edges")
 INIT_ROUNDS = 3
@@ -92,8 +91,8 @@ def load_with(pgcc, exp, env):
 
 
 def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
+
     import pgcc
     if pdl:  # Inductor's Triton kernels built and launched for programmatic dependent launch, in every way
         torch._inductor.config.triton.enable_pdl = True
@@ -302,13 +301,13 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
 
 def build(key):
     """fn, inputs, weights of a zoo model, or of a program with host reads
-    ("breaks:NAME", tests/e2e/breaks.py)."""
+    ("breaks:NAME", tests/models/breaks_models.py)."""
     if key.startswith("breaks:"):
-        import breaks
-        fn, inputs, weights, _ = breaks.PROGRAMS[key[len("breaks:"):]]()
+        from tests.models import breaks_models
+        fn, inputs, weights, _ = breaks_models.PROGRAMS[key[len("breaks:"):]]()
         return fn, inputs, weights
-    import zoo
-    return zoo.ZOO[key]()
+    from tests.models import zoo_models
+    return zoo_models.ZOO[key]()
 
 
 def kernel_profile(torch, steps, iters=20):
@@ -431,14 +430,13 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.rounds, args.iters, args.child_out, args.kernels, args.pdl)
-    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-    import zoo
-    import tempfile
-    import breaks
     import fnmatch
-    keys = zoo.select([p for p in args.patterns if not p.startswith("breaks:")]) if any(
+
+    from tests.models import breaks_models, zoo_models
+    keys = zoo_models.select([p for p in args.patterns if not p.startswith("breaks:")]) if any(
         not p.startswith("breaks:") for p in args.patterns) or not args.patterns else []
-    keys += [f"breaks:{n}" for n in breaks.PROGRAMS if any(fnmatch.fnmatch(f"breaks:{n}", p) for p in args.patterns)]
+    keys += [f"breaks:{n}" for n in breaks_models.PROGRAMS
+             if any(fnmatch.fnmatch(f"breaks:{n}", p) for p in args.patterns)]
     work = tempfile.mkdtemp(prefix="pgcc-bench-")
     recs = []
     for key in keys:

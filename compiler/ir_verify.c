@@ -1,5 +1,5 @@
 /*
- * verify.c -- the IR's invariants, checked after the frontend and after every
+ * ir_verify.c -- the IR's invariants, checked after the frontend and after every
  * pass (the driver runs it).  Errors are located at the node, edge or
  * declaration concerned.  Linear in the size of the program.
  *

@@ -1,9 +1,9 @@
-"""Tensor parallel on two GPUs, side by side: each program of tests/e2e/tp.py exported per
+"""Tensor parallel on two GPUs, side by side: each program of tests/models/tp_models.py exported per
 rank by pgcc and run from C (pgcc.load), against torch.compile(mode="reduce-overhead")
 (CUDA Graph Trees, its all-reduces captured in its graph) and torch.compile's default
 mode, on the same two GPUs, one process per rank, NVLink multicast off.
 
-    python3 bench/tp.py [--rounds 7] [--iters 50] [--out DIR] [NAME ...]   (default: llama)
+    PYTHONPATH=python:. python3 bench/tp_timing.py [--rounds 7] [--iters 50] [--out DIR] [NAME ...]   (default: llama)
 
 Each program runs in a pair of fresh processes (one per rank), which first count the
 device memory torch.distributed's NCCL communicator takes (the driver's count over
@@ -11,7 +11,7 @@ init_process_group and a barrier).  Then, first of all on the allocator, eager's
 memory: the allocator's peak over two eager steps beyond the weights (the first step
 included: the cuBLAS workspace it makes there stays allocated as long as the process
 lives, so it is eager's memory as pgcc's arena is pgcc's).  Eager runs before the export
-in the same process here; bench/buckets.py gives eager a process of its own, since
+in the same process here; bench/buckets_timing.py gives eager a process of its own, since
 eager's cuDNN attention there loaded a kernel under a name the compiled program's
 shares.  The programs here export after it (their compiled forms take no cuDNN kernel),
 but another program might not.  Then pgcc's export (verified), load and init, with the device memory
@@ -39,9 +39,9 @@ def bench_program(name, rank, world, rounds, iters, out_dir):
     import torch
     import torch.distributed as dist
     import pgcc
-    import tp
+    from tests.models import tp_models
 
-    prog = tp.program(name, rank, world)
+    prog = tp_models.program(name, rank, world)
     weights = {t.data_ptr(): t for t in prog.weights.values()}.values()
     rec = {"program": name, "rank": rank, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "weights_bytes": sum(t.numel() * t.element_size() for t in weights)}
@@ -125,7 +125,6 @@ def bench_program(name, rank, world, rounds, iters, out_dir):
 def rank_main(rank, world, name, rounds, iters, out_dir, port, results):
     import torch
     import torch.distributed as dist
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0")
     torch.cuda.set_device(rank)
     torch.zeros(1, device="cuda")  # (the context, before the communicator is counted)
@@ -145,7 +144,7 @@ def rank_main(rank, world, name, rounds, iters, out_dir, port, results):
         import traceback
         traceback.print_exc()
     sys.stdout.flush()
-    os._exit(0)  # (as tests/gpu/tp.py: no destroy_process_group with captured NCCL work alive)
+    os._exit(0)  # (as tests/gpu/tp_export.py: no destroy_process_group with captured NCCL work alive)
 
 
 def mib(n):
@@ -160,8 +159,7 @@ def main():
     ap.add_argument("names", nargs="*", default=["llama"])
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-    from tp import run_ranks
+    from tests.models.tp_models import run_ranks
     recs = []
     for k, name in enumerate(a.names):  # (a pair of fresh processes per program: eager's workspaces are its own)
         with tempfile.TemporaryDirectory() as tmp:

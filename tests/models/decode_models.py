@@ -1,5 +1,5 @@
 """A Llama-style decoder's decode step with a static KV cache, for shape buckets over
-the batch (tests/gpu/decode.py, bench/decode.py).
+the batch (tests/gpu/decode_export.py, bench/decode_timing.py).
 
 The step takes one token per sequence and the position it is at, appends its keys and
 values to the caches in place at that position, attends over the cache (positions

@@ -1,9 +1,10 @@
 """Tensor-parallel programs on two GPUs (one process per rank, NCCL, NVLink multicast
 off), exported per rank by pgcc.export and run from the generated C through pgcc.load:
 
-    python3 tests/gpu/tp.py [mlp] [sp_mlp] [llama]   (needs 2 GPUs; exit status 0: every rank passed)
+    PYTHONPATH=python:. python3 tests/gpu/tp_export.py [mlp] [sp_mlp] [llama]
+        (needs 2 GPUs; exit status 0: every rank passed)
 
-The programs are tests/e2e/tp.py's: each rank keeps its shards of one seeded model and
+The programs are tests/models/tp_models.py's: each rank keeps its shards of one seeded model and
 ends every block with torch.distributed._functional_collectives.all_reduce -- under
 torch.compile, the _c10d_functional ops that the exporter records in place of running
 them (collectives.py), so the export holds `libcall` nodes (ncclAllReduce; sp_mlp's
@@ -25,7 +26,6 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
 
 COLLECTIVES = {"mlp": {"ncclAllReduce": 1}, "sp_mlp": {"ncclAllGather": 1, "ncclReduceScatter": 1},
                "llama": {"ncclAllReduce": 8}}
@@ -58,9 +58,9 @@ def run_program(name, rank, world, out_root, failures):
     import torch
     import pgcc
     from pgcc.verify import compare, rel_err
-    import tp
+    from tests.models import tp_models
 
-    prog = tp.program(name, rank, world)
+    prog = tp_models.program(name, rank, world)
     out = os.path.join(out_root, f"{name}_rank{rank}")
     watch = pgcc.ModuleWatch()
     try:
@@ -127,8 +127,8 @@ def main():
     names = sys.argv[1:] or list(COLLECTIVES)
     unknown = [n for n in names if n not in COLLECTIVES]
     if unknown:
-        sys.exit(f"tp.py: no TP program {', '.join(unknown)} (there are {', '.join(COLLECTIVES)})")
-    from tp import run_ranks
+        sys.exit(f"tp_export.py: no TP program {', '.join(unknown)} (there are {', '.join(COLLECTIVES)})")
+    from tests.models.tp_models import run_ranks
     with tempfile.TemporaryDirectory() as out:
         results = run_ranks(rank_main, (names, out, 29513), timeout=540)
         failed = False

@@ -1,5 +1,5 @@
 """Tensor-parallel programs for two (or more) GPUs, one process per rank, for
-tests/gpu/tp.py and bench/tp.py.  Every rank builds the same whole model from one seed
+tests/gpu/tp_export.py and bench/tp_timing.py.  Every rank builds the same whole model from one seed
 and keeps its shards; its step ends each block with
 torch.distributed._functional_collectives.all_reduce, as a tensor-parallel program
 under torch.compile does (Megatron-style: column-parallel, then row-parallel, then the

@@ -1,4 +1,4 @@
-"""Greedy generation with a static KV cache (tests/e2e/decode.py), tokens per second
+"""Greedy generation with a static KV cache (tests/models/decode_models.py), tokens per second
 side by side: the export with batch buckets 1, 2, 4, 8 run from C through pgcc.load;
 torch.compile(mode="reduce-overhead", dynamic=False), each step's token copied out of
 its graph's output (the next replay overwrites it) and the caches marked static
@@ -9,7 +9,7 @@ its generated C linked in, no Python per call), which runs once per round as a p
 of its own and gives its median of 5 generations per batch size (it checks its tokens
 against reduce-overhead's first).
 
-    python3 bench/decode.py [--rounds 5] [--new 128] [--out DIR]
+    PYTHONPATH=python:. python3 bench/decode_timing.py [--rounds 5] [--new 128] [--out DIR]
 
 Per batch size: an 8-token prompt, then `new` tokens, each step's output the next one's
 input, the caches the same tensors every generation (zeroed before each).  Rounds
@@ -41,24 +41,24 @@ def main():
     ap.add_argument("--out", default="build/bench-decode")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
-    import pgcc
-    import decode
 
-    m, step, weights = decode.model()
+    import pgcc
+    from tests.models import decode_models
+
+    m, step, weights = decode_models.model()
     rec = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "new": a.new, "prompt": PROMPT}
     exp = os.path.join(a.out, "decode")
     watch = pgcc.ModuleWatch()
     t0 = time.perf_counter()
-    res = pgcc.export(step, decode.example(1), exp, name="decode", weights=weights, watch=watch, quiet=True,
-                      buckets=[decode.example(b) for b in BUCKETS])
+    res = pgcc.export(step, decode_models.example(1), exp, name="decode", weights=weights, watch=watch, quiet=True,
+                      buckets=[decode_models.example(b) for b in BUCKETS])
     watch.close()
     rec["pgcc_export_s"], rec["pgcc_verified"] = round(time.perf_counter() - t0, 1), str(res.verified)
     p = pgcc.load(exp)
     rec["pgcc_init_ms"] = round((p.load_s + p.init_s) * 1e3, 1)
 
-    caches = {b: decode.caches(b) for b in BUCKETS}
+    caches = {b: decode_models.caches(b) for b in BUCKETS}
     for kc, vc in caches.values():
         torch._dynamo.mark_static_address(kc)
         torch._dynamo.mark_static_address(vc)
@@ -69,11 +69,11 @@ def main():
         return ro(*xs).clone()
     ways = {"pgcc": p, "reduce-overhead": ro_step, "compile": torch.compile(step, dynamic=False)}
     g = torch.Generator(device="cuda").manual_seed(5)
-    prompts = {b: torch.randint(0, decode.VOCAB, (b, PROMPT), device="cuda", generator=g) for b in BUCKETS}
+    prompts = {b: torch.randint(0, decode_models.VOCAB, (b, PROMPT), device="cuda", generator=g) for b in BUCKETS}
     positions = [torch.tensor([i], device="cuda") for i in range(PROMPT + a.new)]
 
     def generate(f, b):
-        return decode.generate(f, prompts[b], a.new, kv=caches[b], positions=positions)
+        return decode_models.generate(f, prompts[b], a.new, kv=caches[b], positions=positions)
 
     firsts = {}
     for w, f in ways.items():  # set-up, untimed; and the tokens, which must agree
@@ -87,7 +87,7 @@ def main():
     for b in BUCKETS:
         refs += [(f"prompt_{b}", "i64", [b, PROMPT], prompts[b].cpu().numpy().tobytes()),
                  (f"tokens_{b}", "i64", [b, a.new], firsts[("reduce-overhead", b)].cpu().numpy().tobytes())]
-    driver = decode.build_driver(ROOT, exp, refs) if a.new == 128 else None  # (decode_main.c makes 128)
+    driver = decode_models.build_driver(ROOT, exp, refs) if a.new == 128 else None  # (decode_main.c makes 128)
     tps = {(w, b): [] for w in list(ways) + (["pgcc from C"] if driver else []) for b in BUCKETS}
     rec["c_matches_ro"] = True
     host = {(w, b): [] for w in ways for b in BUCKETS}

@@ -1,5 +1,5 @@
 /*
- * run_main.c -- the second half of the DOT-input test (tests/gpu/run_dotin.sh):
+ * captured_main.c -- the second half of the DOT-input test (tests/gpu/run_codegen.sh):
  * runs the C that pgcc generated from capture.c's DOT dump.  The dump has no
  * kernel arguments, so this program gives each kernel node the arguments of the
  * launch it came from (captured_kernel_arg_origins: the DOT node ids, numbered in

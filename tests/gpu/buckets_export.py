@@ -1,4 +1,4 @@
-"""Programs exported with shape buckets (tests/e2e/buckets.py), run from the generated C
+"""Programs exported with shape buckets (tests/models/buckets_models.py), run from the generated C
 (through pgcc.load) on a GPU.
 
 For each: pgcc.export(..., buckets=) -- which verifies every bucket, and for padded
@@ -11,7 +11,7 @@ dtype); the padding found must be the one expected; a size past the largest buck
 be refused; `pgcc --report` must list a line per bucket; and the arena must be the
 largest bucket's, not the sum (the bodies of the SWITCH share it).
 
-    python3 tests/gpu/buckets.py [NAME ...]      (exit status 0: every check passed)
+    PYTHONPATH=python:. python3 tests/gpu/buckets_export.py [NAME ...]      (exit status 0: every check passed)
 
 With BUCKETS_FIXTURES=DIR, the mlp_tiny export is packed into
 DIR/buckets_fixtures.tar.gz (as tests/corpus/export/mlp_tiny/...: the CI fixture).
@@ -24,17 +24,15 @@ import sys
 import tarfile
 import tempfile
 
+import torch
+
+import pgcc
+from pgcc.buckets import choose, pad_to
+from pgcc.verify import compare
+from tests.models.buckets_models import PROGRAMS
+from tests.models.zoo_models import TOLERANCE
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-
-import torch  # noqa: E402
-
-import pgcc  # noqa: E402
-from buckets import PROGRAMS  # noqa: E402
-from pgcc.buckets import choose, pad_to  # noqa: E402
-from pgcc.verify import compare  # noqa: E402
-from zoo import TOLERANCE  # noqa: E402
 
 
 def check(name, out, failures, watch):

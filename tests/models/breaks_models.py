@@ -1,5 +1,5 @@
 """Programs that cannot be captured whole: they read a value back to the host in the
-middle of a call, which torch.compile turns into a graph break (tests/gpu/breaks.py
+middle of a call, which torch.compile turns into a graph break (tests/gpu/breaks_export.py
 exports them; issue "Programs that cannot be captured whole").
 
 Each builder returns (fn, inputs, weights, other) as pgcc.export takes the first three;

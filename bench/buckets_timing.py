@@ -1,9 +1,9 @@
-"""Shape buckets side by side: each program of tests/e2e/buckets.py exported once with
+"""Shape buckets side by side: each program of tests/models/buckets_models.py exported once with
 all its buckets (pgcc.export(..., buckets=)) and run from C, against
 torch.compile(mode="reduce-overhead", dynamic=False) -- CUDA Graph Trees recording one
 graph per shape -- at every bucket's size.
 
-    python3 bench/buckets.py [--rounds 5] [--iters 50] [--out DIR] NAME ...
+    PYTHONPATH=python:. python3 bench/buckets_timing.py [--rounds 5] [--iters 50] [--out DIR] NAME ...
 
 Each program runs in a child process of its own.  Set-up: pgcc's export (all buckets,
 verified), then its load (the weights) and init (every bucket's graph), timed, twice:
@@ -34,8 +34,6 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-
 
 def eager_child(name):
     """Eager's memory, in a process of its own that runs nothing else first: the
@@ -44,10 +42,10 @@ def eager_child(name):
     lives, as pgcc's arena does, so it is counted).  (Not in the bench's child: eager's
     cuDNN attention there, run before the export, loads a second module with a kernel
     of the same name, which the export then refuses as ambiguous.)"""
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
-    from buckets import PROGRAMS
+
     from pgcc.buckets import inputs_at
+    from tests.models.buckets_models import PROGRAMS
 
     fn, inputs, _, values, dim, _ = PROGRAMS[name]()
     xs = inputs_at(torch, inputs, dim, inputs[0].shape[dim], values[-1])
@@ -62,11 +60,11 @@ def eager_child(name):
 
 
 def child(name, rounds, iters, out_dir):
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
+
     import pgcc
-    from buckets import PROGRAMS
     from pgcc.buckets import inputs_at
+    from tests.models.buckets_models import PROGRAMS
 
     fn, inputs, weights, values, dim, _ = PROGRAMS[name]()
     wbytes = sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in weights.values()}.values())
@@ -213,7 +211,6 @@ def main():
     if a.eager_child:
         eager_child(a.eager_child)
         return 0
-    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
     names = a.names or ["mlp", "llama_bf16"]
     recs = []
     for n in names:

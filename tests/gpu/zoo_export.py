@@ -1,9 +1,9 @@
-"""The zoo on a GPU: export every model of tests/e2e/zoo.py with pgcc.export (which
+"""The zoo on a GPU: export every model of tests/models/zoo_models.py with pgcc.export (which
 verifies the export: pgcc, C, run at new addresses, compared with PyTorch), and
 tabulate what exported and verified and what stands in the way.
 
-    python3 tests/gpu/zoo.py [--jobs N] [--timeout S] [--repeat R] [--out DIR [--keep-graphs]] [--cache DIR]
-                             [PATTERN ...]
+    PYTHONPATH=python:. python3 tests/gpu/zoo_export.py [--jobs N] [--timeout S] [--repeat R]
+        [--out DIR [--keep-graphs]] [--cache DIR] [PATTERN ...]
 
 Each model runs in a child process of its own (a fresh Inductor cache, a crash or
 hang cannot take the others with it), N at a time.  A child prints one JSON line:
@@ -14,7 +14,7 @@ undone after a failed verification: export.place_intermediates).  The table goes
 zoo.json and one log per model there.  --repeat R exports each model R times, in
 separate children (an export that passes only sometimes -- stale bytes in parameter
 memory differ from process to process -- is a failure).  --cache DIR keeps each
-model's Inductor cache under DIR/MODEL (bench/zoo.py --cache reads the same folders);
+model's Inductor cache under DIR/MODEL (bench/zoo_timing.py --cache reads the same folders);
 without it every child starts from an empty one.  With TORCHINDUCTOR_ENABLE_PDL=1 in
 the environment, Inductor builds its Triton kernels for programmatic dependent launch,
 and the exports keep the programmatic edges they were captured with (the JSON counts
@@ -36,16 +36,16 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 def child(key, out_dir):
     """Runs in the child: build, export with verification, one JSON line on stdout."""
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
-    import zoo
+
     import pgcc
+    from tests.models import zoo_models
 
     t0 = time.time()
     rec = {"model": key}
     watch = pgcc.ModuleWatch()  # before anything runs: library kernels outside .nv_fatbin
     try:
-        fn, inputs, weights = zoo.ZOO[key]()
+        fn, inputs, weights = zoo_models.ZOO[key]()
         res = pgcc.export(fn, tuple(inputs), os.path.join(out_dir, "export"), name=key.replace(":", "_"),
                           weights=weights, verify=True, quiet=False, watch=watch)
         rec.update(status="PASS", detail=str(getattr(res, "verified", "") or ""),
@@ -214,9 +214,8 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.child_out)
-    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-    import zoo
-    keys = zoo.select(args.patterns)
+    from tests.models import zoo_models
+    keys = zoo_models.select(args.patterns)
     if args.repeat > 1:
         keys = [f"{k}#{r + 1}" for r in range(args.repeat) for k in keys]
     if args.out:

@@ -15,7 +15,7 @@ module run eagerly for reference.
 import torch
 from torch import nn
 
-from zoo import _inference, _llama_config
+from tests.models.zoo_models import _inference, _llama_config
 
 
 class MLP(nn.Module):

@@ -2,7 +2,7 @@
 cost model's collective constants (compiler/cost.c: collective = coll_us + moved bytes
 / (coll_gbps * 1000), moved = 2 (R - 1) / R x bytes for an all-reduce over R ranks).
 
-    python3 bench/collectives.py [--rounds 7] [--out DIR]
+    PYTHONPATH=python:. python3 bench/collectives_timing.py [--rounds 7] [--out DIR]
 
 One process per rank (NCCL through torch.distributed, NVLink multicast off).  For each
 size from 4 KiB to 64 MiB (fp32): 20 all-reduces captured back to back into one CUDA
@@ -78,8 +78,7 @@ def main():
     ap.add_argument("--out", default="build/bench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
-    from tp import run_ranks
+    from tests.models.tp_models import run_ranks
     world = 2
     res = run_ranks(rank_main, (a.rounds, 29541), world=world, timeout=300)
     if len(res) != world:

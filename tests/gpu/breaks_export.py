@@ -1,4 +1,4 @@
-"""Programs that read values back to the host half-way (tests/e2e/breaks.py), exported
+"""Programs that read values back to the host half-way (tests/models/breaks_models.py), exported
 by pgcc.export with torch.compile and run from the generated C (through pgcc.load) on a
 GPU:
 
@@ -26,7 +26,7 @@ inputs with the arena poisoned, compared with the compiled callable (bit for bit
 eager PyTorch (max error printed); `pgcc --report` on the .graph must show the sync in
 an eager region, or the conditional node.
 
-    python3 tests/gpu/breaks.py [NAME ...]      (exit status 0: every check passed)
+    PYTHONPATH=python:. python3 tests/gpu/breaks_export.py [NAME ...]      (exit status 0: every check passed)
 
 With BREAKS_FIXTURES=DIR, the exports are also packed into DIR/breaks_fixtures.tar.gz
 (as tests/corpus/export/NAME/...: the CI fixtures with an eager region and a
@@ -37,15 +37,13 @@ import subprocess
 import sys
 import tempfile
 
+import torch
+
+import pgcc
+from pgcc.verify import compare
+from tests.models.breaks_models import PROGRAMS
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-
-import torch  # noqa: E402
-
-import pgcc  # noqa: E402
-from breaks import PROGRAMS  # noqa: E402
-from pgcc.verify import compare  # noqa: E402
 
 EXPECT = {"item_mlp": {"reads": 1, "conditional": 0}, "host_math": {"reads": 1, "conditional": 0, "callbacks": 1}, "branch": {"reads": 1, "conditional": 1},
           "cond": {"reads": 1, "conditional": 1}, "scaler_step": {"reads": 1, "conditional": 1},
