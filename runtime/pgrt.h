@@ -37,7 +37,7 @@
  *
  * Kernels inside installed libraries (cuBLAS, cuDNN, PyTorch's own): init loads the
  * fatbins the program names on up to 8 threads at once, each read in place from the
- * library's mapped file (runtime/loaders.c); PGRT_LIBLOAD=serial loads them one by
+ * library's mapped file (runtime/libraries.c); PGRT_LIBLOAD=serial loads them one by
  * one, PGRT_LIBLOAD=serial,copy also lets the driver copy each first (how libpgrt did
  * it before; bench/zoo.py compares the three).
  *
@@ -67,6 +67,8 @@
  */
 #ifndef PGRT_H
 #define PGRT_H
+
+#include "pgrt_relocs.h"
 
 #include <cuda.h>
 #include <stddef.h>
@@ -200,9 +202,14 @@ typedef struct {
   int callback;    /* -1: read from the host buffer */
 } pgrt_read_scalar;
 
-/* What of an address a relocation writes (pgcc.h's PG_RELOC_KINDS, in its order):
- * ABS64 all 8 bytes; LO32 its low 4 bytes; HI32 its high 4 bytes. */
-typedef enum { PGRT_RELOC_ABS64, PGRT_RELOC_LO32, PGRT_RELOC_HI32 } pgrt_reloc_kind;
+/* What of an address a relocation writes: pgrt_relocs.h's table (pgcc's too), in its
+ * order: PGRT_RELOC_ABS64 all 8 bytes; PGRT_RELOC_LO32 its low 4 bytes; PGRT_RELOC_HI32
+ * its high 4 bytes. */
+typedef enum {
+#define PGRT_RELOC_ENUM_(e, name, size, shift) PGRT_RELOC_##e,
+  PG_RELOC_KINDS(PGRT_RELOC_ENUM_)
+#undef PGRT_RELOC_ENUM_
+} pgrt_reloc_kind;
 
 /* A pointer written into a node's parameters at byte `at`: the address
  * buffer + offset, truncated as `kind` says. */
@@ -608,7 +615,7 @@ void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
  * file).  How many fatbins the libraries gave; how many of libpgrt's own sources
  * were loaded as the cubins the build compiled (none compiled at init); how many
  * threads loaded the libraries' fatbins at once (0: one by one, with their kernels;
- * PGRT_LIBLOAD, loaders.c), and those fatbins' bytes as the libraries hold them
+ * PGRT_LIBLOAD, libraries.c), and those fatbins' bytes as the libraries hold them
  * (compressed). */
 typedef struct {
   long long total_ns, modules_ns, library_ns, own_ns, graphs_ns, nvrtc_ns;

@@ -10,6 +10,7 @@
 #   check-fake        libpgrt and generated C run the GPU code-generation tests over a CPU double of the driver
 #   check-valgrind    pgcc under memcheck on every real dump and malformed input
 #   check-python      the Python package's CPU tests (pytest)
+#   check-layers      libpgrt's files: at most 700 lines each, calls only down pgrt_impl.h's layers
 #   test              the Check suites (tests/run.c): unit, golden, malformed, CLI
 
 TEST_SRCS = tests/run.c tests/helpers.c \
@@ -77,6 +78,7 @@ check: deps
 	@$(MAKE) --no-print-directory check-ubsan
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-python
+	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory test
 
 # The Python package's CPU tests (pytest; tests/python/run.sh installs pytest, numpy
@@ -84,6 +86,12 @@ check: deps
 # the run.
 check-python: $(B)/pgcc
 	@bash tests/python/run.sh
+
+# libpgrt's layout (tests/runtime_layers.py): no runtime C file over 700 lines, every call
+# between them down the layers runtime/pgrt_impl.h draws, no #include cycle; and, in a
+# copy of runtime/, each such violation is reported.
+check-layers:
+	@python3 tests/runtime_layers.py
 
 # ---- fuzzing: `make fuzz` runs each target for FUZZ_SECONDS from seeds made of the
 # real dumps; findings land in build/fuzz/artifacts (docs/fuzzing.md)

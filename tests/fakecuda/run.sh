@@ -54,7 +54,7 @@ done
 # modules, compiled by the first run of each, and nothing else
 kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
 [ "$kept" -eq 8 ] || { echo "FAIL: libpgrt's cache holds $kept cubins, expected the 8 programs' modules"; exit 1; }
-# kernels inside an installed library (runtime/loaders.c), as cuBLAS's and PyTorch's are:
+# kernels inside an installed library (runtime/libraries.c), as cuBLAS's and PyTorch's are:
 # chain's cubin (as NVRTC compiled it above, from libpgrt's cache) in two fatbins of a library's .nv_fatbin
 # section (mklib.py), and chain.graph with its module that library, its first kernel
 # hinted in the first fatbin and the others in the second.  libpgrt loads both on
