@@ -4,8 +4,8 @@
  * cuBLAS, cuBLASLt and PyTorch's CUDA library keep their device
  * code in an ELF section, .nv_fatbin: fatbins one after another, each a 16-byte
  * header (magic 0xBA55ED50, version, header size, size) and its entries.  The
- * library is found the way the dynamic linker finds it (dlopen of its soname), its
- * file mapped read-only, and the fatbin that holds a kernel loaded with
+ * library is opened by its soname (shlib.c: the copy already in the process first,
+ * then PGRT_LIB_<NAME>, then as the dynamic linker finds it), its file mapped read-only, and the fatbin that holds a kernel loaded with
  * cuLibraryLoadData.  The generated code says where that fatbin was when the
  * program was exported (pgrt_kernel.entry); where that misses -- another build of
  * the library -- every fatbin of the section is tried, with a warning, since that
@@ -108,8 +108,12 @@ static const unsigned char *fatbin_section(const unsigned char *m, size_t n, siz
 
 static pgrt_status open_library(libfile *f, const char *soname) {
   f->soname = soname;
-  f->dl = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
-  if (!f->dl) return pgrt_fail(PGRT_ERR_MODULE, "library '%s' cannot be opened: %s", soname, dlerror());
+  pgrt_shlib lib; /* the copy already in the process, PGRT_LIB_<NAME>, or the soname (shlib.c) */
+  pgrt_shlib_open(&lib, soname, NULL, RTLD_LAZY | RTLD_LOCAL);
+  f->dl = lib.dl;
+  if (!f->dl)
+    return pgrt_fail(PGRT_ERR_MODULE, "library '%s' cannot be opened from '%s' (%s): %s", soname, lib.path,
+                     lib.said, lib.why);
   struct link_map *lm = NULL;
   if (dlinfo(f->dl, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name || !lm->l_name[0])
     return pgrt_fail(PGRT_ERR_MODULE, "library '%s': the dynamic linker does not say where its file is", soname);

@@ -22,6 +22,8 @@
  *            nccl.c       NCCL, loaded with dlopen
  *            weights.c    safetensors files: weights to the device, tensors in host memory
  *   layer 0  status.c     the error record (pgrt_fail, pgrt_error), the clock
+ *            shlib.c      which file a library opened by soname is (pgrt.h, "Libraries, opened
+ *                         by soname")
  *
  * Headers, included by any file, include only these (none includes a .c file or one
  * of the files above it): pgrt_impl.h -> pgrt.h -> pgrt_relocs.h; half.h, st_header.h
@@ -56,6 +58,28 @@ long long pgrt_mono_ns(void);
   } while (0)
 
 static inline void *pgrt_zalloc(size_t n) { return calloc(n ? n : 1, 1); }
+
+/* ---- shlib.c: libraries opened by soname ---- */
+
+typedef enum {
+  PGRT_SHLIB_MAPPED, /* a copy already mapped in the process */
+  PGRT_SHLIB_ENV,    /* the path in PGRT_LIB_<NAME> (or the caller's older variable) */
+  PGRT_SHLIB_BESIDE, /* beside a mapped library of its family */
+  PGRT_SHLIB_SONAME  /* the soname, as the dynamic linker finds it */
+} pgrt_shlib_how;
+typedef struct {
+  void *dl;           /* dlopen's handle; NULL where it failed (why says why) */
+  pgrt_shlib_how from;
+  char path[4096];    /* what dlopen was given */
+  char env[96];       /* the variable that names its path: PGRT_LIB_<NAME>, or the older one used */
+  char said[160];      /* where path came from, for messages */
+  char why[512];
+} pgrt_shlib;
+/* Opens the library of this soname with dlopen(path, flags), the path picked as shlib.c
+ * says; alias: an older variable that names it too (NULL: none). */
+void pgrt_shlib_open(pgrt_shlib *l, const char *soname, const char *alias, int flags);
+/* PGRT_LIB_<NAME> for this soname. */
+void pgrt_shlib_env(const char *soname, char *env, size_t size);
 
 /* ---- scalars.c: scalar types ---- */
 
@@ -101,7 +125,8 @@ typedef struct {
   const char *(*get_error_string)(int result);
   int (*get_version)(int *version);
 } pgrt_nccl;
-/* Loads NCCL into *n (PGRT_NCCL, else libnccl.so.2) and resolves every function above;
+/* Loads NCCL into *n (shlib.c: the copy in the process, PGRT_LIB_NCCL or PGRT_NCCL, else
+ * libnccl.so.2) and resolves every function above;
  * PGRT_ERR_NCCL naming the library and dlerror() where it cannot.  No CUDA call. */
 pgrt_status pgrt_nccl_load(pgrt_nccl *n);
 /* Queues node `node`'s collective on stream s, between send and recv, on comm. */

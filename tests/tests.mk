@@ -192,7 +192,9 @@ $(B)/stubs/libcuda.so.1:
 # (tests/codegen/info_main.c); libpgrt's safetensors reader and writer in host memory
 # (tests/codegen/tensors_main.c); the conversions of scalars read from host buffers
 # (tests/codegen/convert_main.c); libpgrt's cache of compiled cubins (tests/codegen/cache_main.c); the cubins of
-# libpgrt's own kernels its build compiled, against NVRTC (tests/codegen/prebuilt_main.c); libpgrt's NCCL declarations against nccl.h, and a program
+# libpgrt's own kernels its build compiled, against NVRTC (tests/codegen/prebuilt_main.c); which file libpgrt opens
+# for a library it opens by soname, a copy already in the process first (tests/codegen/shlib_main.c, over copies
+# of tests/codegen/shlib_fake.c); libpgrt's NCCL declarations against nccl.h, and a program
 # with a comm whose NCCL is missing failing init before any CUDA call
 # (tests/codegen/nccl_main.c, over tests/gpu/codegen/allreduce.graph).  No GPU: none calls
 # CUDA.
@@ -203,6 +205,12 @@ check-info: $(B)/pgcc
 	$(B)/pgcc tests/codegen/info_roles.graph -o $(B)/gen/info_roles.c && \
 	$(B)/pgcc tests/golden/buckets.graph --name=buckets_golden -o $(B)/gen/buckets_golden.c 2>/dev/null && \
 	$(B)/pgcc tests/gpu/codegen/allreduce.graph -o $(B)/gen/allreduce.c && \
+	rm -rf $(B)/gen/shlib && mkdir -p $(B)/gen/shlib/a $(B)/gen/shlib/b && \
+	for lib in a/libpgfake_beside.so.1:1 b/libpgfake_beside.so.1:2 a/libpgfake_beside_extra.so.1:3 \
+	    a/libpgfakeother.so.1:4 a/libnccl.so.2:5 b/libnccl.so.2:6; do \
+	  gcc -std=c11 -Wall -Wextra -Werror -shared -fPIC -DWHICH=$${lib#*:} -Wl,-soname,$$(basename $${lib%:*}) \
+	    tests/codegen/shlib_fake.c -o $(B)/gen/shlib/$${lib%:*} || exit 1; \
+	done && \
 	for cc in gcc clang; do \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/info_main \
 	    tests/codegen/info_main.c $(B)/gen/mlp_small.c $(B)/gen/info_roles.c $(B)/gen/buckets_golden.c \
@@ -220,6 +228,9 @@ check-info: $(B)/pgcc
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/prebuilt_main \
 	    tests/codegen/prebuilt_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/prebuilt_main && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/shlib_main \
+	    tests/codegen/shlib_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
+	  $(STUB_RUN) $(B)/gen/shlib_main $(B)/gen/shlib/a $(B)/gen/shlib/b && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/nccl_main \
 	    tests/codegen/nccl_main.c $(B)/gen/allreduce.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/nccl_main >$(B)/gen/nccl.log || { cat $(B)/gen/nccl.log; exit 1; }; \
