@@ -5,7 +5,8 @@
 #   check-asan        every test under gcc's ASan, LSan and UBSan
 #   check-ubsan       every test under clang's UBSan
 #   check-codegen     generated C compiles warning-free and links against libpgrt
-#   check-info        NAME_info()'s tables match the generated structs and the .graph; NCCL against nccl.h
+#   check-info        NAME_info()'s tables match the generated structs and the .graph; NCCL against nccl.h;
+#                     libpgrt's CPU-side pieces (tensors, conversions, cache, shared libraries, pgcc's enums)
 #   check-deploy      examples/deploy builds through pkg-config and runs dry
 #   check-fake        libpgrt and generated C run the GPU code-generation tests over a CPU double of the driver
 #   check-valgrind    pgcc under memcheck on every real dump and malformed input
@@ -194,7 +195,8 @@ $(B)/stubs/libcuda.so.1:
 # (tests/codegen/convert_main.c); libpgrt's cache of compiled cubins (tests/codegen/cache_main.c); the cubins of
 # libpgrt's own kernels its build compiled, against NVRTC (tests/codegen/prebuilt_main.c); which file libpgrt opens
 # for a library it opens by soname, a copy already in the process first (tests/codegen/shlib_main.c, over copies
-# of tests/codegen/shlib_fake.c); libpgrt's NCCL declarations against nccl.h, and a program
+# of tests/codegen/shlib_fake.c); pgcc's and libpgrt's enums that are not one table yet, against each other
+# (tests/codegen/tables_main.c); libpgrt's NCCL declarations against nccl.h, and a program
 # with a comm whose NCCL is missing failing init before any CUDA call
 # (tests/codegen/nccl_main.c, over tests/gpu/codegen/allreduce.graph).  No GPU: none calls
 # CUDA.
@@ -231,6 +233,8 @@ check-info: $(B)/pgcc
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/shlib_main \
 	    tests/codegen/shlib_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/shlib_main $(B)/gen/shlib/a $(B)/gen/shlib/b && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Icompiler -Iruntime $(CUDA_INC) -o $(B)/gen/tables_main \
+	    tests/codegen/tables_main.c && $(B)/gen/tables_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/nccl_main \
 	    tests/codegen/nccl_main.c $(B)/gen/allreduce.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/nccl_main >$(B)/gen/nccl.log || { cat $(B)/gen/nccl.log; exit 1; }; \
