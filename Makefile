@@ -47,9 +47,9 @@ LIB_OBJS = $(COMPILER_OBJS) $(GEN_OBJS)
 GEN_SRCS = grammar/gen/dot.tab.c grammar/gen/dot.tab.h grammar/gen/dot.lex.c grammar/gen/dot.lex.h \
 	grammar/gen/graph.tab.c grammar/gen/graph.tab.h grammar/gen/graph.lex.c grammar/gen/graph.lex.h
 
-HEADERS = compiler/pgcc.h compiler/parse.h runtime/st_header.h
+HEADERS = compiler/pgcc.h compiler/parse.h runtime/st_header.h runtime/pgrt_relocs.h runtime/half.h
 
-.PHONY: FORCE runtime install all deps demo check check-generated check-names check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen check-fake test bench clean regen calibrate fuzz
+.PHONY: FORCE runtime install all deps demo check check-generated check-names check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen check-fake check-layers test bench clean regen calibrate fuzz
 .DELETE_ON_ERROR:
 # The generated sources are committed: never delete them as intermediates.
 .SECONDARY: $(GEN_SRCS)
@@ -129,8 +129,11 @@ DESTDIR ?=
 CUDA_INC = -I$(CUDA_HOME)/include
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl -pthread
 
-RT_OBJS = $(B)/rt/pgrt.o $(B)/rt/loaders.o $(B)/rt/nccl.o $(B)/rt/cache.o $(B)/rt/own_cubins.o
-RT_HEADERS = runtime/pgrt.h runtime/pgrt_impl.h runtime/st_header.h runtime/own_kernels.h
+# libpgrt by lifecycle, a file per job, in the layers runtime/pgrt_impl.h draws
+RT_OBJS = $(B)/rt/status.o $(B)/rt/shlib.o $(B)/rt/scalars.o $(B)/rt/cache.o $(B)/rt/libraries.o $(B)/rt/nccl.o $(B)/rt/weights.o \
+	$(B)/rt/modules.o $(B)/rt/params.o $(B)/rt/build.o $(B)/rt/init.o $(B)/rt/run.o $(B)/rt/own_cubins.o
+RT_HEADERS = runtime/pgrt.h runtime/pgrt_relocs.h runtime/pgrt_impl.h runtime/st_header.h runtime/half.h \
+	runtime/own_kernels.h
 
 $(B)/rt/%.o: runtime/%.c $(RT_HEADERS) $(B)/config.stamp | $(B)
 	@mkdir -p $(B)/rt
@@ -169,6 +172,7 @@ install: $(B)/pgcc $(if $(wildcard $(CUDA_HOME)/include/cuda.h),runtime) runtime
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(B)/pgcc $(DESTDIR)$(PREFIX)/bin/pgcc
 	install -m 644 runtime/pgrt.h $(DESTDIR)$(PREFIX)/include/pgrt.h
+	install -m 644 runtime/pgrt_relocs.h $(DESTDIR)$(PREFIX)/include/pgrt_relocs.h
 	install -m 644 $(B)/libpgrt.a $(DESTDIR)$(PREFIX)/lib/libpgrt.a
 	install -m 755 $(B)/libpgrt.so $(DESTDIR)$(PREFIX)/lib/libpgrt.so.1
 	ln -sf libpgrt.so.1 $(DESTDIR)$(PREFIX)/lib/libpgrt.so

@@ -14,9 +14,9 @@
  * express yet; pg_emit_c() then cannot fail.
  */
 #include "pgcc.h"
+#include "../runtime/half.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -434,30 +434,13 @@ static const char *ctype(PgType t) {
   }
 }
 
-/* v in a 16-bit binary floating-point format of ebits exponent and mbits mantissa
- * bits (f16: 5, 10; bf16: 8, 7), rounded to nearest, ties to even, as CUDA's
- * __float2half_rn and __float2bfloat16_rn round; too large: infinity. */
-static uint16_t to_float16(double v, int ebits, int mbits) {
-  uint32_t sign = signbit(v) ? 1u << (ebits + mbits) : 0, inf = ((1u << ebits) - 1) << mbits;
-  if (isnan(v)) return (uint16_t)(sign | inf | 1u << (mbits - 1));
-  v = fabs(v);
-  if (isinf(v)) return (uint16_t)(sign | inf);
-  if (v == 0) return (uint16_t)sign;
-  int bias = (1 << (ebits - 1)) - 1, e;
-  frexp(v, &e);
-  int exp = e - 1; /* v = 1.m * 2^exp */
-  if (exp < 1 - bias) /* subnormal: v = m * 2^(1 - bias - mbits); m == 2^mbits is the least normal */
-    return (uint16_t)(sign | (uint32_t)rint(ldexp(v, mbits - (1 - bias))));
-  uint32_t m = (uint32_t)rint(ldexp(v, mbits - exp)); /* in [2^mbits, 2^(mbits+1)] */
-  if (m == 1u << (mbits + 1)) m >>= 1, exp++;
-  if (exp + bias >= (1 << ebits) - 1) return (uint16_t)(sign | inf);
-  return (uint16_t)(sign | (uint32_t)(exp + bias) << mbits | (m & ((1u << mbits) - 1)));
-}
-
 /* The bytes of a literal of type t, little-endian, into out. */
 static void encode(const char *lit, PgType t, unsigned size, unsigned char *out) {
   if (t == PG_T_F16 || t == PG_T_BF16) {
-    uint16_t v = t == PG_T_F16 ? to_float16(strtod(lit, NULL), 5, 10) : to_float16(strtod(lit, NULL), 8, 7);
+    /* rounded to nearest, ties to even, as CUDA's __float2half_rn and __float2bfloat16_rn
+     * round, and as libpgrt converts (runtime/half.h) */
+    double d = strtod(lit, NULL);
+    uint16_t v = t == PG_T_F16 ? pg_half_from_double(d, PG_HALF_F16) : pg_half_from_double(d, PG_HALF_BF16);
     out[0] = (unsigned char)v, out[1] = (unsigned char)(v >> 8);
   } else if (t == PG_T_F32) {
     float v = (float)strtod(lit, NULL);

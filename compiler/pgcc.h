@@ -171,19 +171,11 @@ typedef struct {
   PgLoc loc;
 } PgModule;
 
-/* Relocation kinds, listed once: what of an address a relocation writes into a
- * by-value parameter, as a linker's relocation types say it.  The value is the
- * argument's address (buffer + offset: the addend is the argument's offset), then
- * truncated by the kind.
- *
- *   X(ENUM, "name in .graph", bytes written, shift)
- *
- *   abs64: the whole 64-bit address (8 bytes; the only kind of format version 1);
- *   lo32:  its low 32 bits (4 bytes);  hi32: its high 32 bits (4 bytes). */
-#define PG_RELOC_KINDS(X)    \
-  X(ABS64, "abs64", 8, 0)    \
-  X(LO32,  "lo32",  4, 0)    \
-  X(HI32,  "hi32",  4, 32)
+/* Relocation kinds, listed once for pgcc, libpgrt and the exporter: what of an address
+ * a relocation writes into a by-value parameter, as a linker's relocation types say it
+ * (abs64, lo32, hi32).  The table, PG_RELOC_KINDS(X) with X(ENUM, "name in .graph",
+ * bytes written, shift), is runtime/pgrt_relocs.h's: pgrt.h expands it too. */
+#include "../runtime/pgrt_relocs.h"
 
 typedef enum {
 #define X(e, name, size, shift) PG_RELOC_##e,

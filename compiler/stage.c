@@ -1,7 +1,7 @@
 /*
  * stage.c -- NCCL collectives on per-call buffers go through arena buffers of their own.
  *
- * libpgrt captures each collective once, at init, into a child graph (runtime/pgrt.c),
+ * libpgrt captures each collective once, at init, into a child graph (runtime/build.c),
  * so the addresses it reads and writes must never move: weights and the arena keep
  * theirs, but a per-call buffer (an input, an output, a buffer of unknown role:
  * pg_per_call) is the caller's, at a new address on every call.  Such a collective of

@@ -11,7 +11,7 @@
  * miss, never a wrong cubin.  It is written to a temporary name and renamed, so that
  * processes that init at once read whole files only.  Any failure to read or write is
  * a miss, silent: the cache can only save time; a kept cubin the driver refuses to load
- * is compiled again, and replaced (pgrt.c, load_cuda).
+ * is compiled again, and replaced (modules.c, load_cuda).
  */
 #include "pgrt_impl.h"
 

@@ -2,8 +2,9 @@
  * nccl.c -- NCCL for libpgrt, loaded at run time (pgrt.h, "NCCL, loaded at run time").
  *
  * libpgrt neither includes nccl.h nor links libnccl: a program with comms loads it here
- * with dlopen, from PGRT_NCCL if set, else "libnccl.so.2", and resolves the few functions
- * it calls by name.  The library is never unloaded: ncclGetUniqueId leaves NCCL's
+ * with dlopen (shlib.c: the copy already in the process, PyTorch's say, else the path in
+ * PGRT_LIB_NCCL or PGRT_NCCL, else "libnccl.so.2"), and resolves the few functions it
+ * calls by name.  The library is never unloaded: ncclGetUniqueId leaves NCCL's
  * bootstrap thread running in the process that made the id, and a communicator's
  * threads live until it is destroyed, so dlclose could pull code from under them
  * (dlopen counts references: loading it again is cheap).
@@ -15,16 +16,15 @@
 #include <string.h>
 
 pgrt_status pgrt_nccl_load(pgrt_nccl *n) {
-  const char *path = getenv("PGRT_NCCL");
-  if (!path || !*path) path = "libnccl.so.2";
+  pgrt_shlib lib; /* the copy already in the process, PGRT_LIB_NCCL or PGRT_NCCL, or the soname (shlib.c) */
+  pgrt_shlib_open(&lib, "libnccl.so.2", "PGRT_NCCL", RTLD_NOW | RTLD_LOCAL);
+  const char *path = lib.path;
   memset(n, 0, sizeof *n);
-  n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!n->lib) {
-    const char *why = dlerror();
-    return pgrt_fail(PGRT_ERR_NCCL, "NCCL does not load from '%s' (%s): a program with comms needs it; set PGRT_NCCL "
-                     "to the library's path or put libnccl.so.2 where the dynamic linker finds it",
-                     path, why ? why : "no reason given");
-  }
+  n->lib = lib.dl;
+  if (!n->lib)
+    return pgrt_fail(PGRT_ERR_NCCL, "NCCL does not load from '%s' (%s; %s): a program with comms needs it; set "
+                     "PGRT_LIB_NCCL (or PGRT_NCCL) to the library's path or put libnccl.so.2 where the dynamic linker "
+                     "finds it", path, lib.why, lib.said);
   static const struct {
     const char *name;
     size_t offset;

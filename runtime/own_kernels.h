@@ -5,9 +5,9 @@
  * The build runs runtime/tool/prebuild.c, which compiles each source below with
  * NVRTC, with these options, for every GPU architecture that NVRTC supports, and
  * writes the cubins as a C table (pgrt_prebuilt_cubins) that is linked into libpgrt.  init
- * loads the cubin for its GPU from that table, and compiles at run time (pgrt.c,
+ * loads the cubin for its GPU from that table, and compiles at run time (modules.c,
  * compile_cuda, with its disk cache) only for a GPU the table lacks, or where the
- * driver refuses the table's cubin.  Included by pgrt.c and by the tool; no CUDA
+ * driver refuses the table's cubin.  Included by modules.c, init.c and the tool; no CUDA
  * header needed.  Not installed.
  */
 #ifndef PGRT_OWN_KERNELS_H
@@ -75,7 +75,7 @@ static const char pgrt_box_source[] =
     "}\n";
 /* The sources by number (pgrt_prebuilt's `own` is an index here), each with the name
  * messages give it and its kernels, in the order libpgrt keeps their functions
- * (pgrt.c: BOX_COPY, BOX_SET). */
+ * (pgrt_impl.h: PGRT_BOX_COPY, PGRT_BOX_SET). */
 enum { PGRT_OWN_UPDATER, PGRT_OWN_BOX, PGRT_OWN_COUNT };
 #define PGRT_OWN_MAX_KERNELS 2
 static const struct {

@@ -37,9 +37,27 @@
  *
  * Kernels inside installed libraries (cuBLAS, cuDNN, PyTorch's own): init loads the
  * fatbins the program names on up to 8 threads at once, each read in place from the
- * library's mapped file (runtime/loaders.c); PGRT_LIBLOAD=serial loads them one by
+ * library's mapped file (runtime/libraries.c); PGRT_LIBLOAD=serial loads them one by
  * one, PGRT_LIBLOAD=serial,copy also lets the driver copy each first (how libpgrt did
  * it before; bench/zoo_timing.py compares the three).
+ *
+ * Libraries, opened by soname: the installed libraries whose fatbins hold a program's
+ * kernels (a LIBRARY module's soname) and NCCL (libnccl.so.2).  In a process that runs
+ * PyTorch beside libpgrt, PyTorch has its own copies, from its pip wheels
+ * (site-packages/nvidia/NAME/lib), and a second copy of a library in one process breaks
+ * it (cuDNN: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH).  So libpgrt opens, first match
+ * wins: (1) the copy already mapped in the process, a loaded object whose file name or
+ * DT_SONAME is the soname; (2) the path in the environment variable PGRT_LIB_<NAME>, NAME
+ * being the soname without "lib" and from ".so" on, upper case, other characters '_'
+ * (libcublasLt.so.13: PGRT_LIB_CUBLASLT; libcudnn_engines_precompiled.so.9:
+ * PGRT_LIB_CUDNN_ENGINES_PRECOMPILED; NCCL: PGRT_LIB_NCCL, else PGRT_NCCL); (3) the file
+ * of that name in the directory of a mapped library of its family (libcudnn.so.9's
+ * directory for libcudnn_engines_precompiled.so.9, libcublas.so.12's for
+ * libcublasLt.so.12: where PyTorch's copy would come from); (4) the soname, as the
+ * dynamic linker finds it.  So a program loaded after PyTorch uses PyTorch's libraries;
+ * one loaded before it, in a process that will load PyTorch's copies from its wheels,
+ * should name them with PGRT_LIB_<NAME> (or import torch first).  pgrt_error() says which
+ * path failed and where it came from.
  *
  * Host reads: a program may copy device values into host buffers (pinned memory that
  * init allocates), synchronize, and go on with kernels that take what it read as
@@ -68,6 +86,8 @@
 #ifndef PGRT_H
 #define PGRT_H
 
+#include "pgrt_relocs.h"
+
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -94,17 +114,19 @@ typedef enum {
                         the guard; its outputs are not valid (pgrt_error() names the guard) */
   PGRT_ERR_BUCKET,   /* a size fits no bucket of its dim (below 1, past a pad dim's largest value, or
                         none of an exact dim's values): nothing ran (pgrt_error() names the dim) */
-  PGRT_ERR_NCCL,     /* NCCL did not load (PGRT_NCCL, else libnccl.so.2: pgrt_error() names the library and
-                        gives dlerror()), lacks a function libpgrt needs, or an NCCL call failed */
+  PGRT_ERR_NCCL,     /* NCCL did not load (the copy in the process, PGRT_LIB_NCCL or PGRT_NCCL, else libnccl.so.2:
+                        pgrt_error() names the library and gives dlerror()), lacks a function libpgrt needs,
+                        or an NCCL call failed */
 } pgrt_status;
 
 /* ---- NCCL, loaded at run time ----
  *
  * A program with comms runs as one rank of each comm; its collectives call NCCL.
  * libpgrt does not link NCCL: it loads it with dlopen when a program with comms is
- * initialized (or pgrt_nccl_unique_id is called), from the path in the environment
- * variable PGRT_NCCL if set, else "libnccl.so.2" as the dynamic linker finds it, and
- * never unloads it (NCCL's threads may outlive a context).  A program without comms
+ * initialized (or pgrt_nccl_unique_id is called) -- the copy already in the process, else
+ * the path in the environment variable PGRT_LIB_NCCL or PGRT_NCCL if set, else
+ * "libnccl.so.2" as the dynamic linker finds it ("Libraries, opened by soname", above) --
+ * and never unloads it (NCCL's threads may outlive a context).  A program without comms
  * never touches NCCL.  The types and values below are NCCL's own (nccl.h), declared
  * here so that neither libpgrt nor generated code needs nccl.h to build; a CPU test
  * compares them with nccl.h. */
@@ -200,9 +222,14 @@ typedef struct {
   int callback;    /* -1: read from the host buffer */
 } pgrt_read_scalar;
 
-/* What of an address a relocation writes (pgcc.h's PG_RELOC_KINDS, in its order):
- * ABS64 all 8 bytes; LO32 its low 4 bytes; HI32 its high 4 bytes. */
-typedef enum { PGRT_RELOC_ABS64, PGRT_RELOC_LO32, PGRT_RELOC_HI32 } pgrt_reloc_kind;
+/* What of an address a relocation writes: pgrt_relocs.h's table (pgcc's too), in its
+ * order: PGRT_RELOC_ABS64 all 8 bytes; PGRT_RELOC_LO32 its low 4 bytes; PGRT_RELOC_HI32
+ * its high 4 bytes. */
+typedef enum {
+#define PGRT_RELOC_ENUM_(e, name, size, shift) PGRT_RELOC_##e,
+  PG_RELOC_KINDS(PGRT_RELOC_ENUM_)
+#undef PGRT_RELOC_ENUM_
+} pgrt_reloc_kind;
 
 /* A pointer written into a node's parameters at byte `at`: the address
  * buffer + offset, truncated as `kind` says. */
@@ -608,7 +635,7 @@ void pgrt_last_run(const pgrt_ctx *ctx, pgrt_run_stats *out);
  * file).  How many fatbins the libraries gave; how many of libpgrt's own sources
  * were loaded as the cubins the build compiled (none compiled at init); how many
  * threads loaded the libraries' fatbins at once (0: one by one, with their kernels;
- * PGRT_LIBLOAD, loaders.c), and those fatbins' bytes as the libraries hold them
+ * PGRT_LIBLOAD, libraries.c), and those fatbins' bytes as the libraries hold them
  * (compressed). */
 typedef struct {
   long long total_ns, modules_ns, library_ns, own_ns, graphs_ns, nvrtc_ns;

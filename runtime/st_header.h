@@ -1,7 +1,7 @@
 /*
  * st_header.h -- the JSON header of a safetensors file, parsed.  One reader for both
  * users: pgcc, which checks weight buffers against the header (compiler/safetensors.c),
- * and libpgrt, which reads tensors into host memory (runtime/loaders.c); neither links
+ * and libpgrt, which reads tensors into host memory (runtime/weights.c); neither links
  * a JSON library.  Header-only (static functions), so that each side builds it into
  * itself and the two libraries stay independent.
  *

@@ -56,5 +56,6 @@ Suite *partition_suite(void);
 Suite *fuzz_suite(void);
 Suite *signatures_suite(void);
 Suite *safetensors_suite(void);
+Suite *half_suite(void);
 
 #endif

@@ -6,16 +6,18 @@
 #   check-asan        every test under gcc's ASan, LSan and UBSan
 #   check-ubsan       every test under clang's UBSan
 #   check-codegen     generated C compiles warning-free and links against libpgrt
-#   check-info        NAME_info()'s tables match the generated structs and the .graph; NCCL against nccl.h
+#   check-info        NAME_info()'s tables match the generated structs and the .graph; NCCL against nccl.h;
+#                     libpgrt's CPU-side pieces (tensors, conversions, cache, shared libraries, pgcc's enums)
 #   check-deploy      examples/deploy builds through pkg-config and runs dry
 #   check-fake        libpgrt and generated C run the GPU code-generation tests over a CPU double of the driver
 #   check-valgrind    pgcc under memcheck on every real dump and malformed input
 #   check-python      the Python package's CPU tests (pytest)
+#   check-layers      libpgrt's files: at most 700 lines each, calls only down pgrt_impl.h's layers
 #   test              the Check suites (tests/run.c): unit, golden, malformed, CLI
 
 TEST_SRCS = tests/run.c tests/helpers.c \
 	tests/unit/test_arena.c tests/unit/test_record.c tests/unit/test_diag.c tests/unit/test_dot.c \
-	tests/unit/test_graph.c tests/unit/test_verify.c tests/unit/test_cli.c tests/unit/test_partition.c tests/unit/test_signatures.c tests/unit/test_safetensors.c \
+	tests/unit/test_graph.c tests/unit/test_verify.c tests/unit/test_cli.c tests/unit/test_partition.c tests/unit/test_signatures.c tests/unit/test_safetensors.c tests/unit/test_half.c \
 	tests/golden/test_corpus.c tests/golden/test_malformed.c tests/golden/test_fuzz.c fuzz/fuzz_pipeline.c
 TEST_LIBS = $(shell pkg-config --libs check jansson 2>/dev/null || echo -lcheck -ljansson)
 TEST_CFLAGS = $(shell pkg-config --cflags check jansson 2>/dev/null)
@@ -79,6 +81,7 @@ check: deps
 	@$(MAKE) --no-print-directory check-ubsan
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-python
+	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory test
 
 # Names and imports across the tree (tests/check_names.py, which first checks itself on
@@ -92,6 +95,12 @@ check-names:
 # the run.
 check-python: $(B)/pgcc
 	@bash tests/python/run.sh
+
+# libpgrt's layout (tests/runtime_layers.py): no runtime C file over 700 lines, every call
+# between them down the layers runtime/pgrt_impl.h draws, no #include cycle; and, in a
+# copy of runtime/, each such violation is reported.
+check-layers:
+	@python3 tests/runtime_layers.py
 
 # ---- fuzzing: `make fuzz` runs each target for FUZZ_SECONDS from seeds made of the
 # real dumps; findings land in build/fuzz/artifacts (docs/fuzzing.md)
@@ -192,7 +201,10 @@ $(B)/stubs/libcuda.so.1:
 # (tests/codegen/info_main.c); libpgrt's safetensors reader and writer in host memory
 # (tests/codegen/tensors_main.c); the conversions of scalars read from host buffers
 # (tests/codegen/convert_main.c); libpgrt's cache of compiled cubins (tests/codegen/cache_main.c); the cubins of
-# libpgrt's own kernels its build compiled, against NVRTC (tests/codegen/prebuilt_main.c); libpgrt's NCCL declarations against nccl.h, and a program
+# libpgrt's own kernels its build compiled, against NVRTC (tests/codegen/prebuilt_main.c); which file libpgrt opens
+# for a library it opens by soname, a copy already in the process first (tests/codegen/shlib_main.c, over copies
+# of tests/codegen/shlib_fake.c); pgcc's and libpgrt's enums that are not one table yet, against each other
+# (tests/codegen/tables_main.c); libpgrt's NCCL declarations against nccl.h, and a program
 # with a comm whose NCCL is missing failing init before any CUDA call
 # (tests/codegen/nccl_main.c, over tests/gpu/codegen/allreduce.graph).  No GPU: none calls
 # CUDA.
@@ -203,6 +215,12 @@ check-info: $(B)/pgcc
 	$(B)/pgcc tests/codegen/info_roles.graph -o $(B)/gen/info_roles.c && \
 	$(B)/pgcc tests/golden/buckets.graph --name=buckets_golden -o $(B)/gen/buckets_golden.c 2>/dev/null && \
 	$(B)/pgcc tests/gpu/codegen/allreduce.graph -o $(B)/gen/allreduce.c && \
+	rm -rf $(B)/gen/shlib && mkdir -p $(B)/gen/shlib/a $(B)/gen/shlib/b && \
+	for lib in a/libpgfake_beside.so.1:1 b/libpgfake_beside.so.1:2 a/libpgfake_beside_extra.so.1:3 \
+	    a/libpgfakeother.so.1:4 a/libnccl.so.2:5 b/libnccl.so.2:6; do \
+	  gcc -std=c11 -Wall -Wextra -Werror -shared -fPIC -DWHICH=$${lib#*:} -Wl,-soname,$$(basename $${lib%:*}) \
+	    tests/codegen/shlib_fake.c -o $(B)/gen/shlib/$${lib%:*} || exit 1; \
+	done && \
 	for cc in gcc clang; do \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/info_main \
 	    tests/codegen/info_main.c $(B)/gen/mlp_small.c $(B)/gen/info_roles.c $(B)/gen/buckets_golden.c \
@@ -220,6 +238,11 @@ check-info: $(B)/pgcc
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/prebuilt_main \
 	    tests/codegen/prebuilt_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/prebuilt_main && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/shlib_main \
+	    tests/codegen/shlib_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
+	  $(STUB_RUN) $(B)/gen/shlib_main $(B)/gen/shlib/a $(B)/gen/shlib/b && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Icompiler -Iruntime $(CUDA_INC) -o $(B)/gen/tables_main \
+	    tests/codegen/tables_main.c && $(B)/gen/tables_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/nccl_main \
 	    tests/codegen/nccl_main.c $(B)/gen/allreduce.c $(B)/libpgrt.a $(CUDA_LIBS) && \
 	  $(STUB_RUN) $(B)/gen/nccl_main >$(B)/gen/nccl.log || { cat $(B)/gen/nccl.log; exit 1; }; \

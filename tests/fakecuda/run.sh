@@ -54,7 +54,7 @@ done
 # modules, compiled by the first run of each, and nothing else
 kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
 [ "$kept" -eq 8 ] || { echo "FAIL: libpgrt's cache holds $kept cubins, expected the 8 programs' modules"; exit 1; }
-# kernels inside an installed library (runtime/loaders.c), as cuBLAS's and PyTorch's are:
+# kernels inside an installed library (runtime/libraries.c), as cuBLAS's and PyTorch's are:
 # chain's cubin (as NVRTC compiled it above, from libpgrt's cache) in two fatbins of a library's .nv_fatbin
 # section (mklib.py), and chain.graph with its module that library, its first kernel
 # hinted in the first fatbin and the others in the second.  libpgrt loads both on
@@ -83,6 +83,13 @@ grep -q "^libraries: 2 fatbins, 2 threads loading them" "$F/run.log" &&
 label="chain, its kernels in a library's two fatbins, PGRT_LIBLOAD=serial"; PGRT_LIBLOAD=serial run "$F/chainlib" "$F/out"
 grep -q "^libraries: 2 fatbins, 0 threads loading them" "$F/run.log" && ! grep -q "on threads with no current" "$F/run.log" ||
   { cat "$F/run.log"; echo "FAIL: chainlib, PGRT_LIBLOAD=serial: the fatbins were not loaded one by one"; exit 1; }
+# the copy of a library already in the process (as PyTorch's, from its wheels) is the one
+# libpgrt opens (runtime/shlib.c), before PGRT_LIB_<NAME>: chainlib with libpgfake.so.1
+# mapped first from a directory of its own, and PGRT_LIB_PGFAKE naming no file
+mkdir -p "$F/beside" && cp "$F/libpgfake.so.1" "$F/beside/"
+label="chain, its library already in the process, PGRT_LIB_PGFAKE naming no file"
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" LD_PRELOAD="$F/beside/libpgfake.so.1" \
+  PGRT_LIB_PGFAKE=/nonexistent/libpgfake.so.1 run "$F/chainlib" "$F/out"
 label="relocs, PGRT_UPDATE=host"; PGRT_UPDATE=host run "$F/relocs" "$F/out/host"
 label="buckets as a switch"; PGRT_BUCKETS=switch run "$F/buckets" "$F/out"
 label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE=device run "$F/buckets" "$F/out/device"

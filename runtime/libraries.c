@@ -1,12 +1,11 @@
 /*
- * loaders.c -- what libpgrt reads from files: kernels inside installed libraries,
- * and weights from safetensors files.
+ * libraries.c -- kernels inside installed libraries.
  *
- * Library kernels.  cuBLAS, cuBLASLt and PyTorch's CUDA library keep their device
+ * cuBLAS, cuBLASLt and PyTorch's CUDA library keep their device
  * code in an ELF section, .nv_fatbin: fatbins one after another, each a 16-byte
  * header (magic 0xBA55ED50, version, header size, size) and its entries.  The
- * library is found the way the dynamic linker finds it (dlopen of its soname), its
- * file mapped read-only, and the fatbin that holds a kernel loaded with
+ * library is opened by its soname (shlib.c: the copy already in the process first,
+ * then PGRT_LIB_<NAME>, then as the dynamic linker finds it), its file mapped read-only, and the fatbin that holds a kernel loaded with
  * cuLibraryLoadData.  The generated code says where that fatbin was when the
  * program was exported (pgrt_kernel.entry); where that misses -- another build of
  * the library -- every fatbin of the section is tried, with a warning, since that
@@ -22,7 +21,6 @@
  */
 #define _GNU_SOURCE /* dlinfo */
 #include "pgrt_impl.h"
-#include "st_header.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -110,8 +108,12 @@ static const unsigned char *fatbin_section(const unsigned char *m, size_t n, siz
 
 static pgrt_status open_library(libfile *f, const char *soname) {
   f->soname = soname;
-  f->dl = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
-  if (!f->dl) return pgrt_fail(PGRT_ERR_MODULE, "library '%s' cannot be opened: %s", soname, dlerror());
+  pgrt_shlib lib; /* the copy already in the process, PGRT_LIB_<NAME>, or the soname (shlib.c) */
+  pgrt_shlib_open(&lib, soname, NULL, RTLD_LAZY | RTLD_LOCAL);
+  f->dl = lib.dl;
+  if (!f->dl)
+    return pgrt_fail(PGRT_ERR_MODULE, "library '%s' cannot be opened from '%s' (%s): %s", soname, lib.path,
+                     lib.said, lib.why);
   struct link_map *lm = NULL;
   if (dlinfo(f->dl, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name || !lm->l_name[0])
     return pgrt_fail(PGRT_ERR_MODULE, "library '%s': the dynamic linker does not say where its file is", soname);
@@ -281,232 +283,4 @@ void pgrt_libset_free(pgrt_libset *s) {
     if (s->files[i].dl) dlclose(s->files[i].dl);
   }
   free(s->fatbins), free(s->files), free(s);
-}
-
-/* ---- weights ---- */
-
-#define CHUNK (8u << 20)
-
-pgrt_status pgrt_weights_load(const char *path, const pgrt_weights_file *file, CUdeviceptr *block,
-                              CUdeviceptr *addrs) {
-  if (!path || !file || !block || !addrs)
-    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_weights_load: null path, file, block or addresses");
-  *block = 0;
-  pgrt_status st = PGRT_OK;
-  unsigned char *buf = NULL, len8[8];
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat sb;
-  if (fd < 0 || fstat(fd, &sb) != 0) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "weights file '%s' cannot be read: %s", path, strerror(errno));
-    goto out;
-  }
-  if ((uint64_t)sb.st_size != file->file_size || pread(fd, len8, 8, 0) != 8 || rd(len8, 8) != file->header_len) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT,
-                   "weights file '%s' is not the one the program was compiled against (%llu bytes, header %llu)",
-                   path, (unsigned long long)file->file_size, (unsigned long long)file->header_len);
-    goto out;
-  }
-  uint64_t total = 0;
-  for (int i = 0; i < file->count; i++) total += (file->tensors[i].size + 255) & ~(uint64_t)255;
-  if (!(buf = malloc(CHUNK))) {
-    st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
-    goto out;
-  }
-  CU(cuMemAlloc(block, total ? total : 1), path);
-  uint64_t at = 0;
-  for (int i = 0; i < file->count; i++) {
-    const pgrt_tensor *t = &file->tensors[i];
-    addrs[i] = *block + at;
-    for (uint64_t done = 0; done < t->size;) {
-      size_t n = t->size - done < CHUNK ? (size_t)(t->size - done) : CHUNK;
-      if (pread(fd, buf, n, (off_t)(t->offset + done)) != (ssize_t)n) {
-        st = pgrt_fail(PGRT_ERR_ARGUMENT, "weights file '%s': short read at %llu", path,
-                       (unsigned long long)(t->offset + done));
-        goto out;
-      }
-      CU(cuMemcpyHtoD(addrs[i] + done, buf, n), path);
-      done += n;
-    }
-    at += (t->size + 255) & ~(uint64_t)255;
-  }
-out:
-  if (st != PGRT_OK && *block) cuMemFree(*block), *block = 0;
-  if (fd >= 0) close(fd);
-  free(buf);
-  return st;
-}
-
-/* ---- tensors of a safetensors file in host memory ----
- *
- * A safetensors file is 8 bytes (the header's length, little-endian), a JSON
- * object (tensor name -> {"dtype", "shape", "data_offsets": [begin, end]}, and an
- * optional "__metadata__" of strings), then the tensors' bytes, offsets counted
- * from the end of the header.  libpgrt has no JSON library: st_header.h, the reader
- * pgcc uses too, reads the header. */
-
-#define MAX_HEADER (100u << 20)
-
-/* What pgrt_tensor_read looks for, and what it found (st_parse's callback). */
-typedef struct {
-  const char *name;
-  pgrt_host_tensor *out;
-  int64_t offsets[2];
-  int complete; /* the entry has a dtype, a shape and two data offsets */
-} wanted;
-
-static int find_tensor(void *ctx, const st_tensor *t) {
-  wanted *w = ctx;
-  if (strcmp(t->name, w->name) != 0) return 0;
-  w->complete = t->is_object && t->dtype && strlen(t->dtype) < sizeof w->out->dtype && t->ndim >= 0 &&
-                t->ndim <= PGRT_MAX_DIMS && t->n_offsets == 2;
-  if (w->complete) {
-    strcpy(w->out->dtype, t->dtype);
-    w->out->ndim = t->ndim;
-    memcpy(w->out->shape, t->shape, sizeof t->shape[0] * (size_t)t->ndim);
-    memcpy(w->offsets, t->offsets, sizeof w->offsets);
-  }
-  return 1; /* found: stop */
-}
-
-static unsigned dtype_bytes(const char *d) {
-  static const struct {
-    const char *name;
-    unsigned bytes;
-  } t[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1},
-           {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-    if (strcmp(t[i].name, d) == 0) return t[i].bytes;
-  return 0;
-}
-
-void pgrt_host_tensor_free(pgrt_host_tensor *t) {
-  if (!t) return;
-  free(t->data);
-  t->data = NULL;
-}
-
-pgrt_status pgrt_tensor_read(const char *path, const char *name, pgrt_host_tensor *out) {
-  if (!path || !name || !out) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_tensor_read: null path, name or tensor");
-  memset(out, 0, sizeof *out);
-  out->name = name;
-  pgrt_status st = PGRT_OK;
-  char *hdr = NULL, *key = NULL;
-  unsigned char len8[8];
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat sb;
-  if (fd < 0 || fstat(fd, &sb) != 0) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "tensor file '%s' cannot be read: %s", path, strerror(errno));
-    goto out;
-  }
-  uint64_t fsize = (uint64_t)sb.st_size, hlen = 0;
-  if (fsize < 8 || pread(fd, len8, 8, 0) != 8 || (hlen = rd(len8, 8)) > fsize - 8 || hlen > MAX_HEADER || hlen < 2) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s' is not a safetensors file (its header's length is wrong)", path);
-    goto out;
-  }
-  hdr = malloc((size_t)hlen + 1), key = malloc((size_t)hlen + 1); /* key: st_parse's scratch */
-  if (!hdr || !key) {
-    st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
-    goto out;
-  }
-  if (pread(fd, hdr, (size_t)hlen, 8) != (ssize_t)hlen) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "tensor file '%s': short read of its header", path);
-    goto out;
-  }
-  wanted w = {name, out, {0, 0}, 0};
-  const char *err = NULL;
-  size_t at = 0;
-  int found = st_parse(hdr, (size_t)hlen, key, find_tensor, &w, &err, &at);
-  if (found < 0) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': the safetensors header is not what it should be near byte %zu: %s", path,
-                   8 + at, err);
-    goto out;
-  }
-  if (!found) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s' holds no tensor named '%s'", path, name);
-    goto out;
-  }
-  if (!w.complete) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' has no dtype, shape (of at most %d dimensions) or "
-                   "data_offsets [begin, end]", path, name, PGRT_MAX_DIMS);
-    goto out;
-  }
-  int64_t *offs = w.offsets;
-  uint64_t data = fsize - 8 - hlen;
-  if (offs[0] < 0 || offs[1] < offs[0] || (uint64_t)offs[1] > data) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' has data offsets outside the file", path, name);
-    goto out;
-  }
-  out->size = (uint64_t)(offs[1] - offs[0]);
-  uint64_t elems = 1;
-  for (int i = 0; i < out->ndim; i++) elems = out->shape[i] < 0 ? UINT64_MAX : elems * (uint64_t)out->shape[i];
-  unsigned eb = dtype_bytes(out->dtype);
-  if (eb && elems * eb != out->size) {
-    st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' is %llu bytes, but its dtype and shape say otherwise", path,
-                   name, (unsigned long long)out->size);
-    goto out;
-  }
-  if (!(out->data = malloc(out->size ? (size_t)out->size : 1))) {
-    st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory for tensor '%s' (%llu bytes)", name,
-                   (unsigned long long)out->size);
-    goto out;
-  }
-  for (uint64_t done = 0; done < out->size;) {
-    ssize_t r = pread(fd, (char *)out->data + done, (size_t)(out->size - done), (off_t)(8 + hlen + (uint64_t)offs[0] + done));
-    if (r <= 0) {
-      st = pgrt_fail(PGRT_ERR_ARGUMENT, "tensor file '%s': short read of tensor '%s'", path, name);
-      goto out;
-    }
-    done += (uint64_t)r;
-  }
-out:
-  if (st != PGRT_OK) pgrt_host_tensor_free(out);
-  if (fd >= 0) close(fd);
-  free(hdr), free(key);
-  return st;
-}
-
-static int json_safe(const char *s) {
-  for (; *s; s++)
-    if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) return 0;
-  return 1;
-}
-
-pgrt_status pgrt_tensors_write(const char *path, const pgrt_host_tensor *t, int count) {
-  if (!path || count < 0 || (count && !t)) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_tensors_write: null path or tensors");
-  size_t cap = 64, len = 0;
-  for (int i = 0; i < count; i++) {
-    const pgrt_host_tensor *x = &t[i];
-    if (!x->name || !json_safe(x->name) || !x->dtype[0] || !json_safe(x->dtype) || x->ndim < 0 ||
-        x->ndim > PGRT_MAX_DIMS || (x->size && !x->data))
-      return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_tensors_write: tensor %d ('%s') has a bad name, dtype, shape or data", i,
-                       x->name && json_safe(x->name) ? x->name : "?");
-    for (int k = 0; k < i; k++)
-      if (strcmp(t[k].name, x->name) == 0)
-        return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_tensors_write: two tensors named '%s'", x->name);
-    cap += strlen(x->name) + strlen(x->dtype) + 64 + (size_t)x->ndim * 22 + 2 * 22;
-  }
-  char *h = malloc(cap + 8);
-  if (!h) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
-  uint64_t at = 0;
-  len += (size_t)snprintf(h + len, cap - len, "{");
-  for (int i = 0; i < count; i++) {
-    const pgrt_host_tensor *x = &t[i];
-    len += (size_t)snprintf(h + len, cap - len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", x->name, x->dtype);
-    for (int d = 0; d < x->ndim; d++) len += (size_t)snprintf(h + len, cap - len, "%s%lld", d ? "," : "", (long long)x->shape[d]);
-    len += (size_t)snprintf(h + len, cap - len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at,
-                            (unsigned long long)(at + x->size));
-    at += x->size;
-  }
-  len += (size_t)snprintf(h + len, cap - len, "}");
-  while (len % 8) h[len++] = ' '; /* the data 8-byte aligned, as safetensors writes it */
-  pgrt_status st = PGRT_OK;
-  FILE *f = fopen(path, "wb");
-  unsigned char len8[8];
-  for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)len >> (8 * i));
-  int ok = f && fwrite(len8, 1, 8, f) == 8 && fwrite(h, 1, len, f) == len;
-  for (int i = 0; ok && i < count; i++) ok = !t[i].size || fwrite(t[i].data, 1, (size_t)t[i].size, f) == t[i].size;
-  if (f && fclose(f) != 0) ok = 0;
-  if (!ok) st = pgrt_fail(PGRT_ERR_ARGUMENT, "cannot write '%s': %s", path, strerror(errno));
-  free(h);
-  return st;
 }
