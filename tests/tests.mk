@@ -13,9 +13,9 @@
 #   check-valgrind    pgcc under memcheck on every real dump and malformed input
 #   check-python      the Python package's CPU tests (pytest)
 #   check-layers      libpgrt's files: at most 700 lines each, calls only down pgrt_impl.h's layers
-#   test              the Check suites (tests/run.c): unit, golden, malformed, CLI
+#   test              the Check suites (tests/check_suites.c): unit, golden, malformed, CLI
 
-TEST_SRCS = tests/run.c tests/helpers.c \
+TEST_SRCS = tests/check_suites.c tests/helpers.c \
 	tests/unit/test_arena.c tests/unit/test_record.c tests/unit/test_diag.c tests/unit/test_dot.c \
 	tests/unit/test_graph.c tests/unit/test_verify.c tests/unit/test_cli.c tests/unit/test_partition.c tests/unit/test_signatures.c tests/unit/test_safetensors.c tests/unit/test_half.c \
 	tests/golden/test_corpus.c tests/golden/test_malformed.c tests/golden/test_fuzz.c fuzz/fuzz_pipeline.c

@@ -3,7 +3,7 @@
 pgrt.h, "Libraries, opened by soname"), in either order, and loading and closing an
 export gives back its device memory.
 
-    python3 tests/gpu/pytorch_beside.py [--cycles N] [--keep DIR]
+    PYTHONPATH=python:. python3 tests/gpu/pytorch_beside.py [--cycles N] [--keep DIR]
 
 The parent exports a small model whose program holds cuDNN's and cuBLAS's kernels (two
 convolutions, a linear layer; fp32) into a directory, in a child process, then runs a
@@ -38,7 +38,6 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path[:0] = [os.path.join(ROOT, "python")]
 FAMILIES = re.compile(r"^lib(cudnn|cublas|nccl)[\w]*\.so")
 NAME = "beside"
 
