@@ -26,6 +26,7 @@ import hashlib
 import os
 from types import SimpleNamespace
 
+from .call_args import choose, pad_to
 from .errors import ExportError
 from .graphfile import remap
 
@@ -61,15 +62,6 @@ def dim_position(shapes, values, what):
         raise ExportError(f"{what}: its shape changes with the bucket other than in one dimension of the bucket's "
                           f"size ({', '.join(str(list(s)) for s in shapes)} for sizes {list(values)})")
     return moving[0]
-
-
-def choose(values, n, pad):
-    """The index of the bucket that runs size n (the smallest holding it, or, for exact
-    buckets, the one equal to it); None where none does."""
-    for k, v in enumerate(values):
-        if v == n or (pad and v > n >= 1):
-            return k
-    return None
 
 
 def check_values(values):
@@ -190,18 +182,6 @@ def inputs_at(torch, inputs, dim, n0, n):
             x = torch.cat(copies, dim).narrow(dim, 0, n).contiguous()
         out.append(x)
     return out
-
-
-def pad_to(torch, x, pos, size, fill=None):
-    """x padded along pos to `size` with zeros (or the rows of `fill`, a tensor of the
-    padded shape), contiguous."""
-    if pos is None or x.shape[pos] == size:
-        return x
-    shape = list(x.shape)
-    shape[pos] = size
-    y = torch.zeros(shape, dtype=x.dtype, device=x.device) if fill is None else fill.clone()
-    y.narrow(pos, 0, x.shape[pos]).copy_(x)
-    return y
 
 
 def padded_rows(torch, run, inputs, in_pos, out_pos, n):

@@ -11,41 +11,10 @@ buffer.  A read no argument takes only chose what ran (a branch, a loop's end): 
 program is exported for the path it took, with a guard that stops a call whose value
 differs (guards()).
 """
-import math
-import struct
+from .call_args import decode, encode
 
-# .graph dtype -> struct format of one element
-FORMATS = {"f64": "<d", "f32": "<f", "f16": "<e", "i64": "<q", "i32": "<i", "i16": "<h", "i8": "<b", "u8": "<B",
-           "u16": "<H", "u32": "<I", "u64": "<Q", "bool": "<?"}
 # the parameter types a value may be passed as, by parameter size (bf16: by hand below)
 BY_SIZE = {8: ("f64", "i64"), 4: ("f32", "i32"), 2: ("f16", "bf16", "i16"), 1: ("i8", "bool")}
-
-
-def decode(raw, dtype):
-    """One element of dtype from raw bytes, as a Python number (None: a dtype not known)."""
-    if dtype == "bf16":
-        return struct.unpack("<f", b"\0\0" + raw[:2])[0]
-    fmt = FORMATS.get(dtype)
-    return struct.unpack(fmt, raw[:struct.calcsize(fmt)])[0] if fmt else None
-
-
-def encode(v, dtype):
-    """v as the bytes of one dtype element, converted as C converts (float to integer
-    truncates); None where it does not fit."""
-    try:
-        if dtype == "bf16":
-            f = struct.unpack("<I", struct.pack("<f", float(v)))[0]
-            if math.isnan(float(v)):
-                return struct.pack("<H", 0x7FC0)
-            f += 0x7FFF + ((f >> 16) & 1)  # round to nearest even, as PyTorch does
-            return struct.pack("<H", (f >> 16) & 0xFFFF)
-        if dtype.startswith(("i", "u")):
-            return struct.pack(FORMATS[dtype], int(v))
-        if dtype == "bool":
-            return struct.pack("<?", bool(v))
-        return struct.pack(FORMATS[dtype], float(v))
-    except (struct.error, OverflowError, ValueError, KeyError):
-        return None
 
 
 def explain(size, got_a, got_d, reads):
