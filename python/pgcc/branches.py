@@ -24,14 +24,21 @@ as `if t:`, `torch.cond` and GradScaler's `if not found_inf` do.  A threshold on
 number that happened to read zero at export would be taken for its truth.  Anything else
 stays guarded, with a warning saying why.
 
-join() and join_loop() are pure over the analyses' plain data; join_other_path() drives
-them (needs torch).
+join() and join_loop() are pure over the analyses' plain data; export.join_other_path
+drives them (branch_to_export, warm_other_path: torch, passed in or imported when called).
+
+    join(a, b, k, "out")     # b: the analysis with read k's value flipped, joined into a
 """
 import hashlib
 import os
 
 from .errors import ExportError
 from .graphfile import remap
+from .hostreads import HostReads, flipped, perturbed
+from .warmup import restore_state, saved_state
+
+__all__ = ["COND_SOURCE", "COND_SYMBOL", "branch_to_export", "cond_kernel", "join", "join_loop", "set_condition",
+           "two_sided", "warm_other_path"]
 
 COND_SYMBOL = "pgcc_cond_equal"
 # Compiled by libpgrt with NVRTC at init (module kind `cuda`).  NVRTC does not declare
@@ -52,13 +59,16 @@ extern "C" __global__ void pgcc_cond_equal(unsigned long long cond, const unsign
 """
 
 
-def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
-    """If analysis `a` holds exactly one guarded read and it is the call's last, exports
-    the other path and joins it into `a` as a conditional node (in place); else, or if
-    the paths cannot be joined, leaves `a` guarded and warns why."""
+def branch_to_export(a, out_dir, prog):
+    """What to make of analysis `a`'s guarded reads (hostvalues.host_values): a loop of
+    them is joined here (join_loop) into a WHILE node; one guarded read, the call's last,
+    of a value two_sided accepts gives (read index, where it was read), for export.py to
+    export the other path (warm_other_path, an analysis with the value flipped) and
+    join() it; anything else stays guarded, with a warning.  Returns None but in the
+    second case."""
     guarded = [n for n in a.nodes if n["kind"] == "sync" and n.get("guard") is not None]
     if not guarded:
-        return
+        return None
     k = guarded[0]["read"]
     where = guarded[0]["where"]
     if len(guarded) >= 3 and len(guarded) == len(a.capA.reads):
@@ -66,31 +76,20 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
             iterations = join_loop(a, out_dir)
         except ExportError as e:
             prog.warn(f"the reads at {where} and after did not make a loop: they stay guarded", str(e))
-            return
+            return None
         a.write_report()
         prog.log(f"  the value read at {where} ended a loop that ran {iterations} times after its first pass: a "
                  "WHILE node, its condition set on the device")
-        return
+        return None
     if len(guarded) > 1 or k != len(a.capA.reads) - 1:
         prog.warn("a read that chose the path stays guarded: only one such read, the last of the call, becomes a "
                   "conditional node", f"{len(guarded)} guarded reads of {len(a.capA.reads)}")
-        return
+        return None
     why = two_sided(a.capA.reads[k])
     if why:
         prog.warn(f"the read at {where} stays guarded", why)
-        return
-    from .export import analyse
-    prog.status(f"{name}: the other side of the branch at {where[:60]}")
-    try:
-        warm_other_path(fn, inputs, weights, k)
-        b = analyse(fn, inputs, weights, out_dir, name, prog, watch, True, force={k: True})
-        join(a, b, k, out_dir)
-    except ExportError as e:
-        prog.warn(f"the other side of the branch at {where} could not be joined as a conditional node: the read "
-                  "stays guarded", str(e))
-        return
-    a.write_report()
-    prog.log(f"  the value read at {where}: both paths exported, an IF/ELSE node chooses on the device")
+        return None
+    return k, where
 
 
 def two_sided(read):
@@ -111,8 +110,6 @@ def warm_other_path(fn, inputs, weights, k):
     that torch.compile has compiled what runs after the read on that path before it is
     captured (compiling inside a capture fails); the state is put back."""
     import torch
-    from .export import restore_state, saved_state
-    from .hostreads import HostReads, flipped, perturbed
     seen = []
 
     def hook(t, op, where):

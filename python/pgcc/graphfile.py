@@ -9,6 +9,7 @@ another is an ExportError.
 """
 import re
 
+from .call_args import decode
 from .errors import ExportError
 
 
@@ -35,7 +36,6 @@ def value_of(raw):
 def literal(raw, dtype):
     """A constant argument's bytes as a literal of a scalar parameter's type (a parameter
     that takes a value read back in other launches, hostvalues.py)."""
-    from .hostvalues import decode
     v = decode(raw, dtype)
     if isinstance(v, float):
         if v != v or v in (float("inf"), float("-inf")):

@@ -217,3 +217,14 @@ def scratch_blocks(replayer, bufs, nodes, log):
             f"(a workspace): {size} bytes of it in the arena")
         b.update(role="workspace", size=size, static=False)
         b.pop("tensor", None)
+
+
+def mark_dontcare(k, ranges):
+    """Adds a node's proven-irrelevant byte ranges (offsets in its parameter bytes) to its
+    kernel's layout, as (parameter offset, offset inside, length)."""
+    dc = k.setdefault("dontcare", set())
+    for a, n, _ in ranges:
+        for off, size in k["layout"]:
+            lo, hi = max(a, off), min(a + n, off + size)
+            if lo < hi:
+                dc.add((off, lo - off, hi - lo))

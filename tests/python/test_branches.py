@@ -11,6 +11,7 @@ from conftest import scale_module
 from pgcc.branches import join
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
+from pgcc.model import Analysis
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -34,10 +35,10 @@ def path(tmp_path, then, offset=0):
               "op": "__bool__"},
              {"kind": "sync", "index": 2, "read": 0, "where": "m.py:3", "guard": b"\x01"},
              launch(3, y, 0, then)]
-    return SimpleNamespace(capA=SimpleNamespace(reads=[{"where": "m.py:3", "dtype": "bool", "value": b"\x01"}]),
-                           bufs=bufs, nodes=nodes,
-                           edges=[(0, 1), (1, 2), (2, 3)], kernels={1: k}, scalars=[],
-                           report={"host_reads": [{"guarded": True}]})
+    return Analysis(capA=SimpleNamespace(reads=[{"where": "m.py:3", "dtype": "bool", "value": b"\x01"}]),
+                    bufs=bufs, nodes=nodes,
+                    edges=[(0, 1), (1, 2), (2, 3)], kernels={1: k}, scalars=[],
+                    report={"host_reads": [{"guarded": True}]}, outputs=[])
 
 
 def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
@@ -128,8 +129,8 @@ def loop(tmp_path, passes=4, moved=False):
             last = i + 1
             i += 2
     cap = SimpleNamespace(reads=reads, nodes=[{}] * len(nodes), segment_of=segment_of)
-    return SimpleNamespace(capA=cap, bufs=bufs, nodes=nodes, edges=edges, kernels={1: k}, scalars=[],
-                           report={"host_reads": [{"guarded": True} for _ in reads]})
+    return Analysis(capA=cap, bufs=bufs, nodes=nodes, edges=edges, kernels={1: k}, scalars=[],
+                    report={"host_reads": [{"guarded": True} for _ in reads]}, outputs=[])
 
 
 def test_a_loop_of_reads_becomes_a_while_node(tmp_path, pgcc_bin):

@@ -1,4 +1,4 @@
-"""buckets.py: the bucket dimension found from shapes, the bucket a size runs, and the
+"""shape_buckets.py (and call_args.choose): the bucket dimension found from shapes, the bucket a size runs, and the
 analyses of several sizes merged into one program with a SWITCH node (weights once,
 inputs and outputs with the dimension named, intermediates per bucket), which pgcc
 reads and compiles."""
@@ -9,9 +9,11 @@ from types import SimpleNamespace
 import pytest
 from conftest import scale_module
 
-from pgcc.buckets import SETTER_SOURCE, check_values, choose, dim_position, merge, setter_kernel
+from pgcc.call_args import choose
+from pgcc.shape_buckets import SETTER_SOURCE, check_values, dim_position, merge, setter_kernel
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
+from pgcc.model import Analysis
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -57,9 +59,9 @@ def bucket(tmp_path, n, static_at=0x900000):
         return {"kind": "kernel", "func": 1, "grid": [n, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,
                 "args": [("ptr", buf, off), ("value", struct.pack("<f", 2.0)), ("value", struct.pack("<I", 64 * n))]}
     nodes = [launch(0, x), launch(1, w), launch(2, t), launch(3, s), launch(4, y)]
-    return SimpleNamespace(capA=SimpleNamespace(reads=[], edges=[(0, 1)]), bufs=bufs, nodes=nodes,
-                           edges=[(i, i + 1) for i in range(4)], kernels={1: k}, scalars=[],
-                           report={"nodes": 5, "edges": 4}, outputs=[f"out{n}"])
+    return Analysis(capA=SimpleNamespace(reads=[], edges=[(0, 1)]), bufs=bufs, nodes=nodes,
+                    edges=[(i, i + 1) for i in range(4)], kernels={1: k}, scalars=[],
+                    report={"nodes": 5, "edges": 4}, outputs=[f"out{n}"])
 
 
 def test_merge_shares_weights_and_names_the_dimension(tmp_path, pgcc_bin):

@@ -216,7 +216,7 @@ def test_a_host_read_that_chose_the_path_is_guarded(tmp_path, pgcc_bin):
 
 
 def test_a_value_the_host_computes_is_a_callback_scalar(tmp_path, pgcc_bin):
-    """A kernel argument computed on the host from a value read (export.host_computed):
+    """A kernel argument computed on the host from a value read (hostvalues.host_computed):
     `scalar cb0 type f64 callback`, a pgrt_scalar_fn field of the generated NAME_args."""
     kernels, bufs, used, nodes, edges, scalars = host_read_program(guard=False)
     cb = {"name": "cb0", "type": "f64", "callback": True}
@@ -230,7 +230,7 @@ def test_a_value_the_host_computes_is_a_callback_scalar(tmp_path, pgcc_bin):
 
 
 def test_module_globals_are_written_and_read_back(tmp_path, pgcc_bin):
-    """A module whose library wrote its data objects after loading it (export.own_images):
+    """A module whose library wrote its data objects after loading it (kernel_code.own_images):
     the exporter writes them as the module's globals (format version 2), and pgcc reads
     them back and carries them into the generated C."""
     kernels, bufs, used, nodes, edges = program(tmp_path)

@@ -324,7 +324,7 @@ def test_an_output_whose_memory_held_another_tensor_first_is_the_regions():
     # ViT in bf16: capture A's output (4000 bytes) was allocated where a 151 KB
     # intermediate had been; a kernel writing that intermediate points at the output's
     # address.  Mapping it to the output would write 151 KB into 4000 bytes.
-    from pgcc.export import reused
+    from pgcc.node_mapping import reused
     allocs = [(POOL[0], 151296), (POOL[0] + 151552, 1024), (POOL[0], 4000)]
     assert reused(allocs, POOL[0], 4000)
     assert not reused(allocs, POOL[0] + 151552, 1024)
@@ -337,7 +337,7 @@ def test_an_output_whose_memory_held_another_tensor_first_is_the_regions():
     assert rel.problems == []
 
 
-# ---- how much of a region the program uses (export.place_intermediates, where a region is not split) -----------------
+# ---- how much of a region the program uses (slot_layout.place_intermediates, where a region is not split) -----------------
 
 REGION = 0x7F0000000000
 # capture A's allocations in the region: two tensors, then a 1 MiB one no node points into

@@ -1,13 +1,13 @@
-"""export.place_intermediates: a capture region split into the allocations its nodes
+"""slot_layout.place_intermediates: a capture region split into the allocations its nodes
 use (slots.py), or else cut after the last allocation a node points into; what no node
 points into is not the program's (no GPU needed)."""
-import importlib
 import json
 from types import SimpleNamespace
 
 from pgcc.graphfile import node_refs
+from pgcc.model import Analysis, WholeLayout
 
-export = importlib.import_module("pgcc.export")
+from pgcc import slot_layout
 
 BASE = 0x7F0000000000
 
@@ -36,7 +36,7 @@ def capture(allocs, nodes=3, edges=None):
 
 
 def trim(bufs, nodes, allocs, log):
-    nodes, report = export.place_intermediates(bufs, nodes, capture(allocs), log, split=False)
+    nodes, report = slot_layout.place_intermediates(bufs, nodes, capture(allocs), log, split=False)
     return report["cut"]
 
 
@@ -85,7 +85,7 @@ def test_regions_are_split_into_the_allocations_the_nodes_use():
              {"kind": "kernel", "args": [("ptr", t1, 128), ("bytes", b"\0" * 16, [(8, t0, 8200, "lo32")])],
               "index": 2}]
     bufs, said = Bufs((t0, t1, ws, w)), []
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS), said.append)
+    out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS), said.append)
     assert [b["name"] for b in bufs.list] == ["t0_0", "t0_1", "t1_0", "t2", "w_a"]
     s0, s1, s2 = bufs.list[:3]
     assert (s0["size"], s1["size"], s2["size"]) == (8192, 512, 4096)
@@ -105,7 +105,7 @@ def test_a_capture_that_is_not_a_chain_is_only_cut():
              {"kind": "kernel", "args": [("ptr", t0, 8192)], "index": 1},
              {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 2}]
     bufs = Bufs((t0, t1))
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, edges=[(0, 1), (0, 2)]), lambda s: None)
+    out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS, edges=[(0, 1), (0, 2)]), lambda s: None)
     assert bufs.list == [t0, t1] and out == nodes
     assert report["split"] == {} and report["cut"] == {"t0": [8704 + (1 << 20), 8704]}
     assert "not one chain" in report["whole"]["t0"]
@@ -123,14 +123,14 @@ def test_the_nodes_are_timed_in_the_chains_order_and_copies_added_come_last():
              {"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 4096)], "index": 1},
              {"kind": "memcpy", "src": (t0, 0), "dst": (out0, 0), "width": 4096, "index": 2}]  # (the export's copy)
     bufs = Bufs((t0, out0))
-    out, report = export.place_intermediates(bufs, nodes, cap, lambda s: None)
+    out, report = slot_layout.place_intermediates(bufs, nodes, cap, lambda s: None)
     assert report["split"] == {"t0": [12288, 4, 16384]} and report["whole"] == {}
     x, y = out[1]["args"][0][1], out[0]["args"][0][1]
     assert x is not y and x["size"] == y["size"] == 4096
     assert out[2]["src"] == (y, 0)  # the copy at the end reads Y, the allocation live then
     # in the nodes' numbering the trace would contradict them: nothing split
     cap.edges = [(0, 1)]
-    out, report = export.place_intermediates(Bufs((t0, out0)), nodes, cap, lambda s: None)
+    out, report = slot_layout.place_intermediates(Bufs((t0, out0)), nodes, cap, lambda s: None)
     assert report["split"] == {} and "not all live" in report["whole"]["t0"]
 
 
@@ -159,7 +159,7 @@ def test_pgcc_packs_the_slots_of_a_region(tmp_path, pgcc_bin):
     write_safetensors(tmp_path / "p.safetensors", [])
     assert arena(Bufs((in0, out0, t0)), nodes).startswith("memory: arena 12.00 KiB for 1 intermediates")
     bufs = Bufs((in0, out0, t0))
-    out, report = export.place_intermediates(bufs, nodes, cap, lambda s: None)
+    out, report = slot_layout.place_intermediates(bufs, nodes, cap, lambda s: None)
     assert report["split"] == {"t0": [12288, 3, 12288]}
     assert arena(bufs, out).startswith("memory: arena 8.00 KiB for 3 intermediates")
 
@@ -170,12 +170,13 @@ def split_analysis(tmp_path=None):
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
              {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 1}]
     bufs = Bufs((t0, t1, w))
-    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
+    whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
+    out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
     assert report["split"]
     written = []
-    a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole,
-                        write_report=lambda: written.append(json.dumps(a.report["intermediates"], default=str)))
+    a = Analysis(capA=None, bufs=bufs, nodes=out, edges=[], kernels={}, scalars=[], report={"intermediates": report},
+                 outputs=[], whole=whole)
+    a.write_report = lambda: written.append(json.dumps(a.report["intermediates"], default=str))
     if tmp_path is not None:
         (tmp_path / "m.graph").write_text("split\n")
     return a, nodes, written
@@ -187,17 +188,18 @@ def test_whole_regions_undoes_the_split_and_the_cut():
     bufs = a.bufs
     t0, t1, w = a.whole.bufs
     assert [b["name"] for b in bufs.list] == ["t0_0", "t1_0", "w_a"]
-    assert export.whole_regions(a, "verify m: output 0 differs")
+    assert slot_layout.whole_regions(a, "verify m: output 0 differs")
     assert a.nodes == nodes and bufs.list == [t0, t1, w] and t0["size"] == 8704 + (1 << 20)
     assert a.report["intermediates"]["undone"] == "verify m: output 0 differs" and written
-    assert not export.whole_regions(a, "again")  # (nothing left to undo)
+    assert not slot_layout.whole_regions(a, "again")  # (nothing left to undo)
     # cut only (a capture that is not one chain): the sizes come back
     bufs = Bufs((t0, t1, w))
-    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2, edges=[]), lambda s: None)
+    whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
+    out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2, edges=[]), lambda s: None)
     assert report["cut"] and t0["size"] == 8192
-    a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole, write_report=lambda: None)
-    assert export.whole_regions(a, "x") and t0["size"] == 8704 + (1 << 20) and bufs.list == [t0, t1, w]
+    a = Analysis(capA=None, bufs=bufs, nodes=out, edges=[], kernels={}, scalars=[], report={"intermediates": report},
+                 outputs=[], whole=whole)
+    assert slot_layout.whole_regions(a, "x") and t0["size"] == 8704 + (1 << 20) and bufs.list == [t0, t1, w]
 
 
 def test_the_nodes_are_placed_where_capture_a_saw_them():
@@ -214,7 +216,7 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
                               node_clock_kinds=kinds or ["kernel"] * len(clock or ()))
         bufs = Bufs((dict(t0),))
         ns = [dict(n, args=[(a[0], bufs.list[0], a[2]) for a in n["args"]]) for n in nodes]
-        return export.place_intermediates(bufs, ns, cap, lambda s: None)
+        return slot_layout.place_intermediates(bufs, ns, cap, lambda s: None)
     out, report = place([(2, 0), (3, 1)])
     assert report["timed"] == "seen" and report["split"] == {"t0": [8192, 3, 12288]}
     assert out[0]["args"][0][1] is not out[1]["args"][1][1]  # X and Z: two buffers
@@ -232,7 +234,7 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
     assert report["split"]["t0"][1] == 2
 
 
-def layout(a, path, name):  # (a stand-in for export.graph_of: which layout it wrote)
+def layout(a, path, name):  # (a stand-in for export_files.graph_of: which layout it wrote)
     with open(path, "w") as f:
         f.write(" ".join(b["name"] for b in a.bufs.list) + "\n")
 
@@ -242,7 +244,7 @@ def test_the_regions_are_kept_whole_where_pgcc_packs_them_smaller(tmp_path):
     split_names = [b["name"] for b in a.bufs.list]
     sizes = {"split\n": 3 << 20, "t0 t1 w_a\n": 2 << 20}
     said = []
-    assert export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
+    assert slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
                                       arena=lambda g: sizes[open(g).read()])
     assert (tmp_path / "m.graph").read_text() == "t0 t1 w_a\n" and not (tmp_path / "m.whole.graph").exists()
     assert a.nodes == whole_nodes and [b["name"] for b in a.bufs.list] == ["t0", "t1", "w_a"]
@@ -253,7 +255,7 @@ def test_the_regions_are_kept_whole_where_pgcc_packs_them_smaller(tmp_path):
     a, _, written = split_analysis(tmp_path)
     before = (list(a.nodes), [b["name"] for b in a.bufs.list], dict(a.report["intermediates"]))
     sizes = {"split\n": 2 << 20, "t0 t1 w_a\n": 3 << 20}
-    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
+    assert not slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
                                           arena=lambda g: sizes[open(g).read()])
     assert (tmp_path / "m.graph").read_text() == "split\n" and not (tmp_path / "m.whole.graph").exists()
     assert (a.nodes, [b["name"] for b in a.bufs.list], a.report["intermediates"]) == before
@@ -261,8 +263,8 @@ def test_the_regions_are_kept_whole_where_pgcc_packs_them_smaller(tmp_path):
     assert all(b["size"] > 0 for b in a.bufs.list) and a.bufs.list[0]["size"] != 8704 + (1 << 20)
     # pgcc does not read one of them: nothing changes
     a, _, _ = split_analysis(tmp_path)
-    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout, arena=lambda g: None)
+    assert not slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout, arena=lambda g: None)
     assert a.report["intermediates"]["split"]
     # nothing split: nothing written
     a.report["intermediates"] = {"split": {}, "whole": {}, "cut": {}}
-    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=None, arena=None)
+    assert not slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=None, arena=None)

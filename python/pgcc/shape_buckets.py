@@ -20,15 +20,25 @@ callable on the largest bucket's inputs padded two ways (zeros, and other values
 comparing the rows that are the answer bit for bit; a callable that mixes rows (a
 batch norm in training, a softmax over the batch) gets exact buckets only.
 
-Pure except export_buckets(), inputs_at() and padded_rows() (torch, a GPU).
+export.export_buckets drives it: bucket_examples(), an analysis per bucket, merge(),
+the files; verify_export.verify_buckets checks the export, and the run side picks a
+bucket per call with call_args.choose.  Pure except bucket_examples(), inputs_at() and
+padded_rows() (torch, a GPU, passed in as `torch`).
+
+    a = merge(analyses, [1, 2, 4], "batch", True, setter_kernel("out"))
 """
 import hashlib
 import os
-from types import SimpleNamespace
 
-from .call_args import choose, pad_to
+from .call_args import pad_to
 from .errors import ExportError
 from .graphfile import remap
+from .hostreads import HostReads
+from .model import Analysis
+from .relocate import Buffers
+
+__all__ = ["SETTER_SOURCE", "SETTER_SYMBOL", "bucket_examples", "check_values", "dim_position", "inputs_at",
+           "merge", "padded_rows", "setter_kernel"]
 
 SETTER_SYMBOL = "pgcc_bucket_set"
 # Compiled by libpgrt with NVRTC at init (module kind `cuda`); NVRTC does not declare
@@ -83,7 +93,7 @@ def setter_kernel(out_dir):
 
 
 def merge(analyses, values, dim_name, pad, setter):
-    """Joins the analyses of the buckets (export.analyse's namespaces, one per size in
+    """Joins the analyses of the buckets (model.Analysis, one per size in
     values, in order) into one: a root of the setter kernel (kernels dict `setter`,
     setter_kernel()) and a SWITCH node whose body k is bucket k.  Buffers: inputs and
     outputs by name, with dim_name at the position dim_position finds and the largest
@@ -91,14 +101,14 @@ def merge(analyses, values, dim_name, pad, setter):
     captures' pools that kernels read) by address and bytes; everything else per bucket,
     renamed `b{size}_...`.  Kernels: one per function, their relocations and don't-care
     bytes the union of the buckets'.  Mutates the analyses' buffers and kernels; returns
-    the merged namespace (capA and outputs: the largest bucket's)."""
+    the merged analysis (capA and outputs: the largest bucket's)."""
     if len(analyses) != len(values):
         raise ExportError(f"{len(analyses)} analyses for {len(values)} buckets")
     shared, merged, io_shapes = {}, [], {}
     kernels = {}
     bodies = []
     for a, v in zip(analyses, values):
-        if any(b["role"] == "host" for b in a.bufs.list) or a.scalars or getattr(a, "conditions", None):
+        if any(b["role"] == "host" for b in a.bufs.list) or a.scalars or a.conditions:
             raise ExportError(f"bucket {v}: the program reads values back to the host; buckets of such programs "
                               "are not exported yet")
         fmap = {}
@@ -157,10 +167,12 @@ def merge(analyses, values, dim_name, pad, setter):
               "dim": {"name": dim_name, "values": list(values), "pad": bool(pad),
                       "positions": {n: p for n, p in positions.items()}},
               "problems": [], "host_reads": []}
-    return SimpleNamespace(capA=last.capA, bufs=SimpleNamespace(list=merged), nodes=[set_node, switch],
-                           edges=[("bset", "bswitch")], kernels=kernels, scalars=[scalar], conditions=[cond],
-                           dims=[{"name": dim_name, "values": list(values), "pad": bool(pad)}], report=report,
-                           outputs=last.outputs, positions=positions)
+    bufs = Buffers()
+    bufs.list = merged
+    return Analysis(capA=last.capA, bufs=bufs, nodes=[set_node, switch], edges=[("bset", "bswitch")],
+                    kernels=kernels, scalars=[scalar], conditions=[cond],
+                    dims=[{"name": dim_name, "values": list(values), "pad": bool(pad)}], report=report,
+                    outputs=last.outputs, positions=positions)
 
 
 # ---- with torch ----------------------------------------------------------------------
@@ -210,13 +222,13 @@ def padded_rows(torch, run, inputs, in_pos, out_pos, n):
     return True, None
 
 
-def export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch, buckets, dim, dim_name, pad, warmup):
-    """Exports `run` (fn compiled with static shapes, or fn) at each bucket; returns the
-    merged analysis, written (write_export), and the inputs of each bucket."""
-    import torch
-    from .export import analyse, write_export
-    from .hostreads import HostReads
-
+def bucket_examples(torch, run, inputs, buckets, dim, dim_name, pad, warmup, name, prog):
+    """The buckets' sizes and example inputs (buckets: sizes of dimension `dim` of inputs,
+    or example input tuples), each warmed up with `run` (fn compiled with static shapes,
+    or fn); each input's and output's position of the dimension (dim_position); and
+    whether sizes between buckets run padded (pad: None tests it with padded_rows, True
+    requires it, False: exact sizes).  Returns (values, examples, in_pos, out_pos, pad).
+    Raises ExportError for buckets that cannot be exported."""
     if buckets and isinstance(buckets[0], (tuple, list)):
         examples = [list(b) for b in buckets]
         in_shapes = list(zip(*[[tuple(x.shape) if isinstance(x, torch.Tensor) else () for x in ex]
@@ -276,70 +288,4 @@ def export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch, buckets
                  f"(the largest bucket with its rows past {n} padded three ways: "
                  f"{'the first rows bit-identical' if ok else why})")
         pad = ok
-
-    analyses = []
-    for v, ex in zip(values, examples):
-        prog.status(f"{name}: bucket {dim_name}={v}")
-        prog.log(f"  bucket {dim_name}={v}: inputs {[list(x.shape) for x in ex if isinstance(x, torch.Tensor)]}")
-        analyses.append(analyse(run, ex, weights, out_dir, name, prog, watch, split=False))
-    a = merge(analyses, values, dim_name, pad, setter_kernel(out_dir))
-    a.report["dim"]["in_positions"], a.report["dim"]["out_positions"] = in_pos, out_pos
-
-    import json
-
-    def write_report():
-        with open(os.path.join(out_dir, name + ".export.json"), "w") as f:
-            json.dump(a.report, f, indent=1)
-    a.write_report = write_report
-    write_report()
-    write_export(a, examples[-1], out_dir, name, prog, diagnose=False)
-    return SimpleNamespace(report=a.report, values=values, examples=examples, in_pos=in_pos, out_pos=out_pos,
-                           pad=pad, dim_name=dim_name)
-
-
-def verify_buckets(result, run, b, progress=None, build_dir=None):
-    """Runs the export (result: an ExportResult) at every bucket of b (export_buckets'
-    answer), inputs at new addresses and the arena poisoned, and, for padded buckets, at
-    the size below each, against the callable `run` on the same inputs padded with
-    zeros; then a size past the largest bucket, which must be refused.  Returns the
-    PASS line."""
-    import torch
-    from .loader import load
-    from .verify import judge, outputs
-
-    values, examples, in_pos, out_pos, pad, dim_name = b.values, b.examples, b.in_pos, b.out_pos, b.pad, b.dim_name
-    p = load(result.out_dir, name=result.name, build_dir=build_dir)
-    worst, identical, keep, calls = 0.0, True, [], []
-    try:
-        sizes = list(values)
-        if pad:
-            sizes += [v - 1 for v, u in zip(values[1:], values) if v - 1 > u]
-        for n in sizes:
-            k = choose(values, n, pad)
-            ex = examples[k]
-            xs = [x if q is None else x.narrow(q, 0, n).clone() for x, q in zip(ex, in_pos)]
-            p.fill_arena(0xFF)
-            got = p(*xs)
-            keep += xs
-            # the reference: the callable at the bucket's size on the same inputs padded
-            # with zeros (the loader pads so), cut to n
-            padded = [pad_to(torch, x, q, values[k]) for x, q in zip(xs, in_pos)]
-            got, ref = outputs(result.name, got, run(*padded))
-            ref = [r if q is None else r.narrow(q, 0, n) for r, q in zip(ref, out_pos)]
-            identical, worst = judge(result.name, got, ref, identical, worst,
-                                     f"at {dim_name}={n} (bucket {values[k]}; inputs at new addresses, arena "
-                                     "poisoned)")
-            calls.append(n)
-        try:
-            p(*[x if q is None else pad_to(torch, x, q, values[-1] + 1) for x, q in zip(examples[-1], in_pos)])
-            raise ExportError(f"verify {result.name}: a size past the largest bucket ran")
-        except (RuntimeError, ValueError) as e:
-            if "bucket" not in str(e):
-                raise
-    finally:
-        p.close()
-    line = (f"PASS {result.name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; "
-            f"{dim_name} = {', '.join(map(str, calls))}; buckets {values} {'padded' if pad else 'exact'}; "
-            f"{dim_name}={values[-1] + 1} refused)")
-    (progress.log if progress else print)(line)
-    return line
+    return values, examples, in_pos, out_pos, pad

@@ -1,0 +1,100 @@
+"""The exporter's data model: what the analysis of a callable holds between the steps of
+export.analyse and the writers (export_files.py), declared once.
+
+    a = Analysis(capA=cap, bufs=Buffers(), nodes=[], edges=[], kernels={}, scalars=[],
+                 report={}, outputs=[])
+    a.conditions      # [] unless branches.py joined a conditional node in
+
+Buffers, nodes and kernels are still the dicts relocate.py, the node mapping
+(node_mapping.py) and kernel_search.py make (their keys are described where they are
+made: relocate.Buffers, node_mapping.map_nodes, node_mapping.kernel_record); this
+module declares the records around them.  Pure: no torch, no CUDA.
+"""
+import json
+from dataclasses import dataclass, field
+
+__all__ = ["Analysis", "BucketExport", "CaptureSet", "WholeLayout", "write_report"]
+
+
+def write_report(path, report):
+    """Writes the report (NAME.export.json) to path, indented by one; nothing where path is
+    None (the other path of a branch: branches.py says its problems)."""
+    if path is None:
+        return
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+
+
+@dataclass
+class CaptureSet:
+    """The captures of one analysis (capture_set.take_captures): A on the example inputs,
+    B on copies at other addresses (inputs_b), C on copies far away (inputs_c), and D on
+    other input values where the callable reads values back (else None)."""
+    capA: object
+    capB: object
+    capC: object
+    capD: object
+    inputs_b: list
+    inputs_c: list
+
+    @property
+    def caps(self):
+        """[A, B, C]: the captures whose addresses the relocations compare (0, 1, 2)."""
+        return [self.capA, self.capB, self.capC]
+
+
+@dataclass
+class WholeLayout:
+    """The nodes, the buffer list and each buffer's size (by id) as capture A had them,
+    before slot_layout split or cut its regions: what slot_layout.whole_regions puts back."""
+    nodes: list
+    bufs: list
+    sizes: dict
+
+
+@dataclass
+class Analysis:
+    """Everything an export holds, in memory (export.analyse's answer, or the merge of
+    several: branches.join, shape_buckets.merge).
+
+    capA: capture A (capture.Capture; a bucket merge's: the largest bucket's); bufs: the
+    buffers (relocate.Buffers, or anything with a .list of buffer dicts); nodes and edges
+    (pairs of node indices); kernels: {function: kernel dict}; scalars: [scalar dicts];
+    report: the export report's dict; outputs: capture A's outputs on the example
+    inputs; report_path: where write_report() writes it (None: nowhere); comms: NCCL
+    communicators; whole: the regions as captured (WholeLayout); conditions: the
+    conditional nodes' conditions; dims: shape bucket dimensions; positions: {io buffer
+    name: position of the bucket dimension}."""
+    capA: object
+    bufs: object
+    nodes: list
+    edges: list
+    kernels: dict
+    scalars: list
+    report: dict
+    outputs: list
+    report_path: str = None
+    comms: list = field(default_factory=list)
+    whole: WholeLayout = None
+    conditions: list = field(default_factory=list)
+    dims: list = field(default_factory=list)
+    positions: dict = None
+
+    def write_report(self):
+        """Writes the report to report_path (write_report)."""
+        write_report(self.report_path, self.report)
+
+
+@dataclass
+class BucketExport:
+    """A shape-bucketed export as written (export.export_buckets): the report, the bucket
+    sizes (values) and each bucket's example inputs, each input's and output's position of
+    the bucket dimension (None: none), whether sizes between buckets run padded, and the
+    dimension's name."""
+    report: dict
+    values: list
+    examples: list
+    in_pos: list
+    out_pos: list
+    pad: bool
+    dim_name: str
