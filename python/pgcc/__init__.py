@@ -15,7 +15,7 @@ package needs neither torch nor a GPU; export and load do.
 from .errors import ExportError
 from .export import ExportResult
 from .export import export as _export
-from .kernels import ModuleWatch
+from .module_watch import ModuleWatch
 from .loader import Program, load
 
 __version__ = "0.1.0"

@@ -17,7 +17,12 @@ import os
 import sys
 
 from .errors import ExportError
+from .export import export
 from .graphfile import ident
+from .module_watch import ModuleWatch
+from .progress import Progress
+
+__all__ = ["main"]
 
 
 def main(argv=None):
@@ -29,9 +34,6 @@ def main(argv=None):
     ap.add_argument("--no-verify", action="store_true", help="do not build and run the export against fn")
     ap.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     a = ap.parse_args(argv)
-    from .export import export
-    from .kernels import ModuleWatch
-    from .progress import Progress
 
     prog = Progress(quiet=a.quiet, prefix="pgcc-export")
     spec = importlib.util.spec_from_file_location("pgcc_model", a.model)

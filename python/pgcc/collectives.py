@@ -19,8 +19,13 @@ Pure but Recorder (torch).  Proven on two H200s by tests/gpu/tp.py (docs/e2e.md,
 "Tensor parallel on two GPUs").
 """
 import re
+import warnings
 
+from .cuda import check, cu
 from .errors import ExportError
+from .weights import dtype_of
+
+__all__ = ["FUNCTIONAL", "kernel_collective", "libcall", "Recorder", "REDUCE_OPS"]
 
 # torch.ops._c10d_functional ops -> the NCCL function they call
 FUNCTIONAL = {"all_reduce": "ncclAllReduce", "all_reduce_": "ncclAllReduce",
@@ -78,7 +83,6 @@ class Recorder:
         # implementations, dropped on exit), not the torch.ops attributes: torch.compile
         # guards on those objects, and replacing them recompiled the callable during
         # the capture (seen on two H200s: Triton autotuned inside it and the capture broke)
-        import warnings
         self.lib = self.torch.library.Library("_c10d_functional", "IMPL")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # ("overriding a previously registered kernel")
@@ -95,7 +99,6 @@ class Recorder:
         torch = self.torch
         if name == "wait_tensor":
             return args[0]
-        from .weights import dtype_of
         x = args[0]
         fn = FUNCTIONAL[name]
         if fn == "ncclAllReduce":
@@ -115,7 +118,6 @@ class Recorder:
         self.calls.append({"fn": fn, "send": x.data_ptr(), "recv": out.data_ptr(), "count": count,
                            "dtype": dtype_of(x), "op": REDUCE_OPS.get(op) if op else None, "ranks": ranks,
                            "group": group, "name": name})
-        from .cuda import check, cu
         stream = torch.cuda.current_stream().cuda_stream
         check(cu().MemsetD8Async(self.marker + k, k + 1, 1, stream), "cuMemsetD8Async (a collective's marker)")
         return out

@@ -27,11 +27,18 @@ also how export.py proves the library code it found (prove_code).  Assumes a GPU
 PyTorch; the captured graph and its nodes as export.py holds them.
 """
 import ctypes as C
+import heapq
+import re
 import struct
 
 from .cuda import (ATTR_CLUSTER_DIMENSION, FUNC_MAX_DYNAMIC_SHARED_SIZE, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
                    FUNC_REQUIRED_CLUSTER_WIDTH, LaunchAttribute, LaunchConfig, check, cu, device_bytes, kernel_argv)
+from .capture import host_maps
 from .graphfile import node_buffers
+from .relocate import block_of, u64
+
+__all__ = ["as_captured", "describe_node", "diagnose", "exported_bytes", "Harness", "launch", "memset", "order",
+           "POISON", "program_functions", "Side"]
 
 POISON = 0xA5
 
@@ -91,7 +98,6 @@ def order(n, edges):
     """The nodes 0..n-1 in an order that keeps every edge (capture order when it does)."""
     if all(a < b for a, b in edges):
         return list(range(n))
-    import heapq
     deps, succ = [0] * n, [[] for _ in range(n)]
     for a, b in edges:
         deps[b] += 1
@@ -168,7 +174,6 @@ def describe_node(n, cap_node, bufs, blocks):
     address of a buffer or an allocator block but is no relocation (a pointer missed)."""
     if n["kind"] != "kernel":
         return []
-    from .relocate import block_of, u64
     blob, lines, covered = cap_node["bytes"], [], set()
     for (off, size), a in zip(cap_node["layout"], n["args"]):
         relocs = [(0, a[1], a[2], "abs64")] if a[0] == "ptr" else (a[2] if a[0] == "bytes" else [])
@@ -177,7 +182,6 @@ def describe_node(n, cap_node, bufs, blocks):
             was = u64(blob, off + at) if kind == "abs64" else int.from_bytes(blob[off + at:off + at + 4], "little")
             lines.append(f"param {off}+{at} {kind} -> {b['name']}+{o} ({b['role']}); captured 0x{was:x}")
             if b.get("host"):  # host memory the kernel reads: the export's copy against what is there now
-                from .capture import host_maps
                 n = min(len(b["host"]), 32)
                 mapped = any(lo <= b["ranges"][0] and b["ranges"][0] + n <= hi for lo, hi, _ in host_maps())
                 now = C.string_at(b["ranges"][0], n).hex() if mapped else "unmapped"
@@ -306,7 +310,6 @@ def _words(x, y, at):
 def program_functions(program):
     """{capture node index: function} of a loaded Program (loader.py), from libpgrt's
     pgrt_debug_node; node names are n<index>, as graphfile.py writes them."""
-    import re
     fn = program.lib.pgrt_debug_node
     fn.argtypes = [C.c_void_p, C.c_int, C.POINTER(C.c_char_p), C.POINTER(C.c_void_p)]
     out, i = {}, 0

@@ -34,8 +34,9 @@ from .graphfile import ident
 from .hostvalues import host_computed, host_values
 from .host_words import prove_suspects
 from .kernel_code import find_kernel_code, prove_code
-from .kernels import ModuleWatch, find_in_libraries
+from .kernel_search import find_in_libraries
 from .model import Analysis, BucketExport, WholeLayout, write_report
+from .module_watch import ModuleWatch
 from .node_mapping import address_spread, copy_aliased_outputs, map_nodes, relocation_counts, relocator, tensor_buffers
 from .progress import Progress
 from .replay import Replayer, scratch_blocks

@@ -12,6 +12,9 @@ import re
 from .call_args import decode
 from .errors import ExportError
 
+__all__ = ["ctype_of", "dontcare", "graph_text", "ident", "literal", "map_places", "node_buffers", "node_refs", "ref",
+           "relocations", "remap", "text", "value_of", "write_graph"]
+
 
 def ident(s):
     """s as a C identifier (and a .graph name)."""

@@ -21,8 +21,9 @@ import os
 from .diagnose import Harness, describe_node
 from .fatbin import image_kind, same_kernel_code
 from .graphfile import ident
-from .kernels import (LibraryFunctions, ModuleFingerprints, cache_roots, find_in_images, find_in_libraries,
-                      library_candidates, loaded_libraries, same_kernel, triton_cubins, triton_images)
+from .kernel_search import (LibraryFunctions, cache_roots, find_in_images, find_in_libraries, library_candidates,
+                            loaded_libraries, same_kernel, triton_cubins, triton_images)
+from .module_watch import ModuleFingerprints
 
 __all__ = ["find_kernel_code", "own_images", "prove_code", "set_image"]
 

@@ -19,6 +19,10 @@ from .cuda import cu, device_bytes
 from .errors import ExportError
 from .toolchain import build_program
 
+__all__ = ["Dim", "export_name", "Field", "load", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
+           "PGRT_FIELD_OUTPUT", "PGRT_FIELD_SCALAR", "PGRT_FIELD_WEIGHT", "PgrtComm", "PgrtDim", "PgrtField",
+           "PgrtInitStats", "PgrtProgramInfo", "PgrtRunStats", "Program", "read_info", "ROLE_NAMES", "SCALAR_FORMATS"]
+
 # pgrt_field_role
 PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN = \
     range(6)

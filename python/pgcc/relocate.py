@@ -29,7 +29,10 @@ sorted (address, size) lists, the parameter bytes); the one question about the
 process -- what a constant word that is no buffer points at -- is a callable given
 in (`foreign`).  No torch, no CUDA.
 """
+import difflib
 import struct
+
+__all__ = ["Allocations", "block_of", "Buffers", "Relocator", "u32", "u64", "used_extent"]
 
 
 class Buffers:
@@ -108,7 +111,6 @@ class Allocations:
     pointer)."""
 
     def __init__(self, mine, first):
-        import difflib
         sm = difflib.SequenceMatcher(None, [s for _, s in mine], [s for _, s in first], autojunk=False)
         # ((address, size) here, (address, size) in capture 0)
         self.pairs = [(mine[i + k], first[j + k]) for i, j, n in sm.get_matching_blocks() for k in range(n)]

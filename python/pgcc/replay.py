@@ -31,6 +31,8 @@ from .capture import tensor_span
 from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, write_device
 from .errors import ExportError
 
+__all__ = ["mark_dontcare", "narrow", "POISON", "prove_irrelevant", "Replayer", "scratch_blocks"]
+
 POISON = 0xA5
 
 

@@ -17,7 +17,7 @@ from . import slots
 from .cuda import NODE_NAMES
 from .export_files import graph_of
 from .graphfile import map_places, node_refs
-from .kernels import CALL_NODE_KINDS
+from .module_watch import CALL_NODE_KINDS
 from .relocate import used_extent
 from .toolchain import find_pgcc
 

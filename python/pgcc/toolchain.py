@@ -23,6 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .errors import ExportError
 
+__all__ = ["build_pgcc", "build_pgrt", "build_program", "cache_root", "cached_build", "cc", "csrc", "CSTD", "cuda_home",
+           "find", "find_pgcc", "find_runtime", "PKG", "run", "source_files", "source_root", "sources_hash", "Toolchain"]
+
 PKG = os.path.dirname(os.path.abspath(__file__))
 CSTD = ["-std=c11", "-D_DEFAULT_SOURCE"]
 

@@ -11,6 +11,9 @@ import struct
 
 from .call_args import DTYPES, torch_dtype
 
+__all__ = ["dtype_of", "DTYPES", "ITEM_SIZE", "read_safetensors", "ST_DTYPES", "tensor_bytes", "to_tensor",
+           "torch_dtype", "write_safetensors"]
+
 ST_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "f64": "F64", "i64": "I64", "i32": "I32", "i16": "I16",
              "i8": "I8", "u8": "U8", "bool": "BOOL"}
 ITEM_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "bool": 1}
