@@ -47,7 +47,7 @@ def eager_child(name):
     sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "e2e")]
     import torch
     from buckets import PROGRAMS
-    from pgcc.buckets import inputs_at
+    from pgcc.shape_buckets import inputs_at
 
     fn, inputs, _, values, dim, _ = PROGRAMS[name]()
     xs = inputs_at(torch, inputs, dim, inputs[0].shape[dim], values[-1])
@@ -66,7 +66,7 @@ def child(name, rounds, iters, out_dir):
     import torch
     import pgcc
     from buckets import PROGRAMS
-    from pgcc.buckets import inputs_at
+    from pgcc.shape_buckets import inputs_at
 
     fn, inputs, weights, values, dim, _ = PROGRAMS[name]()
     wbytes = sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in weights.values()}.values())

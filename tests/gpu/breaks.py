@@ -45,7 +45,7 @@ import torch  # noqa: E402
 
 import pgcc  # noqa: E402
 from breaks import PROGRAMS  # noqa: E402
-from pgcc.verify import compare  # noqa: E402
+from pgcc.verify_export import compare  # noqa: E402
 
 EXPECT = {"item_mlp": {"reads": 1, "conditional": 0}, "host_math": {"reads": 1, "conditional": 0, "callbacks": 1}, "branch": {"reads": 1, "conditional": 1},
           "cond": {"reads": 1, "conditional": 1}, "scaler_step": {"reads": 1, "conditional": 1},

@@ -32,8 +32,8 @@ import torch  # noqa: E402
 
 import pgcc  # noqa: E402
 from buckets import PROGRAMS  # noqa: E402
-from pgcc.buckets import choose, pad_to  # noqa: E402
-from pgcc.verify import compare  # noqa: E402
+from pgcc.call_args import choose, pad_to  # noqa: E402
+from pgcc.verify_export import compare  # noqa: E402
 from zoo import TOLERANCE  # noqa: E402
 
 

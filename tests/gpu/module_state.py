@@ -29,7 +29,8 @@ def main():
     from pgcc.cuda import check, cu, write_device
     from pgcc.diagnose import launch
     from pgcc.errors import ExportError
-    from pgcc.kernels import LibraryFunctions, ModuleFingerprints
+    from pgcc.kernel_search import LibraryFunctions
+    from pgcc.module_watch import ModuleFingerprints
 
     torch.cuda.init()
     torch.empty(1, device="cuda")  # the primary context, current

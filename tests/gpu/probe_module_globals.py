@@ -79,7 +79,7 @@ def main():
                       f"{hashlib.sha256(secs.get('.nv.constant0.' + sym, b'')).hexdigest()[:12]}, sections about it "
                       f"{sorted(k for k in secs if sym in k)}")
             print(f"   same code in all: {same_kernel_code([i for _, i in images], sym)}")
-        from pgcc.kernels import ModuleFingerprints
+        from pgcc.module_watch import ModuleFingerprints
         own = ModuleFingerprints().images_for(n["func"], [i for _, i in images])
         for image in own[:1]:  # (its own image: another's initial bytes differ by variant, WINDOW_SIZE among them)
             objects = elf_data_objects(image)
@@ -119,7 +119,7 @@ def fingerprints(nodes, watch):
     kernel's code: what export.own_images relies on."""
     import hashlib
     from pgcc.fatbin import same_kernel_code
-    from pgcc.kernels import ModuleFingerprints
+    from pgcc.module_watch import ModuleFingerprints
     prints = ModuleFingerprints()
     print("== fingerprints: per function, the images its module fits (best first), and whether they agree on the code")
     for n in nodes:
