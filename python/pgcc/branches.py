@@ -35,6 +35,7 @@ import os
 from .errors import ExportError
 from .graphfile import remap
 from .hostreads import HostReads, flipped, perturbed
+from .model import Kernel
 from .warmup import restore_state, saved_state
 
 __all__ = ["COND_SOURCE", "COND_SYMBOL", "branch_to_export", "cond_kernel", "join", "join_loop", "set_condition",
@@ -128,13 +129,13 @@ def warm_other_path(fn, inputs, weights, k):
 
 def cond_kernel(out_dir):
     """The kernel that sets a condition from a value on the device (its source written
-    under out_dir/kernels), as export.py's kernels hold one."""
+    under out_dir/kernels), a model.Kernel."""
     path = os.path.join("kernels", "pgcc_cond.cu")
     with open(os.path.join(out_dir, path), "w") as f:
         f.write(COND_SOURCE)
-    return {"symbol": COND_SYMBOL, "layout": [(0, 8), (8, 8), (16, 8), (24, 4)], "attrs": None,
-            "ptr_words": {(8, 0, "abs64")}, "module": {"name": "pgcc_cond", "kind": "cuda", "file": path,
-                                                      "sha256": hashlib.sha256(COND_SOURCE.encode()).hexdigest()}}
+    return Kernel(symbol=COND_SYMBOL, layout=[(0, 8), (8, 8), (16, 8), (24, 4)], attrs=None,
+                  ptr_words={(8, 0, "abs64")}, module={"name": "pgcc_cond", "kind": "cuda", "file": path,
+                                                       "sha256": hashlib.sha256(COND_SOURCE.encode()).hexdigest()})
 
 
 def set_condition(index, cond, read, expect):
@@ -301,15 +302,15 @@ def join(a, b, k, out_dir):
     for func, kf in b.kernels.items():
         kt = kernels.setdefault(func, kf)
         if kt is not kf:
-            kt["ptr_words"] = set(kt["ptr_words"]) | set(kf["ptr_words"])
-            kt["dontcare"] = set(kt.get("dontcare", ())) | set(kf.get("dontcare", ()))
-            kt.setdefault("scalar_types", {}).update(kf.get("scalar_types", {}))
+            kt.ptr_words = set(kt.ptr_words) | set(kf.ptr_words)
+            kt.dontcare = set(kt.dontcare) | set(kf.dontcare)
+            kt.scalar_types.update(kf.scalar_types)
     if len(pre_a) != len(pre_b):
         raise ExportError(f"before the read the paths ran {len(pre_a)} and {len(pre_b)} nodes")
     for nt, nf in zip(pre_a, pre_b):
         if not _same_node(nt, nf, fmap, kernels):
             raise ExportError(f"before the read the paths differ at node {nt['index']} ({nt['kind']}"
-                              f"{': ' + kernels[nt['func']]['symbol'][:60] if nt['kind'] == 'kernel' else ''}): "
+                              f"{': ' + kernels[nt['func']].symbol[:60] if nt['kind'] == 'kernel' else ''}): "
                               f"{_difference(nt, nf, fmap, kernels)}")
 
     # the condition, the kernel that sets it, the IF/ELSE node

@@ -321,7 +321,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             write_report(report_path, report)
         prog.status(f"{name}: replaying to tell workspaces from data")
         scratch_blocks(replayer, bufs, nodes, log)
-        if any(k["module"]["kind"] == "library" or "image" in k for k in kernels.values()):
+        if any(k.module["kind"] == "library" or k.image is not None for k in kernels.values()):
             prog.status(f"{name}: running the library kernels' code found, node by node")
             try:
                 prove_code(torch, capA, bufs, nodes, edges, kernels, replayer, log, prog.warn, out_dir, watch)
@@ -359,8 +359,8 @@ def analysis_report(captures, spread, paired, suspects, scalars, kernels, proble
                               "guarded": not any(s.get("read") == k for s in scalars)}
                              for k, r in enumerate(capA.reads)],
               "library_candidates": {s: n for s, n in getattr(find_in_libraries, "candidates", {}).items() if n > 1},
-              "kernels": [{"symbol": k["symbol"], "entry": k.get("entry"),
-                           "module": k.get("module") if not (k.get("module") or {}).get("globals") else
-                           dict(k["module"], globals={n: b.hex() for n, b in k["module"]["globals"]})}
+              "kernels": [{"symbol": k.symbol, "entry": k.entry,
+                           "module": k.module if not (k.module or {}).get("globals") else
+                           dict(k.module, globals={n: b.hex() for n, b in k.module["globals"]})}
                           for k in kernels.values()]}
     return report

@@ -67,7 +67,7 @@ def write_export(a, inputs, out_dir, name, prog, diagnose):
         write_report()
     prog.done()
     log(f"pgcc-export: {name}: {len(nodes)} nodes, {len(capA.edges)} edges, {len(kernels)} kernels "
-        f"({sum(1 for k in kernels.values() if k['module']['kind'] == 'library')} from libraries), "
+        f"({sum(1 for k in kernels.values() if k.module['kind'] == 'library')} from libraries), "
         f"{len(tensors)} weight tensors -> {out_dir}")
     return report
 

@@ -144,7 +144,7 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
             "bits, changes the results: the kernel takes them neither as addresses of what is there nor as values")
     elif what == "value":
         for a, addr, _ in found:
-            for p, (off, size_) in enumerate(k["layout"]):
+            for p, (off, size_) in enumerate(k.layout):
                 if off <= a < off + size_ and node["args"][p][0] in ("value", "bytes"):
                     arg = node["args"][p]
                     raw = bytearray(arg[1])
@@ -158,7 +158,7 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
                 b = done[addr] = bufs.add(name=f"h{len(done)}", size=size, role="weight", static=True,
                                           host=C.string_at(addr, size), tensor=f"__host_{len(done)}",
                                           ranges={c: addr for c in range(3)})
-            for p, (off, size_) in enumerate(k["layout"]):
+            for p, (off, size_) in enumerate(k.layout):
                 if off <= a < off + size_:
                     arg = node["args"][p]
                     if arg[0] == "value" and size_ == 8:
@@ -168,7 +168,7 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
                         ptrs = list(arg[2]) if arg[0] == "bytes" else []
                         node["args"][p] = ("bytes", raw, sorted(ptrs + [(a - off, b, 0, "abs64")],
                                                                 key=lambda r: r[0]))
-                    k["ptr_words"].add((off, a - off, "abs64"))
+                    k.ptr_words.add((off, a - off, "abs64"))
     return True
 
 

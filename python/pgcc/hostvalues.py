@@ -108,7 +108,7 @@ def host_values(capA, capD, nodes, kernels, suspects, computed, warn, log):
         n = by_index[i]
         n["args"][p] = ("scalar", n["args"][p][1], s)
         k = kernels[capA.nodes[i]["func"]]
-        k.setdefault("scalar_types", {})[k["layout"][p][0]] = t
+        k.scalar_types[k.layout[p][0]] = t
     for i, p in unexplained:  # the bytes that differ in D, less those that differ between A, B and C already
         off, size = capA.nodes[i]["layout"][p]
         a_, d_ = capA.nodes[i]["bytes"], capD.nodes[i]["bytes"]
@@ -159,7 +159,7 @@ def host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log
             s = {"name": f"cb{sum(1 for x in scalars if x.get('callback'))}", "type": t, "callback": True}
             scalars.append(s)
             by_index[i]["args"][p] = ("scalar", raw, s)
-            k.setdefault("scalar_types", {})[off] = t
+            k.scalar_types[off] = t
             log(f"  node {i} ({capA.nodes[i]['name'][:60]}): parameter {p} is a value the host computes from the "
                 f"values read: the C takes it from the caller, callback scalar {s['name']} ({t})")
             for n in nodes:  # the reads before it feed the callback: they chose no path

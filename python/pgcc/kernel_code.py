@@ -11,7 +11,7 @@ first to differ.
 
     problems = []
     find_kernel_code(torch, kernels, "out", "mlp", prog, watch, problems)
-    kernels[func]["module"]   # {"name", "kind": "cubin" | "fatbin" | "library" | ..., ...}
+    kernels[func].module   # {"name", "kind": "cubin" | "fatbin" | "library" | ..., ...}
 
 Assumes the driver and PyTorch with CUDA (passed in as `torch`).
 """
@@ -29,7 +29,7 @@ __all__ = ["find_kernel_code", "own_images", "prove_code", "set_image"]
 
 
 def find_kernel_code(torch, kernels, out_dir, name, prog, watch, problems):
-    """Where each kernel's code is (module, and entry or image, added to each kernel dict),
+    """Where each kernel's code is (module, and entry or image, set on each model.Kernel),
     its images written under out_dir/kernels; a kernel whose code is found nowhere, or in
     several places with different code, adds a problem."""
     log = prog.log
@@ -43,34 +43,34 @@ def find_kernel_code(torch, kernels, out_dir, name, prog, watch, problems):
         image = launched.get(func)
         if image is None:  # not a kernel Triton launched in this process: the caches, if unambiguous
             found = {}
-            for path in triton_cubins(k["symbol"], roots):
+            for path in triton_cubins(k.symbol, roots):
                 with open(path, "rb") as fh:
                     data = fh.read()
-                if same_kernel(data, k["symbol"], k["attrs"]):
+                if same_kernel(data, k.symbol, k.attrs):
                     found[hashlib.sha256(data).hexdigest()] = data
             if len(found) > 1:
-                problems.append(f"kernel {k['symbol'][:100]}: {len(found)} different cubins in the caches match "
+                problems.append(f"kernel {k.symbol[:100]}: {len(found)} different cubins in the caches match "
                                 "it (autotuned variants, or kernels of other graphs with its name)")
                 continue
             image = next(iter(found.values()), None)
         if image is not None:
             digest = hashlib.sha256(image).hexdigest()
-            mname = ident(k["symbol"])[:48] + "_" + digest[:8]  # names cut short may collide
+            mname = ident(k.symbol)[:48] + "_" + digest[:8]  # names cut short may collide
             rel_path = os.path.join("kernels", mname + ".cubin")
             with open(os.path.join(out_dir, rel_path), "wb") as f:
                 f.write(image)
-            k["module"] = {"name": mname, "kind": "cubin", "file": rel_path, "sha256": digest}
+            k.module = {"name": mname, "kind": "cubin", "file": rel_path, "sha256": digest}
         else:
-            library_wanted[k["symbol"]] = k["attrs"]
+            library_wanted[k.symbol] = k.attrs
     if library_wanted:
         major, minor = torch.cuda.get_device_capability()
         found = find_in_libraries(library_wanted, log, sm=10 * major + minor, progress=prog.status)
         for func, k in kernels.items():
-            if k["symbol"] in found:
-                path, off = found[k["symbol"]]
-                k["module"] = {"name": ident(os.path.basename(path).split(".so")[0]), "kind": "library",
+            if k.symbol in found:
+                path, off = found[k.symbol]
+                k.module = {"name": ident(os.path.basename(path).split(".so")[0]), "kind": "library",
                                "library": os.path.basename(path)}
-                k["entry"] = off
+                k.entry = off
         rest = {s: a for s, a in library_wanted.items() if s not in found}
         if watch:
             own_images(kernels, watch, log, out_dir)
@@ -78,23 +78,23 @@ def find_kernel_code(torch, kernels, out_dir, name, prog, watch, problems):
             prog.status(f"{name}: searching {len(watch.images)} module images for {len(rest)} kernels")
             images = find_in_images(rest, list(watch.images.values()), log, problems)
             for func, k in kernels.items():
-                if k["symbol"] in images and "image" not in k:
-                    set_image(k, images[k["symbol"]], out_dir)
+                if k.symbol in images and k.image is None:
+                    set_image(k, images[k.symbol], out_dir)
                     own = watch.images.get(watch.image_of(func) or "")
-                    if k["symbol"] in find_in_images.alternatives and own and same_kernel(own, k["symbol"],
-                                                                                         k["attrs"]):
+                    if k.symbol in find_in_images.alternatives and own and same_kernel(own, k.symbol,
+                                                                                         k.attrs):
                         set_image(k, own, out_dir)  # the image this very function was taken from
-                    elif k["symbol"] in find_in_images.alternatives:
+                    elif k.symbol in find_in_images.alternatives:
                         # Not tried by running them: one such variant of cuDNN's attention
                         # kernel, run on another's arguments, stopped the GPU (an illegal
                         # instruction) and left the process's CUDA context unusable.
-                        problems.append(f"kernel {k['symbol'][:100]}: "
-                                        f"{len(find_in_images.alternatives[k['symbol']])} different module images "
+                        problems.append(f"kernel {k.symbol[:100]}: "
+                                        f"{len(find_in_images.alternatives[k.symbol])} different module images "
                                         "the process loaded hold a kernel of this name and these attributes, with "
                                         "different code; which one ran cannot be told")
     for func, k in kernels.items():
-        if "module" not in k:
-            problems.append(f"kernel {k['symbol'][:100]}: its code is neither a Triton cubin in "
+        if k.module is None:
+            problems.append(f"kernel {k.symbol[:100]}: its code is neither a Triton cubin in "
                             f"{roots or 'no cache directory'} nor in a loaded library's fatbins"
                             + (" (the module holding it was loaded before pgcc started watching: make a "
                                "pgcc.ModuleWatch() before the model first runs and pass it as watch=)"))
@@ -109,10 +109,10 @@ def set_image(k, image, out_dir, globals_=()):
     rel_path = os.path.join("kernels", f"{mname}.{kind}")
     with open(os.path.join(out_dir, rel_path), "wb") as f:
         f.write(image)
-    k["module"], k["image"] = {"name": mname, "kind": kind, "file": rel_path, "sha256": digest}, image
+    k.module, k.image = {"name": mname, "kind": kind, "file": rel_path, "sha256": digest}, image
     if globals_:
-        k["module"]["globals"] = list(globals_)
-        k["module"]["name"] += "_" + hashlib.sha256(repr(list(globals_)).encode()).hexdigest()[:8]
+        k.module["globals"] = list(globals_)
+        k.module["name"] += "_" + hashlib.sha256(repr(list(globals_)).encode()).hexdigest()[:8]
 
 
 def own_images(kernels, watch, log, out_dir):
@@ -122,13 +122,13 @@ def own_images(kernels, watch, log, out_dir):
     call): each function's code is taken from the image its own module fits
     (ModuleFingerprints), with the data objects its library wrote after loading it,
     where the images it fits agree on the kernel's code; where they do not, they are
-    kept in k["fits"], for prove_code to try first.  Kernels of Triton's, and names
+    kept in k.fits, for prove_code to try first.  Kernels of Triton's, and names
     held by one image only (or by several with one code), are left as found."""
     prints, holders = ModuleFingerprints(), {}
     for func, k in kernels.items():
-        if "module" in k and k["module"]["kind"] != "library":
+        if k.module is not None and k.module["kind"] != "library":
             continue
-        sym = k["symbol"]
+        sym = k.symbol
         if sym not in holders:
             held = [i for i in watch.images.values() if i[:4] == b"\x7fELF" and f".text.{sym}".encode() in i]
             holders[sym] = held if len(held) > 1 and not same_kernel_code(held, sym) else []
@@ -138,14 +138,14 @@ def own_images(kernels, watch, log, out_dir):
         if len(fits) == 1 or fits and same_kernel_code(fits, sym):
             globals_ = prints.globals_of(func, fits[0])
             set_image(k, fits[0], out_dir, globals_)
-            k.pop("entry", None)
+            k.entry = None
             log(f"  kernel {sym[:60]} (function {func:#x}): {len(holders[sym])} loaded images hold it with "
                 f"different code; its module fits {len(fits)}" + (", with one code" if len(fits) > 1 else "")
                 + ": taken from there"
                 + (f", with {len(globals_)} data objects as its library set them ("
                    + ", ".join(n for n, _ in globals_)[:120] + ")" if globals_ else ""))
         elif fits:
-            k["fits"] = fits
+            k.fits = fits
             log(f"  kernel {sym[:60]} (function {func:#x}): its module fits {len(fits)} of the {len(holders[sym])} "
                 "loaded images holding it, with different code: left to the node-by-node proof")
         else:
@@ -164,7 +164,7 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
     other fatbin holding a kernel of that name compiled for this GPU are tried, and the
     one with which the program runs further is kept.  A kernel nothing proves right is
     left as found, with a warning: verify.py has the last word."""
-    judged = {f: k for f, k in kernels.items() if k["module"]["kind"] == "library" or "image" in k}
+    judged = {f: k for f, k in kernels.items() if k.module["kind"] == "library" or k.image is not None}
     h = Harness(torch, cap, bufs, nodes, edges)
     replayer.restore()
     first, _ = h.compare()
@@ -182,34 +182,34 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
     prints = ModuleFingerprints()
 
     def load(k):
-        if k["module"]["kind"] == "library":
-            return loaded.load(paths[k["module"]["library"]], k["entry"], k["symbol"])
-        return loaded.load_image(k["image"], k["symbol"], k["module"].get("globals", ()))
+        if k.module["kind"] == "library":
+            return loaded.load(paths[k.module["library"]], k.entry, k.symbol)
+        return loaded.load_image(k.image, k.symbol, k.module.get("globals", ()))
 
     def candidates(func, k):
         """(how to load it, how to keep it) of each other place holding k's name: the
         images this process loaded first (the function's own first), then the fatbins
         (searched only if need be)."""
-        if k["module"]["kind"] != "library":
+        if k.module["kind"] != "library":
             return
         images = list(watch.images.values()) if watch else []
         own = watch.images.get(watch.image_of(func) or "") if watch else None
-        first = k.get("fits", []) + ([own] if own else [])
+        first = (k.fits or []) + ([own] if own else [])
         for img in first + [i for i in images if all(i is not f for f in first)]:
-            if any(img is f for f in first) or same_kernel(img, k["symbol"], k["attrs"]):
-                g = prints.globals_of(func, img) if any(img is f for f in k.get("fits", ())) else ()
-                yield (lambda img=img, g=g: loaded.load_image(img, k["symbol"], g),
-                       lambda img=img, g=g: (set_image(k, img, out_dir, g), k.pop("entry", None)))
-        here, entry = paths[k["module"]["library"]], k["entry"]
+            if any(img is f for f in first) or same_kernel(img, k.symbol, k.attrs):
+                g = prints.globals_of(func, img) if any(img is f for f in k.fits or ()) else ()
+                yield (lambda img=img, g=g: loaded.load_image(img, k.symbol, g),
+                       lambda img=img, g=g: (set_image(k, img, out_dir, g), setattr(k, "entry", None)))
+        here, entry = paths[k.module["library"]], k.entry
 
         def keep(path, at):
-            k["module"] = {"name": ident(os.path.basename(path).split(".so")[0]), "kind": "library",
+            k.module = {"name": ident(os.path.basename(path).split(".so")[0]), "kind": "library",
                            "library": os.path.basename(path)}
-            k["entry"] = at
-        for p, a in library_candidates(k["symbol"], k["attrs"], 10 * major + minor,
+            k.entry = at
+        for p, a in library_candidates(k.symbol, k.attrs, 10 * major + minor,
                                        [here] + [p for p in paths.values() if p != here]):
             if (p, a) != (here, entry):
-                yield (lambda p=p, a=a: loaded.load(p, a, k["symbol"]), lambda p=p, a=a: keep(p, a))
+                yield (lambda p=p, a=a: loaded.load(p, a, k.symbol), lambda p=p, a=a: keep(p, a))
 
     try:
         chosen = {f: load(k) for f, k in judged.items()}
@@ -226,7 +226,7 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
                 return
             tried.add(func)
             k = judged[func]
-            was = f"{k['module'].get('library', 'a module image')}" + (f" (fatbin at {k['entry']})" if "entry" in k
+            was = f"{k.module.get('library', 'a module image')}" + (f" (fatbin at {k.entry})" if k.entry is not None
                                                                        else "")
             count = 0
             for load_it, keep in candidates(func, k):
@@ -235,13 +235,13 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
                 again = run()
                 if again is None or pos[again[0]] > pos[first[0]]:
                     keep()
-                    log(f"  kernel {k['symbol'][:80]}: the code found in {was} does not reproduce the capture; "
-                        f"{k['module'].get('library', 'another image')}"
-                        + (f" (fatbin at {k['entry']})" if "entry" in k else "") + " does")
+                    log(f"  kernel {k.symbol[:80]}: the code found in {was} does not reproduce the capture; "
+                        f"{k.module.get('library', 'another image')}"
+                        + (f" (fatbin at {k.entry})" if k.entry is not None else "") + " does")
                     first = again
                     break
             else:
-                warn(f"kernel {k['symbol'][:80]}: neither the code found nor any of {count} other places "
+                warn(f"kernel {k.symbol[:80]}: neither the code found nor any of {count} other places "
                      "holding a kernel of that name reproduces the capture's launch", first[1])
                 return
         log(f"  the code of {len(judged)} library kernels reproduces the capture, node by node"

@@ -5,15 +5,13 @@ export.analyse and the writers (export_files.py), declared once.
                  report={}, outputs=[])
     a.conditions      # [] unless branches.py joined a conditional node in
 
-Buffers, nodes and kernels are still the dicts relocate.py, the node mapping
-(node_mapping.py) and kernel_search.py make (their keys are described where they are
-made: relocate.Buffers, node_mapping.map_nodes, node_mapping.kernel_record); this
-module declares the records around them.  Pure: no torch, no CUDA.
+A kernel is a Kernel; buffers and nodes are still the dicts relocate.Buffers and
+node_mapping.map_nodes make (their keys are described there).  Pure: no torch, no CUDA.
 """
 import json
 from dataclasses import dataclass, field
 
-__all__ = ["Analysis", "BucketExport", "CaptureSet", "WholeLayout", "write_report"]
+__all__ = ["Analysis", "BucketExport", "CaptureSet", "Kernel", "WholeLayout", "write_report"]
 
 
 def write_report(path, report):
@@ -23,6 +21,39 @@ def write_report(path, report):
         return
     with open(path, "w") as f:
         json.dump(report, f, indent=1)
+
+
+@dataclass
+class Kernel:
+    """A kernel the program launches (one per function handle: node_mapping.map_nodes).
+
+    symbol: its name; layout: [(offset, size)] of its parameters; attrs: the function
+    attributes that tell compiled kernels apart (kernel_search.func_attrs; None for the
+    exporter's own kernels); ptr_words: {(parameter offset, offset inside, kind)}, the
+    relocations its launches need ("abs64", "lo32", "hi32"); packed: a launch passed its
+    parameters packed; module: where its code is ({"name", "kind": "cubin" | "fatbin" |
+    "library" | "cuda" | ..., "file" or "library", "sha256", "globals"}: kernel_code.py),
+    None until found; entry: its offset in the library's fatbin section (a library
+    kernel), else None; image: the module image its code was taken from, where it is one
+    of the process's (kernel_code.set_image), else None; fits: the loaded images its
+    module fits, for kernel_code.prove_code to try first (None: not looked at);
+    dontcare: {(parameter offset, offset inside, length)} of bytes no launch depends on
+    (replay.mark_dontcare); scalar_types: {parameter offset: type} of parameters that take
+    scalars (hostvalues.py); name: its name in the .graph and valued: the parameter
+    offsets some launch passes a value in (both set by graphfile.graph_text)."""
+    symbol: str
+    layout: list
+    attrs: object = None
+    ptr_words: set = field(default_factory=set)
+    packed: bool = False
+    module: dict = None
+    entry: int = None
+    image: bytes = None
+    fits: list = None
+    dontcare: set = field(default_factory=set)
+    scalar_types: dict = field(default_factory=dict)
+    name: str = None
+    valued: set = field(default_factory=set)
 
 
 @dataclass
@@ -59,7 +90,7 @@ class Analysis:
 
     capA: capture A (capture.Capture; a bucket merge's: the largest bucket's); bufs: the
     buffers (relocate.Buffers, or anything with a .list of buffer dicts); nodes and edges
-    (pairs of node indices); kernels: {function: kernel dict}; scalars: [scalar dicts];
+    (pairs of node indices); kernels: {function: Kernel}; scalars: [scalar dicts];
     report: the export report's dict; outputs: capture A's outputs on the example
     inputs; report_path: where write_report() writes it (None: nowhere); comms: NCCL
     communicators; whole: the regions as captured (WholeLayout); conditions: the

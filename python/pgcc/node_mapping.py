@@ -10,16 +10,17 @@ first (copy_aliased_outputs).
 
 A node is a dict with its "kind" (kernel, memset, memcpy, read, sync, empty, libcall)
 and "index" (capture A's); a kernel node's "args" are relocate.Relocator.kernel_args'.
-A kernel is a dict: "symbol", "layout", "attrs", "ptr_words" (the relocations its
-launches need), "packed"; kernel_code.py adds where its code is ("module", "entry",
-"image"), the proofs its don't-care bytes ("dontcare"), hostvalues.py its
-"scalar_types".  Assumes PyTorch (passed in as `torch`) for map_nodes' collectives only.
+A kernel is a model.Kernel: map_nodes gives its symbol, layout, attrs, ptr_words (the
+relocations its launches need) and packed; kernel_code.py adds where its code is
+(module, entry, image), the proofs its don't-care bytes, hostvalues.py its
+scalar_types.  Assumes PyTorch (passed in as `torch`) for map_nodes' collectives only.
 """
 from .capture import foreign_memory, tensor_span
 from .collectives import kernel_collective, libcall
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES
 from .errors import ExportError
 from .graphfile import ident
+from .model import Kernel
 from .relocate import Allocations, Buffers, Relocator
 from .weights import dtype_of
 
@@ -83,7 +84,7 @@ def relocator(captures, bufs, maps):
 
 def map_nodes(torch, captures, rel, bufs, suspects):
     """Capture A's nodes (with B's and C's: their pointer words mapped by rel) as the
-    export's node dicts; returns (nodes, kernels {function: kernel dict}, comms {name:
+    export's node dicts; returns (nodes, kernels {function: model.Kernel}, comms {name:
     communicator}).  What cannot be mapped is added to rel.problems; changing parameter
     bytes no relocation explains go into suspects {node index: [(byte, length, why)]};
     read nodes add their host buffers to bufs."""
@@ -106,14 +107,14 @@ def map_nodes(torch, captures, rel, bufs, suspects):
                                 "torch.compile, not other calls into NCCL")
                 continue
             if na["func"] not in kernels:
-                kernels[na["func"]] = {"symbol": na["name"], "layout": na["layout"], "attrs": na["attrs"],
-                                       "name": None, "ptr_words": set()}
+                kernels[na["func"]] = Kernel(symbol=na["name"], layout=na["layout"], attrs=na["attrs"], name=None,
+                                             ptr_words=set())
             k = kernels[na["func"]]
             sus = []
-            args = rel.kernel_args(na["layout"], [na["bytes"], nb["bytes"], nc["bytes"]], where, k["ptr_words"], sus)
+            args = rel.kernel_args(na["layout"], [na["bytes"], nb["bytes"], nc["bytes"]], where, k.ptr_words, sus)
             if sus:
                 suspects[i] = sus
-            k["packed"] = k.get("packed", False) or bool(na.get("packed"))
+            k.packed = k.packed or bool(na.get("packed"))
             if na.get("cooperative"):
                 problems.append(f"{where}: a cooperative launch, which pgcc-export does not export yet")
             nodes.append({"kind": "kernel", "func": na["func"], "grid": na["grid"], "block": na["block"],
@@ -209,6 +210,6 @@ def address_spread(bufs):
 def relocation_counts(kernels):
     counts = {}
     for k in kernels.values():
-        for _, _, kind in k["ptr_words"]:
+        for _, _, kind in k.ptr_words:
             counts[kind] = counts.get(kind, 0) + 1
     return counts

@@ -224,9 +224,9 @@ def scratch_blocks(replayer, bufs, nodes, log):
 def mark_dontcare(k, ranges):
     """Adds a node's proven-irrelevant byte ranges (offsets in its parameter bytes) to its
     kernel's layout, as (parameter offset, offset inside, length)."""
-    dc = k.setdefault("dontcare", set())
+    dc = k.dontcare
     for a, n, _ in ranges:
-        for off, size in k["layout"]:
+        for off, size in k.layout:
             lo, hi = max(a, off), min(a + n, off + size)
             if lo < hi:
                 dc.add((off, lo - off, hi - lo))

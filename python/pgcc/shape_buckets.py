@@ -34,7 +34,7 @@ from .call_args import pad_to
 from .errors import ExportError
 from .graphfile import remap
 from .hostreads import HostReads
-from .model import Analysis
+from .model import Analysis, Kernel
 from .relocate import Buffers
 
 __all__ = ["SETTER_SOURCE", "SETTER_SYMBOL", "bucket_examples", "check_values", "dim_position", "inputs_at",
@@ -83,18 +83,18 @@ def check_values(values):
 
 def setter_kernel(out_dir):
     """The kernel that sets the SWITCH's condition (its source written under out_dir/kernels),
-    as export.py's kernels hold one."""
+    a model.Kernel."""
     path = os.path.join("kernels", "pgcc_bucket.cu")
     with open(os.path.join(out_dir, path), "w") as f:
         f.write(SETTER_SOURCE)
-    return {"symbol": SETTER_SYMBOL, "layout": [(0, 8), (8, 4)], "attrs": None, "ptr_words": set(),
-            "module": {"name": "pgcc_bucket", "kind": "cuda", "file": path,
-                       "sha256": hashlib.sha256(SETTER_SOURCE.encode()).hexdigest()}}
+    return Kernel(symbol=SETTER_SYMBOL, layout=[(0, 8), (8, 4)], attrs=None, ptr_words=set(),
+                  module={"name": "pgcc_bucket", "kind": "cuda", "file": path,
+                          "sha256": hashlib.sha256(SETTER_SOURCE.encode()).hexdigest()})
 
 
 def merge(analyses, values, dim_name, pad, setter):
     """Joins the analyses of the buckets (model.Analysis, one per size in
-    values, in order) into one: a root of the setter kernel (kernels dict `setter`,
+    values, in order) into one: a root of the setter kernel (the model.Kernel `setter`,
     setter_kernel()) and a SWITCH node whose body k is bucket k.  Buffers: inputs and
     outputs by name, with dim_name at the position dim_position finds and the largest
     bucket's size; the model's weights by name; static blocks (memory outside the
@@ -140,9 +140,9 @@ def merge(analyses, values, dim_name, pad, setter):
         for func, k in a.kernels.items():
             kt = kernels.setdefault(func, k)
             if kt is not k:
-                kt["ptr_words"] = set(kt["ptr_words"]) | set(k["ptr_words"])
-                kt["dontcare"] = set(kt.get("dontcare", ())) | set(k.get("dontcare", ()))
-                kt.setdefault("scalar_types", {}).update(k.get("scalar_types", {}))
+                kt.ptr_words = set(kt.ptr_words) | set(k.ptr_words)
+                kt.dontcare = set(kt.dontcare) | set(k.dontcare)
+                kt.scalar_types.update(k.scalar_types)
         nodes = [remap(dict(n, index=f"b{v}_{n['index']}"), fmap) for n in a.nodes]
         edges = [(f"b{v}_{x}", f"b{v}_{y}") for x, y in a.edges]
         bodies.append((f"bucket_{v}", nodes, edges))

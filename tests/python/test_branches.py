@@ -11,7 +11,7 @@ from conftest import scale_module
 from pgcc.branches import join
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
-from pgcc.model import Analysis
+from pgcc.model import Analysis, Kernel
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -25,7 +25,7 @@ def path(tmp_path, then, offset=0):
     t = bufs.add(name="t0", size=2048, role="intermediate", ranges={0: 0x40000})
     y = bufs.add(name="out0", size=1024, role="output", dtype="f32", shape=[256], ranges={0: 0x20000})
     r = bufs.add(name="r0", size=1, role="host", dtype="bool", shape=[])
-    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": {(0, 0, "abs64")}, "module": module}
+    k = Kernel(symbol="scale", layout=[(0, 8), (8, 4), (12, 4)], ptr_words={(0, 0, "abs64")}, module=module)
 
     def launch(i, buf, off, scale):
         return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": i,

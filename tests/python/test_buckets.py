@@ -13,7 +13,7 @@ from pgcc.call_args import choose
 from pgcc.shape_buckets import SETTER_SOURCE, check_values, dim_position, merge, setter_kernel
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
-from pgcc.model import Analysis
+from pgcc.model import Analysis, Kernel
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -52,8 +52,8 @@ def bucket(tmp_path, n, static_at=0x900000):
     t = bufs.add(name="t0", size=256 * n, role="intermediate", ranges={0: 0x40000})
     s = bufs.add(name="t1", size=512, role="weight", static=True, tensor="__static_1", ranges={0: static_at})
     y = bufs.add(name="out0", size=256 * n, role="output", dtype="f32", shape=[n, 64], ranges={0: 0x20000})
-    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": {(0, 0, "abs64")},
-         "module": scale_module(tmp_path)}
+    k = Kernel(symbol="scale", layout=[(0, 8), (8, 4), (12, 4)], ptr_words={(0, 0, "abs64")},
+               module=scale_module(tmp_path))
 
     def launch(i, buf, off=0):
         return {"kind": "kernel", "func": 1, "grid": [n, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,
