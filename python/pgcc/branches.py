@@ -217,9 +217,9 @@ def _same_arg(at, af, fmap):
     if at[0] == "ptr":
         return fmap.get(id(af[1])) is at[1] and at[2] == af[2]
     if at[0] == "bytes":  # (a word pointed at a copy of host memory is a constant: see below)
-        rt = [(r[0], r[1]["name"], r[2], r[3]) for r in at[2] if not r[1].get("host")]
-        rf = [(r[0], fmap[id(r[1])]["name"] if id(r[1]) in fmap else None, r[2], r[3]) for r in af[2]
-              if not r[1].get("host")]
+        rt = [(r[0], r[1].name, r[2], r[3]) for r in at[2] if not r[1].host]
+        rf = [(r[0], fmap[id(r[1])].name if id(r[1]) in fmap else None, r[2], r[3]) for r in af[2]
+              if not r[1].host]
         return rt == rf
     if at[0] == "scalar":
         return at[2]["name"] == af[2]["name"]
@@ -249,8 +249,8 @@ def _difference(nt, nf, fmap, kernels):
         return f"{nt['kind']} against {nf['kind']}"
     if (nt["func"], nt["grid"], nt["block"], nt["smem"]) != (nf["func"], nf["grid"], nf["block"], nf["smem"]):
         return "another kernel or launch shape"
-    show = lambda a: (a[0], a[1]["name"], a[2]) if a[0] == "ptr" else (a[0], a[1].hex()[:48]) if a[0] == "value" \
-        else (a[0], [(r[0], r[1]["name"], r[2]) for r in a[2]]) if a[0] == "bytes" else a[0]
+    show = lambda a: (a[0], a[1].name, a[2]) if a[0] == "ptr" else (a[0], a[1].hex()[:48]) if a[0] == "value" \
+        else (a[0], [(r[0], r[1].name, r[2]) for r in a[2]]) if a[0] == "bytes" else a[0]
     for p, (at, af) in enumerate(zip(nt["args"], nf["args"])):
         if not _same_arg(at, af, fmap):
             return f"parameter {p}: {show(at)} against the other path's {show(af)}"
@@ -282,21 +282,21 @@ def join(a, b, k, out_dir):
         raise ExportError("a value is read back after the branch")
 
     # buffers: the other path's, mapped to this one's by name where they are the same thing
-    byname = {x["name"]: x for x in a.bufs.list}
+    byname = {x.name: x for x in a.bufs.list}
     fmap = {}
     for fb in b.bufs.list:
-        tb = byname.get(fb["name"])
-        same = tb is not None and tb["role"] == fb["role"] and (
-            fb["role"] in ("input", "output", "intermediate", "host") or
-            (tb["ranges"].get(0) == fb["ranges"].get(0) and tb["size"] == fb["size"]))
+        tb = byname.get(fb.name)
+        same = tb is not None and tb.role == fb.role and (
+            fb.role in ("input", "output", "intermediate", "host") or
+            (tb.ranges.get(0) == fb.ranges.get(0) and tb.size == fb.size))
         if same:
             fmap[id(fb)] = tb
-            if fb["role"] == "intermediate" and fb["size"] > tb["size"]:
-                tb["size"] = fb["size"]
+            if fb.role == "intermediate" and fb.size > tb.size:
+                tb.size = fb.size
         else:
-            fb["name"] = "f_" + fb["name"]
-            if "tensor" in fb:
-                fb["tensor"] = "__f_" + fb["tensor"]
+            fb.name = "f_" + fb.name
+            if fb.tensor is not None:
+                fb.tensor = "__f_" + fb.tensor
             a.bufs.list.append(fb)
     kernels = dict(a.kernels)
     for func, kf in b.kernels.items():

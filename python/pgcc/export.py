@@ -332,7 +332,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
     finally:
         replayer.close()
     # (PGCC_SLOTS=off keeps every region whole, as exports before the seventh session had them)
-    whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
+    whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b.size for b in bufs.list})
     nodes, report["intermediates"] = place_intermediates(bufs, nodes, capA, log,
                                                          split=not split and os.environ.get("PGCC_SLOTS") != "off")
     write_report(report_path, report)

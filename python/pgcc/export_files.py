@@ -35,14 +35,14 @@ def write_export(a, inputs, out_dir, name, prog, diagnose):
     used = {id(b) for n in nodes for b in node_buffers(n)}
     tensors = []
     for b in bufs.list:
-        if b["role"] != "weight" or id(b) not in used:
+        if b.role != "weight" or id(b) not in used:
             continue
-        if b.get("host"):
-            tensors.append((b["tensor"], "u8", [b["size"]], b["host"]))
-        elif b.get("static"):
-            tensors.append((b["tensor"], "u8", [b["size"]], read_device(b["ranges"][0], b["size"])))
+        if b.host:
+            tensors.append((b.tensor, "u8", [b.size], b.host))
+        elif b.static:
+            tensors.append((b.tensor, "u8", [b.size], read_device(b.ranges[0], b.size)))
         else:
-            tensors.append((b["tensor"], b["dtype"], b["shape"], tensor_bytes(b["value"])))
+            tensors.append((b.tensor, b.dtype, b.shape, tensor_bytes(b.value)))
     write_safetensors(os.path.join(out_dir, name + ".safetensors"), tensors)
     io = [(f"in{i}", dtype_of(x), list(x.shape), tensor_bytes(x)) for i, x in enumerate(inputs)]
     io += [(f"out{i}", dtype_of(o), list(o.shape), tensor_bytes(o)) for i, o in enumerate(outputs)]

@@ -23,7 +23,7 @@ def ident(s):
 
 
 def ref(b, off):
-    return b["name"] + (f"+{off}" if off else "")
+    return b.name + (f"+{off}" if off else "")
 
 
 def ctype_of(size):
@@ -218,16 +218,16 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         out.append("}")
     out.append("")
     for b in bufs.list:
-        if id(b) not in used and b["role"] not in ("input", "output"):
+        if id(b) not in used and b.role not in ("input", "output"):
             continue
-        line = f'buffer {b["name"]} size {b["size"]} align 256 role {b["role"]}'
-        if b.get("dtype"):
-            line += f' dtype {b["dtype"]}'
-        if b.get("shape") is not None:  # ([] for a 0-dimensional tensor, a loss)
-            line += f' shape [{", ".join(map(str, b["shape"]))}]'
-        if b["role"] == "weight":
-            line += f' weights w tensor "{b["tensor"]}"'
-        if b["role"] == "host":  # (pinned host memory libpgrt allocates: no alignment to ask)
+        line = f'buffer {b.name} size {b.size} align 256 role {b.role}'
+        if b.dtype:
+            line += f' dtype {b.dtype}'
+        if b.shape is not None:  # ([] for a 0-dimensional tensor, a loss)
+            line += f' shape [{", ".join(map(str, b.shape))}]'
+        if b.role == "weight":
+            line += f' weights w tensor "{b.tensor}"'
+        if b.role == "host":  # (pinned host memory libpgrt allocates: no alignment to ask)
             line = line.replace(" align 256", "")
         out.append(line + ";")
     if scalars:

@@ -5,13 +5,14 @@ export.analyse and the writers (export_files.py), declared once.
                  report={}, outputs=[])
     a.conditions      # [] unless branches.py joined a conditional node in
 
-A kernel is a Kernel; buffers and nodes are still the dicts relocate.Buffers and
-node_mapping.map_nodes make (their keys are described there).  Pure: no torch, no CUDA.
+A buffer is a Buffer (relocate.Buffers makes them), a kernel a Kernel; nodes are still
+the dicts node_mapping.map_nodes makes (their keys are described there, and
+graphfile.map_places walks the places they refer to).  Pure: no torch, no CUDA.
 """
 import json
 from dataclasses import dataclass, field
 
-__all__ = ["Analysis", "BucketExport", "CaptureSet", "Kernel", "WholeLayout", "write_report"]
+__all__ = ["Analysis", "BucketExport", "Buffer", "CaptureSet", "Kernel", "WholeLayout", "write_report"]
 
 
 def write_report(path, report):
@@ -21,6 +22,35 @@ def write_report(path, report):
         return
     with open(path, "w") as f:
         json.dump(report, f, indent=1)
+
+
+@dataclass(eq=False)
+class Buffer:
+    """A buffer of the export: memory the program's nodes point into.
+
+    name: its name in the .graph; size: bytes; role: "input", "output", "weight" (the
+    model's tensors, and static blocks: memory from outside the captures that kernels
+    read, with its bytes), "intermediate" (a region of capture A's memory, or a slot of
+    one), "workspace" (a static block no result depends on) or "host" (where a value read
+    back lands); ranges: {capture number: its address there} (0 is A, 1 B, 2 C); dtype,
+    shape: the tensor's, where it is one; tensor: its name in the weights file (a weight);
+    value: the model's tensor (a weight's, read when the weights are written); static: a
+    static block (its bytes read from the device when written); host: the bytes of a copy
+    of host memory a kernel reads through a pointer (host_words.py); aliased: an output
+    whose memory held other tensors earlier in capture A (node_mapping.py).  Compared by
+    identity (the export's maps are keyed by id()), as the dicts it replaces were in
+    effect."""
+    name: str
+    size: int
+    role: str
+    ranges: dict = field(default_factory=dict)
+    dtype: str = None
+    shape: list = None
+    tensor: str = None
+    value: object = None
+    static: bool = False
+    host: bytes = None
+    aliased: bool = False
 
 
 @dataclass
@@ -89,7 +119,7 @@ class Analysis:
     several: branches.join, shape_buckets.merge).
 
     capA: capture A (capture.Capture; a bucket merge's: the largest bucket's); bufs: the
-    buffers (relocate.Buffers, or anything with a .list of buffer dicts); nodes and edges
+    buffers (relocate.Buffers: its .list of Buffer); nodes and edges
     (pairs of node indices); kernels: {function: Kernel}; scalars: [scalar dicts];
     report: the export report's dict; outputs: capture A's outputs on the example
     inputs; report_path: where write_report() writes it (None: nowhere); comms: NCCL

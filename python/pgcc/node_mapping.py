@@ -46,8 +46,8 @@ def tensor_buffers(inputs, captures, weights):
         bufs.add(name=f"out{i}", size=size, role="output", dtype=dtype_of(os_[0]),
                  shape=list(os_[0].shape), ranges={c: o.data_ptr() for c, o in enumerate(os_)})
     for b in bufs.list:
-        if b["role"] == "output" and reused(capA.allocs, b["ranges"][0], b["size"]):
-            b["aliased"] = True
+        if b.role == "output" and reused(capA.allocs, b.ranges[0], b.size):
+            b.aliased = True
     seen_w = set()
     for wname, t in weights.items():
         a, size = tensor_span(t)
@@ -173,15 +173,15 @@ def copy_aliased_outputs(captures, rel, bufs, nodes, log):
     edges = list(capA.edges)
     last = {a for a, _ in edges}
     sinks = [n["index"] for n in nodes if n["index"] not in last]
-    for b in [b for b in bufs.list if b.get("aliased")]:
-        src = rel.resolve(tuple(b["ranges"][c] for c in range(len(caps))), f"output {b['name']}")
+    for b in [b for b in bufs.list if b.aliased]:
+        src = rel.resolve(tuple(b.ranges[c] for c in range(len(caps))), f"output {b.name}")
         if not src:
             continue  # (a problem, said by resolve)
         index = len(capA.nodes) + sum(1 for n in nodes if n["index"] >= len(capA.nodes))
-        nodes.append({"kind": "memcpy", "src": src, "dst": (b, 0), "width": b["size"], "index": index})
+        nodes.append({"kind": "memcpy", "src": src, "dst": (b, 0), "width": b.size, "index": index})
         edges += [(s, index) for s in sinks]
-        log(f"  {b['name']}: its memory in capture A held other tensors before it; computed in {src[0]['name']} "
-            f"and copied out at the end ({b['size']} bytes)")
+        log(f"  {b.name}: its memory in capture A held other tensors before it; computed in {src[0].name} "
+            f"and copied out at the end ({b.size} bytes)")
     return edges
 
 
@@ -200,8 +200,8 @@ def address_spread(bufs):
     their low 32 bits, and in their high 32 bits between some two."""
     low, high = True, False
     for b in bufs.list:
-        if b["role"] in ("input", "output"):
-            addrs = [a for _, a in sorted(b["ranges"].items())]
+        if b.role in ("input", "output"):
+            addrs = [a for _, a in sorted(b.ranges.items())]
             low = low and len({a & 0xFFFFFFFF for a in addrs}) == len(addrs)
             high = high or len({a >> 32 for a in addrs}) > 1
     return {"low": low, "high": high}

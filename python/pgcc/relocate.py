@@ -32,26 +32,30 @@ in (`foreign`).  No torch, no CUDA.
 import difflib
 import struct
 
+from .model import Buffer
+
 __all__ = ["Allocations", "block_of", "Buffers", "Relocator", "u32", "u64", "used_extent"]
 
 
 class Buffers:
-    """The buffers of the export, and for each capture the address ranges that are theirs."""
+    """The buffers of the export (model.Buffer), and for each capture the address ranges
+    that are theirs."""
 
     def __init__(self):
-        self.list = []  # dicts: name, size, role, dtype, shape, tensor (for weights), ranges {capture: addr}
+        self.list = []  # model.Buffer: name, size, role, ranges {capture: addr}, dtype, shape, tensor, ...
 
     def add(self, **kw):
-        kw.setdefault("ranges", {})
-        self.list.append(kw)
-        return kw
+        """A new model.Buffer of the fields kw, appended to the list."""
+        b = Buffer(**kw)
+        self.list.append(b)
+        return b
 
     def find(self, cap, addr):
         for b in self.list:
-            if b.get("aliased"):  # (an output whose memory held other tensors first: export.py)
+            if b.aliased:  # (an output whose memory held other tensors first: export.py)
                 continue
-            base = b["ranges"].get(cap)
-            if base is not None and base <= addr < base + b["size"]:
+            base = b.ranges.get(cap)
+            if base is not None and base <= addr < base + b.size:
                 return b, addr - base
         return None, 0
 
@@ -156,9 +160,9 @@ class Relocator:
     def at(self, c, b, o):
         """The addresses place (b, o) may have in capture c: its own range there (a known
         buffer), and, in a paired capture, wherever the allocations put it."""
-        out = {b["ranges"][c] + o} if c in b["ranges"] else set()
-        if c in self.paired and 0 in b["ranges"]:
-            out |= self.paired[c].from_first(b["ranges"][0] + o)
+        out = {b.ranges[c] + o} if c in b.ranges else set()
+        if c in self.paired and 0 in b.ranges:
+            out |= self.paired[c].from_first(b.ranges[0] + o)
         return out
 
     def resolve(self, vals, where, nowhere=True):
@@ -173,7 +177,7 @@ class Relocator:
         found = {c: self.bufs.find(c, vals[c]) for c in d}
         words = " / ".join(f"0x{v:x}" for v in vals)
         same = all(v == vals[0] for v in vals)
-        if same and found[0][0] and found[0][0]["role"] == "intermediate":
+        if same and found[0][0] and found[0][0].role == "intermediate":
             # The same address in every capture is no capture's own memory, even where it lies
             # in capture A's region: a library's allocation made while A was captured (its
             # workspace, kept for later calls) that B and C use again.  Static memory.
@@ -186,7 +190,7 @@ class Relocator:
                 return None  # no pointer every capture agrees on: a suspect for the caller
             if bad:
                 self.problems.append(f"{where}: the captures disagree: a pointer into " + ", ".join(
-                    f"{b['name'] if b else '?'}+{o} in capture {_label(c)}" for c, (b, o) in found.items())
+                    f"{b.name if b else '?'}+{o} in capture {_label(c)}" for c, (b, o) in found.items())
                     + "".join(f", 0x{vals[c]:x} in capture {_label(c)}" for c in self.paired))
                 return None
             return b0, o0
@@ -222,10 +226,10 @@ class Relocator:
         key = ("static" if static else "region", bl[0][0])  # a region may start where a static block does
         if key in self.pairs:
             b = self.pairs[key]
-            if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]) and not nowhere:
+            if any(b.ranges[c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]) and not nowhere:
                 return None
-            if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]):
-                self.problems.append(f"{where}: the captures disagree on where {b['name']} is")
+            if any(b.ranges[c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]):
+                self.problems.append(f"{where}: the captures disagree on where {b.name} is")
                 return None
             return b, off
         ranges = {c: bl[c][0] for c in d}
@@ -234,7 +238,7 @@ class Relocator:
         b = self.bufs.add(name=f"t{len(self.pairs)}", size=bl[0][1], role="weight" if static else "intermediate",
                           ranges=ranges, static=static)
         if static:
-            b["tensor"] = f"__static_{len(self.pairs)}"
+            b.tensor = f"__static_{len(self.pairs)}"
         self.pairs[key] = b
         return b, off
 
@@ -255,10 +259,10 @@ class Relocator:
         if kind == "lo32":
             hits = []
             for b in self.bufs.list:
-                if 0 not in b["ranges"] or b.get("aliased"):
+                if 0 not in b.ranges or b.aliased:
                     continue
-                o = (vals[0] - b["ranges"][0]) & 0xFFFFFFFF
-                if o < b["size"] and all(any(a & 0xFFFFFFFF == vals[c] for a in self.at(c, b, o))
+                o = (vals[0] - b.ranges[0]) & 0xFFFFFFFF
+                if o < b.size and all(any(a & 0xFFFFFFFF == vals[c] for a in self.at(c, b, o))
                                          for c in range(1, n)):
                     hits.append((b, o))
             return hits[0] if len(hits) == 1 else None

@@ -108,32 +108,32 @@ def merge(analyses, values, dim_name, pad, setter):
     kernels = {}
     bodies = []
     for a, v in zip(analyses, values):
-        if any(b["role"] == "host" for b in a.bufs.list) or a.scalars or a.conditions:
+        if any(b.role == "host" for b in a.bufs.list) or a.scalars or a.conditions:
             raise ExportError(f"bucket {v}: the program reads values back to the host; buckets of such programs "
                               "are not exported yet")
         fmap = {}
         for b in a.bufs.list:
-            role = b["role"]
+            role = b.role
             if role in ("input", "output"):
-                key = ("io", b["name"])
-                io_shapes.setdefault(b["name"], []).append(b.get("shape"))
-            elif role == "weight" and not b.get("static") and "host" not in b:
-                key = ("weight", b["name"])
+                key = ("io", b.name)
+                io_shapes.setdefault(b.name, []).append(b.shape)
+            elif role == "weight" and not b.static and b.host is None:
+                key = ("weight", b.name)
             elif role == "weight":  # a static block, or a copy of host memory a kernel read
-                key = ("block", b["ranges"].get(0), b["size"], b.get("host"))
+                key = ("block", b.ranges.get(0), b.size, b.host)
             else:
                 key = None
             m = shared.get(key) if key else None
             if m is not None:
-                if role == "weight" and key[0] == "weight" and m["ranges"].get(0) != b["ranges"].get(0):
-                    raise ExportError(f"weight {b['tensor']} is another tensor in bucket {v}")
-                m["size"] = max(m["size"], b["size"])
+                if role == "weight" and key[0] == "weight" and m.ranges.get(0) != b.ranges.get(0):
+                    raise ExportError(f"weight {b.tensor} is another tensor in bucket {v}")
+                m.size = max(m.size, b.size)
                 fmap[id(b)] = m
                 continue
             if key is None or key[0] == "block":
-                b["name"] = f"b{v}_{b['name']}"
-                if "tensor" in b:
-                    b["tensor"] = f"__b{v}{b['tensor']}"
+                b.name = f"b{v}_{b.name}"
+                if b.tensor is not None:
+                    b.tensor = f"__b{v}{b.tensor}"
             if key:
                 shared[key] = b
             merged.append(b)
@@ -148,11 +148,11 @@ def merge(analyses, values, dim_name, pad, setter):
         bodies.append((f"bucket_{v}", nodes, edges))
     positions = {}
     for b in merged:
-        if b["name"] in io_shapes:
-            p = dim_position(io_shapes[b["name"]], values, f"{b['role']} {b['name']}")
-            positions[b["name"]] = p
+        if b.name in io_shapes:
+            p = dim_position(io_shapes[b.name], values, f"{b.role} {b.name}")
+            positions[b.name] = p
             if p is not None:
-                b["shape"] = [dim_name if i == p else s for i, s in enumerate(io_shapes[b["name"]][-1])]
+                b.shape = [dim_name if i == p else s for i, s in enumerate(io_shapes[b.name][-1])]
     kernels["pgcc_bucket"] = setter
     cond = {"name": f"c_{dim_name}"}
     scalar = {"name": f"{dim_name}_bucket", "type": "u32", "bucket": dim_name}

@@ -12,6 +12,7 @@ Pure but for keep_smaller_layout, which writes a trial .graph and runs pgcc on i
 import json
 import os
 import subprocess
+from dataclasses import replace
 
 from . import slots
 from .cuda import NODE_NAMES
@@ -42,7 +43,7 @@ def place_intermediates(bufs, nodes, capA, log, split=True):
     report = {"split": {}, "whole": {}, "cut": {}, "timed": None}
     if capA.allocs is None:
         return nodes, report
-    regions = {id(b): b for b in bufs.list if b["role"] == "intermediate" and 0 in b["ranges"]}
+    regions = {id(b): b for b in bufs.list if b.role == "intermediate" and 0 in b.ranges}
     if split and regions:
         nodes, report["split"], report["whole"], report["timed"] = _split_regions(bufs, nodes, capA, regions)
     refs = {}
@@ -51,12 +52,12 @@ def place_intermediates(bufs, nodes, capA, log, split=True):
             if id(b) in regions:
                 refs.setdefault(id(b), []).append((off, width))
     for key, b in regions.items():
-        if b["name"] in report["split"]:
+        if b.name in report["split"]:
             continue
-        used = used_extent(b["ranges"][0], b["size"], capA.allocs, refs.get(key, []))
-        if used < b["size"]:
-            report["cut"][b["name"]] = [b["size"], used]
-            b["size"] = used
+        used = used_extent(b.ranges[0], b.size, capA.allocs, refs.get(key, []))
+        if used < b.size:
+            report["cut"][b.name] = [b.size, used]
+            b.size = used
     if report["split"]:
         before, after = (sum(x[i] for x in report["split"].values()) for i in (0, 2))
         log(f"  {len(report['split'])} intermediates split into the {sum(x[1] for x in report['split'].values())} "
@@ -82,7 +83,7 @@ def whole_regions(a, why):
         a.bufs.list[:] = a.whole.bufs
     for b in a.bufs.list:
         if id(b) in a.whole.sizes:
-            b["size"] = a.whole.sizes[id(b)]
+            b.size = a.whole.sizes[id(b)]
     a.report["intermediates"] = {"split": {}, "whole": {}, "cut": {}, "undone": why}
     a.write_report()
     return True
@@ -94,7 +95,7 @@ def _split_regions(bufs, nodes, capA, regions):
     why = "the capture is not one chain: the nodes' order is not the order they were captured in"
     order = slots.chain_order(len(capA.nodes), capA.edges)
     if order is None or getattr(capA, "trace", None) is None:
-        return nodes, {}, {b["name"]: why if order is None else "no allocator trace" for b in regions.values()}, None
+        return nodes, {}, {b.name: why if order is None else "no allocator trace" for b in regions.values()}, None
     rank = {i: r for r, i in enumerate(order)}
     # (nodes the export added, an aliased output's copy, come after the capture's)
     timed = sorted(range(len(nodes)), key=lambda k: (rank.get(nodes[k]["index"], len(order)), nodes[k]["index"]))
@@ -111,7 +112,7 @@ def _split_regions(bufs, nodes, capA, regions):
     times = None
     if by_rank is not None:
         times = [by_rank[rank[nodes[k]["index"]]] if nodes[k]["index"] in rank else None for k in timed]
-    found, at, whole, how = slots.split({key: (b["ranges"][0], b["size"]) for key, b in regions.items()},
+    found, at, whole, how = slots.split({key: (b.ranges[0], b.size) for key, b in regions.items()},
                                         slots.lifetimes(capA.trace), uses, len(capA.trace),
                                         [nodes[k]["index"] for k in timed], times)
     if seen is not None and len(seen) != len(order):
@@ -121,7 +122,7 @@ def _split_regions(bufs, nodes, capA, regions):
     made = {}
     for key, parts in found.items():
         b = regions[key]
-        made[key] = [dict(b, name=f"{b['name']}_{n}", size=size, ranges={c: a + lo for c, a in b["ranges"].items()})
+        made[key] = [replace(b, name=f"{b.name}_{n}", size=size, ranges={c: a + lo for c, a in b.ranges.items()})
                      for n, (lo, size) in enumerate(parts)]
     bufs.list[:] = [s for b in bufs.list for s in made.get(id(b), [b])]
     out = list(nodes)
@@ -137,9 +138,9 @@ def _split_regions(bufs, nodes, capA, regions):
             n, o = at[pos, j]
             return made[id(b)][n], o
         out[k] = map_places(nodes[k], place)
-    split = {regions[key]["name"]: [regions[key]["size"], len(parts), sum(size for _, size in parts)]
+    split = {regions[key].name: [regions[key].size, len(parts), sum(size for _, size in parts)]
              for key, parts in found.items()}
-    return out, split, {regions[key]["name"]: w for key, w in whole.items()}, how
+    return out, split, {regions[key].name: w for key, w in whole.items()}, how
 
 
 def arena_bytes(graph):
@@ -165,7 +166,7 @@ def keep_smaller_layout(a, out_dir, name, log, write=graph_of, arena=arena_bytes
         return False
     graph, trial = os.path.join(out_dir, name + ".graph"), os.path.join(out_dir, name + ".whole.graph")
     split_bytes = arena(graph)
-    saved = list(a.nodes), list(a.bufs.list), {id(b): b["size"] for b in a.bufs.list}, done
+    saved = list(a.nodes), list(a.bufs.list), {id(b): b.size for b in a.bufs.list}, done
     whole_regions(a, None)
     try:
         write(a, trial, name)
@@ -184,7 +185,7 @@ def keep_smaller_layout(a, out_dir, name, log, write=graph_of, arena=arena_bytes
     a.nodes = saved[0]
     a.bufs.list[:] = saved[1]
     for b in a.bufs.list:
-        b["size"] = saved[2].get(id(b), b["size"])
+        b.size = saved[2].get(id(b), b.size)
     a.report["intermediates"] = saved[3]
     a.write_report()
     return False

@@ -51,7 +51,7 @@ def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
     (then_name, then_nodes, _), (else_name, else_nodes, _) = branch["bodies"]
     assert [n["index"] for n in then_nodes] == [3] and [n["index"] for n in else_nodes] == ["f3"]
     # the other path's nodes use this path's buffers
-    assert else_nodes[0]["args"][0][1] is next(x for x in a.bufs.list if x["name"] == "out0")
+    assert else_nodes[0]["args"][0][1] is next(x for x in a.bufs.list if x.name == "out0")
     assert a.report["host_reads"][0] == {"guarded": False, "conditional": True}
     used = {id(x) for n in a.nodes for x in node_buffers(n)}
     text = graph_text("j", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90", conditions=a.conditions)
@@ -105,7 +105,7 @@ def loop(tmp_path, passes=4, moved=False):
     elsewhere (its state not in the same memory)."""
     base = path(tmp_path, 1.0)  # (for the module, buffers and the kernel)
     bufs, k = base.bufs, base.kernels[1]
-    t, y, r = (next(b for b in bufs.list if b["name"] == n) for n in ("t0", "out0", "r0"))
+    t, y, r = (next(b for b in bufs.list if b.name == n) for n in ("t0", "out0", "r0"))
 
     def launch(i, buf, off):
         return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": i,

@@ -68,11 +68,11 @@ def test_merge_shares_weights_and_names_the_dimension(tmp_path, pgcc_bin):
     values = [1, 2, 4]
     analyses = [bucket(tmp_path, n) for n in values]
     a = merge(analyses, values, "batch", True, setter_kernel(str(tmp_path)))
-    names = [b["name"] for b in a.bufs.list]
+    names = [b.name for b in a.bufs.list]
     assert names.count("in0") == 1 and names.count("out0") == 1 and names.count("w_w") == 1
     assert {"b1_t0", "b2_t0", "b4_t0", "b1_t1"} <= set(names) and "b2_t1" not in names  # the static block once
-    x = next(b for b in a.bufs.list if b["name"] == "in0")
-    assert x["shape"] == ["batch", 64] and x["size"] == 256 * 4
+    x = next(b for b in a.bufs.list if b.name == "in0")
+    assert x.shape == ["batch", 64] and x.size == 256 * 4
     assert [n["index"] for n in a.nodes] == ["bset", "bswitch"] and a.edges == [("bset", "bswitch")]
     switch = a.nodes[1]
     assert switch["kind"] == "switch" and [g for g, _, _ in switch["bodies"]] == ["bucket_1", "bucket_2", "bucket_4"]
@@ -113,7 +113,7 @@ def test_merge_shares_weights_and_names_the_dimension(tmp_path, pgcc_bin):
 
 def test_merge_refuses_what_it_cannot_say(tmp_path):
     a = [bucket(tmp_path, 1), bucket(tmp_path, 2)]
-    a[1].bufs.list[1]["ranges"] = {0: 0x31000}  # the weight is another tensor in bucket 2
+    a[1].bufs.list[1].ranges = {0: 0x31000}  # the weight is another tensor in bucket 2
     with pytest.raises(ExportError, match="another tensor"):
         merge(a, [1, 2], "batch", True, {})
     a = [bucket(tmp_path, 1), bucket(tmp_path, 2)]
@@ -121,7 +121,7 @@ def test_merge_refuses_what_it_cannot_say(tmp_path):
     with pytest.raises(ExportError, match="reads values back"):
         merge(a, [1, 2], "batch", True, {})
     a = [bucket(tmp_path, 1), bucket(tmp_path, 2)]
-    a[1].bufs.list[4]["shape"] = [2, 32]
+    a[1].bufs.list[4].shape = [2, 32]
     with pytest.raises(ExportError, match="output out0"):
         merge(a, [1, 2], "batch", True, {})
 

@@ -64,7 +64,7 @@ def written_and_compiled(tmp_path, pgcc_bin, on_output=False):
 
 def test_a_recorded_all_reduce_is_a_libcall_pgcc_compiles(tmp_path, pgcc_bin):
     _, _, nodes, _, _ = probed(tmp_path)
-    assert [b["name"] for b in node_buffers(nodes[1])] == ["t0", "t0"]
+    assert [b.name for b in node_buffers(nodes[1])] == ["t0", "t0"]
     text, report = written_and_compiled(tmp_path, pgcc_bin)
     assert "comm world ranks 2;" in text
     assert ('  node n3 libcall fn "ncclAllReduce" comm world send t0 recv t0 count 2048 dtype f32 op sum;'
