@@ -35,7 +35,7 @@ import os
 from .errors import ExportError
 from .graphfile import remap
 from .hostreads import HostReads, flipped, perturbed
-from .model import Kernel
+from .model import Kernel, PtrWord
 from .warmup import restore_state, saved_state
 
 __all__ = ["COND_SOURCE", "COND_SYMBOL", "branch_to_export", "cond_kernel", "join", "join_loop", "set_condition",
@@ -134,7 +134,7 @@ def cond_kernel(out_dir):
     with open(os.path.join(out_dir, path), "w") as f:
         f.write(COND_SOURCE)
     return Kernel(symbol=COND_SYMBOL, layout=[(0, 8), (8, 8), (16, 8), (24, 4)], attrs=None,
-                  ptr_words={(8, 0, "abs64")}, module={"name": "pgcc_cond", "kind": "cuda", "file": path,
+                  ptr_words={PtrWord(8, 0, "abs64")}, module={"name": "pgcc_cond", "kind": "cuda", "file": path,
                                                        "sha256": hashlib.sha256(COND_SOURCE.encode()).hexdigest()})
 
 

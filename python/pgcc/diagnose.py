@@ -35,6 +35,7 @@ from .cuda import (ATTR_CLUSTER_DIMENSION, FUNC_MAX_DYNAMIC_SHARED_SIZE, FUNC_NO
                    FUNC_REQUIRED_CLUSTER_WIDTH, LaunchAttribute, LaunchConfig, check, cu, device_bytes, kernel_argv)
 from .capture import host_maps
 from .graphfile import node_buffers
+from .model import Relocation
 from .relocate import block_of, u64
 
 __all__ = ["as_captured", "describe_node", "diagnose", "exported_bytes", "Harness", "launch", "memset", "order",
@@ -176,7 +177,7 @@ def describe_node(n, cap_node, bufs, blocks):
         return []
     blob, lines, covered = cap_node["bytes"], [], set()
     for (off, size), a in zip(cap_node["layout"], n["args"]):
-        relocs = [(0, a[1], a[2], "abs64")] if a[0] == "ptr" else (a[2] if a[0] == "bytes" else [])
+        relocs = [Relocation(0, a[1], a[2], "abs64")] if a[0] == "ptr" else (a[2] if a[0] == "bytes" else [])
         for at, b, o, kind in relocs:
             covered.update(range(off + at, off + at + (8 if kind == "abs64" else 4)))
             was = u64(blob, off + at) if kind == "abs64" else int.from_bytes(blob[off + at:off + at + 4], "little")

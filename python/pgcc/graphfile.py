@@ -11,6 +11,7 @@ import re
 
 from .call_args import decode
 from .errors import ExportError
+from .model import Relocation
 
 __all__ = ["ctype_of", "dontcare", "graph_text", "ident", "literal", "map_places", "node_buffers", "node_refs", "ref",
            "relocations", "remap", "text", "value_of", "write_graph"]
@@ -65,7 +66,7 @@ def map_places(n, f):
             if a[0] == "ptr":
                 a = ("ptr", *f(a[1], a[2], 0))
             elif a[0] == "bytes":
-                a = ("bytes", a[1], [(r[0], *f(r[1], r[2], 0), r[3]) for r in a[2]])
+                a = ("bytes", a[1], [Relocation(r[0], *f(r[1], r[2], 0), r[3]) for r in a[2]])
             args.append(a)
         n["args"] = args
     elif n["kind"] == "memset":
@@ -268,7 +269,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                     if a[0] == "value":  # (a constant where other launches have an address)
                         a = ("bytes", a[1], [])
                     if a[0] == "ptr":  # a whole address here; a struct with more in other launches
-                        a = ("bytes", bytes(size), [(0, a[1], a[2], "abs64")])
+                        a = ("bytes", bytes(size), [Relocation(0, a[1], a[2], "abs64")])
                     # A relocation no pointer of this launch fills (the place is an address in
                     # other launches of the kernel) is `null`: its bytes stay as the launch has
                     # them, a constant the captures agreed on -- zeros, or a stale word in a

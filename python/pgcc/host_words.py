@@ -16,7 +16,7 @@ import struct
 
 from .cuda import placed
 from .errors import ExportError
-from .model import write_report
+from .model import PtrWord, Relocation, write_report
 from .relocate import u64
 from .replay import mark_dontcare, prove_irrelevant
 
@@ -166,9 +166,9 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
                     else:
                         raw = arg[1] if arg[0] != "ptr" else bytes(size_)
                         ptrs = list(arg[2]) if arg[0] == "bytes" else []
-                        node["args"][p] = ("bytes", raw, sorted(ptrs + [(a - off, b, 0, "abs64")],
+                        node["args"][p] = ("bytes", raw, sorted(ptrs + [Relocation(a - off, b, 0, "abs64")],
                                                                 key=lambda r: r[0]))
-                    k.ptr_words.add((off, a - off, "abs64"))
+                    k.ptr_words.add(PtrWord(off, a - off, "abs64"))
     return True
 
 

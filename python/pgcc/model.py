@@ -5,14 +5,17 @@ export.analyse and the writers (export_files.py), declared once.
                  report={}, outputs=[])
     a.conditions      # [] unless branches.py joined a conditional node in
 
-A buffer is a Buffer (relocate.Buffers makes them), a kernel a Kernel; nodes are still
+A buffer is a Buffer (relocate.Buffers makes them), a kernel a Kernel, a relocation a
+PtrWord (the kernel's) and a Relocation (a launch's, to a buffer); nodes are still
 the dicts node_mapping.map_nodes makes (their keys are described there, and
 graphfile.map_places walks the places they refer to).  Pure: no torch, no CUDA.
 """
 import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-__all__ = ["Analysis", "BucketExport", "Buffer", "CaptureSet", "Kernel", "WholeLayout", "write_report"]
+__all__ = ["Analysis", "BucketExport", "Buffer", "CaptureSet", "Kernel", "PtrWord", "Relocation", "WholeLayout",
+           "write_report"]
 
 
 def write_report(path, report):
@@ -22,6 +25,25 @@ def write_report(path, report):
         return
     with open(path, "w") as f:
         json.dump(report, f, indent=1)
+
+
+class PtrWord(NamedTuple):
+    """A relocation of a kernel's (in Kernel.ptr_words): its launches carry an address at
+    byte `at` of the parameter at offset `param`, whole ("abs64") or its low or high 32
+    bits ("lo32", "hi32").  A tuple: unpacked, hashed and compared as (param, at, kind)."""
+    param: int
+    at: int
+    kind: str
+
+
+class Relocation(NamedTuple):
+    """A relocation of one launch's parameter (a ("bytes", raw, [Relocation]) argument):
+    byte `at` of the parameter holds the address of `buffer` + `offset`, of `kind` as in
+    PtrWord.  A tuple: unpacked and compared as (at, buffer, offset, kind)."""
+    at: int
+    buffer: object
+    offset: int
+    kind: str
 
 
 @dataclass(eq=False)
@@ -59,8 +81,7 @@ class Kernel:
 
     symbol: its name; layout: [(offset, size)] of its parameters; attrs: the function
     attributes that tell compiled kernels apart (kernel_search.func_attrs; None for the
-    exporter's own kernels); ptr_words: {(parameter offset, offset inside, kind)}, the
-    relocations its launches need ("abs64", "lo32", "hi32"); packed: a launch passed its
+    exporter's own kernels); ptr_words: {PtrWord}, the relocations its launches need ("abs64", "lo32", "hi32"); packed: a launch passed its
     parameters packed; module: where its code is ({"name", "kind": "cubin" | "fatbin" |
     "library" | "cuda" | ..., "file" or "library", "sha256", "globals"}: kernel_code.py),
     None until found; entry: its offset in the library's fatbin section (a library

@@ -32,7 +32,7 @@ in (`foreign`).  No torch, no CUDA.
 import difflib
 import struct
 
-from .model import Buffer
+from .model import Buffer, PtrWord, Relocation
 
 __all__ = ["Allocations", "block_of", "Buffers", "Relocator", "u32", "u64", "used_extent"]
 
@@ -274,9 +274,10 @@ class Relocator:
     def kernel_args(self, layout, blobs, where, ptr_words, suspects=None):
         """One kernel node's arguments.  layout: its parameters' (offset, size); blobs: its
         parameter bytes in each capture.  Returns, one per parameter, ("ptr", buffer, offset)
-        for an 8-byte parameter that is one whole address, ("bytes", raw, [(at, buffer,
-        offset, kind)]) for one with relocations inside, or ("value", raw); adds to
-        ptr_words the (parameter offset, offset inside it, kind) of each relocation.
+        for an 8-byte parameter that is one whole address, ("bytes", raw, [model.Relocation
+        (at, buffer, offset, kind)]) for one with relocations inside, or ("value", raw);
+        adds to ptr_words the model.PtrWord (parameter offset, offset inside it, kind) of
+        each relocation.
         suspects, a list, gets (offset, length, why) for the bytes that change between the
         captures but no relocation explains, and for constant words that are addresses this
         process owns but the export does not; their bytes are zero in raw.  Without it (the
@@ -332,13 +333,13 @@ class Relocator:
                     suspects.append((a, b + 1 - a, "changes between the captures and is no address of the export's"))
                     blob[a:b + 1] = bytes(b + 1 - a)
             if size == 8 and list(relocs) == [off] and relocs[off][2] == "abs64":
-                ptr_words.add((off, 0, "abs64"))
+                ptr_words.add(PtrWord(off, 0, "abs64"))
                 args.append(("ptr", relocs[off][0], relocs[off][1]))
             elif relocs:
                 ptrs = []
                 for w, (b, o, kind) in sorted(relocs.items()):
-                    ptr_words.add((off, w - off, kind))
-                    ptrs.append((w - off, b, o, kind))
+                    ptr_words.add(PtrWord(off, w - off, kind))
+                    ptrs.append(Relocation(w - off, b, o, kind))
                 args.append(("bytes", bytes(blob[off:end]), ptrs))
             else:
                 if suspects is None and changed:

@@ -3,6 +3,7 @@ with its buffers at different addresses, solved to (buffer, offset); and the cas
 that must fail."""
 import struct
 
+from pgcc.model import PtrWord, Relocation
 from pgcc.relocate import Allocations, Buffers, Relocator, used_extent
 
 # where things are in each capture (capture 0, 1, 2)
@@ -137,6 +138,10 @@ def test_kernel_args():
     assert args[3] == ("value", words(99))
     assert ptr_words == {(0, 0, "abs64"), (16, 0, "abs64")}
     assert rel.problems == [] and len(rel.foreign_words) == 1
+    # the relocations are the model's records, their fields named
+    assert all(isinstance(w, PtrWord) for w in ptr_words) and {(w.param, w.kind) for w in ptr_words} == \
+        {(0, "abs64"), (16, "abs64")}
+    assert isinstance(ptrs[0], Relocation) and (ptrs[0].buffer.name, ptrs[0].offset) == ("t0", 16)
 
 
 def test_kernel_args_seed_that_changes_fails():
