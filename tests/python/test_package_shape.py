@@ -2,10 +2,13 @@
 cycle among its modules (imports at the top or inside functions, `from .x import`,
 `from pgcc.x import`, `import pgcc.x`, `from . import x`), no module over 600 lines,
 the run side importing nothing from the export side, every module with an opening
-docstring and __all__, and no import inside a function but torch's (torch is imported
-where it is used, so that the package and its CPU tests need no torch)."""
+docstring and __all__, no import inside a function but torch's, and every module
+importing without torch (torch is imported where it is used, so that the package and
+its CPU tests need none)."""
 import ast
 import os
+import subprocess
+import sys
 
 from conftest import ROOT
 
@@ -133,3 +136,14 @@ def test_every_module_has_a_docstring_and_all():
                    for n in tree.body):
             missing.append(f"{m}: no __all__")
     assert missing == []
+
+
+def test_every_module_imports_without_torch():
+    names = sorted(m for m in sources() if m != "__main__")
+    code = ("import importlib, sys; sys.path.insert(0, sys.argv[1]); "
+            "[importlib.import_module('pgcc.' + m) for m in sys.argv[2:]]; "
+            "print('torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "python")] + names, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"  # (torch is imported inside the functions that use it)
