@@ -9,7 +9,7 @@ and its parameters hold no address of the tensors -- its work lives in NCCL's me
 it, waiting for the other ranks.  So the exporter does not let it run: while a capture
 runs, Recorder's stand-ins record each call (its tensors' addresses, count, type, op)
 and put a one-byte memset of a marker buffer, valued the call's number, in its place.
-Each rank then exports on its own; export.analyse turns each marker memset into the
+Each rank then exports on its own; node_mapping.map_nodes turns each marker memset into the
 call's libcall node (libcall).  A collective on an input or output is written as it is:
 pgcc stages it through an arena buffer of its own (compiler/stage.c), since libpgrt
 captures a collective once, at init.  An NCCL kernel that is still captured (a collective made

@@ -23,8 +23,8 @@ process, not the code the export wrote: a divergence there is in the exported
 arguments or buffers.  A third pass (given the export loaded by loader.py) runs the
 first again with the functions libpgrt loaded from the export (pgrt_debug_node): a
 divergence only there is in a kernel's code.  Harness, the first pass on its own, is
-also how export.py proves the library code it found (prove_code).  Assumes a GPU and
-PyTorch; the captured graph and its nodes as export.py holds them.
+also how kernel_code.prove_code proves the library code the export found.  Assumes a GPU and
+PyTorch; the captured graph and its nodes as the analysis (model.Analysis) holds them.
 """
 import ctypes as C
 import heapq
@@ -142,7 +142,7 @@ class Side:
         return self.at[id(b)]
 
     def run(self, exported, captured):
-        """Launches one node: exported (export.py's node) and captured (capture A's)."""
+        """Launches one node: exported (the analysis's node) and captured (capture A's)."""
         k = exported["kind"]
         if k == "kernel":
             blob = exported_bytes(captured["layout"], exported["args"], self.addr) if self.own else captured["bytes"]

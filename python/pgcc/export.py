@@ -325,7 +325,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
             prog.status(f"{name}: running the library kernels' code found, node by node")
             try:
                 prove_code(torch, capA, bufs, nodes, edges, kernels, replayer, log, prog.warn, out_dir, watch)
-            except RuntimeError as e:  # a launch refused: the code stays as found, verify.py judges it
+            except RuntimeError as e:  # a launch refused: the code stays as found, verify_export.py judges it
                 prog.warn("the library kernels' code could not be run node by node", str(e))
         # the replay's updates to the weights (a training step's) are undone when the replayer closes
         outputs = outputs_of(torch, fn, inputs, capA, comms)

@@ -2,8 +2,8 @@
 kernels with their parameter layouts, buffers with roles, dtypes and shapes, and the
 graph's nodes and edges.
 
-Pure: plain data in (the kernels, buffers and nodes as export.py and relocate.py
-build them), text out.  Assumes every kernel has its "module" and every pointer
+Pure: plain data in (the kernels, buffers and nodes of model.py, as node_mapping.py and
+relocate.py build them), text out.  Assumes every kernel has its "module" and every pointer
 argument a buffer; a parameter that is a pointer in one launch and a constant in
 another is an ExportError.
 """

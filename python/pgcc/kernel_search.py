@@ -217,7 +217,7 @@ def library_candidates(symbol, attrs, sm, paths):
     """Every (library path, offset of a fatbin in its .nv_fatbin) among paths whose cubin for
     this GPU (sm) holds symbol compiled to attrs: a library may hold several kernels of one
     name (cuDNN's depthwise convolution, one per data type), and only running them tells
-    which one ran (export.py)."""
+    which one ran (kernel_code.prove_code)."""
     out = []
     for path in paths:
         sec = read_section(path)
@@ -274,7 +274,7 @@ def find_in_images(wanted, images, log, problems):
     several images hold a kernel of that name and those attributes with different code
     (cuDNN compiles its attention kernels at run time, one name for several variants),
     which one ran cannot be told from them: the first is returned, and all of them are
-    in find_in_images.alternatives[symbol], for export.py to run each and keep the one
+    in find_in_images.alternatives[symbol], for kernel_code.py to run each and keep the one
     that reproduces the capture."""
     found, more = {}, {}
     find_in_images.alternatives = {}

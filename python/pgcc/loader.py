@@ -64,7 +64,7 @@ class PgrtInitStats(C.Structure):  # pgrt_init_stats (pgrt.h)
 
 
 class Dim:
-    """A shape bucket dimension (buckets.py): name, values (the buckets' sizes), pad."""
+    """A shape bucket dimension (shape_buckets.py): name, values (the buckets' sizes), pad."""
 
     def __init__(self, d):
         self.name = d.name.decode()

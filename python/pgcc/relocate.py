@@ -15,13 +15,14 @@ Relocations have a kind, as a linker's have: a whole 8-byte address ("abs64") at
 any 4-byte-aligned offset, or the low or the high 32 bits of one ("lo32", "hi32":
 cuDNN's layout kernels carry a truncated copy of an address).  A truncated address
 is only believed when every capture agrees on its buffer and offset, which takes
-captures whose buffers differ in their low and their high address bits (export.py
-makes three: A, B, and C in memory of its own far from theirs); a high half is only
-believed beside the low half or the whole address of the same place.  Bytes that
-change between the captures and that no relocation explains -- and constant words
-that are addresses this process owns but the export does not -- are "suspects":
-export.py replays the graph with them zeroed and poisoned, and writes them as
-don't-care only if every output stays the same bit for bit.
+captures whose buffers differ in their low and their high address bits
+(capture_set.py makes three: A, B, and C in memory of its own far from theirs); a high
+half is only believed beside the low half or the whole address of the same place.
+Bytes that change between the captures and that no relocation explains -- and
+constant words that are addresses this process owns but the export does not -- are
+"suspects": host_words.prove_suspects replays the graph with them zeroed and
+poisoned, and writes them as don't-care only if every output stays the same bit for
+bit.
 
 Pure: captures are numbered 0, 1, ... and described by plain data (the address
 ranges of the known buffers, the allocator's blocks and the captures' regions as
@@ -52,7 +53,7 @@ class Buffers:
 
     def find(self, cap, addr):
         for b in self.list:
-            if b.aliased:  # (an output whose memory held other tensors first: export.py)
+            if b.aliased:  # (an output whose memory held other tensors first: node_mapping.py)
                 continue
             base = b.ranges.get(cap)
             if base is not None and base <= addr < base + b.size:

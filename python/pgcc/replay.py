@@ -9,7 +9,7 @@ replay:
   address of the export's -- stack bytes in a field a kernel does not read, an address
   of memory the export does not own -- the kernels ignore (replays with them zeroed,
   then poisoned).  (Words that point into host memory are told apart before, with
-  copies placed at their low 32 bits: export.host_copy_check.)
+  copies placed at their low 32 bits: host_words.host_copy_check.)
 
 Each replay starts from the same state: the weights, the inputs and the static blocks
 are saved once and written back before every replay and at the end, so the caller's
