@@ -44,6 +44,9 @@ class Capture:
         slots.py; None without it, or for a capture in stretches; node_clock_kinds: the
         kind of node each of those calls made)."""
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
+        # set by capture_set.take_captures: the collectives recorded (collectives.Recorder, alive as
+        # long as the capture) and the memory capture C's inputs live in (farmem.far)
+        self.recorder, self.collectives, self.inputs_memory = None, [], None
         self.segments, self.reads, self.stream = [self.graph], [], None
         torch.cuda.synchronize()
         traced = record_allocations(torch, True)
