@@ -147,3 +147,8 @@ def test_every_module_imports_without_torch():
                        text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"  # (torch is imported inside the functions that use it)
+
+
+def test_the_tests_import_this_trees_package():
+    import pgcc
+    assert os.path.dirname(os.path.abspath(pgcc.__file__)) == PACKAGE, pgcc.__file__
