@@ -44,7 +44,7 @@ def eager_child(name):
     of the same name, which the export then refuses as ambiguous.)"""
     import torch
 
-    from pgcc.buckets import inputs_at
+    from pgcc.shape_buckets import inputs_at
     from tests.models.buckets_models import PROGRAMS
 
     fn, inputs, _, values, dim, _ = PROGRAMS[name]()
@@ -63,7 +63,7 @@ def child(name, rounds, iters, out_dir):
     import torch
 
     import pgcc
-    from pgcc.buckets import inputs_at
+    from pgcc.shape_buckets import inputs_at
     from tests.models.buckets_models import PROGRAMS
 
     fn, inputs, weights, values, dim, _ = PROGRAMS[name]()

@@ -39,7 +39,7 @@ def main():
     import torch
 
     import pgcc
-    from pgcc.weights import torch_dtype
+    from pgcc.call_args import torch_dtype
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
     for d in args.exports:
         p = pgcc.load(d)

@@ -6,16 +6,21 @@ that runs the generated C through libpgrt.
     pgcc.export(model, (x,), "out")
     y = pgcc.load("out")(x)
 
-The modules, one per job: cuda (driver bindings), capture (torch.cuda.graph and the
-graph walk), kernels and fatbin (where kernels' code is), relocate (pointer words to
-buffers), weights (safetensors), graphfile (.graph text), export (the orchestration),
-toolchain (pgcc and libpgrt), loader (load), verify, progress, cli.  Importing the
-package needs neither torch nor a GPU; export and load do.
+The modules, one per concept (docs/architecture.md): export (the public export and
+the pipeline, analyse, as one list of steps) and model (what the steps pass on);
+captures (warmup, capture, capture_set, farmem, collectives); relocations and proofs
+(relocate, node_mapping, replay, host_words); kernel code (kernel_search,
+module_watch, fatbin, kernel_code); host values and branches (hostreads, hostvalues,
+branches); memory slots (slots, slot_layout); shape_buckets; writing (export_files,
+graphfile, weights); checking (verify_export, diagnose); progress and cli.  The run
+side -- loader, toolchain, call_args, cuda, errors -- imports nothing from the export
+side.  Importing the package needs neither torch nor a GPU (torch is imported inside
+the functions that use it); export and load do.
 """
 from .errors import ExportError
 from .export import ExportResult
 from .export import export as _export
-from .kernels import ModuleWatch
+from .module_watch import ModuleWatch
 from .loader import Program, load
 
 __version__ = "0.1.0"

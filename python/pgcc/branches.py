@@ -24,14 +24,22 @@ as `if t:`, `torch.cond` and GradScaler's `if not found_inf` do.  A threshold on
 number that happened to read zero at export would be taken for its truth.  Anything else
 stays guarded, with a warning saying why.
 
-join() and join_loop() are pure over the analyses' plain data; join_other_path() drives
-them (needs torch).
+join() and join_loop() are pure over the analyses' plain data; export.join_other_path
+drives them (branch_to_export, warm_other_path: torch, passed in or imported when called).
+
+    join(a, b, k, "out")     # b: the analysis with read k's value flipped, joined into a
 """
 import hashlib
 import os
 
 from .errors import ExportError
 from .graphfile import remap
+from .hostreads import HostReads, flipped, perturbed
+from .model import Kernel, PtrWord
+from .warmup import restore_state, saved_state
+
+__all__ = ["COND_SOURCE", "COND_SYMBOL", "branch_to_export", "cond_kernel", "join", "join_loop", "set_condition",
+           "two_sided", "warm_other_path"]
 
 COND_SYMBOL = "pgcc_cond_equal"
 # Compiled by libpgrt with NVRTC at init (module kind `cuda`).  NVRTC does not declare
@@ -52,13 +60,16 @@ extern "C" __global__ void pgcc_cond_equal(unsigned long long cond, const unsign
 """
 
 
-def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
-    """If analysis `a` holds exactly one guarded read and it is the call's last, exports
-    the other path and joins it into `a` as a conditional node (in place); else, or if
-    the paths cannot be joined, leaves `a` guarded and warns why."""
+def branch_to_export(a, out_dir, prog):
+    """What to make of analysis `a`'s guarded reads (hostvalues.host_values): a loop of
+    them is joined here (join_loop) into a WHILE node; one guarded read, the call's last,
+    of a value two_sided accepts gives (read index, where it was read), for export.py to
+    export the other path (warm_other_path, an analysis with the value flipped) and
+    join() it; anything else stays guarded, with a warning.  Returns None but in the
+    second case."""
     guarded = [n for n in a.nodes if n["kind"] == "sync" and n.get("guard") is not None]
     if not guarded:
-        return
+        return None
     k = guarded[0]["read"]
     where = guarded[0]["where"]
     if len(guarded) >= 3 and len(guarded) == len(a.capA.reads):
@@ -66,31 +77,20 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
             iterations = join_loop(a, out_dir)
         except ExportError as e:
             prog.warn(f"the reads at {where} and after did not make a loop: they stay guarded", str(e))
-            return
+            return None
         a.write_report()
         prog.log(f"  the value read at {where} ended a loop that ran {iterations} times after its first pass: a "
                  "WHILE node, its condition set on the device")
-        return
+        return None
     if len(guarded) > 1 or k != len(a.capA.reads) - 1:
         prog.warn("a read that chose the path stays guarded: only one such read, the last of the call, becomes a "
                   "conditional node", f"{len(guarded)} guarded reads of {len(a.capA.reads)}")
-        return
+        return None
     why = two_sided(a.capA.reads[k])
     if why:
         prog.warn(f"the read at {where} stays guarded", why)
-        return
-    from .export import analyse
-    prog.status(f"{name}: the other side of the branch at {where[:60]}")
-    try:
-        warm_other_path(fn, inputs, weights, k)
-        b = analyse(fn, inputs, weights, out_dir, name, prog, watch, True, force={k: True})
-        join(a, b, k, out_dir)
-    except ExportError as e:
-        prog.warn(f"the other side of the branch at {where} could not be joined as a conditional node: the read "
-                  "stays guarded", str(e))
-        return
-    a.write_report()
-    prog.log(f"  the value read at {where}: both paths exported, an IF/ELSE node chooses on the device")
+        return None
+    return k, where
 
 
 def two_sided(read):
@@ -111,8 +111,6 @@ def warm_other_path(fn, inputs, weights, k):
     that torch.compile has compiled what runs after the read on that path before it is
     captured (compiling inside a capture fails); the state is put back."""
     import torch
-    from .export import restore_state, saved_state
-    from .hostreads import HostReads, flipped, perturbed
     seen = []
 
     def hook(t, op, where):
@@ -131,13 +129,13 @@ def warm_other_path(fn, inputs, weights, k):
 
 def cond_kernel(out_dir):
     """The kernel that sets a condition from a value on the device (its source written
-    under out_dir/kernels), as export.py's kernels hold one."""
+    under out_dir/kernels), a model.Kernel."""
     path = os.path.join("kernels", "pgcc_cond.cu")
     with open(os.path.join(out_dir, path), "w") as f:
         f.write(COND_SOURCE)
-    return {"symbol": COND_SYMBOL, "layout": [(0, 8), (8, 8), (16, 8), (24, 4)], "attrs": None,
-            "ptr_words": {(8, 0, "abs64")}, "module": {"name": "pgcc_cond", "kind": "cuda", "file": path,
-                                                      "sha256": hashlib.sha256(COND_SOURCE.encode()).hexdigest()}}
+    return Kernel(symbol=COND_SYMBOL, layout=[(0, 8), (8, 8), (16, 8), (24, 4)], attrs=None,
+                  ptr_words={PtrWord(8, 0, "abs64")}, module={"name": "pgcc_cond", "kind": "cuda", "file": path,
+                                                       "sha256": hashlib.sha256(COND_SOURCE.encode()).hexdigest()})
 
 
 def set_condition(index, cond, read, expect):
@@ -219,9 +217,9 @@ def _same_arg(at, af, fmap):
     if at[0] == "ptr":
         return fmap.get(id(af[1])) is at[1] and at[2] == af[2]
     if at[0] == "bytes":  # (a word pointed at a copy of host memory is a constant: see below)
-        rt = [(r[0], r[1]["name"], r[2], r[3]) for r in at[2] if not r[1].get("host")]
-        rf = [(r[0], fmap[id(r[1])]["name"] if id(r[1]) in fmap else None, r[2], r[3]) for r in af[2]
-              if not r[1].get("host")]
+        rt = [(r[0], r[1].name, r[2], r[3]) for r in at[2] if not r[1].host]
+        rf = [(r[0], fmap[id(r[1])].name if id(r[1]) in fmap else None, r[2], r[3]) for r in af[2]
+              if not r[1].host]
         return rt == rf
     if at[0] == "scalar":
         return at[2]["name"] == af[2]["name"]
@@ -251,8 +249,8 @@ def _difference(nt, nf, fmap, kernels):
         return f"{nt['kind']} against {nf['kind']}"
     if (nt["func"], nt["grid"], nt["block"], nt["smem"]) != (nf["func"], nf["grid"], nf["block"], nf["smem"]):
         return "another kernel or launch shape"
-    show = lambda a: (a[0], a[1]["name"], a[2]) if a[0] == "ptr" else (a[0], a[1].hex()[:48]) if a[0] == "value" \
-        else (a[0], [(r[0], r[1]["name"], r[2]) for r in a[2]]) if a[0] == "bytes" else a[0]
+    show = lambda a: (a[0], a[1].name, a[2]) if a[0] == "ptr" else (a[0], a[1].hex()[:48]) if a[0] == "value" \
+        else (a[0], [(r[0], r[1].name, r[2]) for r in a[2]]) if a[0] == "bytes" else a[0]
     for p, (at, af) in enumerate(zip(nt["args"], nf["args"])):
         if not _same_arg(at, af, fmap):
             return f"parameter {p}: {show(at)} against the other path's {show(af)}"
@@ -284,35 +282,35 @@ def join(a, b, k, out_dir):
         raise ExportError("a value is read back after the branch")
 
     # buffers: the other path's, mapped to this one's by name where they are the same thing
-    byname = {x["name"]: x for x in a.bufs.list}
+    byname = {x.name: x for x in a.bufs.list}
     fmap = {}
     for fb in b.bufs.list:
-        tb = byname.get(fb["name"])
-        same = tb is not None and tb["role"] == fb["role"] and (
-            fb["role"] in ("input", "output", "intermediate", "host") or
-            (tb["ranges"].get(0) == fb["ranges"].get(0) and tb["size"] == fb["size"]))
+        tb = byname.get(fb.name)
+        same = tb is not None and tb.role == fb.role and (
+            fb.role in ("input", "output", "intermediate", "host") or
+            (tb.ranges.get(0) == fb.ranges.get(0) and tb.size == fb.size))
         if same:
             fmap[id(fb)] = tb
-            if fb["role"] == "intermediate" and fb["size"] > tb["size"]:
-                tb["size"] = fb["size"]
+            if fb.role == "intermediate" and fb.size > tb.size:
+                tb.size = fb.size
         else:
-            fb["name"] = "f_" + fb["name"]
-            if "tensor" in fb:
-                fb["tensor"] = "__f_" + fb["tensor"]
+            fb.name = "f_" + fb.name
+            if fb.tensor is not None:
+                fb.tensor = "__f_" + fb.tensor
             a.bufs.list.append(fb)
     kernels = dict(a.kernels)
     for func, kf in b.kernels.items():
         kt = kernels.setdefault(func, kf)
         if kt is not kf:
-            kt["ptr_words"] = set(kt["ptr_words"]) | set(kf["ptr_words"])
-            kt["dontcare"] = set(kt.get("dontcare", ())) | set(kf.get("dontcare", ()))
-            kt.setdefault("scalar_types", {}).update(kf.get("scalar_types", {}))
+            kt.ptr_words = set(kt.ptr_words) | set(kf.ptr_words)
+            kt.dontcare = set(kt.dontcare) | set(kf.dontcare)
+            kt.scalar_types.update(kf.scalar_types)
     if len(pre_a) != len(pre_b):
         raise ExportError(f"before the read the paths ran {len(pre_a)} and {len(pre_b)} nodes")
     for nt, nf in zip(pre_a, pre_b):
         if not _same_node(nt, nf, fmap, kernels):
             raise ExportError(f"before the read the paths differ at node {nt['index']} ({nt['kind']}"
-                              f"{': ' + kernels[nt['func']]['symbol'][:60] if nt['kind'] == 'kernel' else ''}): "
+                              f"{': ' + kernels[nt['func']].symbol[:60] if nt['kind'] == 'kernel' else ''}): "
                               f"{_difference(nt, nf, fmap, kernels)}")
 
     # the condition, the kernel that sets it, the IF/ELSE node

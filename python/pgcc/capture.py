@@ -13,10 +13,19 @@ cuFuncGetParamInfo and cuGraphGetEdges_v2 (CUDA 12.4 or later).
 """
 import contextlib
 import ctypes as C
+import gc
+import traceback
 
 from .cuda import (ATTR_CLUSTER_DIMENSION, ATTR_COOPERATIVE, ATTR_PRIORITY, ATTR_VALUE_BYTES, LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE, LAUNCH_PARAM_END, NODE_KERNEL,
-                   NODE_MEMCPY, NODE_MEMSET, KernelNodeParams, Memcpy3D, MemsetParams, check, cu)
-from .kernels import func_attrs
+                   NODE_MEMCPY, NODE_MEMSET, KernelNodeParams, Memcpy3D, MemsetParams, check, cu, read_device)
+from .errors import ExportError
+from .hostreads import HostReads, flipped, user_line
+from .kernel_search import func_attrs
+from .weights import dtype_of
+
+__all__ = ["allocator_blocks", "allocator_counts", "Capture", "capture_failed", "edge_kind", "EDGE_PORTS",
+           "foreign_memory", "host_maps", "HOST_SYNC", "launch_attributes", "packed_arguments", "pool_regions",
+           "record_allocations", "tensor_span", "trace_events"]
 
 
 class Capture:
@@ -35,6 +44,9 @@ class Capture:
         slots.py; None without it, or for a capture in stretches; node_clock_kinds: the
         kind of node each of those calls made)."""
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
+        # set by capture_set.take_captures: the collectives recorded (collectives.Recorder, alive as
+        # long as the capture) and the memory capture C's inputs live in (farmem.far)
+        self.recorder, self.collectives, self.inputs_memory = None, [], None
         self.segments, self.reads, self.stream = [self.graph], [], None
         torch.cuda.synchronize()
         traced = record_allocations(torch, True)
@@ -69,9 +81,6 @@ class Capture:
         """fn(*inputs) captured in stretches between its host reads (self.segments), the
         reads in self.reads: where each read (its address, bytes, dtype), the bytes it
         read, the operation and the user's line."""
-        from .cuda import read_device
-        from .hostreads import HostReads, flipped
-        from .weights import dtype_of
 
         def at_read(t, op, where):
             self.segments[-1].capture_end()
@@ -89,7 +98,6 @@ class Capture:
                     return flipped(value)
                 return value
             return capture_on
-        import gc
         gc.collect()
         # On the one side stream torch.cuda.graph captures on: libraries keep workspaces
         # per stream (cuBLAS's is 32 MiB), made at the first capture on it.  With a new
@@ -273,8 +281,6 @@ def capture_failed(torch, graphs, pool, e, stream=None):
     that fails half-way leaves the CUDA generator believing one is under way: every later
     torch.randn failed with "Offset increment outside graph capture"), and an
     ExportError saying what stands in the way, with the user's line that did it."""
-    import traceback
-    from .errors import ExportError
     s = C.c_void_p(torch.cuda.current_stream().cuda_stream)
     status = C.c_int()
     for st in (s, C.c_void_p(torch.cuda.graphs.graph.default_capture_stream.cuda_stream)
@@ -313,7 +319,6 @@ def capture_failed(torch, graphs, pool, e, stream=None):
     chain = [e]  # the error inside the callable, and what ending the capture raised over it
     while (chain[-1].__context__ or chain[-1].__cause__) is not None and len(chain) < 8:
         chain.append(chain[-1].__context__ or chain[-1].__cause__)
-    from .hostreads import user_line
     where = ""
     for x in reversed(chain):  # the innermost error's line in the user's code
         line = user_line(traceback.extract_tb(x.__traceback__))

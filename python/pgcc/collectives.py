@@ -9,7 +9,7 @@ and its parameters hold no address of the tensors -- its work lives in NCCL's me
 it, waiting for the other ranks.  So the exporter does not let it run: while a capture
 runs, Recorder's stand-ins record each call (its tensors' addresses, count, type, op)
 and put a one-byte memset of a marker buffer, valued the call's number, in its place.
-Each rank then exports on its own; export.analyse turns each marker memset into the
+Each rank then exports on its own; node_mapping.map_nodes turns each marker memset into the
 call's libcall node (libcall).  A collective on an input or output is written as it is:
 pgcc stages it through an arena buffer of its own (compiler/stage.c), since libpgrt
 captures a collective once, at init.  An NCCL kernel that is still captured (a collective made
@@ -19,8 +19,13 @@ Pure but Recorder (torch).  Proven on two H200s by tests/gpu/tp_export.py (docs/
 "Tensor parallel on two GPUs").
 """
 import re
+import warnings
 
+from .cuda import check, cu
 from .errors import ExportError
+from .weights import dtype_of
+
+__all__ = ["FUNCTIONAL", "kernel_collective", "libcall", "Recorder", "REDUCE_OPS"]
 
 # torch.ops._c10d_functional ops -> the NCCL function they call
 FUNCTIONAL = {"all_reduce": "ncclAllReduce", "all_reduce_": "ncclAllReduce",
@@ -78,7 +83,6 @@ class Recorder:
         # implementations, dropped on exit), not the torch.ops attributes: torch.compile
         # guards on those objects, and replacing them recompiled the callable during
         # the capture (seen on two H200s: Triton autotuned inside it and the capture broke)
-        import warnings
         self.lib = self.torch.library.Library("_c10d_functional", "IMPL")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # ("overriding a previously registered kernel")
@@ -95,7 +99,6 @@ class Recorder:
         torch = self.torch
         if name == "wait_tensor":
             return args[0]
-        from .weights import dtype_of
         x = args[0]
         fn = FUNCTIONAL[name]
         if fn == "ncclAllReduce":
@@ -115,7 +118,6 @@ class Recorder:
         self.calls.append({"fn": fn, "send": x.data_ptr(), "recv": out.data_ptr(), "count": count,
                            "dtype": dtype_of(x), "op": REDUCE_OPS.get(op) if op else None, "ranks": ranks,
                            "group": group, "name": name})
-        from .cuda import check, cu
         stream = torch.cuda.current_stream().cuda_stream
         check(cu().MemsetD8Async(self.marker + k, k + 1, 1, stream), "cuMemsetD8Async (a collective's marker)")
         return out

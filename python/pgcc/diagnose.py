@@ -23,15 +23,23 @@ process, not the code the export wrote: a divergence there is in the exported
 arguments or buffers.  A third pass (given the export loaded by loader.py) runs the
 first again with the functions libpgrt loaded from the export (pgrt_debug_node): a
 divergence only there is in a kernel's code.  Harness, the first pass on its own, is
-also how export.py proves the library code it found (prove_code).  Assumes a GPU and
-PyTorch; the captured graph and its nodes as export.py holds them.
+also how kernel_code.prove_code proves the library code the export found.  Assumes a GPU and
+PyTorch; the captured graph and its nodes as the analysis (model.Analysis) holds them.
 """
 import ctypes as C
+import heapq
+import re
 import struct
 
 from .cuda import (ATTR_CLUSTER_DIMENSION, FUNC_MAX_DYNAMIC_SHARED_SIZE, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
                    FUNC_REQUIRED_CLUSTER_WIDTH, LaunchAttribute, LaunchConfig, check, cu, device_bytes, kernel_argv)
+from .capture import host_maps
 from .graphfile import node_buffers
+from .model import Relocation
+from .relocate import block_of, u64
+
+__all__ = ["as_captured", "describe_node", "diagnose", "exported_bytes", "Harness", "launch", "memset", "order",
+           "POISON", "program_functions", "Side"]
 
 POISON = 0xA5
 
@@ -91,7 +99,6 @@ def order(n, edges):
     """The nodes 0..n-1 in an order that keeps every edge (capture order when it does)."""
     if all(a < b for a, b in edges):
         return list(range(n))
-    import heapq
     deps, succ = [0] * n, [[] for _ in range(n)]
     for a, b in edges:
         deps[b] += 1
@@ -118,24 +125,24 @@ class Side:
         self.torch, self.own, self.keep, self.at, self.funcs = torch, own, [], {}, funcs or {}
         for b in bufs:
             if own:
-                t = torch.empty(max(b["size"], 1), dtype=torch.uint8, device="cuda")
+                t = torch.empty(max(b.size, 1), dtype=torch.uint8, device="cuda")
                 self.keep.append(t)
                 self.at[id(b)] = t.data_ptr()
             else:
-                self.at[id(b)] = b["ranges"][0]
-            if b.get("host"):
+                self.at[id(b)] = b.ranges[0]
+            if b.host:
                 if own:
-                    self.keep[-1][:len(b["host"])].copy_(torch.frombuffer(bytearray(b["host"]), dtype=torch.uint8))
-            elif b["role"] in ("intermediate", "workspace", "output"):
-                device_bytes(torch, self.at[id(b)], b["size"]).fill_(fill)
+                    self.keep[-1][:len(b.host)].copy_(torch.frombuffer(bytearray(b.host), dtype=torch.uint8))
+            elif b.role in ("intermediate", "workspace", "output"):
+                device_bytes(torch, self.at[id(b)], b.size).fill_(fill)
             elif own:
-                device_bytes(torch, self.at[id(b)], b["size"]).copy_(device_bytes(torch, b["ranges"][0], b["size"]))
+                device_bytes(torch, self.at[id(b)], b.size).copy_(device_bytes(torch, b.ranges[0], b.size))
 
     def addr(self, b):
         return self.at[id(b)]
 
     def run(self, exported, captured):
-        """Launches one node: exported (export.py's node) and captured (capture A's)."""
+        """Launches one node: exported (the analysis's node) and captured (capture A's)."""
         k = exported["kind"]
         if k == "kernel":
             blob = exported_bytes(captured["layout"], exported["args"], self.addr) if self.own else captured["bytes"]
@@ -150,7 +157,7 @@ class Side:
             check(cu().MemcpyDtoD(dst, src, exported["width"]), "cuMemcpyDtoD")
 
     def bytes_of(self, b):
-        return device_bytes(self.torch, self.addr(b), b["size"])
+        return device_bytes(self.torch, self.addr(b), b.size)
 
 
 def _where(n, cap_node):
@@ -168,21 +175,19 @@ def describe_node(n, cap_node, bufs, blocks):
     address of a buffer or an allocator block but is no relocation (a pointer missed)."""
     if n["kind"] != "kernel":
         return []
-    from .relocate import block_of, u64
     blob, lines, covered = cap_node["bytes"], [], set()
     for (off, size), a in zip(cap_node["layout"], n["args"]):
-        relocs = [(0, a[1], a[2], "abs64")] if a[0] == "ptr" else (a[2] if a[0] == "bytes" else [])
+        relocs = [Relocation(0, a[1], a[2], "abs64")] if a[0] == "ptr" else (a[2] if a[0] == "bytes" else [])
         for at, b, o, kind in relocs:
             covered.update(range(off + at, off + at + (8 if kind == "abs64" else 4)))
             was = u64(blob, off + at) if kind == "abs64" else int.from_bytes(blob[off + at:off + at + 4], "little")
-            lines.append(f"param {off}+{at} {kind} -> {b['name']}+{o} ({b['role']}); captured 0x{was:x}")
-            if b.get("host"):  # host memory the kernel reads: the export's copy against what is there now
-                from .capture import host_maps
-                n = min(len(b["host"]), 32)
-                mapped = any(lo <= b["ranges"][0] and b["ranges"][0] + n <= hi for lo, hi, _ in host_maps())
-                now = C.string_at(b["ranges"][0], n).hex() if mapped else "unmapped"
+            lines.append(f"param {off}+{at} {kind} -> {b.name}+{o} ({b.role}); captured 0x{was:x}")
+            if b.host:  # host memory the kernel reads: the export's copy against what is there now
+                n = min(len(b.host), 32)
+                mapped = any(lo <= b.ranges[0] and b.ranges[0] + n <= hi for lo, hi, _ in host_maps())
+                now = C.string_at(b.ranges[0], n).hex() if mapped else "unmapped"
                 lo = max(0, off + at - 16)
-                lines.append(f"  host memory at 0x{b['ranges'][0]:x}: copied at export {b['host'][:32].hex()}, "
+                lines.append(f"  host memory at 0x{b.ranges[0]:x}: copied at export {b.host[:32].hex()}, "
                              f"now {now}; parameter bytes {lo}..{off + at + 24}: {blob[lo:off + at + 24].hex()}")
         if a[0] == "value" and bytes(a[1]) != blob[off:off + size]:
             lines.append(f"param {off} ({size} bytes): exported {bytes(a[1]).hex()[:64]}, captured "
@@ -200,7 +205,7 @@ def describe_node(n, cap_node, bufs, blocks):
         b, o = bufs.find(0, v)
         bl = block_of(blocks, v) if v >> 32 else None
         if b or bl:
-            lines.append(f"byte {w}: 0x{v:x} is " + (f"{b['name']}+{o} ({b['role']})" if b else
+            lines.append(f"byte {w}: 0x{v:x} is " + (f"{b.name}+{o} ({b.role})" if b else
                                                      f"in allocator block 0x{bl[0]:x} ({bl[1]} bytes)")
                          + " in capture A, but no relocation")
     return lines
@@ -210,7 +215,7 @@ def as_captured(n):
     """A node the export added (an output's copy out of its region) as capture A would
     have had it: at capture A's addresses."""
     if n["kind"] == "memcpy":
-        return {"src": n["src"][0]["ranges"][0] + n["src"][1], "dst": n["dst"][0]["ranges"][0] + n["dst"][1]}
+        return {"src": n["src"][0].ranges[0] + n["src"][1], "dst": n["dst"][0].ranges[0] + n["dst"][1]}
     raise ValueError(f"node {n['index']}: a {n['kind']} node that no capture made")
 
 
@@ -231,19 +236,19 @@ class Harness:
             for b in node_buffers(n):
                 used[id(b)] = b
         for b in bufs.list:
-            if b["role"] in ("input", "output"):
+            if b.role in ("input", "output"):
                 used[id(b)] = b
         self.blist = list(used.values())
         # Capture A's outputs lie inside its regions; the exported program writes them
         # apart from its copy of the region, whose bytes there are left out of comparisons.
         self.masks = {}
         for b in self.blist:
-            if b["role"] == "intermediate":
-                base = b["ranges"][0]
+            if b.role == "intermediate":
+                base = b.ranges[0]
                 for o in self.blist:
-                    if o["role"] == "output" and base <= o["ranges"][0] < base + b["size"]:
-                        m = self.masks.setdefault(id(b), torch.ones(b["size"], dtype=torch.bool, device="cuda"))
-                        m[o["ranges"][0] - base:o["ranges"][0] - base + o["size"]] = False
+                    if o.role == "output" and base <= o.ranges[0] < base + b.size:
+                        m = self.masks.setdefault(id(b), torch.ones(b.size, dtype=torch.bool, device="cuda"))
+                        m[o.ranges[0] - base:o.ranges[0] - base + o.size] = False
 
     def compare(self, funcs=None):
         """As captured against as exported (with funcs, {node index: function}: launching
@@ -260,7 +265,7 @@ class Harness:
         first = None
         for i in self.seq:
             n = self.by_index[i]
-            mine = list({id(b): b for b in node_buffers(n) if not b.get("host")}.values())
+            mine = list({id(b): b for b in node_buffers(n) if not b.host}.values())
             before = [ref.bytes_of(b).clone() for b in mine]
             ref.run(n, captured[i])
             exp.run(n, captured[i])
@@ -280,18 +285,18 @@ class Harness:
                 twice = ref.bytes_of(b) * self.masks[id(b)] if id(b) in self.masks else ref.bytes_of(b)
                 _, itself = _differ(once, twice)
                 if itself:
-                    self.unsteady[i] = (f"{_where(n, captured[i])}: run twice as captured, {b['name']} differs in "
+                    self.unsteady[i] = (f"{_where(n, captured[i])}: run twice as captured, {b.name} differs in "
                                         f"{itself} bytes (against the exported run: {count})")
                     for t in mine:
                         exp.bytes_of(t).copy_(ref.bytes_of(t))
                     break
-                first = (i, f"{_where(n, captured[i])}: after it, {b['name']} ({b['role']}, {b['size']} bytes) "
+                first = (i, f"{_where(n, captured[i])}: after it, {b.name} ({b.role}, {b.size} bytes) "
                             f"differs in {count} bytes, the first at byte {at} "
                             f"({_words(x, y, at)}; run again as captured, the same bytes)")
                 break
             if first:
                 break
-        equal = all(torch.equal(ref.bytes_of(b), exp.bytes_of(b)) for b in self.blist if b["role"] == "output")
+        equal = all(torch.equal(ref.bytes_of(b), exp.bytes_of(b)) for b in self.blist if b.role == "output")
         return first, equal
 
 
@@ -306,7 +311,6 @@ def _words(x, y, at):
 def program_functions(program):
     """{capture node index: function} of a loaded Program (loader.py), from libpgrt's
     pgrt_debug_node; node names are n<index>, as graphfile.py writes them."""
-    import re
     fn = program.lib.pgrt_debug_node
     fn.argtypes = [C.c_void_p, C.c_int, C.POINTER(C.c_char_p), C.POINTER(C.c_void_p)]
     out, i = {}, 0
@@ -344,7 +348,7 @@ def diagnose(torch, cap, bufs, nodes, edges, replayer, log, program=None):
     torch.cuda.synchronize()
     for i in seq:
         n = by_index[i]
-        mine = [b for b in {id(b): b for b in node_buffers(n)}.values() if b["role"] in ("intermediate", "workspace",
+        mine = [b for b in {id(b): b for b in node_buffers(n)}.values() if b.role in ("intermediate", "workspace",
                                                                                        "output")]
         before = [(zero.bytes_of(b).clone(), poison.bytes_of(b).clone()) for b in mine]
         zero.run(n, captured[i])
@@ -354,7 +358,7 @@ def diagnose(torch, cap, bufs, nodes, edges, replayer, log, program=None):
             z1, p1 = zero.bytes_of(b), poison.bytes_of(b)
             bad = ((z0 != z1) | (p0 != p1)) & (z1 != p1)
             if bool(bad.any()):
-                out["reads_unwritten"] = (f"{_where(n, captured[i])}: what it writes into {b['name']} depends on "
+                out["reads_unwritten"] = (f"{_where(n, captured[i])}: what it writes into {b.name} depends on "
                                           f"memory nothing wrote in this call ({int(bad.sum())} bytes differ between "
                                           f"zeroed and poisoned memory, the first at byte {int(bad.nonzero()[0])})")
                 break

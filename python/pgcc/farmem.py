@@ -14,6 +14,8 @@ check of the address bits says so.
 """
 import contextlib
 
+__all__ = ["Far", "far"]
+
 
 class Far:
     """What far() yields: .pool (None where PyTorch has no setting), kept alive by it."""

@@ -9,6 +9,9 @@ version (u32 at +28); fatbins in a section start 8-byte aligned.
 """
 import struct
 
+__all__ = ["elf_data_objects", "elf_sections", "fatbin_cubin_archs", "FATBIN_ELF", "FATBIN_MAGIC", "fatbin_section",
+           "fatbins", "GRIDDEPCONTROL_WAIT", "image_kind", "read_section", "same_kernel_code", "waits_on_grid"]
+
 FATBIN_MAGIC = 0xBA55ED50
 FATBIN_ELF = 2  # an entry's kind: 1 PTX, 2 a cubin (ELF)
 

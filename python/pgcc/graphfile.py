@@ -2,14 +2,19 @@
 kernels with their parameter layouts, buffers with roles, dtypes and shapes, and the
 graph's nodes and edges.
 
-Pure: plain data in (the kernels, buffers and nodes as export.py and relocate.py
-build them), text out.  Assumes every kernel has its "module" and every pointer
+Pure: plain data in (the kernels, buffers and nodes of model.py, as node_mapping.py and
+relocate.py build them), text out.  Assumes every kernel has its "module" and every pointer
 argument a buffer; a parameter that is a pointer in one launch and a constant in
 another is an ExportError.
 """
 import re
 
+from .call_args import decode
 from .errors import ExportError
+from .model import Relocation
+
+__all__ = ["ctype_of", "dontcare", "graph_text", "ident", "literal", "map_places", "node_buffers", "node_refs", "ref",
+           "relocations", "remap", "text", "value_of", "write_graph"]
 
 
 def ident(s):
@@ -19,7 +24,7 @@ def ident(s):
 
 
 def ref(b, off):
-    return b["name"] + (f"+{off}" if off else "")
+    return b.name + (f"+{off}" if off else "")
 
 
 def ctype_of(size):
@@ -35,7 +40,6 @@ def value_of(raw):
 def literal(raw, dtype):
     """A constant argument's bytes as a literal of a scalar parameter's type (a parameter
     that takes a value read back in other launches, hostvalues.py)."""
-    from .hostvalues import decode
     v = decode(raw, dtype)
     if isinstance(v, float):
         if v != v or v in (float("inf"), float("-inf")):
@@ -62,7 +66,7 @@ def map_places(n, f):
             if a[0] == "ptr":
                 a = ("ptr", *f(a[1], a[2], 0))
             elif a[0] == "bytes":
-                a = ("bytes", a[1], [(r[0], *f(r[1], r[2], 0), r[3]) for r in a[2]])
+                a = ("bytes", a[1], [Relocation(r[0], *f(r[1], r[2], 0), r[3]) for r in a[2]])
             args.append(a)
         n["args"] = args
     elif n["kind"] == "memset":
@@ -103,7 +107,7 @@ def remap(n, fmap):
 
 def relocations(k, off):
     """The relocations of kernel k's parameter at off: sorted (offset inside it, kind)."""
-    return sorted((at, kind) for o, at, kind in k["ptr_words"] if o == off)
+    return sorted((at, kind) for o, at, kind in k.ptr_words if o == off)
 
 
 def dontcare(k, off, inner):
@@ -111,7 +115,7 @@ def dontcare(k, off, inner):
     merged, less the bytes of its relocations (a word that is an address in one launch
     is patched there, and written as given elsewhere)."""
     reloc = {at + i for at, kind in inner for i in range(8 if kind == "abs64" else 4)}
-    bytes_ = sorted({at + i for o, at, n in k.get("dontcare", ()) if o == off for i in range(n)} - reloc)
+    bytes_ = sorted({at + i for o, at, n in k.dontcare if o == off for i in range(n)} - reloc)
     out = []
     for b in bytes_:
         if out and out[-1][0] + out[-1][1] == b:
@@ -123,21 +127,19 @@ def dontcare(k, off, inner):
 
 def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture", scalars=(), conditions=(),
                dims=(), comms=(), edge_kinds=None):
-    """The .graph file's text.  kernels: {func: {"symbol", "layout", "ptr_words" ((param
-    offset, offset inside, kind) of each relocation), "dontcare" ((param offset, offset
-    inside, length) of bytes no launch depends on), "module" (with "globals" [(name,
-    bytes)] to write after loading it, if any), ["entry"]}} (each gets its
-    "name" here); bufs: Buffers (or anything with .list); used:
+    """The .graph file's text.  kernels: {func: model.Kernel} (its symbol, layout,
+    ptr_words, dontcare, module -- with "globals" [(name, bytes)] to write after loading
+    it, if any -- entry, scalar_types; each gets its name and valued here); bufs: Buffers (or anything with .list); used:
     ids of the buffers nodes refer to; arch: "sm_90"; origin: words for the header comment;
     scalars: values read back that kernels take ({"name", "type", "from"}: hostvalues.py)
     or that the host computes from them ({"name", "type", "callback": True}),
-    whose parameters are typed as the scalar in "scalar_types" {param offset: type} of
+    whose parameters are typed as the scalar in scalar_types {param offset: type} of
     their kernel.  A host read is a "read" node (a copy into a host buffer) and a "sync"
     node, with "guard" (the bytes read at export) where the value only chose the path;
     conditions: [{"name"}] of conditional nodes ("if" or "while" nodes with "condition" and
     "bodies" [(graph name, nodes, edges)], branches.py), whose handles kernels take as
     ("cond", condition) arguments; dims: [{"name", "values", "pad"}] of shape buckets
-    (buckets.py): a buffer's shape may name one, a scalar {"name", "type", "bucket": dim}
+    (shape_buckets.py): a buffer's shape may name one, a scalar {"name", "type", "bucket": dim}
     is the index of the bucket a call runs, and a "switch" node with "bucket" picks
     the body of that index; comms: [{"name", "ranks"}] of NCCL communicators, which
     "libcall" nodes (collectives.py) name.  edge_kinds: {(a, b): "programmatic" or
@@ -145,13 +147,13 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     launch, as captured: format version 3); one whose ends are not both kernel nodes is
     written as a full one."""
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
-    v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k["ptr_words"])
+    v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k.ptr_words)
     def all_nodes(ns):
         for n in ns:
             yield n
             for _, body, _ in n.get("bodies", ()):
                 yield from all_nodes(body)
-    v2 = v2 or any(k.get("dontcare") or k["module"].get("globals") for k in kernels.values()) \
+    v2 = v2 or any(k.dontcare or k.module.get("globals") for k in kernels.values()) \
         or any(n.get("cluster") for n in all_nodes(nodes))
     # A parameter that is one whole address in some launches of a kernel and a constant
     # (not null) in another -- cuBLASLt's split-K reduction, seen in an AdamW training
@@ -160,16 +162,16 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     for n in all_nodes(nodes):
         if n["kind"] == "kernel":
             k = kernels[n["func"]]
-            for (off, size), a in zip(k["layout"], n["args"]):
+            for (off, size), a in zip(k.layout, n["args"]):
                 if size == 8 and a[0] == "value" and any(a[1]) and relocations(k, off) == [(0, "abs64")]:
-                    k.setdefault("valued", set()).add(off)
+                    k.valued.add(off)
     is_kernel = {n["index"] for n in nodes if n["kind"] == "kernel"}
     kinds = {e: k for e, k in (edge_kinds or {}).items() if e[0] in is_kernel and e[1] in is_kernel}
     version = 3 if kinds else 2 if v2 else 1
     out = [f"# {name}: exported by pgcc-export from {origin}", f"pgcc {version};", f"arch {arch};", ""]
     mods = {}
     for k in kernels.values():
-        m = k["module"]
+        m = k.module
         if m["name"] in mods:
             continue
         mods[m["name"]] = m
@@ -188,21 +190,21 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         out.append("")
     names = set()
     for i, k in enumerate(kernels.values()):
-        kn = ident(k["symbol"]) if len(k["symbol"]) <= 60 else f"k{i}"
+        kn = ident(k.symbol) if len(k.symbol) <= 60 else f"k{i}"
         while kn in names:
             kn += "_"
         names.add(kn)
-        k["name"] = kn
-        head = f'kernel {kn} symbol "{k["symbol"]}" module {k["module"]["name"]}'
-        if "entry" in k:
-            head += f' entry {k["entry"]}'
+        k.name = kn
+        head = f'kernel {kn} symbol "{k.symbol}" module {k.module["name"]}'
+        if k.entry is not None:
+            head += f' entry {k.entry}'
         out.append(head + " {")
-        for off, size in k["layout"]:
+        for off, size in k.layout:
             inner = relocations(k, off)
             care = dontcare(k, off, inner)
-            if off in k.get("scalar_types", {}):
-                out.append(f"  param {off} {size} {k['scalar_types'][off]};")
-            elif size == 8 and inner == [(0, "abs64")] and not care and off not in k.get("valued", ()):
+            if off in k.scalar_types:
+                out.append(f"  param {off} {size} {k.scalar_types[off]};")
+            elif size == 8 and inner == [(0, "abs64")] and not care and off not in k.valued:
                 out.append(f"  param {off} 8 ptr;")
             elif inner or care:
                 line = f"  param {off} {size} bytes"
@@ -217,16 +219,16 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         out.append("}")
     out.append("")
     for b in bufs.list:
-        if id(b) not in used and b["role"] not in ("input", "output"):
+        if id(b) not in used and b.role not in ("input", "output"):
             continue
-        line = f'buffer {b["name"]} size {b["size"]} align 256 role {b["role"]}'
-        if b.get("dtype"):
-            line += f' dtype {b["dtype"]}'
-        if b.get("shape") is not None:  # ([] for a 0-dimensional tensor, a loss)
-            line += f' shape [{", ".join(map(str, b["shape"]))}]'
-        if b["role"] == "weight":
-            line += f' weights w tensor "{b["tensor"]}"'
-        if b["role"] == "host":  # (pinned host memory libpgrt allocates: no alignment to ask)
+        line = f'buffer {b.name} size {b.size} align 256 role {b.role}'
+        if b.dtype:
+            line += f' dtype {b.dtype}'
+        if b.shape is not None:  # ([] for a 0-dimensional tensor, a loss)
+            line += f' shape [{", ".join(map(str, b.shape))}]'
+        if b.role == "weight":
+            line += f' weights w tensor "{b.tensor}"'
+        if b.role == "host":  # (pinned host memory libpgrt allocates: no alignment to ask)
             line = line.replace(" align 256", "")
         out.append(line + ";")
     if scalars:
@@ -251,10 +253,10 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         if n["kind"] == "kernel":
             k = kernels[n["func"]]
             args = []
-            for (off, size), a in zip(k["layout"], n["args"]):
+            for (off, size), a in zip(k.layout, n["args"]):
                 inner = relocations(k, off)
                 care = dontcare(k, off, inner)
-                if size == 8 and inner == [(0, "abs64")] and not care and off not in k.get("valued", ()):
+                if size == 8 and inner == [(0, "abs64")] and not care and off not in k.valued:
                     # a pointer parameter
                     if a[0] == "ptr":
                         args.append(ref(a[1], a[2]))
@@ -262,12 +264,12 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                         args.append("null")
                     else:
                         raise ExportError(f"node {i}: parameter {off} is a pointer in other launches of "
-                                          f"{k['symbol'][:80]}, a constant 0x{a[1].hex()} here")
-                elif inner or care or off in k.get("valued", ()):  # a struct with relocations or don't-care bytes
+                                          f"{k.symbol[:80]}, a constant 0x{a[1].hex()} here")
+                elif inner or care or off in k.valued:  # a struct with relocations or don't-care bytes
                     if a[0] == "value":  # (a constant where other launches have an address)
                         a = ("bytes", a[1], [])
                     if a[0] == "ptr":  # a whole address here; a struct with more in other launches
-                        a = ("bytes", bytes(size), [(0, a[1], a[2], "abs64")])
+                        a = ("bytes", bytes(size), [Relocation(0, a[1], a[2], "abs64")])
                     # A relocation no pointer of this launch fills (the place is an address in
                     # other launches of the kernel) is `null`: its bytes stay as the launch has
                     # them, a constant the captures agreed on -- zeros, or a stale word in a
@@ -281,14 +283,14 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                     args.append("[" + ", ".join([f'"{bytes(a[1]).hex()}"'] + ptrs) + "]")
                 elif a[0] in ("scalar", "cond"):
                     args.append(a[-1]["name"])
-                elif off in k.get("scalar_types", {}):
-                    args.append(literal(a[1], k["scalar_types"][off]))
+                elif off in k.scalar_types:
+                    args.append(literal(a[1], k.scalar_types[off]))
                 else:
                     args.append(value_of(a[1]))
             g, bl, cl = n["grid"], n["block"], n.get("cluster")
             extra = f' cluster [{cl[0]}, {cl[1]}, {cl[2]}]' if cl else ""
             extra += f' priority {n["priority"]}' if n.get("priority") else ""
-            out.append(f'  node n{i} kernel {k["name"]} grid [{g[0]}, {g[1]}, {g[2]}] block [{bl[0]}, {bl[1]}, {bl[2]}] '
+            out.append(f'  node n{i} kernel {k.name} grid [{g[0]}, {g[1]}, {g[2]}] block [{bl[0]}, {bl[1]}, {bl[2]}] '
                        f'smem {n["smem"]}{extra} args [{", ".join(args)}];')
         elif n["kind"] == "libcall":
             op = f' op {n["op"]}' if n.get("op") else ""

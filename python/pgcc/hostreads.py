@@ -19,6 +19,8 @@ Imports torch only when entered.
 import os
 import traceback
 
+__all__ = ["flipped", "HostReads", "OPS", "perturbed", "user_line"]
+
 OPS = ("item", "__bool__", "__int__", "__float__", "__index__")
 
 

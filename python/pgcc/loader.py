@@ -10,11 +10,18 @@ has NAME_info; the structures below must match runtime/pgrt.h field for field.
 import ctypes as C
 import glob
 import os
+import re
 import struct
+import time
 
-from .buckets import choose, pad_to
+from .call_args import choose, decode, encode, pad_to, torch_dtype
+from .cuda import cu, device_bytes
 from .errors import ExportError
 from .toolchain import build_program
+
+__all__ = ["Dim", "export_name", "Field", "load", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
+           "PGRT_FIELD_OUTPUT", "PGRT_FIELD_SCALAR", "PGRT_FIELD_WEIGHT", "PgrtComm", "PgrtDim", "PgrtField",
+           "PgrtInitStats", "PgrtProgramInfo", "PgrtRunStats", "Program", "read_info", "ROLE_NAMES", "SCALAR_FORMATS"]
 
 # pgrt_field_role
 PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN = \
@@ -57,7 +64,7 @@ class PgrtInitStats(C.Structure):  # pgrt_init_stats (pgrt.h)
 
 
 class Dim:
-    """A shape bucket dimension (buckets.py): name, values (the buckets' sizes), pad."""
+    """A shape bucket dimension (shape_buckets.py): name, values (the buckets' sizes), pad."""
 
     def __init__(self, d):
         self.name = d.name.decode()
@@ -140,7 +147,6 @@ class Program:
         if host:
             raise ExportError(f"{name}: fields {host} are host functions, which a Program cannot give from Python")
         self.callbacks = self._callbacks(callbacks or {})
-        from .weights import torch_dtype
         for f in self.fields:  # (looked up once: every call checks its tensors against them)
             f.torch_dtype = torch_dtype(f.dtype) if f.dtype else None
         self.inputs = [f for f in self.fields if f.role in ("input", "inout", "scalar")]
@@ -155,7 +161,6 @@ class Program:
         self.err = lambda: (err() or b"?").decode()
         self.ctx, self.block = C.c_void_p(), C.c_uint64(0)
         self._weights = C.create_string_buffer(max(self.weights_size, 1))
-        import time
         t0 = time.perf_counter()
         self.load_s = 0.0
         with torch.cuda.device(self.device):
@@ -204,13 +209,11 @@ class Program:
         """[(field, C function, its address)] for the program's callback scalars, from given {scalar name:
         Python function}: called with the values the call read back so far (one number per
         host buffer, in the .graph's order), it returns the scalar's value."""
-        import re
         wanted = [f for f in self.fields if f.role == "scalar callback"]
         missing = [f.name for f in wanted if f.name not in given]
         if missing:
             raise ExportError(f"{self.name}: callback scalars {missing} need a function each: "
                               "pgcc.load(..., callbacks={name: function of the values read})")
-        from .hostvalues import decode, encode
         with open(os.path.join(self.export_dir, self.name + ".graph")) as fh:
             host = re.findall(r"^buffer \w+ size (\d+) role host dtype (\w+)", fh.read(), re.M)
         proto = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_void_p), C.POINTER(C.c_uint64))
@@ -262,7 +265,6 @@ class Program:
         """Fresh tensors for the outputs, as the export recorded them (at buckets ks, one
         index per bucket dimension, where the program has them)."""
         torch = self.torch
-        from .weights import torch_dtype
         outs = []
         for f in self.outputs:
             dt = torch_dtype(f.dtype) if f.dtype else None
@@ -441,7 +443,6 @@ class Program:
     def weight(self, name, like=None):
         """The program's own copy of a weight (by field or tensor name) as a tensor over its
         memory (no copy): uint8 bytes, or shaped and typed as like."""
-        from .cuda import device_bytes
         f = self.weight_field(name)
         raw = device_bytes(self.torch, self.weight_ptr(name), f.size)
         return raw if like is None else raw[:like.numel() * like.element_size()].view(like.dtype).view(like.shape)
@@ -451,7 +452,6 @@ class Program:
             self._destroy(C.byref(self.ctx))
             self.ctx = C.c_void_p()
         if self.block.value:
-            from .cuda import cu
             cu().MemFree(self.block.value)
             self.block = C.c_uint64(0)
 

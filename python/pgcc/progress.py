@@ -8,6 +8,8 @@ Assumes nothing beyond the standard library; stream defaults to sys.stderr.
 import sys
 import time
 
+__all__ = ["Progress", "Quiet"]
+
 
 class Progress:
     """log(msg): a line of the export's account (plain); status(msg): the current step of a

@@ -15,13 +15,14 @@ Relocations have a kind, as a linker's have: a whole 8-byte address ("abs64") at
 any 4-byte-aligned offset, or the low or the high 32 bits of one ("lo32", "hi32":
 cuDNN's layout kernels carry a truncated copy of an address).  A truncated address
 is only believed when every capture agrees on its buffer and offset, which takes
-captures whose buffers differ in their low and their high address bits (export.py
-makes three: A, B, and C in memory of its own far from theirs); a high half is only
-believed beside the low half or the whole address of the same place.  Bytes that
-change between the captures and that no relocation explains -- and constant words
-that are addresses this process owns but the export does not -- are "suspects":
-export.py replays the graph with them zeroed and poisoned, and writes them as
-don't-care only if every output stays the same bit for bit.
+captures whose buffers differ in their low and their high address bits
+(capture_set.py makes three: A, B, and C in memory of its own far from theirs); a high
+half is only believed beside the low half or the whole address of the same place.
+Bytes that change between the captures and that no relocation explains -- and
+constant words that are addresses this process owns but the export does not -- are
+"suspects": host_words.prove_suspects replays the graph with them zeroed and
+poisoned, and writes them as don't-care only if every output stays the same bit for
+bit.
 
 Pure: captures are numbered 0, 1, ... and described by plain data (the address
 ranges of the known buffers, the allocator's blocks and the captures' regions as
@@ -29,26 +30,33 @@ sorted (address, size) lists, the parameter bytes); the one question about the
 process -- what a constant word that is no buffer points at -- is a callable given
 in (`foreign`).  No torch, no CUDA.
 """
+import difflib
 import struct
+
+from .model import Buffer, PtrWord, Relocation
+
+__all__ = ["Allocations", "block_of", "Buffers", "Relocator", "u32", "u64", "used_extent"]
 
 
 class Buffers:
-    """The buffers of the export, and for each capture the address ranges that are theirs."""
+    """The buffers of the export (model.Buffer), and for each capture the address ranges
+    that are theirs."""
 
     def __init__(self):
-        self.list = []  # dicts: name, size, role, dtype, shape, tensor (for weights), ranges {capture: addr}
+        self.list = []  # model.Buffer: name, size, role, ranges {capture: addr}, dtype, shape, tensor, ...
 
     def add(self, **kw):
-        kw.setdefault("ranges", {})
-        self.list.append(kw)
-        return kw
+        """A new model.Buffer of the fields kw, appended to the list."""
+        b = Buffer(**kw)
+        self.list.append(b)
+        return b
 
     def find(self, cap, addr):
         for b in self.list:
-            if b.get("aliased"):  # (an output whose memory held other tensors first: export.py)
+            if b.aliased:  # (an output whose memory held other tensors first: node_mapping.py)
                 continue
-            base = b["ranges"].get(cap)
-            if base is not None and base <= addr < base + b["size"]:
+            base = b.ranges.get(cap)
+            if base is not None and base <= addr < base + b.size:
                 return b, addr - base
         return None, 0
 
@@ -108,7 +116,6 @@ class Allocations:
     pointer)."""
 
     def __init__(self, mine, first):
-        import difflib
         sm = difflib.SequenceMatcher(None, [s for _, s in mine], [s for _, s in first], autojunk=False)
         # ((address, size) here, (address, size) in capture 0)
         self.pairs = [(mine[i + k], first[j + k]) for i, j, n in sm.get_matching_blocks() for k in range(n)]
@@ -154,9 +161,9 @@ class Relocator:
     def at(self, c, b, o):
         """The addresses place (b, o) may have in capture c: its own range there (a known
         buffer), and, in a paired capture, wherever the allocations put it."""
-        out = {b["ranges"][c] + o} if c in b["ranges"] else set()
-        if c in self.paired and 0 in b["ranges"]:
-            out |= self.paired[c].from_first(b["ranges"][0] + o)
+        out = {b.ranges[c] + o} if c in b.ranges else set()
+        if c in self.paired and 0 in b.ranges:
+            out |= self.paired[c].from_first(b.ranges[0] + o)
         return out
 
     def resolve(self, vals, where, nowhere=True):
@@ -171,7 +178,7 @@ class Relocator:
         found = {c: self.bufs.find(c, vals[c]) for c in d}
         words = " / ".join(f"0x{v:x}" for v in vals)
         same = all(v == vals[0] for v in vals)
-        if same and found[0][0] and found[0][0]["role"] == "intermediate":
+        if same and found[0][0] and found[0][0].role == "intermediate":
             # The same address in every capture is no capture's own memory, even where it lies
             # in capture A's region: a library's allocation made while A was captured (its
             # workspace, kept for later calls) that B and C use again.  Static memory.
@@ -184,7 +191,7 @@ class Relocator:
                 return None  # no pointer every capture agrees on: a suspect for the caller
             if bad:
                 self.problems.append(f"{where}: the captures disagree: a pointer into " + ", ".join(
-                    f"{b['name'] if b else '?'}+{o} in capture {_label(c)}" for c, (b, o) in found.items())
+                    f"{b.name if b else '?'}+{o} in capture {_label(c)}" for c, (b, o) in found.items())
                     + "".join(f", 0x{vals[c]:x} in capture {_label(c)}" for c in self.paired))
                 return None
             return b0, o0
@@ -220,10 +227,10 @@ class Relocator:
         key = ("static" if static else "region", bl[0][0])  # a region may start where a static block does
         if key in self.pairs:
             b = self.pairs[key]
-            if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]) and not nowhere:
+            if any(b.ranges[c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]) and not nowhere:
                 return None
-            if any(b["ranges"][c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]):
-                self.problems.append(f"{where}: the captures disagree on where {b['name']} is")
+            if any(b.ranges[c] != bl[c][0] or vals[c] - bl[c][0] != off for c in d[1:]):
+                self.problems.append(f"{where}: the captures disagree on where {b.name} is")
                 return None
             return b, off
         ranges = {c: bl[c][0] for c in d}
@@ -232,7 +239,7 @@ class Relocator:
         b = self.bufs.add(name=f"t{len(self.pairs)}", size=bl[0][1], role="weight" if static else "intermediate",
                           ranges=ranges, static=static)
         if static:
-            b["tensor"] = f"__static_{len(self.pairs)}"
+            b.tensor = f"__static_{len(self.pairs)}"
         self.pairs[key] = b
         return b, off
 
@@ -253,10 +260,10 @@ class Relocator:
         if kind == "lo32":
             hits = []
             for b in self.bufs.list:
-                if 0 not in b["ranges"] or b.get("aliased"):
+                if 0 not in b.ranges or b.aliased:
                     continue
-                o = (vals[0] - b["ranges"][0]) & 0xFFFFFFFF
-                if o < b["size"] and all(any(a & 0xFFFFFFFF == vals[c] for a in self.at(c, b, o))
+                o = (vals[0] - b.ranges[0]) & 0xFFFFFFFF
+                if o < b.size and all(any(a & 0xFFFFFFFF == vals[c] for a in self.at(c, b, o))
                                          for c in range(1, n)):
                     hits.append((b, o))
             return hits[0] if len(hits) == 1 else None
@@ -268,9 +275,10 @@ class Relocator:
     def kernel_args(self, layout, blobs, where, ptr_words, suspects=None):
         """One kernel node's arguments.  layout: its parameters' (offset, size); blobs: its
         parameter bytes in each capture.  Returns, one per parameter, ("ptr", buffer, offset)
-        for an 8-byte parameter that is one whole address, ("bytes", raw, [(at, buffer,
-        offset, kind)]) for one with relocations inside, or ("value", raw); adds to
-        ptr_words the (parameter offset, offset inside it, kind) of each relocation.
+        for an 8-byte parameter that is one whole address, ("bytes", raw, [model.Relocation
+        (at, buffer, offset, kind)]) for one with relocations inside, or ("value", raw);
+        adds to ptr_words the model.PtrWord (parameter offset, offset inside it, kind) of
+        each relocation.
         suspects, a list, gets (offset, length, why) for the bytes that change between the
         captures but no relocation explains, and for constant words that are addresses this
         process owns but the export does not; their bytes are zero in raw.  Without it (the
@@ -326,13 +334,13 @@ class Relocator:
                     suspects.append((a, b + 1 - a, "changes between the captures and is no address of the export's"))
                     blob[a:b + 1] = bytes(b + 1 - a)
             if size == 8 and list(relocs) == [off] and relocs[off][2] == "abs64":
-                ptr_words.add((off, 0, "abs64"))
+                ptr_words.add(PtrWord(off, 0, "abs64"))
                 args.append(("ptr", relocs[off][0], relocs[off][1]))
             elif relocs:
                 ptrs = []
                 for w, (b, o, kind) in sorted(relocs.items()):
-                    ptr_words.add((off, w - off, kind))
-                    ptrs.append((w - off, b, o, kind))
+                    ptr_words.add(PtrWord(off, w - off, kind))
+                    ptrs.append(Relocation(w - off, b, o, kind))
                 args.append(("bytes", bytes(blob[off:end]), ptrs))
             else:
                 if suspects is None and changed:

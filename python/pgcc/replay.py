@@ -9,7 +9,7 @@ replay:
   address of the export's -- stack bytes in a field a kernel does not read, an address
   of memory the export does not own -- the kernels ignore (replays with them zeroed,
   then poisoned).  (Words that point into host memory are told apart before, with
-  copies placed at their low 32 bits: export.host_copy_check.)
+  copies placed at their low 32 bits: host_words.host_copy_check.)
 
 Each replay starts from the same state: the weights, the inputs and the static blocks
 are saved once and written back before every replay and at the end, so the caller's
@@ -31,6 +31,8 @@ from .capture import tensor_span
 from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, write_device
 from .errors import ExportError
 
+__all__ = ["mark_dontcare", "narrow", "POISON", "prove_irrelevant", "Replayer", "scratch_blocks"]
+
 POISON = 0xA5
 
 
@@ -39,14 +41,14 @@ class Replayer:
 
     def __init__(self, torch, cap, bufs):
         self.torch, self.cap = torch, cap
-        state = [(b["ranges"][0], b["size"]) for b in bufs.list if b["role"] == "weight" and not b.get("host")]
+        state = [(b.ranges[0], b.size) for b in bufs.list if b.role == "weight" and not b.host]
         state += [tensor_span(x) for x in cap.inputs]
         self.saved = [(a, read_device(a, n)) for a, n in state]
         self.watched = [tensor_span(o) for o in cap.outputs]
-        self.watched += [(b["ranges"][0], b["size"]) for b in bufs.list if b["role"] == "weight" and not b.get("static")]
+        self.watched += [(b.ranges[0], b.size) for b in bufs.list if b.role == "weight" and not b.static]
         self.labels = [f"output {k}" for k in range(len(cap.outputs))]  # what each result is, for messages
-        self.labels += [f"weight {b.get('tensor', b['name'])}" for b in bufs.list
-                        if b["role"] == "weight" and not b.get("static")]
+        self.labels += [f"weight {b.tensor if b.tensor is not None else b.name}" for b in bufs.list
+                        if b.role == "weight" and not b.static]
         self.execs = None
 
     def restore(self):
@@ -200,20 +202,31 @@ def scratch_blocks(replayer, bufs, nodes, log):
         for b, o in refs:
             reach[id(b)] = max(reach.get(id(b), 0), o + 1)
     reference = replayer.replay()
-    for b in [b for b in bufs.list if b.get("static") and not b.get("host")]:
+    for b in [b for b in bufs.list if b.static and not b.host]:
         wrote = 0
         same = True
         for fill in (0xFF, 0x00):
             def fill_block(fill=fill, b=b):
-                check(cu().MemsetD8(b["ranges"][0], fill, b["size"]), "cuMemsetD8")
+                check(cu().MemsetD8(b.ranges[0], fill, b.size), "cuMemsetD8")
             same = same and replayer.replay(fill_block)[:len(replayer.cap.outputs)] == \
                 reference[:len(replayer.cap.outputs)]
-            wrote = max(wrote, len(read_device(b["ranges"][0], b["size"]).rstrip(bytes([fill]))))
+            wrote = max(wrote, len(read_device(b.ranges[0], b.size).rstrip(bytes([fill]))))
         if not same:
             continue
         size = max(wrote, reach.get(id(b), 0), 1)
-        size = min(b["size"], -(-size // 256) * 256)
-        log(f"  {b['name']}: {b['size']} bytes from outside the captures that no result depends on "
+        size = min(b.size, -(-size // 256) * 256)
+        log(f"  {b.name}: {b.size} bytes from outside the captures that no result depends on "
             f"(a workspace): {size} bytes of it in the arena")
-        b.update(role="workspace", size=size, static=False)
-        b.pop("tensor", None)
+        b.role, b.size, b.static = "workspace", size, False
+        b.tensor = None
+
+
+def mark_dontcare(k, ranges):
+    """Adds a node's proven-irrelevant byte ranges (offsets in its parameter bytes) to its
+    kernel's layout, as (parameter offset, offset inside, length)."""
+    dc = k.dontcare
+    for a, n, _ in ranges:
+        for off, size in k.layout:
+            lo, hi = max(a, off), min(a + n, off + size)
+            if lo < hi:
+                dc.add((off, lo - off, hi - lo))

@@ -38,6 +38,8 @@ Pure: plain data in and out; no torch, no CUDA.
 """
 import bisect
 
+__all__ = ["chain_order", "clock_times", "lifetimes", "matched_times", "ROUND", "split", "up"]
+
 ROUND = 512  # the caching allocator's block size granularity
 
 

@@ -23,6 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .errors import ExportError
 
+__all__ = ["build_pgcc", "build_pgrt", "build_program", "cache_root", "cached_build", "cc", "csrc", "CSTD", "cuda_home",
+           "find", "find_pgcc", "find_runtime", "PKG", "run", "source_files", "source_root", "sources_hash", "Toolchain"]
+
 PKG = os.path.dirname(os.path.abspath(__file__))
 CSTD = ["-std=c11", "-D_DEFAULT_SOURCE"]
 
@@ -55,10 +58,11 @@ def csrc():
 
 
 def source_files(src, part):
-    """The C sources of "pgcc" (compiler/*.c *.h, grammar/gen/*, and the safetensors reader it
-    shares with libpgrt, runtime/st_header.h) or "runtime" (runtime/*.c *.h, and the build
+    """The C sources of "pgcc" (compiler/*.c *.h, grammar/gen/*, and the headers it shares with
+    libpgrt: the safetensors reader, the relocation kinds' table and the half conversion) or "runtime" (runtime/*.c *.h, and the build
     step that compiles its own kernels, runtime/tool/prebuild.c) under src."""
-    pats = (["compiler/*.c", "compiler/*.h", "grammar/gen/*.c", "grammar/gen/*.h", "runtime/st_header.h"]
+    pats = (["compiler/*.c", "compiler/*.h", "grammar/gen/*.c", "grammar/gen/*.h", "runtime/st_header.h",
+             "runtime/pgrt_relocs.h", "runtime/half.h"]
             if part == "pgcc" else ["runtime/*.c", "runtime/*.h", "runtime/tool/*.c"])
     return sorted(f for p in pats for f in glob.glob(os.path.join(src, p)))
 

@@ -9,8 +9,11 @@ spaces to 8 bytes, as the reference writer does) and the tensors' bytes in order
 import json
 import struct
 
-DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
-          "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
+from .call_args import DTYPES, torch_dtype
+
+__all__ = ["dtype_of", "DTYPES", "ITEM_SIZE", "read_safetensors", "ST_DTYPES", "tensor_bytes", "to_tensor",
+           "torch_dtype", "write_safetensors"]
+
 ST_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "f64": "F64", "i64": "I64", "i32": "I32", "i16": "I16",
              "i8": "I8", "u8": "U8", "bool": "BOOL"}
 ITEM_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "bool": 1}
@@ -19,13 +22,6 @@ ITEM_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i64": 8, "i32": 4, "i16":
 def dtype_of(t):
     """The .graph's name of a tensor's dtype ("f32"), or None where it has none."""
     return DTYPES.get(str(t.dtype)[6:])
-
-
-def torch_dtype(name):
-    """The torch dtype of a .graph dtype name (None where unknown)."""
-    import torch
-    inv = {v: k for k, v in DTYPES.items()}
-    return getattr(torch, inv[name]) if name in inv else None
 
 
 def write_safetensors(path, tensors):

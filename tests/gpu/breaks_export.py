@@ -40,7 +40,7 @@ import tempfile
 import torch
 
 import pgcc
-from pgcc.verify import compare
+from pgcc.verify_export import compare
 from tests.models.breaks_models import PROGRAMS
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

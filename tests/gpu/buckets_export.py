@@ -27,8 +27,8 @@ import tempfile
 import torch
 
 import pgcc
-from pgcc.buckets import choose, pad_to
-from pgcc.verify import compare
+from pgcc.call_args import choose, pad_to
+from pgcc.verify_export import compare
 from tests.models.buckets_models import PROGRAMS
 from tests.models.zoo_models import TOLERANCE
 

@@ -33,7 +33,7 @@ import torch  # noqa: E402
 
 import pgcc  # noqa: E402
 from pgcc.graphfile import ident  # noqa: E402
-from pgcc.kernels import ModuleWatch  # noqa: E402
+from pgcc.module_watch import ModuleWatch  # noqa: E402
 from tests.models import e2e_models  # noqa: E402
 
 TOL = 1e-5  # fp32 with TF32 off
@@ -180,7 +180,7 @@ def check(name, out, models, watch, calls=6):
         diagnose(prog, forward_err(prog, fn, inputs, ref_out))
     else:  # the package's own check (pgcc/verify.py) on the same export: it must agree
         try:
-            from pgcc.verify import verify
+            from pgcc.verify_export import verify
             print("  " + verify(out, cfn, inputs))
         except pgcc.ExportError as e:
             print(f"FAIL {name}: pgcc.verify: {e}")

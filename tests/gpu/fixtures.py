@@ -57,7 +57,7 @@ def convnet_tiny():
 def main():
     out = sys.argv[1]
     import pgcc
-    import pgcc.verify
+    import pgcc.verify_export
     print("pgcc from", os.path.dirname(pgcc.__file__))
     site = os.environ.get("PGCC_SITE")
     if site and not os.path.abspath(pgcc.__file__).startswith(os.path.abspath(site) + os.sep):
@@ -71,7 +71,7 @@ def main():
         y = pgcc.load(d, name=name)(*inputs)
         with torch.no_grad():
             ref = model(*inputs)  # eager: not the compiled program's kernels, so within the dtype's tolerance
-        err, tol = pgcc.verify.rel_err(y, ref), {torch.bfloat16: 2e-2, torch.float32: 1e-5}[ref.dtype]
+        err, tol = pgcc.verify_export.rel_err(y, ref), {torch.bfloat16: 2e-2, torch.float32: 1e-5}[ref.dtype]
         print(f"{name}: {res.verified}; pgcc.load(...)(x) against eager PyTorch: max error {err:.3g} "
               f"(tolerance {tol:g})")
         if not err <= tol:

@@ -3,7 +3,7 @@ data objects after loading it (cuDNN's depthwise convolution reads WINDOW_SIZE a
 CONV_STRIDE_SIZE from __device__ variables it sets), on the fixture cubins of
 tests/python/fixtures:
 
-- pgcc.kernels.ModuleFingerprints.images_for tells, from a function alone, which of
+- pgcc.module_watch.ModuleFingerprints.images_for tells, from a function alone, which of
   several images its module was loaded from (globals.cubin, not scale.cubin);
 - globals_of gives the data objects whose bytes the "library" changed, and refuses
   one that holds a device address;
@@ -27,7 +27,8 @@ def main():
     from pgcc.cuda import check, cu, write_device
     from pgcc.diagnose import launch
     from pgcc.errors import ExportError
-    from pgcc.kernels import LibraryFunctions, ModuleFingerprints
+    from pgcc.kernel_search import LibraryFunctions
+    from pgcc.module_watch import ModuleFingerprints
 
     torch.cuda.init()
     torch.empty(1, device="cuda")  # the primary context, current

@@ -86,7 +86,7 @@ def where_named(symbols, sm):
     import ctypes as C
     from pgcc.cuda import cu
     from pgcc.fatbin import fatbins, read_section
-    from pgcc.kernels import func_attrs, loaded_libraries
+    from pgcc.kernel_search import func_attrs, loaded_libraries
     d = cu()
     out = {s: [] for s in symbols}
     for path in loaded_libraries():
@@ -130,6 +130,47 @@ def clear_nvjet(torch):
     return {"path": paths[0], "status": f(C.c_void_p(torch.cuda.current_blas_handle()))}
 
 
+def embedded_holders(symbols, sm):
+    """{symbol: [[library, section, offset]]}: the zstd-compressed cubins for this GPU in the
+    loaded libraries' data sections that hold the name (pgcc.embedded)."""
+    from pgcc.embedded import embedded_cubins
+    from pgcc.kernel_search import loaded_libraries
+    out = {s: [] for s in symbols}
+    for path in loaded_libraries():
+        for section, at, image in embedded_cubins(path, sm, symbols):
+            for s in symbols:
+                if s.encode() in image:
+                    out[s].append([os.path.basename(path), section, at])
+    return out
+
+
+def seen_in_new_thread(torch, m, xs, watch, symbols):
+    """Runs the model eagerly and compiled in a new thread (PyTorch keeps a cuDNN handle and
+    its plan caches per thread) with the watch running: {symbol: whether an image the watch
+    saw from then on holds its name}."""
+    import threading
+    before = set(watch.images)
+    err = []
+
+    def run():
+        try:
+            with torch.no_grad():
+                m(*xs)
+                torch.compile(m)(*xs)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            err.append(repr(e)[:300])
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    new = [img for k, img in watch.images.items() if k not in before]
+    out = {s: any(s.encode() in img for img in new) for s in symbols}
+    out["(new images)"] = len(new)
+    if err:
+        out["(error)"] = err[0]
+    return out
+
+
 def child(key, out_dir):
     import torch
     rec = {"model": key, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
@@ -149,9 +190,12 @@ def child(key, out_dir):
     rec["natural_s"] = round(time.time() - t0, 1)
     if rec.get("missing"):
         major, minor = torch.cuda.get_device_capability()
-        rec["named_in_libraries"] = where_named(rec["missing"], 10 * major + minor)
+        sm = 10 * major + minor
+        rec["named_in_libraries"] = where_named(rec["missing"], sm)
+        rec["embedded"] = embedded_holders(rec["missing"], sm)
         watch = pgcc.ModuleWatch()
         rec["nvjet_clear"] = clear_nvjet(torch)
+        rec["seen_after_thread"] = seen_in_new_thread(torch, m, xs, watch, rec["missing"])
         t0 = time.time()
         try:
             pgcc.export(m, xs, os.path.join(out_dir, "b"), verify=True, quiet=True, watch=watch)

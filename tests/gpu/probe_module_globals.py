@@ -15,7 +15,7 @@ kernel; the variants differ in their initial WINDOW_SIZE and CONV_STRIDE_SIZE, w
 read as cuDNN writing module state.  Compared with its own image, no object differs on
 MobileNet's runs so far -- H100, 2026-11-23: the exporter's module globals stayed empty.)
 Prints what differs.  Then, per function, which of those images its module could have
-been loaded from, as the exporter tells it (pgcc.kernels.ModuleFingerprints), and the
+been loaded from, as the exporter tells it (pgcc.module_watch.ModuleFingerprints), and the
 driver and runtime calls the process made about modules, libraries and functions (how
 cuDNN loads them).  A diagnostic, not a test: exit status 0 when it ran.
 """
@@ -77,7 +77,7 @@ def main():
                       f"{hashlib.sha256(secs.get('.nv.constant0.' + sym, b'')).hexdigest()[:12]}, sections about it "
                       f"{sorted(k for k in secs if sym in k)}")
             print(f"   same code in all: {same_kernel_code([i for _, i in images], sym)}")
-        from pgcc.kernels import ModuleFingerprints
+        from pgcc.module_watch import ModuleFingerprints
         own = ModuleFingerprints().images_for(n["func"], [i for _, i in images])
         for image in own[:1]:  # (its own image: another's initial bytes differ by variant, WINDOW_SIZE among them)
             objects = elf_data_objects(image)
@@ -112,12 +112,12 @@ def main():
 
 def fingerprints(nodes, watch):
     """Per function, the images holding its kernel that its module fits, as the exporter
-    tells them (pgcc.kernels.ModuleFingerprints: the module's kernels, their attributes,
+    tells them (pgcc.module_watch.ModuleFingerprints: the module's kernels, their attributes,
     its data objects' names and sizes, then their bytes), and whether those agree on the
     kernel's code: what export.own_images relies on."""
     import hashlib
     from pgcc.fatbin import same_kernel_code
-    from pgcc.kernels import ModuleFingerprints
+    from pgcc.module_watch import ModuleFingerprints
     prints = ModuleFingerprints()
     print("== fingerprints: per function, the images its module fits (best first), and whether they agree on the code")
     for n in nodes:

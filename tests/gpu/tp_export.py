@@ -57,7 +57,7 @@ def check_report(graph, name, failures, show):
 def run_program(name, rank, world, out_root, failures):
     import torch
     import pgcc
-    from pgcc.verify import compare, rel_err
+    from pgcc.verify_export import compare, rel_err
     from tests.models import tp_models
 
     prog = tp_models.program(name, rank, world)

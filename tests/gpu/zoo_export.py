@@ -112,7 +112,7 @@ def diagnose(torch, pgcc, export_dir, name, fn, inputs):
     bytes (the same error twice: wrong data; different: a node reads memory nothing in
     the call wrote), and with PGCC_DIAGNOSE=1 set, the first node whose buffers differ
     as captured and as exported (pgcc/diagnose.py)."""
-    from pgcc.verify import rel_err
+    from pgcc.verify_export import rel_err
     out = {}
     try:
         with open(os.path.join(export_dir, name + ".export.json")) as f:

@@ -1,14 +1,13 @@
-"""Shared by the CPU tests of the pgcc package: the package from this tree on sys.path,
-the repository's root, the fixtures, and a pgcc binary (the checkout's build/pgcc when
-it is up to date, else built once into a temporary cache)."""
+"""Shared by the CPU tests of the pgcc package: the repository's root, the fixtures,
+and a pgcc binary (the checkout's build/pgcc when it is up to date, else built once
+into a temporary cache).  The package itself is imported as installed or from
+PYTHONPATH, which tests/python/run.sh points at this tree's python/."""
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
-sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
 @pytest.fixture(scope="session")

@@ -15,4 +15,6 @@ fi
 if ! "$PY" -c "import wheel" 2>/dev/null && ! "$PY" -c "import setuptools.command.bdist_wheel" 2>/dev/null; then
   "$PY" -m pip install --quiet --disable-pip-version-check wheel
 fi
+# the package of this tree, imported as a deployment would (no sys.path edits in the tests)
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 exec "$PY" -m pytest -q -p no:cacheprovider tests/python "$@"

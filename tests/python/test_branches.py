@@ -11,6 +11,7 @@ from conftest import scale_module
 from pgcc.branches import join
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
+from pgcc.model import Analysis, Kernel
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -24,7 +25,7 @@ def path(tmp_path, then, offset=0):
     t = bufs.add(name="t0", size=2048, role="intermediate", ranges={0: 0x40000})
     y = bufs.add(name="out0", size=1024, role="output", dtype="f32", shape=[256], ranges={0: 0x20000})
     r = bufs.add(name="r0", size=1, role="host", dtype="bool", shape=[])
-    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": {(0, 0, "abs64")}, "module": module}
+    k = Kernel(symbol="scale", layout=[(0, 8), (8, 4), (12, 4)], ptr_words={(0, 0, "abs64")}, module=module)
 
     def launch(i, buf, off, scale):
         return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": i,
@@ -34,10 +35,10 @@ def path(tmp_path, then, offset=0):
               "op": "__bool__"},
              {"kind": "sync", "index": 2, "read": 0, "where": "m.py:3", "guard": b"\x01"},
              launch(3, y, 0, then)]
-    return SimpleNamespace(capA=SimpleNamespace(reads=[{"where": "m.py:3", "dtype": "bool", "value": b"\x01"}]),
-                           bufs=bufs, nodes=nodes,
-                           edges=[(0, 1), (1, 2), (2, 3)], kernels={1: k}, scalars=[],
-                           report={"host_reads": [{"guarded": True}]})
+    return Analysis(capA=SimpleNamespace(reads=[{"where": "m.py:3", "dtype": "bool", "value": b"\x01"}]),
+                    bufs=bufs, nodes=nodes,
+                    edges=[(0, 1), (1, 2), (2, 3)], kernels={1: k}, scalars=[],
+                    report={"host_reads": [{"guarded": True}]}, outputs=[])
 
 
 def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
@@ -50,7 +51,7 @@ def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
     (then_name, then_nodes, _), (else_name, else_nodes, _) = branch["bodies"]
     assert [n["index"] for n in then_nodes] == [3] and [n["index"] for n in else_nodes] == ["f3"]
     # the other path's nodes use this path's buffers
-    assert else_nodes[0]["args"][0][1] is next(x for x in a.bufs.list if x["name"] == "out0")
+    assert else_nodes[0]["args"][0][1] is next(x for x in a.bufs.list if x.name == "out0")
     assert a.report["host_reads"][0] == {"guarded": False, "conditional": True}
     used = {id(x) for n in a.nodes for x in node_buffers(n)}
     text = graph_text("j", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90", conditions=a.conditions)
@@ -104,7 +105,7 @@ def loop(tmp_path, passes=4, moved=False):
     elsewhere (its state not in the same memory)."""
     base = path(tmp_path, 1.0)  # (for the module, buffers and the kernel)
     bufs, k = base.bufs, base.kernels[1]
-    t, y, r = (next(b for b in bufs.list if b["name"] == n) for n in ("t0", "out0", "r0"))
+    t, y, r = (next(b for b in bufs.list if b.name == n) for n in ("t0", "out0", "r0"))
 
     def launch(i, buf, off):
         return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": i,
@@ -128,8 +129,8 @@ def loop(tmp_path, passes=4, moved=False):
             last = i + 1
             i += 2
     cap = SimpleNamespace(reads=reads, nodes=[{}] * len(nodes), segment_of=segment_of)
-    return SimpleNamespace(capA=cap, bufs=bufs, nodes=nodes, edges=edges, kernels={1: k}, scalars=[],
-                           report={"host_reads": [{"guarded": True} for _ in reads]})
+    return Analysis(capA=cap, bufs=bufs, nodes=nodes, edges=edges, kernels={1: k}, scalars=[],
+                    report={"host_reads": [{"guarded": True} for _ in reads]}, outputs=[])
 
 
 def test_a_loop_of_reads_becomes_a_while_node(tmp_path, pgcc_bin):

@@ -1,4 +1,4 @@
-"""buckets.py: the bucket dimension found from shapes, the bucket a size runs, and the
+"""shape_buckets.py (and call_args.choose): the bucket dimension found from shapes, the bucket a size runs, and the
 analyses of several sizes merged into one program with a SWITCH node (weights once,
 inputs and outputs with the dimension named, intermediates per bucket), which pgcc
 reads and compiles."""
@@ -9,9 +9,11 @@ from types import SimpleNamespace
 import pytest
 from conftest import scale_module
 
-from pgcc.buckets import SETTER_SOURCE, check_values, choose, dim_position, merge, setter_kernel
+from pgcc.call_args import choose
+from pgcc.shape_buckets import SETTER_SOURCE, check_values, dim_position, merge, setter_kernel
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
+from pgcc.model import Analysis, Kernel
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -50,27 +52,27 @@ def bucket(tmp_path, n, static_at=0x900000):
     t = bufs.add(name="t0", size=256 * n, role="intermediate", ranges={0: 0x40000})
     s = bufs.add(name="t1", size=512, role="weight", static=True, tensor="__static_1", ranges={0: static_at})
     y = bufs.add(name="out0", size=256 * n, role="output", dtype="f32", shape=[n, 64], ranges={0: 0x20000})
-    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": {(0, 0, "abs64")},
-         "module": scale_module(tmp_path)}
+    k = Kernel(symbol="scale", layout=[(0, 8), (8, 4), (12, 4)], ptr_words={(0, 0, "abs64")},
+               module=scale_module(tmp_path))
 
     def launch(i, buf, off=0):
         return {"kind": "kernel", "func": 1, "grid": [n, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,
                 "args": [("ptr", buf, off), ("value", struct.pack("<f", 2.0)), ("value", struct.pack("<I", 64 * n))]}
     nodes = [launch(0, x), launch(1, w), launch(2, t), launch(3, s), launch(4, y)]
-    return SimpleNamespace(capA=SimpleNamespace(reads=[], edges=[(0, 1)]), bufs=bufs, nodes=nodes,
-                           edges=[(i, i + 1) for i in range(4)], kernels={1: k}, scalars=[],
-                           report={"nodes": 5, "edges": 4}, outputs=[f"out{n}"])
+    return Analysis(capA=SimpleNamespace(reads=[], edges=[(0, 1)]), bufs=bufs, nodes=nodes,
+                    edges=[(i, i + 1) for i in range(4)], kernels={1: k}, scalars=[],
+                    report={"nodes": 5, "edges": 4}, outputs=[f"out{n}"])
 
 
 def test_merge_shares_weights_and_names_the_dimension(tmp_path, pgcc_bin):
     values = [1, 2, 4]
     analyses = [bucket(tmp_path, n) for n in values]
     a = merge(analyses, values, "batch", True, setter_kernel(str(tmp_path)))
-    names = [b["name"] for b in a.bufs.list]
+    names = [b.name for b in a.bufs.list]
     assert names.count("in0") == 1 and names.count("out0") == 1 and names.count("w_w") == 1
     assert {"b1_t0", "b2_t0", "b4_t0", "b1_t1"} <= set(names) and "b2_t1" not in names  # the static block once
-    x = next(b for b in a.bufs.list if b["name"] == "in0")
-    assert x["shape"] == ["batch", 64] and x["size"] == 256 * 4
+    x = next(b for b in a.bufs.list if b.name == "in0")
+    assert x.shape == ["batch", 64] and x.size == 256 * 4
     assert [n["index"] for n in a.nodes] == ["bset", "bswitch"] and a.edges == [("bset", "bswitch")]
     switch = a.nodes[1]
     assert switch["kind"] == "switch" and [g for g, _, _ in switch["bodies"]] == ["bucket_1", "bucket_2", "bucket_4"]
@@ -111,7 +113,7 @@ def test_merge_shares_weights_and_names_the_dimension(tmp_path, pgcc_bin):
 
 def test_merge_refuses_what_it_cannot_say(tmp_path):
     a = [bucket(tmp_path, 1), bucket(tmp_path, 2)]
-    a[1].bufs.list[1]["ranges"] = {0: 0x31000}  # the weight is another tensor in bucket 2
+    a[1].bufs.list[1].ranges = {0: 0x31000}  # the weight is another tensor in bucket 2
     with pytest.raises(ExportError, match="another tensor"):
         merge(a, [1, 2], "batch", True, {})
     a = [bucket(tmp_path, 1), bucket(tmp_path, 2)]
@@ -119,7 +121,7 @@ def test_merge_refuses_what_it_cannot_say(tmp_path):
     with pytest.raises(ExportError, match="reads values back"):
         merge(a, [1, 2], "batch", True, {})
     a = [bucket(tmp_path, 1), bucket(tmp_path, 2)]
-    a[1].bufs.list[4]["shape"] = [2, 32]
+    a[1].bufs.list[4].shape = [2, 32]
     with pytest.raises(ExportError, match="output out0"):
         merge(a, [1, 2], "batch", True, {})
 

@@ -10,6 +10,7 @@ from conftest import scale_module
 from pgcc.collectives import kernel_collective, libcall
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
+from pgcc.model import Kernel
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -33,7 +34,7 @@ def probed(tmp_path, on_output=False):
     x = bufs.add(name="in0", size=4096, role="input", dtype="f32", shape=[8, 128], ranges={0: 0x10000})
     t = bufs.add(name="t0", size=8192, role="intermediate", ranges={0: 0x40000})
     y = bufs.add(name="out0", size=8192, role="output", dtype="f32", shape=[8, 256], ranges={0: 0x20000})
-    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": {(0, 0, "abs64")}, "module": module}
+    k = Kernel(symbol="scale", layout=[(0, 8), (8, 4), (12, 4)], ptr_words={(0, 0, "abs64")}, module=module)
 
     def launch(i, buf):
         return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,
@@ -63,7 +64,7 @@ def written_and_compiled(tmp_path, pgcc_bin, on_output=False):
 
 def test_a_recorded_all_reduce_is_a_libcall_pgcc_compiles(tmp_path, pgcc_bin):
     _, _, nodes, _, _ = probed(tmp_path)
-    assert [b["name"] for b in node_buffers(nodes[1])] == ["t0", "t0"]
+    assert [b.name for b in node_buffers(nodes[1])] == ["t0", "t0"]
     text, report = written_and_compiled(tmp_path, pgcc_bin)
     assert "comm world ranks 2;" in text
     assert ('  node n3 libcall fn "ncclAllReduce" comm world send t0 recv t0 count 2048 dtype f32 op sum;'

@@ -4,11 +4,12 @@ that keeps every edge."""
 import struct
 
 from pgcc.diagnose import as_captured, exported_bytes, order
+from pgcc.model import Buffer
 
 
 def test_exported_bytes_patches_every_kind():
-    a = {"name": "a"}
-    b = {"name": "b"}
+    a = Buffer(name="a", size=64, role="input")
+    b = Buffer(name="b", size=64, role="input")
     addr = {id(a): 0x7F12_3456_7000, id(b): 0x19_0000_0100}.get
     layout = [(0, 8), (8, 4), (16, 40)]
     raw = bytearray(40)
@@ -34,7 +35,7 @@ def test_order_keeps_capture_order_when_it_can_and_every_edge_when_not():
 
 
 def test_an_added_copy_is_run_at_capture_a_addresses():
-    t = {"ranges": {0: 0x1000}}
-    out = {"ranges": {0: 0x1000 + 64}}
+    t = Buffer(name="t0", size=1024, role="intermediate", ranges={0: 0x1000})
+    out = Buffer(name="out0", size=16, role="output", ranges={0: 0x1000 + 64})
     n = {"kind": "memcpy", "src": (t, 64), "dst": (out, 0), "width": 16, "index": 9}
     assert as_captured(n) == {"src": 0x1040, "dst": 0x1040}

@@ -104,7 +104,7 @@ def test_data_objects_of_a_cubin():
 def test_image_size_of_a_cubin_a_fatbin_and_ptx():
     """ModuleWatch hashes the image a driver call was given, by its size at an address."""
     import ctypes
-    from pgcc.kernels import image_size
+    from pgcc.module_watch import image_size
     cubin = open(os.path.join(FIXTURES, "scale.cubin"), "rb").read()
     fat = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 40) + bytes(40) + b"trailing bytes of the section"
     ptx = b".version 8.0\n.target sm_90\n\0more"
@@ -117,7 +117,7 @@ def test_image_at_reads_only_images_it_knows():
     """A fatbin behind nvcc's wrapper is read; an unknown structure is not (bytes read
     past one and later loaded as an image crashed the driver)."""
     import ctypes
-    from pgcc.kernels import image_at
+    from pgcc.module_watch import image_at
     fat = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 8) + b"12345678" + b"past the end"
     fbuf = ctypes.create_string_buffer(fat, len(fat))
     wrapper = struct.pack("<IIQQ", 0x466243B1, 1, ctypes.addressof(fbuf), 0)
@@ -134,7 +134,7 @@ def test_module_watch_knows_which_image_a_function_came_from():
     loaded from an image (none reported loaded during the call: the image given is
     kept), a function taken out of it; a library, a kernel, its function."""
     import ctypes as C
-    from pgcc.kernels import CBID_KERNEL_GET_FUNCTION, CBID_LIBRARY_GET_KERNEL, CBID_LIBRARY_LOAD, \
+    from pgcc.module_watch import CBID_KERNEL_GET_FUNCTION, CBID_LIBRARY_GET_KERNEL, CBID_LIBRARY_LOAD, \
         CBID_MODULE_GET_FUNCTION, CBID_MODULE_LOAD, ModuleWatch
 
     w = ModuleWatch.__new__(ModuleWatch)

@@ -10,6 +10,7 @@ import subprocess
 from conftest import FIXTURES
 
 from pgcc.graphfile import graph_text, ident, node_buffers, write_graph
+from pgcc.model import Kernel
 from pgcc.relocate import Buffers, Relocator
 from pgcc.weights import write_safetensors
 
@@ -24,12 +25,12 @@ def program(tmp_path):
     bufs.add(name="out0", size=1024, role="output", dtype="f32", shape=[256], ranges={0: 0x20000, 1: 0xA0000})
     bufs.add(name="w_a", size=1024, role="weight", dtype="f32", shape=[256], tensor="a", ranges={0: 0x30000, 1: 0x30000})
     rel = Relocator(bufs, [[(0x40000, 4096)], [(0xB0000, 4096)]], [[(0x40000, 4096)], [(0xB0000, 4096)]])
-    k = {"symbol": "scale", "layout": [(0, 8), (8, 4), (12, 4)], "ptr_words": set(),
-         "module": {"name": "m_scale", "kind": "cubin", "file": "kernels/scale.cubin", "sha256": digest}}
+    k = Kernel(symbol="scale", layout=[(0, 8), (8, 4), (12, 4)], ptr_words=set(),
+               module={"name": "m_scale", "kind": "cubin", "file": "kernels/scale.cubin", "sha256": digest})
     nodes = []
     for i, (pa, pb) in enumerate([(0x10000, 0x90000), (0x40000, 0xB0000), (0x20000, 0xA0000)]):
         blobs = [struct.pack("<QfI", p, 2.0, 256) for p in (pa, pb)]
-        args = rel.kernel_args(k["layout"], blobs, f"node {i}", k["ptr_words"])
+        args = rel.kernel_args(k.layout, blobs, f"node {i}", k.ptr_words)
         nodes.append({"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "args": args,
                       "index": i})
     nodes.append({"kind": "memcpy", "src": rel.resolve((0x10000, 0x90000), "cp"),
@@ -76,7 +77,7 @@ def test_pgcc_reads_it_and_round_trips(tmp_path, pgcc_bin):
 
 def test_pgcc_rejects_a_wrong_module_hash(tmp_path, pgcc_bin):
     kernels, bufs, used, nodes, edges = program(tmp_path)
-    kernels[1]["module"]["sha256"] = "0" * 64
+    kernels[1].module["sha256"] = "0" * 64
     write_graph(tmp_path / "p.graph", "p", kernels, bufs, used, nodes, edges, "sm_90")
     r = subprocess.run([pgcc_bin, str(tmp_path / "p.graph"), "-o", str(tmp_path / "p.c")], capture_output=True)
     assert r.returncode != 0
@@ -94,8 +95,8 @@ def test_relocation_kinds_and_dontcare_read_back(tmp_path, pgcc_bin):
     from pgcc.graphfile import graph_text
     bufs = Buffers()
     x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
-    k = {"symbol": "split", "layout": [(0, 40)], "module": {"name": "lib", "kind": "library", "library": "libx.so.1"},
-         "ptr_words": {(0, 4, "abs64"), (0, 16, "lo32"), (0, 24, "hi32")}, "dontcare": {(0, 32, 4), (0, 36, 4)}}
+    k = Kernel(symbol="split", layout=[(0, 40)], module={"name": "lib", "kind": "library", "library": "libx.so.1"},
+               ptr_words={(0, 4, "abs64"), (0, 16, "lo32"), (0, 24, "hi32")}, dontcare={(0, 32, 4), (0, 36, 4)})
     raw = bytes(range(40))
     node = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
             "args": [("bytes", raw, [(4, x, 0, "abs64"), (16, x, 8, "lo32"), (24, x, 8, "hi32")])]}
@@ -122,8 +123,8 @@ def test_a_slot_another_launch_fills_stays_as_given(tmp_path, pgcc_bin):
     from pgcc.graphfile import graph_text
     bufs = Buffers()
     x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
-    k = {"symbol": "table", "layout": [(0, 16)], "module": {"name": "lib", "kind": "library", "library": "libx.so.1"},
-         "ptr_words": {(0, 0, "abs64"), (0, 8, "abs64")}}
+    k = Kernel(symbol="table", layout=[(0, 16)], module={"name": "lib", "kind": "library", "library": "libx.so.1"},
+               ptr_words={(0, 0, "abs64"), (0, 8, "abs64")})
     both = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
             "args": [("bytes", bytes(16), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])]}
     stale = (0x7F00DEADBEEF).to_bytes(8, "little")
@@ -159,8 +160,8 @@ def host_read_program(guard):
     t = bufs.add(name="t0", size=1024, role="intermediate", ranges={0: 0x40000})
     y = bufs.add(name="out0", size=1024, role="output", dtype="f32", shape=[256], ranges={0: 0x20000})
     r = bufs.add(name="r0", size=4, role="host", dtype="f32", shape=[])
-    k = {"symbol": "scale", "layout": [(0, 8), (8, 8), (16, 8)], "ptr_words": {(0, 0, "abs64"), (8, 0, "abs64")},
-         "module": {"name": "lib", "kind": "library", "library": "libx.so.1"}}
+    k = Kernel(symbol="scale", layout=[(0, 8), (8, 8), (16, 8)], ptr_words={(0, 0, "abs64"), (8, 0, "abs64")},
+               module={"name": "lib", "kind": "library", "library": "libx.so.1"})
     s = {"name": "v0_f64", "type": "f64", "from": "r0", "read": 0}
     nodes = [{"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": 0,
               "args": [("ptr", x, 0), ("ptr", t, 0), ("value", struct.pack("<d", 0.5))]},
@@ -173,7 +174,7 @@ def host_read_program(guard):
         nodes[2]["guard"] = struct.pack("<f", 1.75)
         scalars = []
     else:
-        k["scalar_types"] = {16: "f64"}
+        k.scalar_types = {16: "f64"}
         nodes[3]["args"][2] = ("scalar", struct.pack("<d", 1.75), s)
         scalars = [s]
     used = {id(b) for n in nodes for b in node_buffers(n)}
@@ -216,7 +217,7 @@ def test_a_host_read_that_chose_the_path_is_guarded(tmp_path, pgcc_bin):
 
 
 def test_a_value_the_host_computes_is_a_callback_scalar(tmp_path, pgcc_bin):
-    """A kernel argument computed on the host from a value read (export.host_computed):
+    """A kernel argument computed on the host from a value read (hostvalues.host_computed):
     `scalar cb0 type f64 callback`, a pgrt_scalar_fn field of the generated NAME_args."""
     kernels, bufs, used, nodes, edges, scalars = host_read_program(guard=False)
     cb = {"name": "cb0", "type": "f64", "callback": True}
@@ -230,11 +231,11 @@ def test_a_value_the_host_computes_is_a_callback_scalar(tmp_path, pgcc_bin):
 
 
 def test_module_globals_are_written_and_read_back(tmp_path, pgcc_bin):
-    """A module whose library wrote its data objects after loading it (export.own_images):
+    """A module whose library wrote its data objects after loading it (kernel_code.own_images):
     the exporter writes them as the module's globals (format version 2), and pgcc reads
     them back and carries them into the generated C."""
     kernels, bufs, used, nodes, edges = program(tmp_path)
-    kernels[1]["module"]["globals"] = [("WINDOW_SIZE", b"\x03\0\0\0"), ("CONV_STRIDE_SIZE", b"\x02\0\0\0")]
+    kernels[1].module["globals"] = [("WINDOW_SIZE", b"\x03\0\0\0"), ("CONV_STRIDE_SIZE", b"\x02\0\0\0")]
     text = graph_text("p", kernels, bufs, used, nodes, edges, "sm_90")
     assert "pgcc 2;" in text
     assert 'globals ["WINDOW_SIZE" "03000000", "CONV_STRIDE_SIZE" "02000000"];' in text
@@ -252,8 +253,8 @@ def test_a_pointer_parameter_that_is_a_constant_in_one_launch(tmp_path, pgcc_bin
     relocation, so that the second launch keeps its bytes (its relocation null)."""
     bufs = Buffers()
     x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
-    k = {"symbol": "reduce", "layout": [(0, 8), (8, 8)], "ptr_words": {(0, 0, "abs64"), (8, 0, "abs64")},
-         "module": {"name": "lib", "kind": "library", "library": "libx.so.1"}}
+    k = Kernel(symbol="reduce", layout=[(0, 8), (8, 8)], ptr_words={(0, 0, "abs64"), (8, 0, "abs64")},
+               module={"name": "lib", "kind": "library", "library": "libx.so.1"})
     const = bytes.fromhex("0000fc7f00000000")
     one = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
            "args": [("ptr", x, 0), ("ptr", x, 64)]}

@@ -2,7 +2,8 @@
 captures' bytes; conversions as C makes them; when two captures ran other nodes."""
 import struct
 
-from pgcc.hostvalues import decode, encode, explain, flows, same_path
+from pgcc.call_args import decode, encode
+from pgcc.hostvalues import explain, flows, same_path
 
 KERNEL = 0  # (capture.py's node type of a kernel: anything but "read")
 

@@ -3,6 +3,7 @@ with its buffers at different addresses, solved to (buffer, offset); and the cas
 that must fail."""
 import struct
 
+from pgcc.model import PtrWord, Relocation
 from pgcc.relocate import Allocations, Buffers, Relocator, used_extent
 
 # where things are in each capture (capture 0, 1, 2)
@@ -30,12 +31,12 @@ def words(*vals):
 def test_known_buffers_and_intermediates_two_captures():
     bufs, rel = setup()
     b, off = rel.resolve((IN[0] + 16, IN[1] + 16), "w")
-    assert (b["name"], off) == ("in0", 16)
+    assert (b.name, off) == ("in0", 16)
     b, off = rel.resolve((W + 8, W + 8), "w")
-    assert (b["name"], off) == ("w_a", 8)
+    assert (b.name, off) == ("w_a", 8)
     # an intermediate: a region of each capture's pool, one buffer however many words reach it
     t, off = rel.resolve((POOL[0] + 2100, POOL[1] + 2100), "w")
-    assert (t["name"], t["role"], t["size"], off) == ("t0", "intermediate", 4096, 2100)
+    assert (t.name, t.role, t.size, off) == ("t0", "intermediate", 4096, 2100)
     again, off = rel.resolve((POOL[0], POOL[1]), "w")
     assert again is t and off == 0
     assert rel.problems == []
@@ -44,9 +45,9 @@ def test_known_buffers_and_intermediates_two_captures():
 def test_three_captures_agree():
     bufs, rel = setup(n=3)
     b, off = rel.resolve(tuple(OUT[c] + 4 for c in range(3)), "w")
-    assert (b["name"], off) == ("out0", 4)
+    assert (b.name, off) == ("out0", 4)
     t, off = rel.resolve(tuple(POOL[c] + 8 for c in range(3)), "w")
-    assert t["ranges"] == {0: POOL[0], 1: POOL[1], 2: POOL[2]} and off == 8
+    assert t.ranges == {0: POOL[0], 1: POOL[1], 2: POOL[2]} and off == 8
     assert rel.problems == []
 
 
@@ -87,14 +88,14 @@ def test_regions_of_different_sizes_fail():
 def test_without_regions_the_allocator_block_is_the_buffer():
     bufs, rel = setup(regions=False)
     t, off = rel.resolve((POOL[0] + 2050, POOL[1] + 2050), "w")
-    assert (t["size"], off, t["ranges"]) == (1024, 2, {0: POOL[0] + 2048, 1: POOL[1] + 2048})
+    assert (t.size, off, t.ranges) == (1024, 2, {0: POOL[0] + 2048, 1: POOL[1] + 2048})
 
 
 def test_static_block_and_constants_and_foreign_words():
     foreign = {0x5555_0000_1000: "host memory of this process (stack)"}
     bufs, rel = setup(foreign=foreign.get)
     t, off = rel.resolve((WORKSPACE + 64, WORKSPACE + 64), "w")
-    assert (t["role"], t["static"], t["tensor"], off) == ("weight", True, "__static_0", 64)
+    assert (t.role, t.static, t.tensor, off) == ("weight", True, "__static_0", 64)
     assert rel.resolve((42, 42), "w") is None  # a constant
     assert rel.resolve((0x5555_0000_1000, 0x5555_0000_1000), "node 7") is None
     assert rel.foreign_words == ["node 7: 0x555500001000, host memory of this process (stack)"]
@@ -112,9 +113,9 @@ def test_memory_allocated_while_capture_a_ran_and_used_again_is_static():
     paired = {c: Allocations(allocs[c], allocs[0]) for c in (1, 2)}
     rel = Relocator(bufs, blocks, [[(POOL[0], 3072)], [(POOL[1], 2048)], [(POOL[2], 2048)]], paired=paired)
     t, off = rel.resolve(tuple(POOL[c] + 8 for c in range(3)), "a")  # A's own intermediate
-    assert (t["role"], off) == ("intermediate", 8)
+    assert (t.role, off) == ("intermediate", 8)
     s, off = rel.resolve((lib + 16,) * 3, "b")
-    assert (s["role"], s.get("static"), s["size"], off) == ("weight", True, 1024, 16)
+    assert (s.role, s.static, s.size, off) == ("weight", True, 1024, 16)
     assert rel.resolve((lib,) * 3, "c")[0] is s  # the same block again, though A's region holds it
     assert rel.resolve(tuple(POOL[c] + 8 for c in range(3)), "d")[0] is t
     assert rel.problems == []
@@ -129,14 +130,18 @@ def test_kernel_args():
     b = words(IN[1] + 8) + struct.pack("<I", 5) + b"\0" * 4 + words(POOL[1] + 16, 7, 0x5555_0000_1000) + words(99)
     ptr_words = set()
     args = rel.kernel_args(layout, [a, b], "node 0", ptr_words)
-    assert args[0][0] == "ptr" and args[0][1]["name"] == "in0" and args[0][2] == 8
+    assert args[0][0] == "ptr" and args[0][1].name == "in0" and args[0][2] == 8
     assert args[1] == ("value", struct.pack("<I", 5))
     kind, raw, ptrs = args[2]
-    assert kind == "bytes" and [(at, p["name"], off, k) for at, p, off, k in ptrs] == [(0, "t0", 16, "abs64")]
+    assert kind == "bytes" and [(at, p.name, off, k) for at, p, off, k in ptrs] == [(0, "t0", 16, "abs64")]
     assert raw[16:24] == b"\0" * 8  # the host pointer, written as null
     assert args[3] == ("value", words(99))
     assert ptr_words == {(0, 0, "abs64"), (16, 0, "abs64")}
     assert rel.problems == [] and len(rel.foreign_words) == 1
+    # the relocations are the model's records, their fields named
+    assert all(isinstance(w, PtrWord) for w in ptr_words) and {(w.param, w.kind) for w in ptr_words} == \
+        {(0, "abs64"), (16, "abs64")}
+    assert isinstance(ptrs[0], Relocation) and (ptrs[0].buffer.name, ptrs[0].offset) == ("t0", 16)
 
 
 def test_kernel_args_seed_that_changes_fails():
@@ -185,7 +190,7 @@ def test_kinds_whole_at_4_low_and_high_halves():
     args = rel.kernel_args([(0, 40)], blobs_of(make), "node 1", ptr_words, suspects)
     kind, raw, ptrs = args[0]
     assert kind == "bytes"
-    got = [(at, p["name"], off, k) for at, p, off, k in ptrs]
+    got = [(at, p.name, off, k) for at, p, off, k in ptrs]
     assert got == [(4, "in0", 0, "abs64"), (16, "out0", 64, "lo32"), (24, "out0", 64, "hi32"), (28, "in0", 8, "lo32")]
     assert ptr_words == {(0, 4, "abs64"), (0, 16, "lo32"), (0, 24, "hi32"), (0, 28, "lo32")}
     assert suspects == [] and rel.problems == []
@@ -269,10 +274,10 @@ def test_capture_c_through_its_allocations():
     bufs, rel = paired_setup()
     # the second allocation, 16 bytes in: A and B through their regions, C through pairing
     t, off = rel.resolve((POOL[0] + 1024 + 16, POOL[1] + 1024 + 16, 0x19_5000_2000 + 16), "w")
-    assert (t["name"], off) == ("t0", 1040) and 2 not in t["ranges"]
+    assert (t.name, off) == ("t0", 1040) and 2 not in t.ranges
     assert rel.at(2, t, off) == {0x19_5000_2010}
     # a known buffer: C's range directly
-    assert rel.resolve((IN[0], IN[1], 0x19_4800_0000), "w")[0]["name"] == "in0"
+    assert rel.resolve((IN[0], IN[1], 0x19_4800_0000), "w")[0].name == "in0"
     assert rel.problems == []
 
 
@@ -324,7 +329,7 @@ def test_an_output_whose_memory_held_another_tensor_first_is_the_regions():
     # ViT in bf16: capture A's output (4000 bytes) was allocated where a 151 KB
     # intermediate had been; a kernel writing that intermediate points at the output's
     # address.  Mapping it to the output would write 151 KB into 4000 bytes.
-    from pgcc.export import reused
+    from pgcc.node_mapping import reused
     allocs = [(POOL[0], 151296), (POOL[0] + 151552, 1024), (POOL[0], 4000)]
     assert reused(allocs, POOL[0], 4000)
     assert not reused(allocs, POOL[0] + 151552, 1024)
@@ -333,11 +338,11 @@ def test_an_output_whose_memory_held_another_tensor_first_is_the_regions():
     out = bufs.add(name="out0", size=4000, role="output", ranges={c: POOL[c] for c in range(2)}, aliased=True)
     rel = Relocator(bufs, [[(POOL[c], 1 << 20)] for c in range(2)], [[(POOL[c], 1 << 20)] for c in range(2)])
     t, off = rel.resolve((POOL[0] + 16, POOL[1] + 16), "w")
-    assert t is not out and (t["role"], off) == ("intermediate", 16)
+    assert t is not out and (t.role, off) == ("intermediate", 16)
     assert rel.problems == []
 
 
-# ---- how much of a region the program uses (export.place_intermediates, where a region is not split) -----------------
+# ---- how much of a region the program uses (slot_layout.place_intermediates, where a region is not split) -----------------
 
 REGION = 0x7F0000000000
 # capture A's allocations in the region: two tensors, then a 1 MiB one no node points into

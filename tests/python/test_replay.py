@@ -1,10 +1,10 @@
 """replay.prove_irrelevant and narrow over a stand-in replayer (no GPU): a "kernel" whose
-results depend on chosen parameter bytes of chosen nodes; and export.words_hex."""
+results depend on chosen parameter bytes of chosen nodes; and host_words.words_hex."""
 from types import SimpleNamespace
 
 import pytest
 
-from pgcc.export import words_hex
+from pgcc.host_words import words_hex
 from pgcc.replay import POISON, narrow, prove_irrelevant
 
 
@@ -86,7 +86,7 @@ def test_training_step_seen_through_torch_compile():
     torch.compile makes (a function whose _torchdynamo_orig_callable is the bound
     __call__ of a callable object; a module's _orig_mod); an nn.Module's train is a
     method, not True."""
-    from pgcc.export import training_step
+    from pgcc.warmup import training_step
 
     class Step:
         train = True

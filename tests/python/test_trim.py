@@ -1,22 +1,23 @@
-"""export.place_intermediates: a capture region split into the allocations its nodes
+"""slot_layout.place_intermediates: a capture region split into the allocations its nodes
 use (slots.py), or else cut after the last allocation a node points into; what no node
 points into is not the program's (no GPU needed)."""
-import importlib
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 from pgcc.graphfile import node_refs
+from pgcc.model import Analysis, Buffer, WholeLayout
 
-export = importlib.import_module("pgcc.export")
+from pgcc import slot_layout
 
 BASE = 0x7F0000000000
 
 
 def buffers():
-    t0 = {"name": "t0", "size": 8704 + (1 << 20), "role": "intermediate", "ranges": {0: BASE, 1: BASE + (1 << 32)}}
-    t1 = {"name": "t1", "size": 4096, "role": "intermediate", "ranges": {0: BASE + (4 << 20)}}
-    ws = {"name": "t2", "size": 1 << 20, "role": "weight", "static": True, "ranges": {0: BASE + 8704}}
-    w = {"name": "w_a", "size": 256, "role": "weight", "ranges": {0: 0x1000}}
+    t0 = Buffer(name="t0", size=8704 + (1 << 20), role="intermediate", ranges={0: BASE, 1: BASE + (1 << 32)})
+    t1 = Buffer(name="t1", size=4096, role="intermediate", ranges={0: BASE + (4 << 20)})
+    ws = Buffer(name="t2", size=1 << 20, role="weight", static=True, ranges={0: BASE + 8704})
+    w = Buffer(name="w_a", size=256, role="weight", ranges={0: 0x1000})
     return t0, t1, ws, w
 
 
@@ -36,7 +37,7 @@ def capture(allocs, nodes=3, edges=None):
 
 
 def trim(bufs, nodes, allocs, log):
-    nodes, report = export.place_intermediates(bufs, nodes, capture(allocs), log, split=False)
+    nodes, report = slot_layout.place_intermediates(bufs, nodes, capture(allocs), log, split=False)
     return report["cut"]
 
 
@@ -48,25 +49,25 @@ def test_regions_are_cut_after_what_the_nodes_point_into():
     said = []
     cut = trim(Bufs((t0, t1, ws, w)), nodes, ALLOCS, said.append)
     assert cut == {"t0": [8704 + (1 << 20), 8704]}
-    assert t0["size"] == 8704 and t1["size"] == 4096  # (t1's one allocation is all of it)
-    assert ws["size"] == 1 << 20 and w["size"] == 256  # static blocks and weights are not regions
+    assert t0.size == 8704 and t1.size == 4096  # (t1's one allocation is all of it)
+    assert ws.size == 1 << 20 and w.size == 256  # static blocks and weights are not regions
     assert said and "t0 1057280 -> 8704 bytes" in said[0]
 
 
 def test_a_copy_out_of_the_region_keeps_what_it_reads():
     t0, t1, ws, w = buffers()
-    out = {"name": "out0", "size": 1 << 20, "role": "output", "ranges": {0: 0x2000}}
+    out = Buffer(name="out0", size=1 << 20, role="output", ranges={0: 0x2000})
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)]},
              {"kind": "memcpy", "src": (t0, 8704), "dst": (out, 0), "width": 1 << 20}]
     trim(Bufs((t0, out)), nodes, ALLOCS, lambda s: None)
-    assert t0["size"] == 8704 + (1 << 20)
+    assert t0.size == 8704 + (1 << 20)
 
 
 def test_without_the_allocators_trace_nothing_is_cut():
     t0, t1, ws, w = buffers()
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)]}]
     assert trim(Bufs((t0,)), nodes, None, lambda s: None) == {}
-    assert t0["size"] == 8704 + (1 << 20)
+    assert t0.size == 8704 + (1 << 20)
 
 
 def test_node_refs_reach_into_bodies_and_say_what_copies_cover():
@@ -85,11 +86,11 @@ def test_regions_are_split_into_the_allocations_the_nodes_use():
              {"kind": "kernel", "args": [("ptr", t1, 128), ("bytes", b"\0" * 16, [(8, t0, 8200, "lo32")])],
               "index": 2}]
     bufs, said = Bufs((t0, t1, ws, w)), []
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS), said.append)
-    assert [b["name"] for b in bufs.list] == ["t0_0", "t0_1", "t1_0", "t2", "w_a"]
+    out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS), said.append)
+    assert [b.name for b in bufs.list] == ["t0_0", "t0_1", "t1_0", "t2", "w_a"]
     s0, s1, s2 = bufs.list[:3]
-    assert (s0["size"], s1["size"], s2["size"]) == (8192, 512, 4096)
-    assert s1["ranges"] == {0: BASE + 8192, 1: BASE + (1 << 32) + 8192} and s1["role"] == "intermediate"
+    assert (s0.size, s1.size, s2.size) == (8192, 512, 4096)
+    assert s1.ranges == {0: BASE + 8192, 1: BASE + (1 << 32) + 8192} and s1.role == "intermediate"
     assert out[0]["args"] == [("ptr", s0, 0), ("ptr", w, 0)]
     assert out[1]["dst"] == (s1, 0)
     assert out[2]["args"] == [("ptr", s2, 128), ("bytes", b"\0" * 16, [(8, s1, 8, "lo32")])]
@@ -105,7 +106,7 @@ def test_a_capture_that_is_not_a_chain_is_only_cut():
              {"kind": "kernel", "args": [("ptr", t0, 8192)], "index": 1},
              {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 2}]
     bufs = Bufs((t0, t1))
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, edges=[(0, 1), (0, 2)]), lambda s: None)
+    out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS, edges=[(0, 1), (0, 2)]), lambda s: None)
     assert bufs.list == [t0, t1] and out == nodes
     assert report["split"] == {} and report["cut"] == {"t0": [8704 + (1 << 20), 8704]}
     assert "not one chain" in report["whole"]["t0"]
@@ -113,8 +114,8 @@ def test_a_capture_that_is_not_a_chain_is_only_cut():
 
 def test_the_nodes_are_timed_in_the_chains_order_and_copies_added_come_last():
     # X at 0 is freed and Y made there; the chain runs node 1 (X and V) before node 0 (Y and W)
-    t0 = {"name": "t0", "size": 12288, "role": "intermediate", "ranges": {0: BASE}}
-    out0 = {"name": "out0", "size": 4096, "role": "output", "ranges": {0: 0x2000}}
+    t0 = Buffer(name="t0", size=12288, role="intermediate", ranges={0: BASE})
+    out0 = Buffer(name="out0", size=4096, role="output", ranges={0: 0x2000})
     trace = [("alloc", BASE, 4096), ("alloc", BASE + 4096, 4096), ("free_requested", BASE, 4096),
              ("free_requested", BASE + 4096, 4096), ("alloc", BASE, 4096), ("alloc", BASE + 8192, 4096)]
     cap = SimpleNamespace(allocs=[(a, s) for act, a, s in trace if act == "alloc"], trace=trace,
@@ -123,14 +124,14 @@ def test_the_nodes_are_timed_in_the_chains_order_and_copies_added_come_last():
              {"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 4096)], "index": 1},
              {"kind": "memcpy", "src": (t0, 0), "dst": (out0, 0), "width": 4096, "index": 2}]  # (the export's copy)
     bufs = Bufs((t0, out0))
-    out, report = export.place_intermediates(bufs, nodes, cap, lambda s: None)
+    out, report = slot_layout.place_intermediates(bufs, nodes, cap, lambda s: None)
     assert report["split"] == {"t0": [12288, 4, 16384]} and report["whole"] == {}
     x, y = out[1]["args"][0][1], out[0]["args"][0][1]
-    assert x is not y and x["size"] == y["size"] == 4096
+    assert x is not y and x.size == y.size == 4096
     assert out[2]["src"] == (y, 0)  # the copy at the end reads Y, the allocation live then
     # in the nodes' numbering the trace would contradict them: nothing split
     cap.edges = [(0, 1)]
-    out, report = export.place_intermediates(Bufs((t0, out0)), nodes, cap, lambda s: None)
+    out, report = slot_layout.place_intermediates(Bufs((t0, out0)), nodes, cap, lambda s: None)
     assert report["split"] == {} and "not all live" in report["whole"]["t0"]
 
 
@@ -140,9 +141,9 @@ def test_pgcc_packs_the_slots_of_a_region(tmp_path, pgcc_bin):
     import subprocess
     from pgcc.graphfile import node_buffers, write_graph
     from pgcc.weights import write_safetensors
-    t0 = {"name": "t0", "size": 12288, "role": "intermediate", "ranges": {0: BASE}}
-    in0 = {"name": "in0", "size": 4096, "role": "input", "dtype": "u8", "shape": [4096], "ranges": {0: 0x1000}}
-    out0 = {"name": "out0", "size": 4096, "role": "output", "dtype": "u8", "shape": [4096], "ranges": {0: 0x3000}}
+    t0 = Buffer(name="t0", size=12288, role="intermediate", ranges={0: BASE})
+    in0 = Buffer(name="in0", size=4096, role="input", dtype="u8", shape=[4096], ranges={0: 0x1000})
+    out0 = Buffer(name="out0", size=4096, role="output", dtype="u8", shape=[4096], ranges={0: 0x3000})
     trace = [("alloc", BASE + 4096 * i, 4096) for i in range(3)]
     cap = SimpleNamespace(allocs=[(a, s) for _, a, s in trace], trace=trace, nodes=[None] * 4,
                           edges=[(0, 1), (1, 2), (2, 3)])
@@ -159,7 +160,7 @@ def test_pgcc_packs_the_slots_of_a_region(tmp_path, pgcc_bin):
     write_safetensors(tmp_path / "p.safetensors", [])
     assert arena(Bufs((in0, out0, t0)), nodes).startswith("memory: arena 12.00 KiB for 1 intermediates")
     bufs = Bufs((in0, out0, t0))
-    out, report = export.place_intermediates(bufs, nodes, cap, lambda s: None)
+    out, report = slot_layout.place_intermediates(bufs, nodes, cap, lambda s: None)
     assert report["split"] == {"t0": [12288, 3, 12288]}
     assert arena(bufs, out).startswith("memory: arena 8.00 KiB for 3 intermediates")
 
@@ -170,12 +171,13 @@ def split_analysis(tmp_path=None):
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
              {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 1}]
     bufs = Bufs((t0, t1, w))
-    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
+    whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b.size for b in bufs.list})
+    out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
     assert report["split"]
     written = []
-    a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole,
-                        write_report=lambda: written.append(json.dumps(a.report["intermediates"], default=str)))
+    a = Analysis(capA=None, bufs=bufs, nodes=out, edges=[], kernels={}, scalars=[], report={"intermediates": report},
+                 outputs=[], whole=whole)
+    a.write_report = lambda: written.append(json.dumps(a.report["intermediates"], default=str))
     if tmp_path is not None:
         (tmp_path / "m.graph").write_text("split\n")
     return a, nodes, written
@@ -186,23 +188,24 @@ def test_whole_regions_undoes_the_split_and_the_cut():
     a, nodes, written = split_analysis()
     bufs = a.bufs
     t0, t1, w = a.whole.bufs
-    assert [b["name"] for b in bufs.list] == ["t0_0", "t1_0", "w_a"]
-    assert export.whole_regions(a, "verify m: output 0 differs")
-    assert a.nodes == nodes and bufs.list == [t0, t1, w] and t0["size"] == 8704 + (1 << 20)
+    assert [b.name for b in bufs.list] == ["t0_0", "t1_0", "w_a"]
+    assert slot_layout.whole_regions(a, "verify m: output 0 differs")
+    assert a.nodes == nodes and bufs.list == [t0, t1, w] and t0.size == 8704 + (1 << 20)
     assert a.report["intermediates"]["undone"] == "verify m: output 0 differs" and written
-    assert not export.whole_regions(a, "again")  # (nothing left to undo)
+    assert not slot_layout.whole_regions(a, "again")  # (nothing left to undo)
     # cut only (a capture that is not one chain): the sizes come back
     bufs = Bufs((t0, t1, w))
-    whole = SimpleNamespace(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b["size"] for b in bufs.list})
-    out, report = export.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2, edges=[]), lambda s: None)
-    assert report["cut"] and t0["size"] == 8192
-    a = SimpleNamespace(nodes=out, bufs=bufs, report={"intermediates": report}, whole=whole, write_report=lambda: None)
-    assert export.whole_regions(a, "x") and t0["size"] == 8704 + (1 << 20) and bufs.list == [t0, t1, w]
+    whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b.size for b in bufs.list})
+    out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2, edges=[]), lambda s: None)
+    assert report["cut"] and t0.size == 8192
+    a = Analysis(capA=None, bufs=bufs, nodes=out, edges=[], kernels={}, scalars=[], report={"intermediates": report},
+                 outputs=[], whole=whole)
+    assert slot_layout.whole_regions(a, "x") and t0.size == 8704 + (1 << 20) and bufs.list == [t0, t1, w]
 
 
 def test_the_nodes_are_placed_where_capture_a_saw_them():
     # kernel 1 reads X and writes W; X is freed and kernel 2 writes Z in its place
-    t0 = {"name": "t0", "size": 8192, "role": "intermediate", "ranges": {0: BASE}}
+    t0 = Buffer(name="t0", size=8192, role="intermediate", ranges={0: BASE})
     trace = [("alloc", BASE, 4096), ("alloc", BASE + 4096, 4096), ("free_requested", BASE, 4096),
              ("alloc", BASE, 4096)]
     nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 4096)], "index": 0},
@@ -212,9 +215,9 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
         cap = SimpleNamespace(allocs=[(a, s) for act, a, s in trace if act == "alloc"], trace=trace,
                               nodes=[{"type": 0}, {"type": 0}], edges=[(0, 1)], node_clock=clock,
                               node_clock_kinds=kinds or ["kernel"] * len(clock or ()))
-        bufs = Bufs((dict(t0),))
+        bufs = Bufs((replace(t0),))
         ns = [dict(n, args=[(a[0], bufs.list[0], a[2]) for a in n["args"]]) for n in nodes]
-        return export.place_intermediates(bufs, ns, cap, lambda s: None)
+        return slot_layout.place_intermediates(bufs, ns, cap, lambda s: None)
     out, report = place([(2, 0), (3, 1)])
     assert report["timed"] == "seen" and report["split"] == {"t0": [8192, 3, 12288]}
     assert out[0]["args"][0][1] is not out[1]["args"][1][1]  # X and Z: two buffers
@@ -232,37 +235,37 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
     assert report["split"]["t0"][1] == 2
 
 
-def layout(a, path, name):  # (a stand-in for export.graph_of: which layout it wrote)
+def layout(a, path, name):  # (a stand-in for export_files.graph_of: which layout it wrote)
     with open(path, "w") as f:
-        f.write(" ".join(b["name"] for b in a.bufs.list) + "\n")
+        f.write(" ".join(b.name for b in a.bufs.list) + "\n")
 
 
 def test_the_regions_are_kept_whole_where_pgcc_packs_them_smaller(tmp_path):
     a, whole_nodes, written = split_analysis(tmp_path)
-    split_names = [b["name"] for b in a.bufs.list]
+    split_names = [b.name for b in a.bufs.list]
     sizes = {"split\n": 3 << 20, "t0 t1 w_a\n": 2 << 20}
     said = []
-    assert export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
+    assert slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
                                       arena=lambda g: sizes[open(g).read()])
     assert (tmp_path / "m.graph").read_text() == "t0 t1 w_a\n" and not (tmp_path / "m.whole.graph").exists()
-    assert a.nodes == whole_nodes and [b["name"] for b in a.bufs.list] == ["t0", "t1", "w_a"]
+    assert a.nodes == whole_nodes and [b.name for b in a.bufs.list] == ["t0", "t1", "w_a"]
     rep = a.report["intermediates"]
     assert rep["split"] == {} and set(rep["whole"]) == {"t0", "t1"} and written
     assert "2097152 bytes with the regions whole, 3145728 with them split" in rep["whole"]["t0"] and said
     # larger whole: the split stays, as it was
     a, _, written = split_analysis(tmp_path)
-    before = (list(a.nodes), [b["name"] for b in a.bufs.list], dict(a.report["intermediates"]))
+    before = (list(a.nodes), [b.name for b in a.bufs.list], dict(a.report["intermediates"]))
     sizes = {"split\n": 2 << 20, "t0 t1 w_a\n": 3 << 20}
-    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
+    assert not slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
                                           arena=lambda g: sizes[open(g).read()])
     assert (tmp_path / "m.graph").read_text() == "split\n" and not (tmp_path / "m.whole.graph").exists()
-    assert (a.nodes, [b["name"] for b in a.bufs.list], a.report["intermediates"]) == before
-    assert [b["name"] for b in a.bufs.list] == split_names
-    assert all(b["size"] > 0 for b in a.bufs.list) and a.bufs.list[0]["size"] != 8704 + (1 << 20)
+    assert (a.nodes, [b.name for b in a.bufs.list], a.report["intermediates"]) == before
+    assert [b.name for b in a.bufs.list] == split_names
+    assert all(b.size > 0 for b in a.bufs.list) and a.bufs.list[0].size != 8704 + (1 << 20)
     # pgcc does not read one of them: nothing changes
     a, _, _ = split_analysis(tmp_path)
-    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout, arena=lambda g: None)
+    assert not slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout, arena=lambda g: None)
     assert a.report["intermediates"]["split"]
     # nothing split: nothing written
     a.report["intermediates"] = {"split": {}, "whole": {}, "cut": {}}
-    assert not export.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=None, arena=None)
+    assert not slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=None, arena=None)

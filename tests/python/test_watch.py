@@ -5,7 +5,7 @@ import ctypes as C
 
 import pytest
 
-from pgcc import kernels
+from pgcc import module_watch
 
 
 class FakeCupti:
@@ -43,11 +43,11 @@ class FakeDriver:
         self.cupti, self.calls_back = cupti, calls_back
 
     def CtxSynchronize(self):
-        for cbid in kernels.CBID_CTX_SYNCHRONIZE:
-            if self.calls_back and (kernels.DOMAIN_DRIVER_API, cbid) in self.cupti.enabled:
+        for cbid in module_watch.CBID_CTX_SYNCHRONIZE:
+            if self.calls_back and (module_watch.DOMAIN_DRIVER_API, cbid) in self.cupti.enabled:
                 for site in (0, 1):  # CUPTI_API_ENTER, CUPTI_API_EXIT
-                    data = kernels.ModuleWatch._Api(site=site, functionName=b"cuCtxSynchronize")
-                    self.cupti.cb(None, kernels.DOMAIN_DRIVER_API, cbid, C.cast(C.pointer(data), C.c_void_p))
+                    data = module_watch.ModuleWatch._Api(site=site, functionName=b"cuCtxSynchronize")
+                    self.cupti.cb(None, module_watch.DOMAIN_DRIVER_API, cbid, C.cast(C.pointer(data), C.c_void_p))
                 return 0
         return 0
 
@@ -55,14 +55,14 @@ class FakeDriver:
 @pytest.fixture
 def fake(monkeypatch):
     cupti = FakeCupti()
-    monkeypatch.setattr(kernels.ModuleWatch, "_candidates", staticmethod(lambda: iter(["libcupti-fake.so"])))
-    monkeypatch.setattr(kernels.C, "CDLL", lambda path: cupti)
+    monkeypatch.setattr(module_watch.ModuleWatch, "_candidates", staticmethod(lambda: iter(["libcupti-fake.so"])))
+    monkeypatch.setattr(module_watch.C, "CDLL", lambda path: cupti)
     return cupti
 
 
 def test_close_finalizes_at_the_exit_of_a_driver_call(fake, monkeypatch):
-    monkeypatch.setattr(kernels, "cu", lambda: FakeDriver(fake))
-    w = kernels.ModuleWatch()
+    monkeypatch.setattr(module_watch, "cu", lambda: FakeDriver(fake))
+    w = module_watch.ModuleWatch()
     assert w.close() is True
     assert fake.finalized == 1  # once, at the exit site only
     assert fake.unsubscribed == 0  # (finalizing ends the subscription)
@@ -70,23 +70,23 @@ def test_close_finalizes_at_the_exit_of_a_driver_call(fake, monkeypatch):
 
 
 def test_close_without_a_callback_still_unsubscribes(fake, monkeypatch):
-    monkeypatch.setattr(kernels, "cu", lambda: FakeDriver(fake, calls_back=False))
-    w = kernels.ModuleWatch()
+    monkeypatch.setattr(module_watch, "cu", lambda: FakeDriver(fake, calls_back=False))
+    w = module_watch.ModuleWatch()
     assert w.close() is False
     assert fake.finalized == 0 and fake.unsubscribed == 1
 
 
 def test_callbacks_after_close_was_asked_do_not_record(fake, monkeypatch):
     """Once detaching, the watch ignores what it would otherwise keep."""
-    monkeypatch.setattr(kernels, "cu", lambda: FakeDriver(fake))
-    w = kernels.ModuleWatch()
+    monkeypatch.setattr(module_watch, "cu", lambda: FakeDriver(fake))
+    w = module_watch.ModuleWatch()
     func, result = C.c_void_p(0xF00), C.c_int(0)
     params = (C.c_void_p * 2)(C.cast(C.pointer(func), C.c_void_p), 0xABC)  # (CUfunction *, CUmodule)
 
     def get_function():
-        data = kernels.ModuleWatch._Api(site=1, functionName=b"cuModuleGetFunction",
+        data = module_watch.ModuleWatch._Api(site=1, functionName=b"cuModuleGetFunction",
                                         params=C.cast(params, C.c_void_p), result=C.cast(C.pointer(result), C.c_void_p))
-        fake.cb(None, kernels.DOMAIN_DRIVER_API, kernels.CBID_MODULE_GET_FUNCTION, C.cast(C.pointer(data), C.c_void_p))
+        fake.cb(None, module_watch.DOMAIN_DRIVER_API, module_watch.CBID_MODULE_GET_FUNCTION, C.cast(C.pointer(data), C.c_void_p))
     get_function()
     assert w.parent == {0xF00: 0xABC}  # (watching: the function's module is kept)
     w.parent.clear()
@@ -99,13 +99,13 @@ def call(cupti, name, result=0):
     """A driver call as CUPTI reports it to the subscriber: its entry, then its exit."""
     res = C.c_int(result)
     for site in (0, 1):
-        data = kernels.ModuleWatch._Api(site=site, functionName=name.encode(),
+        data = module_watch.ModuleWatch._Api(site=site, functionName=name.encode(),
                                         result=C.cast(C.pointer(res), C.c_void_p) if site else None)
-        cupti.cb(None, kernels.DOMAIN_DRIVER_API, 0, C.cast(C.pointer(data), C.c_void_p))
+        cupti.cb(None, module_watch.DOMAIN_DRIVER_API, 0, C.cast(C.pointer(data), C.c_void_p))
 
 
 def test_node_clock_reads_the_clock_as_each_node_making_call_begins(fake):
-    w = kernels.ModuleWatch()
+    w = module_watch.ModuleWatch()
     w.paused = True  # (captures run paused: the clock still works)
     ticks = iter(range(100))
     with w.node_clock(lambda: next(ticks)) as seen:
@@ -117,7 +117,7 @@ def test_node_clock_reads_the_clock_as_each_node_making_call_begins(fake):
     assert seen == [(0, "kernel"), (1, "memset"), (3, "memcpy")]
     call(fake, "cuLaunchKernel")  # after: not counted
     assert len(seen) == 3
-    assert (kernels.DOMAIN_DRIVER_API, kernels.CBID_LIBRARY_LOAD) in fake.enabled
+    assert (module_watch.DOMAIN_DRIVER_API, module_watch.CBID_LIBRARY_LOAD) in fake.enabled
 
 
 def test_node_made_by():
@@ -127,5 +127,5 @@ def test_node_made_by():
             "cuMemcpy3DAsync_v2_ptsz": "memcpy"}
     not_made = ["cuMemsetD8", "cuMemcpyDtoD_v2", "cuStreamBeginCapture", "cuEventRecord", "cuModuleGetFunction",
                 "cuGraphLaunch", "cuMemAlloc_v2", "cuMemAllocAsync", "cuMemFreeAsync"]
-    assert {n: kernels.node_made_by(n) for n in made} == made
-    assert [kernels.node_made_by(n) for n in not_made] == [None] * len(not_made)
+    assert {n: module_watch.node_made_by(n) for n in made} == made
+    assert [module_watch.node_made_by(n) for n in not_made] == [None] * len(not_made)

@@ -1,269 +1,28 @@
-"""Where each captured kernel's code is: Triton's kernels by the cubin behind the very
-CUfunction the graph launches (Triton's and Inductor's kernel objects, Triton's cache),
-library kernels by name in the fatbins of each loaded library's .nv_fatbin section,
-and the rest among the module images the process loaded (ModuleWatch, through CUPTI).
+"""The module images this process loads, watched through CUPTI (ModuleWatch): copies of
+each image as it is loaded, and which image each function came from (image_of); and
+which loaded images a function's module could have been loaded from, with the data
+objects its library wrote after loading it (ModuleFingerprints).  The second route to
+a library kernel that is in no fatbin of its library (kernel_search.py is the first).
 
-Assumes the driver (the candidates are loaded with cuLibraryLoadData and compared by
-their attributes) and, for ModuleWatch, libcupti; torch is imported only to find
-CUPTI beside it.  Nothing is guessed: where two images with different code hold a
-kernel, the one its function was taken from (ModuleWatch.image_of) is taken, or the
-kernel is reported; the other places holding a library kernel's name
-(library_candidates, loaded by LibraryFunctions) are judged by running them
-(export.prove_code).
+    watch = pgcc.ModuleWatch()   # before the model first runs
+    ...                          # the model runs: its libraries load their modules
+    watch.images                 # {name: image bytes}
+    watch.close()
+
+Assumes libcupti and the driver, found when a ModuleWatch is made (torch is imported
+then only to find CUPTI beside it: importing this module needs neither).
 """
 import contextlib
 import ctypes as C
 import hashlib
-import json
 import os
-import time
 
-from .cuda import check, cu
+from .cuda import check, cu, read_device
 from .errors import ExportError
-from .fatbin import FATBIN_MAGIC, fatbins, read_section, same_kernel_code
+from .fatbin import FATBIN_MAGIC, elf_data_objects, elf_sections
+from .kernel_search import func_attrs
 
-# max threads, shared, const, local, registers, PTX and binary version: what tells compiled kernels apart
-FUNC_ATTRS = (0, 1, 2, 3, 4, 5, 6)
-
-
-def triton_images(roots, log=None):
-    """{CUfunction handle: cubin} for every kernel Triton (or Inductor's static launcher) has
-    loaded in this process.  The handle is what a captured kernel node launches, so this
-    finds its very cubin: a name alone does not, since autotuning leaves several variants of
-    one kernel in the cache and different graphs (forward, backward) reuse kernel names."""
-    import gc
-    import warnings
-    from collections.abc import Mapping
-    out, classes, unfound = {}, {}, {}
-    index = cache_index(roots)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for o in gc.get_objects():
-            try:
-                if not hasattr(type(o), "__dict__") or "function" not in getattr(o, "__dict__", {}):
-                    continue
-                f = o.__dict__["function"]
-                if not isinstance(f, int) or isinstance(f, bool) or not f:
-                    continue
-                d = o.__dict__
-                asm = d.get("asm")
-                image = asm.get("cubin") if isinstance(asm, Mapping) else None
-                image = image or d.get("kernel") or d.get("cubin_raw") or d.get("cubin")  # (Triton: kernel)
-                path = d.get("cubin_path")
-                if not image and isinstance(path, str) and os.path.isfile(path):
-                    with open(path, "rb") as fh:
-                        image = fh.read()
-                if not image and isinstance(d.get("hash"), str):  # Inductor's static launcher drops its
-                    image = cached_cubin(index, d["hash"], d.get("name"))  # cubin once loaded: Triton's cache
-                name = type(o).__name__
-                classes[name] = classes.get(name, 0) + 1
-                if isinstance(image, (bytes, bytearray)) and image:
-                    out[f] = bytes(image)
-                else:
-                    unfound[name] = unfound.get(name, 0) + 1
-            except Exception:  # whatever gc holds: some objects do not like being asked
-                continue
-    if log:
-        log(f"  objects holding a loaded kernel: {classes or 'none'}; {len(out)} with their cubin"
-            + "".join(f"; {k} {n} without" for n, k in unfound.items()))
-    return out
-
-
-def cached_cubin(index, key, name):
-    """The cubin Triton's cache keeps for compilation `key`: the one beside a metadata file
-    (NAME.json) whose "hash" is key.  index: {key: cubin path}, from cache_index."""
-    path = index.get(key)
-    if not path or (name and os.path.basename(path) != name + ".cubin"):
-        return None
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
-def cache_index(roots):
-    """{compilation hash: cubin path} for the Triton caches under roots."""
-    index = {}
-    for root in roots:
-        for dirpath, _, files in os.walk(root):
-            for f in files:
-                if f.endswith(".json") and f[:-5] + ".cubin" in files:
-                    try:
-                        with open(os.path.join(dirpath, f)) as fh:
-                            key = json.load(fh).get("hash")
-                    except (OSError, ValueError, AttributeError):
-                        continue
-                    if isinstance(key, str):
-                        index[key] = os.path.join(dirpath, f[:-5] + ".cubin")
-    return index
-
-
-def triton_cubins(name, roots):
-    """Cubins in the caches that may hold kernel `name`.  Triton cuts long names short
-    in file names (to 150 characters, seen with Inductor's attention kernels), so a
-    file whose name is a prefix of the kernel's is a candidate too; same_kernel decides."""
-    for root in roots:
-        for dirpath, _, files in os.walk(root):
-            for f in files:
-                if f.endswith(".cubin") and (f == name + ".cubin" or (len(f) > 100 and name.startswith(f[:-6]))):
-                    yield os.path.join(dirpath, f)
-
-
-def cache_roots():
-    """The Triton and Inductor cache directories of this process that exist."""
-    roots = [p for p in (os.environ.get("TORCHINDUCTOR_CACHE_DIR"), os.environ.get("TRITON_CACHE_DIR"),
-                         os.path.expanduser("~/.triton/cache")) if p and os.path.isdir(p)]
-    try:
-        from torch._inductor.runtime.cache_dir_utils import cache_dir
-        roots.append(cache_dir())
-    except Exception:
-        pass
-    return roots
-
-
-def func_attrs(fn):
-    """The attributes that tell compiled kernels apart (FUNC_ATTRS), of a CUfunction."""
-    got = []
-    for a in FUNC_ATTRS:
-        v = C.c_int()
-        check(cu().FuncGetAttribute(C.byref(v), a, fn), "cuFuncGetAttribute")
-        got.append(v.value)
-    return got
-
-
-def matching_kernels(image_ptr, wanted, skip=()):
-    """Loads the module image at image_ptr and yields each symbol of wanted ({symbol:
-    attrs}, less skip) that it holds compiled to those attributes."""
-    d = cu()
-    lib = C.c_void_p()
-    if d.LibraryLoadData(C.byref(lib), image_ptr, None, None, 0, None, None, 0) != 0:
-        return  # not a module, or none for this GPU
-    try:
-        for sym, attrs in wanted.items():
-            k, fn = C.c_void_p(), C.c_void_p()
-            if sym in skip or d.LibraryGetKernel(C.byref(k), lib, sym.encode()) != 0:
-                continue
-            if d.KernelGetFunction(C.byref(fn), k) == 0 and func_attrs(fn) == attrs:
-                yield sym
-    finally:
-        d.LibraryUnload(lib)
-
-
-def same_kernel(image, name, attrs):
-    """Loads a cubin and says whether its kernel `name` compiled to what was captured."""
-    buf = C.create_string_buffer(image, len(image))
-    return any(True for _ in matching_kernels(buf, {name: attrs}))
-
-
-def loaded_libraries():
-    """Shared libraries in this process that carry device code (.nv_fatbin), most likely first."""
-    from .fatbin import fatbin_section
-    seen = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            p = line.split()[-1] if len(line.split()) >= 6 else ""
-            if ".so" in p and p.startswith("/") and p not in seen:
-                seen.append(p)
-    order = ("libcublasLt", "libcublas", "libtorch_cuda", "libcudnn", "libc10_cuda")
-    key = lambda p: next((i for i, o in enumerate(order) if os.path.basename(p).startswith(o)), len(order))
-    return sorted((p for p in seen if fatbin_section(p) is not None), key=key)
-
-
-def find_in_libraries(wanted, log, sm=None, progress=None):
-    """wanted: {symbol: attrs}.  Returns {symbol: (library path, offset of its fatbin in .nv_fatbin)}.
-    sm: the GPU's SM version (90).  A fatbin without a cubin for it is not loaded: the
-    kernel that ran was compiled for this GPU, and loading a fatbin that has only PTX
-    for it makes the driver compile that PTX (libtorch_cuda and cuDNN hold thousands,
-    which made a search through every library take minutes).  progress: a callable
-    given a short status line while a library is searched.  With the environment
-    variable PGCC_FIND_ALL=1 the search goes on through every fatbin and counts, in
-    find_in_libraries.candidates, how many hold each kernel (a name found in several is
-    taken from the first: a diagnosis of wrong results, not a fix)."""
-    found = {}
-    every = os.environ.get("PGCC_FIND_ALL") == "1"
-    find_in_libraries.candidates = counts = {}
-    for path in loaded_libraries():
-        if len(found) == len(wanted) and not every:
-            break
-        t0 = time.perf_counter()
-        sec = read_section(path)
-        base = C.cast(C.c_char_p(sec), C.c_void_p).value
-        loaded, before = 0, len(found)
-        blobs = fatbins(sec, sm)
-        if sm is not None and blobs and not any(ok for _, ok in blobs):  # headers not as expected: load them all
-            log(f"  no fatbin of {os.path.basename(path)} lists a cubin for sm_{sm}: searching all of them")
-            blobs = [(at, True) for at, _ in blobs]
-        for n, (at, ok) in enumerate(blobs):
-            if len(found) == len(wanted) and not every:
-                break
-            if not ok:
-                continue
-            if progress and n % 64 == 0:
-                progress(f"searching {os.path.basename(path)}: fatbin {n}/{len(blobs)}, "
-                         f"{len(found)}/{len(wanted)} kernels found")
-            loaded += 1
-            for sym in list(matching_kernels(C.c_void_p(base + at), wanted, skip=() if every else found)):
-                counts[sym] = counts.get(sym, 0) + 1
-                found.setdefault(sym, (path, at))
-        log(f"  {os.path.basename(path)}: {len(blobs)} fatbins, {loaded} with a cubin for "
-            f"{'this GPU' if sm is not None else 'any GPU'} loaded, {len(found) - before} kernels found "
-            f"({len(found)}/{len(wanted)} so far), {time.perf_counter() - t0:.1f} s")
-    return found
-
-
-def library_candidates(symbol, attrs, sm, paths):
-    """Every (library path, offset of a fatbin in its .nv_fatbin) among paths whose cubin for
-    this GPU (sm) holds symbol compiled to attrs: a library may hold several kernels of one
-    name (cuDNN's depthwise convolution, one per data type), and only running them tells
-    which one ran (export.py)."""
-    out = []
-    for path in paths:
-        sec = read_section(path)
-        if not sec:
-            continue
-        base = C.cast(C.c_char_p(sec), C.c_void_p).value
-        for at, ok in fatbins(sec, sm):
-            if ok and any(True for _ in matching_kernels(C.c_void_p(base + at), {symbol: attrs})):
-                out.append((path, at))
-    return out
-
-
-class LibraryFunctions:
-    """Functions loaded from libraries' fatbins, as libpgrt would load them (the fatbin at
-    an offset of the .nv_fatbin section); unloaded by close()."""
-
-    def __init__(self):
-        self.libs, self.sections = [], {}
-
-    def load(self, path, at, symbol):
-        """symbol's function in the fatbin at offset `at` of path's .nv_fatbin section."""
-        sec = self.sections.setdefault(path, read_section(path))
-        return self._load(C.c_void_p(C.cast(C.c_char_p(sec), C.c_void_p).value + at), symbol,
-                          f"{os.path.basename(path)} at {at}")
-
-    def load_image(self, image, symbol, globals_=()):
-        """symbol's function in a module image (bytes), its data objects set to globals_
-        [(name, bytes)] after loading, as libpgrt does."""
-        buf = C.create_string_buffer(image, len(image))
-        self.sections[id(buf)] = buf  # alive as long as the functions
-        return self._load(buf, symbol, "a module image", globals_)
-
-    def _load(self, ptr, symbol, what, globals_=()):
-        from .cuda import write_device
-        d = cu()
-        lib, k, fn = C.c_void_p(), C.c_void_p(), C.c_void_p()
-        check(d.LibraryLoadData(C.byref(lib), ptr, None, None, 0, None, None, 0), f"cuLibraryLoadData ({what})")
-        self.libs.append(lib)
-        for name, data in globals_:
-            at, size = C.c_uint64(), C.c_size_t()
-            check(d.LibraryGetGlobal(C.byref(at), C.byref(size), lib, name.encode()), f"cuLibraryGetGlobal ({name})")
-            write_device(at.value, data[:size.value])
-        check(d.LibraryGetKernel(C.byref(k), lib, symbol.encode()), f"cuLibraryGetKernel ({symbol[:60]})")
-        check(d.KernelGetFunction(C.byref(fn), k), "cuKernelGetFunction")
-        return fn.value
-
-    def close(self):
-        for lib in self.libs:
-            cu().LibraryUnload(lib)
-        self.libs = []
+__all__ = ["CALL_NODE_KINDS", "ModuleFingerprints", "ModuleWatch", "image_at", "image_size", "node_made_by"]
 
 
 # CUPTI: callback domains, the resource callback for a module's loading, and the
@@ -545,7 +304,6 @@ class ModuleFingerprints:
     def _print(self, image):
         """(kernel count, {name: attrs}, [(object name, initial bytes)]) of an ELF image,
         as a fresh load of it gives them; None if it does not load."""
-        from .fatbin import elf_data_objects, elf_sections
         key = hashlib.sha256(image).digest()
         if key not in self._prints:
             d, mod = cu(), C.c_void_p()
@@ -576,7 +334,6 @@ class ModuleFingerprints:
         export's module to carry and libpgrt to write after loading it.  ExportError for
         an object that cannot be carried: over GLOBAL_LIMIT bytes, or holding a device
         address (which no relocation patches there)."""
-        from .cuda import read_device
         d, mod = cu(), C.c_void_p()
         check(d.FuncGetModule(C.byref(mod), C.c_void_p(func)), "cuFuncGetModule")
         out = []
@@ -601,7 +358,6 @@ class ModuleFingerprints:
 
     def images_for(self, func, images):
         """The images (ELF, of `images`) func's module fits, best first; [] if none does."""
-        from .cuda import read_device
         d, mod = cu(), C.c_void_p()
         if d.FuncGetModule(C.byref(mod), C.c_void_p(func)) != 0 or not mod.value:
             return []
@@ -629,29 +385,3 @@ class ModuleFingerprints:
             if ok:
                 fits.append((not untouched, len(fits), image))
         return [image for _, _, image in sorted(fits)]
-
-
-def find_in_images(wanted, images, log, problems):
-    """wanted: {symbol: attrs}; images: module images.  Returns {symbol: image}.  Where
-    several images hold a kernel of that name and those attributes with different code
-    (cuDNN compiles its attention kernels at run time, one name for several variants),
-    which one ran cannot be told from them: the first is returned, and all of them are
-    in find_in_images.alternatives[symbol], for export.py to run each and keep the one
-    that reproduces the capture."""
-    found, more = {}, {}
-    find_in_images.alternatives = {}
-    for image in images:
-        buf = C.create_string_buffer(image, len(image))
-        for sym in list(matching_kernels(buf, wanted)):
-            if sym in found:
-                more.setdefault(sym, [found[sym]]).append(image)
-            else:
-                found[sym] = image
-    for sym, holders in list(more.items()):
-        if same_kernel_code(holders, sym):  # (cuDNN loads its runtime-compiled engines more than once)
-            del more[sym]
-            continue
-        find_in_images.alternatives[sym] = list({hashlib.sha256(h).digest(): h for h in holders}.values())
-    log(f"  searched {len(images)} module images the process loaded: {len(found)}/{len(wanted)} kernels found"
-        + (f", {len(find_in_images.alternatives)} in several images with different code" if more else ""))
-    return found

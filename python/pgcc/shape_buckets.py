@@ -20,14 +20,25 @@ callable on the largest bucket's inputs padded two ways (zeros, and other values
 comparing the rows that are the answer bit for bit; a callable that mixes rows (a
 batch norm in training, a softmax over the batch) gets exact buckets only.
 
-Pure except export_buckets(), inputs_at() and padded_rows() (torch, a GPU).
+export.export_buckets drives it: bucket_examples(), an analysis per bucket, merge(),
+the files; verify_export.verify_buckets checks the export, and the run side picks a
+bucket per call with call_args.choose.  Pure except bucket_examples(), inputs_at() and
+padded_rows() (torch, a GPU, passed in as `torch`).
+
+    a = merge(analyses, [1, 2, 4], "batch", True, setter_kernel("out"))
 """
 import hashlib
 import os
-from types import SimpleNamespace
 
+from .call_args import pad_to
 from .errors import ExportError
 from .graphfile import remap
+from .hostreads import HostReads
+from .model import Analysis, Kernel
+from .relocate import Buffers
+
+__all__ = ["SETTER_SOURCE", "SETTER_SYMBOL", "bucket_examples", "check_values", "dim_position", "inputs_at",
+           "merge", "padded_rows", "setter_kernel"]
 
 SETTER_SYMBOL = "pgcc_bucket_set"
 # Compiled by libpgrt with NVRTC at init (module kind `cuda`); NVRTC does not declare
@@ -63,15 +74,6 @@ def dim_position(shapes, values, what):
     return moving[0]
 
 
-def choose(values, n, pad):
-    """The index of the bucket that runs size n (the smallest holding it, or, for exact
-    buckets, the one equal to it); None where none does."""
-    for k, v in enumerate(values):
-        if v == n or (pad and v > n >= 1):
-            return k
-    return None
-
-
 def check_values(values):
     values = [int(v) for v in values]
     if not values or any(v < 1 for v in values) or any(b <= a for a, b in zip(values, values[1:])):
@@ -81,76 +83,76 @@ def check_values(values):
 
 def setter_kernel(out_dir):
     """The kernel that sets the SWITCH's condition (its source written under out_dir/kernels),
-    as export.py's kernels hold one."""
+    a model.Kernel."""
     path = os.path.join("kernels", "pgcc_bucket.cu")
     with open(os.path.join(out_dir, path), "w") as f:
         f.write(SETTER_SOURCE)
-    return {"symbol": SETTER_SYMBOL, "layout": [(0, 8), (8, 4)], "attrs": None, "ptr_words": set(),
-            "module": {"name": "pgcc_bucket", "kind": "cuda", "file": path,
-                       "sha256": hashlib.sha256(SETTER_SOURCE.encode()).hexdigest()}}
+    return Kernel(symbol=SETTER_SYMBOL, layout=[(0, 8), (8, 4)], attrs=None, ptr_words=set(),
+                  module={"name": "pgcc_bucket", "kind": "cuda", "file": path,
+                          "sha256": hashlib.sha256(SETTER_SOURCE.encode()).hexdigest()})
 
 
 def merge(analyses, values, dim_name, pad, setter):
-    """Joins the analyses of the buckets (export.analyse's namespaces, one per size in
-    values, in order) into one: a root of the setter kernel (kernels dict `setter`,
+    """Joins the analyses of the buckets (model.Analysis, one per size in
+    values, in order) into one: a root of the setter kernel (the model.Kernel `setter`,
     setter_kernel()) and a SWITCH node whose body k is bucket k.  Buffers: inputs and
     outputs by name, with dim_name at the position dim_position finds and the largest
     bucket's size; the model's weights by name; static blocks (memory outside the
     captures' pools that kernels read) by address and bytes; everything else per bucket,
     renamed `b{size}_...`.  Kernels: one per function, their relocations and don't-care
     bytes the union of the buckets'.  Mutates the analyses' buffers and kernels; returns
-    the merged namespace (capA and outputs: the largest bucket's)."""
+    the merged analysis (capA and outputs: the largest bucket's)."""
     if len(analyses) != len(values):
         raise ExportError(f"{len(analyses)} analyses for {len(values)} buckets")
     shared, merged, io_shapes = {}, [], {}
     kernels = {}
     bodies = []
     for a, v in zip(analyses, values):
-        if any(b["role"] == "host" for b in a.bufs.list) or a.scalars or getattr(a, "conditions", None):
+        if any(b.role == "host" for b in a.bufs.list) or a.scalars or a.conditions:
             raise ExportError(f"bucket {v}: the program reads values back to the host; buckets of such programs "
                               "are not exported yet")
         fmap = {}
         for b in a.bufs.list:
-            role = b["role"]
+            role = b.role
             if role in ("input", "output"):
-                key = ("io", b["name"])
-                io_shapes.setdefault(b["name"], []).append(b.get("shape"))
-            elif role == "weight" and not b.get("static") and "host" not in b:
-                key = ("weight", b["name"])
+                key = ("io", b.name)
+                io_shapes.setdefault(b.name, []).append(b.shape)
+            elif role == "weight" and not b.static and b.host is None:
+                key = ("weight", b.name)
             elif role == "weight":  # a static block, or a copy of host memory a kernel read
-                key = ("block", b["ranges"].get(0), b["size"], b.get("host"))
+                key = ("block", b.ranges.get(0), b.size, b.host)
             else:
                 key = None
             m = shared.get(key) if key else None
             if m is not None:
-                if role == "weight" and key[0] == "weight" and m["ranges"].get(0) != b["ranges"].get(0):
-                    raise ExportError(f"weight {b['tensor']} is another tensor in bucket {v}")
-                m["size"] = max(m["size"], b["size"])
+                if role == "weight" and key[0] == "weight" and m.ranges.get(0) != b.ranges.get(0):
+                    raise ExportError(f"weight {b.tensor} is another tensor in bucket {v}")
+                m.size = max(m.size, b.size)
                 fmap[id(b)] = m
                 continue
             if key is None or key[0] == "block":
-                b["name"] = f"b{v}_{b['name']}"
-                if "tensor" in b:
-                    b["tensor"] = f"__b{v}{b['tensor']}"
+                b.name = f"b{v}_{b.name}"
+                if b.tensor is not None:
+                    b.tensor = f"__b{v}{b.tensor}"
             if key:
                 shared[key] = b
             merged.append(b)
         for func, k in a.kernels.items():
             kt = kernels.setdefault(func, k)
             if kt is not k:
-                kt["ptr_words"] = set(kt["ptr_words"]) | set(k["ptr_words"])
-                kt["dontcare"] = set(kt.get("dontcare", ())) | set(k.get("dontcare", ()))
-                kt.setdefault("scalar_types", {}).update(k.get("scalar_types", {}))
+                kt.ptr_words = set(kt.ptr_words) | set(k.ptr_words)
+                kt.dontcare = set(kt.dontcare) | set(k.dontcare)
+                kt.scalar_types.update(k.scalar_types)
         nodes = [remap(dict(n, index=f"b{v}_{n['index']}"), fmap) for n in a.nodes]
         edges = [(f"b{v}_{x}", f"b{v}_{y}") for x, y in a.edges]
         bodies.append((f"bucket_{v}", nodes, edges))
     positions = {}
     for b in merged:
-        if b["name"] in io_shapes:
-            p = dim_position(io_shapes[b["name"]], values, f"{b['role']} {b['name']}")
-            positions[b["name"]] = p
+        if b.name in io_shapes:
+            p = dim_position(io_shapes[b.name], values, f"{b.role} {b.name}")
+            positions[b.name] = p
             if p is not None:
-                b["shape"] = [dim_name if i == p else s for i, s in enumerate(io_shapes[b["name"]][-1])]
+                b.shape = [dim_name if i == p else s for i, s in enumerate(io_shapes[b.name][-1])]
     kernels["pgcc_bucket"] = setter
     cond = {"name": f"c_{dim_name}"}
     scalar = {"name": f"{dim_name}_bucket", "type": "u32", "bucket": dim_name}
@@ -165,10 +167,12 @@ def merge(analyses, values, dim_name, pad, setter):
               "dim": {"name": dim_name, "values": list(values), "pad": bool(pad),
                       "positions": {n: p for n, p in positions.items()}},
               "problems": [], "host_reads": []}
-    return SimpleNamespace(capA=last.capA, bufs=SimpleNamespace(list=merged), nodes=[set_node, switch],
-                           edges=[("bset", "bswitch")], kernels=kernels, scalars=[scalar], conditions=[cond],
-                           dims=[{"name": dim_name, "values": list(values), "pad": bool(pad)}], report=report,
-                           outputs=last.outputs, positions=positions)
+    bufs = Buffers()
+    bufs.list = merged
+    return Analysis(capA=last.capA, bufs=bufs, nodes=[set_node, switch], edges=[("bset", "bswitch")],
+                    kernels=kernels, scalars=[scalar], conditions=[cond],
+                    dims=[{"name": dim_name, "values": list(values), "pad": bool(pad)}], report=report,
+                    outputs=last.outputs, positions=positions)
 
 
 # ---- with torch ----------------------------------------------------------------------
@@ -190,18 +194,6 @@ def inputs_at(torch, inputs, dim, n0, n):
             x = torch.cat(copies, dim).narrow(dim, 0, n).contiguous()
         out.append(x)
     return out
-
-
-def pad_to(torch, x, pos, size, fill=None):
-    """x padded along pos to `size` with zeros (or the rows of `fill`, a tensor of the
-    padded shape), contiguous."""
-    if pos is None or x.shape[pos] == size:
-        return x
-    shape = list(x.shape)
-    shape[pos] = size
-    y = torch.zeros(shape, dtype=x.dtype, device=x.device) if fill is None else fill.clone()
-    y.narrow(pos, 0, x.shape[pos]).copy_(x)
-    return y
 
 
 def padded_rows(torch, run, inputs, in_pos, out_pos, n):
@@ -230,13 +222,13 @@ def padded_rows(torch, run, inputs, in_pos, out_pos, n):
     return True, None
 
 
-def export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch, buckets, dim, dim_name, pad, warmup):
-    """Exports `run` (fn compiled with static shapes, or fn) at each bucket; returns the
-    merged analysis, written (write_export), and the inputs of each bucket."""
-    import torch
-    from .export import analyse, write_export
-    from .hostreads import HostReads
-
+def bucket_examples(torch, run, inputs, buckets, dim, dim_name, pad, warmup, name, prog):
+    """The buckets' sizes and example inputs (buckets: sizes of dimension `dim` of inputs,
+    or example input tuples), each warmed up with `run` (fn compiled with static shapes,
+    or fn); each input's and output's position of the dimension (dim_position); and
+    whether sizes between buckets run padded (pad: None tests it with padded_rows, True
+    requires it, False: exact sizes).  Returns (values, examples, in_pos, out_pos, pad).
+    Raises ExportError for buckets that cannot be exported."""
     if buckets and isinstance(buckets[0], (tuple, list)):
         examples = [list(b) for b in buckets]
         in_shapes = list(zip(*[[tuple(x.shape) if isinstance(x, torch.Tensor) else () for x in ex]
@@ -296,70 +288,4 @@ def export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch, buckets
                  f"(the largest bucket with its rows past {n} padded three ways: "
                  f"{'the first rows bit-identical' if ok else why})")
         pad = ok
-
-    analyses = []
-    for v, ex in zip(values, examples):
-        prog.status(f"{name}: bucket {dim_name}={v}")
-        prog.log(f"  bucket {dim_name}={v}: inputs {[list(x.shape) for x in ex if isinstance(x, torch.Tensor)]}")
-        analyses.append(analyse(run, ex, weights, out_dir, name, prog, watch, split=False))
-    a = merge(analyses, values, dim_name, pad, setter_kernel(out_dir))
-    a.report["dim"]["in_positions"], a.report["dim"]["out_positions"] = in_pos, out_pos
-
-    import json
-
-    def write_report():
-        with open(os.path.join(out_dir, name + ".export.json"), "w") as f:
-            json.dump(a.report, f, indent=1)
-    a.write_report = write_report
-    write_report()
-    write_export(a, examples[-1], out_dir, name, prog, diagnose=False)
-    return SimpleNamespace(report=a.report, values=values, examples=examples, in_pos=in_pos, out_pos=out_pos,
-                           pad=pad, dim_name=dim_name)
-
-
-def verify_buckets(result, run, b, progress=None, build_dir=None):
-    """Runs the export (result: an ExportResult) at every bucket of b (export_buckets'
-    answer), inputs at new addresses and the arena poisoned, and, for padded buckets, at
-    the size below each, against the callable `run` on the same inputs padded with
-    zeros; then a size past the largest bucket, which must be refused.  Returns the
-    PASS line."""
-    import torch
-    from .loader import load
-    from .verify import judge, outputs
-
-    values, examples, in_pos, out_pos, pad, dim_name = b.values, b.examples, b.in_pos, b.out_pos, b.pad, b.dim_name
-    p = load(result.out_dir, name=result.name, build_dir=build_dir)
-    worst, identical, keep, calls = 0.0, True, [], []
-    try:
-        sizes = list(values)
-        if pad:
-            sizes += [v - 1 for v, u in zip(values[1:], values) if v - 1 > u]
-        for n in sizes:
-            k = choose(values, n, pad)
-            ex = examples[k]
-            xs = [x if q is None else x.narrow(q, 0, n).clone() for x, q in zip(ex, in_pos)]
-            p.fill_arena(0xFF)
-            got = p(*xs)
-            keep += xs
-            # the reference: the callable at the bucket's size on the same inputs padded
-            # with zeros (the loader pads so), cut to n
-            padded = [pad_to(torch, x, q, values[k]) for x, q in zip(xs, in_pos)]
-            got, ref = outputs(result.name, got, run(*padded))
-            ref = [r if q is None else r.narrow(q, 0, n) for r, q in zip(ref, out_pos)]
-            identical, worst = judge(result.name, got, ref, identical, worst,
-                                     f"at {dim_name}={n} (bucket {values[k]}; inputs at new addresses, arena "
-                                     "poisoned)")
-            calls.append(n)
-        try:
-            p(*[x if q is None else pad_to(torch, x, q, values[-1] + 1) for x, q in zip(examples[-1], in_pos)])
-            raise ExportError(f"verify {result.name}: a size past the largest bucket ran")
-        except (RuntimeError, ValueError) as e:
-            if "bucket" not in str(e):
-                raise
-    finally:
-        p.close()
-    line = (f"PASS {result.name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; "
-            f"{dim_name} = {', '.join(map(str, calls))}; buckets {values} {'padded' if pad else 'exact'}; "
-            f"{dim_name}={values[-1] + 1} refused)")
-    (progress.log if progress else print)(line)
-    return line
+    return values, examples, in_pos, out_pos, pad

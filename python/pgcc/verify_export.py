@@ -18,8 +18,14 @@ Assumes a GPU, PyTorch, and a toolchain (toolchain.py).  compare() is pure over 
 """
 import contextlib
 
+from .call_args import choose, pad_to
 from .errors import ExportError
 from .farmem import far
+from .hostreads import perturbed
+from .loader import load
+from .progress import Progress
+
+__all__ = ["TOL", "compare", "judge", "outputs", "rel_err", "verify", "verify_buckets", "verify_training"]
 
 TOL = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-3, "float64": 1e-12}
 
@@ -75,8 +81,6 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
     """result: an ExportResult (or the export's directory); fn: the callable as exported
     (compiled, if it was); inputs: the example inputs.  Returns the PASS line."""
     import torch
-    from .loader import load
-    from .progress import Progress
 
     prog = progress or Progress(prefix="pgcc-export")
     out_dir = getattr(result, "out_dir", result)
@@ -108,7 +112,6 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
         reads = (getattr(result, "report", None) or {}).get("host_reads") or []
         others, stopped = 0, 0
         for scale in (1.5, 0.75) if reads else ():
-            from .hostreads import perturbed
             xs = perturbed(torch, inputs, scale)
             p.fill_arena(0xFF)
             try:
@@ -142,8 +145,6 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
     every state tensor the program holds, must be bit-identical or within the dtype's
     tolerance.  fn's state is restored afterwards.  Returns the PASS line."""
     import torch
-    from .loader import load
-    from .progress import Progress
 
     prog = progress or Progress(prefix="pgcc-export")
     out_dir = getattr(result, "out_dir", result)
@@ -193,4 +194,50 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
             f"steps on fresh batches at new addresses, the outputs of each and {len(held)} state tensors after the "
             "last)")
     prog.log(line)
+    return line
+
+
+def verify_buckets(result, run, b, progress=None, build_dir=None):
+    """Runs the export (result: an ExportResult) at every bucket of b (export_buckets'
+    answer), inputs at new addresses and the arena poisoned, and, for padded buckets, at
+    the size below each, against the callable `run` on the same inputs padded with
+    zeros; then a size past the largest bucket, which must be refused.  Returns the
+    PASS line."""
+    import torch
+
+    values, examples, in_pos, out_pos, pad, dim_name = b.values, b.examples, b.in_pos, b.out_pos, b.pad, b.dim_name
+    p = load(result.out_dir, name=result.name, build_dir=build_dir)
+    worst, identical, keep, calls = 0.0, True, [], []
+    try:
+        sizes = list(values)
+        if pad:
+            sizes += [v - 1 for v, u in zip(values[1:], values) if v - 1 > u]
+        for n in sizes:
+            k = choose(values, n, pad)
+            ex = examples[k]
+            xs = [x if q is None else x.narrow(q, 0, n).clone() for x, q in zip(ex, in_pos)]
+            p.fill_arena(0xFF)
+            got = p(*xs)
+            keep += xs
+            # the reference: the callable at the bucket's size on the same inputs padded
+            # with zeros (the loader pads so), cut to n
+            padded = [pad_to(torch, x, q, values[k]) for x, q in zip(xs, in_pos)]
+            got, ref = outputs(result.name, got, run(*padded))
+            ref = [r if q is None else r.narrow(q, 0, n) for r, q in zip(ref, out_pos)]
+            identical, worst = judge(result.name, got, ref, identical, worst,
+                                     f"at {dim_name}={n} (bucket {values[k]}; inputs at new addresses, arena "
+                                     "poisoned)")
+            calls.append(n)
+        try:
+            p(*[x if q is None else pad_to(torch, x, q, values[-1] + 1) for x, q in zip(examples[-1], in_pos)])
+            raise ExportError(f"verify {result.name}: a size past the largest bucket ran")
+        except (RuntimeError, ValueError) as e:
+            if "bucket" not in str(e):
+                raise
+    finally:
+        p.close()
+    line = (f"PASS {result.name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; "
+            f"{dim_name} = {', '.join(map(str, calls))}; buckets {values} {'padded' if pad else 'exact'}; "
+            f"{dim_name}={values[-1] + 1} refused)")
+    (progress.log if progress else print)(line)
     return line

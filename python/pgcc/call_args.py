@@ -1,0 +1,79 @@
+"""What the run side needs to turn a Python call's arguments into the generated C's, shared
+with the export side: the .graph's dtype names and torch's, one scalar element's bytes
+(decode, encode), and which shape bucket runs a size (choose) and how its inputs are
+padded to it (pad_to).
+
+    choose([1, 2, 4, 8], 3, pad=True)   # 2: the bucket of size 4
+    encode(1.5, "f32")                  # b'\\x00\\x00\\xc0?'
+
+A run-side module (loader.py imports it): it imports nothing from the export side, and
+torch only inside the functions that take tensors (torch_dtype), so that the package
+imports without torch.
+"""
+import math
+import struct
+
+__all__ = ["DTYPES", "FORMATS", "choose", "decode", "encode", "pad_to", "torch_dtype"]
+
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
+          "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
+
+
+def torch_dtype(name):
+    """The torch dtype of a .graph dtype name (None where unknown)."""
+    import torch
+    inv = {v: k for k, v in DTYPES.items()}
+    return getattr(torch, inv[name]) if name in inv else None
+
+
+# .graph dtype -> struct format of one element
+FORMATS = {"f64": "<d", "f32": "<f", "f16": "<e", "i64": "<q", "i32": "<i", "i16": "<h", "i8": "<b", "u8": "<B",
+           "u16": "<H", "u32": "<I", "u64": "<Q", "bool": "<?"}
+
+
+def decode(raw, dtype):
+    """One element of dtype from raw bytes, as a Python number (None: a dtype not known)."""
+    if dtype == "bf16":
+        return struct.unpack("<f", b"\0\0" + raw[:2])[0]
+    fmt = FORMATS.get(dtype)
+    return struct.unpack(fmt, raw[:struct.calcsize(fmt)])[0] if fmt else None
+
+
+def encode(v, dtype):
+    """v as the bytes of one dtype element, converted as C converts (float to integer
+    truncates); None where it does not fit."""
+    try:
+        if dtype == "bf16":
+            f = struct.unpack("<I", struct.pack("<f", float(v)))[0]
+            if math.isnan(float(v)):
+                return struct.pack("<H", 0x7FC0)
+            f += 0x7FFF + ((f >> 16) & 1)  # round to nearest even, as PyTorch does
+            return struct.pack("<H", (f >> 16) & 0xFFFF)
+        if dtype.startswith(("i", "u")):
+            return struct.pack(FORMATS[dtype], int(v))
+        if dtype == "bool":
+            return struct.pack("<?", bool(v))
+        return struct.pack(FORMATS[dtype], float(v))
+    except (struct.error, OverflowError, ValueError, KeyError):
+        return None
+
+
+def choose(values, n, pad):
+    """The index of the bucket that runs size n (the smallest holding it, or, for exact
+    buckets, the one equal to it); None where none does."""
+    for k, v in enumerate(values):
+        if v == n or (pad and v > n >= 1):
+            return k
+    return None
+
+
+def pad_to(torch, x, pos, size, fill=None):
+    """x padded along pos to `size` with zeros (or the rows of `fill`, a tensor of the
+    padded shape), contiguous."""
+    if pos is None or x.shape[pos] == size:
+        return x
+    shape = list(x.shape)
+    shape[pos] = size
+    y = torch.zeros(shape, dtype=x.dtype, device=x.device) if fill is None else fill.clone()
+    y.narrow(pos, 0, x.shape[pos]).copy_(x)
+    return y

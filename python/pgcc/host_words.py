@@ -1,0 +1,178 @@
+"""Parameter words that point into this process's host memory (the GPU reaches host
+memory: cuBLAS and CUTLASS epilogues read alpha and beta where the caller left them),
+and the proof by replay of every changing parameter byte (prove_suspects): a word a
+kernel reads through becomes a relocation to a copy of the bytes there (a static block
+of the weights); a word it takes as a value is kept as captured; bytes replays with
+them zeroed and poisoned show irrelevant are don't-care.
+
+    prove_suspects(replayer, caps, host_maps(), bufs, nodes, kernels, suspects, report,
+                   report_path, problems, prog, "mlp")
+
+Assumes the driver and a Replayer (replay.py) of capture A.
+"""
+import contextlib
+import ctypes as C
+import struct
+
+from .cuda import placed
+from .errors import ExportError
+from .model import PtrWord, Relocation, write_report
+from .relocate import u64
+from .replay import mark_dontcare, prove_irrelevant
+
+__all__ = ["FILLS", "HOST_WINDOW", "host_copy_check", "prove_suspects", "read_host", "words_hex"]
+
+
+def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, report, report_path, problems, prog,
+                   name):
+    """The changing parameter bytes of suspects ({node index: [(byte, length, why)]},
+    emptied of what is proven) proven by replay: words into host memory first
+    (read_host), then the rest irrelevant (replay.prove_irrelevant), marked don't-care
+    in their kernels; the report's host_memory_read and host_like_values, written to
+    report_path.  Raises ExportError with the problems where a proof fails."""
+    capA, caps = captures.capA, captures.caps
+    log = prog.log
+    prog.status(f"{name}: replaying to prove {sum(map(len, suspects.values()))} changing parameter words "
+                "irrelevant")
+    # Words that point into host memory first, each on its own: the kernels may read
+    # through them (cuBLAS's alpha and beta), or take them as values (CUTLASS SGEMM's
+    # float bound beside stale stack bytes).  read_host tells which with copies that
+    # keep their low 32 bits, where zeroing or poisoning such a word could make a
+    # kernel fault.  The exported bytes hold the other suspects zeroed (relocate.py
+    # never writes this process's addresses), so those are proven irrelevant by
+    # replays with them zeroed and poisoned.
+    rescued, kept, check = {}, [], host_copy_check(replayer)
+    for i in list(suspects):
+        suspects[i] = [r for r in suspects[i] if not read_host(i, [r], capA, maps, bufs, nodes, kernels,
+                                                                rescued, check, kept, problems)]
+        if not suspects[i]:
+            del suspects[i]
+    problems += prove_irrelevant(replayer, suspects, lambda i: capA.nodes[i]["name"][:80],
+                                 words=lambda i, at, n: " ".join(
+                                     f"{'ABC'[c]} {words_hex(cap.nodes[i]['bytes'], at, n)}"
+                                     for c, cap in enumerate(caps)))
+    report["host_memory_read"] = [f"0x{a:x}" for a in rescued]
+    report["host_like_values"] = [{"node": i, "at": at, "word": f"0x{w:x}"} for i, at, w in kept]
+    write_report(report_path, report)
+    if problems:
+        raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))
+    if rescued:
+        log(f"  {len(rescued)} parameter words in host memory that kernels read (through the GPU's access "
+            "to host memory): their bytes copied into the weights, the words pointed at the copies")
+    if kept:
+        at = sorted({i for i, _, _ in kept})
+        log(f"  {len(kept)} parameter words in {len(at)} nodes point into this process's host memory but are "
+            "taken as values (replays with them pointed at copies of the bytes there, or of other bytes, "
+            "with the same low 32 bits compute the same: a float beside stale stack bytes, an unused slot): "
+            "kept as captured, listed in the report's host_like_values; e.g. " + ", ".join(
+                f"node {i} bytes {a}..{a + 8} 0x{w:x} ({capA.nodes[i]['name'][:40]})" for i, a, w in kept[:3]))
+    for i, r in suspects.items():
+        mark_dontcare(kernels[capA.nodes[i]["func"]], r)
+    log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
+        "captures or hold this process's addresses, and replays with them zeroed and poisoned give the same "
+        "results bit for bit: written as don't-care")
+
+
+HOST_WINDOW = 256  # bytes of host memory copied where a kernel reads through a host address
+
+
+FILLS = (0x00, 0xA5)  # what the copies hold instead of the host bytes, to tell a word read through
+
+
+def host_copy_check(replayer):
+    """check(i, found) for read_host: what node i's words at found [(offset in its
+    parameters, host address, size)] are to its kernel, found by replaying capture A
+    with each word pointed at a device copy of the host bytes there.  The copies are
+    placed at addresses with the words' own low 32 bits (cuda.placed): a word whose low
+    half is a value (CUTLASS SGEMM's float bound beside stale stack bytes, an index)
+    keeps it, and the replay cannot fault on it.  Returns "read" where the results are
+    a plain replay's with the host bytes copied and differ with the copies filled
+    (FILLS): the kernel reads through the words; "value" where they are the same either
+    way: the high halves and what they point at do not matter, the words are kept as
+    captured; None where even faithful copies change the results."""
+    state = {}
+
+    def replay_with(i, found, fill):
+        with contextlib.ExitStack() as stack:
+            blob = bytearray(replayer.cap.nodes[i]["bytes"])
+            for at, addr, size in found:
+                data = C.string_at(addr, size) if fill is None else bytes([fill]) * size
+                struct.pack_into("<Q", blob, at, stack.enter_context(placed(data, addr & 0xFFFFFFFF)))
+            return replayer.replay_params({i: bytes(blob)})
+
+    def check(i, found):
+        try:
+            if "reference" not in state:
+                state["reference"] = replayer.replay_params({})
+            if replay_with(i, found, None) != state["reference"]:
+                return None
+            return "read" if any(replay_with(i, found, f) != state["reference"] for f in FILLS) else "value"
+        except RuntimeError as e:  # a fault: the kernel reads further than the copy, or otherwise
+            raise ExportError(f"node {i} ({replayer.cap.nodes[i]['name'][:80]}): replaying with " + ", ".join(
+                f"bytes {at}..{at + 8} (0x{addr:x}, host memory of this process)" for at, addr, _ in found) +
+                f" pointed at device copies of the bytes there failed ({e}): the kernel reads memory it was not "
+                "given (this process's CUDA context may now be unusable)") from e
+    return check
+
+
+def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, problems):
+    """A node whose parameters hold words that point into this process's host memory
+    (the GPU reaches host memory: cuBLAS and CUTLASS epilogues read alpha and beta where
+    the caller left them).  Returns False unless every one of ranges is such a word;
+    else decides, by check (host_copy_check), what they are: words the kernel reads
+    through get the bytes there (HOST_WINDOW of them, within the mapping) copied into a
+    static block of the weights and become relocations to the copy -- what was there at
+    export, right for constants, which is what a captured graph can rely on anyway;
+    words it takes as values (MobileNet's CUTLASS SGEMM: a NaN float beside 4 bytes of
+    stale stack, together 0x7f..7fc00000) are kept as captured and listed in kept
+    [(node, offset, word)]; words neither explains add a problem.  Returns True."""
+    blob = cap.nodes[i]["bytes"]
+    found = []
+    for a, n, _ in ranges:
+        addr = u64(blob, a) if n == 8 and a % 4 == 0 else 0
+        where = next(((lo, hi) for lo, hi, _ in maps if lo <= addr < hi), None)
+        if where is None:
+            return False
+        found.append((a, addr, min(HOST_WINDOW, where[1] - addr)))
+    node = next(n for n in nodes if n.get("index") == i)
+    k = kernels[cap.nodes[i]["func"]]
+    what = check(i, found)
+    if what is None:
+        problems.append(f"node {i} ({cap.nodes[i]['name'][:80]}): " + ", ".join(
+            f"bytes {a}..{a + 8} (0x{addr:x}, host memory of this process)" for a, addr, _ in found) +
+            ": replaying with them pointed at device copies of the bytes there, at addresses with the same low 32 "
+            "bits, changes the results: the kernel takes them neither as addresses of what is there nor as values")
+    elif what == "value":
+        for a, addr, _ in found:
+            for p, (off, size_) in enumerate(k.layout):
+                if off <= a < off + size_ and node["args"][p][0] in ("value", "bytes"):
+                    arg = node["args"][p]
+                    raw = bytearray(arg[1])
+                    raw[a - off:a - off + 8] = blob[a:a + 8]
+                    node["args"][p] = (arg[0], bytes(raw)) + tuple(arg[2:])
+            kept.append((i, a, addr))
+    else:
+        for a, addr, size in found:
+            b = done.get(addr)
+            if b is None:
+                b = done[addr] = bufs.add(name=f"h{len(done)}", size=size, role="weight", static=True,
+                                          host=C.string_at(addr, size), tensor=f"__host_{len(done)}",
+                                          ranges={c: addr for c in range(3)})
+            for p, (off, size_) in enumerate(k.layout):
+                if off <= a < off + size_:
+                    arg = node["args"][p]
+                    if arg[0] == "value" and size_ == 8:
+                        node["args"][p] = ("ptr", b, 0)
+                    else:
+                        raw = arg[1] if arg[0] != "ptr" else bytes(size_)
+                        ptrs = list(arg[2]) if arg[0] == "bytes" else []
+                        node["args"][p] = ("bytes", raw, sorted(ptrs + [Relocation(a - off, b, 0, "abs64")],
+                                                                key=lambda r: r[0]))
+                    k.ptr_words.add(PtrWord(off, a - off, "abs64"))
+    return True
+
+
+def words_hex(blob, at, n):
+    """Bytes at..at+n of a parameter blob as little-endian words of up to 8 bytes, in hex
+    (0x7f12...: what a host address looks like), for messages."""
+    return ",".join("0x" + blob[k:min(k + 8, at + n)][::-1].hex() for k in range(at, at + n, 8))

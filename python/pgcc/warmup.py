@@ -1,0 +1,76 @@
+"""The calls before the captures, and the state they change: warm_up() runs the callable
+(torch.compile compiles on the first call, libraries load their kernels) and counts
+the values it reads back to the host per call; saved_state()/restore_state() keep a
+training step's weights as they were; training_step() tells a training step.
+
+    state = saved_state(torch, weights)
+    run(*inputs)                 # a call for real: the weights change
+    restore_state(state)         # ... and are as they were
+
+Assumes PyTorch (passed in as `torch`: importing this module needs none).
+"""
+from .hostreads import HostReads, perturbed
+
+__all__ = ["restore_state", "saved_state", "training_step", "warm_up"]
+
+
+def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original):
+    """Calls run(*inputs) warmup times, and, where a call reads values back to the host,
+    on other input values too (capture D's), so that torch.compile has compiled
+    everything the captures run; then puts back the state `original` (saved_state).
+    Returns how many values a call reads back (0: the captures are whole)."""
+    with HostReads() as reads:
+        before = 0
+        for i in range(warmup):
+            prog.status(f"{name}: warm-up call {i + 1}/{warmup}" + (" (compiling)" if compile and i == 0 else ""))
+            before = len(reads.seen)
+            run(*inputs)
+        per_call = len(reads.seen) - before  # (the last call's: compiling makes reads of its own)
+        if per_call and compile and warmup < 2:  # (that call compiled: count again)
+            before = len(reads.seen)
+            run(*inputs)
+            per_call = len(reads.seen) - before
+        if per_call:
+            # The captures split at the reads, and capture D runs on other values: the
+            # compiler sees those values now (torch.compile compiles a graph after a
+            # read once for the value, then again with the value as an argument).
+            state = saved_state(torch, weights)
+            for scale in (1.25, 1.5):
+                prog.status(f"{name}: warm-up call on other input values (x{scale})")
+                run(*perturbed(torch, inputs, scale))
+            restore_state(state)
+            run(*inputs)
+    restore_state(original)
+    if reads.seen:
+        prog.log(f"  {per_call} host reads in a call, the first at {reads.seen[-per_call][1]} "
+                 f"({reads.seen[-per_call][0]}): the captures are split there" if per_call else
+                 f"  {len(reads.seen)} host reads while compiling, none in a call: the captures are whole")
+    return per_call
+
+
+def training_step(fn):
+    """Whether fn is a training step: its `train` is True (an nn.Module's is a method), or
+    that of the callable torch.compile wrapped (PyTorch 2.11 wraps a callable object in
+    functions made by functools.wraps, which keep it as __wrapped__; dynamo's wrappers
+    keep _torchdynamo_orig_callable, a bound method's object is its __self__, a compiled
+    module's _orig_mod).  A compiled training step verified as inference would run under
+    no_grad."""
+    seen = [fn]
+    for f in seen:
+        if getattr(f, "train", False) is True:
+            return True
+        seen += [g for a in ("__wrapped__", "_torchdynamo_orig_callable", "__self__", "_orig_mod")
+                 if (g := getattr(f, a, None)) is not None and len(seen) < 16]
+    return False
+
+
+def saved_state(torch, weights, device=None):
+    """A copy of the weights (a training step's state), which a call that runs for real
+    changes (a warm-up, one split at its host reads); device="cpu": in host memory."""
+    return [(t, t.detach().to(device, copy=True) if device else t.detach().clone())
+            for t in {id(t): t for t in weights.values()}.values()]
+
+
+def restore_state(state):
+    for t, saved in state or []:
+        t.detach().copy_(saved)
