@@ -19,6 +19,11 @@ import ctypes.util
 import mmap
 import struct
 
+try:
+    import zstandard  # the fallback where the system has no libzstd
+except ImportError:
+    zstandard = None
+
 __all__ = ["ZSTD_MAGIC", "Zstd", "cubin_sm", "data_sections", "embedded_cubins"]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -47,11 +52,7 @@ class Zstd:
             lib.ZSTD_isError.argtypes = [C.c_size_t]
             self.lib = lib
         except OSError:
-            try:
-                import zstandard
-                self.module = zstandard
-            except ImportError:
-                pass
+            self.module = zstandard
 
     def __bool__(self):
         return self.lib is not None or self.module is not None

@@ -34,7 +34,7 @@ from .graphfile import ident
 from .hostvalues import host_computed, host_values
 from .host_words import prove_suspects
 from .kernel_code import find_kernel_code, prove_code
-from .kernel_search import find_in_libraries
+from .kernel_search import find_in_libraries, forget_generated_kernels
 from .model import Analysis, BucketExport, WholeLayout, write_report
 from .module_watch import ModuleWatch
 from .node_mapping import address_spread, copy_aliased_outputs, map_nodes, relocation_counts, relocator, tensor_buffers
@@ -140,6 +140,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         run = torch.compile(fn) if compile else fn
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
+            forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)  # and make them again
         per_call = warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original)
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
@@ -197,6 +198,7 @@ def _export_buckets(torch, fn, fn_or_module, inputs, out_dir, name, weights, wat
         run = torch.compile(fn, dynamic=False) if compile else fn
         if watch and warmup:
             watch.paused = False
+            forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)
         b = export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch,
                            buckets, dim, ident(dim_name), pad, warmup)
     finally:

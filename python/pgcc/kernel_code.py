@@ -7,7 +7,9 @@ it takes under kernels/ (set_image).  own_images() takes a library kernel whose 
 several loaded images hold with different code from the image its own module fits;
 prove_code() runs the program node by node (diagnose.Harness) with the library code
 found, and tries the other places holding a kernel's name where its launch is the
-first to differ.
+first to differ.  What neither the fatbins nor the watch hold is looked for among the
+cubins libraries keep compressed in their own data (embedded.py: cuBLASLt's CUTLASS
+GEMMs), matched by name and attributes the same way.
 
     problems = []
     find_kernel_code(torch, kernels, "out", "mlp", prog, watch, problems)
@@ -19,13 +21,14 @@ import hashlib
 import os
 
 from .diagnose import Harness, describe_node
+from .embedded import embedded_cubins
 from .fatbin import image_kind, same_kernel_code
 from .graphfile import ident
 from .kernel_search import (LibraryFunctions, cache_roots, find_in_images, find_in_libraries, library_candidates,
                             loaded_libraries, same_kernel, triton_cubins, triton_images)
 from .module_watch import ModuleFingerprints
 
-__all__ = ["find_kernel_code", "own_images", "prove_code", "set_image"]
+__all__ = ["find_in_embedded", "find_kernel_code", "own_images", "prove_code", "set_image"]
 
 
 def find_kernel_code(torch, kernels, out_dir, name, prog, watch, problems):
@@ -92,12 +95,33 @@ def find_kernel_code(torch, kernels, out_dir, name, prog, watch, problems):
                                         f"{len(find_in_images.alternatives[k.symbol])} different module images "
                                         "the process loaded hold a kernel of this name and these attributes, with "
                                         "different code; which one ran cannot be told")
+        still = {k.symbol: k.attrs for k in kernels.values() if k.module is None and k.symbol in rest}
+        if still:
+            prog.status(f"{name}: searching the libraries' compressed images for {len(still)} kernels")
+            find_in_embedded(kernels, still, 10 * major + minor, log, problems, out_dir)
     for func, k in kernels.items():
         if k.module is None:
             problems.append(f"kernel {k.symbol[:100]}: its code is neither a Triton cubin in "
                             f"{roots or 'no cache directory'} nor in a loaded library's fatbins"
                             + (" (the module holding it was loaded before pgcc started watching: make a "
                                "pgcc.ModuleWatch() before the model first runs and pass it as watch=)"))
+
+
+def find_in_embedded(kernels, wanted, sm, log, problems, out_dir):
+    """Kernels of wanted ({symbol: attrs}) found in the cubins for this GPU (sm) that the
+    loaded libraries keep compressed in their data sections: each written as an image of
+    its own; a name held there by several cubins with different code is a problem."""
+    images = [image for path in loaded_libraries() for _, _, image in embedded_cubins(path, sm, wanted)]
+    found = find_in_images(wanted, images, log, problems)
+    for k in kernels.values():
+        if k.module is not None or k.symbol not in found:
+            continue
+        if k.symbol in find_in_images.alternatives:
+            problems.append(f"kernel {k.symbol[:100]}: {len(find_in_images.alternatives[k.symbol])} compressed "
+                            "images in the loaded libraries hold a kernel of this name and these attributes, "
+                            "with different code; which one ran cannot be told")
+            continue
+        set_image(k, found[k.symbol], out_dir)
 
 
 def set_image(k, image, out_dir, globals_=()):

@@ -27,8 +27,8 @@ from .cuda import check, cu, write_device
 from .fatbin import fatbin_section, fatbins, read_section, same_kernel_code
 
 __all__ = ["FUNC_ATTRS", "LibraryFunctions", "cache_index", "cache_roots", "cached_cubin", "find_in_images",
-           "find_in_libraries", "func_attrs", "library_candidates", "loaded_libraries", "matching_kernels",
-           "same_kernel", "triton_cubins", "triton_images"]
+           "find_in_libraries", "forget_generated_kernels", "func_attrs", "library_candidates", "loaded_libraries",
+           "matching_kernels", "same_kernel", "triton_cubins", "triton_images"]
 
 # max threads, shared, const, local, registers, PTX and binary version: what tells compiled kernels apart
 FUNC_ATTRS = (0, 1, 2, 3, 4, 5, 6)
@@ -169,6 +169,29 @@ def loaded_libraries():
     order = ("libcublasLt", "libcublas", "libtorch_cuda", "libcudnn", "libc10_cuda")
     key = lambda p: next((i for i, o in enumerate(order) if os.path.basename(p).startswith(o)), len(order))
     return sorted((p for p in seen if fatbin_section(p) is not None), key=key)
+
+
+def forget_generated_kernels(blas_handle, log):
+    """cuBLASLt generates its nvjet GEMM kernels in memory at run time and keeps them for the
+    rest of the process: no file holds them, and a ModuleWatch started after the model first
+    ran never sees them loaded.  This clears that cache (cublasLtClearNvjetCache, given
+    PyTorch's cuBLAS handle, blas_handle), so that the next GEMMs -- the export's warm-up,
+    with the watch attached -- generate and load them again where the watch sees their
+    images.  The process pays one regeneration of each kernel.  Returns whether it cleared."""
+    with open("/proc/self/maps") as f:
+        paths = [p for p in (l.split()[-1] for l in f if len(l.split()) >= 6)
+                 if os.path.basename(p).startswith("libcublasLt.so")]
+    if not paths:
+        return False
+    clear = getattr(C.CDLL(paths[0]), "cublasLtClearNvjetCache", None)
+    if clear is None:
+        log(f"  {os.path.basename(paths[0])} has no cublasLtClearNvjetCache: its generated kernels are seen only "
+            "where they are generated after the watch started")
+        return False
+    clear.restype, clear.argtypes = C.c_int, [C.c_void_p]
+    status = clear(C.c_void_p(blas_handle))
+    log(f"  cuBLASLt's generated kernels forgotten (cublasLtClearNvjetCache: status {status}), to be seen again")
+    return status == 0
 
 
 def find_in_libraries(wanted, log, sm=None, progress=None):

@@ -117,7 +117,9 @@ def test_imports_at_the_top_but_torch():
     late = []
     for m, s in sources().items():
         tree = ast.parse(s)
-        top = {id(n) for n in tree.body}
+        top = {id(n) for n in tree.body}  # and an optional dependency's `try: import x / except ImportError`
+        top |= {id(n) for t in tree.body if isinstance(t, ast.Try) for n in t.body + [h for e in t.handlers
+                                                                                    for h in e.body]}
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or "."]
