@@ -141,7 +141,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
             forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)  # and make them again
-        per_call = warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original)
+        per_call = warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original,
+                           fresh_thread=watch is not None)
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
         a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,

@@ -1,6 +1,9 @@
 """The calls before the captures, and the state they change: warm_up() runs the callable
 (torch.compile compiles on the first call, libraries load their kernels) and counts
-the values it reads back to the host per call; saved_state()/restore_state() keep a
+the values it reads back to the host per call, then, where a ModuleWatch is running,
+calls it once more in a fresh thread (in_fresh_thread: PyTorch keeps a cuDNN handle
+and its plans per thread, so cuDNN compiles its runtime-compiled kernels again there
+and loads them where the watch sees their images); saved_state()/restore_state() keep a
 training step's weights as they were; training_step() tells a training step.
 
     state = saved_state(torch, weights)
@@ -9,16 +12,19 @@ training step's weights as they were; training_step() tells a training step.
 
 Assumes PyTorch (passed in as `torch`: importing this module needs none).
 """
+import threading
+
 from .hostreads import HostReads, perturbed
 
-__all__ = ["restore_state", "saved_state", "training_step", "warm_up"]
+__all__ = ["in_fresh_thread", "restore_state", "saved_state", "training_step", "warm_up"]
 
 
-def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original):
+def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original, fresh_thread=False):
     """Calls run(*inputs) warmup times, and, where a call reads values back to the host,
     on other input values too (capture D's), so that torch.compile has compiled
-    everything the captures run; then puts back the state `original` (saved_state).
-    Returns how many values a call reads back (0: the captures are whole)."""
+    everything the captures run; with fresh_thread, once more in a new thread
+    (in_fresh_thread); then puts back the state `original` (saved_state).  Returns how
+    many values a call reads back (0: the captures are whole)."""
     with HostReads() as reads:
         before = 0
         for i in range(warmup):
@@ -40,12 +46,38 @@ def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original):
                 run(*perturbed(torch, inputs, scale))
             restore_state(state)
             run(*inputs)
+        if fresh_thread and warmup:
+            prog.status(f"{name}: a call in a fresh thread (the libraries' per-thread kernels made again)")
+            in_fresh_thread(torch, run, inputs)
     restore_state(original)
     if reads.seen:
         prog.log(f"  {per_call} host reads in a call, the first at {reads.seen[-per_call][1]} "
                  f"({reads.seen[-per_call][0]}): the captures are split there" if per_call else
                  f"  {len(reads.seen)} host reads while compiling, none in a call: the captures are whole")
     return per_call
+
+
+def in_fresh_thread(torch, run, inputs):
+    """run(*inputs) in a new thread with the caller's grad mode, autocast and CUDA device
+    (thread-local state that the call's results depend on); its exception is raised here."""
+    grad, device = torch.is_grad_enabled(), torch.cuda.current_device()
+    autocast = torch.is_autocast_enabled("cuda")
+    dtype = torch.get_autocast_dtype("cuda")
+    failed = []
+
+    def call():
+        try:
+            with torch.cuda.device(device), torch.set_grad_enabled(grad), \
+                    torch.autocast("cuda", dtype=dtype, enabled=autocast):
+                run(*inputs)
+                torch.cuda.current_stream().synchronize()
+        except BaseException as e:  # noqa: BLE001 -- raised again in the caller's thread
+            failed.append(e)
+    t = threading.Thread(target=call, name="pgcc-fresh-thread")
+    t.start()
+    t.join()
+    if failed:
+        raise failed[0]
 
 
 def training_step(fn):

@@ -35,7 +35,10 @@ static inline void gpu_fail(const char *call, const char *why, const char *func,
     if ((call) != PGRT_OK) gpu_fail(#call, pgrt_error(), __func__, __FILE__, __LINE__);           \
   } while (0)
 
-/* Device 0's primary context, made current; a non-blocking stream on it. */
+/* Device 0's primary context, made current; a stream on it that waits for the legacy
+ * stream.  The tests upload inputs and poison outputs with cuMemcpyHtoD/cuMemsetD32, which
+ * run on the legacy stream and may return before they are done: a non-blocking stream
+ * raced them (the DOT-input test's third call read half-poisoned outputs on a busy GPU). */
 static inline CUstream gpu_start(void) {
   CUdevice dev;
   CUcontext ctx;
@@ -44,7 +47,7 @@ static inline CUstream gpu_start(void) {
   CHECK(cuDeviceGet(&dev, 0));
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
-  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CHECK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
   return s;
 }
 
