@@ -4,7 +4,9 @@
 #
 #   bash tests/fakecuda/run.sh
 #
-# Builds the CPU double of the CUDA driver (fakecuda.c, kernels.c) as libcuda.so.1 and
+# Builds the CPU double of the CUDA driver (fakecuda.c, kernels.c) as libcuda.so.1 --
+# libpgrt loads it through PGRT_LIBCUDA (runtime/driver.c: dlopen, then the double's
+# cuGetProcAddress); the test programs, which call the driver themselves, link it -- and
 # runs the code-generation test programs of tests/gpu/codegen over it, as
 # tests/gpu/run_codegen.sh runs them on a GPU: each program's C from pgcc, built against
 # libpgrt, with new buffers at new addresses on every call and checked against a CPU
@@ -33,8 +35,9 @@ if [ -n "${SAN_FLAGS:-}" ]; then # libpgrt, the fake and the mains under the san
 else
   make -s B="$B" "$B/pgcc" runtime >/dev/null
 fi
-gcc -std=c11 -O1 -g ${SAN_FLAGS:-} -Wall -Wextra -Werror -fPIC -shared -I"$CUDA_HOME/include" -Wl,-soname,libcuda.so.1 \
-  tests/fakecuda/fakecuda.c tests/fakecuda/kernels.c -lm -o "$F/libcuda.so.1"
+gcc -std=c11 -O1 -g ${SAN_FLAGS:-} -Wall -Wextra -Werror -fPIC -shared -I"$CUDA_HOME/include" -Iruntime \
+  -Wl,-soname,libcuda.so.1 -Wl,--no-undefined tests/fakecuda/fakecuda.c tests/fakecuda/kernels.c -lm -o "$F/libcuda.so.1"
+export PGRT_LIBCUDA="$PWD/$F/libcuda.so.1" # the same file the programs link: one double in the process
 export PGRT_CACHE="$F/cache"
 rm -rf "$PGRT_CACHE"
 # each run's PASS line goes to $F/fake.log; a failure prints the run's whole output
@@ -124,11 +127,14 @@ E=tests/corpus/export/llama_tiny_bf16
 rm -rf "$F/deploy" && mkdir -p "$F/deploy" && cp examples/deploy/deploy.c examples/deploy/Makefile "$F/deploy/"
 make -s -C "$F/deploy" EXPORT="$PWD/$E" NAME=llama_tiny_bf16 PGCC="$PWD/$B/pgcc" CC=gcc PKG_CONFIG=true \
   PGRT_CFLAGS="-I$PWD/runtime -I$CUDA_HOME/include" EXTRA_CFLAGS="-Werror -pedantic ${SAN_FLAGS:-}" LDFLAGS="${SAN_FLAGS:-}" \
-  PGRT_LIBS="$PWD/$B/libpgrt.a -L$CUDA_HOME/lib64 -L$CUDA_HOME/lib64/stubs -Wl,-rpath,$CUDA_HOME/lib64 -lcuda -lnvrtc -ldl" \
+  PGRT_LIBS="$PWD/$B/libpgrt.a -L$CUDA_HOME/lib64 -Wl,-rpath,$CUDA_HOME/lib64 -lnvrtc -ldl -pthread" \
   deploy >/dev/null
+# deploy calls the driver through libpgrt's table (pgrt_cuda): it does not link libcuda,
+# and reaches the double through PGRT_LIBCUDA alone
+! ldd "$F/deploy/deploy" | grep -q libcuda || { ldd "$F/deploy/deploy"; echo "FAIL: examples/deploy links libcuda"; exit 1; }
 launches=$((4 * $(grep -c '^ *node [^ ]* kernel ' $E/llama_tiny_bf16.graph))) # every kernel node, every call
 for how in host device; do
-  FAKECUDA_KERNELS=skip PGRT_UPDATE=$how LD_LIBRARY_PATH="$F" "$F/deploy/deploy" --calls 4 $E/llama_tiny_bf16.safetensors \
+  FAKECUDA_KERNELS=skip PGRT_UPDATE=$how "$F/deploy/deploy" --calls 4 $E/llama_tiny_bf16.safetensors \
     $E/llama_tiny_bf16.io.safetensors "$F/deploy/out.safetensors" >"$F/run.log" 2>&1 &&
     grep -q "(the last of 4 calls, each at new addresses)" "$F/run.log" &&
     grep -q "^fakecuda: $launches launches of kernels without a host version skipped" "$F/run.log" ||
@@ -136,6 +142,19 @@ for how in host device; do
   echo "fake: llama_tiny_bf16 export, 4 calls at new addresses, PGRT_UPDATE=$how: no launch points into freed memory" \
     >>"$F/fake.log"
 done
+# the driver missing, or lacking a function libpgrt calls: init fails, saying which
+# (runtime/driver.c), before anything else is touched
+fails() { # label, expected message, command...
+  local want=$2; shift 2
+  if LD_LIBRARY_PATH="$F" "$@" >"$F/run.log" 2>&1 || ! grep -qF "$want" "$F/run.log"; then
+    cat "$F/run.log"; echo "FAIL: $label: expected the message: $want"; exit 1; fi
+  echo "fake: $label: init refused: $want" >>"$F/fake.log"; }
+label="chain, PGRT_LIBCUDA=/nonexistent"
+fails "$label" "the CUDA driver (/nonexistent, from PGRT_LIBCUDA) could not be loaded: /nonexistent: cannot open shared object file" \
+  env PGRT_LIBCUDA=/nonexistent "$F/chain" "$F/out"
+label="chain, a driver without cuGraphAddKernelNode"
+fails "$label" "the CUDA driver ($PGRT_LIBCUDA, from PGRT_LIBCUDA) could not be loaded: it has no cuGraphAddKernelNode for CUDA" \
+  env FAKECUDA_HIDE=cuGraphAddKernelNode "$F/chain" "$F/out"
 # which way libpgrt's own kernels came: chain's line "init: ..., prebuilt P, nvrtc N, cached C"
 ways() { sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p' "$F/run.log"; }
 label="chain, own kernels prebuilt, its module cached"; PGRT_UPDATE=device run "$F/chain" "$F/out/device"
