@@ -127,9 +127,10 @@ check-generated:
 PREFIX ?= /usr/local
 DESTDIR ?=
 CUDA_INC = -I$(CUDA_HOME)/include
-# libpgrt loads the CUDA driver at run time (runtime/driver.c): what links it needs no
-# libcuda.  CUDA_LIBS is for the programs that call the driver themselves (the GPU tests).
-RT_LIBS = -L$(CUDA_HOME)/lib64 -lnvrtc -ldl -pthread
+# libpgrt loads the CUDA driver (runtime/driver.c) and NVRTC (runtime/modules.c) at run
+# time: what links it needs neither.  CUDA_LIBS is for the programs that call the driver
+# themselves (the GPU tests).
+RT_LIBS = -ldl -pthread
 CUDA_LIBS = -L$(CUDA_HOME)/lib64/stubs -lcuda $(RT_LIBS)
 
 # libpgrt by lifecycle, a file per job, in the layers runtime/pgrt_impl.h draws

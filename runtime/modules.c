@@ -10,34 +10,82 @@
  * attribute that allows it.  libpgrt's own kernels (own_kernels.h: the updater,
  * pgrt_copy and pgrt_set) come from the cubins its build compiled, else the same way
  * as CUDA C.
+ *
+ * NVRTC is not linked either: it is loaded the first time a CUDA source is compiled or
+ * looked up in the cache (whose key holds NVRTC's version), so a program whose modules
+ * are all binaries runs where there is no NVRTC.  The file is shlib.c's choice for
+ * libnvrtc.so.MAJOR, MAJOR the CUDA major version libpgrt was built against: the copy
+ * already in the process (PyTorch's, from its wheels), else PGRT_LIB_NVRTC, else the
+ * soname; its functions are found by name, once per process (pthread_once).
  */
 #include "own_kernels.h"
 #include "pgrt_impl.h"
 
+#include <dlfcn.h>
 #include <nvrtc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#define NVRTC_FUNCS(X)                                                                                  \
+  X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)                \
+  X(nvrtcGetProgramLog) X(nvrtcGetErrorString) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcDestroyProgram)
+
+static struct {
+#define NVRTC_MEMBER(f) __typeof__(f) *f;
+  NVRTC_FUNCS(NVRTC_MEMBER)
+#undef NVRTC_MEMBER
+} nv;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+static char nv_failed[6144]; /* written once, by nv_load(); empty: loaded */
+
+static void nv_load(void) {
+  char soname[32];
+  snprintf(soname, sizeof soname, "libnvrtc.so.%d", CUDA_VERSION / 1000);
+  pgrt_shlib lib;
+  pgrt_shlib_open(&lib, soname, NULL, RTLD_NOW | RTLD_LOCAL);
+  if (!lib.dl) {
+    snprintf(nv_failed, sizeof nv_failed, "NVRTC does not load from '%s' (%s; %s): set %s to its path or put %s "
+             "where the dynamic linker finds it", lib.path, lib.why, lib.said, lib.env, soname);
+    return;
+  }
+  void *f;
+#define NVRTC_RESOLVE(fn)                                                                               \
+  if (!nv_failed[0]) {                                                                                  \
+    if ((f = dlsym(lib.dl, #fn)) != NULL) memcpy(&nv.fn, &f, sizeof f); /* dlsym's contract */         \
+    else snprintf(nv_failed, sizeof nv_failed, "NVRTC from '%s' has no %s", lib.path, #fn);             \
+  }
+  NVRTC_FUNCS(NVRTC_RESOLVE)
+#undef NVRTC_RESOLVE
+}
+
+/* NVRTC's functions, loaded if they are not yet; PGRT_ERR_MODULE for module m where they
+ * do not load. */
+static pgrt_status nvrtc_open(const pgrt_module *m) {
+  pthread_once(&nv_once, nv_load);
+  return nv_failed[0] ? pgrt_fail(PGRT_ERR_MODULE, "module '%s' is CUDA C, and %s", m->name, nv_failed) : PGRT_OK;
+}
 
 static pgrt_status compile_nvrtc(const pgrt_module *m, const char *arch, void **cubin, size_t *size) {
   const char *opts[] = {arch, PGRT_NVRTC_OPTS[0], PGRT_NVRTC_OPTS[1]};
   nvrtcProgram p;
-  if (nvrtcCreateProgram(&p, (const char *)m->image, m->name, 0, NULL, NULL) != NVRTC_SUCCESS)
+  if (nv.nvrtcCreateProgram(&p, (const char *)m->image, m->name, 0, NULL, NULL) != NVRTC_SUCCESS)
     return pgrt_fail(PGRT_ERR_MODULE, "module '%s': nvrtcCreateProgram failed", m->name);
-  nvrtcResult r = nvrtcCompileProgram(p, 3, opts);
+  nvrtcResult r = nv.nvrtcCompileProgram(p, 3, opts);
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
-    nvrtcGetProgramLogSize(p, &n);
+    nv.nvrtcGetProgramLogSize(p, &n);
     char *log = pgrt_zalloc(n + 1);
-    nvrtcGetProgramLog(p, log);
-    pgrt_fail(PGRT_ERR_MODULE, "module '%s' does not compile (%s):\n%s", m->name, nvrtcGetErrorString(r), log);
+    nv.nvrtcGetProgramLog(p, log);
+    pgrt_fail(PGRT_ERR_MODULE, "module '%s' does not compile (%s):\n%s", m->name, nv.nvrtcGetErrorString(r), log);
     free(log);
-    nvrtcDestroyProgram(&p);
+    nv.nvrtcDestroyProgram(&p);
     return PGRT_ERR_MODULE;
   }
-  nvrtcGetCUBINSize(p, size);
+  nv.nvrtcGetCUBINSize(p, size);
   *cubin = pgrt_zalloc(*size);
-  nvrtcGetCUBIN(p, *cubin);
-  nvrtcDestroyProgram(&p);
+  nv.nvrtcGetCUBIN(p, *cubin);
+  nv.nvrtcDestroyProgram(&p);
   return PGRT_OK;
 }
 
@@ -46,11 +94,13 @@ static pgrt_status compile_nvrtc(const pgrt_module *m, const char *arch, void **
  * and kept there; *cached says which.  Timed into the init's statistics. */
 static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin, size_t *size,
                                 pgrt_init_stats *stats, int fresh, int *cached) {
+  pgrt_status st = nvrtc_open(m);
+  if (st != PGRT_OK) return st;
   long long t0 = pgrt_mono_ns();
   int major = 0, minor = 0, nv_major = 0, nv_minor = 0;
   pgrt_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   pgrt_cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  nvrtcVersion(&nv_major, &nv_minor);
+  nv.nvrtcVersion(&nv_major, &nv_minor);
   char arch[64];
   snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
   const char *text = (const char *)m->image; /* (size 0: a table written by hand, the text ends at its NUL) */
@@ -59,7 +109,6 @@ static pgrt_status compile_cuda(const pgrt_module *m, CUdevice dev, void **cubin
   if (!key) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   snprintf(key, head, "nvrtc %d.%d %s %s %s", nv_major, nv_minor, arch, PGRT_NVRTC_OPTS[0], PGRT_NVRTC_OPTS[1]);
   memcpy(key + head, text, src);
-  pgrt_status st = PGRT_OK;
   *cached = !fresh && pgrt_cache_get(key, key_len, cubin, size);
   if (*cached) {
     stats->cache_hits++;

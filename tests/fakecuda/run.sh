@@ -49,7 +49,7 @@ for t in chain loops shapes relocs hostread buckets globals pdl; do
   "$B/pgcc" tests/gpu/codegen/$t.graph -o "$F/$t.c"
   gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c "$F/$t.c" "$B/libpgrt.a" \
-    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/$t"
+    -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/$t"
   label=$t; run "$F/$t" "$F/out"
   label="$t, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/$t" "$F/out/device"
 done
@@ -78,7 +78,7 @@ sed -e 's/^pgcc 1;/pgcc 2;/' -e 's|^module kernels cuda file .*|module kernels l
 "$B/pgcc" --name=chain "$F/chainlib.graph" -o "$F/chainlib.c"
 gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
   tests/gpu/codegen/chain_main.c "$F/chainlib.c" "$B/libpgrt.a" \
-  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/chainlib"
+  -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/chainlib"
 label="chain, its kernels in a library's two fatbins, loaded on threads"; run "$F/chainlib" "$F/out"
 grep -q "^libraries: 2 fatbins, 2 threads loading them" "$F/run.log" &&
   grep -q "^fakecuda: 2 libraries loaded on threads with no current context" "$F/run.log" ||
@@ -112,7 +112,7 @@ echo "fake: loops, no graph instantiating: init refused (its conditional nodes c
 for g in oom badmodule badsource badglobal badglobalsize; do "$B/pgcc" tests/gpu/faults/$g.graph -o "$F/$g.c"; done
 gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
   tests/gpu/faults/faults_main.c "$F"/{oom,badmodule,badsource,badglobal,badglobalsize,chain}.c "$B/libpgrt.a" \
-  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/faults"
+  -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/faults"
 for how in host device; do
   LD_LIBRARY_PATH="$F" PGRT_UPDATE=$how "$F/faults" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: faults, PGRT_UPDATE=$how"; exit 1; }
   sed -n "s|^\([0-9]* passed, 0 failed\)$|fake: faults, PGRT_UPDATE=$how: \1|p" "$F/run.log" >>"$F/fake.log"
@@ -127,7 +127,7 @@ E=tests/corpus/export/llama_tiny_bf16
 rm -rf "$F/deploy" && mkdir -p "$F/deploy" && cp examples/deploy/deploy.c examples/deploy/Makefile "$F/deploy/"
 make -s -C "$F/deploy" EXPORT="$PWD/$E" NAME=llama_tiny_bf16 PGCC="$PWD/$B/pgcc" CC=gcc PKG_CONFIG=true \
   PGRT_CFLAGS="-I$PWD/runtime -I$CUDA_HOME/include" EXTRA_CFLAGS="-Werror -pedantic ${SAN_FLAGS:-}" LDFLAGS="${SAN_FLAGS:-}" \
-  PGRT_LIBS="$PWD/$B/libpgrt.a -L$CUDA_HOME/lib64 -Wl,-rpath,$CUDA_HOME/lib64 -lnvrtc -ldl -pthread" \
+  PGRT_LIBS="$PWD/$B/libpgrt.a -ldl -pthread" \
   deploy >/dev/null
 # deploy calls the driver through libpgrt's table (pgrt_cuda): it does not link libcuda,
 # and reaches the double through PGRT_LIBCUDA alone
@@ -155,6 +155,11 @@ fails "$label" "the CUDA driver (/nonexistent, from PGRT_LIBCUDA) could not be l
 label="chain, a driver without cuGraphAddKernelNode"
 fails "$label" "the CUDA driver ($PGRT_LIBCUDA, from PGRT_LIBCUDA) could not be loaded: it has no cuGraphAddKernelNode for CUDA" \
   env FAKECUDA_HIDE=cuGraphAddKernelNode "$F/chain" "$F/out"
+# NVRTC missing (runtime/modules.c loads it too; the programs do not link it): a CUDA C
+# module, with nothing prebuilt or cached, fails init, saying so
+label="chain, PGRT_LIB_NVRTC=/nonexistent, nothing prebuilt or cached"
+fails "$label" "module 'kernels' is CUDA C, and NVRTC does not load from '/nonexistent'" \
+  env PGRT_LIB_NVRTC=/nonexistent PGRT_PREBUILT=off PGRT_CACHE=off "$F/chain" "$F/out"
 # which way libpgrt's own kernels came: chain's line "init: ..., prebuilt P, nvrtc N, cached C"
 ways() { sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p' "$F/run.log"; }
 label="chain, own kernels prebuilt, its module cached"; PGRT_UPDATE=device run "$F/chain" "$F/out/device"
