@@ -42,7 +42,9 @@
  * it before; bench/zoo_timing.py compares the three).
  *
  * Libraries, opened by soname: the installed libraries whose fatbins hold a program's
- * kernels (a LIBRARY module's soname) and NCCL (libnccl.so.2).  In a process that runs
+ * kernels (a LIBRARY module's soname), NCCL (libnccl.so.2) and NVRTC (libnvrtc.so.13,
+ * for CUDA 13; PGRT_LIB_NVRTC).  (The CUDA driver is not one of them: see "The CUDA
+ * driver, loaded at run time", below.)  In a process that runs
  * PyTorch beside libpgrt, PyTorch has its own copies, from its pip wheels
  * (site-packages/nvidia/NAME/lib), and a second copy of a library in one process breaks
  * it (cuDNN: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH).  So libpgrt opens, first match

@@ -2,7 +2,9 @@
  * fakecuda.c -- a CPU double of the CUDA driver API, built as libcuda.so.1, so that
  * libpgrt and the C that pgcc generates run on a machine without a GPU
  * (tests/fakecuda/run.sh runs the code-generation test programs of tests/gpu/codegen
- * over it).  It implements the calls libpgrt and those programs make, no others.
+ * over it).  It implements the calls libpgrt and those programs make, no others:
+ * libpgrt loads it through PGRT_LIBCUDA and finds its functions with its
+ * cuGetProcAddress (at the end), the programs link it.
  *
  * What it is:
  *   - device memory is host memory: an address is a host pointer.  cuMemAlloc fills
