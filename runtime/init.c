@@ -4,7 +4,7 @@
  *
  * The program's tables are checked first; a program with comms loads NCCL before any
  * CUDA call (nccl.c: where it is missing, nothing else is touched), then the CUDA
- * driver is loaded if it is not yet (driver.c).  Then: the modules
+ * driver is loaded if it is not yet (cuda_driver.c).  Then: the modules
  * and kernels (modules.c); one NCCL communicator per comm; the events; which region
  * each node runs in, and which bucket regions run a graph per bucket; the graph
  * regions' graphs and their conditional handles (before any parameter block: kernels
@@ -406,7 +406,7 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
   if (!c) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   if ((st = check_dims(c)) != PGRT_OK) goto out;
   if (pr->comm_count && (st = pgrt_nccl_load(c->nccl)) != PGRT_OK) goto out; /* before any CUDA call */
-  const char *why = pgrt_driver_open(); /* the first CUDA call may be this one's (driver.c) */
+  const char *why = pgrt_driver_open(); /* the first CUDA call may be this one's (cuda_driver.c) */
   if (why) {
     st = pgrt_fail(PGRT_ERR_DRIVER, "%s", why);
     goto out;
@@ -432,7 +432,7 @@ out:
   return PGRT_OK;
 }
 
-/* Here rather than in driver.c, which reports to no other file (status.c is its layer's). */
+/* Here rather than in cuda_driver.c, which reports to no other file (status.c is its layer's). */
 pgrt_status pgrt_cuda(const pgrt_driver **drv) {
   if (!drv) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_cuda: null table");
   const char *why = pgrt_driver_open();

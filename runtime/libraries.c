@@ -243,7 +243,8 @@ pgrt_status pgrt_library_prefetch(pgrt_libset **set, const pgrt_program *pr) {
   for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
   (*set)->threads = started;
   for (int j = 0; j < n; j++) /* (one that fails to load is the lookup's to report) */
-    if (jobs[j].r == CUDA_SUCCESS && !keep(*set, jobs[j].file, jobs[j].off, jobs[j].lib)) pgrt_cu.cuLibraryUnload(jobs[j].lib);
+    if (jobs[j].r == CUDA_SUCCESS && !keep(*set, jobs[j].file, jobs[j].off, jobs[j].lib))
+      pgrt_cu.cuLibraryUnload(jobs[j].lib);
   free(jobs);
   return PGRT_OK;
 }

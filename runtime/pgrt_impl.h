@@ -22,7 +22,7 @@
  *            nccl.c       NCCL, loaded with dlopen
  *            weights.c    safetensors files: weights to the device, tensors in host memory
  *   layer 0  status.c     the error record (pgrt_fail, pgrt_error), the clock
- *            driver.c     the CUDA driver, loaded with dlopen into pgrt_cu (pgrt_driver.h)
+ *            cuda_driver.c the CUDA driver, loaded with dlopen into pgrt_cu (pgrt_driver.h)
  *            shlib.c      which file a library opened by soname is (pgrt.h, "Libraries, opened
  *                         by soname")
  *
@@ -46,7 +46,7 @@ pgrt_status pgrt_fail(pgrt_status s, const char *fmt, ...) __attribute__((format
 /* CLOCK_MONOTONIC in ns. */
 long long pgrt_mono_ns(void);
 
-/* ---- driver.c: the CUDA driver (pgrt_driver.h) ---- */
+/* ---- cuda_driver.c: the CUDA driver (pgrt_driver.h) ---- */
 
 /* Every driver function libpgrt calls, resolved once by pgrt_driver_open: call them as
  * pgrt_cu.cuMemAlloc(...), never by their own names (libpgrt does not link libcuda). */

@@ -81,7 +81,8 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
     break;
   case PGRT_NODE_MEMSET: {
     CUDA_MEMSET_NODE_PARAMS m = pgrt_set_params(c, n);
-    if (m.elementSize == 1) CU(pgrt_cu.cuMemsetD2D8Async(m.dst, m.pitch, (unsigned char)m.value, m.width, m.height, s), n->origin);
+    if (m.elementSize == 1)
+      CU(pgrt_cu.cuMemsetD2D8Async(m.dst, m.pitch, (unsigned char)m.value, m.width, m.height, s), n->origin);
     else if (m.elementSize == 2)
       CU(pgrt_cu.cuMemsetD2D16Async(m.dst, m.pitch, (unsigned short)m.value, m.width, m.height, s), n->origin);
     else CU(pgrt_cu.cuMemsetD2D32Async(m.dst, m.pitch, m.value, m.width, m.height, s), n->origin);

@@ -49,7 +49,7 @@ pgrt_status pgrt_weights_load(const char *path, const pgrt_weights_file *file, C
     st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
-  const char *why = pgrt_driver_open(); /* the program's first CUDA call may be this one's (driver.c) */
+  const char *why = pgrt_driver_open(); /* the program's first CUDA call may be this one's (cuda_driver.c) */
   if (why) {
     st = pgrt_fail(PGRT_ERR_DRIVER, "%s", why);
     goto out;

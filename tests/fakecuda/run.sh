@@ -5,7 +5,7 @@
 #   bash tests/fakecuda/run.sh
 #
 # Builds the CPU double of the CUDA driver (fakecuda.c, kernels.c) as libcuda.so.1 --
-# libpgrt loads it through PGRT_LIBCUDA (runtime/driver.c: dlopen, then the double's
+# libpgrt loads it through PGRT_LIBCUDA (runtime/cuda_driver.c: dlopen, then the double's
 # cuGetProcAddress); the test programs, which call the driver themselves, link it -- and
 # runs the code-generation test programs of tests/gpu/codegen over it, as
 # tests/gpu/run_codegen.sh runs them on a GPU: each program's C from pgcc, built against
@@ -143,7 +143,7 @@ for how in host device; do
     >>"$F/fake.log"
 done
 # the driver missing, or lacking a function libpgrt calls: init fails, saying which
-# (runtime/driver.c), before anything else is touched
+# (runtime/cuda_driver.c), before anything else is touched
 fails() { # label, expected message, command...
   local want=$2; shift 2
   if LD_LIBRARY_PATH="$F" "$@" >"$F/run.log" 2>&1 || ! grep -qF "$want" "$F/run.log"; then

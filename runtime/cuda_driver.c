@@ -1,5 +1,5 @@
 /*
- * driver.c -- the CUDA driver, loaded at run time (pgrt.h, "The CUDA driver, loaded at
+ * cuda_driver.c -- the CUDA driver, loaded at run time (pgrt.h, "The CUDA driver, loaded at
  * run time"; pgrt_driver.h lists its functions).
  *
  * libpgrt does not link libcuda, so a program built against it starts (and can read and
