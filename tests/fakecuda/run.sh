@@ -115,6 +115,9 @@ gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -I"$F" -Iruntime -Itests/g
   -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/faults"
 for how in host device; do
   LD_LIBRARY_PATH="$F" PGRT_UPDATE=$how "$F/faults" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: faults, PGRT_UPDATE=$how"; exit 1; }
+  # the check macro names the driver call as written in cuda.h's terms, not through libpgrt's table
+  grep -q "'cuMemAlloc(&c->arena, pr->arena_bytes) failed: out of memory (runtime/init.c:" "$F/run.log" ||
+    { cat "$F/run.log"; echo "FAIL: faults: the arena's failed cuMemAlloc is not named so"; exit 1; }
   sed -n "s|^\([0-9]* passed, 0 failed\)$|fake: faults, PGRT_UPDATE=$how: \1|p" "$F/run.log" >>"$F/fake.log"
 done
 # a real export, its kernels Triton's and cuBLASLt's (nvjet, arguments packed in a
