@@ -201,7 +201,8 @@ NO_DRIVER = LD_LIBRARY_PATH=$(CUDA_HOME)/lib64 PGRT_LIBCUDA=/nonexistent/libcuda
 # (tests/codegen/convert_main.c); libpgrt's cache of compiled cubins (tests/codegen/cache_main.c); the cubins of
 # libpgrt's own kernels its build compiled, against NVRTC (tests/codegen/prebuilt_main.c); which file libpgrt opens
 # for a library it opens by soname, a copy already in the process first (tests/codegen/shlib_main.c, over copies
-# of tests/codegen/shlib_fake.c); pgcc's and libpgrt's enums that are not one table yet, against each other
+# of tests/codegen/shlib_fake.c); libpgrt without the CUDA driver, PGRT_ERR_DRIVER from 8 threads at once
+# (tests/codegen/driver_main.c); pgcc's and libpgrt's enums that are not one table yet, against each other
 # (tests/codegen/tables_main.c); libpgrt's NCCL declarations against nccl.h, and a program
 # with a comm whose NCCL is missing failing init before any CUDA call
 # (tests/codegen/nccl_main.c, over tests/gpu/codegen/allreduce.graph).  No GPU, no
@@ -239,6 +240,10 @@ check-info: $(B)/pgcc
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/shlib_main \
 	    tests/codegen/shlib_main.c $(B)/libpgrt.a $(RT_LIBS) && \
 	  $(NO_DRIVER) $(B)/gen/shlib_main $(B)/gen/shlib/a $(B)/gen/shlib/b && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/driver_main \
+	    tests/codegen/driver_main.c $(B)/libpgrt.a $(RT_LIBS) && \
+	  ! ldd $(B)/gen/driver_main | grep -q libcuda && \
+	  $(NO_DRIVER) $(B)/gen/driver_main tests/corpus/export/mlp_small/mlp_small.safetensors && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Icompiler -Iruntime $(CUDA_INC) -o $(B)/gen/tables_main \
 	    tests/codegen/tables_main.c && $(B)/gen/tables_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/nccl_main \
