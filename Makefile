@@ -127,12 +127,16 @@ check-generated:
 PREFIX ?= /usr/local
 DESTDIR ?=
 CUDA_INC = -I$(CUDA_HOME)/include
-CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs -lcuda -lnvrtc -ldl -pthread
+# libpgrt loads the CUDA driver (runtime/cuda_driver.c) and NVRTC (runtime/modules.c) at run
+# time: what links it needs neither.  CUDA_LIBS is for the programs that call the driver
+# themselves (the GPU tests).
+RT_LIBS = -ldl -pthread
+CUDA_LIBS = -L$(CUDA_HOME)/lib64/stubs -lcuda $(RT_LIBS)
 
 # libpgrt by lifecycle, a file per job, in the layers runtime/pgrt_impl.h draws
-RT_OBJS = $(B)/rt/status.o $(B)/rt/shlib.o $(B)/rt/scalars.o $(B)/rt/cache.o $(B)/rt/libraries.o $(B)/rt/nccl.o $(B)/rt/weights.o \
+RT_OBJS = $(B)/rt/status.o $(B)/rt/cuda_driver.o $(B)/rt/shlib.o $(B)/rt/scalars.o $(B)/rt/cache.o $(B)/rt/libraries.o $(B)/rt/nccl.o $(B)/rt/weights.o \
 	$(B)/rt/modules.o $(B)/rt/params.o $(B)/rt/build.o $(B)/rt/init.o $(B)/rt/run.o $(B)/rt/own_cubins.o
-RT_HEADERS = runtime/pgrt.h runtime/pgrt_relocs.h runtime/pgrt_impl.h runtime/st_header.h runtime/half.h \
+RT_HEADERS = runtime/pgrt.h runtime/pgrt_driver.h runtime/pgrt_relocs.h runtime/pgrt_impl.h runtime/st_header.h runtime/half.h \
 	runtime/own_kernels.h
 
 $(B)/rt/%.o: runtime/%.c $(RT_HEADERS) $(B)/config.stamp | $(B)
@@ -161,7 +165,7 @@ $(B)/libpgrt.a: $(RT_OBJS)
 
 $(B)/libpgrt.so: $(RT_OBJS)
 	@$(if $(Q),echo "LD $@")
-	$(Q)$(CC) -shared -Wl,-soname,libpgrt.so.1 -o $@ $^ $(CUDA_LIBS)
+	$(Q)$(CC) -shared -Wl,-soname,libpgrt.so.1 -o $@ $^ $(RT_LIBS)
 
 $(B)/pgrt.pc: runtime/pgrt.pc.in
 	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@CUDA_HOME@|$(CUDA_HOME)|g' $< > $@
@@ -173,6 +177,7 @@ install: $(B)/pgcc $(if $(wildcard $(CUDA_HOME)/include/cuda.h),runtime) runtime
 	install -m 755 $(B)/pgcc $(DESTDIR)$(PREFIX)/bin/pgcc
 	install -m 644 runtime/pgrt.h $(DESTDIR)$(PREFIX)/include/pgrt.h
 	install -m 644 runtime/pgrt_relocs.h $(DESTDIR)$(PREFIX)/include/pgrt_relocs.h
+	install -m 644 runtime/pgrt_driver.h $(DESTDIR)$(PREFIX)/include/pgrt_driver.h
 	install -m 644 $(B)/libpgrt.a $(DESTDIR)$(PREFIX)/lib/libpgrt.a
 	install -m 755 $(B)/libpgrt.so $(DESTDIR)$(PREFIX)/lib/libpgrt.so.1
 	ln -sf libpgrt.so.1 $(DESTDIR)$(PREFIX)/lib/libpgrt.so

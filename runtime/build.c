@@ -28,16 +28,16 @@ static pgrt_status add_child(pgrt_ctx *c, CUgraph g, int i, const CUgraphNode *d
   pgrt_status st = PGRT_OK;
   CUgraph body = NULL;
   CUgraphNodeParams np;
-  CU(cuGraphCreate(&body, 0), n->origin);
+  CU(pgrt_cu.cuGraphCreate(&body, 0), n->origin);
   if ((st = build_nodes(c, body, b->first, b->count)) != PGRT_OK) goto out;
   memset(&np, 0, sizeof np);
   np.type = CU_GRAPH_NODE_TYPE_GRAPH;
   np.graph.graph = body;
   np.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
-  CU(cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np), n->origin);
+  CU(pgrt_cu.cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np), n->origin);
   body = NULL; /* the parent owns it now */
 out:
-  if (body) cuGraphDestroy(body);
+  if (body) pgrt_cu.cuGraphDestroy(body);
   return st;
 }
 
@@ -54,7 +54,7 @@ static pgrt_status add_conditional(pgrt_ctx *c, CUgraph g, int i, const CUgraphN
   np.conditional.type = types[n->cond_type];
   np.conditional.size = (unsigned)n->body_count;
   np.conditional.ctx = c->cu;
-  CU(cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np), n->origin);
+  CU(pgrt_cu.cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np), n->origin);
   for (int k = 0; k < n->body_count; k++) {
     const pgrt_body *b = &c->prog->bodies[n->body + k];
     if ((st = build_nodes(c, np.conditional.phGraph_out[k], b->first, b->count)) != PGRT_OK) goto out;
@@ -73,24 +73,24 @@ static pgrt_status add_collective(pgrt_ctx *c, CUgraph g, int i, const CUgraphNo
   pgrt_status st = PGRT_OK;
   CUgraph body = NULL;
   CUgraphNodeParams np;
-  if (!c->cap) CU(cuStreamCreate(&c->cap, CU_STREAM_NON_BLOCKING), "the capture stream for collectives");
-  CU(cuStreamBeginCapture(c->cap, CU_STREAM_CAPTURE_MODE_RELAXED), n->origin);
+  if (!c->cap) CU(pgrt_cu.cuStreamCreate(&c->cap, CU_STREAM_NON_BLOCKING), "the capture stream for collectives");
+  CU(pgrt_cu.cuStreamBeginCapture(c->cap, CU_STREAM_CAPTURE_MODE_RELAXED), n->origin);
   st = pgrt_nccl_collective(c->nccl, n, c->addr[n->src] + n->src_offset, c->addr[n->dst] + n->dst_offset,
                             c->ncomms[n->comm], c->cap);
-  CUresult er = cuStreamEndCapture(c->cap, &body); /* always: the stream leaves capture mode */
+  CUresult er = pgrt_cu.cuStreamEndCapture(c->cap, &body); /* always: the stream leaves capture mode */
   if (st != PGRT_OK) goto out;
   CU(er, n->origin);
   memset(&np, 0, sizeof np);
   np.type = CU_GRAPH_NODE_TYPE_GRAPH;
   np.graph.graph = body;
   np.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
-  if (cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np) == CUDA_SUCCESS) {
+  if (pgrt_cu.cuGraphAddNode(&c->gnodes[i], g, deps, NULL, (size_t)nd, &np) == CUDA_SUCCESS) {
     body = NULL; /* the parent owns it now */
   } else {
-    CU(cuGraphAddChildGraphNode(&c->gnodes[i], g, deps, (size_t)nd, body), n->origin);
+    CU(pgrt_cu.cuGraphAddChildGraphNode(&c->gnodes[i], g, deps, (size_t)nd, body), n->origin);
   }
 out:
-  if (body) cuGraphDestroy(body);
+  if (body) pgrt_cu.cuGraphDestroy(body);
   return st;
 }
 
@@ -103,17 +103,17 @@ static pgrt_status add_kernel(pgrt_ctx *c, CUgraph g, int i, CUgraphNode *deps, 
   pgrt_status st = PGRT_OK;
   CUDA_KERNEL_NODE_PARAMS kp = pgrt_kernel_params(c, i);
   if (c->devupd[i]) deps[nd++] = c->upd[c->region_of[i]].node; /* (deps has room for it) */
-  CU(cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
+  CU(pgrt_cu.cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
   if (pgrt_cluster_attr(c, n)) {
     CUkernelNodeAttrValue v;
     memset(&v, 0, sizeof v);
     v.clusterDim.x = n->cluster[0], v.clusterDim.y = n->cluster[1], v.clusterDim.z = n->cluster[2];
     if (n->cluster[0] * n->cluster[1] * n->cluster[2] > 8) /* past the portable 8 blocks */
-      CU(cuFuncSetAttribute(kp.func, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), n->origin);
-    CUresult r = cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v);
+      CU(pgrt_cu.cuFuncSetAttribute(kp.func, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), n->origin);
+    CUresult r = pgrt_cu.cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v);
     if (r != CUDA_SUCCESS) {
       const char *s = "unknown error";
-      cuGetErrorString(r, &s);
+      pgrt_cu.cuGetErrorString(r, &s);
       return pgrt_fail(PGRT_ERR_CUDA, "node '%s': its cluster [%u, %u, %u] (grid [%u, %u, %u], %u bytes of "
                        "dynamic shared memory) is refused: %s", n->origin, n->cluster[0], n->cluster[1],
                        n->cluster[2], n->grid[0], n->grid[1], n->grid[2], n->smem, s);
@@ -123,10 +123,10 @@ static pgrt_status add_kernel(pgrt_ctx *c, CUgraph g, int i, CUgraphNode *deps, 
     CUkernelNodeAttrValue v;
     memset(&v, 0, sizeof v);
     v.deviceUpdatableKernelNode.deviceUpdatable = 1;
-    CU(cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v), n->origin);
+    CU(pgrt_cu.cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v), n->origin);
   }
   for (int d = 0; d < ne; d++)
-    CU(cuGraphAddDependencies(g, &early[d], &c->gnodes[i], &early_data[d], 1), n->origin);
+    CU(pgrt_cu.cuGraphAddDependencies(g, &early[d], &c->gnodes[i], &early_data[d], 1), n->origin);
 out:
   return st;
 }
@@ -161,28 +161,28 @@ static pgrt_status build_nodes(pgrt_ctx *c, CUgraph g, int first, int count) {
     case PGRT_NODE_MEMSET:
       if (c->boxed[i]) {
         CUDA_KERNEL_NODE_PARAMS kp = pgrt_box_params(c, i);
-        CU(cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
+        CU(pgrt_cu.cuGraphAddKernelNode(&c->gnodes[i], g, deps, (size_t)nd, &kp), n->origin);
       } else if (n->kind == PGRT_NODE_MEMCPY) {
         CUDA_MEMCPY3D m = pgrt_copy_params(c, n);
-        CU(cuGraphAddMemcpyNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
+        CU(pgrt_cu.cuGraphAddMemcpyNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
       } else {
         CUDA_MEMSET_NODE_PARAMS m = pgrt_set_params(c, n);
-        CU(cuGraphAddMemsetNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
+        CU(pgrt_cu.cuGraphAddMemsetNode(&c->gnodes[i], g, deps, (size_t)nd, &m, c->cu), n->origin);
       }
       break;
     case PGRT_NODE_HOST: {
       CUDA_HOST_NODE_PARAMS h = pgrt_host_params(c, n);
-      CU(cuGraphAddHostNode(&c->gnodes[i], g, deps, (size_t)nd, &h), n->origin);
+      CU(pgrt_cu.cuGraphAddHostNode(&c->gnodes[i], g, deps, (size_t)nd, &h), n->origin);
       break;
     }
-    case PGRT_NODE_EMPTY: CU(cuGraphAddEmptyNode(&c->gnodes[i], g, deps, (size_t)nd), n->origin); break;
+    case PGRT_NODE_EMPTY: CU(pgrt_cu.cuGraphAddEmptyNode(&c->gnodes[i], g, deps, (size_t)nd), n->origin); break;
     case PGRT_NODE_SYNC: return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a synchronization cannot be in a graph", n->origin);
     case PGRT_NODE_GUARD: return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a guard cannot be in a graph", n->origin);
     case PGRT_NODE_EVENT_RECORD:
-      CU(cuGraphAddEventRecordNode(&c->gnodes[i], g, deps, (size_t)nd, c->events[n->event]), n->origin);
+      CU(pgrt_cu.cuGraphAddEventRecordNode(&c->gnodes[i], g, deps, (size_t)nd, c->events[n->event]), n->origin);
       break;
     case PGRT_NODE_EVENT_WAIT:
-      CU(cuGraphAddEventWaitNode(&c->gnodes[i], g, deps, (size_t)nd, c->events[n->event]), n->origin);
+      CU(pgrt_cu.cuGraphAddEventWaitNode(&c->gnodes[i], g, deps, (size_t)nd, c->events[n->event]), n->origin);
       break;
     case PGRT_NODE_CHILD:
       if ((st = add_child(c, g, i, deps, nd)) != PGRT_OK) goto out;
@@ -210,12 +210,12 @@ static int has_conditional(const pgrt_ctx *c, int r) {
 static pgrt_status add_updater(pgrt_ctx *c, int r) {
   pgrt_updater *u = &c->upd[r];
   pgrt_status st = PGRT_OK;
-  CU(cuMemAlloc(&u->table, sizeof(pgrt_upd_entry) * (size_t)u->count), "the updater's table");
+  CU(pgrt_cu.cuMemAlloc(&u->table, sizeof(pgrt_upd_entry) * (size_t)u->count), "the updater's table");
   memcpy(u->params, &u->table, 8);
   memcpy(u->params + 8, &u->count, sizeof u->count);
   u->argv[0] = u->params, u->argv[1] = u->params + 8, u->argv[2] = u->params + 16;
   CUDA_KERNEL_NODE_PARAMS kp = pgrt_updater_params(c, u);
-  CU(cuGraphAddKernelNode(&u->node, c->graphs[r], NULL, 0, &kp), "the updater");
+  CU(pgrt_cu.cuGraphAddKernelNode(&u->node, c->graphs[r], NULL, 0, &kp), "the updater");
   u->enabled = 1;
 out:
   return st;
@@ -235,7 +235,7 @@ static pgrt_status write_updater_table(pgrt_ctx *c, int r) {
     if (!c->devupd[i]) continue;
     const pgrt_node *n = &pr->nodes[i];
     CUkernelNodeAttrValue v;
-    CU(cuGraphKernelNodeGetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v), n->origin);
+    CU(pgrt_cu.cuGraphKernelNodeGetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v), n->origin);
     for (int k = 0; k < n->reloc_count; k++) {
       const pgrt_buffer *b = &pr->buffers[n->relocs[k].buffer];
       if (b->kind != PGRT_BUF_BOUND) continue;
@@ -249,7 +249,7 @@ static pgrt_status write_updater_table(pgrt_ctx *c, int r) {
                                           (n->scalars[k].slot >= pr->scalar_slots ? pr->read_count : 0),
                                       0, 0};
   }
-  CU(cuMemcpyHtoD(u->table, entries, sizeof *entries * (size_t)u->count), "the updater's table");
+  CU(pgrt_cu.cuMemcpyHtoD(u->table, entries, sizeof *entries * (size_t)u->count), "the updater's table");
 out:
   free(entries);
   return st;
@@ -259,7 +259,7 @@ out:
  * fallback (tests/gpu/faults/). */
 static CUresult instantiate(CUgraphExec *exec, CUgraph g) {
   const char *fault = getenv("PGRT_FAULT");
-  return fault && strcmp(fault, "instantiate") == 0 ? CUDA_ERROR_NOT_SUPPORTED : cuGraphInstantiate(exec, g, 0);
+  return fault && strcmp(fault, "instantiate") == 0 ? CUDA_ERROR_NOT_SUPPORTED : pgrt_cu.cuGraphInstantiate(exec, g, 0);
 }
 
 pgrt_status pgrt_build_graph(pgrt_ctx *c, int r) {
@@ -270,11 +270,11 @@ pgrt_status pgrt_build_graph(pgrt_ctx *c, int r) {
   if ((st = build_nodes(c, c->graphs[r], rg->first, rg->count)) != PGRT_OK) goto out;
   CUresult ir = instantiate(&c->execs[r], c->graphs[r]);
   if (ir != CUDA_SUCCESS) {
-    if (c->execs[r]) cuGraphExecDestroy(c->execs[r]);
+    if (c->execs[r]) pgrt_cu.cuGraphExecDestroy(c->execs[r]);
     c->execs[r] = NULL;
     if (has_conditional(c, r)) {
       const char *s = "?";
-      cuGetErrorString(ir, &s);
+      pgrt_cu.cuGetErrorString(ir, &s);
       return pgrt_fail(PGRT_ERR_CUDA, "graph region %d of '%s' does not instantiate (%s), and its conditional nodes "
                        "cannot run eagerly", r, pr->name, s);
     }
@@ -282,7 +282,7 @@ pgrt_status pgrt_build_graph(pgrt_ctx *c, int r) {
     return PGRT_OK;
   }
   if (c->upd[r].count && (st = write_updater_table(c, r)) != PGRT_OK) goto out;
-  CU(cuGraphUpload(c->execs[r], 0), "a graph region");
+  CU(pgrt_cu.cuGraphUpload(c->execs[r], 0), "a graph region");
 out:
   return st;
 }
@@ -329,8 +329,8 @@ void pgrt_free_buckets(pgrt_ctx *c, int r) {
   if (!c->bgraphs[r] && !(c->bexecs && c->bexecs[r])) return;
   int nb = c->prog->nodes[c->prog->regions[r].first + 1].body_count;
   for (int k = 0; k < nb; k++) {
-    if (c->bexecs && c->bexecs[r] && c->bexecs[r][k]) cuGraphExecDestroy(c->bexecs[r][k]);
-    if (c->bgraphs[r] && c->bgraphs[r][k]) cuGraphDestroy(c->bgraphs[r][k]);
+    if (c->bexecs && c->bexecs[r] && c->bexecs[r][k]) pgrt_cu.cuGraphExecDestroy(c->bexecs[r][k]);
+    if (c->bgraphs[r] && c->bgraphs[r][k]) pgrt_cu.cuGraphDestroy(c->bgraphs[r][k]);
   }
   free(c->bgraphs[r]), c->bgraphs[r] = NULL;
   if (c->bexecs) free(c->bexecs[r]), c->bexecs[r] = NULL;
@@ -348,7 +348,7 @@ pgrt_status pgrt_build_buckets(pgrt_ctx *c, int r) {
   if (!c->bgraphs[r] || !c->bexecs[r]) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   for (int k = 0; k < sw->body_count; k++) {
     const pgrt_body *b = &pr->bodies[sw->body + k];
-    CU(cuGraphCreate(&c->bgraphs[r][k], 0), sw->origin);
+    CU(pgrt_cu.cuGraphCreate(&c->bgraphs[r][k], 0), sw->origin);
     if ((st = build_nodes(c, c->bgraphs[r][k], b->first, b->count)) != PGRT_OK) goto out;
     CUresult ir = instantiate(&c->bexecs[r][k], c->bgraphs[r][k]);
     if (ir != CUDA_SUCCESS) {
@@ -358,7 +358,7 @@ pgrt_status pgrt_build_buckets(pgrt_ctx *c, int r) {
       c->bmode[r] = PGRT_BUCKETS_EAGER;
       return PGRT_OK;
     }
-    CU(cuGraphUpload(c->bexecs[r][k], 0), sw->origin);
+    CU(pgrt_cu.cuGraphUpload(c->bexecs[r][k], 0), sw->origin);
   }
 out:
   return st;

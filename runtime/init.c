@@ -3,7 +3,8 @@
  * context, and pgrt_destroy, which frees it; init's steps in the order it takes them.
  *
  * The program's tables are checked first; a program with comms loads NCCL before any
- * CUDA call (nccl.c: where it is missing, nothing else is touched).  Then: the modules
+ * CUDA call (nccl.c: where it is missing, nothing else is touched), then the CUDA
+ * driver is loaded if it is not yet (cuda_driver.c).  Then: the modules
  * and kernels (modules.c); one NCCL communicator per comm; the events; which region
  * each node runs in, and which bucket regions run a graph per bucket; the graph
  * regions' graphs and their conditional handles (before any parameter block: kernels
@@ -167,13 +168,13 @@ static pgrt_status make_graphs(pgrt_ctx *c) {
   }
   pgrt_bucket_modes(c);
   for (int r = 0; r < pr->region_count; r++)
-    if (pr->regions[r].graph && !c->bmode[r]) CU(cuGraphCreate(&c->graphs[r], 0), "a graph region");
+    if (pr->regions[r].graph && !c->bmode[r]) CU(pgrt_cu.cuGraphCreate(&c->graphs[r], 0), "a graph region");
   for (int i = 0; i < pr->node_count; i++) {
     const pgrt_node *n = &pr->nodes[i];
     if (n->kind != PGRT_NODE_CONDITIONAL || c->unbuilt[i]) continue;
     if (!c->graphs[c->region_of[i]])
       return pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': a conditional node must be in a graph region", n->origin);
-    CU(cuGraphConditionalHandleCreate(&c->conds[n->condition], c->graphs[c->region_of[i]], c->cu,
+    CU(pgrt_cu.cuGraphConditionalHandleCreate(&c->conds[n->condition], c->graphs[c->region_of[i]], c->cu,
                                       pr->conditions[n->condition].default_value, CU_GRAPH_COND_ASSIGN_DEFAULT),
        n->origin);
   }
@@ -190,11 +191,11 @@ static pgrt_status place_buffers(pgrt_ctx *c, const CUdeviceptr *weights, CUdevi
   uint64_t bound_max = 1;
   for (int b = 0; b < pr->buffer_count; b++)
     if (pr->buffers[b].kind == PGRT_BUF_BOUND && pr->buffers[b].size > bound_max) bound_max = pr->buffers[b].size;
-  CU(cuMemAlloc(&c->placeholder, bound_max), "the placeholder for per-call buffers");
+  CU(pgrt_cu.cuMemAlloc(&c->placeholder, bound_max), "the placeholder for per-call buffers");
   if (arena) {
     c->arena = arena;
   } else if (pr->arena_bytes) {
-    CU(cuMemAlloc(&c->arena, pr->arena_bytes), "the arena");
+    CU(pgrt_cu.cuMemAlloc(&c->arena, pr->arena_bytes), "the arena");
     c->own_arena = 1;
   }
   for (int b = 0; b < pr->buffer_count; b++) {
@@ -203,10 +204,10 @@ static pgrt_status place_buffers(pgrt_ctx *c, const CUdeviceptr *weights, CUdevi
       if (buf->slot < 0 || buf->slot >= c->host_count || c->host[buf->slot])
         return pgrt_fail(PGRT_ERR_ARGUMENT, "host buffer '%s': slot %d is not one of %d", buf->name, buf->slot,
                          c->host_count);
-      CU(cuMemHostAlloc(&c->host[buf->slot], buf->size ? buf->size : 1,
+      CU(pgrt_cu.cuMemHostAlloc(&c->host[buf->slot], buf->size ? buf->size : 1,
                         CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP), buf->name);
       memset(c->host[buf->slot], 0, buf->size);
-      CU(cuMemHostGetDevicePointer(&c->addr[b], c->host[buf->slot], 0), buf->name);
+      CU(pgrt_cu.cuMemHostGetDevicePointer(&c->addr[b], c->host[buf->slot], 0), buf->name);
     }
     if (buf->kind == PGRT_BUF_ARENA) c->addr[b] = c->arena + buf->offset;
     if (buf->kind == PGRT_BUF_BOUND) c->addr[b] = c->placeholder;
@@ -373,8 +374,8 @@ static pgrt_status build_graphs(pgrt_ctx *c) {
     if (pr->regions[r].graph && (st = c->bmode[r] ? pgrt_build_buckets(c, r) : pgrt_build_graph(c, r)) != PGRT_OK)
       goto out;
   for (int r = 0; r < pr->region_count; r++)
-    if (c->graphs[r] && !c->execs[r]) cuGraphDestroy(c->graphs[r]), c->graphs[r] = NULL;
-  CU(cuCtxSynchronize(), "init");
+    if (c->graphs[r] && !c->execs[r]) pgrt_cu.cuGraphDestroy(c->graphs[r]), c->graphs[r] = NULL;
+  CU(pgrt_cu.cuCtxSynchronize(), "init");
   c->init_stats.graphs_ns = pgrt_mono_ns() - t_graphs;
 out:
   return st;
@@ -405,13 +406,18 @@ pgrt_status pgrt_init_comm(pgrt_ctx **out_ctx, const pgrt_program *pr, const CUd
   if (!c) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   if ((st = check_dims(c)) != PGRT_OK) goto out;
   if (pr->comm_count && (st = pgrt_nccl_load(c->nccl)) != PGRT_OK) goto out; /* before any CUDA call */
-  CU(cuCtxGetCurrent(&c->cu), "init");
+  const char *why = pgrt_driver_open(); /* the first CUDA call may be this one's (cuda_driver.c) */
+  if (why) {
+    st = pgrt_fail(PGRT_ERR_DRIVER, "%s", why);
+    goto out;
+  }
+  CU(pgrt_cu.cuCtxGetCurrent(&c->cu), "init");
   if (!c->cu) {
     st = pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_init: no current CUDA context");
     goto out;
   }
   if ((st = load_modules(c)) != PGRT_OK || (st = join_comms(c, id, rank)) != PGRT_OK) goto out;
-  for (int e = 0; e < pr->event_count; e++) CU(cuEventCreate(&c->events[e], CU_EVENT_DISABLE_TIMING), "an event");
+  for (int e = 0; e < pr->event_count; e++) CU(pgrt_cu.cuEventCreate(&c->events[e], CU_EVENT_DISABLE_TIMING), "an event");
   if ((st = make_graphs(c)) != PGRT_OK || (st = place_buffers(c, weights, arena)) != PGRT_OK ||
       (st = make_params(c, kernel_args)) != PGRT_OK || (st = find_changing(c)) != PGRT_OK ||
       (st = load_own_kernels(c)) != PGRT_OK || (st = build_graphs(c)) != PGRT_OK)
@@ -426,36 +432,44 @@ out:
   return PGRT_OK;
 }
 
+/* Here rather than in cuda_driver.c, which reports to no other file (status.c is its layer's). */
+pgrt_status pgrt_cuda(const pgrt_driver **drv) {
+  if (!drv) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_cuda: null table");
+  const char *why = pgrt_driver_open();
+  *drv = why ? NULL : &pgrt_cu;
+  return why ? pgrt_fail(PGRT_ERR_DRIVER, "%s", why) : PGRT_OK;
+}
+
 void pgrt_destroy(pgrt_ctx **pc) {
   if (!pc || !*pc) return;
   pgrt_ctx *c = *pc;
   const pgrt_program *pr = c->prog;
   for (int r = 0; c->execs && r < pr->region_count; r++) {
-    if (c->execs[r]) cuGraphExecDestroy(c->execs[r]);
-    if (c->graphs[r]) cuGraphDestroy(c->graphs[r]);
+    if (c->execs[r]) pgrt_cu.cuGraphExecDestroy(c->execs[r]);
+    if (c->graphs[r]) pgrt_cu.cuGraphDestroy(c->graphs[r]);
   }
   for (int r = 0; c->bgraphs && r < pr->region_count; r++) pgrt_free_buckets(c, r);
   for (int k = 0; c->ncomms && k < pr->comm_count; k++) /* after the graphs that captured their work */
     if (c->ncomms[k]) c->nccl->comm_destroy(c->ncomms[k]);
-  if (c->cap) cuStreamDestroy(c->cap);
+  if (c->cap) pgrt_cu.cuStreamDestroy(c->cap);
   free(c->nccl), free(c->ncomms);
   for (int i = 0; c->params && i < pr->node_count; i++) {
     free(c->params[i]);
     if (c->args && !pr->nodes[i].caller_args) free(c->args[i]);
   }
   for (int m = 0; c->libs && m < pr->module_count; m++)
-    if (c->libs[m]) cuLibraryUnload(c->libs[m]);
+    if (c->libs[m]) pgrt_cu.cuLibraryUnload(c->libs[m]);
   for (int e = 0; c->events && e < pr->event_count; e++)
-    if (c->events[e]) cuEventDestroy(c->events[e]);
+    if (c->events[e]) pgrt_cu.cuEventDestroy(c->events[e]);
   for (int r = 0; c->upd && r < pr->region_count; r++)
-    if (c->upd[r].table) cuMemFree(c->upd[r].table);
-  if (c->upd_lib) cuLibraryUnload(c->upd_lib);
-  if (c->box_lib) cuLibraryUnload(c->box_lib);
+    if (c->upd[r].table) pgrt_cu.cuMemFree(c->upd[r].table);
+  if (c->upd_lib) pgrt_cu.cuLibraryUnload(c->upd_lib);
+  if (c->box_lib) pgrt_cu.cuLibraryUnload(c->box_lib);
   pgrt_libset_free(c->libset);
-  if (c->own_arena && c->arena) cuMemFree(c->arena);
-  if (c->placeholder) cuMemFree(c->placeholder);
+  if (c->own_arena && c->arena) pgrt_cu.cuMemFree(c->arena);
+  if (c->placeholder) pgrt_cu.cuMemFree(c->placeholder);
   for (int k = 0; c->host && k < c->host_count; k++)
-    if (c->host[k]) cuMemFreeHost(c->host[k]);
+    if (c->host[k]) pgrt_cu.cuMemFreeHost(c->host[k]);
   free(c->libs), free(c->funcs), free(c->addr), free(c->bound_prev), free(c->scalar_prev), free(c->params);
   free(c->args), free(c->graphs), free(c->execs), free(c->gnodes), free(c->movable), free(c->events);
   free(c->region_of), free(c->conds), free(c->upd), free(c->devupd), free(c->hosts), free(c->boxed);

@@ -74,7 +74,7 @@ static CUresult load_fatbin(CUlibrary *lib, const unsigned char *image) {
   CUlibraryOption opt[1] = {CU_LIBRARY_BINARY_IS_PRESERVED};
   void *val[1] = {(void *)(uintptr_t)1};
   unsigned n = libload_has("copy") ? 0 : 1;
-  return cuLibraryLoadData(lib, image, NULL, NULL, 0, n ? opt : NULL, n ? val : NULL, n);
+  return pgrt_cu.cuLibraryLoadData(lib, image, NULL, NULL, 0, n ? opt : NULL, n ? val : NULL, n);
 }
 
 static uint64_t rd(const unsigned char *p, int n) {
@@ -166,13 +166,13 @@ static int try_fatbin(pgrt_libset *s, int file, size_t off, const char *symbol, 
     CUlibrary lib;
     if (!fatbin_at(&s->files[file], off) || load_fatbin(&lib, s->files[file].sec + off) != CUDA_SUCCESS)
       return 0; /* not a fatbin, or none for this GPU */
-    if (cuLibraryGetKernel(out, lib, symbol) != CUDA_SUCCESS || !keep(s, file, off, lib)) {
-      cuLibraryUnload(lib); /* keep only the fatbins that are used */
+    if (pgrt_cu.cuLibraryGetKernel(out, lib, symbol) != CUDA_SUCCESS || !keep(s, file, off, lib)) {
+      pgrt_cu.cuLibraryUnload(lib); /* keep only the fatbins that are used */
       return 0;
     }
     return 1;
   }
-  return cuLibraryGetKernel(out, l->lib, symbol) == CUDA_SUCCESS;
+  return pgrt_cu.cuLibraryGetKernel(out, l->lib, symbol) == CUDA_SUCCESS;
 }
 
 /* The set's index of the library of this soname, opened now if it is not yet. */
@@ -243,7 +243,8 @@ pgrt_status pgrt_library_prefetch(pgrt_libset **set, const pgrt_program *pr) {
   for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
   (*set)->threads = started;
   for (int j = 0; j < n; j++) /* (one that fails to load is the lookup's to report) */
-    if (jobs[j].r == CUDA_SUCCESS && !keep(*set, jobs[j].file, jobs[j].off, jobs[j].lib)) cuLibraryUnload(jobs[j].lib);
+    if (jobs[j].r == CUDA_SUCCESS && !keep(*set, jobs[j].file, jobs[j].off, jobs[j].lib))
+      pgrt_cu.cuLibraryUnload(jobs[j].lib);
   free(jobs);
   return PGRT_OK;
 }
@@ -256,7 +257,7 @@ pgrt_status pgrt_library_kernel(pgrt_libset **set, const pgrt_module *m, const p
   const libfile *f = &s->files[file];
   if (k->entry && try_fatbin(s, file, (size_t)(k->entry - 1), k->symbol, out)) return PGRT_OK;
   for (int i = 0; i < s->nfatbins; i++) /* a fatbin already loaded for another kernel */
-    if (s->fatbins[i].file == file && cuLibraryGetKernel(out, s->fatbins[i].lib, k->symbol) == CUDA_SUCCESS)
+    if (s->fatbins[i].file == file && pgrt_cu.cuLibraryGetKernel(out, s->fatbins[i].lib, k->symbol) == CUDA_SUCCESS)
       return PGRT_OK;
   if (k->entry)
     fprintf(stderr, "pgrt: warning: kernel '%s' is not where it was in %s: searching the whole library\n", k->name,
@@ -277,7 +278,7 @@ size_t pgrt_libset_bytes(const pgrt_libset *s) { return s ? s->bytes : 0; }
 
 void pgrt_libset_free(pgrt_libset *s) {
   if (!s) return;
-  for (int i = 0; i < s->nfatbins; i++) cuLibraryUnload(s->fatbins[i].lib);
+  for (int i = 0; i < s->nfatbins; i++) pgrt_cu.cuLibraryUnload(s->fatbins[i].lib);
   for (int i = 0; i < s->nfiles; i++) {
     if (s->files[i].map) munmap((void *)s->files[i].map, s->files[i].map_size);
     if (s->files[i].dl) dlclose(s->files[i].dl);

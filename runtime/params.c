@@ -147,7 +147,7 @@ CUDA_KERNEL_NODE_PARAMS pgrt_updater_params(const pgrt_ctx *c, pgrt_updater *u) 
 int pgrt_cluster_attr(const pgrt_ctx *c, const pgrt_node *n) {
   int compiled = 0;
   if (!n->cluster[0]) return 0;
-  if (cuFuncGetAttribute(&compiled, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, c->funcs[n->kernel]) != CUDA_SUCCESS)
+  if (pgrt_cu.cuFuncGetAttribute(&compiled, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, c->funcs[n->kernel]) != CUDA_SUCCESS)
     compiled = 0;
   return compiled == 0;
 }

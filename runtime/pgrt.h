@@ -42,7 +42,9 @@
  * it before; bench/zoo_timing.py compares the three).
  *
  * Libraries, opened by soname: the installed libraries whose fatbins hold a program's
- * kernels (a LIBRARY module's soname) and NCCL (libnccl.so.2).  In a process that runs
+ * kernels (a LIBRARY module's soname), NCCL (libnccl.so.2) and NVRTC (libnvrtc.so.13,
+ * for CUDA 13; PGRT_LIB_NVRTC).  (The CUDA driver is not one of them: see "The CUDA
+ * driver, loaded at run time", below.)  In a process that runs
  * PyTorch beside libpgrt, PyTorch has its own copies, from its pip wheels
  * (site-packages/nvidia/NAME/lib), and a second copy of a library in one process breaks
  * it (cuDNN: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH).  So libpgrt opens, first match
@@ -86,6 +88,7 @@
 #ifndef PGRT_H
 #define PGRT_H
 
+#include "pgrt_driver.h"
 #include "pgrt_relocs.h"
 
 #include <cuda.h>
@@ -117,7 +120,28 @@ typedef enum {
   PGRT_ERR_NCCL,     /* NCCL did not load (the copy in the process, PGRT_LIB_NCCL or PGRT_NCCL, else libnccl.so.2:
                         pgrt_error() names the library and gives dlerror()), lacks a function libpgrt needs,
                         or an NCCL call failed */
+  PGRT_ERR_DRIVER,   /* the CUDA driver did not load (PGRT_LIBCUDA, else libcuda.so.1: pgrt_error() gives
+                        dlerror()), or lacks a function libpgrt needs */
 } pgrt_status;
+
+/* ---- The CUDA driver, loaded at run time ----
+ *
+ * libpgrt does not link libcuda (a program built against it needs neither the driver
+ * nor its stub to link, and starts without them): it loads the driver with dlopen the
+ * first time it needs it -- pgrt_init, pgrt_init_comm, pgrt_weights_load (NAME_load_W),
+ * pgrt_cuda -- once per process: the path in the environment variable PGRT_LIBCUDA if
+ * set, else "libcuda.so.1" as the dynamic linker finds it (the copy already in the
+ * process, if one is).  Every function it calls (pgrt_driver.h) is resolved then with the
+ * driver's cuGetProcAddress, for the CUDA version libpgrt was built against, as cuda.h's
+ * names would have linked.  Where the driver does not load, or lacks one of them, that
+ * call fails with PGRT_ERR_DRIVER: "the CUDA driver (libcuda.so.1) could not be loaded:
+ * <dlerror()>".  Functions that need no GPU (pgrt_tensor_read, pgrt_tensors_write,
+ * pgrt_scalar_convert, NAME_info) never load it. */
+
+/* The driver's functions as libpgrt loaded them, for a program that calls the driver
+ * itself and so need not link libcuda either (examples/deploy: drv->cuInit(0), ...).
+ * Loads the driver if it is not yet; PGRT_ERR_DRIVER if it does not load. */
+pgrt_status pgrt_cuda(const pgrt_driver **drv);
 
 /* ---- NCCL, loaded at run time ----
  *

@@ -22,11 +22,12 @@
  *            nccl.c       NCCL, loaded with dlopen
  *            weights.c    safetensors files: weights to the device, tensors in host memory
  *   layer 0  status.c     the error record (pgrt_fail, pgrt_error), the clock
+ *            cuda_driver.c the CUDA driver, loaded with dlopen into pgrt_cu (pgrt_driver.h)
  *            shlib.c      which file a library opened by soname is (pgrt.h, "Libraries, opened
  *                         by soname")
  *
  * Headers, included by any file, include only these (none includes a .c file or one
- * of the files above it): pgrt_impl.h -> pgrt.h -> pgrt_relocs.h; half.h, st_header.h
+ * of the files above it): pgrt_impl.h -> pgrt.h -> pgrt_relocs.h, pgrt_driver.h; half.h, st_header.h
  * and own_kernels.h include no runtime header.  half.h, st_header.h and pgrt_relocs.h
  * are shared with pgcc (compiler/).
  */
@@ -36,6 +37,7 @@
 #include "pgrt.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- status.c: errors and the clock ---- */
 
@@ -44,15 +46,27 @@ pgrt_status pgrt_fail(pgrt_status s, const char *fmt, ...) __attribute__((format
 /* CLOCK_MONOTONIC in ns. */
 long long pgrt_mono_ns(void);
 
-/* The one CUDA check: the call, where, the node concerned; sets `st` and jumps to `out`. */
+/* ---- cuda_driver.c: the CUDA driver (pgrt_driver.h) ---- */
+
+/* Every driver function libpgrt calls, resolved once by pgrt_driver_open: call them as
+ * pgrt_cu.cuMemAlloc(...), never by their own names (libpgrt does not link libcuda). */
+extern pgrt_driver pgrt_cu;
+/* Loads the driver the first time (thread-safe); NULL once it is loaded, else why it is
+ * not (the same message every time), for the caller to report as PGRT_ERR_DRIVER.
+ * Every entry point that may make the first CUDA call calls it first. */
+const char *pgrt_driver_open(void);
+
+/* The one CUDA check: the call, where, the node concerned; sets `st` and jumps to `out`.
+ * The call is written pgrt_cu.cuX(...); the message names it cuX(...). */
 #define CU(call, what)                                                                                \
   do {                                                                                                \
     CUresult r_ = (call);                                                                             \
     if (r_ != CUDA_SUCCESS) {                                                                         \
-      const char *s_ = "unknown error";                                                               \
-      cuGetErrorString(r_, &s_);                                                                      \
+      const char *s_ = "unknown error", *c_ = #call;                                                  \
+      pgrt_cu.cuGetErrorString(r_, &s_);                                                              \
       st = pgrt_fail(r_ == CUDA_ERROR_OUT_OF_MEMORY ? PGRT_ERR_MEMORY : PGRT_ERR_CUDA,                \
-                     "%s failed: %s (%s:%d, %s)", #call, s_, __FILE__, __LINE__, (what));             \
+                     "%s failed: %s (%s:%d, %s)", c_ + (strncmp(c_, "pgrt_cu.", 8) ? 0 : 8), s_,      \
+                     __FILE__, __LINE__, (what));                                                     \
       goto out;                                                                                       \
     }                                                                                                 \
   } while (0)

@@ -68,33 +68,34 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
     cluster.value.clusterDim.z = n->cluster[2];
     CUlaunchConfig cfg = {kp.gridDimX, kp.gridDimY, kp.gridDimZ, kp.blockDimX, kp.blockDimY, kp.blockDimZ,
                           kp.sharedMemBytes, s, &cluster, pgrt_cluster_attr(c, n) ? 1u : 0u};
-    CU(cuLaunchKernelEx(&cfg, kp.func, kp.kernelParams, NULL), n->origin);
+    CU(pgrt_cu.cuLaunchKernelEx(&cfg, kp.func, kp.kernelParams, NULL), n->origin);
     break;
   }
   case PGRT_NODE_MEMCPY:
     if ((n->height ? n->height : 1) * (n->depth ? n->depth : 1) == 1) {
-      CU(cuMemcpyAsync(c->addr[n->dst] + n->dst_offset, c->addr[n->src] + n->src_offset, n->bytes, s), n->origin);
+      CU(pgrt_cu.cuMemcpyAsync(c->addr[n->dst] + n->dst_offset, c->addr[n->src] + n->src_offset, n->bytes, s), n->origin);
     } else {
       CUDA_MEMCPY3D m = pgrt_copy_params(c, n);
-      CU(cuMemcpy3DAsync(&m, s), n->origin);
+      CU(pgrt_cu.cuMemcpy3DAsync(&m, s), n->origin);
     }
     break;
   case PGRT_NODE_MEMSET: {
     CUDA_MEMSET_NODE_PARAMS m = pgrt_set_params(c, n);
-    if (m.elementSize == 1) CU(cuMemsetD2D8Async(m.dst, m.pitch, (unsigned char)m.value, m.width, m.height, s), n->origin);
+    if (m.elementSize == 1)
+      CU(pgrt_cu.cuMemsetD2D8Async(m.dst, m.pitch, (unsigned char)m.value, m.width, m.height, s), n->origin);
     else if (m.elementSize == 2)
-      CU(cuMemsetD2D16Async(m.dst, m.pitch, (unsigned short)m.value, m.width, m.height, s), n->origin);
-    else CU(cuMemsetD2D32Async(m.dst, m.pitch, m.value, m.width, m.height, s), n->origin);
+      CU(pgrt_cu.cuMemsetD2D16Async(m.dst, m.pitch, (unsigned short)m.value, m.width, m.height, s), n->origin);
+    else CU(pgrt_cu.cuMemsetD2D32Async(m.dst, m.pitch, m.value, m.width, m.height, s), n->origin);
     break;
   }
   case PGRT_NODE_HOST: {
     CUDA_HOST_NODE_PARAMS h = pgrt_host_params(c, n);
-    CU(cuLaunchHostFunc(s, h.fn, h.userData), n->origin);
+    CU(pgrt_cu.cuLaunchHostFunc(s, h.fn, h.userData), n->origin);
     break;
   }
   case PGRT_NODE_EMPTY: break;
   case PGRT_NODE_SYNC:
-    CU(cuStreamSynchronize(s), n->origin);
+    CU(pgrt_cu.cuStreamSynchronize(s), n->origin);
     if (c->prog->read_count && (st = refresh(c)) != PGRT_OK) goto out;
     break;
   case PGRT_NODE_GUARD: { /* the sync before it made the host buffer current */
@@ -111,8 +112,8 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
     }
     break;
   }
-  case PGRT_NODE_EVENT_RECORD: CU(cuEventRecord(c->events[n->event], s), n->origin); break;
-  case PGRT_NODE_EVENT_WAIT: CU(cuStreamWaitEvent(s, c->events[n->event], 0), n->origin); break;
+  case PGRT_NODE_EVENT_RECORD: CU(pgrt_cu.cuEventRecord(c->events[n->event], s), n->origin); break;
+  case PGRT_NODE_EVENT_WAIT: CU(pgrt_cu.cuStreamWaitEvent(s, c->events[n->event], 0), n->origin); break;
   case PGRT_NODE_CHILD: {
     const pgrt_body *b = &c->prog->bodies[n->body];
     for (int j = b->first; j < b->first + b->count; j++)
@@ -139,29 +140,29 @@ static pgrt_status patch(pgrt_ctx *c, int i) {
   pgrt_status st = PGRT_OK;
   if (c->boxed[i]) {
     CUDA_KERNEL_NODE_PARAMS kp = pgrt_box_params(c, i);
-    CU(cuGraphExecKernelNodeSetParams(ex, c->gnodes[i], &kp), n->origin);
+    CU(pgrt_cu.cuGraphExecKernelNodeSetParams(ex, c->gnodes[i], &kp), n->origin);
     c->stats.nodes_patched++;
     return st;
   }
   switch (n->kind) {
   case PGRT_NODE_KERNEL: {
     CUDA_KERNEL_NODE_PARAMS kp = pgrt_kernel_params(c, i);
-    CU(cuGraphExecKernelNodeSetParams(ex, c->gnodes[i], &kp), n->origin);
+    CU(pgrt_cu.cuGraphExecKernelNodeSetParams(ex, c->gnodes[i], &kp), n->origin);
     break;
   }
   case PGRT_NODE_MEMCPY: {
     CUDA_MEMCPY3D m = pgrt_copy_params(c, n);
-    CU(cuGraphExecMemcpyNodeSetParams(ex, c->gnodes[i], &m, c->cu), n->origin);
+    CU(pgrt_cu.cuGraphExecMemcpyNodeSetParams(ex, c->gnodes[i], &m, c->cu), n->origin);
     break;
   }
   case PGRT_NODE_MEMSET: {
     CUDA_MEMSET_NODE_PARAMS m = pgrt_set_params(c, n);
-    CU(cuGraphExecMemsetNodeSetParams(ex, c->gnodes[i], &m, c->cu), n->origin);
+    CU(pgrt_cu.cuGraphExecMemsetNodeSetParams(ex, c->gnodes[i], &m, c->cu), n->origin);
     break;
   }
   case PGRT_NODE_HOST: {
     CUDA_HOST_NODE_PARAMS h = pgrt_host_params(c, n);
-    CU(cuGraphExecHostNodeSetParams(ex, c->gnodes[i], &h), n->origin);
+    CU(pgrt_cu.cuGraphExecHostNodeSetParams(ex, c->gnodes[i], &h), n->origin);
     break;
   }
   case PGRT_NODE_EMPTY:
@@ -199,7 +200,7 @@ static pgrt_status launch_bucket(pgrt_ctx *c, int r, CUstream s) {
     }
   }
   long long t = pgrt_mono_ns();
-  CU(cuGraphLaunch(c->bexecs[r][k], s), sw->origin);
+  CU(pgrt_cu.cuGraphLaunch(c->bexecs[r][k], s), sw->origin);
   c->stats.launch_ns += pgrt_mono_ns() - t;
   c->stats.graphs_launched++;
 out:
@@ -320,12 +321,12 @@ static pgrt_status update_on_device(pgrt_ctx *c, int any) {
   for (int r = 0; r < pr->region_count; r++) {
     pgrt_updater *u = &c->upd[r];
     if (!u->count || !c->execs[r]) continue;
-    if (u->enabled != any) CU(cuGraphNodeSetEnabled(c->execs[r], u->node, (unsigned)any), "the updater");
+    if (u->enabled != any) CU(pgrt_cu.cuGraphNodeSetEnabled(c->execs[r], u->node, (unsigned)any), "the updater");
     u->enabled = any;
     if (!any) continue;
     memcpy(u->params + 16, vals, used);
     CUDA_KERNEL_NODE_PARAMS kp = pgrt_updater_params(c, u);
-    CU(cuGraphExecKernelNodeSetParams(c->execs[r], u->node, &kp), "the updater");
+    CU(pgrt_cu.cuGraphExecKernelNodeSetParams(c->execs[r], u->node, &kp), "the updater");
     c->stats.device_updated += u->nodes;
   }
 out:
@@ -352,7 +353,7 @@ static pgrt_status launch_regions(pgrt_ctx *c, CUstream s) {
         }
       }
       long long t = pgrt_mono_ns();
-      CU(cuGraphLaunch(c->execs[r], s), "a graph region");
+      CU(pgrt_cu.cuGraphLaunch(c->execs[r], s), "a graph region");
       c->stats.launch_ns += pgrt_mono_ns() - t;
       c->stats.graphs_launched++;
     } else {
@@ -392,7 +393,7 @@ pgrt_status pgrt_debug_dot(const pgrt_ctx *c, int region, const char *path) {
   if (!c || !path || region < 0 || region >= c->prog->region_count || !c->graphs[region])
     return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_debug_dot: region %d is not a graph", region);
   pgrt_status st = PGRT_OK;
-  CU(cuGraphDebugDotPrint(c->graphs[region], path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE), path);
+  CU(pgrt_cu.cuGraphDebugDotPrint(c->graphs[region], path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE), path);
 out:
   return st;
 }
@@ -404,7 +405,7 @@ pgrt_status pgrt_debug_edges(const pgrt_ctx *c, int region, size_t *edges, size_
   size_t n = 0;
   CUgraphNode *from = NULL, *to = NULL;
   CUgraphEdgeData *data = NULL;
-  CU(cuGraphGetEdges(c->graphs[region], NULL, NULL, NULL, &n), "pgrt_debug_edges");
+  CU(pgrt_cu.cuGraphGetEdges(c->graphs[region], NULL, NULL, NULL, &n), "pgrt_debug_edges");
   *edges = n, *programmatic = 0;
   if (!n) goto out;
   from = malloc(n * sizeof *from), to = malloc(n * sizeof *to), data = calloc(n, sizeof *data);
@@ -412,7 +413,7 @@ pgrt_status pgrt_debug_edges(const pgrt_ctx *c, int region, size_t *edges, size_
     st = pgrt_fail(PGRT_ERR_MEMORY, "pgrt_debug_edges: out of memory");
     goto out;
   }
-  CU(cuGraphGetEdges(c->graphs[region], from, to, data, &n), "pgrt_debug_edges");
+  CU(pgrt_cu.cuGraphGetEdges(c->graphs[region], from, to, data, &n), "pgrt_debug_edges");
   for (size_t e = 0; e < n; e++) *programmatic += data[e].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT;
 out:
   free(from), free(to), free(data);

@@ -49,7 +49,12 @@ pgrt_status pgrt_weights_load(const char *path, const pgrt_weights_file *file, C
     st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
     goto out;
   }
-  CU(cuMemAlloc(block, total ? total : 1), path);
+  const char *why = pgrt_driver_open(); /* the program's first CUDA call may be this one's (cuda_driver.c) */
+  if (why) {
+    st = pgrt_fail(PGRT_ERR_DRIVER, "%s", why);
+    goto out;
+  }
+  CU(pgrt_cu.cuMemAlloc(block, total ? total : 1), path);
   uint64_t at = 0;
   for (int i = 0; i < file->count; i++) {
     const pgrt_tensor *t = &file->tensors[i];
@@ -61,13 +66,13 @@ pgrt_status pgrt_weights_load(const char *path, const pgrt_weights_file *file, C
                        (unsigned long long)(t->offset + done));
         goto out;
       }
-      CU(cuMemcpyHtoD(addrs[i] + done, buf, n), path);
+      CU(pgrt_cu.cuMemcpyHtoD(addrs[i] + done, buf, n), path);
       done += n;
     }
     at += (t->size + 255) & ~(uint64_t)255;
   }
 out:
-  if (st != PGRT_OK && *block) cuMemFree(*block), *block = 0;
+  if (st != PGRT_OK && *block) pgrt_cu.cuMemFree(*block), *block = 0;
   if (fd >= 0) close(fd);
   free(buf);
   return st;

@@ -153,8 +153,8 @@ check-valgrind: $(B)/pgcc
 	if [ $$fail -eq 0 ]; then echo "valgrind: $(words $(VALGRIND_INPUTS)) inputs clean"; else exit 1; fi
 
 # Generated C compiles warning-free with gcc and clang (-std=c11 -pedantic -Werror)
-# and links against libpgrt and the CUDA driver's stub; the same input gives the
-# same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
+# and links against libpgrt alone (-Wl,--no-undefined, no libcuda, no NVRTC: libpgrt
+# loads both at run time); the same input gives the same bytes.  (It runs only on a GPU: tests/gpu/run_codegen.sh.)
 CODEGEN_INPUTS = examples/saxpy.graph tests/gpu/codegen/chain.graph tests/gpu/codegen/loops.graph tests/gpu/codegen/shapes.graph \
 	tests/gpu/codegen/relocs.graph tests/gpu/codegen/hostread.graph tests/gpu/codegen/buckets.graph \
 	tests/gpu/codegen/globals.graph tests/gpu/codegen/allreduce.graph tests/gpu/codegen/allreduce_io.graph \
@@ -177,7 +177,7 @@ check-codegen: $(B)/pgcc
 	  cmp -s $(B)/gen/$$n.c $(B)/gen/$$n.again.c || { echo "codegen: $$f: output differs between runs"; exit 1; }; \
 	  for cc in gcc clang; do \
 	    $$cc -std=c11 -Wall -Wextra -Werror -pedantic -fPIC -Iruntime $(CUDA_INC) -c $(B)/gen/$$n.c -o $(B)/gen/$$n.$$cc.o && \
-	    $$cc -shared -Wl,--no-undefined -o $(B)/gen/$$n.$$cc.so $(B)/gen/$$n.$$cc.o $(B)/libpgrt.a $(CUDA_LIBS) || exit 1; \
+	    $$cc -shared -Wl,--no-undefined -o $(B)/gen/$$n.$$cc.so $(B)/gen/$$n.$$cc.o $(B)/libpgrt.a $(RT_LIBS) || exit 1; \
 	  done; \
 	done && for m in $(GPU_TEST_MAINS); do \
 	  gcc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime -Itests/gpu $(CUDA_INC) -c $$m -o $(B)/gen/main.o \
@@ -189,11 +189,9 @@ check-codegen: $(B)/pgcc
 	  && echo "codegen: $(words $(CODEGEN_INPUTS)) programs compile with gcc and clang and link; \
 	$(words $(GPU_TEST_MAINS)) GPU test programs compile against them, allreduce_main against allreduce_io too"
 
-# Programs built against the CUDA driver's stub run here as long as they make no CUDA
-# call: the stub is found as libcuda.so.1 under build/stubs.
-STUB_RUN = LD_LIBRARY_PATH=$(B)/stubs:$(CUDA_HOME)/lib64
-$(B)/stubs/libcuda.so.1:
-	@mkdir -p $(B)/stubs && ln -sf $(CUDA_HOME)/lib64/stubs/libcuda.so $@
+# Programs that make no CUDA call run with no driver at all: libpgrt would load it from
+# PGRT_LIBCUDA, which names no file, so one that tried would fail, saying so.
+NO_DRIVER = LD_LIBRARY_PATH=$(CUDA_HOME)/lib64 PGRT_LIBCUDA=/nonexistent/libcuda.so.1
 
 # NAME_info()'s tables, compiled from the C generated for mlp_small,
 # tests/codegen/info_roles.graph and tests/golden/buckets.graph (as buckets_golden: its
@@ -203,14 +201,15 @@ $(B)/stubs/libcuda.so.1:
 # (tests/codegen/convert_main.c); libpgrt's cache of compiled cubins (tests/codegen/cache_main.c); the cubins of
 # libpgrt's own kernels its build compiled, against NVRTC (tests/codegen/prebuilt_main.c); which file libpgrt opens
 # for a library it opens by soname, a copy already in the process first (tests/codegen/shlib_main.c, over copies
-# of tests/codegen/shlib_fake.c); pgcc's and libpgrt's enums that are not one table yet, against each other
+# of tests/codegen/shlib_fake.c); libpgrt without the CUDA driver, PGRT_ERR_DRIVER from 8 threads at once
+# (tests/codegen/driver_main.c); pgcc's and libpgrt's enums that are not one table yet, against each other
 # (tests/codegen/tables_main.c); libpgrt's NCCL declarations against nccl.h, and a program
 # with a comm whose NCCL is missing failing init before any CUDA call
-# (tests/codegen/nccl_main.c, over tests/gpu/codegen/allreduce.graph).  No GPU: none calls
-# CUDA.
+# (tests/codegen/nccl_main.c, over tests/gpu/codegen/allreduce.graph).  No GPU, no
+# driver: none calls CUDA, and none links libcuda.
 check-info: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: check-info not run"; exit 0; fi; \
-	$(MAKE) --no-print-directory runtime $(B)/stubs/libcuda.so.1 >/dev/null && mkdir -p $(B)/gen && \
+	$(MAKE) --no-print-directory runtime >/dev/null && mkdir -p $(B)/gen && \
 	$(B)/pgcc tests/corpus/export/mlp_small/mlp_small.graph -o $(B)/gen/mlp_small.c && \
 	$(B)/pgcc tests/codegen/info_roles.graph -o $(B)/gen/info_roles.c && \
 	$(B)/pgcc tests/golden/buckets.graph --name=buckets_golden -o $(B)/gen/buckets_golden.c 2>/dev/null && \
@@ -224,28 +223,32 @@ check-info: $(B)/pgcc
 	for cc in gcc clang; do \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/info_main \
 	    tests/codegen/info_main.c $(B)/gen/mlp_small.c $(B)/gen/info_roles.c $(B)/gen/buckets_golden.c \
-	    $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/info_main && \
+	    $(B)/libpgrt.a $(RT_LIBS) && \
+	  $(NO_DRIVER) $(B)/gen/info_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/tensors_main \
-	    tests/codegen/tensors_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/tensors_main $(B)/gen/tensors_test.safetensors && \
+	    tests/codegen/tensors_main.c $(B)/libpgrt.a $(RT_LIBS) && \
+	  $(NO_DRIVER) $(B)/gen/tensors_main $(B)/gen/tensors_test.safetensors && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/convert_main \
-	    tests/codegen/convert_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/convert_main && \
+	    tests/codegen/convert_main.c $(B)/libpgrt.a $(RT_LIBS) && \
+	  $(NO_DRIVER) $(B)/gen/convert_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/cache_main \
-	    tests/codegen/cache_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/cache_main && \
+	    tests/codegen/cache_main.c $(B)/libpgrt.a $(RT_LIBS) && \
+	  $(NO_DRIVER) $(B)/gen/cache_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/prebuilt_main \
-	    tests/codegen/prebuilt_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/prebuilt_main && \
+	    tests/codegen/prebuilt_main.c $(B)/libpgrt.a $(RT_LIBS) -L$(CUDA_HOME)/lib64 -lnvrtc && \
+	  $(NO_DRIVER) $(B)/gen/prebuilt_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/shlib_main \
-	    tests/codegen/shlib_main.c $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/shlib_main $(B)/gen/shlib/a $(B)/gen/shlib/b && \
+	    tests/codegen/shlib_main.c $(B)/libpgrt.a $(RT_LIBS) && \
+	  $(NO_DRIVER) $(B)/gen/shlib_main $(B)/gen/shlib/a $(B)/gen/shlib/b && \
+	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Iruntime $(CUDA_INC) -o $(B)/gen/driver_main \
+	    tests/codegen/driver_main.c $(B)/libpgrt.a $(RT_LIBS) && \
+	  ! ldd $(B)/gen/driver_main | grep -q libcuda && \
+	  $(NO_DRIVER) $(B)/gen/driver_main tests/corpus/export/mlp_small/mlp_small.safetensors && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -Icompiler -Iruntime $(CUDA_INC) -o $(B)/gen/tables_main \
 	    tests/codegen/tables_main.c && $(B)/gen/tables_main && \
 	  $$cc -std=c11 -Wall -Wextra -Werror -pedantic -I$(B)/gen -Iruntime $(CUDA_INC) -o $(B)/gen/nccl_main \
-	    tests/codegen/nccl_main.c $(B)/gen/allreduce.c $(B)/libpgrt.a $(CUDA_LIBS) && \
-	  $(STUB_RUN) $(B)/gen/nccl_main >$(B)/gen/nccl.log || { cat $(B)/gen/nccl.log; exit 1; }; \
+	    tests/codegen/nccl_main.c $(B)/gen/allreduce.c $(B)/libpgrt.a $(RT_LIBS) && \
+	  $(NO_DRIVER) $(B)/gen/nccl_main >$(B)/gen/nccl.log || { cat $(B)/gen/nccl.log; exit 1; }; \
 	done
 
 # The code-generation test programs of tests/gpu/codegen run over a CPU double of the
@@ -257,26 +260,21 @@ check-fake: $(B)/pgcc
 	B=$(B) CUDA_HOME=$(CUDA_HOME) bash tests/fakecuda/run.sh && \
 	B=build/asan SAN_FLAGS="$(SANITIZE)" CUDA_HOME=$(CUDA_HOME) bash tests/fakecuda/run.sh
 
-# examples/deploy builds warning-free against libpgrt and the driver's stub, through
-# pkg-config and runtime/pgrt-uninstalled.pc, and runs without a GPU as far as it can:
-# --dry-run reads the io file, writes the outputs and compares them; a real run stops
-# at cuInit with the check macro's message.  (On a GPU: tests/gpu/run_deploy.sh.)
+# examples/deploy builds warning-free with gcc and clang against libpgrt, through
+# pkg-config and runtime/pgrt-uninstalled.pc, with no driver stub on the linker's path
+# (libpgrt loads the driver at run time), and links no libcuda; then its README's
+# commands run as the README writes them and print what it shows
+# (tests/deploy_readme.py): the build, the GPU run (here, without the driver, it stops
+# at loading it) and the dry run.  (On a GPU: tests/gpu/run_deploy.sh.)
 DEPLOY_EXPORT = tests/corpus/export/mlp_small
 check-deploy: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: check-deploy not run"; exit 0; fi; \
-	$(MAKE) --no-print-directory runtime $(B)/stubs/libcuda.so.1 >/dev/null && \
+	$(MAKE) --no-print-directory runtime >/dev/null && \
 	rm -rf examples/deploy/gen examples/deploy/deploy && \
 	for cc in gcc clang; do \
-	  $(MAKE) --no-print-directory -s -C examples/deploy EXPORT=$(CURDIR)/$(DEPLOY_EXPORT) NAME=mlp_small CC=$$cc \
-	    PGCC=$(CURDIR)/$(B)/pgcc PKG_CONFIG_PATH=$(CURDIR)/runtime EXTRA_CFLAGS="-Werror -pedantic" \
-	    LDFLAGS=-L$(CUDA_HOME)/lib64/stubs deploy >/dev/null && \
-	  $(STUB_RUN) examples/deploy/deploy --dry-run --expect $(DEPLOY_EXPORT)/mlp_small.safetensors \
-	    $(DEPLOY_EXPORT)/mlp_small.io.safetensors $(B)/gen/deploy_out.safetensors >$(B)/gen/deploy.log 2>&1 && \
-	  grep -q "^out0: max error 0 (F32" $(B)/gen/deploy.log && grep -q "^PASS" $(B)/gen/deploy.log && \
-	  tail -c 1024 $(B)/gen/deploy_out.safetensors >$(B)/gen/deploy_got && \
-	  tail -c 1024 $(DEPLOY_EXPORT)/mlp_small.io.safetensors | cmp -s - $(B)/gen/deploy_got && \
-	  { $(STUB_RUN) examples/deploy/deploy $(DEPLOY_EXPORT)/mlp_small.safetensors $(DEPLOY_EXPORT)/mlp_small.io.safetensors \
-	      $(B)/gen/deploy_out.safetensors >$(B)/gen/deploy.log 2>&1; test $$? = 1; } && \
-	  grep -q "cuInit(0) failed (deploy.c:" $(B)/gen/deploy.log && \
-	  rm -rf examples/deploy/gen examples/deploy/deploy || { echo "deploy ($$cc):"; cat $(B)/gen/deploy.log; exit 1; }; \
-	done && echo "deploy: examples/deploy builds with gcc and clang; its file handling runs without a GPU"
+	  env -u LIBRARY_PATH $(MAKE) --no-print-directory -s -C examples/deploy EXPORT=$(CURDIR)/$(DEPLOY_EXPORT) \
+	    NAME=mlp_small CC=$$cc PGCC=$(CURDIR)/$(B)/pgcc PKG_CONFIG_PATH=$(CURDIR)/runtime \
+	    EXTRA_CFLAGS="-Werror -pedantic" deploy >/dev/null && \
+	  ! ldd examples/deploy/deploy | grep -q libcuda && \
+	  rm -rf examples/deploy/gen examples/deploy/deploy || { echo "deploy ($$cc): does not build, or links libcuda"; exit 1; }; \
+	done && python3 tests/deploy_readme.py

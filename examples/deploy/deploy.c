@@ -37,11 +37,15 @@
 #define CAT(a, b) CAT_(a, b)
 #define API(suffix) CAT(PGRT_NAME, suffix) /* API(_run) is name_run */
 
+/* The CUDA driver's functions, as libpgrt loaded them (pgrt_cuda): deploy does not link
+ * libcuda, so it starts, and --dry-run runs, on a machine without the driver. */
+static const pgrt_driver *drv;
+
 /* The one check: a CUDA call or a libpgrt call, the call's text, where, and why. */
 static void check_cu(CUresult r, const char *call, int line) {
   if (r == CUDA_SUCCESS) return;
   const char *s = "unknown error";
-  cuGetErrorString(r, &s);
+  drv->cuGetErrorString(r, &s);
   fprintf(stderr, "deploy: %s failed (deploy.c:%d): CUresult %d, %s\n", call, line, (int)r, s);
   exit(1);
 }
@@ -222,10 +226,11 @@ int main(int argc, char **argv) {
                         memcpy(got[i].data, want[i].data, want[i].size);
     (void)wpath;
   } else {
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&cu, dev));
-    CHECK(cuCtxSetCurrent(cu));
+    CHECK(pgrt_cuda(&drv)); /* loads the driver: PGRT_LIBCUDA, else libcuda.so.1 */
+    CHECK(drv->cuInit(0));
+    CHECK(drv->cuDeviceGet(&dev, 0));
+    CHECK(drv->cuDevicePrimaryCtxRetain(&cu, dev));
+    CHECK(drv->cuCtxSetCurrent(cu));
     API(_weights) weights;
     memset(&weights, 0, sizeof weights);
 #ifdef PGRT_WEIGHTS
@@ -233,29 +238,29 @@ int main(int argc, char **argv) {
 #endif
     CHECK(API(_init)(&ctx, &weights, NULL, 0));
     CUstream stream;
-    CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CHECK(drv->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     for (int call = 0; call < calls; call++) {
       for (int i = 0; i < n; i++) {
         const pgrt_field *f = &info->args[i];
         if (f->role != PGRT_FIELD_INPUT && f->role != PGRT_FIELD_INOUT && f->role != PGRT_FIELD_OUTPUT) continue;
         CUdeviceptr last = dptr[i]; /* held until the new one is had: the addresses differ */
-        CHECK(cuMemAlloc(&dptr[i], f->size ? f->size : 1));
-        if (last) CHECK(cuMemFree(last));
-        if (in[i].data) CHECK(cuMemcpyHtoD(dptr[i], in[i].data, f->size));
-        else CHECK(cuMemsetD8(dptr[i], 0xff, f->size)); /* NaN: an output never written shows */
+        CHECK(drv->cuMemAlloc(&dptr[i], f->size ? f->size : 1));
+        if (last) CHECK(drv->cuMemFree(last));
+        if (in[i].data) CHECK(drv->cuMemcpyHtoD(dptr[i], in[i].data, f->size));
+        else CHECK(drv->cuMemsetD8(dptr[i], 0xff, f->size)); /* NaN: an output never written shows */
         memcpy((char *)&args + f->offset, &dptr[i], sizeof dptr[i]);
       }
       CHECK(API(_run)(ctx, &args, stream));
-      CHECK(cuStreamSynchronize(stream));
+      CHECK(drv->cuStreamSynchronize(stream));
     }
     for (int i = 0; i < n; i++) {
       const pgrt_field *f = &info->args[i];
       if (f->role != PGRT_FIELD_INOUT && f->role != PGRT_FIELD_OUTPUT) continue;
       got[i].size = f->size;
       if (!(got[i].data = malloc(f->size ? f->size : 1))) die("%s%s", "out of memory", "");
-      CHECK(cuMemcpyDtoH(got[i].data, dptr[i], f->size));
+      CHECK(drv->cuMemcpyDtoH(got[i].data, dptr[i], f->size));
     }
-    CHECK(cuStreamDestroy(stream));
+    CHECK(drv->cuStreamDestroy(stream));
   }
 
   /* the outputs, named as their fields, with the dtype and shape the program gives */
@@ -297,11 +302,11 @@ int main(int argc, char **argv) {
 
   API(_destroy)(&ctx);
   for (int i = 0; i < n; i++) {
-    if (dptr[i]) cuMemFree(dptr[i]);
+    if (dptr[i]) drv->cuMemFree(dptr[i]);
     pgrt_host_tensor_free(&in[i]), pgrt_host_tensor_free(&want[i]), pgrt_host_tensor_free(&got[i]);
   }
-  if (block) cuMemFree(block);
-  if (cu) cuDevicePrimaryCtxRelease(dev);
+  if (block) drv->cuMemFree(block);
+  if (cu) drv->cuDevicePrimaryCtxRelease(dev);
   free(in), free(want), free(got), free(have_want), free(dptr), free(outs);
   return failed;
 }

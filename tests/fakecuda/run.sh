@@ -4,7 +4,9 @@
 #
 #   bash tests/fakecuda/run.sh
 #
-# Builds the CPU double of the CUDA driver (fakecuda.c, kernels.c) as libcuda.so.1 and
+# Builds the CPU double of the CUDA driver (fakecuda.c, kernels.c) as libcuda.so.1 --
+# libpgrt loads it through PGRT_LIBCUDA (runtime/cuda_driver.c: dlopen, then the double's
+# cuGetProcAddress); the test programs, which call the driver themselves, link it -- and
 # runs the code-generation test programs of tests/gpu/codegen over it, as
 # tests/gpu/run_codegen.sh runs them on a GPU: each program's C from pgcc, built against
 # libpgrt, with new buffers at new addresses on every call and checked against a CPU
@@ -33,8 +35,9 @@ if [ -n "${SAN_FLAGS:-}" ]; then # libpgrt, the fake and the mains under the san
 else
   make -s B="$B" "$B/pgcc" runtime >/dev/null
 fi
-gcc -std=c11 -O1 -g ${SAN_FLAGS:-} -Wall -Wextra -Werror -fPIC -shared -I"$CUDA_HOME/include" -Wl,-soname,libcuda.so.1 \
-  tests/fakecuda/fakecuda.c tests/fakecuda/kernels.c -lm -o "$F/libcuda.so.1"
+gcc -std=c11 -O1 -g ${SAN_FLAGS:-} -Wall -Wextra -Werror -fPIC -shared -I"$CUDA_HOME/include" -Iruntime \
+  -Wl,-soname,libcuda.so.1 -Wl,--no-undefined tests/fakecuda/fakecuda.c tests/fakecuda/kernels.c -lm -o "$F/libcuda.so.1"
+export PGRT_LIBCUDA="$PWD/$F/libcuda.so.1" # the same file the programs link: one double in the process
 export PGRT_CACHE="$F/cache"
 rm -rf "$PGRT_CACHE"
 # each run's PASS line goes to $F/fake.log; a failure prints the run's whole output
@@ -46,7 +49,7 @@ for t in chain loops shapes relocs hostread buckets globals pdl; do
   "$B/pgcc" tests/gpu/codegen/$t.graph -o "$F/$t.c"
   gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c "$F/$t.c" "$B/libpgrt.a" \
-    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/$t"
+    -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/$t"
   label=$t; run "$F/$t" "$F/out"
   label="$t, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/$t" "$F/out/device"
 done
@@ -75,7 +78,7 @@ sed -e 's/^pgcc 1;/pgcc 2;/' -e 's|^module kernels cuda file .*|module kernels l
 "$B/pgcc" --name=chain "$F/chainlib.graph" -o "$F/chainlib.c"
 gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
   tests/gpu/codegen/chain_main.c "$F/chainlib.c" "$B/libpgrt.a" \
-  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/chainlib"
+  -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/chainlib"
 label="chain, its kernels in a library's two fatbins, loaded on threads"; run "$F/chainlib" "$F/out"
 grep -q "^libraries: 2 fatbins, 2 threads loading them" "$F/run.log" &&
   grep -q "^fakecuda: 2 libraries loaded on threads with no current context" "$F/run.log" ||
@@ -109,9 +112,12 @@ echo "fake: loops, no graph instantiating: init refused (its conditional nodes c
 for g in oom badmodule badsource badglobal badglobalsize; do "$B/pgcc" tests/gpu/faults/$g.graph -o "$F/$g.c"; done
 gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
   tests/gpu/faults/faults_main.c "$F"/{oom,badmodule,badsource,badglobal,badglobalsize,chain}.c "$B/libpgrt.a" \
-  -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Wl,-rpath,"$CUDA_HOME/lib64" -lcuda -lnvrtc -ldl -lm -o "$F/faults"
+  -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/faults"
 for how in host device; do
   LD_LIBRARY_PATH="$F" PGRT_UPDATE=$how "$F/faults" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: faults, PGRT_UPDATE=$how"; exit 1; }
+  # the check macro names the driver call as written in cuda.h's terms, not through libpgrt's table
+  grep -q "'cuMemAlloc(&c->arena, pr->arena_bytes) failed: out of memory (runtime/init.c:" "$F/run.log" ||
+    { cat "$F/run.log"; echo "FAIL: faults: the arena's failed cuMemAlloc is not named so"; exit 1; }
   sed -n "s|^\([0-9]* passed, 0 failed\)$|fake: faults, PGRT_UPDATE=$how: \1|p" "$F/run.log" >>"$F/fake.log"
 done
 # a real export, its kernels Triton's and cuBLASLt's (nvjet, arguments packed in a
@@ -124,11 +130,14 @@ E=tests/corpus/export/llama_tiny_bf16
 rm -rf "$F/deploy" && mkdir -p "$F/deploy" && cp examples/deploy/deploy.c examples/deploy/Makefile "$F/deploy/"
 make -s -C "$F/deploy" EXPORT="$PWD/$E" NAME=llama_tiny_bf16 PGCC="$PWD/$B/pgcc" CC=gcc PKG_CONFIG=true \
   PGRT_CFLAGS="-I$PWD/runtime -I$CUDA_HOME/include" EXTRA_CFLAGS="-Werror -pedantic ${SAN_FLAGS:-}" LDFLAGS="${SAN_FLAGS:-}" \
-  PGRT_LIBS="$PWD/$B/libpgrt.a -L$CUDA_HOME/lib64 -L$CUDA_HOME/lib64/stubs -Wl,-rpath,$CUDA_HOME/lib64 -lcuda -lnvrtc -ldl" \
+  PGRT_LIBS="$PWD/$B/libpgrt.a -ldl -pthread" \
   deploy >/dev/null
+# deploy calls the driver through libpgrt's table (pgrt_cuda): it does not link libcuda,
+# and reaches the double through PGRT_LIBCUDA alone
+! ldd "$F/deploy/deploy" | grep -q libcuda || { ldd "$F/deploy/deploy"; echo "FAIL: examples/deploy links libcuda"; exit 1; }
 launches=$((4 * $(grep -c '^ *node [^ ]* kernel ' $E/llama_tiny_bf16.graph))) # every kernel node, every call
 for how in host device; do
-  FAKECUDA_KERNELS=skip PGRT_UPDATE=$how LD_LIBRARY_PATH="$F" "$F/deploy/deploy" --calls 4 $E/llama_tiny_bf16.safetensors \
+  FAKECUDA_KERNELS=skip PGRT_UPDATE=$how "$F/deploy/deploy" --calls 4 $E/llama_tiny_bf16.safetensors \
     $E/llama_tiny_bf16.io.safetensors "$F/deploy/out.safetensors" >"$F/run.log" 2>&1 &&
     grep -q "(the last of 4 calls, each at new addresses)" "$F/run.log" &&
     grep -q "^fakecuda: $launches launches of kernels without a host version skipped" "$F/run.log" ||
@@ -136,6 +145,24 @@ for how in host device; do
   echo "fake: llama_tiny_bf16 export, 4 calls at new addresses, PGRT_UPDATE=$how: no launch points into freed memory" \
     >>"$F/fake.log"
 done
+# the driver missing, or lacking a function libpgrt calls: init fails, saying which
+# (runtime/cuda_driver.c), before anything else is touched
+fails() { # label, expected message, command...
+  local want=$2; shift 2
+  if LD_LIBRARY_PATH="$F" "$@" >"$F/run.log" 2>&1 || ! grep -qF "$want" "$F/run.log"; then
+    cat "$F/run.log"; echo "FAIL: $label: expected the message: $want"; exit 1; fi
+  echo "fake: $label: init refused: $want" >>"$F/fake.log"; }
+label="chain, PGRT_LIBCUDA=/nonexistent"
+fails "$label" "the CUDA driver (/nonexistent, from PGRT_LIBCUDA) could not be loaded: /nonexistent: cannot open shared object file" \
+  env PGRT_LIBCUDA=/nonexistent "$F/chain" "$F/out"
+label="chain, a driver without cuGraphAddKernelNode"
+fails "$label" "the CUDA driver ($PGRT_LIBCUDA, from PGRT_LIBCUDA) could not be loaded: it has no cuGraphAddKernelNode for CUDA" \
+  env FAKECUDA_HIDE=cuGraphAddKernelNode "$F/chain" "$F/out"
+# NVRTC missing (runtime/modules.c loads it too; the programs do not link it): a CUDA C
+# module, with nothing prebuilt or cached, fails init, saying so
+label="chain, PGRT_LIB_NVRTC=/nonexistent, nothing prebuilt or cached"
+fails "$label" "module 'kernels' is CUDA C, and NVRTC does not load from '/nonexistent'" \
+  env PGRT_LIB_NVRTC=/nonexistent PGRT_PREBUILT=off PGRT_CACHE=off "$F/chain" "$F/out"
 # which way libpgrt's own kernels came: chain's line "init: ..., prebuilt P, nvrtc N, cached C"
 ways() { sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p' "$F/run.log"; }
 label="chain, own kernels prebuilt, its module cached"; PGRT_UPDATE=device run "$F/chain" "$F/out/device"
