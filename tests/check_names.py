@@ -29,12 +29,6 @@ EDIT = re.compile(r"\bsys\.path\s*(\.\s*(insert|append|extend|remove|pop|clear)\
 ALLOWED = {
     "tools/pgcc-export": "the in-tree shim of an installed command: it runs from any directory, so it puts "
                          "the package beside it on the path",
-    # tests/python is being restructured on another branch; these go with pytest's own
-    # `pythonpath = ["python", "."]` in pyproject.toml and `from bench import children`
-    "tests/python/conftest.py": "the pytest suite's package on the path (pending: pyproject's pythonpath)",
-    "tests/python/test_bench_children.py": "bench/ on the path (pending: `from bench import children`)",
-    "tests/python/test_install.py": "a child interpreter's command line that imports the tree's package "
-                                    "(pending: PYTHONPATH in the child's environment)",
 }
 SAME_NAME_OK = {"__init__.py", "conftest.py"}
 

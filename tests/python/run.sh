@@ -16,5 +16,5 @@ if ! "$PY" -c "import wheel" 2>/dev/null && ! "$PY" -c "import setuptools.comman
   "$PY" -m pip install --quiet --disable-pip-version-check wheel
 fi
 # the package of this tree, imported as a deployment would (no sys.path edits in the tests)
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/python:$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the package; the tree's tests/ and bench/ packages
 exec "$PY" -m pytest -q -p no:cacheprovider tests/python "$@"

@@ -1,10 +1,7 @@
 """bench/children.py: one child per model; a record per child, failed ones said so."""
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-import children  # noqa: E402
+from bench import children
 
 CHILD = '''import sys, time
 key = sys.argv[2]

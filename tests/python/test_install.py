@@ -39,7 +39,7 @@ def test_shim_runs_the_package_cli():
 
 
 def test_package_imports_without_torch():
-    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'python'); import pgcc, pgcc.cli, "
+    r = subprocess.run([sys.executable, "-c", "import sys; import pgcc, pgcc.cli, "
                         "pgcc.capture, pgcc.module_watch, pgcc.kernel_search, pgcc.verify_export, pgcc.loader; assert 'torch' not in sys.modules"],
-                       cwd=ROOT, capture_output=True, text=True)
+                       cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH="python"))
     assert r.returncode == 0, r.stderr
