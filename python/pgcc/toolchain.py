@@ -10,7 +10,8 @@ otherwise they are built with $CC (default cc) from the C sources the wheel carr
 or $XDG_CACHE_HOME move it), under a lock file so that concurrent processes build it
 once.  pgcc needs a C11 compiler and nothing else; libpgrt
 needs the CUDA headers ($CUDA_HOME, default /usr/local/cuda), and programs link
--lcuda -lnvrtc -ldl -pthread.
+-ldl -pthread (libpgrt opens the driver and NVRTC itself; extra C sources given to
+build_program may call the driver, and get -lcuda).
 """
 import fcntl
 import glob
@@ -265,8 +266,9 @@ def build_program(export_dir, name, build_dir=None, toolchain=None, extra_source
     cuda = cuda_home()
     tmp = so + f".tmp{os.getpid()}"
     run([cc(), "-std=c11", "-O2", "-fPIC", "-shared", f"-I{tc.include}", f"-I{cuda}/include"] + list(extra_flags)
-        + [c] + list(extra_sources) + [tc.libpgrt, f"-L{cuda}/lib64", f"-L{cuda}/lib64/stubs",
-                                       "-lcuda", "-lnvrtc", "-ldl", "-pthread", "-o", tmp], f"building {name}.so")
+        + [c] + list(extra_sources) + [tc.libpgrt]
+        + ([f"-L{cuda}/lib64/stubs", "-lcuda"] if extra_sources else []) + ["-ldl", "-pthread", "-o", tmp],
+        f"building {name}.so")
     os.replace(tmp, so)
     with open(stamp_file, "w") as f:
         f.write(stamp)
