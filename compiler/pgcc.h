@@ -681,8 +681,10 @@ typedef struct {
   int max_errors;  /* stop reporting (and parsing) after this many; 0: no limit */
 } PgDiag;
 
-/* Reads a whole file into the arena.  Reports unreadable files, directories and
- * binary data as errors. Returns NULL on failure. */
+/* Reads a whole file into the arena ("-": standard input, named PG_STDIN_NAME).
+ * Reports unreadable files, directories and binary data as errors. Returns NULL on
+ * failure. */
+#define PG_STDIN_NAME "<stdin>"
 PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path);
 PgSource *pg_source_from_string(PgArena *a, const char *name, const char *text);
 void pg_error(PgDiag *d, PgLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -864,5 +866,8 @@ bool pg_source_is_blank(const PgSource *src);
 
 /* driver.c: the command line; returns the exit status (0 ok, 1 input errors, 2 usage) */
 int pgcc_main(int argc, char **argv, FILE *out, FILE *err);
+/* Tests only (NULL otherwise): called once every output is written to its temporary,
+ * before any is renamed into place. */
+extern void (*pgcc_test_hook_before_rename)(void);
 
 #endif
