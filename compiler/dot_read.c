@@ -58,17 +58,18 @@ struct DotCluster {
   bool is_body;
 };
 
+/* A node statement as parsed: slices of the source, a million of them in a large
+ * dump, so only what read_node() needs.  label.s, shape.s NULL: not given. */
 typedef struct {
   PgStr id;
   PgLoc loc;
   DotCluster *cluster;
-  DotAttr label, shape;
-  bool has_label, has_shape;
+  PgStr label, shape; /* the values */
+  PgLoc label_loc;    /* where the label's value starts */
 } DotNodeStmt;
 
 typedef struct {
   DotPoint from, to;
-  DotCluster *cluster;
 } DotEdgeStmt;
 
 /* A child or conditional node and the names of its body graphs, in label order. */
@@ -139,9 +140,14 @@ void dot_attr_stmt(DotCtx *c) { c->attrs.n = 0; }
 
 void dot_node_stmt(DotCtx *c, PgStr id, PgLoc loc) {
   DotNodeStmt n = {.id = id, .loc = loc, .cluster = current(c)};
+  const DotAttr *label = NULL;
   for (size_t i = 0; i < c->attrs.n; i++) { /* a repeated attribute: the last one counts */
-    if (pg_str_eq(c->attrs.v[i].key, "label")) n.label = c->attrs.v[i], n.has_label = true;
-    if (pg_str_eq(c->attrs.v[i].key, "shape")) n.shape = c->attrs.v[i], n.has_shape = true;
+    if (pg_str_eq(c->attrs.v[i].key, "label")) label = &c->attrs.v[i];
+    if (pg_str_eq(c->attrs.v[i].key, "shape")) n.shape = c->attrs.v[i].val;
+  }
+  if (label) {
+    n.label = label->val;
+    n.label_loc = pg_loc_advance(label->loc, label->key.s, (size_t)(label->val.s - label->key.s));
   }
   c->attrs.n = 0;
   pg_vec_push(c->a, c->nodes, n);
@@ -154,7 +160,7 @@ void dot_edge_point(DotCtx *c, PgStr id, PgLoc loc) {
 
 void dot_edge_stmt(DotCtx *c) {
   for (size_t i = 0; i + 1 < c->chain.n; i++) {
-    DotEdgeStmt e = {c->chain.v[i], c->chain.v[i + 1], current(c)};
+    DotEdgeStmt e = {c->chain.v[i], c->chain.v[i + 1]};
     pg_vec_push(c->a, c->edges, e);
   }
   c->chain.n = 0;
@@ -651,11 +657,33 @@ static const char *unique(DotCtx *c, const char *base) {
   return name;
 }
 
+/* The digits at *s, up to 9 of them (an unsigned's worth), past them; NULL if none. */
+static const char *digits(const char *s, size_t *n) {
+  size_t k = 0;
+  while (k < 9 && isdigit((unsigned char)s[k])) k++;
+  *n = k;
+  return k ? s + k : NULL;
+}
+
+/* CUDA's "graph_G_node_N" -> "gG.nN" (a million of them: no printf), anything else
+ * sanitized to an identifier. */
 static const char *node_name(DotCtx *c, const char *id) {
-  unsigned g, n;
+  const char *g = id + 6, *n, *end;
+  size_t gl, nl;
+  if (strncmp(id, "graph_", 6) == 0 && (n = digits(g, &gl)) && strncmp(n, "_node_", 6) == 0 &&
+      (end = digits(n += 6, &nl)) && !*end && (g[0] != '0' || gl == 1) && (n[0] != '0' || nl == 1)) {
+    char *name = pg_arena_alloc(c->a, gl + nl + 4);
+    name[0] = 'g';
+    memcpy(name + 1, g, gl);
+    memcpy(name + 1 + gl, ".n", 2);
+    memcpy(name + 3 + gl, n, nl);
+    name[3 + gl + nl] = 0;
+    return unique(c, name);
+  }
+  unsigned gn, nn;
   int used = 0;
-  if (sscanf(id, "graph_%u_node_%u%n", &g, &n, &used) == 2 && id[used] == 0)
-    return unique(c, pg_arena_printf(c->a, "g%u.n%u", g, n));
+  if (sscanf(id, "graph_%u_node_%u%n", &gn, &nn, &used) == 2 && id[used] == 0) /* leading zeros, long numbers */
+    return unique(c, pg_arena_printf(c->a, "g%u.n%u", gn, nn));
   return unique(c, pg_ident(c->a, "", id));
 }
 
@@ -671,16 +699,16 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
     pg_note(c->d, prev->loc, "'%s' was first defined here", id);
     return;
   }
-  if (!s->has_label) {
+  if (!s->label.s) {
     pg_error(c->d, s->loc, "node '%s' has no label, so its kind is unknown", id);
     return;
   }
-  PgLoc lloc = pg_loc_advance(s->label.loc, s->label.key.s, (size_t)(s->label.val.s - s->label.key.s));
-  PgStr raw = s->label.val;
+  PgLoc lloc = s->label_loc;
+  PgStr raw = s->label;
   size_t lead = 0;
   while (lead < raw.len && strchr(" \t\r\n", raw.s[lead])) lead++;
   bool record = (lead < raw.len && raw.s[lead] == '{') ||
-                (s->has_shape && (pg_str_eq(s->shape.val, "record") || pg_str_eq(s->shape.val, "Mrecord")));
+                (s->shape.s && (pg_str_eq(s->shape, "record") || pg_str_eq(s->shape, "Mrecord")));
 
   Label l = {.c = c, .record = record};
   const char *word; /* the kind word, kernel name or child graph name */
@@ -710,7 +738,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   PgNodeKind kind;
   bool known = cuda_kind(word, &kind) && kind != PG_CHILD; /* a child is named by its body, graph_N */
   if (!known) kind = PG_KERNEL;
-  bool octagon = s->has_shape && pg_str_eq(s->shape.val, "octagon");
+  bool octagon = s->shape.s && pg_str_eq(s->shape, "octagon");
   if (!known && is_graph_name(c, word)) kind = PG_CHILD, known = true;
   if (!known && !octagon && is_upper_word(word)) {
     pg_warning(c->d, word_loc, "unknown node kind '%s'; kept as an opaque node", word);
@@ -798,10 +826,26 @@ PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src) {
   return p;
 }
 
+/* Upper bounds on the node and edge statements, counted before parsing: every node
+ * statement of a dump has an attribute list ('['), every edge an arrow ("->", "--").
+ * The statement vectors are carved at these sizes once, instead of doubling (which
+ * left each earlier copy behind in the arena: a quarter of a GiB at a million nodes);
+ * a hand-written file that has more still grows them. */
+static void reserve_statements(DotCtx *c, const PgSource *src) {
+  size_t brackets = 0, arrows = 0;
+  const char *end = src->text + src->len;
+  for (const char *q = src->text; (q = memchr(q, '[', (size_t)(end - q))) != NULL; q++) brackets++;
+  for (const char *q = src->text; (q = memchr(q, '-', (size_t)(end - q))) != NULL; q++)
+    arrows += q + 1 < end && (q[1] == '>' || q[1] == '-');
+  c->nodes.v = pg_arena_alloc(c->a, brackets * sizeof *c->nodes.v), c->nodes.cap = brackets;
+  c->edges.v = pg_arena_alloc(c->a, arrows * sizeof *c->edges.v), c->edges.cap = arrows;
+}
+
 static PgProgram *read_program(DotCtx *c, const PgSource *src) {
   PgArena *a = c->a;
   PgDiag *d = c->d;
   int errors = d->errors;
+  reserve_statements(c, src);
   if (dot_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
 
   PgProgram *p = c->p = pg_program_new(a);
@@ -812,6 +856,8 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
   c->names = pg_map_new(a);
   c->buffers = pg_map_new(a);
   c->events = pg_map_new(a);
+  pg_map_reserve(c->node_ids, c->nodes.n); /* no rehashing, no tables left behind */
+  pg_map_reserve(c->names, c->nodes.n + c->clusters.n);
 
   /* 1. graphs: top-level subgraphs and those labelled graph_N; a nested subgraph
    * with another label belongs to the graph around it (parents come first) */
@@ -852,11 +898,13 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
     DotEdgeStmt *e = &c->edges.v[i];
     const DotPoint *pts[2] = {&e->from, &e->to};
     PgNode *ends[2];
-    for (int k = 0; k < 2; k++) {
-      const char *id = pg_label_unescape(a, pts[k]->id.s, pts[k]->id.len);
-      ends[k] = pg_map_get(c->node_ids, id);
-      if (!ends[k]) pg_error(d, pts[k]->loc, "edge endpoint '%s' has no node statement", id);
+    for (int k = 0; k < 2; k++) { /* an id without escapes is its own key: nothing to copy */
+      PgStr id = pts[k]->id;
+      if (memchr(id.s, '\\', id.len)) id.s = pg_label_unescape(c->s, id.s, id.len), id.len = strlen(id.s);
+      ends[k] = pg_map_getn(c->node_ids, id.s, id.len);
+      if (!ends[k]) pg_error(d, pts[k]->loc, "edge endpoint '%.*s' has no node statement", (int)id.len, id.s);
     }
+    pg_arena_reset(c->s);
     if (!ends[0] || !ends[1]) continue;
     if (ends[0]->graph != ends[1]->graph) {
       pg_error(d, e->from.loc, "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
