@@ -651,6 +651,8 @@ static void split_lines(DotCtx *c, PgStr raw, PgLoc loc, Fields *out) {
 
 /* `base`, or base_2, base_3...: two DOT ids may sanitize to the same name. */
 static const char *unique(DotCtx *c, const char *base) {
+  void **slot = pg_map_slot(c->names, base); /* one probe in the usual case: a new name */
+  if (!*slot) return *slot = (void *)base;
   const char *name = base;
   for (int i = 2; pg_map_get(c->names, name); i++) name = pg_arena_printf(c->a, "%s_%d", base, i);
   pg_map_put(c->names, name, (void *)name);
@@ -693,7 +695,8 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
     pg_error(c->d, s->loc, "node '%s' is outside any graph cluster (subgraph cluster_N)", id);
     return;
   }
-  PgNode *prev = pg_map_get(c->node_ids, id);
+  void **slot = pg_map_slot(c->node_ids, id); /* valid until node_ids' next insertion, below */
+  PgNode *prev = *slot;
   if (prev) {
     pg_error(c->d, s->loc, "duplicate node '%s'", id);
     pg_note(c->d, prev->loc, "'%s' was first defined here", id);
@@ -748,7 +751,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   PgNode *n = pg_node_new(c->p, g, kind, node_name(c, id), s->loc);
   n->origin = id;
   l.node = n;
-  pg_map_put(c->node_ids, id, n);
+  *slot = n;
 
   switch (kind) {
   case PG_KERNEL:

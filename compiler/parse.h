@@ -52,12 +52,19 @@ static inline void pg_lex_step(PgLexState *x, const char *text, size_t len, PgLo
   val->s = x->src->text + x->off;
   val->len = len;
   x->off += len;
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] == '\n')
-      x->line++, x->col = 1;
-    else
-      x->col++;
+  if (len < 16) { /* most tokens */
+    for (size_t i = 0; i < len; i++) {
+      if (text[i] == '\n')
+        x->line++, x->col = 1;
+      else
+        x->col++;
+    }
+    return;
   }
+  /* the newlines by memchr: a verbose dump's labels are hundreds of bytes, few lines */
+  const char *last = NULL, *end = text + len;
+  for (const char *q = text; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) x->line++, last = q;
+  x->col = last ? (int)(end - last) : x->col + (int)len;
 }
 
 static inline bool pg_str_eq(PgStr a, const char *b) {

@@ -32,18 +32,25 @@ typedef struct {
   PgDiag *d;
   const char *s;
   size_t i, n;
-  PgLoc loc; /* location of s[i] */
+  size_t li;  /* a position already turned into a location ... */
+  PgLoc lloc; /* ... this one: loc_at() goes on from there, only where a field starts */
+  char *buf;  /* room for the longest text (the whole label), decoded here, then copied */
   bool failed;
   int depth;
 } RecParser;
 
-static void advance(RecParser *r) {
-  if (r->s[r->i] == '\n')
-    r->loc.line++, r->loc.col = 1;
-  else
-    r->loc.col++;
-  r->i++;
+/* The location of s[i]. */
+static PgLoc loc_at(RecParser *r) {
+  for (; r->li < r->i; r->li++) {
+    if (r->s[r->li] == '\n')
+      r->lloc.line++, r->lloc.col = 1;
+    else
+      r->lloc.col++;
+  }
+  return r->lloc;
 }
+
+static void advance(RecParser *r) { r->i++; }
 
 static PgRecField *new_field(RecParser *r, bool group, PgLoc loc) {
   PgRecField *f = pg_arena_alloc(r->a, sizeof *f);
@@ -57,8 +64,8 @@ static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 /* text: up to the next unescaped | { } or the end; ports <...> are skipped. */
 static PgRecField *parse_text(RecParser *r) {
   while (r->i < r->n && is_space(r->s[r->i])) advance(r);
-  PgRecField *f = new_field(r, false, r->loc);
-  char *buf = pg_arena_alloc(r->a, r->n - r->i + 1);
+  PgRecField *f = new_field(r, false, loc_at(r));
+  char *buf = r->buf;
   size_t len = 0;
   while (r->i < r->n) {
     char c = r->s[r->i];
@@ -84,10 +91,9 @@ static PgRecField *parse_text(RecParser *r) {
     advance(r);
   }
   while (len > 0 && is_space(buf[len - 1])) len--;
-  buf[len] = 0;
   size_t lead = 0; /* a port before the text leaves space in front of it */
   while (lead < len && is_space(buf[lead])) lead++;
-  f->text = buf + lead;
+  f->text = pg_arena_strndup(r->a, buf + lead, len - lead);
   return f;
 }
 
@@ -96,7 +102,7 @@ static PgRecField *parse_fields(RecParser *r, PgLoc open);
 static PgRecField *parse_field(RecParser *r) {
   while (r->i < r->n && is_space(r->s[r->i])) advance(r);
   if (r->i < r->n && r->s[r->i] == '{') {
-    PgLoc open = r->loc;
+    PgLoc open = loc_at(r);
     if (++r->depth > PG_MAX_NESTING) {
       pg_error(r->d, open, "record label nested deeper than %d levels", PG_MAX_NESTING);
       r->failed = true;
@@ -133,11 +139,12 @@ static PgRecField *parse_fields(RecParser *r, PgLoc open) {
 }
 
 PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc) {
-  RecParser r = {a, d, raw, 0, strlen(raw), loc, false, 0};
+  size_t n = strlen(raw);
+  RecParser r = {a, d, raw, 0, n, 0, loc, pg_arena_alloc(a, n + 1), false, 0};
   PgRecField *g = parse_fields(&r, loc);
   if (!g) return NULL;
   if (r.i < r.n) { /* only an unmatched '}' stops the top level early */
-    pg_error(d, r.loc, "unbalanced '}' in record label");
+    pg_error(d, loc_at(&r), "unbalanced '}' in record label");
     return NULL;
   }
   return g;
@@ -199,8 +206,11 @@ static void decode(PgArena *a, const PgRecField *g, const char *prefix, PgRecPai
   PgRecField *const *k = g->kids.v;
   if (is_flat(g) && n >= 2) { /* {k | v} and {k | v1 | v2 ...} */
     pair(a, out, pg_arena_cat(a, prefix, k[0]->text, ""), k[1]);
-    for (size_t i = 2; i < n; i++)
-      pair(a, out, pg_arena_printf(a, "%s%s.%zu", prefix, k[0]->text, i - 1), k[i]);
+    for (size_t i = 2; i < n; i++) {
+      char num[24];
+      snprintf(num, sizeof num, ".%zu", i - 1);
+      pair(a, out, pg_arena_cat(a, prefix, k[0]->text, num), k[i]);
+    }
     return;
   }
   if (n == 2 && k[0]->is_group && is_flat(k[1])) { /* {{keys} | {values}} */
