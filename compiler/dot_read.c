@@ -896,24 +896,38 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
     pg_arena_reset(c->s);
   }
 
-  /* 3. edges */
-  for (size_t i = 0; i < c->edges.n && !pg_too_many_errors(d); i++) {
-    DotEdgeStmt *e = &c->edges.v[i];
-    const DotPoint *pts[2] = {&e->from, &e->to};
-    PgNode *ends[2];
-    for (int k = 0; k < 2; k++) { /* an id without escapes is its own key: nothing to copy */
-      PgStr id = pts[k]->id;
+  /* 3. edges: endpoints looked up EDGE_BATCH edges at a time, so that the id table's
+   * cache misses overlap (pg_map_get_many); an id without escapes is its own key */
+  enum { EDGE_BATCH = 256 };
+  for (size_t at = 0; at < c->edges.n && !pg_too_many_errors(d); at += EDGE_BATCH) {
+    size_t nb = c->edges.n - at < EDGE_BATCH ? c->edges.n - at : EDGE_BATCH;
+    const char *keys[2 * EDGE_BATCH];
+    size_t lens[2 * EDGE_BATCH];
+    void *vals[2 * EDGE_BATCH];
+    for (size_t i = 0; i < 2 * nb; i++) {
+      const DotEdgeStmt *e = &c->edges.v[at + i / 2];
+      PgStr id = i % 2 ? e->to.id : e->from.id;
       if (memchr(id.s, '\\', id.len)) id.s = pg_label_unescape(c->s, id.s, id.len), id.len = strlen(id.s);
-      ends[k] = pg_map_getn(c->node_ids, id.s, id.len);
-      if (!ends[k]) pg_error(d, pts[k]->loc, "edge endpoint '%.*s' has no node statement", (int)id.len, id.s);
+      keys[i] = id.s, lens[i] = id.len;
+    }
+    pg_map_get_many(c->node_ids, 2 * nb, keys, lens, vals);
+    for (size_t i = 0; i < nb && !pg_too_many_errors(d); i++) {
+      DotEdgeStmt *e = &c->edges.v[at + i];
+      const DotPoint *pts[2] = {&e->from, &e->to};
+      PgNode *ends[2];
+      for (int k = 0; k < 2; k++) {
+        ends[k] = vals[2 * i + k];
+        if (!ends[k])
+          pg_error(d, pts[k]->loc, "edge endpoint '%.*s' has no node statement", (int)lens[2 * i + k], keys[2 * i + k]);
+      }
+      if (!ends[0] || !ends[1]) continue;
+      if (ends[0]->graph != ends[1]->graph) {
+        pg_error(d, e->from.loc, "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
+        continue;
+      }
+      pg_edge_add(p, ends[0]->graph, ends[0], ends[1], PG_EDGE_FULL, e->from.loc);
     }
     pg_arena_reset(c->s);
-    if (!ends[0] || !ends[1]) continue;
-    if (ends[0]->graph != ends[1]->graph) {
-      pg_error(d, e->from.loc, "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
-      continue;
-    }
-    pg_edge_add(p, ends[0]->graph, ends[0], ends[1], PG_EDGE_FULL, e->from.loc);
   }
 
   /* 4. bodies and the root */

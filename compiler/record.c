@@ -41,12 +41,10 @@ typedef struct {
 
 /* The location of s[i]. */
 static PgLoc loc_at(RecParser *r) {
-  for (; r->li < r->i; r->li++) {
-    if (r->s[r->li] == '\n')
-      r->lloc.line++, r->lloc.col = 1;
-    else
-      r->lloc.col++;
-  }
+  const char *from = r->s + r->li, *end = r->s + r->i, *last = NULL;
+  for (const char *q = from; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) r->lloc.line++, last = q;
+  r->lloc.col = last ? (int)(end - last) : r->lloc.col + (int)(end - from);
+  r->li = r->i;
   return r->lloc;
 }
 
@@ -66,30 +64,31 @@ static PgRecField *parse_text(RecParser *r) {
   while (r->i < r->n && is_space(r->s[r->i])) advance(r);
   PgRecField *f = new_field(r, false, loc_at(r));
   char *buf = r->buf;
-  size_t len = 0;
-  while (r->i < r->n) {
-    char c = r->s[r->i];
+  const char *s = r->s;
+  size_t len = 0, i = r->i, n = r->n; /* in locals: the loop stores nothing but the text */
+  while (i < n) {
+    char c = s[i];
     if (c == '|' || c == '{' || c == '}') break;
-    if (c == '\\' && r->i + 1 < r->n) {
-      advance(r);
-      c = r->s[r->i];
+    if (c == '\\' && i + 1 < n) {
+      c = s[++i];
       if (c == '\n') { /* line continuation */
-        advance(r);
+        i++;
         continue;
       }
       if (c == 'n' || c == 'l' || c == 'r') c = '\n';
       buf[len++] = c;
-      advance(r);
+      i++;
       continue;
     }
     if (c == '<') { /* a port name: not part of the text */
-      while (r->i < r->n && r->s[r->i] != '>') advance(r);
-      if (r->i < r->n) advance(r);
+      while (i < n && s[i] != '>') i++;
+      if (i < n) i++;
       continue;
     }
     buf[len++] = c;
-    advance(r);
+    i++;
   }
+  r->i = i;
   while (len > 0 && is_space(buf[len - 1])) len--;
   size_t lead = 0; /* a port before the text leaves space in front of it */
   while (lead < len && is_space(buf[lead])) lead++;
