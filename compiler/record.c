@@ -41,9 +41,14 @@ typedef struct {
 
 /* The location of s[i]. */
 static PgLoc loc_at(RecParser *r) {
-  const char *from = r->s + r->li, *end = r->s + r->i, *last = NULL;
-  for (const char *q = from; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) r->lloc.line++, last = q;
-  r->lloc.col = last ? (int)(end - last) : r->lloc.col + (int)(end - from);
+  int line = r->lloc.line, col = r->lloc.col; /* in locals: a short span, a tight loop */
+  for (size_t i = r->li; i < r->i; i++) {
+    if (r->s[i] == '\n')
+      line++, col = 1;
+    else
+      col++;
+  }
+  r->lloc.line = line, r->lloc.col = col;
   r->li = r->i;
   return r->lloc;
 }
