@@ -10,8 +10,8 @@
  * Blocks grow geometrically, so a 1M-node graph costs a few dozen allocations.
  * Blocks of 2 MiB and more come straight from mmap: the kernel hands them out
  * zeroed, so memory the arena has not used yet needs no memset (each block keeps
- * how far it is known to be clean).  (Transparent huge pages, asked for until the
- * twelfth session, cost more system time than the page faults they saved.)
+ * how far it is known to be clean).  (Transparent huge pages, asked for until
+ * 2026-11-26, cost more system time than the page faults they saved.)
  *
  * A second, scratch arena serves work whose results are copied out (the DOT
  * frontend interprets each node label in one); pg_arena_reset() rewinds it.
