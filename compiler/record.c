@@ -32,25 +32,23 @@ typedef struct {
   PgDiag *d;
   const char *s;
   size_t i, n;
-  size_t li;  /* a position already turned into a location ... */
-  PgLoc lloc; /* ... this one: loc_at() goes on from there, only where a field starts */
+  PgLoc start;     /* location of s[0] */
+  const size_t *nl; /* the positions of s's newlines, found once (a label has a few) */
+  size_t nnl, k;   /* how many; how many lie before the last position asked for */
   char *buf;  /* room for the longest text (the whole label), decoded here, then copied */
   bool failed;
   int depth;
 } RecParser;
 
-/* The location of s[i]. */
+/* The location of s[i], asked for only where a field starts: from the newlines
+ * before it, not by walking the text again. */
 static PgLoc loc_at(RecParser *r) {
-  int line = r->lloc.line, col = r->lloc.col; /* in locals: a short span, a tight loop */
-  for (size_t i = r->li; i < r->i; i++) {
-    if (r->s[i] == '\n')
-      line++, col = 1;
-    else
-      col++;
-  }
-  r->lloc.line = line, r->lloc.col = col;
-  r->li = r->i;
-  return r->lloc;
+  while (r->k < r->nnl && r->nl[r->k] < r->i) r->k++;
+  while (r->k > 0 && r->nl[r->k - 1] >= r->i) r->k--;
+  PgLoc loc = r->start;
+  loc.line += (int)r->k;
+  loc.col = r->k ? (int)(r->i - r->nl[r->k - 1]) : r->start.col + (int)r->i;
+  return loc;
 }
 
 static void advance(RecParser *r) { r->i++; }
@@ -143,8 +141,11 @@ static PgRecField *parse_fields(RecParser *r, PgLoc open) {
 }
 
 PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc) {
-  size_t n = strlen(raw);
-  RecParser r = {a, d, raw, 0, n, 0, loc, pg_arena_alloc(a, n + 1), false, 0};
+  size_t n = strlen(raw), nnl = 0;
+  for (const char *q = raw; (q = memchr(q, '\n', (size_t)(raw + n - q))) != NULL; q++) nnl++;
+  size_t *nl = pg_arena_alloc(a, (nnl ? nnl : 1) * sizeof *nl), k = 0;
+  for (const char *q = raw; (q = memchr(q, '\n', (size_t)(raw + n - q))) != NULL; q++) nl[k++] = (size_t)(q - raw);
+  RecParser r = {a, d, raw, 0, n, loc, nl, nnl, 0, pg_arena_alloc(a, n + 1), false, 0};
   PgRecField *g = parse_fields(&r, loc);
   if (!g) return NULL;
   if (r.i < r.n) { /* only an unmatched '}' stops the top level early */
