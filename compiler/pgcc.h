@@ -661,6 +661,9 @@ void *pg_map_get(const PgMap *m, const char *key);
 void *pg_map_getn(const PgMap *m, const char *key, size_t len);
 /* n lookups at once (vals[i]: keys[i]'s value or NULL), their cache misses overlapped. */
 void pg_map_get_many(const PgMap *m, size_t n, const char *const *keys, const size_t *lens, void **vals);
+/* Asks for the cache line where key's slot is, for a lookup or insertion soon after
+ * (valid until the table grows: reserve it first). */
+void pg_map_prefetch(const PgMap *m, const char *key, size_t len);
 /* Inserts key -> val; returns the previous value (and keeps it) if key was present. */
 void *pg_map_put(PgMap *m, const char *key, void *val);
 /* The place of key's value, key added with a NULL value if absent (one probe for both). */
