@@ -372,12 +372,14 @@ static int write_one(Output *o, const PgProgram *p, FILE *out, FILE *err) {
   }
   char *buf = malloc(OUTPUT_BUFFER);
   if (buf) setvbuf(f, buf, _IOFBF, OUTPUT_BUFFER);
-  o->w(p, o->ctx, f);
   errno = 0;
+  o->w(p, o->ctx, f);
   bool ok = !ferror(f);
-  saved = errno;
-  ok = fclose(f) == 0 && ok;
-  if (!saved) saved = errno;
+  saved = ok ? 0 : errno; /* a write that failed (a full disk), or else the last flush: */
+  if (fclose(f) != 0) {
+    if (ok) saved = errno;
+    ok = false;
+  }
   free(buf);
   if (!ok) {
     drop_temporary(o);
@@ -420,9 +422,12 @@ static int rename_all(Output *o, int n, FILE *err) {
     if (!o[i].replaced) continue;
     if (o[i].backup ? rename(o[i].backup, o[i].path) == 0 : unlink(o[i].path) == 0) {
       if (o[i].backup) cleanup_remove(o[i].backup), free(o[i].backup), o[i].backup = NULL;
+    } else if (o[i].backup) { /* the old file stays where it is, for the user to put back */
+      fprintf(err, "pgcc: error: '%s' was replaced and cannot be put back (%s): the old one is '%s'\n", o[i].shown,
+              strerror(errno), o[i].backup);
+      cleanup_remove(o[i].backup), free(o[i].backup), o[i].backup = NULL;
     } else {
-      fprintf(err, "pgcc: error: '%s' was written, but cannot be put back as it was: %s\n", o[i].shown,
-              strerror(errno));
+      fprintf(err, "pgcc: error: '%s' was written and cannot be removed again: %s\n", o[i].shown, strerror(errno));
     }
   }
   sigprocmask(SIG_SETMASK, &old, NULL);

@@ -502,6 +502,10 @@ START_TEST(write_errors_name_the_given_path) {
   ck_assert_int_eq(r.status, 1);
   ck_assert_str_eq(r.err, "pgcc: error: cannot write '/nonexistent/dir/out.c': No such file or directory\n");
   run_free(&r);
+  r = run_pgcc("--emit=graph", "-o", "/dev/full", "examples/saxpy.graph", NULL); /* a full disk */
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_str_eq(r.err, "pgcc: error: cannot write '/dev/full': No space left on device\n");
+  run_free(&r);
   char dir[] = "/tmp/pgcc-hdir-XXXXXX", c[64], h[64];
   ck_assert_ptr_nonnull(mkdtemp(dir));
   snprintf(c, sizeof c, "%s/p.c", dir);
