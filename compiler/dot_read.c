@@ -659,10 +659,11 @@ static const char *unique(DotCtx *c, const char *base) {
   return name;
 }
 
-/* The digits at *s, up to 9 of them (an unsigned's worth), past them; NULL if none. */
-static const char *digits(const char *s, size_t *n) {
+/* The digits at s before end, up to 9 of them (an unsigned's worth), past them; NULL
+ * if none. */
+static const char *digits(const char *s, const char *end, size_t *n) {
   size_t k = 0;
-  while (k < 9 && isdigit((unsigned char)s[k])) k++;
+  while (k < 9 && s + k < end && isdigit((unsigned char)s[k])) k++;
   *n = k;
   return k ? s + k : NULL;
 }
@@ -670,10 +671,11 @@ static const char *digits(const char *s, size_t *n) {
 /* CUDA's "graph_G_node_N" (len bytes at id, no leading zeros) -> "gG.nN" in out (22
  * bytes): its length, or 0 for any other id.  A million of them: no scanf, no printf. */
 static size_t cuda_node_name(const char *id, size_t len, char *out) {
-  const char *g = id + 6, *n, *end;
+  const char *g = id + 6, *n, *end, *stop = id + len; /* nothing read at or past stop */
   size_t gl, nl;
-  if (len < 14 || memcmp(id, "graph_", 6) != 0 || !(n = digits(g, &gl)) || memcmp(n, "_node_", 6) != 0 ||
-      !(end = digits(n += 6, &nl)) || end != id + len || (g[0] == '0' && gl > 1) || (n[0] == '0' && nl > 1))
+  if (len < 14 || memcmp(id, "graph_", 6) != 0 || !(n = digits(g, stop, &gl)) || stop - n < 7 ||
+      memcmp(n, "_node_", 6) != 0 || !(end = digits(n += 6, stop, &nl)) || end != stop || (g[0] == '0' && gl > 1) ||
+      (n[0] == '0' && nl > 1))
     return 0;
   out[0] = 'g';
   memcpy(out + 1, g, gl);
