@@ -725,7 +725,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   const char *word; /* the kind word, kernel name or child graph name */
   PgLoc word_loc;
   if (record) {
-    const PgRecField *rec = pg_record_parse(c->s, c->d, pg_arena_strndup(c->s, raw.s, raw.len), lloc);
+    const PgRecField *rec = pg_record_parse_n(c->s, c->d, raw.s, raw.len, lloc);
     if (!rec) return;
     if (rec->kids.n == 1 && rec->kids.v[0]->is_group) rec = rec->kids.v[0];
     if (rec->kids.n == 0 || rec->kids.v[0]->is_group || !*rec->kids.v[0]->text) {

@@ -743,6 +743,7 @@ struct PgRecField {
   PG_VEC(PgRecField *) kids; /* group: the fields inside the braces */
 };
 PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc);
+PgRecField *pg_record_parse_n(PgArena *a, PgDiag *d, const char *raw, size_t len, PgLoc loc); /* no NUL needed */
 /* Flattens a parsed record into "key" -> leaf pairs (see record.c for the table shapes). */
 typedef struct {
   const char *key;

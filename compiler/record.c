@@ -141,7 +141,11 @@ static PgRecField *parse_fields(RecParser *r, PgLoc open) {
 }
 
 PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc) {
-  size_t n = strlen(raw), nnl = 0;
+  return pg_record_parse_n(a, d, raw, strlen(raw), loc);
+}
+
+PgRecField *pg_record_parse_n(PgArena *a, PgDiag *d, const char *raw, size_t n, PgLoc loc) {
+  size_t nnl = 0;
   for (const char *q = raw; (q = memchr(q, '\n', (size_t)(raw + n - q))) != NULL; q++) nnl++;
   size_t *nl = pg_arena_alloc(a, (nnl ? nnl : 1) * sizeof *nl), k = 0;
   for (const char *q = raw; (q = memchr(q, '\n', (size_t)(raw + n - q))) != NULL; q++) nl[k++] = (size_t)(q - raw);
