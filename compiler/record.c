@@ -186,12 +186,17 @@ static bool is_flat(const PgRecField *g) {
 
 typedef PG_VEC(const char *) Keys;
 
+/* prefix + text: text itself when there is no prefix (keys are only read) */
+static const char *key_of(PgArena *a, const char *prefix, const char *text) {
+  return *prefix ? pg_arena_cat(a, prefix, text, "") : text;
+}
+
 /* The key paths a key group names, in order: a group {p | {...}} of exactly a
  * leaf and a group prefixes the inner keys with "p."; any other group lists its
  * members' keys. */
 static void keys_of(PgArena *a, const PgRecField *f, const char *prefix, Keys *out) {
   if (!f->is_group) {
-    pg_vec_push(a, *out, pg_arena_cat(a, prefix, f->text, ""));
+    pg_vec_push(a, *out, key_of(a, prefix, f->text));
     return;
   }
   if (f->kids.n == 2 && !f->kids.v[0]->is_group && f->kids.v[1]->is_group) {
@@ -214,7 +219,7 @@ static void decode(PgArena *a, const PgRecField *g, const char *prefix, PgRecPai
   size_t n = g->kids.n;
   PgRecField *const *k = g->kids.v;
   if (is_flat(g) && n >= 2) { /* {k | v} and {k | v1 | v2 ...} */
-    pair(a, out, pg_arena_cat(a, prefix, k[0]->text, ""), k[1]);
+    pair(a, out, key_of(a, prefix, k[0]->text), k[1]);
     for (size_t i = 2; i < n; i++) {
       char num[24];
       snprintf(num, sizeof num, ".%zu", i - 1);
