@@ -65,11 +65,17 @@ static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 /* text: up to the next unescaped | { } or the end; ports <...> are skipped. */
 static PgRecField *parse_text(RecParser *r) {
   while (r->i < r->n && is_space(r->s[r->i])) advance(r);
-  PgRecField *f = new_field(r, false, loc_at(r));
+  PgLoc loc = loc_at(r);
   char *buf = r->buf;
   const char *s = r->s;
   size_t len = 0, i = r->i, n = r->n; /* in locals: the loop stores nothing but the text */
+  static const bool special[256] = {['|'] = 1, ['{'] = 1, ['}'] = 1, ['\\'] = 1, ['<'] = 1};
   while (i < n) {
+    size_t j = i; /* a run of plain text, copied at once */
+    while (j < n && !special[(unsigned char)s[j]]) j++;
+    memcpy(buf + len, s + i, j - i);
+    len += j - i;
+    if ((i = j) >= n) break;
     char c = s[i];
     if (c == '|' || c == '{' || c == '}') break;
     if (c == '\\' && i + 1 < n) {
@@ -95,7 +101,12 @@ static PgRecField *parse_text(RecParser *r) {
   while (len > 0 && is_space(buf[len - 1])) len--;
   size_t lead = 0; /* a port before the text leaves space in front of it */
   while (lead < len && is_space(buf[lead])) lead++;
-  f->text = pg_arena_strndup(r->a, buf + lead, len - lead);
+  PgRecField *f = pg_arena_alloc(r->a, sizeof *f + len - lead + 1); /* the text right after it */
+  char *text = (char *)(f + 1);
+  memcpy(text, buf + lead, len - lead);
+  text[len - lead] = 0;
+  f->loc = loc;
+  f->text = text;
   return f;
 }
 
