@@ -29,6 +29,11 @@ PgSource *pg_source_from_string(PgArena *a, const char *name, const char *text) 
   return s;
 }
 
+/* Standard input stays open: it is the process's, not ours. */
+static void close_input(FILE *f, bool from_stdin) {
+  if (!from_stdin) fclose(f);
+}
+
 /* An input that cannot be read at all has no line to point at. */
 static void file_error(PgDiag *d, const char *path, const char *what) {
   fprintf(d->out, "pgcc: error: cannot read '%s': %s\n", path, what);
@@ -36,7 +41,10 @@ static void file_error(PgDiag *d, const char *path, const char *what) {
 }
 
 PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
-  FILE *f = fopen(path, "rb");
+  bool from_stdin = strcmp(path, "-") == 0;
+  if (from_stdin) path = PG_STDIN_NAME;
+  if (from_stdin) clearerr(stdin); /* read to its end before, in the same process */
+  FILE *f = from_stdin ? stdin : fopen(path, "rb");
   if (!f) {
     file_error(d, path, strerror(errno));
     return NULL;
@@ -44,23 +52,23 @@ PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
   struct stat st;
   if (fstat(fileno(f), &st) != 0) {
     file_error(d, path, strerror(errno));
-    fclose(f);
+    close_input(f, from_stdin);
     return NULL;
   }
   if (S_ISDIR(st.st_mode)) {
     file_error(d, path, "is a directory, not a graph description");
-    fclose(f);
+    close_input(f, from_stdin);
     return NULL;
   }
   if (S_ISREG(st.st_mode) && (size_t)st.st_size > MAX_INPUT_BYTES) {
     file_error(d, path, "input is larger than 2 GiB");
-    fclose(f);
+    close_input(f, from_stdin);
     return NULL;
   }
   /* A large regular file is mapped, not copied (pg_arena_map_file); anything else
    * is read to EOF (works for pipes too), growing as needed. */
   size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 65536, len = 0;
-  const char *mapped = S_ISREG(st.st_mode) && st.st_size >= MAP_INPUT_FROM
+  const char *mapped = S_ISREG(st.st_mode) && st.st_size >= MAP_INPUT_FROM && !from_stdin
                            ? pg_arena_map_file(a, fileno(f), (size_t)st.st_size)
                            : NULL;
   char *buf = mapped ? NULL : pg_arena_alloc(a, cap);
@@ -77,16 +85,16 @@ PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path) {
     if (got == 0) break;
     if (len > MAX_INPUT_BYTES) {
       file_error(d, path, "input is larger than 2 GiB");
-      fclose(f);
+      close_input(f, from_stdin);
       return NULL;
     }
   }
   if (ferror(f)) {
     file_error(d, path, strerror(errno ? errno : EIO));
-    fclose(f);
+    close_input(f, from_stdin);
     return NULL;
   }
-  fclose(f);
+  close_input(f, from_stdin);
   if (!mapped) buf[len] = buf[len + 1] = 0;
   const char *text = mapped ? mapped : buf;
 

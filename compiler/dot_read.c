@@ -58,17 +58,18 @@ struct DotCluster {
   bool is_body;
 };
 
+/* A node statement as parsed: slices of the source, a million of them in a large
+ * dump, so only what read_node() needs.  label.s, shape.s NULL: not given. */
 typedef struct {
   PgStr id;
   PgLoc loc;
   DotCluster *cluster;
-  DotAttr label, shape;
-  bool has_label, has_shape;
+  PgStr label, shape; /* the values */
+  PgLoc label_loc;    /* where the label's value starts */
 } DotNodeStmt;
 
 typedef struct {
   DotPoint from, to;
-  DotCluster *cluster;
 } DotEdgeStmt;
 
 /* A child or conditional node and the names of its body graphs, in label order. */
@@ -139,9 +140,14 @@ void dot_attr_stmt(DotCtx *c) { c->attrs.n = 0; }
 
 void dot_node_stmt(DotCtx *c, PgStr id, PgLoc loc) {
   DotNodeStmt n = {.id = id, .loc = loc, .cluster = current(c)};
+  const DotAttr *label = NULL;
   for (size_t i = 0; i < c->attrs.n; i++) { /* a repeated attribute: the last one counts */
-    if (pg_str_eq(c->attrs.v[i].key, "label")) n.label = c->attrs.v[i], n.has_label = true;
-    if (pg_str_eq(c->attrs.v[i].key, "shape")) n.shape = c->attrs.v[i], n.has_shape = true;
+    if (pg_str_eq(c->attrs.v[i].key, "label")) label = &c->attrs.v[i];
+    if (pg_str_eq(c->attrs.v[i].key, "shape")) n.shape = c->attrs.v[i].val;
+  }
+  if (label) {
+    n.label = label->val;
+    n.label_loc = pg_loc_advance(label->loc, label->key.s, (size_t)(label->val.s - label->key.s));
   }
   c->attrs.n = 0;
   pg_vec_push(c->a, c->nodes, n);
@@ -154,7 +160,7 @@ void dot_edge_point(DotCtx *c, PgStr id, PgLoc loc) {
 
 void dot_edge_stmt(DotCtx *c) {
   for (size_t i = 0; i + 1 < c->chain.n; i++) {
-    DotEdgeStmt e = {c->chain.v[i], c->chain.v[i + 1], current(c)};
+    DotEdgeStmt e = {c->chain.v[i], c->chain.v[i + 1]};
     pg_vec_push(c->a, c->edges, e);
   }
   c->chain.n = 0;
@@ -645,17 +651,49 @@ static void split_lines(DotCtx *c, PgStr raw, PgLoc loc, Fields *out) {
 
 /* `base`, or base_2, base_3...: two DOT ids may sanitize to the same name. */
 static const char *unique(DotCtx *c, const char *base) {
+  void **slot = pg_map_slot(c->names, base); /* one probe in the usual case: a new name */
+  if (!*slot) return *slot = (void *)base;
   const char *name = base;
   for (int i = 2; pg_map_get(c->names, name); i++) name = pg_arena_printf(c->a, "%s_%d", base, i);
   pg_map_put(c->names, name, (void *)name);
   return name;
 }
 
+/* The digits at s before end, up to 9 of them (an unsigned's worth), past them; NULL
+ * if none. */
+static const char *digits(const char *s, const char *end, size_t *n) {
+  size_t k = 0;
+  while (k < 9 && s + k < end && isdigit((unsigned char)s[k])) k++;
+  *n = k;
+  return k ? s + k : NULL;
+}
+
+/* CUDA's "graph_G_node_N" (len bytes at id, no leading zeros) -> "gG.nN" in out (22
+ * bytes): its length, or 0 for any other id.  A million of them: no scanf, no printf. */
+static size_t cuda_node_name(const char *id, size_t len, char *out) {
+  const char *g = id + 6, *n, *end, *stop = id + len; /* nothing read at or past stop */
+  size_t gl, nl;
+  if (len < 14 || memcmp(id, "graph_", 6) != 0 || !(n = digits(g, stop, &gl)) || stop - n < 7 ||
+      memcmp(n, "_node_", 6) != 0 || !(end = digits(n += 6, stop, &nl)) || end != stop || (g[0] == '0' && gl > 1) ||
+      (n[0] == '0' && nl > 1))
+    return 0;
+  out[0] = 'g';
+  memcpy(out + 1, g, gl);
+  memcpy(out + 1 + gl, ".n", 2);
+  memcpy(out + 3 + gl, n, nl);
+  out[3 + gl + nl] = 0;
+  return 3 + gl + nl;
+}
+
+/* A node's name: from CUDA's id, or the id sanitized to an identifier. */
 static const char *node_name(DotCtx *c, const char *id) {
-  unsigned g, n;
+  char buf[24];
+  size_t len = cuda_node_name(id, strlen(id), buf);
+  if (len) return unique(c, pg_arena_strndup(c->a, buf, len));
+  unsigned gn, nn;
   int used = 0;
-  if (sscanf(id, "graph_%u_node_%u%n", &g, &n, &used) == 2 && id[used] == 0)
-    return unique(c, pg_arena_printf(c->a, "g%u.n%u", g, n));
+  if (sscanf(id, "graph_%u_node_%u%n", &gn, &nn, &used) == 2 && id[used] == 0) /* leading zeros, long numbers */
+    return unique(c, pg_arena_printf(c->a, "g%u.n%u", gn, nn));
   return unique(c, pg_ident(c->a, "", id));
 }
 
@@ -665,28 +703,29 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
     pg_error(c->d, s->loc, "node '%s' is outside any graph cluster (subgraph cluster_N)", id);
     return;
   }
-  PgNode *prev = pg_map_get(c->node_ids, id);
+  void **slot = pg_map_slot(c->node_ids, id); /* valid until node_ids' next insertion, below */
+  PgNode *prev = *slot;
   if (prev) {
     pg_error(c->d, s->loc, "duplicate node '%s'", id);
     pg_note(c->d, prev->loc, "'%s' was first defined here", id);
     return;
   }
-  if (!s->has_label) {
+  if (!s->label.s) {
     pg_error(c->d, s->loc, "node '%s' has no label, so its kind is unknown", id);
     return;
   }
-  PgLoc lloc = pg_loc_advance(s->label.loc, s->label.key.s, (size_t)(s->label.val.s - s->label.key.s));
-  PgStr raw = s->label.val;
+  PgLoc lloc = s->label_loc;
+  PgStr raw = s->label;
   size_t lead = 0;
   while (lead < raw.len && strchr(" \t\r\n", raw.s[lead])) lead++;
   bool record = (lead < raw.len && raw.s[lead] == '{') ||
-                (s->has_shape && (pg_str_eq(s->shape.val, "record") || pg_str_eq(s->shape.val, "Mrecord")));
+                (s->shape.s && (pg_str_eq(s->shape, "record") || pg_str_eq(s->shape, "Mrecord")));
 
   Label l = {.c = c, .record = record};
   const char *word; /* the kind word, kernel name or child graph name */
   PgLoc word_loc;
   if (record) {
-    const PgRecField *rec = pg_record_parse(c->s, c->d, pg_arena_strndup(c->s, raw.s, raw.len), lloc);
+    const PgRecField *rec = pg_record_parse_n(c->s, c->d, raw.s, raw.len, lloc);
     if (!rec) return;
     if (rec->kids.n == 1 && rec->kids.v[0]->is_group) rec = rec->kids.v[0];
     if (rec->kids.n == 0 || rec->kids.v[0]->is_group || !*rec->kids.v[0]->text) {
@@ -710,7 +749,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   PgNodeKind kind;
   bool known = cuda_kind(word, &kind) && kind != PG_CHILD; /* a child is named by its body, graph_N */
   if (!known) kind = PG_KERNEL;
-  bool octagon = s->has_shape && pg_str_eq(s->shape.val, "octagon");
+  bool octagon = s->shape.s && pg_str_eq(s->shape, "octagon");
   if (!known && is_graph_name(c, word)) kind = PG_CHILD, known = true;
   if (!known && !octagon && is_upper_word(word)) {
     pg_warning(c->d, word_loc, "unknown node kind '%s'; kept as an opaque node", word);
@@ -720,7 +759,7 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   PgNode *n = pg_node_new(c->p, g, kind, node_name(c, id), s->loc);
   n->origin = id;
   l.node = n;
-  pg_map_put(c->node_ids, id, n);
+  *slot = n;
 
   switch (kind) {
   case PG_KERNEL:
@@ -798,10 +837,26 @@ PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src) {
   return p;
 }
 
+/* Upper bounds on the node and edge statements, counted before parsing: every node
+ * statement of a dump has an attribute list ('['), every edge an arrow ("->", "--").
+ * The statement vectors are carved at these sizes once, instead of doubling (which
+ * left each earlier copy behind in the arena: a quarter of a GiB at a million nodes);
+ * a hand-written file that has more still grows them. */
+static void reserve_statements(DotCtx *c, const PgSource *src) {
+  size_t brackets = 0, arrows = 0;
+  const char *end = src->text + src->len;
+  for (const char *q = src->text; (q = memchr(q, '[', (size_t)(end - q))) != NULL; q++) brackets++;
+  for (const char *q = src->text; (q = memchr(q, '-', (size_t)(end - q))) != NULL; q++)
+    arrows += q + 1 < end && (q[1] == '>' || q[1] == '-');
+  c->nodes.v = pg_arena_alloc(c->a, brackets * sizeof *c->nodes.v), c->nodes.cap = brackets;
+  c->edges.v = pg_arena_alloc(c->a, arrows * sizeof *c->edges.v), c->edges.cap = arrows;
+}
+
 static PgProgram *read_program(DotCtx *c, const PgSource *src) {
   PgArena *a = c->a;
   PgDiag *d = c->d;
   int errors = d->errors;
+  reserve_statements(c, src);
   if (dot_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
 
   PgProgram *p = c->p = pg_program_new(a);
@@ -812,6 +867,8 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
   c->names = pg_map_new(a);
   c->buffers = pg_map_new(a);
   c->events = pg_map_new(a);
+  pg_map_reserve(c->node_ids, c->nodes.n); /* no rehashing, no tables left behind */
+  pg_map_reserve(c->names, c->nodes.n + c->clusters.n);
 
   /* 1. graphs: top-level subgraphs and those labelled graph_N; a nested subgraph
    * with another label belongs to the graph around it (parents come first) */
@@ -841,28 +898,55 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
     return NULL;
   }
 
-  /* 2. nodes */
+  /* 2. nodes; the table slots that node i + AHEAD will take are asked for ahead, so
+   * that their cache misses overlap (an id with escapes is left to miss) */
+  enum { AHEAD = 16 };
   for (size_t i = 0; i < c->nodes.n && !pg_too_many_errors(d); i++) {
+    if (i + AHEAD < c->nodes.n) {
+      PgStr id = c->nodes.v[i + AHEAD].id;
+      char buf[24];
+      size_t len;
+      if (!memchr(id.s, '\\', id.len)) {
+        pg_map_prefetch(c->node_ids, id.s, id.len);
+        if ((len = cuda_node_name(id.s, id.len, buf))) pg_map_prefetch(c->names, buf, len);
+      }
+    }
     read_node(c, &c->nodes.v[i]);
     pg_arena_reset(c->s);
   }
 
-  /* 3. edges */
-  for (size_t i = 0; i < c->edges.n && !pg_too_many_errors(d); i++) {
-    DotEdgeStmt *e = &c->edges.v[i];
-    const DotPoint *pts[2] = {&e->from, &e->to};
-    PgNode *ends[2];
-    for (int k = 0; k < 2; k++) {
-      const char *id = pg_label_unescape(a, pts[k]->id.s, pts[k]->id.len);
-      ends[k] = pg_map_get(c->node_ids, id);
-      if (!ends[k]) pg_error(d, pts[k]->loc, "edge endpoint '%s' has no node statement", id);
+  /* 3. edges: endpoints looked up EDGE_BATCH edges at a time, so that the id table's
+   * cache misses overlap (pg_map_get_many); an id without escapes is its own key */
+  enum { EDGE_BATCH = 256 };
+  for (size_t at = 0; at < c->edges.n && !pg_too_many_errors(d); at += EDGE_BATCH) {
+    size_t nb = c->edges.n - at < EDGE_BATCH ? c->edges.n - at : EDGE_BATCH;
+    const char *keys[2 * EDGE_BATCH];
+    size_t lens[2 * EDGE_BATCH];
+    void *vals[2 * EDGE_BATCH];
+    for (size_t i = 0; i < 2 * nb; i++) {
+      const DotEdgeStmt *e = &c->edges.v[at + i / 2];
+      PgStr id = i % 2 ? e->to.id : e->from.id;
+      if (memchr(id.s, '\\', id.len)) id.s = pg_label_unescape(c->s, id.s, id.len), id.len = strlen(id.s);
+      keys[i] = id.s, lens[i] = id.len;
     }
-    if (!ends[0] || !ends[1]) continue;
-    if (ends[0]->graph != ends[1]->graph) {
-      pg_error(d, e->from.loc, "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
-      continue;
+    pg_map_get_many(c->node_ids, 2 * nb, keys, lens, vals);
+    for (size_t i = 0; i < nb && !pg_too_many_errors(d); i++) {
+      DotEdgeStmt *e = &c->edges.v[at + i];
+      const DotPoint *pts[2] = {&e->from, &e->to};
+      PgNode *ends[2];
+      for (int k = 0; k < 2; k++) {
+        ends[k] = vals[2 * i + k];
+        if (!ends[k])
+          pg_error(d, pts[k]->loc, "edge endpoint '%.*s' has no node statement", (int)lens[2 * i + k], keys[2 * i + k]);
+      }
+      if (!ends[0] || !ends[1]) continue;
+      if (ends[0]->graph != ends[1]->graph) {
+        pg_error(d, e->from.loc, "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
+        continue;
+      }
+      pg_edge_add(p, ends[0]->graph, ends[0], ends[1], PG_EDGE_FULL, e->from.loc);
     }
-    pg_edge_add(p, ends[0]->graph, ends[0], ends[1], PG_EDGE_FULL, e->from.loc);
+    pg_arena_reset(c->s);
   }
 
   /* 4. bodies and the root */

@@ -14,6 +14,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,12 +68,14 @@ static const char usage_text[] =
     "usage: pgcc [options] INPUT\n"
     "\n"
     "Reads a captured GPU graph (a .graph file, or DOT written by cudaGraphDebugDotPrint)\n"
-    "and writes what --emit asks for.\n"
+    "and writes what --emit asks for.  INPUT '-' is standard input.\n"
     "\n"
     "options:\n"
-    "  -o FILE            write the output to FILE (default: standard output)\n"
+    "  -o FILE            write the output to FILE ('-', the default: standard output)\n"
     "  --emit=KIND        c: C launch code for libpgrt (the default; with -o X.c\n"
-    "                     also X.h); graph: pgcc's .graph format; dot: DOT for Graphviz\n"
+    "                     also X.h, the two written together or not at all; to\n"
+    "                     standard output the .c alone, which declares its API);\n"
+    "                     graph: pgcc's .graph format; dot: DOT for Graphviz\n"
     "  --name=NAME        prefix of the generated API (default: the input's name)\n"
     "  --module=FILE      a .cubin, .fatbin, .ptx or .cu file whose kernels the C finds by\n"
     "                     name at init (for kernels the input names no module for)\n"
@@ -197,8 +201,10 @@ static void write_c(const PgProgram *p, const void *ctx, FILE *f) {
 }
 static void write_h(const PgProgram *p, const void *ctx, FILE *f) { pg_emit_h(p, ((const CInfo *)ctx)->name, f); }
 
-/* The API prefix from the input's name: "models/gpt2-small.graph" -> gpt2_small. */
-static char *default_name(const char *input) {
+/* The API prefix from the input's name: "models/gpt2-small.graph" -> gpt2_small; for
+ * standard input ("-"), from the output's ("-o model.c" -> model), else "stdin". */
+static char *default_name(const char *input, const char *output) {
+  if (strcmp(input, "-") == 0) input = output && strcmp(output, "-") != 0 ? output : "stdin";
   const char *base = strrchr(input, '/');
   base = base ? base + 1 : input;
   size_t n = strcspn(base, ".");
@@ -214,67 +220,234 @@ static char *default_name(const char *input) {
 static void write_report_text(const PgProgram *p, const void *ctx, FILE *f) { pg_report_text(p, ctx, f); }
 static void write_report_json(const PgProgram *p, const void *ctx, FILE *f) { pg_report_json(p, ctx, f); }
 
-/* Writes to a stream; 0 or EXIT_INPUT. */
-static int write_stream(const char *path, Writer w, const PgProgram *p, const void *ctx, FILE *f, FILE *err) {
-  w(p, ctx, f);
-  if (fflush(f) == 0 && !ferror(f)) return 0;
-  fprintf(err, "pgcc: error: cannot write '%s': %s\n", path ? path : "standard output", strerror(errno));
+/* ---- outputs ----
+ *
+ * gcc's conventions: every output is written in full to a temporary file beside its
+ * destination ("X.tmp.XXXXXX"), and only when all of them are complete are they
+ * renamed into place, one after the other with SIGINT, SIGTERM and SIGHUP held back,
+ * so that X.c and X.h appear together or not at all; if the second rename fails,
+ * the first is undone (the file it replaced is put back).  A signal that arrives
+ * while temporaries exist removes them (the cleanup list below, read by the handler)
+ * and then takes its usual course.  Errors name the output as the user gave it.
+ * Standard output ("-") and files that exist and are not regular (a device such as
+ * /dev/null, a FIFO) are written directly: renaming over them would replace them. */
+
+/* The temporaries and backups that exist now, for the signal handler: fixed slots
+ * (the handler may neither allocate nor free), each published by setting `used`
+ * after its path is written, with the signals blocked while the list changes. */
+#define CLEANUP_SLOTS 8
+static char cleanup_path[CLEANUP_SLOTS][PATH_MAX];
+static volatile sig_atomic_t cleanup_used[CLEANUP_SLOTS];
+static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define NSIGNALS (int)(sizeof cleanup_signals / sizeof cleanup_signals[0])
+static struct sigaction cleanup_old[NSIGNALS]; /* the dispositions to restore */
+static int cleanup_installed;
+
+void (*pgcc_test_hook_before_rename)(void); /* tests only: NULL in the pgcc command */
+
+static void cleanup_handler(int sig) {
+  int saved = errno;
+  for (int i = 0; i < CLEANUP_SLOTS; i++)
+    if (cleanup_used[i]) unlink(cleanup_path[i]), cleanup_used[i] = 0;
+  for (int k = 0; k < NSIGNALS; k++) /* the process's own disposition again, then the signal */
+    if (cleanup_signals[k] == sig) sigaction(sig, &cleanup_old[k], NULL);
+  raise(sig); /* delivered when this handler returns: the signal is blocked inside it */
+  errno = saved;
+}
+
+static void block_signals(sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int k = 0; k < NSIGNALS; k++) sigaddset(&set, cleanup_signals[k]);
+  sigprocmask(SIG_BLOCK, &set, old);
+}
+
+/* With the signals blocked: the handler goes in with the first temporary, out with the
+ * last.  A signal the process ignores stays ignored (nohup pgcc ...). */
+static void cleanup_add(const char *path) {
+  int i = 0;
+  while (i < CLEANUP_SLOTS && cleanup_used[i]) i++;
+  if (i == CLEANUP_SLOTS || strlen(path) >= PATH_MAX) PG_BUG("cleanup list full");
+  strcpy(cleanup_path[i], path);
+  cleanup_used[i] = 1;
+  if (cleanup_installed++ == 0)
+    for (int k = 0; k < NSIGNALS; k++) {
+      struct sigaction sa = {.sa_handler = cleanup_handler};
+      sigemptyset(&sa.sa_mask);
+      for (int j = 0; j < NSIGNALS; j++) sigaddset(&sa.sa_mask, cleanup_signals[j]);
+      sigaction(cleanup_signals[k], NULL, &cleanup_old[k]);
+      if (cleanup_old[k].sa_handler != SIG_IGN) sigaction(cleanup_signals[k], &sa, NULL);
+    }
+}
+
+static void cleanup_remove(const char *path) {
+  for (int i = 0; i < CLEANUP_SLOTS; i++)
+    if (cleanup_used[i] && strcmp(cleanup_path[i], path) == 0) {
+      cleanup_used[i] = 0;
+      if (--cleanup_installed == 0)
+        for (int k = 0; k < NSIGNALS; k++)
+          if (cleanup_old[k].sa_handler != SIG_IGN) sigaction(cleanup_signals[k], &cleanup_old[k], NULL);
+      return;
+    }
+}
+
+typedef struct {
+  const char *path;  /* NULL or "-": standard output */
+  const char *shown;  /* how errors name it: the path as given; NULL: standard output */
+  const char *beside; /* for X.h: X.c, the output the user named */
+  Writer w;
+  const void *ctx;
+  char *tmp;    /* the temporary written, NULL while none (or written directly) */
+  char *backup; /* a link to the file the rename replaces, to undo it; NULL: none was there */
+  bool replaced;
+} Output;
+
+static int cannot_write(FILE *err, const Output *o, const char *why) {
+  if (!o->shown)
+    fprintf(err, "pgcc: error: cannot write standard output: %s\n", why);
+  else if (o->beside)
+    fprintf(err, "pgcc: error: cannot write '%s' (the header beside '%s'): %s\n", o->shown, o->beside, why);
+  else
+    fprintf(err, "pgcc: error: cannot write '%s': %s\n", o->shown, why);
   return EXIT_INPUT;
 }
 
-/* Writes a regular file through a temporary file renamed into place, so that no
- * partial output is ever left behind.  Anything else that exists (a device such as
- * /dev/null, a FIFO) is written directly: renaming over it would replace it. */
+/* Writes to a stream; 0 or EXIT_INPUT. */
+static int write_stream(Output *o, const PgProgram *p, FILE *f, FILE *err) {
+  o->w(p, o->ctx, f);
+  if (fflush(f) == 0 && !ferror(f)) return 0;
+  return cannot_write(err, o, strerror(errno ? errno : EIO));
+}
+
+/* Removes o's temporary (and backup), if any. */
+static void drop_temporary(Output *o) {
+  sigset_t old;
+  block_signals(&old);
+  if (o->tmp) unlink(o->tmp), cleanup_remove(o->tmp);
+  if (o->backup) unlink(o->backup), cleanup_remove(o->backup);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  free(o->tmp), free(o->backup);
+  o->tmp = o->backup = NULL;
+}
+
+/* stdio's buffer is a disk block: a million-node program would take 65,000 write
+ * calls.  A larger one (owned by the stream until fclose) makes them a few hundred. */
 #define OUTPUT_BUFFER (1 << 20)
 
-static int write_output(const char *path, Writer w, const PgProgram *p, const void *ctx, FILE *out, FILE *err) {
-  if (!path || strcmp(path, "-") == 0) return write_stream(NULL, w, p, ctx, out, err);
+/* Writes o in full: to its temporary (o->tmp), or directly where it is standard output
+ * or an existing file that is not regular.  0 or EXIT_INPUT. */
+static int write_one(Output *o, const PgProgram *p, FILE *out, FILE *err) {
+  if (!o->path || strcmp(o->path, "-") == 0) return write_stream(o, p, out, err);
   struct stat st;
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) {
-      fprintf(err, "pgcc: error: cannot write '%s': is a directory\n", path);
-      return EXIT_INPUT;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-      fprintf(err, "pgcc: error: cannot write '%s': %s\n", path, strerror(errno));
-      return EXIT_INPUT;
-    }
-    int status = write_stream(path, w, p, ctx, f, err);
+  if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return cannot_write(err, o, "is a directory");
+    FILE *f = fopen(o->path, "w");
+    if (!f) return cannot_write(err, o, strerror(errno));
+    int status = write_stream(o, p, f, err);
     return fclose(f) == 0 ? status : EXIT_INPUT;
   }
-  size_t n = strlen(path);
+  size_t n = strlen(o->path);
   char *tmp = malloc(n + 16);
   if (!tmp) PG_BUG("out of memory");
-  snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+  snprintf(tmp, n + 16, "%s.tmp.XXXXXX", o->path);
+  sigset_t old;
+  block_signals(&old); /* created and listed at once */
   int fd = mkstemp(tmp);
-  if (fd >= 0) { /* mkstemp makes it 0600: give it the mode fopen would (0666 less the umask) */
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-  }
-  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-  if (!f) {
-    fprintf(err, "pgcc: error: cannot write '%s': %s\n", path, strerror(errno));
-    if (fd >= 0) close(fd), unlink(tmp);
+  int saved = errno;
+  if (fd >= 0) cleanup_add(tmp), o->tmp = tmp;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  if (fd < 0) {
     free(tmp);
-    return EXIT_INPUT;
+    return cannot_write(err, o, strerror(saved));
   }
-  /* stdio's buffer is a disk block: a million-node program would take 65,000 write
-   * calls.  A larger one (owned by the stream until fclose) makes them a few hundred. */
+  mode_t mask = umask(0); /* mkstemp makes it 0600: give it the mode fopen would (0666 less the umask) */
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    saved = errno;
+    close(fd);
+    drop_temporary(o);
+    return cannot_write(err, o, strerror(saved));
+  }
   char *buf = malloc(OUTPUT_BUFFER);
   if (buf) setvbuf(f, buf, _IOFBF, OUTPUT_BUFFER);
-  w(p, ctx, f);
+  errno = 0;
+  o->w(p, o->ctx, f);
   bool ok = !ferror(f);
-  ok = fclose(f) == 0 && ok;
-  free(buf);
-  if (ok && rename(tmp, path) != 0) ok = false;
-  if (!ok) {
-    fprintf(err, "pgcc: error: cannot write '%s': %s\n", path, strerror(errno));
-    unlink(tmp);
+  saved = ok ? 0 : errno; /* a write that failed (a full disk), or else the last flush: */
+  if (fclose(f) != 0) {
+    if (ok) saved = errno;
+    ok = false;
   }
-  free(tmp);
-  return ok ? 0 : EXIT_INPUT;
+  free(buf);
+  if (!ok) {
+    drop_temporary(o);
+    return cannot_write(err, o, strerror(saved ? saved : EIO));
+  }
+  return 0;
+}
+
+/* Puts every written temporary in place, or none: with the signals held back, each
+ * replaced file is first linked to a backup name, each temporary renamed over its
+ * destination; on a failure the renames done are undone.  0 or EXIT_INPUT. */
+static int rename_all(Output *o, int n, FILE *err) {
+  sigset_t old;
+  block_signals(&old);
+  int failed = -1, why = 0;
+  for (int i = 0; i < n && failed < 0; i++) {
+    if (!o[i].tmp) continue;
+    struct stat st;
+    if (lstat(o[i].path, &st) == 0) { /* keep what it replaces until all are in place */
+      size_t len = strlen(o[i].path) + 16;
+      o[i].backup = malloc(len);
+      if (!o[i].backup) PG_BUG("out of memory");
+      snprintf(o[i].backup, len, "%s.old.XXXXXX", o[i].path);
+      int fd = mkstemp(o[i].backup);
+      if (fd >= 0) close(fd), unlink(o[i].backup);
+      if (fd >= 0 && link(o[i].path, o[i].backup) == 0)
+        cleanup_add(o[i].backup);
+      else /* no hard links here: the rename cannot be undone, only reported */
+        free(o[i].backup), o[i].backup = NULL;
+    }
+    if (rename(o[i].tmp, o[i].path) == 0) {
+      cleanup_remove(o[i].tmp);
+      free(o[i].tmp), o[i].tmp = NULL;
+      o[i].replaced = true;
+    } else {
+      failed = i, why = errno;
+    }
+  }
+  for (int i = 0; failed >= 0 && i < failed; i++) { /* undo: the old file back, or none */
+    if (!o[i].replaced) continue;
+    if (o[i].backup ? rename(o[i].backup, o[i].path) == 0 : unlink(o[i].path) == 0) {
+      if (o[i].backup) cleanup_remove(o[i].backup), free(o[i].backup), o[i].backup = NULL;
+    } else if (o[i].backup) { /* the old file stays where it is, for the user to put back */
+      fprintf(err, "pgcc: error: '%s' was replaced and cannot be put back (%s): the old one is '%s'\n", o[i].shown,
+              strerror(errno), o[i].backup);
+      cleanup_remove(o[i].backup), free(o[i].backup), o[i].backup = NULL;
+    } else {
+      fprintf(err, "pgcc: error: '%s' was written and cannot be removed again: %s\n", o[i].shown, strerror(errno));
+    }
+  }
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  for (int i = 0; i < n; i++) drop_temporary(&o[i]);
+  return failed < 0 ? 0 : cannot_write(err, &o[failed], strerror(why));
+}
+
+/* Writes every output, then puts them in place together.  0 or EXIT_INPUT. */
+static int write_outputs(Output *o, int n, const PgProgram *p, FILE *out, FILE *err) {
+  int status = 0;
+  for (int i = 0; i < n && status == 0; i++) status = write_one(&o[i], p, out, err);
+  if (status == 0 && pgcc_test_hook_before_rename) pgcc_test_hook_before_rename();
+  if (status == 0) return rename_all(o, n, err);
+  for (int i = 0; i < n; i++) drop_temporary(&o[i]);
+  return status;
+}
+
+static int write_output(const char *path, Writer w, const PgProgram *p, const void *ctx, FILE *out, FILE *err) {
+  Output o = {.path = path, .shown = path && strcmp(path, "-") != 0 ? path : NULL, .w = w, .ctx = ctx};
+  return write_outputs(&o, 1, p, out, err);
 }
 
 /* --module files join the program's modules; the kind comes from the extension. */
@@ -342,6 +515,8 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   /* the pipeline */
   Timer t = {err, o.time_passes, {0, 0}, arena};
   mark(&t, NULL);
+  /* the input as diagnostics and the outputs name it */
+  const char *input = strcmp(o.input, "-") == 0 ? PG_STDIN_NAME : o.input;
   PgProgram *p = read_input(arena, &diag, o.input);
   mark(&t, "read");
   if (p && diag.errors == 0) pg_verify(p, &diag);
@@ -382,7 +557,7 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
     if (s.dims) fprintf(out, "dims=%zu ", s.dims); /* only where there are: the line as before otherwise */
     fputc('\n', out);
   }
-  PgReportInfo info = {o.input, profile, o.calls};
+  PgReportInfo info = {input, profile, o.calls};
   if (o.report == REPORT_TEXT) status = write_output(o.output, write_report_text, p, &info, out, err);
   if (o.report == REPORT_JSON) status = write_output(o.output, write_report_json, p, &info, out, err);
   mark(&t, o.report ? "report" : NULL);
@@ -404,16 +579,19 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
       status = EXIT_INPUT;
       break;
     }
-    char *name = o.name ? strdup(o.name) : default_name(o.input);
-    CInfo ci = {name, o.input};
+    char *name = o.name ? strdup(o.name) : default_name(o.input, o.output);
+    CInfo ci = {name, input};
     size_t len = o.output ? strlen(o.output) : 0;
+    Output outs[2] = {{.path = o.output, .shown = len && strcmp(o.output, "-") != 0 ? o.output : NULL,
+                       .w = write_c, .ctx = &ci}};
+    char *h = NULL;
     if (len > 2 && strcmp(o.output + len - 2, ".c") == 0) { /* X.c: also X.h */
-      char *h = strdup(o.output);
+      h = strdup(o.output);
       h[len - 1] = 'h';
-      status = write_output(h, write_h, p, &ci, out, err);
-      free(h);
+      outs[1] = (Output){.path = h, .shown = h, .beside = o.output, .w = write_h, .ctx = &ci};
     }
-    if (status == 0) status = write_output(o.output, write_c, p, &ci, out, err);
+    status = write_outputs(outs, h ? 2 : 1, p, out, err);
+    free(h);
     free(name);
     break;
   }

@@ -256,18 +256,39 @@ static bool read_attrs(GfCtx *c, int w, const char *what, PgLoc loc, const Spec 
 
 /* ---- declarations ---- */
 
+/* A declaration refused for an error of its own (a bad dtype, a missing attribute) still
+ * enters its name, as POISONED: uses of the name then fail without a word, instead of
+ * each reporting "unknown buffer" for a declaration the user did write.  Only refused
+ * programs hold it (the error was counted), and it never leaves the frontend. */
+static char poison_mark;
+#define POISONED ((void *)&poison_mark)
+
+static bool poisoned(PgMap *m, const GfWord *name) {
+  return pg_map_getn(m, name->text.s, name->text.len) == POISONED;
+}
+
+/* After a declaring statement: enter its name as POISONED if the statement declared
+ * nothing.  It was refused with an error, or silently for naming a poisoned name. */
+static void poison_if_refused(GfCtx *c, PgMap *m, const GfWord *name) {
+  if (c->d->errors > 0 && !pg_map_getn(m, name->text.s, name->text.len))
+    pg_map_put(m, name_of(c, name), POISONED);
+}
+
 static bool declare(GfCtx *c, PgMap *m, const GfWord *name, void *obj, const char *what) {
   char *n = name_of(c, name);
   if (pg_map_get(m, n)) {
-    pg_error(c->d, name->loc, "%s '%s' is already declared", what, n);
+    if (pg_map_get(m, n) != POISONED) pg_error(c->d, name->loc, "%s '%s' is already declared", what, n);
     return false;
   }
   pg_map_put(m, n, obj);
   return true;
 }
 
+/* The object declared under `name`; NULL with an error if there is none, NULL without
+ * one if its declaration was refused. */
 static void *lookup(GfCtx *c, PgMap *m, const GfWord *name, const char *what) {
   void *obj = pg_map_getn(m, name->text.s, name->text.len);
+  if (obj == POISONED) return NULL;
   if (!obj) pg_error(c->d, name->loc, "unknown %s '%.*s'", what, (int)name->text.len, name->text.s);
   return obj;
 }
@@ -722,7 +743,8 @@ static bool buffer_shape(GfCtx *c, PgBuffer *b, const GfWord *list) {
     if (w->kind == GF_NAME) {
       PgDim *dim = pg_map_getn(c->is_dim, w->text.s, w->text.len);
       if (!dim) {
-        pg_error(c->d, w->loc, "unknown dim '%.*s' in the shape of buffer '%s' (declare it first: 'dim %.*s values "
+        if (!poisoned(c->values, w))
+          pg_error(c->d, w->loc, "unknown dim '%.*s' in the shape of buffer '%s' (declare it first: 'dim %.*s values "
                  "[1, 2, 4] pad;')", (int)w->text.len, w->text.s, b->name, (int)w->text.len, w->text.s);
         return false;
       }
@@ -813,7 +835,8 @@ static void stmt_scalar(GfCtx *c, const GfWord *name, PgLoc loc) {
       }
   if (f[5]) { /* the index of the bucket the call's size chose: an integer */
     if (!(s->bucket = pg_map_getn(c->is_dim, f[5]->text.s, f[5]->text.len))) {
-      pg_error(c->d, f[5]->loc, "unknown dim '%.*s' (declare it: 'dim NAME values [...] pad;')", (int)f[5]->text.len,
+      if (!poisoned(c->values, f[5]))
+        pg_error(c->d, f[5]->loc, "unknown dim '%.*s' (declare it: 'dim NAME values [...] pad;')", (int)f[5]->text.len,
                f[5]->text.s);
       return;
     }
@@ -1005,7 +1028,8 @@ static bool bucket_switch(GfCtx *c, PgNode *n, const GfWord *dw, const GfWord *b
     return false;
   }
   if (!dim) {
-    pg_error(c->d, dw->loc, "unknown dim '%.*s' (declare it: 'dim NAME values [...] pad;')", (int)dw->text.len,
+    if (!poisoned(c->values, dw))
+      pg_error(c->d, dw->loc, "unknown dim '%.*s' (declare it: 'dim NAME values [...] pad;')", (int)dw->text.len,
              dw->text.s);
     return false;
   }
@@ -1064,7 +1088,8 @@ static void libcall_collective(GfCtx *c, PgNode *n, const GfWord *const *f, PgLo
   PgCollective *co = pg_arena_alloc(c->a, sizeof *co);
   co->kind = (PgCollKind)k;
   if (!(co->comm = pg_map_getn(c->is_comm, f[2]->text.s, f[2]->text.len))) {
-    pg_error(c->d, f[2]->loc, "unknown comm '%.*s' (declare it: 'comm NAME ranks N;')", (int)f[2]->text.len,
+    if (!poisoned(c->values, f[2]))
+      pg_error(c->d, f[2]->loc, "unknown comm '%.*s' (declare it: 'comm NAME ranks N;')", (int)f[2]->text.len,
              f[2]->text.s);
     return;
   }
@@ -1157,6 +1182,7 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
 
   char *nm = name_of(c, name);
   void **slot = pg_map_slot(c->nodes, nm);
+  if (*slot == POISONED) return; /* an earlier statement for this name was refused */
   if (*slot) {
     pg_error(c->d, name->loc, "node '%s' is already declared", nm);
     pg_note(c->d, ((PgNode *)*slot)->loc, "'%s' was first declared here", nm);
@@ -1262,7 +1288,8 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
     if (f[1]) n->u.cond.has_handle = u64_of(c, f[1], "handle", &n->u.cond.handle);
     if (f[3]) {
       if (!pg_map_getn(c->is_cond, f[3]->text.s, f[3]->text.len)) {
-        pg_error(c->d, f[3]->loc, "unknown condition '%.*s' (declare it: 'condition NAME default N;')",
+        if (!poisoned(c->values, f[3]))
+          pg_error(c->d, f[3]->loc, "unknown condition '%.*s' (declare it: 'condition NAME default N;')",
                  (int)f[3]->text.len, f[3]->text.s);
         return;
       }
@@ -1352,8 +1379,10 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
       pg_error(c->d, loc, "a graph holds only 'node' statements and edges 'a -> b;'");
     else if (!named)
       pg_error(c->d, name ? name->loc : loc, "node needs a name");
-    else
+    else {
       stmt_node(c, name, loc);
+      poison_if_refused(c, c->nodes, name);
+    }
     goto done;
   }
 
@@ -1371,8 +1400,10 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
     pg_error(c->d, name ? name->loc : loc, "%.*s needs a name", (int)kw->text.len, kw->text.s);
   } else if (word_is(kw, "graph")) {
     stmt_graph(c, name, opens_block);
+    poison_if_refused(c, c->graphs, name);
   } else if (word_is(kw, "kernel")) {
     stmt_kernel(c, name, loc, opens_block);
+    poison_if_refused(c, c->kernels, name);
   } else if (opens_block) {
     /* `buffer x size 4 graph g {`: most likely a ';' went missing before a block statement */
     const GfWord *w = name;
@@ -1383,20 +1414,28 @@ void gf_stmt(GfCtx *c, GfList words, bool opens_block) {
       pg_error(c->d, loc, "'%.*s' takes no block", (int)kw->text.len, kw->text.s);
   } else if (word_is(kw, "module")) {
     stmt_module(c, name, loc);
+    poison_if_refused(c, c->modules, name);
   } else if (word_is(kw, "buffer")) {
     stmt_buffer(c, name, loc);
+    poison_if_refused(c, c->values, name);
   } else if (word_is(kw, "weights")) {
     stmt_weights(c, name, loc);
+    poison_if_refused(c, c->weights, name);
   } else if (word_is(kw, "scalar")) {
     stmt_scalar(c, name, loc);
+    poison_if_refused(c, c->values, name);
   } else if (word_is(kw, "event")) {
     stmt_event(c, name, loc);
+    poison_if_refused(c, c->events, name);
   } else if (word_is(kw, "condition")) {
     stmt_condition(c, name, loc);
+    poison_if_refused(c, c->values, name);
   } else if (word_is(kw, "dim")) {
     stmt_dim(c, name, loc);
+    poison_if_refused(c, c->values, name);
   } else if (word_is(kw, "comm")) {
     stmt_comm(c, name, loc);
+    poison_if_refused(c, c->values, name);
   } else if (word_is(kw, "node")) {
     pg_error(c->d, loc, "a node belongs inside a graph block");
   } else {
@@ -1422,6 +1461,7 @@ static void flush_edges(GfCtx *c) {
   pg_map_get_many(c->nodes, 2 * c->nbatch, keys, lens, ends);
   for (size_t i = 0; i < c->nbatch; i++) {
     PgNode *a = ends[2 * i], *b = ends[2 * i + 1];
+    if (a == POISONED || b == POISONED) continue; /* an endpoint's statement was refused */
     if (!c->edges.n && a && b && a->graph == c->graph && b->graph == c->graph)
       pg_edge_add(c->p, c->graph, a, b, c->batch[i].kind, c->batch[i].from_loc);
     else
@@ -1467,7 +1507,9 @@ void gf_block_end(GfCtx *c) {
       PgLoc locs[2] = {e->from_loc, e->to_loc};
       for (int k = 0; k < 2; k++) {
         ends[k] = pg_map_getn(c->nodes, names[k].s, names[k].len);
-        if (!ends[k])
+        if (ends[k] == POISONED)
+          ends[k] = NULL;
+        else if (!ends[k])
           pg_error(c->d, locs[k], "edge endpoint '%.*s' is not a node", (int)names[k].len, names[k].s);
         else if (ends[k]->graph != c->graph) {
           pg_error(c->d, locs[k], "edge endpoint '%.*s' is a node of graph '%s', not of '%s'", (int)names[k].len,
@@ -1522,6 +1564,7 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   for (size_t i = 0; i < c->bodies.n; i++) {
     PendingBody *b = &c->bodies.v[i];
     PgGraph *g = pg_map_get(c->graphs, b->name);
+    if (g == POISONED) continue;
     if (!g) {
       pg_error(d, b->loc, "unknown graph '%s'", b->name);
       continue;

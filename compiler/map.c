@@ -91,6 +91,10 @@ void pg_map_get_many(const PgMap *m, size_t n, const char *const *keys, const si
   }
 }
 
+void pg_map_prefetch(const PgMap *m, const char *key, size_t len) {
+  __builtin_prefetch(&m->slots[hash(key, len) & (m->cap - 1)]);
+}
+
 void *pg_map_put(PgMap *m, const char *key, void *val) {
   void **slot = pg_map_slot(m, key);
   if (*slot) return *slot;

@@ -46,18 +46,61 @@ static inline size_t pg_lex_read(PgLexState *x, char *buf, size_t max) {
   return n;
 }
 
+/* YY_INPUT of the DOT scanner: as pg_lex_read, but a chunk ends just after the next
+ * '"', so that flex's buffer never holds a quoted string's body: pg_lex_string scans
+ * that from the source itself. */
+static inline size_t pg_lex_read_dot(PgLexState *x, char *buf, size_t max) {
+  size_t n = x->src->len - x->in_pos;
+  if (n > max) n = max;
+  const char *at = x->src->text + x->in_pos, *quote = memchr(at, '"', n);
+  if (quote) n = (size_t)(quote - at) + 1;
+  memcpy(buf, at, n);
+  x->in_pos += n;
+  return n;
+}
+
 /* YY_USER_ACTION: the token just matched starts here; advance past it. */
 static inline void pg_lex_step(PgLexState *x, const char *text, size_t len, PgLoc *loc, PgStr *val) {
   *loc = (PgLoc){x->src, x->line, x->col};
   val->s = x->src->text + x->off;
   val->len = len;
   x->off += len;
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] == '\n')
-      x->line++, x->col = 1;
-    else
-      x->col++;
+  if (len < 16) { /* most tokens */
+    for (size_t i = 0; i < len; i++) {
+      if (text[i] == '\n')
+        x->line++, x->col = 1;
+      else
+        x->col++;
+    }
+    return;
   }
+  /* the newlines by memchr: a verbose dump's labels are hundreds of bytes, few lines */
+  const char *last = NULL, *end = text + len;
+  for (const char *q = text; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) x->line++, last = q;
+  x->col = last ? (int)(end - last) : x->col + (int)len;
+}
+
+/* A DOT quoted string whose opening quote was just matched (and stepped over): its
+ * body, up to the first '"' not escaped by a backslash, found in the source with
+ * memchr rather than byte by byte by the scanner's automaton -- the bodies are most of
+ * a verbose dump's bytes.  Steps over the body and the closing quote, and reading goes
+ * on after them (the caller discards flex's buffer).  False, and nothing stepped: no
+ * closing quote before the end. */
+static inline bool pg_lex_string(PgLexState *x, PgStr *val) {
+  const char *text = x->src->text, *body = text + x->off, *end = text + x->src->len, *q = body;
+  for (;; q++) {
+    if (!(q = memchr(q, '"', (size_t)(end - q)))) return false;
+    size_t backslashes = 0; /* an odd run of them before the quote escapes it */
+    while (q - backslashes > body && q[-1 - (ptrdiff_t)backslashes] == '\\') backslashes++;
+    if (backslashes % 2 == 0) break;
+  }
+  val->s = body;
+  val->len = (size_t)(q - body);
+  PgLoc ignored;
+  PgStr rest;
+  pg_lex_step(x, body, val->len + 1, &ignored, &rest);
+  x->in_pos = x->off;
+  return true;
 }
 
 static inline bool pg_str_eq(PgStr a, const char *b) {

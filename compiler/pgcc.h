@@ -653,6 +653,9 @@ void *pg_map_get(const PgMap *m, const char *key);
 void *pg_map_getn(const PgMap *m, const char *key, size_t len);
 /* n lookups at once (vals[i]: keys[i]'s value or NULL), their cache misses overlapped. */
 void pg_map_get_many(const PgMap *m, size_t n, const char *const *keys, const size_t *lens, void **vals);
+/* Asks for the cache line where key's slot is, for a lookup or insertion soon after
+ * (valid until the table grows: reserve it first). */
+void pg_map_prefetch(const PgMap *m, const char *key, size_t len);
 /* Inserts key -> val; returns the previous value (and keeps it) if key was present. */
 void *pg_map_put(PgMap *m, const char *key, void *val);
 /* The place of key's value, key added with a NULL value if absent (one probe for both). */
@@ -673,8 +676,10 @@ typedef struct {
   int max_errors;  /* stop reporting (and parsing) after this many; 0: no limit */
 } PgDiag;
 
-/* Reads a whole file into the arena.  Reports unreadable files, directories and
- * binary data as errors. Returns NULL on failure. */
+/* Reads a whole file into the arena ("-": standard input, named PG_STDIN_NAME).
+ * Reports unreadable files, directories and binary data as errors. Returns NULL on
+ * failure. */
+#define PG_STDIN_NAME "<stdin>"
 PgSource *pg_source_load(PgArena *a, PgDiag *d, const char *path);
 PgSource *pg_source_from_string(PgArena *a, const char *name, const char *text);
 void pg_error(PgDiag *d, PgLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -730,6 +735,7 @@ struct PgRecField {
   PG_VEC(PgRecField *) kids; /* group: the fields inside the braces */
 };
 PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc);
+PgRecField *pg_record_parse_n(PgArena *a, PgDiag *d, const char *raw, size_t len, PgLoc loc); /* no NUL needed */
 /* Flattens a parsed record into "key" -> leaf pairs (see record.c for the table shapes). */
 typedef struct {
   const char *key;
@@ -856,5 +862,8 @@ bool pg_source_is_blank(const PgSource *src);
 
 /* driver.c: the command line; returns the exit status (0 ok, 1 input errors, 2 usage) */
 int pgcc_main(int argc, char **argv, FILE *out, FILE *err);
+/* Tests only (NULL otherwise): called once every output is written to its temporary,
+ * before any is renamed into place. */
+extern void (*pgcc_test_hook_before_rename)(void);
 
 #endif

@@ -32,18 +32,26 @@ typedef struct {
   PgDiag *d;
   const char *s;
   size_t i, n;
-  PgLoc loc; /* location of s[i] */
+  PgLoc start;     /* location of s[0] */
+  const size_t *nl; /* the positions of s's newlines, found once (a label has a few) */
+  size_t nnl, k;   /* how many; how many lie before the last position asked for */
+  char *buf;  /* room for the longest text (the whole label), decoded here, then copied */
   bool failed;
   int depth;
 } RecParser;
 
-static void advance(RecParser *r) {
-  if (r->s[r->i] == '\n')
-    r->loc.line++, r->loc.col = 1;
-  else
-    r->loc.col++;
-  r->i++;
+/* The location of s[i], asked for only where a field starts: from the newlines
+ * before it, not by walking the text again. */
+static PgLoc loc_at(RecParser *r) {
+  while (r->k < r->nnl && r->nl[r->k] < r->i) r->k++;
+  while (r->k > 0 && r->nl[r->k - 1] >= r->i) r->k--;
+  PgLoc loc = r->start;
+  loc.line += (int)r->k;
+  loc.col = r->k ? (int)(r->i - r->nl[r->k - 1]) : r->start.col + (int)r->i;
+  return loc;
 }
+
+static void advance(RecParser *r) { r->i++; }
 
 static PgRecField *new_field(RecParser *r, bool group, PgLoc loc) {
   PgRecField *f = pg_arena_alloc(r->a, sizeof *f);
@@ -57,37 +65,48 @@ static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 /* text: up to the next unescaped | { } or the end; ports <...> are skipped. */
 static PgRecField *parse_text(RecParser *r) {
   while (r->i < r->n && is_space(r->s[r->i])) advance(r);
-  PgRecField *f = new_field(r, false, r->loc);
-  char *buf = pg_arena_alloc(r->a, r->n - r->i + 1);
-  size_t len = 0;
-  while (r->i < r->n) {
-    char c = r->s[r->i];
+  PgLoc loc = loc_at(r);
+  char *buf = r->buf;
+  const char *s = r->s;
+  size_t len = 0, i = r->i, n = r->n; /* in locals: the loop stores nothing but the text */
+  static const bool special[256] = {['|'] = 1, ['{'] = 1, ['}'] = 1, ['\\'] = 1, ['<'] = 1};
+  while (i < n) {
+    size_t j = i; /* a run of plain text, copied at once */
+    while (j < n && !special[(unsigned char)s[j]]) j++;
+    memcpy(buf + len, s + i, j - i);
+    len += j - i;
+    if ((i = j) >= n) break;
+    char c = s[i];
     if (c == '|' || c == '{' || c == '}') break;
-    if (c == '\\' && r->i + 1 < r->n) {
-      advance(r);
-      c = r->s[r->i];
+    if (c == '\\' && i + 1 < n) {
+      c = s[++i];
       if (c == '\n') { /* line continuation */
-        advance(r);
+        i++;
         continue;
       }
       if (c == 'n' || c == 'l' || c == 'r') c = '\n';
       buf[len++] = c;
-      advance(r);
+      i++;
       continue;
     }
     if (c == '<') { /* a port name: not part of the text */
-      while (r->i < r->n && r->s[r->i] != '>') advance(r);
-      if (r->i < r->n) advance(r);
+      while (i < n && s[i] != '>') i++;
+      if (i < n) i++;
       continue;
     }
     buf[len++] = c;
-    advance(r);
+    i++;
   }
+  r->i = i;
   while (len > 0 && is_space(buf[len - 1])) len--;
-  buf[len] = 0;
   size_t lead = 0; /* a port before the text leaves space in front of it */
   while (lead < len && is_space(buf[lead])) lead++;
-  f->text = buf + lead;
+  PgRecField *f = pg_arena_alloc(r->a, sizeof *f + len - lead + 1); /* the text right after it */
+  char *text = (char *)(f + 1);
+  memcpy(text, buf + lead, len - lead);
+  text[len - lead] = 0;
+  f->loc = loc;
+  f->text = text;
   return f;
 }
 
@@ -96,7 +115,7 @@ static PgRecField *parse_fields(RecParser *r, PgLoc open);
 static PgRecField *parse_field(RecParser *r) {
   while (r->i < r->n && is_space(r->s[r->i])) advance(r);
   if (r->i < r->n && r->s[r->i] == '{') {
-    PgLoc open = r->loc;
+    PgLoc open = loc_at(r);
     if (++r->depth > PG_MAX_NESTING) {
       pg_error(r->d, open, "record label nested deeper than %d levels", PG_MAX_NESTING);
       r->failed = true;
@@ -133,11 +152,19 @@ static PgRecField *parse_fields(RecParser *r, PgLoc open) {
 }
 
 PgRecField *pg_record_parse(PgArena *a, PgDiag *d, const char *raw, PgLoc loc) {
-  RecParser r = {a, d, raw, 0, strlen(raw), loc, false, 0};
+  return pg_record_parse_n(a, d, raw, strlen(raw), loc);
+}
+
+PgRecField *pg_record_parse_n(PgArena *a, PgDiag *d, const char *raw, size_t n, PgLoc loc) {
+  size_t nnl = 0;
+  for (const char *q = raw; (q = memchr(q, '\n', (size_t)(raw + n - q))) != NULL; q++) nnl++;
+  size_t *nl = pg_arena_alloc(a, (nnl ? nnl : 1) * sizeof *nl), k = 0;
+  for (const char *q = raw; (q = memchr(q, '\n', (size_t)(raw + n - q))) != NULL; q++) nl[k++] = (size_t)(q - raw);
+  RecParser r = {a, d, raw, 0, n, loc, nl, nnl, 0, pg_arena_alloc(a, n + 1), false, 0};
   PgRecField *g = parse_fields(&r, loc);
   if (!g) return NULL;
   if (r.i < r.n) { /* only an unmatched '}' stops the top level early */
-    pg_error(d, r.loc, "unbalanced '}' in record label");
+    pg_error(d, loc_at(&r), "unbalanced '}' in record label");
     return NULL;
   }
   return g;
@@ -170,12 +197,17 @@ static bool is_flat(const PgRecField *g) {
 
 typedef PG_VEC(const char *) Keys;
 
+/* prefix + text: text itself when there is no prefix (keys are only read) */
+static const char *key_of(PgArena *a, const char *prefix, const char *text) {
+  return *prefix ? pg_arena_cat(a, prefix, text, "") : text;
+}
+
 /* The key paths a key group names, in order: a group {p | {...}} of exactly a
  * leaf and a group prefixes the inner keys with "p."; any other group lists its
  * members' keys. */
 static void keys_of(PgArena *a, const PgRecField *f, const char *prefix, Keys *out) {
   if (!f->is_group) {
-    pg_vec_push(a, *out, pg_arena_cat(a, prefix, f->text, ""));
+    pg_vec_push(a, *out, key_of(a, prefix, f->text));
     return;
   }
   if (f->kids.n == 2 && !f->kids.v[0]->is_group && f->kids.v[1]->is_group) {
@@ -198,9 +230,12 @@ static void decode(PgArena *a, const PgRecField *g, const char *prefix, PgRecPai
   size_t n = g->kids.n;
   PgRecField *const *k = g->kids.v;
   if (is_flat(g) && n >= 2) { /* {k | v} and {k | v1 | v2 ...} */
-    pair(a, out, pg_arena_cat(a, prefix, k[0]->text, ""), k[1]);
-    for (size_t i = 2; i < n; i++)
-      pair(a, out, pg_arena_printf(a, "%s%s.%zu", prefix, k[0]->text, i - 1), k[i]);
+    pair(a, out, key_of(a, prefix, k[0]->text), k[1]);
+    for (size_t i = 2; i < n; i++) {
+      char num[24];
+      snprintf(num, sizeof num, ".%zu", i - 1);
+      pair(a, out, pg_arena_cat(a, prefix, k[0]->text, num), k[i]);
+    }
     return;
   }
   if (n == 2 && k[0]->is_group && is_flat(k[1])) { /* {{keys} | {values}} */
