@@ -367,6 +367,8 @@ class Program:
                 or t.layout != torch.strided or not t.is_cuda:
             return t
         stride = f.stride if f.stride is not None else contiguous_strides(shape)
+        if any(s == 0 and d > 1 for d, s in zip(shape, stride)):
+            return t  # (a layout whose elements share memory, an expanded tensor's: no copy makes it; _check says)
         y = torch.empty_strided(tuple(shape), stride, dtype=t.dtype, device=t.device)
         return y.copy_(t)
 

@@ -131,3 +131,13 @@ def test_a_tensor_of_no_elements_gets_a_valid_address():
     p = program([F("in0", 0, (0, 3)), F("in1", 8, (2,))], [F("out0", 16, (0,), role="output")])
     buf = p.args([T((0, 3)), T((2,), ptr=0x1000)], [T((0,))])
     assert ptrs(buf, 3) == [0xA000, 0x1000, 0xA000]
+
+
+def test_an_expanded_layout_is_not_made_by_a_copy_but_refused():
+    """The export captured an expanded input (stride 0): a tensor of other strides cannot be
+    copied into that layout (its elements share memory), so the call says what it needs."""
+    import pytest
+    p = program([F("in0", 0, (4, 3), (0, 1))], [])
+    assert ptrs(p.args([T((4, 3), (0, 1), ptr=0x1000)], []), 1) == [0x1000]
+    with pytest.raises(ValueError, match=r"argument 0 \(in0\) must have strides \[0, 1\] \(got strides \[3, 1\]\)"):
+        p.args([T((4, 3), ptr=0x1000)], [])
