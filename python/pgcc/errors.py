@@ -25,9 +25,11 @@ def _under(path, root):
 
 
 def _library(path):
-    """Whether a frame's file is torch's or Python's own (neither pgcc's nor the user's)."""
+    """Whether a frame's file is torch's (Triton's, the code Inductor and dynamo generate) or
+    Python's own: neither pgcc's nor the user's."""
     parts = path.replace("\\", "/").split("/")
-    if "torch" in parts or path.startswith("<"):  # (torch's generated code: <eval_with_key>, <string>)
+    if "torch" in parts or "triton" in parts or path.startswith("<") \
+            or any(p.startswith("torchinductor_") for p in parts):  # (generated code: <eval_with_key>, Inductor's)
         return True
     stdlib = sysconfig.get_paths().get("stdlib")
     return _under(path, stdlib) and "site-packages" not in parts and "dist-packages" not in parts

@@ -77,3 +77,13 @@ def test_the_public_entry_points_are_guarded():
         pgcc.export(lambda x: x, (), "/nonexistent-dir-for-a-test")
     with pytest.raises(ExportError, match=r"no \.graph files"):
         pgcc.load("/nonexistent-dir-for-a-test")
+
+
+def test_library_frames_are_torchs_tritons_generated_and_pythons():
+    import contextlib
+    from pgcc.errors import _library
+    assert _library(contextlib.__file__)
+    assert _library("/usr/lib/python3/site-packages/torch/_dynamo/eval_frame.py")
+    assert _library("/tmp/torchinductor_me/ab/cabc123.py") and _library("<eval_with_key>.3")
+    assert not _library(USER)
+    assert not _library("/usr/lib/python3/site-packages/transformers/models/bert/modeling_bert.py")
