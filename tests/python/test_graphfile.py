@@ -366,3 +366,15 @@ def test_a_graph_pgcc_refuses_is_an_export_error_naming_its_line(tmp_path, pgcc_
     assert f"m.graph:{line}: error: kernel 'conv': parameter 0: hi32 bytes 12..16 overlap abs64 bytes 8..16" \
         in str(e.value)
     assert "param 0 24 bytes ptrs [0, 8, hi32 12];" in str(e.value)
+
+
+def test_a_refusal_without_located_diagnostics_keeps_pgccs_words(tmp_path):
+    from pgcc.export_files import refusal
+    (tmp_path / "m.graph").write_text("pgcc 1;\n")
+    msg = refusal(str(tmp_path / "m.graph"), "pgcc: out of memory\n")
+    assert msg.endswith("is refused by pgcc (an exporter bug: please report it with the .graph):\n    pgcc: out of "
+                        "memory")
+    many = "".join(f"{tmp_path}/m.graph:1:1: error: e{i}\n" for i in range(10))
+    msg = refusal(str(tmp_path / "m.graph"), many)
+    assert msg.count("m.graph:1: error: e") == 8 and msg.endswith("... and 2 more")
+    assert "\n      pgcc 1;" in msg  # (each error shows its line)

@@ -156,3 +156,45 @@ def test_outputs_must_keep_their_structure_and_be_dense_cuda_tensors():
         FlatCall(torch, lambda: {"x": T("s", layout="sparse_csr")}, ["tuple", []])()
     with pytest.raises(ExportError, match=r"output tensor 1 is on cpu"):
         FlatCall(torch, lambda: [T("a"), T("c", device="cpu")], ["tuple", []])()
+
+
+def test_export_refuses_a_0d_cpu_tensor_before_anything_runs_or_is_written(tmp_path, monkeypatch):
+    """pgcc.export with a stand-in torch: the inputs are checked first -- nothing is
+    called, no directory is made -- and the refusal is an ExportError that says what to
+    pass instead."""
+    import sys
+    import types
+    import pgcc
+    fake = types.ModuleType("torch")
+    fake.Tensor, fake.strided = T, "strided"
+    fake.nn = types.SimpleNamespace(Module=type("Module", (), {}))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    called = []
+    out = tmp_path / "out"
+    with pytest.raises(ExportError, match=r"example input 1 is a 0-dimensional cpu tensor .*Python number"):
+        pgcc.export(lambda *xs: called.append(xs), (T("x"), T("s", device="cpu", shape=())), out)
+    assert called == [] and not out.exists()
+
+
+def test_a_loaded_program_takes_and_returns_the_recorded_structure():
+    """Program.__call__ with a structure (pgcc.load's default): the arguments flattened as
+    recorded, the flat call's outputs rebuilt -- a ModelOutput-like class imported again,
+    a constant output given back as the number it was."""
+    from pgcc.loader import Program
+    p = Program.__new__(Program)
+    p.torch, p.name = FakeTorch, "m"
+    args_spec = flatten((T("x"), {"mask": T("m")}), is_t, numbers="leaf")[1]
+    out_spec = flatten(Output(logits=T("a"), hidden=None, n=3), is_t)[1]
+    p.structure = json.loads(json.dumps({"inputs": args_spec, "outputs": out_spec}))
+    seen = []
+
+    def flat_call(inputs, out=None):
+        seen.append(list(inputs))
+        return T("y")  # (one output: the flat call gives the tensor itself)
+    p._call = flat_call
+    x, m = T("x2"), T("m2")
+    got = p(x, {"mask": m})
+    assert seen == [[x, m]]
+    assert type(got) is Output and list(got) == ["logits", "n"] and got["n"] == 3 and got["logits"].name == "y"
+    with pytest.raises(TypeError, match="takes arguments structured as"):
+        p(x, m)
