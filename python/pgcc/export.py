@@ -112,6 +112,9 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
 
     prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
     inputs, in_spec = flat_inputs(torch, example_inputs)  # (checked before anything runs)
+    for ex in buckets or ():
+        if isinstance(ex, (tuple, list)):  # (buckets' own examples: checked as the example is)
+            flat_inputs(torch, ex)
     fn = fn_or_module
     if isinstance(fn_or_module, torch.nn.Module):
         module = fn_or_module
