@@ -21,7 +21,7 @@ from .errors import ExportError
 from .structure import flatten, unflatten
 from .toolchain import build_program
 
-__all__ = ["Dim", "export_name", "Field", "load", "read_report", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
+__all__ = ["Dim", "export_name", "Field", "flat_as_called", "load", "read_report", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
            "PGRT_FIELD_OUTPUT", "PGRT_FIELD_SCALAR", "PGRT_FIELD_WEIGHT", "PgrtComm", "PgrtDim", "PgrtField",
            "PgrtInitStats", "PgrtProgramInfo", "PgrtRunStats", "Program", "read_info", "ROLE_NAMES", "SCALAR_FORMATS"]
 
@@ -163,7 +163,8 @@ class Program:
         ins, outs = layouts(report, len(self.inputs), len(self.outputs))
         for f, st in list(zip(self.inputs, ins)) + list(zip(self.outputs, outs)):
             f.stride = None if f.dims or st is None or st == contiguous_strides(f.shape or ()) else st
-        self.structure = (report.get("structure") or None) if structured else None
+        st = (report.get("structure") or None) if structured else None
+        self.structure = None if st is None or flat_as_called(st) else st
         self._plans = {}  # (bucket calls: _plan's answer per set of input shapes)
         self.size_fields = [f for f in self.fields if f.role == "size"]
         self.device = torch.device(device if device is not None else "cuda")
@@ -514,6 +515,17 @@ def export_name(out_dir, name=None):
         raise ExportError(f"{out_dir}: {'no' if not graphs else len(graphs)} .graph files"
                           + (f" ({', '.join(os.path.basename(g) for g in graphs)}): give name=" if graphs else ""))
     return os.path.basename(graphs[0])[:-len(".graph")]
+
+
+def flat_as_called(structure):
+    """Whether a recorded structure is what a flat call takes and gives already: tensors
+    and numbers as arguments, one tensor or a tuple of two or more returned (then calls
+    skip flattening: a program's host time is microseconds)."""
+    ins, outs = structure.get("inputs"), structure.get("outputs")
+    flat_in = ins is not None and ins[0] == "tuple" and all(s == ["leaf"] for s in ins[1])
+    flat_out = outs == ["leaf"] or (outs is not None and outs[0] == "tuple" and len(outs[1]) >= 2
+                                    and all(s == ["leaf"] for s in outs[1]))
+    return flat_in and flat_out
 
 
 def read_report(export_dir, name):

@@ -141,3 +141,14 @@ def test_an_expanded_layout_is_not_made_by_a_copy_but_refused():
     assert ptrs(p.args([T((4, 3), (0, 1), ptr=0x1000)], []), 1) == [0x1000]
     with pytest.raises(ValueError, match=r"argument 0 \(in0\) must have strides \[0, 1\] \(got strides \[3, 1\]\)"):
         p.args([T((4, 3), ptr=0x1000)], [])
+
+
+def test_a_structure_a_flat_call_gives_already_is_skipped():
+    from pgcc.loader import flat_as_called
+    leaf = ["leaf"]
+    assert flat_as_called({"inputs": ["tuple", [leaf, leaf]], "outputs": leaf})
+    assert flat_as_called({"inputs": ["tuple", []], "outputs": ["tuple", [leaf, leaf]]})
+    assert not flat_as_called({"inputs": ["tuple", [leaf]], "outputs": ["tuple", [leaf]]})  # (a 1-tuple returned)
+    assert not flat_as_called({"inputs": ["tuple", [leaf]], "outputs": ["list", [leaf, leaf]]})
+    assert not flat_as_called({"inputs": ["tuple", [["dict", [["a", leaf]]]]], "outputs": leaf})
+    assert not flat_as_called({"inputs": ["tuple", [leaf]], "outputs": ["tuple", [leaf, ["const", 2]]]})
