@@ -1,6 +1,7 @@
 """What the run side needs to turn a Python call's arguments into the generated C's, shared
 with the export side: the .graph's dtype names and torch's, one scalar element's bytes
-(decode, encode), and which shape bucket runs a size (choose) and how its inputs are
+(decode, encode), the strides a call's tensor must have (same_layout, layouts: as the
+export recorded them, contiguous where it did not), and which shape bucket runs a size (choose) and how its inputs are
 padded to it (pad_to).
 
     choose([1, 2, 4, 8], 3, pad=True)   # 2: the bucket of size 4
@@ -13,7 +14,8 @@ imports without torch.
 import math
 import struct
 
-__all__ = ["DTYPES", "FORMATS", "choose", "decode", "encode", "pad_to", "torch_dtype"]
+__all__ = ["DTYPES", "FORMATS", "choose", "contiguous_strides", "decode", "encode", "layouts", "pad_to", "same_layout",
+           "torch_dtype"]
 
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
           "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
@@ -77,3 +79,35 @@ def pad_to(torch, x, pos, size, fill=None):
     y = torch.zeros(shape, dtype=x.dtype, device=x.device) if fill is None else fill.clone()
     y.narrow(pos, 0, x.shape[pos]).copy_(x)
     return y
+
+
+def contiguous_strides(shape):
+    """The strides, in elements, of a contiguous tensor of shape."""
+    out, n = [], 1
+    for d in reversed(list(shape)):
+        out.append(n)
+        n *= max(d, 1)
+    return tuple(reversed(out))
+
+
+def same_layout(shape, stride, want):
+    """Whether a tensor of shape and stride lays its elements out as strides `want` (None:
+    contiguous) do: the strides of the dimensions of size 1 do not matter, nor any of a
+    tensor of no elements."""
+    want = contiguous_strides(shape) if want is None else want
+    if len(stride) != len(want) or any(d == 0 for d in shape):
+        return len(stride) == len(want)
+    return all(s == w for d, s, w in zip(shape, stride, want) if d != 1)
+
+
+def layouts(report, n_inputs, n_outputs):
+    """(strides of each input, of each output) as NAME.export.json's "structure" recorded
+    them when the export captured its tensors -- None for one it did not record (a
+    number, a bucket program's, an export older than the record): contiguous."""
+    st = (report or {}).get("structure") or {}
+
+    def strides(key, n):
+        got = st.get(key) or []
+        out = [tuple(g["stride"]) if isinstance(g, dict) and "stride" in g else None for g in got]
+        return out if len(out) == n else [None] * n  # (positions only where the counts agree)
+    return strides("input_layouts", n_inputs), strides("output_layouts", n_outputs)

@@ -28,7 +28,8 @@ from . import verify_export
 from .branches import branch_to_export, join, warm_other_path
 from .capture import host_maps
 from .capture_set import outputs_of, take_captures
-from .errors import ExportError
+from .errors import ExportError, entry_point
+from .example_inputs import FlatCall, flat_inputs
 from .export_files import write_export
 from .graphfile import ident
 from .hostvalues import host_computed, host_values
@@ -70,11 +71,17 @@ class ExportResult:
         return f"ExportResult({self.out_dir!r}, name={self.name!r})"
 
 
+@entry_point("pgcc.export")
 def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, compile=True, verify=True,
            quiet=False, warmup=3, watch=None, progress=None, diagnose=None, callbacks=None, buckets=None, dim=0,
            dim_name=None, pad=None):
     """Exports fn_or_module (an nn.Module or a callable) as captured on example_inputs (a
-    tuple of CUDA tensors) into out_dir; returns an ExportResult.
+    tuple of arguments: CUDA tensors, Python numbers, or pytrees of them -- tuples, lists,
+    dicts) into out_dir; returns an ExportResult.  Its outputs may be a pytree too (a
+    tensor, tuples, lists, dicts, a ModelOutput, None, Python numbers: constants), whose
+    structure the report records (example_inputs.py) for pgcc.load.  Any failure is an
+    ExportError (errors.entry_point), raised before anything is written where the inputs
+    are what an export cannot take.
 
     weights: {name: tensor} the callable reads besides its inputs; for a module, by
     default its named_parameters() and named_buffers() (shared tensors once).  A module
@@ -104,7 +111,10 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     import torch
 
     prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
-    inputs = list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
+    inputs, in_spec = flat_inputs(torch, example_inputs)  # (checked before anything runs)
+    for ex in buckets or ():
+        if isinstance(ex, (tuple, list)):  # (buckets' own examples: checked as the example is)
+            flat_inputs(torch, ex)
     fn = fn_or_module
     if isinstance(fn_or_module, torch.nn.Module):
         module = fn_or_module
@@ -127,8 +137,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             prog.warn("no ModuleWatch: library kernels outside .nv_fatbin cannot be exported", e)
             watch = None
     if buckets is not None:
-        return _export_buckets(torch, fn, fn_or_module, inputs, out_dir, name, weights, watch, own_watch, prog,
-                               buckets, dim, dim_name or ("batch" if dim == 0 else f"dim{dim}"), pad, compile,
+        return _export_buckets(torch, fn, fn_or_module, inputs, in_spec, out_dir, name, weights, watch, own_watch,
+                               prog, buckets, dim, dim_name or ("batch" if dim == 0 else f"dim{dim}"), pad, compile,
                                verify, warmup)
     # The warm-up calls run for real: a training step takes steps, a module in training
     # mode updates its running statistics.  The state is saved first (in host memory)
@@ -137,7 +147,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     # (The copy costs what reading the weights for the weights file costs anyway.)
     original = saved_state(torch, weights, device="cpu")
     try:
-        run = torch.compile(fn) if compile else fn
+        run = FlatCall(torch, torch.compile(fn) if compile else fn, in_spec)
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
             forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)  # and make them again
@@ -159,6 +169,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             watch.close()
         prog.done()
     result = ExportResult(out_dir, name, report)
+    report["structure"] = run.structure(inputs)  # (pgcc.load's; the verification below calls flat)
+    write_report(result.report_path, report)
     needed = sorted({c for r in report.get("host_reads", []) for c in r.get("callbacks", [])})
     if verify and needed and not callbacks:
         prog.warn(f"not verified: the program takes callback scalars {needed}, values its host computes from the "
@@ -189,14 +201,14 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     return result
 
 
-def _export_buckets(torch, fn, fn_or_module, inputs, out_dir, name, weights, watch, own_watch, prog, buckets, dim,
-                    dim_name, pad, compile, verify, warmup):
+def _export_buckets(torch, fn, fn_or_module, inputs, in_spec, out_dir, name, weights, watch, own_watch, prog, buckets,
+                    dim, dim_name, pad, compile, verify, warmup):
     """export() with buckets (shape_buckets.py)."""
     if training_step(fn_or_module):
         raise ExportError("buckets of a training step are not exported (a step changes its state; buckets are "
                           "for inference)")
     try:
-        run = torch.compile(fn, dynamic=False) if compile else fn
+        run = FlatCall(torch, torch.compile(fn, dynamic=False) if compile else fn, in_spec)
         if watch and warmup:
             watch.paused = False
             forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)
@@ -207,6 +219,8 @@ def _export_buckets(torch, fn, fn_or_module, inputs, out_dir, name, weights, wat
             watch.close()
         prog.done()
     result = ExportResult(out_dir, name, b.report)
+    b.report["structure"] = dict(run.structure(inputs), input_layouts=None, output_layouts=None)  # (sizes vary)
+    write_report(result.report_path, b.report)
     try:
         if verify:
             result.verified = verify_export.verify_buckets(result, run, b, progress=prog)

@@ -10,6 +10,8 @@ Assumes PyTorch with CUDA, imported when a function is called (torch stays out o
 the package's import: the CPU tests import this module without it).
 """
 import os
+import re
+import subprocess
 
 from .cuda import read_device
 from .diagnose import diagnose as run_diagnosis
@@ -17,9 +19,10 @@ from .errors import ExportError
 from .graphfile import node_buffers, write_graph
 from .loader import load
 from .replay import Replayer
+from .toolchain import find_pgcc
 from .weights import dtype_of, tensor_bytes, write_safetensors
 
-__all__ = ["graph_of", "write_export"]
+__all__ = ["check_graph", "graph_of", "refusal", "write_export"]
 
 
 def write_export(a, inputs, out_dir, name, prog, diagnose):
@@ -82,3 +85,35 @@ def graph_of(a, path, name):
                 origin=f"a torch {torch.__version__} capture", scalars=a.scalars,
                 conditions=a.conditions, dims=a.dims, comms=a.comms,
                 edge_kinds=getattr(a.capA, "edge_kinds", None))
+    check_graph(path)
+
+
+def refusal(path, stderr, limit=8):
+    """pgcc's diagnostics of the .graph at path (its stderr) as an ExportError's message:
+    each error's `NAME.graph:LINE: error: ...` and the start of the line it is on."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        lines = []
+    found = []
+    for m in re.finditer(r"^(.*?):(\d+):(?:\d+:)? (error|fatal error): (.*)$", stderr, re.M):
+        n = int(m.group(2))
+        src = lines[n - 1].strip() if 0 < n <= len(lines) else ""
+        found.append(f"{os.path.basename(path)}:{n}: {m.group(3)}: {m.group(4)}"
+                     + (f"\n      {src[:160]}{' ...' if len(src) > 160 else ''}" if src else ""))
+    if not found:
+        found = [line for line in stderr.strip().split("\n") if line][:limit] or ["(no message)"]
+    more = f"\n    ... and {len(found) - limit} more" if len(found) > limit else ""
+    return (f"the .graph written, {path}, is refused by pgcc (an exporter bug: please report it with the .graph):\n    "
+            + "\n    ".join(found[:limit]) + more)
+
+
+def check_graph(path, pgcc=None):
+    """Runs pgcc's whole check on the .graph at path (`pgcc --stats`, which reads it, its
+    modules and weights, and verifies it, emitting nothing); an ExportError naming the
+    .graph's lines where pgcc refuses it -- so that no export, verified or not, leaves a
+    .graph pgcc refuses."""
+    r = subprocess.run([pgcc or find_pgcc(), "--stats", os.fspath(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ExportError(refusal(os.fspath(path), r.stderr or r.stdout))

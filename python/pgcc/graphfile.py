@@ -11,9 +11,9 @@ import re
 
 from .call_args import decode
 from .errors import ExportError
-from .model import Relocation
+from .model import PtrWord, Relocation
 
-__all__ = ["ctype_of", "dontcare", "graph_text", "ident", "literal", "map_places", "node_buffers", "node_refs", "ref",
+__all__ = ["consistent_words", "ctype_of", "dontcare", "graph_text", "launch_relocations", "ident", "literal", "map_places", "node_buffers", "node_refs", "ref",
            "relocations", "remap", "text", "value_of", "write_graph"]
 
 
@@ -110,6 +110,44 @@ def relocations(k, off):
     return sorted((at, kind) for o, at, kind in k.ptr_words if o == off)
 
 
+def consistent_words(k):
+    """Makes kernel k's relocations (its ptr_words, the union over its launches) one layout
+    that pgcc accepts, in place: where one launch has a whole address at byte w of a
+    parameter and another only its low half there or its high half at w + 4 (cuDNN's
+    kernels carry a truncated copy of an address; seen on an H200: `328, hi32 332`), the
+    word is a low half at w and a high half at w + 4 for every launch -- the same 8
+    little-endian bytes of one address (launch_relocations splits each launch's whole
+    address to match).  Relocations that still overlap are an ExportError naming the
+    kernel: a .graph pgcc would refuse is never written."""
+    words = {PtrWord(*w) for w in k.ptr_words}
+    for w in sorted(words):
+        if w.kind == "abs64" and ((w.param, w.at, "lo32") in words or (w.param, w.at + 4, "hi32") in words):
+            words.discard(w)
+            words |= {PtrWord(w.param, w.at, "lo32"), PtrWord(w.param, w.at + 4, "hi32")}
+    spans = sorted((w.param, w.at, w.at + (8 if w.kind == "abs64" else 4), w.kind) for w in words)
+    for (p, a, end, kind), (q, b, _, kind2) in zip(spans, spans[1:]):
+        if p == q and b < end:
+            raise ExportError(f"kernel {k.symbol[:120]}: parameter at {p}: its launches carry a {kind} address at "
+                              f"byte {a} and a {kind2} one at byte {b}, which overlap: no one layout of the "
+                              "parameter holds both (not exported)")
+    k.ptr_words = words
+    return words
+
+
+def launch_relocations(k, off, relocs):
+    """One launch's relocations of kernel k's parameter at off, in the kernel's layout
+    (consistent_words): a whole address where the kernel has a low half there becomes its
+    low and high halves."""
+    out = []
+    for r in relocs:
+        at, b, o, kind = r
+        if kind == "abs64" and (off, at, "abs64") not in k.ptr_words and (off, at, "lo32") in k.ptr_words:
+            out += [Relocation(at, b, o, "lo32"), Relocation(at + 4, b, o, "hi32")]
+        else:
+            out.append(r)
+    return out
+
+
 def dontcare(k, off, inner):
     """The don't-care byte ranges of kernel k's parameter at off, (offset inside it, length),
     merged, less the bytes of its relocations (a word that is an address in one launch
@@ -146,6 +184,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     "launch_order"} of root edges that are not full dependencies (programmatic dependent
     launch, as captured: format version 3); one whose ends are not both kernel nodes is
     written as a full one."""
+    for k in kernels.values():
+        consistent_words(k)
     # version 2 only where a relocation is not a whole address at an 8-byte-aligned place
     v2 = any(kind != "abs64" or at % 8 for k in kernels.values() for _, at, kind in k.ptr_words)
     def all_nodes(ns):
@@ -275,7 +315,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                     # them, a constant the captures agreed on -- zeros, or a stale word in a
                     # slot the launch leaves unused (multi_tensor_apply's address table, seen
                     # in GradScaler's unscale: only the first slots are this launch's tensors)
-                    got = {r[0]: ref(r[1], r[2]) for r in (a[2] if a[0] == "bytes" else [])}
+                    mine = launch_relocations(k, off, a[2] if a[0] == "bytes" else [])
+                    got = {r[0]: ref(r[1], r[2]) for r in mine}
                     # The launch's own bytes, don't-care ones too: the ranges are the kernel's,
                     # proven for the launches whose bytes there changed (those the exporter
                     # already wrote as zeros); another launch may hold a value there that it reads.

@@ -9,17 +9,19 @@ has NAME_info; the structures below must match runtime/pgrt.h field for field.
 """
 import ctypes as C
 import glob
+import json
 import os
 import re
 import struct
 import time
 
-from .call_args import choose, decode, encode, pad_to, torch_dtype
+from .call_args import choose, contiguous_strides, decode, encode, layouts, pad_to, same_layout, torch_dtype
 from .cuda import cu, device_bytes
 from .errors import ExportError
+from .structure import flatten, unflatten
 from .toolchain import build_program
 
-__all__ = ["Dim", "export_name", "Field", "load", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
+__all__ = ["Dim", "export_name", "Field", "flat_as_called", "load", "read_report", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
            "PGRT_FIELD_OUTPUT", "PGRT_FIELD_SCALAR", "PGRT_FIELD_WEIGHT", "PgrtComm", "PgrtDim", "PgrtField",
            "PgrtInitStats", "PgrtProgramInfo", "PgrtRunStats", "Program", "read_info", "ROLE_NAMES", "SCALAR_FORMATS"]
 
@@ -90,6 +92,7 @@ class Field:
                           if f.shape_dims and f.shape_dims[i] >= 0)
         self.offset, self.size = f.offset, f.size
         self.tensor = f.tensor.decode() if f.tensor else None
+        self.stride = None  # (strides a call's tensor must have, where not contiguous: Program sets them)
 
     def shape_at(self, dims, ks):
         """The shape at buckets ks (one index per dim; remembered per ks)."""
@@ -129,14 +132,19 @@ class Program:
     """An export, built, loaded and initialised: prog(*inputs, out=None) runs one call.
 
     inputs: one per input (and inout) buffer and scalar, in the order of NAME_args:
-    contiguous CUDA tensors of the recorded dtype and shape on the program's device,
-    or numbers for scalars.  out: the outputs to write (a tensor or a sequence), else
+    CUDA tensors of the recorded dtype and shape on the program's device, or numbers for
+    scalars; a tensor whose strides are not those the export captured (contiguous where
+    it recorded none) is copied into that layout first, and a tensor of no elements is
+    given as a valid address (the arena's: its kernels read nothing there).  structured
+    (pgcc.load): the call takes and returns the structure the export recorded (dicts,
+    ModelOutputs, ...: structure.py) instead of flat tensors.  out: the outputs to write
+    (a tensor or a sequence), else
     they are allocated.  Returns the output tensor, or a tuple of them.  The arena
     (intermediates and workspaces) is .arena, a uint8 tensor of .arena_bytes bytes
     (fill_arena() poisons it); the weights' device addresses are weight_ptr(name).
     load_s and init_s: the seconds NAME_load_w and NAME_init took."""
 
-    def __init__(self, so_path, name, export_dir, device=None, callbacks=None):
+    def __init__(self, so_path, name, export_dir, device=None, callbacks=None, structured=False):
         import torch
         self.torch, self.name, self.export_dir, self.so_path = torch, name, export_dir, so_path
         self.lib = C.CDLL(so_path)
@@ -151,6 +159,12 @@ class Program:
             f.torch_dtype = torch_dtype(f.dtype) if f.dtype else None
         self.inputs = [f for f in self.fields if f.role in ("input", "inout", "scalar")]
         self.outputs = [f for f in self.fields if f.role == "output"]
+        report = read_report(export_dir, name)
+        ins, outs = layouts(report, len(self.inputs), len(self.outputs))
+        for f, st in list(zip(self.inputs, ins)) + list(zip(self.outputs, outs)):
+            f.stride = None if f.dims or st is None or st == contiguous_strides(f.shape or ()) else st
+        st = (report.get("structure") or None) if structured else None
+        self.structure = None if st is None or flat_as_called(st) else st
         self._plans = {}  # (bucket calls: _plan's answer per set of input shapes)
         self.size_fields = [f for f in self.fields if f.role == "size"]
         self.device = torch.device(device if device is not None else "cuda")
@@ -254,8 +268,9 @@ class Program:
             want.append(f"shape {list(shape)} (got {list(t.shape)})")
         if t.device != self.device:
             want.append(f"device {self.device} (got {t.device})")
-        if not t.is_contiguous():
-            want.append("a contiguous tensor (got strides " + str(list(t.stride())) + ")")
+        if not (t.is_contiguous() if f.stride is None else same_layout(t.shape, t.stride(), f.stride)):
+            want.append(("a contiguous tensor" if f.stride is None else f"strides {list(f.stride)}")
+                        + " (got strides " + str(list(t.stride())) + ")")
         if not want and shape is f.shape and t.numel() * t.element_size() < f.size:
             want.append(f"{f.size} bytes (got {t.numel() * t.element_size()})")
         if want:
@@ -270,6 +285,8 @@ class Program:
             dt = torch_dtype(f.dtype) if f.dtype else None
             if dt is None or f.shape is None:
                 outs.append(torch.empty(f.size, dtype=torch.uint8, device=self.device))
+            elif f.stride is not None:  # (as the export captured it: a channels_last output, a view)
+                outs.append(torch.empty_strided(f.shape, f.stride, dtype=dt, device=self.device))
             else:
                 outs.append(torch.empty(f.shape_at(self.dims, ks) if f.dims else f.shape, dtype=dt,
                                         device=self.device))
@@ -301,21 +318,22 @@ class Program:
             raise TypeError(f"{self.name}: has {len(self.outputs)} outputs "
                             f"({', '.join(f.name for f in self.outputs)}), got {len(outputs)} in out=")
         buf = C.create_string_buffer(max(self.args_size, 1))
+        keep = []  # (copies in the recorded layout: alive until the call is queued)
         for i, (f, x) in enumerate(zip(self.inputs, inputs)):
-            if f.dims:
-                shape = f.shape_at(self.dims, ks)
+            shape = f.shape_at(self.dims, ks) if f.dims else None
+            if not self._fine(f, x, shape):
+                x = self._relaid(f, x, shape) if f.role != "scalar" else x
+                keep.append(x)
                 if not self._fine(f, x, shape):
                     self._check(f, x, f"argument {i}", shape)
-            elif not self._fine(f, x):
-                self._check(f, x, f"argument {i}")
             if f.role == "scalar":
                 fmt = SCALAR_FORMATS.get(f.dtype or "")
                 if fmt and struct.calcsize(fmt) == f.size:
                     struct.pack_into(fmt, buf, f.offset, x)
                 else:
                     buf[f.offset:f.offset + f.size] = int(x).to_bytes(f.size, "little", signed=int(x) < 0)
-            else:
-                struct.pack_into("<Q", buf, f.offset, x.data_ptr())
+            else:  # (no elements: no address; the arena's stands in, its kernels read nothing there)
+                struct.pack_into("<Q", buf, f.offset, x.data_ptr() or self.arena.data_ptr())
         for i, (f, o) in enumerate(zip(self.outputs, outputs)):
             if f.dims:
                 shape = f.shape_at(self.dims, ks)
@@ -323,11 +341,12 @@ class Program:
                     self._check(f, o, f"out[{i}]", shape)
             elif not self._fine(f, o):
                 self._check(f, o, f"out[{i}]")
-            struct.pack_into("<Q", buf, f.offset, o.data_ptr())
+            struct.pack_into("<Q", buf, f.offset, o.data_ptr() or self.arena.data_ptr())
         for f, n in zip(self.size_fields, sizes):
             struct.pack_into("<q", buf, f.offset, n)
         for f, _, at in self.callbacks:  # (a pgrt_scalar_fn: the function, its data)
             struct.pack_into("<QQ", buf, f.offset, at, 0)
+        buf.keep = keep
         return buf
 
     def _fine(self, f, t, shape=None):
@@ -337,7 +356,22 @@ class Program:
         return (f.role != "scalar" and f.shape is not None and f.torch_dtype is not None
                 and isinstance(t, self.torch.Tensor) and t.dtype is f.torch_dtype
                 and t.shape == (f.shape if shape is None else shape)
-                and t.is_cuda and t.get_device() == self.device.index and t.is_contiguous())
+                and t.is_cuda and t.get_device() == self.device.index
+                and (t.is_contiguous() if f.stride is None else same_layout(t.shape, t.stride(), f.stride)))
+
+    def _relaid(self, f, t, shape=None):
+        """t, or where only its layout is not the field's (its strides), a copy of it in the
+        field's layout (on the current stream, before the call that reads it)."""
+        torch = self.torch
+        shape = f.shape if shape is None else shape
+        if not isinstance(t, torch.Tensor) or shape is None or tuple(t.shape) != tuple(shape) \
+                or t.layout != torch.strided or not t.is_cuda:
+            return t
+        stride = f.stride if f.stride is not None else contiguous_strides(shape)
+        if any(s == 0 and d > 1 for d, s in zip(shape, stride)):
+            return t  # (a layout whose elements share memory, an expanded tensor's: no copy makes it; _check says)
+        y = torch.empty_strided(tuple(shape), stride, dtype=t.dtype, device=t.device)
+        return y.copy_(t)
 
     def run(self, args, stream=None):
         """One call with NAME_args already made (args()), on stream (default: the current one)."""
@@ -375,6 +409,16 @@ class Program:
         return self.torch.cuda.current_stream(self.device).cuda_stream
 
     def __call__(self, *inputs, out=None):
+        if self.structure:  # (pgcc.load: the structure the export recorded)
+            leaves, spec = flatten(inputs, lambda x: isinstance(x, self.torch.Tensor), numbers="leaf",
+                                   where="the arguments")
+            if spec != self.structure.get("inputs", spec):
+                raise TypeError(f"{self.name}: takes arguments structured as {self.structure['inputs']}, got {spec}")
+            got = self._call(leaves, out)
+            return unflatten(self.structure["outputs"], list(got) if isinstance(got, tuple) else [got])
+        return self._call(inputs, out)
+
+    def _call(self, inputs, out=None):
         if self.dims:
             return self._call_buckets(list(inputs), out)
         if out is None:
@@ -473,14 +517,39 @@ def export_name(out_dir, name=None):
     return os.path.basename(graphs[0])[:-len(".graph")]
 
 
-def load(out_dir, *, name=None, device=None, build_dir=None, extra_sources=(), extra_flags=(), callbacks=None):
+def flat_as_called(structure):
+    """Whether a recorded structure is what a flat call takes and gives already: tensors
+    and numbers as arguments, one tensor or a tuple of two or more returned (then calls
+    skip flattening: a program's host time is microseconds)."""
+    ins, outs = structure.get("inputs"), structure.get("outputs")
+    flat_in = ins is not None and ins[0] == "tuple" and all(s == ["leaf"] for s in ins[1])
+    flat_out = outs == ["leaf"] or (outs is not None and outs[0] == "tuple" and len(outs[1]) >= 2
+                                    and all(s == ["leaf"] for s in outs[1]))
+    return flat_in and flat_out
+
+
+def read_report(export_dir, name):
+    """NAME.export.json of the export in export_dir as a dict ({} where there is none)."""
+    try:
+        with open(os.path.join(export_dir, name + ".export.json")) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise ExportError(f"{export_dir}/{name}.export.json cannot be read: {e}") from e
+
+
+def load(out_dir, *, name=None, device=None, build_dir=None, extra_sources=(), extra_flags=(), callbacks=None,
+         structured=False):
     """Builds the export in out_dir (pgcc, then its C with libpgrt, into out_dir/build or a
     cache directory; rebuilt only when an input changed), loads its weights and returns
     a Program to call.  extra_sources/extra_flags: more C compiled into the same library.
     callbacks: {callback scalar name: function}, for a program that takes values its
     host computes from the values it read back (`scalar cb0 type f64 callback`): each
-    function gets the values read so far and returns the scalar."""
+    function gets the values read so far and returns the scalar.  structured: the Program
+    takes and returns the inputs' and outputs' structure the export recorded (pgcc.load's
+    default), not flat tensors (the export's own verification)."""
     out_dir = os.fspath(out_dir)
     name = export_name(out_dir, name)
     so = build_program(out_dir, name, build_dir=build_dir, extra_sources=extra_sources, extra_flags=extra_flags)
-    return Program(so, name, out_dir, device, callbacks)
+    return Program(so, name, out_dir, device, callbacks, structured)

@@ -300,3 +300,81 @@ def test_edge_kind_from_edge_data():
     assert edge_kind(bytes([0, 0, 1, 0, 0, 0, 0, 0])) is None  # (programmatic from the default port: not known)
     assert edge_kind(bytes([1, 1, 1, 0, 0, 0, 0, 0])) is None
     assert edge_kind(bytes([3, 0, 1, 0, 0, 0, 0, 0])) is None
+
+
+def split_kernel():
+    """A kernel of two launches: one carries a whole address at byte 8 of its parameter,
+    the other the high half of one at byte 12 only (its low half a constant), as cuDNN's
+    kernel did on an H200 (`ptrs [..., 328, hi32 332, ...]`, refused by pgcc)."""
+    bufs = Buffers()
+    x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
+    k = Kernel(symbol="conv", layout=[(0, 24)], module={"name": "lib", "kind": "library", "library": "libx.so.1"},
+               ptr_words=set())
+    a = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
+         "args": [("bytes", bytes(24), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])]}
+    b = dict(a, index=1, args=[("bytes", bytes(range(24)), [(0, x, 0, "abs64"), (12, x, 128, "hi32")])])
+    k.ptr_words = {(0, 0, "abs64"), (0, 8, "abs64"), (0, 12, "hi32")}
+    return k, bufs, x, [a, b]
+
+
+def test_a_whole_address_and_a_high_half_of_it_are_written_as_halves(tmp_path, pgcc_bin):
+    """The union of the launches' relocations would overlap (abs64 8..16, hi32 12..16): the
+    word is written as lo32 at 8 and hi32 at 12 for both launches -- the first launch's
+    whole address as its two halves, the second's low half as it has it (null) -- and pgcc
+    accepts the .graph."""
+    k, bufs, x, nodes = split_kernel()
+    text = graph_text("m", {1: k}, bufs, {id(x)}, nodes, [], "sm_90")
+    assert "param 0 24 bytes ptrs [0, lo32 8, hi32 12];" in text
+    assert f'["{bytes(24).hex()}", in0, in0+64, in0+64]' in text
+    assert f'["{bytes(range(24)).hex()}", in0, null, in0+128]' in text
+    (tmp_path / "m.graph").write_text(text)
+    write_safetensors(tmp_path / "m.safetensors", [])
+    assert "ptrs [0, lo32 8, hi32 12]" in pgcc(pgcc_bin, "--emit=graph", str(tmp_path / "m.graph"))
+    # written twice (export.py writes again with every region whole): the same text
+    assert graph_text("m", {1: k}, bufs, {id(x)}, nodes, [], "sm_90") == text
+
+
+def test_overlapping_relocations_no_layout_holds_are_refused():
+    """A whole address at 8 in one launch and one at 12 in another: no split makes them one
+    layout, so the export says which kernel, rather than write a .graph pgcc refuses."""
+    import pytest
+    from pgcc.errors import ExportError
+    k, bufs, x, nodes = split_kernel()
+    k.ptr_words = {(0, 0, "abs64"), (0, 8, "abs64"), (0, 12, "abs64")}
+    with pytest.raises(ExportError, match=r"kernel conv: parameter at 0: .*abs64 address at byte 8 .*abs64 one at "
+                                          r"byte 12"):
+        graph_text("m", {1: k}, bufs, {id(x)}, nodes, [], "sm_90")
+
+
+def test_a_graph_pgcc_refuses_is_an_export_error_naming_its_line(tmp_path, pgcc_bin):
+    """export_files.check_graph, run after every .graph the export writes: pgcc's refusal
+    (here the overlapping relocations the exporter wrote before consistent_words) is an
+    ExportError naming the .graph's line and showing it; an accepted .graph passes."""
+    import pytest
+    from pgcc.errors import ExportError
+    from pgcc.export_files import check_graph
+    k, bufs, x, nodes = split_kernel()
+    text = graph_text("m", {1: k}, bufs, {id(x)}, nodes, [], "sm_90")
+    write_safetensors(tmp_path / "m.safetensors", [])
+    (tmp_path / "m.graph").write_text(text)
+    check_graph(tmp_path / "m.graph", pgcc_bin)
+    bad = text.replace("ptrs [0, lo32 8, hi32 12]", "ptrs [0, 8, hi32 12]")
+    (tmp_path / "m.graph").write_text(bad)
+    line = bad.split("\n").index("  param 0 24 bytes ptrs [0, 8, hi32 12];") + 1
+    with pytest.raises(ExportError) as e:
+        check_graph(tmp_path / "m.graph", pgcc_bin)
+    assert f"m.graph:{line}: error: kernel 'conv': parameter 0: hi32 bytes 12..16 overlap abs64 bytes 8..16" \
+        in str(e.value)
+    assert "param 0 24 bytes ptrs [0, 8, hi32 12];" in str(e.value)
+
+
+def test_a_refusal_without_located_diagnostics_keeps_pgccs_words(tmp_path):
+    from pgcc.export_files import refusal
+    (tmp_path / "m.graph").write_text("pgcc 1;\n")
+    msg = refusal(str(tmp_path / "m.graph"), "pgcc: out of memory\n")
+    assert msg.endswith("is refused by pgcc (an exporter bug: please report it with the .graph):\n    pgcc: out of "
+                        "memory")
+    many = "".join(f"{tmp_path}/m.graph:1:1: error: e{i}\n" for i in range(10))
+    msg = refusal(str(tmp_path / "m.graph"), many)
+    assert msg.count("m.graph:1: error: e") == 8 and msg.endswith("... and 2 more")
+    assert "\n      pgcc 1;" in msg  # (each error shows its line)

@@ -1,0 +1,98 @@
+"""The callable's inputs and outputs as the export sees them: example_inputs checked up
+front, before anything runs or is written (CUDA tensors on one device, dense; Python
+numbers), pytrees flattened (structure.py), and the callable wrapped as a function of
+the flat tensors that returns its outputs' tensors flat (FlatCall), recording the
+structure and each tensor's layout (sizes, strides, storage offset) for
+NAME.export.json, which pgcc.load reads.
+
+    leaves, spec = flat_inputs(torch, (x, {"mask": m}))
+    run = FlatCall(torch, torch.compile(fn), spec)   # run(*leaves) -> tuple of tensors
+
+Takes torch as an argument (the CPU tests give stand-ins); imports it nowhere.
+"""
+from .errors import ExportError
+from .structure import flatten, unflatten
+
+__all__ = ["check_inputs", "flat_inputs", "FlatCall", "layout", "record"]
+
+
+def layout(t):
+    """A tensor's layout as captured: {"shape", "stride", "offset"} (storage offset, in elements)."""
+    return {"shape": list(t.shape), "stride": list(t.stride()), "offset": int(t.storage_offset())}
+
+
+def check_inputs(torch, leaves):
+    """ExportError for the first input leaf an export cannot take: a tensor not on a CUDA
+    device (a 0-dimensional CPU tensor: pass a Python number or a CUDA tensor), a sparse or
+    otherwise non-strided one, tensors on different devices; anything but tensors and
+    Python numbers."""
+    device = None
+    for i, x in enumerate(leaves):
+        what = f"example input {i}"
+        if isinstance(x, torch.Tensor):
+            if getattr(x, "is_sparse", False) or x.layout != torch.strided:
+                raise ExportError(f"{what} is a {x.layout} tensor: only dense (strided) tensors are exported; pass "
+                                  "x.to_dense()")
+            if x.device.type != "cuda":
+                if x.dim() == 0:
+                    raise ExportError(f"{what} is a 0-dimensional {x.device.type} tensor ({x.dtype}): pass it as a "
+                                      "Python number, or as a CUDA tensor (x.cuda())")
+                raise ExportError(f"{what} is on {x.device}, shape {list(x.shape)}: an export's inputs are CUDA "
+                                  "tensors (x.cuda())")
+            if device is None:
+                device = (x.device, i)
+            elif x.device != device[0]:
+                raise ExportError(f"{what} is on {x.device}, example input {device[1]} on {device[0]}: an export's "
+                                  "inputs are on one device")
+        elif not isinstance(x, (bool, int, float)):
+            raise ExportError(f"{what} is a {type(x).__name__}: an export takes tensors and Python numbers")
+
+
+def flat_inputs(torch, example_inputs):
+    """(the input leaves, checked, and the structure of the inputs as a tuple of
+    arguments): example_inputs is a tuple or list of arguments, each a tensor, a number
+    or a pytree of them, or one tensor."""
+    args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    leaves, spec = flatten(args, lambda x: isinstance(x, torch.Tensor), numbers="leaf", where="example_inputs")
+    check_inputs(torch, leaves)
+    return leaves, spec
+
+
+def record(torch, out):
+    """(the output's tensor leaves, its spec): the leaves checked (dense CUDA tensors)."""
+    leaves, spec = flatten(out, lambda x: isinstance(x, torch.Tensor), where="output")
+    for i, t in enumerate(leaves):
+        if getattr(t, "is_sparse", False) or t.layout != torch.strided:
+            raise ExportError(f"output tensor {i} is a {t.layout} tensor: only dense outputs are exported; return "
+                              "it .to_dense()")
+        if t.device.type != "cuda":
+            raise ExportError(f"output tensor {i} is on {t.device}: an export's outputs are CUDA tensors")
+    return leaves, spec
+
+
+class FlatCall:
+    """fn as a function of the flat input leaves, returning its output's tensors as a
+    tuple: calls fn with the inputs' structure rebuilt (in_spec), and records the
+    output's structure (.spec) and its tensors' layouts (.layouts) -- the same on every
+    call, or an ExportError (a Python number returned that changed, a structure that
+    changed)."""
+
+    def __init__(self, torch, fn, in_spec):
+        self.torch, self.fn, self.in_spec = torch, fn, in_spec
+        self.spec, self.layouts = None, None
+
+    def __call__(self, *leaves):
+        args = unflatten(self.in_spec, leaves)
+        out = self.fn(*args)
+        tensors, spec = record(self.torch, out)
+        if self.spec is not None and spec != self.spec:
+            raise ExportError(f"the callable's output changed its structure between calls: {self.spec} then {spec} "
+                              "(a Python number returned is exported as a constant: it must not change)")
+        self.spec, self.layouts = spec, [layout(t) for t in tensors]
+        return tuple(tensors)
+
+    def structure(self, inputs):
+        """What NAME.export.json records: the inputs' and outputs' structure and layouts."""
+        return {"inputs": self.in_spec, "outputs": self.spec,
+                "input_layouts": [layout(x) if isinstance(x, self.torch.Tensor) else None for x in inputs],
+                "output_layouts": self.layouts}

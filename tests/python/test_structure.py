@@ -1,0 +1,200 @@
+"""structure.py and example_inputs.py: a call's inputs and outputs as pytrees (a
+ModelOutput-like OrderedDict subclass, dicts, namedtuples, nested tuples and lists, None,
+Python numbers) flattened to their tensors and a JSON spec, rebuilt from the spec alone
+(after a JSON round trip: no pickle); the example inputs checked before anything runs,
+with stand-ins for torch's tensors."""
+import json
+from collections import OrderedDict, namedtuple
+
+import pytest
+
+from pgcc.errors import ExportError
+from pgcc.example_inputs import FlatCall, check_inputs, flat_inputs
+from pgcc.structure import class_path, flatten, unflatten
+
+
+class T:
+    """A stand-in tensor: layout, device, shape, strides, as torch's has them."""
+
+    def __init__(self, name, device="cuda:0", shape=(2, 3), layout="strided", stride=None, sparse=False):
+        self.name, self.layout, self.is_sparse, self.shape = name, layout, sparse, tuple(shape)
+        self.device = Device(device)
+        self._stride = stride or tuple(3 if i == 0 else 1 for i in range(len(shape)))
+        self.dtype = "torch.float32"
+
+    def dim(self):
+        return len(self.shape)
+
+    def stride(self):
+        return self._stride
+
+    def storage_offset(self):
+        return 0
+
+    def __repr__(self):
+        return f"T({self.name})"
+
+
+class Device:
+    def __init__(self, s):
+        self.s, self.type = s, s.split(":")[0]
+
+    def __eq__(self, other):
+        return self.s == other.s
+
+    def __str__(self):
+        return self.s
+
+
+class FakeTorch:
+    Tensor = T
+    strided = "strided"
+
+
+class Output(OrderedDict):
+    """Like transformers' ModelOutput: an OrderedDict subclass built from keywords, whose
+    None fields are not among its items."""
+
+    def __init__(self, **kw):
+        super().__init__((k, v) for k, v in kw.items() if v is not None)
+
+
+Pair = namedtuple("Pair", "first second")
+
+
+def is_t(x):
+    return isinstance(x, T)
+
+
+def test_a_model_output_round_trips_through_json():
+    a, b, c = T("a"), T("b"), T("c")
+    out = Output(last_hidden_state=a, pooler_output=None, hidden_states=(b, c))
+    leaves, spec = flatten(out, is_t)
+    assert leaves == [a, b, c]
+    spec = json.loads(json.dumps(spec))
+    assert spec == ["class", f"{__name__}.Output", "mapping",
+                    [["last_hidden_state", ["leaf"]], ["hidden_states", ["tuple", [["leaf"], ["leaf"]]]]]]
+    x, y, z = T("x"), T("y"), T("z")
+    back = unflatten(spec, [x, y, z])
+    assert type(back) is Output and list(back.items()) == [("last_hidden_state", x), ("hidden_states", (y, z))]
+
+
+def test_dicts_lists_namedtuples_none_and_numbers():
+    a, b = T("a"), T("b")
+    out = {"loss": a, "parts": [Pair(b, None), 3, 0.5, True], "n": None}
+    leaves, spec = flatten(out, is_t)
+    assert leaves == [a, b]
+    back = unflatten(json.loads(json.dumps(spec)), ["A", "B"])
+    assert back == {"loss": "A", "parts": [Pair("B", None), 3, 0.5, True], "n": None}
+    assert type(back["parts"][0]) is Pair and type(back["parts"][3]) is bool
+
+
+def test_a_bare_tensor_and_a_class_that_cannot_be_imported():
+    a = T("a")
+    assert flatten(a, is_t) == ([a], ["leaf"])
+
+    class Local(OrderedDict):  # (made inside a function: its import path leads nowhere)
+        pass
+    assert class_path(Local) is None
+    assert flatten(Local(x=a), is_t)[1] == ["dict", [["x", ["leaf"]]]]
+
+
+def test_what_is_not_a_pytree_is_refused_where_it_is():
+    with pytest.raises(ExportError, match=r"output\['a'\]\[1\] is a builtins\.str"):
+        flatten({"a": (T("a"), "text")}, is_t)
+    with pytest.raises(ExportError, match="more values"):
+        unflatten(["tuple", [["leaf"]]], [1, 2])
+    with pytest.raises(ExportError, match="holds more"):
+        unflatten(["tuple", [["leaf"], ["leaf"]]], [1])
+
+
+def test_inputs_are_checked_before_anything_runs():
+    torch = FakeTorch
+    with pytest.raises(ExportError, match=r"example input 1 is a 0-dimensional cpu tensor .*Python number"):
+        check_inputs(torch, [T("a"), T("s", device="cpu", shape=())])
+    with pytest.raises(ExportError, match=r"example input 0 is on cpu, shape \[2, 3\]"):
+        check_inputs(torch, [T("a", device="cpu")])
+    with pytest.raises(ExportError, match=r"example input 0 is a sparse_coo tensor"):
+        check_inputs(torch, [T("a", layout="sparse_coo", sparse=True)])
+    with pytest.raises(ExportError, match=r"example input 1 is on cuda:1, example input 0 on cuda:0"):
+        check_inputs(torch, [T("a"), T("b", device="cuda:1")])
+    with pytest.raises(ExportError, match=r"example input 1 is a str"):
+        check_inputs(torch, [T("a"), "text"])
+    check_inputs(torch, [T("a"), 3, 0.5, T("b", shape=(0, 3))])
+
+
+def test_nested_inputs_are_flattened_and_the_callable_gets_them_rebuilt():
+    torch = FakeTorch
+    a, m, b = T("a"), T("m"), T("b")
+    leaves, spec = flat_inputs(torch, (a, {"mask": m, "extra": [b, 2]}))
+    assert leaves == [a, m, b, 2]
+    seen = []
+
+    def fn(x, d):
+        seen.append((x, d))
+        return Output(logits=x, attentions=None, hidden=(d["mask"], 1.5))
+    run = FlatCall(torch, fn, spec)
+    assert run(*leaves) == (a, m)
+    assert seen == [(a, {"mask": m, "extra": [b, 2]})]
+    st = run.structure(leaves)
+    assert st["outputs"] == ["class", f"{__name__}.Output", "mapping",
+                             [["logits", ["leaf"]], ["hidden", ["tuple", [["leaf"], ["const", 1.5]]]]]]
+    assert st["input_layouts"] == [{"shape": [2, 3], "stride": [3, 1], "offset": 0}] * 3 + [None]
+    assert st["output_layouts"] == [{"shape": [2, 3], "stride": [3, 1], "offset": 0}] * 2
+    assert unflatten(st["outputs"], ["L", "H"]) == Output(logits="L", hidden=("H", 1.5))
+    assert flat_inputs(torch, a) == ([a], ["tuple", [["leaf"]]])  # (one tensor: one argument)
+
+
+def test_outputs_must_keep_their_structure_and_be_dense_cuda_tensors():
+    torch = FakeTorch
+    calls = iter([(T("a"), 1), (T("a"), 2)])
+    run = FlatCall(torch, lambda: next(calls), ["tuple", []])
+    run()
+    with pytest.raises(ExportError, match="changed its structure between calls"):
+        run()
+    with pytest.raises(ExportError, match=r"output tensor 0 is a sparse_csr tensor"):
+        FlatCall(torch, lambda: {"x": T("s", layout="sparse_csr")}, ["tuple", []])()
+    with pytest.raises(ExportError, match=r"output tensor 1 is on cpu"):
+        FlatCall(torch, lambda: [T("a"), T("c", device="cpu")], ["tuple", []])()
+
+
+def test_export_refuses_a_0d_cpu_tensor_before_anything_runs_or_is_written(tmp_path, monkeypatch):
+    """pgcc.export with a stand-in torch: the inputs are checked first -- nothing is
+    called, no directory is made -- and the refusal is an ExportError that says what to
+    pass instead."""
+    import sys
+    import types
+    import pgcc
+    fake = types.ModuleType("torch")
+    fake.Tensor, fake.strided = T, "strided"
+    fake.nn = types.SimpleNamespace(Module=type("Module", (), {}))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    called = []
+    out = tmp_path / "out"
+    with pytest.raises(ExportError, match=r"example input 1 is a 0-dimensional cpu tensor .*Python number"):
+        pgcc.export(lambda *xs: called.append(xs), (T("x"), T("s", device="cpu", shape=())), out)
+    assert called == [] and not out.exists()
+
+
+def test_a_loaded_program_takes_and_returns_the_recorded_structure():
+    """Program.__call__ with a structure (pgcc.load's default): the arguments flattened as
+    recorded, the flat call's outputs rebuilt -- a ModelOutput-like class imported again,
+    a constant output given back as the number it was."""
+    from pgcc.loader import Program
+    p = Program.__new__(Program)
+    p.torch, p.name = FakeTorch, "m"
+    args_spec = flatten((T("x"), {"mask": T("m")}), is_t, numbers="leaf")[1]
+    out_spec = flatten(Output(logits=T("a"), hidden=None, n=3), is_t)[1]
+    p.structure = json.loads(json.dumps({"inputs": args_spec, "outputs": out_spec}))
+    seen = []
+
+    def flat_call(inputs, out=None):
+        seen.append(list(inputs))
+        return T("y")  # (one output: the flat call gives the tensor itself)
+    p._call = flat_call
+    x, m = T("x2"), T("m2")
+    got = p(x, {"mask": m})
+    assert seen == [[x, m]]
+    assert type(got) is Output and list(got) == ["logits", "n"] and got["n"] == 3 and got["logits"].name == "y"
+    with pytest.raises(TypeError, match="takes arguments structured as"):
+        p(x, m)
