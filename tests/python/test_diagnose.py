@@ -4,7 +4,7 @@ that keeps every edge."""
 import struct
 
 from pgcc.diagnose import as_captured, exported_bytes, order
-from pgcc.model import Buffer
+from pgcc.model import Buffer, Node
 
 
 def test_exported_bytes_patches_every_kind():
@@ -37,5 +37,5 @@ def test_order_keeps_capture_order_when_it_can_and_every_edge_when_not():
 def test_an_added_copy_is_run_at_capture_a_addresses():
     t = Buffer(name="t0", size=1024, role="intermediate", ranges={0: 0x1000})
     out = Buffer(name="out0", size=16, role="output", ranges={0: 0x1000 + 64})
-    n = {"kind": "memcpy", "src": (t, 64), "dst": (out, 0), "width": 16, "index": 9}
+    n = Node(kind="memcpy", src=(t, 64), dst=(out, 0), width=16, index=9)
     assert as_captured(n) == {"src": 0x1040, "dst": 0x1040}
