@@ -29,10 +29,10 @@ def path(tmp_path, then, offset=0):
 
     def launch(i, buf, off, scale):
         return Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, index=i,
-                args=[("ptr", buf, off), ("value", struct.pack("<f", scale)), ("value", struct.pack("<I", 256))])
+                    args=[("ptr", buf, off), ("value", struct.pack("<f", scale)), ("value", struct.pack("<I", 256))])
     nodes = [launch(0, t, offset, 1.0),
              Node(kind="read", src=(t, 0), dst=(r, 0), width=1, index=1, read=0, where="m.py:3",
-              op="__bool__"),
+                  op="__bool__"),
              Node(kind="sync", index=2, read=0, where="m.py:3", guard=b"\x01"),
              launch(3, y, 0, then)]
     return Analysis(capA=SimpleNamespace(reads=[{"where": "m.py:3", "dtype": "bool", "value": b"\x01"}]),
@@ -109,7 +109,7 @@ def loop(tmp_path, passes=4, moved=False):
 
     def launch(i, buf, off):
         return Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, index=i,
-                args=[("ptr", buf, off), ("value", struct.pack("<f", 1.0)), ("value", struct.pack("<I", 256))])
+                    args=[("ptr", buf, off), ("value", struct.pack("<f", 1.0)), ("value", struct.pack("<I", 256))])
     nodes, edges, segment_of, reads, i, last = [], [], [], [], 0, None
     for s in range(passes + 1):
         nodes.append(launch(i, t, 1024 if moved and s == 3 else 0) if s < passes else launch(i, y, 0))
@@ -120,9 +120,9 @@ def loop(tmp_path, passes=4, moved=False):
         i += 1
         if s < passes:
             nodes += [Node(kind="read", src=(t, 0), dst=(r, 0), width=1, index=i, read=s,
-                       where="gen.py:9", op="__bool__"),
+                           where="gen.py:9", op="__bool__"),
                       Node(kind="sync", index=i + 1, read=s, where="gen.py:9",
-                       guard=b"\x01" if s == passes - 1 else b"\x00")]
+                           guard=b"\x01" if s == passes - 1 else b"\x00")]
             segment_of += [None, None]
             edges += [(last, i), (i, i + 1)]
             reads.append({"where": "gen.py:9", "dtype": "bool", "value": b"\x01" if s == passes - 1 else b"\x00"})

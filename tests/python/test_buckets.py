@@ -57,7 +57,7 @@ def bucket(tmp_path, n, static_at=0x900000):
 
     def launch(i, buf, off=0):
         return Node(kind="kernel", func=1, grid=[n, 1, 1], block=[64, 1, 1], smem=0, index=i,
-                args=[("ptr", buf, off), ("value", struct.pack("<f", 2.0)), ("value", struct.pack("<I", 64 * n))])
+                    args=[("ptr", buf, off), ("value", struct.pack("<f", 2.0)), ("value", struct.pack("<I", 64 * n))])
     nodes = [launch(0, x), launch(1, w), launch(2, t), launch(3, s), launch(4, y)]
     return Analysis(capA=SimpleNamespace(reads=[], edges=[(0, 1)]), bufs=bufs, nodes=nodes,
                     edges=[(i, i + 1) for i in range(4)], kernels={1: k}, scalars=[],

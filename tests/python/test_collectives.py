@@ -38,7 +38,7 @@ def probed(tmp_path, on_output=False):
 
     def launch(i, buf):
         return Node(kind="kernel", func=1, grid=[1, 1, 1], block=[64, 1, 1], smem=0, index=i,
-                args=[("ptr", buf, 0), ("value", bytes(4)), ("value", bytes(4))])
+                    args=[("ptr", buf, 0), ("value", bytes(4)), ("value", bytes(4))])
     end = (y, 0) if on_output else (t, 0)
     call = {"fn": "ncclAllReduce", "send": end, "recv": end, "count": 2048, "dtype": "f32", "op": "sum"}
     comm = {"name": "world", "ranks": 2}

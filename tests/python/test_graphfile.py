@@ -33,11 +33,11 @@ def program(tmp_path):
         blobs = [struct.pack("<QfI", p, 2.0, 256) for p in (pa, pb)]
         args = rel.kernel_args(k.layout, blobs, f"node {i}", k.ptr_words)
         nodes.append(Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, args=args,
-                      index=i))
+                          index=i))
     nodes.append(Node(kind="memcpy", src=rel.resolve((0x10000, 0x90000), "cp"),
-                  dst=rel.resolve((0x40000, 0xB0000), "cp"), width=1024, index=3))
+                      dst=rel.resolve((0x40000, 0xB0000), "cp"), width=1024, index=3))
     nodes.append(Node(kind="memset", dst=rel.resolve((0x30000, 0x30000), "ms"), value=0, elem=4,
-                  width=4, index=4))
+                      width=4, index=4))
     assert rel.problems == []
     used = {id(b) for n in nodes for b in node_buffers(n)}
     write_safetensors(tmp_path / "p.safetensors", [("a", "f32", [256], b"\0" * 1024)])
@@ -100,7 +100,7 @@ def test_relocation_kinds_and_dontcare_read_back(tmp_path, pgcc_bin):
                ptr_words={(0, 4, "abs64"), (0, 16, "lo32"), (0, 24, "hi32")}, dontcare={(0, 32, 4), (0, 36, 4)})
     raw = bytes(range(40))
     node = Node(kind="kernel", func=1, grid=[1, 1, 1], block=[32, 1, 1], smem=0, index=0,
-            args=[("bytes", raw, [(4, x, 0, "abs64"), (16, x, 8, "lo32"), (24, x, 8, "hi32")])])
+                args=[("bytes", raw, [(4, x, 0, "abs64"), (16, x, 8, "lo32"), (24, x, 8, "hi32")])])
     # another launch of the kernel, whose bytes 32..40 are a value it reads: the don't-care
     # ranges are the kernel's (proven for the first launch), its bytes are its own
     other = replace(node, index=1, args=[("bytes", bytes(range(100, 140)), [(4, x, 0, "abs64"), (16, x, 8, "lo32"),
@@ -127,7 +127,7 @@ def test_a_slot_another_launch_fills_stays_as_given(tmp_path, pgcc_bin):
     k = Kernel(symbol="table", layout=[(0, 16)], module={"name": "lib", "kind": "library", "library": "libx.so.1"},
                ptr_words={(0, 0, "abs64"), (0, 8, "abs64")})
     both = Node(kind="kernel", func=1, grid=[1, 1, 1], block=[32, 1, 1], smem=0, index=0,
-            args=[("bytes", bytes(16), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])])
+                args=[("bytes", bytes(16), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])])
     stale = (0x7F00DEADBEEF).to_bytes(8, "little")
     one = replace(both, index=1, args=[("bytes", bytes(8) + stale, [(0, x, 128, "abs64")])])
     text = graph_text("m", {1: k}, bufs, {id(x)}, [both, one], [], "sm_90")
@@ -165,12 +165,12 @@ def host_read_program(guard):
                module={"name": "lib", "kind": "library", "library": "libx.so.1"})
     s = {"name": "v0_f64", "type": "f64", "from": "r0", "read": 0}
     nodes = [Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, index=0,
-              args=[("ptr", x, 0), ("ptr", t, 0), ("value", struct.pack("<d", 0.5))]),
+                  args=[("ptr", x, 0), ("ptr", t, 0), ("value", struct.pack("<d", 0.5))]),
              Node(kind="read", src=(t, 0), dst=(r, 0), width=4, index=1, read=0,
-              where='model.py:12: m = h.abs().max().item()  # "max"', op="item"),
+                  where='model.py:12: m = h.abs().max().item()  # "max"', op="item"),
              Node(kind="sync", index=2, read=0, where='model.py:12: m = h.abs().max().item()  # "max"'),
              Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, index=3,
-              args=[("ptr", t, 0), ("ptr", y, 0), ("value", struct.pack("<d", 1.75))])]
+                  args=[("ptr", t, 0), ("ptr", y, 0), ("value", struct.pack("<d", 1.75))])]
     if guard:
         nodes[2].guard = struct.pack("<f", 1.75)
         scalars = []
@@ -258,7 +258,7 @@ def test_a_pointer_parameter_that_is_a_constant_in_one_launch(tmp_path, pgcc_bin
                module={"name": "lib", "kind": "library", "library": "libx.so.1"})
     const = bytes.fromhex("0000fc7f00000000")
     one = Node(kind="kernel", func=1, grid=[1, 1, 1], block=[32, 1, 1], smem=0, index=0,
-           args=[("ptr", x, 0), ("ptr", x, 64)])
+               args=[("ptr", x, 0), ("ptr", x, 64)])
     two = replace(one, index=1, args=[("ptr", x, 0), ("value", const)])
     text = graph_text("v", {1: k}, bufs, {id(x)}, [one, two], [], "sm_90")
     assert "  param 0 8 ptr;\n  param 8 8 bytes ptrs [0];" in text

@@ -84,7 +84,7 @@ def test_regions_are_split_into_the_allocations_the_nodes_use():
     nodes = [Node(kind="kernel", args=[("ptr", t0, 0), ("ptr", w, 0)], index=0),
              Node(kind="memset", dst=(t0, 8192), value=0, elem=4, width=1, index=1),
              Node(kind="kernel", args=[("ptr", t1, 128), ("bytes", b"\0" * 16, [(8, t0, 8200, "lo32")])],
-              index=2)]
+                  index=2)]
     bufs, said = Bufs((t0, t1, ws, w)), []
     out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS), said.append)
     assert [b.name for b in bufs.list] == ["t0_0", "t0_1", "t1_0", "t2", "w_a"]
