@@ -135,13 +135,13 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     scalars: values read back that kernels take ({"name", "type", "from"}: hostvalues.py)
     or that the host computes from them ({"name", "type", "callback": True}),
     whose parameters are typed as the scalar in scalar_types {param offset: type} of
-    their kernel.  A host read is a "read" node (a copy into a host buffer) and a "sync"
-    node, with "guard" (the bytes read at export) where the value only chose the path;
-    conditions: [{"name"}] of conditional nodes ("if" or "while" nodes with "condition" and
-    "bodies" [(graph name, nodes, edges)], branches.py), whose handles kernels take as
+    their kernel.  nodes: [model.Node].  A host read is a "read" node (a copy into a host
+    buffer) and a "sync" node, with its guard (the bytes read at export) where the value
+    only chose the path; conditions: [{"name"}] of conditional nodes ("if" or "while" nodes
+    with a condition and bodies [(graph name, nodes, edges)], branches.py), whose handles kernels take as
     ("cond", condition) arguments; dims: [{"name", "values", "pad"}] of shape buckets
     (shape_buckets.py): a buffer's shape may name one, a scalar {"name", "type", "bucket": dim}
-    is the index of the bucket a call runs, and a "switch" node with "bucket" picks
+    is the index of the bucket a call runs, and a "switch" node with its bucket picks
     the body of that index; comms: [{"name", "ranks"}] of NCCL communicators, which
     "libcall" nodes (collectives.py) name.  edge_kinds: {(a, b): "programmatic" or
     "launch_order"} of root edges that are not full dependencies (programmatic dependent
