@@ -15,9 +15,10 @@ the places they refer to).
 Two kinds of node records, never mixed: the export's nodes (Analysis.nodes, the bodies
 of conditional nodes) are Node; capture.py's own records of the raw graph walk
 (capture.Capture.nodes, keyed "type", "name", "layout", "bytes", ...) stay plain dicts,
-read only by the steps that compare captures (node_mapping, hostvalues, replay,
-diagnose's Side, host_words).  A Node has no item access, so one used for the other
-fails at once.  Pure: no torch, no CUDA.
+read where the captures themselves are needed (node_mapping, hostvalues, replay,
+host_words, diagnose's launches, slot_layout's kinds, export's report).  A Node has no
+item access and a dict no attributes, so one used for the other fails at once.  Pure:
+no torch, no CUDA.
 """
 import json
 from dataclasses import dataclass, field
