@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import scale_module
 
-from pgcc.branches import join
+from pgcc.branches import branch_to_export, join
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
 from pgcc.model import Analysis, Kernel, Node
@@ -69,6 +69,18 @@ def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
     assert "PGRT_NODE_CONDITIONAL" in c and "pgcc_cond_equal" in c
     r = subprocess.run([pgcc_bin, "--report", str(tmp_path / "j.graph")], capture_output=True, text=True)
     assert r.returncode == 0 and "eager" not in r.stdout.split("reasons")[1].split("\n")[1], r.stdout
+
+
+def test_the_last_guarded_read_is_the_one_to_export_the_other_path_of(tmp_path):
+    warned = []
+    prog = SimpleNamespace(warn=lambda *w: warned.append(w), log=print)
+    a = path(tmp_path, 2.0)
+    assert branch_to_export(a, str(tmp_path), prog) == (0, "m.py:3") and warned == []
+    a.nodes[2].guard = None  # (a value a kernel took: nothing to branch on)
+    assert branch_to_export(a, str(tmp_path), prog) is None and warned == []
+    a = path(tmp_path, 2.0)
+    a.capA.reads[0].update(dtype="f32", value=b"\x01\0\0\0")
+    assert branch_to_export(a, str(tmp_path), prog) is None and warned[0][0] == "the read at m.py:3 stays guarded"
 
 
 def test_paths_that_differ_before_the_read_are_not_joined(tmp_path):
