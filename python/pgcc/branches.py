@@ -31,11 +31,12 @@ drives them (branch_to_export, warm_other_path: torch, passed in or imported whe
 """
 import hashlib
 import os
+from dataclasses import replace
 
 from .errors import ExportError
 from .graphfile import remap
 from .hostreads import HostReads, flipped, perturbed
-from .model import Kernel, PtrWord
+from .model import Kernel, Node, PtrWord
 from .warmup import restore_state, saved_state
 
 __all__ = ["COND_SOURCE", "COND_SYMBOL", "branch_to_export", "cond_kernel", "join", "join_loop", "set_condition",
@@ -67,11 +68,11 @@ def branch_to_export(a, out_dir, prog):
     export the other path (warm_other_path, an analysis with the value flipped) and
     join() it; anything else stays guarded, with a warning.  Returns None but in the
     second case."""
-    guarded = [n for n in a.nodes if n["kind"] == "sync" and n.get("guard") is not None]
+    guarded = [n for n in a.nodes if n.kind == "sync" and n.guard is not None]
     if not guarded:
         return None
-    k = guarded[0]["read"]
-    where = guarded[0]["where"]
+    k = guarded[0].read
+    where = guarded[0].where
     if len(guarded) >= 3 and len(guarded) == len(a.capA.reads):
         try:
             iterations = join_loop(a, out_dir)
@@ -139,11 +140,12 @@ def cond_kernel(out_dir):
 
 
 def set_condition(index, cond, read, expect):
-    """A launch of the condition kernel: cond = (the bytes `read` copied == expect)."""
+    """A launch of the condition kernel (a model.Node): cond = (the bytes the read node
+    `read` copied == expect)."""
     expect = bytes(expect) + bytes(8 - len(expect))
-    return {"kind": "kernel", "func": "pgcc_cond", "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0, "index": index,
-            "args": [("cond", cond), ("ptr", read["src"][0], read["src"][1]), ("value", expect),
-                     ("value", read["width"].to_bytes(4, "little"))]}
+    return Node(kind="kernel", func="pgcc_cond", grid=[1, 1, 1], block=[1, 1, 1], smem=0, index=index,
+                args=[("cond", cond), ("ptr", read.src[0], read.src[1]), ("value", expect),
+                      ("value", read.width.to_bytes(4, "little"))])
 
 
 def join_loop(a, out_dir):
@@ -157,48 +159,48 @@ def join_loop(a, out_dir):
     do not make such a loop."""
     cap = a.capA
     n = len(cap.reads)
-    syncs = sorted((x for x in a.nodes if x["kind"] == "sync"), key=lambda x: x["read"])
-    reads = sorted((x for x in a.nodes if x["kind"] == "read"), key=lambda x: x["read"])
-    if len(syncs) != n or len(reads) != n or any(x.get("guard") is None for x in syncs):
+    syncs = sorted((x for x in a.nodes if x.kind == "sync"), key=lambda x: x.read)
+    reads = sorted((x for x in a.nodes if x.kind == "read"), key=lambda x: x.read)
+    if len(syncs) != n or len(reads) != n or any(x.guard is None for x in syncs):
         raise ExportError("not every read is guarded")
-    go = syncs[0]["guard"]
-    if any(x["guard"] != go for x in syncs[:-1]) or syncs[-1]["guard"] == go:
+    go = syncs[0].guard
+    if any(x.guard != go for x in syncs[:-1]) or syncs[-1].guard == go:
         raise ExportError("the reads do not read one value until the last")
     if two_sided(cap.reads[0]):
         raise ExportError(two_sided(cap.reads[0]))
     stretch = {}
     for x in a.nodes:
-        if x["kind"] in ("read", "sync"):
+        if x.kind in ("read", "sync"):
             continue
-        i = x["index"]
+        i = x.index
         stretch.setdefault(cap.segment_of[i] if isinstance(i, int) and i < len(cap.nodes) else n, []).append(x)
     body = stretch.get(1, [])
-    key = lambda x: (x["kind"], x.get("func"), x.get("grid"), x.get("block"), x.get("smem"),
+    key = lambda x: (x.kind, x.func, x.grid, x.block, x.smem,
                      [(g[0], id(g[1]), g[2]) if g[0] == "ptr" else (g[0], g[1]) if g[0] == "value" else
                       (g[0], [(r[0], id(r[1]), r[2], r[3]) for r in g[2]]) if g[0] == "bytes" else g
-                      for g in x.get("args", ())],
-                     tuple((id(x[y][0]), x[y][1]) for y in ("src", "dst") if y in x), x.get("width"))
+                      for g in x.args or ()],
+                     tuple((id(p[0]), p[1]) for p in (x.src, x.dst) if p is not None), x.width)
     if not body:
         raise ExportError("the loop's second pass ran nothing")
     for j in range(2, n):
         if [key(x) for x in stretch.get(j, [])] != [key(x) for x in body]:
             raise ExportError(f"pass {j + 1} of the loop differs from pass 2 (its state is not in the same "
                               "memory from pass to pass)")
-    if any((id(r["src"][0]), r["src"][1]) != (id(reads[1]["src"][0]), reads[1]["src"][1]) for r in reads[1:]):
+    if any((id(r.src[0]), r.src[1]) != (id(reads[1].src[0]), reads[1].src[1]) for r in reads[1:]):
         raise ExportError("the loop's passes read their value from different places")
     cond = {"name": "c0"}
     a.kernels["pgcc_cond"] = cond_kernel(out_dir)
     first, after = set_condition("c0", cond, reads[0], go), set_condition("cb", cond, reads[1], go)
-    ids = {x["index"] for x in body}
-    renamed = [dict(x, index=f"w{x['index']}") for x in body]
+    ids = {x.index for x in body}
+    renamed = [replace(x, index=f"w{x.index}") for x in body]
     body_edges = [(f"w{x}", f"w{y}") for x, y in a.edges if x in ids and y in ids]
-    body_edges += [(f"w{x}", "cb") for x, y in a.edges if y == reads[1]["index"] and x in ids]
-    loop = {"kind": "while", "index": "loop0", "condition": cond, "where": reads[0]["where"],
-            "bodies": [("loop0_body", renamed + [after], body_edges)]}
+    body_edges += [(f"w{x}", "cb") for x, y in a.edges if y == reads[1].index and x in ids]
+    loop = Node(kind="while", index="loop0", condition=cond, where=reads[0].where,
+                bodies=[("loop0_body", renamed + [after], body_edges)])
     pro, epi = stretch.get(0, []), stretch.get(n, [])
-    pro_ids, epi_ids = {x["index"] for x in pro}, {x["index"] for x in epi}
+    pro_ids, epi_ids = {x.index for x in pro}, {x.index for x in epi}
     edges = [(x, y) for x, y in a.edges if x in pro_ids and y in pro_ids]
-    edges += [(x, "c0") for x, y in a.edges if y == reads[0]["index"] and x in pro_ids] + [("c0", "loop0")]
+    edges += [(x, "c0") for x, y in a.edges if y == reads[0].index and x in pro_ids] + [("c0", "loop0")]
     edges += [(x, y) for x, y in a.edges if x in epi_ids and y in epi_ids]
     edges += [("loop0", y) for y in epi_ids if not any(x in epi_ids for x, z in a.edges if z == y)]
     a.nodes, a.edges = pro + [first, loop] + epi, edges
@@ -233,25 +235,25 @@ def _same_arg(at, af, fmap):
 
 
 def _same_node(nt, nf, fmap, kernels):
-    if nt["kind"] != nf["kind"]:
+    if nt.kind != nf.kind:
         return False
-    if nt["kind"] == "kernel":
-        if (nt["func"], nt["grid"], nt["block"], nt["smem"]) != (nf["func"], nf["grid"], nf["block"], nf["smem"]):
+    if nt.kind == "kernel":
+        if (nt.func, nt.grid, nt.block, nt.smem) != (nf.func, nf.grid, nf.block, nf.smem):
             return False
-        return all(_same_arg(at, af, fmap) for at, af in zip(nt["args"], nf["args"]))
-    pairs = [(nt[x], nf[x]) for x in ("src", "dst") if x in nt]
-    return all(fmap.get(id(f[0])) is t[0] and f[1] == t[1] for t, f in pairs) and nt.get("width") == nf.get("width")
+        return all(_same_arg(at, af, fmap) for at, af in zip(nt.args, nf.args))
+    pairs = [(t, f) for t, f in ((nt.src, nf.src), (nt.dst, nf.dst)) if t is not None]
+    return all(fmap.get(id(f[0])) is t[0] and f[1] == t[1] for t, f in pairs) and nt.width == nf.width
 
 
 def _difference(nt, nf, fmap, kernels):
     """What differs between two nodes _same_node finds different, in words."""
-    if nt["kind"] != "kernel" or nf["kind"] != "kernel":
-        return f"{nt['kind']} against {nf['kind']}"
-    if (nt["func"], nt["grid"], nt["block"], nt["smem"]) != (nf["func"], nf["grid"], nf["block"], nf["smem"]):
+    if nt.kind != "kernel" or nf.kind != "kernel":
+        return f"{nt.kind} against {nf.kind}"
+    if (nt.func, nt.grid, nt.block, nt.smem) != (nf.func, nf.grid, nf.block, nf.smem):
         return "another kernel or launch shape"
     show = lambda a: (a[0], a[1].name, a[2]) if a[0] == "ptr" else (a[0], a[1].hex()[:48]) if a[0] == "value" \
         else (a[0], [(r[0], r[1].name, r[2]) for r in a[2]]) if a[0] == "bytes" else a[0]
-    for p, (at, af) in enumerate(zip(nt["args"], nf["args"])):
+    for p, (at, af) in enumerate(zip(nt.args, nf.args)):
         if not _same_arg(at, af, fmap):
             return f"parameter {p}: {show(at)} against the other path's {show(af)}"
     return "?"
@@ -264,7 +266,7 @@ def join(a, b, k, out_dir):
     two paths differ before the read, or the read is not where join expects it.  Writes
     the condition kernel's source under out_dir/kernels."""
     def read_at(x):
-        i = next((n["index"] for n in x.nodes if n["kind"] == "read" and n["read"] == k), None)
+        i = next((n.index for n in x.nodes if n.kind == "read" and n.read == k), None)
         if i is None:
             raise ExportError(f"read {k} is not among the nodes")
         return i
@@ -273,12 +275,12 @@ def join(a, b, k, out_dir):
         raise ExportError("the other path's capture did not flip the value read")
     if two_sided(a.capA.reads[k]):
         raise ExportError(two_sided(a.capA.reads[k]))
-    pre_a = [n for n in a.nodes if isinstance(n["index"], int) and n["index"] < ra]
-    pre_b = [n for n in b.nodes if isinstance(n["index"], int) and n["index"] < rb]
+    pre_a = [n for n in a.nodes if isinstance(n.index, int) and n.index < ra]
+    pre_b = [n for n in b.nodes if isinstance(n.index, int) and n.index < rb]
     # the read's copy and sync (indices ra, ra + 1) go: the condition kernel reads the value
-    post_a = [n for n in a.nodes if n["index"] not in {x["index"] for x in pre_a} | {ra, ra + 1}]
-    post_b = [n for n in b.nodes if n["index"] not in {x["index"] for x in pre_b} | {rb, rb + 1}]
-    if any(n["kind"] in ("read", "sync") for n in post_a + post_b):
+    post_a = [n for n in a.nodes if n.index not in {x.index for x in pre_a} | {ra, ra + 1}]
+    post_b = [n for n in b.nodes if n.index not in {x.index for x in pre_b} | {rb, rb + 1}]
+    if any(n.kind in ("read", "sync") for n in post_a + post_b):
         raise ExportError("a value is read back after the branch")
 
     # buffers: the other path's, mapped to this one's by name where they are the same thing
@@ -309,26 +311,26 @@ def join(a, b, k, out_dir):
         raise ExportError(f"before the read the paths ran {len(pre_a)} and {len(pre_b)} nodes")
     for nt, nf in zip(pre_a, pre_b):
         if not _same_node(nt, nf, fmap, kernels):
-            raise ExportError(f"before the read the paths differ at node {nt['index']} ({nt['kind']}"
-                              f"{': ' + kernels[nt['func']].symbol[:60] if nt['kind'] == 'kernel' else ''}): "
+            raise ExportError(f"before the read the paths differ at node {nt.index} ({nt.kind}"
+                              f"{': ' + kernels[nt.func].symbol[:60] if nt.kind == 'kernel' else ''}): "
                               f"{_difference(nt, nf, fmap, kernels)}")
 
     # the condition, the kernel that sets it, the IF/ELSE node
-    read = next(n for n in a.nodes if n["index"] == ra)
-    sync = next(n for n in a.nodes if n["index"] == ra + 1)
-    expect = bytes(sync["guard"]) + bytes(8 - len(sync["guard"]))
+    read = next(n for n in a.nodes if n.index == ra)
+    sync = next(n for n in a.nodes if n.index == ra + 1)
+    expect = bytes(sync.guard) + bytes(8 - len(sync.guard))
     cond = {"name": f"c{k}"}
     kernels["pgcc_cond"] = cond_kernel(out_dir)
     setter = set_condition(f"c{k}", cond, read, expect)
-    then_ids = {n["index"] for n in post_a}
-    else_nodes = [remap(dict(n, index=f"f{n['index']}"), fmap) for n in post_b]
-    else_ids = {n["index"] for n in post_b}
-    branch = {"kind": "if", "index": f"if{k}", "condition": cond, "where": read["where"],
-              "bodies": [(f"then{k}", post_a, [(x, y) for x, y in a.edges if x in then_ids and y in then_ids]),
-                         (f"else{k}", else_nodes, [(f"f{x}", f"f{y}") for x, y in b.edges
-                                                   if x in else_ids and y in else_ids])]}
+    then_ids = {n.index for n in post_a}
+    else_nodes = [remap(replace(n, index=f"f{n.index}"), fmap) for n in post_b]
+    else_ids = {n.index for n in post_b}
+    branch = Node(kind="if", index=f"if{k}", condition=cond, where=read.where,
+                  bodies=[(f"then{k}", post_a, [(x, y) for x, y in a.edges if x in then_ids and y in then_ids]),
+                          (f"else{k}", else_nodes, [(f"f{x}", f"f{y}") for x, y in b.edges
+                                                    if x in else_ids and y in else_ids])])
     before = [x for x, y in a.edges if y == ra]
-    pre_ids = {n["index"] for n in pre_a}
+    pre_ids = {n.index for n in pre_a}
     a.edges = [(x, y) for x, y in a.edges if x in pre_ids and y in pre_ids] + \
         [(x, f"c{k}") for x in before] + [(f"c{k}", f"if{k}")]
     a.nodes = pre_a + [setter, branch]

@@ -23,6 +23,7 @@ import warnings
 
 from .cuda import check, cu
 from .errors import ExportError
+from .model import Node
 from .weights import dtype_of
 
 __all__ = ["FUNCTIONAL", "kernel_collective", "libcall", "Recorder", "REDUCE_OPS"]
@@ -50,14 +51,14 @@ def kernel_collective(symbol):
 
 
 def libcall(call, index, comm):
-    """The libcall node of one recorded call: {"fn", "send", "recv" ((buffer, offset) each),
-    "count" (elements per rank, as NCCL counts them), "dtype", "op" (reductions)}."""
-    node = {"kind": "libcall", "index": index, "fn": call["fn"], "comm": comm, "send": call["send"],
-            "recv": call["recv"], "count": call["count"], "dtype": call["dtype"]}
+    """The libcall node (model.Node) of one recorded call: fn, send, recv ((buffer, offset)
+    each), count (elements per rank, as NCCL counts them), dtype, op (reductions)."""
+    node = Node(kind="libcall", index=index, fn=call["fn"], comm=comm, send=call["send"], recv=call["recv"],
+                count=call["count"], dtype=call["dtype"])
     if call["fn"] in ("ncclAllReduce", "ncclReduceScatter"):
         if call.get("op") not in REDUCE_OPS.values():
             raise ExportError(f"{call['fn']}: reduction {call.get('op')!r} is not one NCCL has")
-        node["op"] = call["op"]
+        node.op = call["op"]
     return node
 
 

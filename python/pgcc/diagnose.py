@@ -142,26 +142,27 @@ class Side:
         return self.at[id(b)]
 
     def run(self, exported, captured):
-        """Launches one node: exported (the analysis's node) and captured (capture A's)."""
-        k = exported["kind"]
+        """Launches one node: exported (the analysis's model.Node) and captured (capture A's
+        record, a dict)."""
+        k = exported.kind
         if k == "kernel":
-            blob = exported_bytes(captured["layout"], exported["args"], self.addr) if self.own else captured["bytes"]
-            launch(captured, blob, self.funcs.get(exported["index"]))
+            blob = exported_bytes(captured["layout"], exported.args, self.addr) if self.own else captured["bytes"]
+            launch(captured, blob, self.funcs.get(exported.index))
         elif k == "memset":
-            b, o = exported["dst"]
-            memset(self.addr(b) + o if self.own else captured["dst"], exported["value"], exported["elem"],
-                   exported["width"])
+            b, o = exported.dst
+            memset(self.addr(b) + o if self.own else captured["dst"], exported.value, exported.elem,
+                   exported.width)
         elif k == "memcpy":
-            (sb, so), (db, do) = exported["src"], exported["dst"]
+            (sb, so), (db, do) = exported.src, exported.dst
             src, dst = (self.addr(sb) + so, self.addr(db) + do) if self.own else (captured["src"], captured["dst"])
-            check(cu().MemcpyDtoD(dst, src, exported["width"]), "cuMemcpyDtoD")
+            check(cu().MemcpyDtoD(dst, src, exported.width), "cuMemcpyDtoD")
 
     def bytes_of(self, b):
         return device_bytes(self.torch, self.addr(b), b.size)
 
 
 def _where(n, cap_node):
-    return f"node {n['index']} ({n['kind']}{': ' + cap_node['name'][:90] if n['kind'] == 'kernel' else ''})"
+    return f"node {n.index} ({n.kind}{': ' + cap_node['name'][:90] if n.kind == 'kernel' else ''})"
 
 
 def _differ(x, y):
@@ -173,19 +174,19 @@ def describe_node(n, cap_node, bufs, blocks):
     """A kernel node's parameters as captured and as exported: each relocation and what
     capture A's word there points at, and every word of capture A's bytes that is an
     address of a buffer or an allocator block but is no relocation (a pointer missed)."""
-    if n["kind"] != "kernel":
+    if n.kind != "kernel":
         return []
     blob, lines, covered = cap_node["bytes"], [], set()
-    for (off, size), a in zip(cap_node["layout"], n["args"]):
+    for (off, size), a in zip(cap_node["layout"], n.args):
         relocs = [Relocation(0, a[1], a[2], "abs64")] if a[0] == "ptr" else (a[2] if a[0] == "bytes" else [])
         for at, b, o, kind in relocs:
             covered.update(range(off + at, off + at + (8 if kind == "abs64" else 4)))
             was = u64(blob, off + at) if kind == "abs64" else int.from_bytes(blob[off + at:off + at + 4], "little")
             lines.append(f"param {off}+{at} {kind} -> {b.name}+{o} ({b.role}); captured 0x{was:x}")
             if b.host:  # host memory the kernel reads: the export's copy against what is there now
-                n = min(len(b.host), 32)
-                mapped = any(lo <= b.ranges[0] and b.ranges[0] + n <= hi for lo, hi, _ in host_maps())
-                now = C.string_at(b.ranges[0], n).hex() if mapped else "unmapped"
+                shown = min(len(b.host), 32)
+                mapped = any(lo <= b.ranges[0] and b.ranges[0] + shown <= hi for lo, hi, _ in host_maps())
+                now = C.string_at(b.ranges[0], shown).hex() if mapped else "unmapped"
                 lo = max(0, off + at - 16)
                 lines.append(f"  host memory at 0x{b.ranges[0]:x}: copied at export {b.host[:32].hex()}, "
                              f"now {now}; parameter bytes {lo}..{off + at + 24}: {blob[lo:off + at + 24].hex()}")
@@ -214,9 +215,9 @@ def describe_node(n, cap_node, bufs, blocks):
 def as_captured(n):
     """A node the export added (an output's copy out of its region) as capture A would
     have had it: at capture A's addresses."""
-    if n["kind"] == "memcpy":
-        return {"src": n["src"][0].ranges[0] + n["src"][1], "dst": n["dst"][0].ranges[0] + n["dst"][1]}
-    raise ValueError(f"node {n['index']}: a {n['kind']} node that no capture made")
+    if n.kind == "memcpy":
+        return {"src": n.src[0].ranges[0] + n.src[1], "dst": n.dst[0].ranges[0] + n.dst[1]}
+    raise ValueError(f"node {n.index}: a {n.kind} node that no capture made")
 
 
 class Harness:
@@ -226,7 +227,7 @@ class Harness:
         self.torch, self.cap, self.bufs = torch, cap, bufs
         # (a host read's copy and sync are left out: the values read are capture A's, baked
         # in; so is a collective, which no capture ran)
-        self.by_index = {n["index"]: n for n in nodes if n["kind"] in ("kernel", "memset", "memcpy")}
+        self.by_index = {n.index: n for n in nodes if n.kind in ("kernel", "memset", "memcpy")}
         count = max([len(cap.nodes)] + [i + 1 for e in edges for i in e] + [i + 1 for i in self.by_index])
         self.seq = [i for i in order(count, edges) if i in self.by_index]
         self.captured = {i: cap.nodes[i] if i < len(cap.nodes) else as_captured(self.by_index[i])

@@ -2,12 +2,13 @@
 kernels with their parameter layouts, buffers with roles, dtypes and shapes, and the
 graph's nodes and edges.
 
-Pure: plain data in (the kernels, buffers and nodes of model.py, as node_mapping.py and
+Pure: plain data in (the kernels, buffers and nodes -- model.Node -- of model.py, as node_mapping.py and
 relocate.py build them), text out.  Assumes every kernel has its "module" and every pointer
 argument a buffer; a parameter that is a pointer in one launch and a constant in
 another is an ExportError.
 """
 import re
+from dataclasses import replace
 
 from .call_args import decode
 from .errors import ExportError
@@ -59,26 +60,26 @@ def map_places(n, f):
     offset, bytes), called in the order node_refs gives them: bytes the extent a memset or
     copy covers from there (0 for a kernel's pointer, whose reach the export does not
     know, and for a collective's).  A conditional node's bodies are walked too."""
-    n = dict(n)
-    if n["kind"] == "kernel":
+    n = replace(n)
+    if n.kind == "kernel":
         args = []
-        for a in n["args"]:
+        for a in n.args:
             if a[0] == "ptr":
                 a = ("ptr", *f(a[1], a[2], 0))
             elif a[0] == "bytes":
                 a = ("bytes", a[1], [Relocation(r[0], *f(r[1], r[2], 0), r[3]) for r in a[2]])
             args.append(a)
-        n["args"] = args
-    elif n["kind"] == "memset":
-        n["dst"] = f(n["dst"][0], n["dst"][1], n["width"] * (n.get("elem") or 1))
-    elif n["kind"] in ("memcpy", "read"):
-        n["src"] = f(n["src"][0], n["src"][1], n["width"])
-        n["dst"] = f(n["dst"][0], n["dst"][1], n["width"])
-    elif n["kind"] == "libcall":  # (an NCCL collective: collectives.py)
-        n["send"] = f(n["send"][0], n["send"][1], 0)
-        n["recv"] = f(n["recv"][0], n["recv"][1], 0)
-    elif n["kind"] in ("if", "while", "switch"):  # (a conditional node: its bodies' nodes)
-        n["bodies"] = [(name, [map_places(m, f) for m in body], edges) for name, body, edges in n["bodies"]]
+        n.args = args
+    elif n.kind == "memset":
+        n.dst = f(n.dst[0], n.dst[1], n.width * (n.elem or 1))
+    elif n.kind in ("memcpy", "read"):
+        n.src = f(n.src[0], n.src[1], n.width)
+        n.dst = f(n.dst[0], n.dst[1], n.width)
+    elif n.kind == "libcall":  # (an NCCL collective: collectives.py)
+        n.send = f(n.send[0], n.send[1], 0)
+        n.recv = f(n.recv[0], n.recv[1], 0)
+    elif n.kind in ("if", "while", "switch"):  # (a conditional node: its bodies' nodes)
+        n.bodies = [(name, [map_places(m, f) for m in body], edges) for name, body, edges in n.bodies]
     return n
 
 
@@ -172,13 +173,13 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     scalars: values read back that kernels take ({"name", "type", "from"}: hostvalues.py)
     or that the host computes from them ({"name", "type", "callback": True}),
     whose parameters are typed as the scalar in scalar_types {param offset: type} of
-    their kernel.  A host read is a "read" node (a copy into a host buffer) and a "sync"
-    node, with "guard" (the bytes read at export) where the value only chose the path;
-    conditions: [{"name"}] of conditional nodes ("if" or "while" nodes with "condition" and
-    "bodies" [(graph name, nodes, edges)], branches.py), whose handles kernels take as
+    their kernel.  nodes: [model.Node].  A host read is a "read" node (a copy into a host
+    buffer) and a "sync" node, with its guard (the bytes read at export) where the value
+    only chose the path; conditions: [{"name"}] of conditional nodes ("if" or "while" nodes
+    with a condition and bodies [(graph name, nodes, edges)], branches.py), whose handles kernels take as
     ("cond", condition) arguments; dims: [{"name", "values", "pad"}] of shape buckets
     (shape_buckets.py): a buffer's shape may name one, a scalar {"name", "type", "bucket": dim}
-    is the index of the bucket a call runs, and a "switch" node with "bucket" picks
+    is the index of the bucket a call runs, and a "switch" node with its bucket picks
     the body of that index; comms: [{"name", "ranks"}] of NCCL communicators, which
     "libcall" nodes (collectives.py) name.  edge_kinds: {(a, b): "programmatic" or
     "launch_order"} of root edges that are not full dependencies (programmatic dependent
@@ -191,21 +192,21 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     def all_nodes(ns):
         for n in ns:
             yield n
-            for _, body, _ in n.get("bodies", ()):
+            for _, body, _ in n.bodies or ():
                 yield from all_nodes(body)
     v2 = v2 or any(k.dontcare or k.module.get("globals") for k in kernels.values()) \
-        or any(n.get("cluster") for n in all_nodes(nodes))
+        or any(n.cluster for n in all_nodes(nodes))
     # A parameter that is one whole address in some launches of a kernel and a constant
     # (not null) in another -- cuBLASLt's split-K reduction, seen in an AdamW training
     # step -- is declared as an 8-byte struct with one relocation: that launch's bytes
     # stay as it has them, its relocation `null`.
     for n in all_nodes(nodes):
-        if n["kind"] == "kernel":
-            k = kernels[n["func"]]
-            for (off, size), a in zip(k.layout, n["args"]):
+        if n.kind == "kernel":
+            k = kernels[n.func]
+            for (off, size), a in zip(k.layout, n.args):
                 if size == 8 and a[0] == "value" and any(a[1]) and relocations(k, off) == [(0, "abs64")]:
                     k.valued.add(off)
-    is_kernel = {n["index"] for n in nodes if n["kind"] == "kernel"}
+    is_kernel = {n.index for n in nodes if n.kind == "kernel"}
     kinds = {e: k for e, k in (edge_kinds or {}).items() if e[0] in is_kernel and e[1] in is_kernel}
     version = 3 if kinds else 2 if v2 else 1
     out = [f"# {name}: exported by pgcc-export from {origin}", f"pgcc {version};", f"arch {arch};", ""]
@@ -283,17 +284,17 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
     def graph(nodes, edges, kinds=None):
         for n in nodes:
             node(n)
-        kept = {n["index"] for n in nodes}
+        kept = {n.index for n in nodes}
         out.extend(f"  {renamed.get(a, f'n{a}')} -> n{b}{' ' + kinds[a, b] if (a, b) in (kinds or {}) else ''};"
                    for a, b in edges if a in kept and b in kept)
         out.append("}")
 
     def node(n):
-        i = n["index"]
-        if n["kind"] == "kernel":
-            k = kernels[n["func"]]
+        i = n.index
+        if n.kind == "kernel":
+            k = kernels[n.func]
             args = []
-            for (off, size), a in zip(k.layout, n["args"]):
+            for (off, size), a in zip(k.layout, n.args):
                 inner = relocations(k, off)
                 care = dontcare(k, off, inner)
                 if size == 8 and inner == [(0, "abs64")] and not care and off not in k.valued:
@@ -328,37 +329,37 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                     args.append(literal(a[1], k.scalar_types[off]))
                 else:
                     args.append(value_of(a[1]))
-            g, bl, cl = n["grid"], n["block"], n.get("cluster")
+            g, bl, cl = n.grid, n.block, n.cluster
             extra = f' cluster [{cl[0]}, {cl[1]}, {cl[2]}]' if cl else ""
-            extra += f' priority {n["priority"]}' if n.get("priority") else ""
+            extra += f' priority {n.priority}' if n.priority else ""
             out.append(f'  node n{i} kernel {k.name} grid [{g[0]}, {g[1]}, {g[2]}] block [{bl[0]}, {bl[1]}, {bl[2]}] '
-                       f'smem {n["smem"]}{extra} args [{", ".join(args)}];')
-        elif n["kind"] == "libcall":
-            op = f' op {n["op"]}' if n.get("op") else ""
-            out.append(f'  node n{i} libcall fn "{n["fn"]}" comm {n["comm"]["name"]} send {ref(*n["send"])} '
-                       f'recv {ref(*n["recv"])} count {n["count"]} dtype {n["dtype"]}{op};')
-        elif n["kind"] == "memset":
-            out.append(f'  node n{i} memset dst {ref(*n["dst"])} value {n["value"]} elem {n["elem"]} width {n["width"]};')
-        elif n["kind"] == "memcpy":
-            out.append(f'  node n{i} memcpy dir dtod src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
-        elif n["kind"] == "read":
-            out.append(f'  node n{i} memcpy dir dtoh src {ref(*n["src"])} dst {ref(*n["dst"])} width {n["width"]};')
-        elif n["kind"] in ("if", "while", "switch"):
-            bucket = f' bucket {n["bucket"]}' if n.get("bucket") else ""
-            out.append(f'  node n{i} conditional type {n["kind"]} condition {n["condition"]["name"]}{bucket} bodies '
-                       f'[{", ".join(g for g, _, _ in n["bodies"])}];')
-        elif n["kind"] == "sync":
-            out.append(f'  node n{i} hostop op sync reason "{text(n["where"])}: a value read back to the host";')
-            if n.get("guard") is not None:
-                out.append(f'  node n{i}g hostop op guard buffer r{n["read"]} expect "{n["guard"].hex()}" '
-                           f'reason "the value read at {text(n["where"])} chose what ran next";')
+                       f'smem {n.smem}{extra} args [{", ".join(args)}];')
+        elif n.kind == "libcall":
+            op = f' op {n.op}' if n.op else ""
+            out.append(f'  node n{i} libcall fn "{n.fn}" comm {n.comm["name"]} send {ref(*n.send)} '
+                       f'recv {ref(*n.recv)} count {n.count} dtype {n.dtype}{op};')
+        elif n.kind == "memset":
+            out.append(f'  node n{i} memset dst {ref(*n.dst)} value {n.value} elem {n.elem} width {n.width};')
+        elif n.kind == "memcpy":
+            out.append(f'  node n{i} memcpy dir dtod src {ref(*n.src)} dst {ref(*n.dst)} width {n.width};')
+        elif n.kind == "read":
+            out.append(f'  node n{i} memcpy dir dtoh src {ref(*n.src)} dst {ref(*n.dst)} width {n.width};')
+        elif n.kind in ("if", "while", "switch"):
+            bucket = f' bucket {n.bucket}' if n.bucket else ""
+            out.append(f'  node n{i} conditional type {n.kind} condition {n.condition["name"]}{bucket} bodies '
+                       f'[{", ".join(g for g, _, _ in n.bodies)}];')
+        elif n.kind == "sync":
+            out.append(f'  node n{i} hostop op sync reason "{text(n.where)}: a value read back to the host";')
+            if n.guard is not None:
+                out.append(f'  node n{i}g hostop op guard buffer r{n.read} expect "{n.guard.hex()}" '
+                           f'reason "the value read at {text(n.where)} chose what ran next";')
                 out.append(f"  n{i} -> n{i}g;")
                 renamed[i] = f"n{i}g"
         else:
             out.append(f"  node n{i} empty;")
     graph(nodes, edges, kinds)
     for n in nodes:  # the bodies of conditional nodes, after the graph that uses them
-        for gname, body, body_edges in n.get("bodies", ()):
+        for gname, body, body_edges in n.bodies or ():
             out += ["", f"graph {gname} {{"]
             graph(body, body_edges)
     return "\n".join(out) + "\n"

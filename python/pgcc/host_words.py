@@ -134,7 +134,7 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
         if where is None:
             return False
         found.append((a, addr, min(HOST_WINDOW, where[1] - addr)))
-    node = next(n for n in nodes if n.get("index") == i)
+    node = next(n for n in nodes if n.index == i)
     k = kernels[cap.nodes[i]["func"]]
     what = check(i, found)
     if what is None:
@@ -145,11 +145,11 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
     elif what == "value":
         for a, addr, _ in found:
             for p, (off, size_) in enumerate(k.layout):
-                if off <= a < off + size_ and node["args"][p][0] in ("value", "bytes"):
-                    arg = node["args"][p]
+                if off <= a < off + size_ and node.args[p][0] in ("value", "bytes"):
+                    arg = node.args[p]
                     raw = bytearray(arg[1])
                     raw[a - off:a - off + 8] = blob[a:a + 8]
-                    node["args"][p] = (arg[0], bytes(raw)) + tuple(arg[2:])
+                    node.args[p] = (arg[0], bytes(raw)) + tuple(arg[2:])
             kept.append((i, a, addr))
     else:
         for a, addr, size in found:
@@ -160,13 +160,13 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
                                           ranges={c: addr for c in range(3)})
             for p, (off, size_) in enumerate(k.layout):
                 if off <= a < off + size_:
-                    arg = node["args"][p]
+                    arg = node.args[p]
                     if arg[0] == "value" and size_ == 8:
-                        node["args"][p] = ("ptr", b, 0)
+                        node.args[p] = ("ptr", b, 0)
                     else:
                         raw = arg[1] if arg[0] != "ptr" else bytes(size_)
                         ptrs = list(arg[2]) if arg[0] == "bytes" else []
-                        node["args"][p] = ("bytes", raw, sorted(ptrs + [Relocation(a - off, b, 0, "abs64")],
+                        node.args[p] = ("bytes", raw, sorted(ptrs + [Relocation(a - off, b, 0, "abs64")],
                                                                 key=lambda r: r[0]))
                     k.ptr_words.add(PtrWord(off, a - off, "abs64"))
     return True

@@ -87,26 +87,26 @@ def host_values(capA, capD, nodes, kernels, suspects, computed, warn, log):
     """The values the program reads back (capture.py's read nodes): which kernel
     arguments are a value read (hostvalues.flows, capture D against A), made scalars
     `from` the read's host buffer; a read no argument takes is guarded (its sync node
-    gets "guard": the bytes read at export).  An argument that changes in capture D but
+    gets its guard: the bytes read at export).  An argument that changes in capture D but
     is none of the values read goes into computed ({node: [(parameter, byte ranges)]}),
     for host_computed() to prove irrelevant by replay (seen: an eager kernel's
     uninitialised padding byte that happened to agree in A, B and C) or to make a
     callback scalar.  Returns the scalars."""
     part = same_path(capA.nodes, capD.nodes)
-    by_index = {n["index"]: n for n in nodes}
+    by_index = {n.index: n for n in nodes}
     found, unexplained = {}, []
     if part:
         warn("a value read back chose what ran: on other input values the program ran other nodes; it is exported "
              "for the path the example inputs took, and every read is guarded (a call that reads another value "
              "stops with PGRT_ERR_GUARD)", part)
     else:
-        found, unexplained = flows(capA.nodes, capD.nodes, {i: n["args"] for i, n in by_index.items()
-                                                            if n["kind"] == "kernel"}, capA.reads, capD.reads)
+        found, unexplained = flows(capA.nodes, capD.nodes, {i: n.args for i, n in by_index.items()
+                                                            if n.kind == "kernel"}, capA.reads, capD.reads)
     scalars = {}
     for (i, p), (r, t) in sorted(found.items()):
         s = scalars.setdefault((r, t), {"name": f"v{r}_{t}", "type": t, "from": f"r{r}", "read": r})
         n = by_index[i]
-        n["args"][p] = ("scalar", n["args"][p][1], s)
+        n.args[p] = ("scalar", n.args[p][1], s)
         k = kernels[capA.nodes[i]["func"]]
         k.scalar_types[k.layout[p][0]] = t
     for i, p in unexplained:  # the bytes that differ in D, less those that differ between A, B and C already
@@ -125,8 +125,8 @@ def host_values(capA, capD, nodes, kernels, suspects, computed, warn, log):
                                                             "but is none of the values read back") for at, n in runs]))
     taken = {s["read"] for s in scalars.values()}
     for n in nodes:
-        if n["kind"] == "sync" and n["read"] not in taken:
-            n["guard"] = capA.reads[n["read"]]["value"]
+        if n.kind == "sync" and n.read not in taken:
+            n.guard = capA.reads[n.read]["value"]
     for k, r in enumerate(capA.reads):
         uses = [s["name"] for s in scalars.values() if s["read"] == k]
         log(f"  the value read at {r['where']} ({r['dtype']}): " + (
@@ -143,7 +143,7 @@ def host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log
     (`scalar cbN type T callback`, a pgrt_scalar_fn in NAME_args).  Its type is the
     parameter's size as a float where the bytes read as an ordinary float, else as an
     integer."""
-    by_index = {n["index"]: n for n in nodes}
+    by_index = {n.index: n for n in nodes}
     for i, params in computed.items():
         for p, ranges in params:
             off, size = capA.nodes[i]["layout"][p]
@@ -153,18 +153,18 @@ def host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log
                 mark_dontcare(k, ranges)
                 continue
             floats, ints = {8: "f64", 4: "f32"}.get(size), {8: "i64", 4: "i32", 2: "u16", 1: "u8"}.get(size)
-            raw = by_index[i]["args"][p][1]
+            raw = by_index[i].args[p][1]
             v = decode(raw, floats) if floats else None
             t = floats if v is not None and v == v and (v == 0 or 1e-30 < abs(v) < 1e30) else ints
             s = {"name": f"cb{sum(1 for x in scalars if x.get('callback'))}", "type": t, "callback": True}
             scalars.append(s)
-            by_index[i]["args"][p] = ("scalar", raw, s)
+            by_index[i].args[p] = ("scalar", raw, s)
             k.scalar_types[off] = t
             log(f"  node {i} ({capA.nodes[i]['name'][:60]}): parameter {p} is a value the host computes from the "
                 f"values read: the C takes it from the caller, callback scalar {s['name']} ({t})")
             for n in nodes:  # the reads before it feed the callback: they chose no path
-                if n["kind"] == "sync" and n["index"] < i:
-                    n.pop("guard", None)
-                    r = report["host_reads"][n["read"]]
+                if n.kind == "sync" and n.index < i:
+                    n.guard = None
+                    r = report["host_reads"][n.read]
                     r["guarded"] = False
                     r.setdefault("callbacks", []).append(s["name"])

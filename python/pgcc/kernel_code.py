@@ -240,11 +240,11 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
 
         def run():
             replayer.restore()
-            return h.compare({n["index"]: chosen[n["func"]] for n in nodes if n.get("func") in chosen})[0]
+            return h.compare({n.index: chosen[n.func] for n in nodes if n.func in chosen})[0]
 
         first, tried = run(), set()
         while first:
-            func = h.by_index[first[0]].get("func")
+            func = h.by_index[first[0]].func
             if func not in judged or func in tried:
                 warn("a kernel's launch differs from the capture's with the code found for it", first[1])
                 return

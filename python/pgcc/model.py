@@ -6,16 +6,26 @@ export.analyse and the writers (export_files.py), declared once.
     a.conditions      # [] unless branches.py joined a conditional node in
 
 A buffer is a Buffer (relocate.Buffers makes them), a kernel a Kernel, a relocation a
-PtrWord (the kernel's) and a Relocation (a launch's, to a buffer); nodes are still
-the dicts node_mapping.map_nodes makes (their keys are described there, and
-graphfile.map_places walks the places they refer to).  Pure: no torch, no CUDA.
+PtrWord (the kernel's) and a Relocation (a launch's, to a buffer), a node of the export
+a Node (node_mapping.map_nodes makes them from capture A's; graphfile.map_places walks
+the places they refer to).
+
+    Node(kind="memcpy", index=3, src=(t0, 0), dst=(out0, 0), width=4096)
+
+Two kinds of node records, never mixed: the export's nodes (Analysis.nodes, the bodies
+of conditional nodes) are Node; capture.py's own records of the raw graph walk
+(capture.Capture.nodes, keyed "type", "name", "layout", "bytes", ...) stay plain dicts,
+read where the captures themselves are needed (node_mapping, hostvalues, replay,
+host_words, diagnose's launches, slot_layout's kinds, export's report).  A Node has no
+item access and a dict no attributes, so one used for the other fails at once.  Pure:
+no torch, no CUDA.
 """
 import json
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["Analysis", "BucketExport", "Buffer", "CaptureSet", "Kernel", "PtrWord", "Relocation", "WholeLayout",
-           "write_report"]
+__all__ = ["Analysis", "BucketExport", "Buffer", "CaptureSet", "Kernel", "Node", "PtrWord", "Relocation",
+           "WholeLayout", "write_report"]
 
 
 def write_report(path, report):
@@ -108,6 +118,62 @@ class Kernel:
 
 
 @dataclass
+class Node:
+    """A node of the export: `kind` and `index`, and the fields its kind uses (None where
+    it does not: what a dict without the key read with .get() gave).  Compared by value,
+    as the dicts it replaces were; copied with dataclasses.replace.
+
+    index: capture A's node number (an int), or the name of a node the export added
+    ("c0", "loop0", "if0", "bswitch", "w3", "f5", "b4_7": branches.py, shape_buckets.py).
+    A place is (Buffer, offset).
+
+    kernel: func (the function handle, the key of Analysis.kernels), grid, block ([x, y,
+    z]), smem, args (one per parameter of the kernel's layout: ("ptr", buffer, offset),
+    ("value", bytes), ("bytes", bytes, [Relocation]), ("scalar", bytes, scalar dict:
+    hostvalues.py), ("cond", condition dict): relocate.Relocator.kernel_args, branches.py),
+    cluster ([x, y, z] or None), priority (or None).
+    memset: dst (a place), value, elem (bytes per element), width (elements).
+    memcpy (device to device): src, dst (places), width (bytes).
+    read (a copy of a value read back into a host buffer): src, dst, width, read (the
+    read's number in capture A's reads), where (the source line), op.
+    sync (the host waits for a read): read, where; guard: the bytes read at export, where
+    the value only chose the path (hostvalues.host_values), else None.
+    empty: nothing more.
+    libcall (an NCCL collective: collectives.libcall): fn, comm ({"name", "ranks"}), send,
+    recv (places), count, dtype, op (reductions; else None).
+    if, while, switch (conditional nodes: branches.py, shape_buckets.py): condition
+    ({"name"}), bodies [(graph name, [Node], edges)], where (if, while: the read's source
+    line), bucket (switch: the dimension's name)."""
+    kind: str
+    index: object = None
+    func: object = None
+    grid: list = None
+    block: list = None
+    smem: int = None
+    args: list = None
+    cluster: list = None
+    priority: int = None
+    src: tuple = None
+    dst: tuple = None
+    value: int = None
+    elem: int = None
+    width: int = None
+    read: int = None
+    where: str = None
+    op: str = None
+    guard: bytes = None
+    fn: str = None
+    comm: dict = None
+    send: tuple = None
+    recv: tuple = None
+    count: int = None
+    dtype: str = None
+    condition: dict = None
+    bodies: list = None
+    bucket: str = None
+
+
+@dataclass
 class CaptureSet:
     """The captures of one analysis (capture_set.take_captures): A on the example inputs,
     B on copies at other addresses (inputs_b), C on copies far away (inputs_c), and D on
@@ -140,7 +206,7 @@ class Analysis:
     several: branches.join, shape_buckets.merge).
 
     capA: capture A (capture.Capture; a bucket merge's: the largest bucket's); bufs: the
-    buffers (relocate.Buffers: its .list of Buffer); nodes and edges
+    buffers (relocate.Buffers: its .list of Buffer); nodes ([Node]) and edges
     (pairs of node indices); kernels: {function: Kernel}; scalars: [scalar dicts];
     report: the export report's dict; outputs: capture A's outputs on the example
     inputs; report_path: where write_report() writes it (None: nowhere); comms: NCCL

@@ -8,8 +8,8 @@ first (copy_aliased_outputs).
     rel, paired = relocator(caps, bufs, host_maps())
     nodes, kernels, comms = map_nodes(torch, caps, rel, bufs, suspects={})
 
-A node is a dict with its "kind" (kernel, memset, memcpy, read, sync, empty, libcall)
-and "index" (capture A's); a kernel node's "args" are relocate.Relocator.kernel_args'.
+A node is a model.Node with its kind (kernel, memset, memcpy, read, sync, empty,
+libcall) and index (capture A's); a kernel node's args are relocate.Relocator.kernel_args'.
 A kernel is a model.Kernel: map_nodes gives its symbol, layout, attrs, ptr_words (the
 relocations its launches need) and packed; kernel_code.py adds where its code is
 (module, entry, image), the proofs its don't-care bytes, hostvalues.py its
@@ -20,7 +20,7 @@ from .collectives import kernel_collective, libcall
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES
 from .errors import ExportError
 from .graphfile import ident
-from .model import Kernel
+from .model import Kernel, Node
 from .relocate import Allocations, Buffers, Relocator
 from .weights import dtype_of
 
@@ -84,7 +84,7 @@ def relocator(captures, bufs, maps):
 
 def map_nodes(torch, captures, rel, bufs, suspects):
     """Capture A's nodes (with B's and C's: their pointer words mapped by rel) as the
-    export's node dicts; returns (nodes, kernels {function: model.Kernel}, comms {name:
+    export's nodes (model.Node); returns (nodes, kernels {function: model.Kernel}, comms {name:
     communicator}).  What cannot be mapped is added to rel.problems; changing parameter
     bytes no relocation explains go into suspects {node index: [(byte, length, why)]};
     read nodes add their host buffers to bufs."""
@@ -117,9 +117,8 @@ def map_nodes(torch, captures, rel, bufs, suspects):
             k.packed = k.packed or bool(na.get("packed"))
             if na.get("cooperative"):
                 problems.append(f"{where}: a cooperative launch, which pgcc-export does not export yet")
-            nodes.append({"kind": "kernel", "func": na["func"], "grid": na["grid"], "block": na["block"],
-                          "smem": na["smem"], "args": args, "index": i, "cluster": na.get("cluster"),
-                          "priority": na.get("priority")})
+            nodes.append(Node(kind="kernel", func=na["func"], grid=na["grid"], block=na["block"], smem=na["smem"],
+                              args=args, index=i, cluster=na.get("cluster"), priority=na.get("priority")))
         elif na["type"] == NODE_MEMSET and capA.recorder and 0 <= na["dst"] - capA.recorder.marker < 256:
             k = na["dst"] - capA.recorder.marker  # (a collective's place: collectives.Recorder)
             calls = [cap.collectives[k] for cap in caps]
@@ -138,14 +137,13 @@ def map_nodes(torch, captures, rel, bufs, suspects):
             if not r or na["height"] > 1:
                 problems.append(f"{where}: a memset pgcc-export cannot map (2-D, or outside every buffer)")
                 continue
-            nodes.append({"kind": "memset", "dst": r, "value": na["value"], "elem": na["elem"], "width": na["width"],
-                          "index": i})
+            nodes.append(Node(kind="memset", dst=r, value=na["value"], elem=na["elem"], width=na["width"], index=i))
         elif na["type"] == NODE_MEMCPY:
             s, t = (rel.resolve((na[k], nb[k], nc[k]), where) for k in ("src", "dst"))
             if not s or not t or na["height"] > 1 or na["depth"] > 1 or na["src_type"] != 2 or na["dst_type"] != 2:
                 problems.append(f"{where}: a memcpy pgcc-export cannot map (not 1-D device to device)")
                 continue
-            nodes.append({"kind": "memcpy", "src": s, "dst": t, "width": na["width"], "index": i})
+            nodes.append(Node(kind="memcpy", src=s, dst=t, width=na["width"], index=i))
         elif na["type"] == "read":
             r = rel.resolve((na["src"], nb["src"], nc["src"]), where)
             if not r:
@@ -153,12 +151,12 @@ def map_nodes(torch, captures, rel, bufs, suspects):
                 continue
             k = na["read"]
             host = bufs.add(name=f"r{k}", size=na["width"], role="host", dtype=na["dtype"], shape=[])
-            nodes.append({"kind": "read", "src": r, "dst": (host, 0), "width": na["width"], "index": i, "read": k,
-                          "where": na["where"], "op": na["op"]})
+            nodes.append(Node(kind="read", src=r, dst=(host, 0), width=na["width"], index=i, read=k,
+                              where=na["where"], op=na["op"]))
         elif na["type"] == "sync":
-            nodes.append({"kind": "sync", "index": i, "read": na["read"], "where": capA.reads[na["read"]]["where"]})
+            nodes.append(Node(kind="sync", index=i, read=na["read"], where=capA.reads[na["read"]]["where"]))
         elif na["type"] == NODE_EMPTY:
-            nodes.append({"kind": "empty", "index": i})
+            nodes.append(Node(kind="empty", index=i))
         else:
             problems.append(f"{where}: a {kind} node, which pgcc-export does not export yet")
     return nodes, kernels, comms
@@ -172,13 +170,13 @@ def copy_aliased_outputs(captures, rel, bufs, nodes, log):
     capA, caps = captures.capA, captures.caps
     edges = list(capA.edges)
     last = {a for a, _ in edges}
-    sinks = [n["index"] for n in nodes if n["index"] not in last]
+    sinks = [n.index for n in nodes if n.index not in last]
     for b in [b for b in bufs.list if b.aliased]:
         src = rel.resolve(tuple(b.ranges[c] for c in range(len(caps))), f"output {b.name}")
         if not src:
             continue  # (a problem, said by resolve)
-        index = len(capA.nodes) + sum(1 for n in nodes if n["index"] >= len(capA.nodes))
-        nodes.append({"kind": "memcpy", "src": src, "dst": (b, 0), "width": b.size, "index": index})
+        index = len(capA.nodes) + sum(1 for n in nodes if n.index >= len(capA.nodes))
+        nodes.append(Node(kind="memcpy", src=src, dst=(b, 0), width=b.size, index=index))
         edges += [(s, index) for s in sinks]
         log(f"  {b.name}: its memory in capture A held other tensors before it; computed in {src[0].name} "
             f"and copied out at the end ({b.size} bytes)")

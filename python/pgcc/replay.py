@@ -192,13 +192,13 @@ def scratch_blocks(replayer, bufs, nodes, log):
     into it (and its pointers reach), instead of a weight read from the file."""
     reach = {}  # block id -> the furthest byte its pointers reach
     for n in nodes:
-        if n["kind"] == "kernel":
-            refs = [(a[1], a[2]) for a in n["args"] if a[0] == "ptr"]
-            refs += [(r[1], r[2]) for a in n["args"] if a[0] == "bytes" for r in a[2]]
-        elif n["kind"] == "memset":
-            refs = [n["dst"]]
+        if n.kind == "kernel":
+            refs = [(a[1], a[2]) for a in n.args if a[0] == "ptr"]
+            refs += [(r[1], r[2]) for a in n.args if a[0] == "bytes" for r in a[2]]
+        elif n.kind == "memset":
+            refs = [n.dst]
         else:
-            refs = [n["src"], n["dst"]] if n["kind"] == "memcpy" else [n["src"]] if n["kind"] == "read" else []
+            refs = [n.src, n.dst] if n.kind == "memcpy" else [n.src] if n.kind == "read" else []
         for b, o in refs:
             reach[id(b)] = max(reach.get(id(b), 0), o + 1)
     reference = replayer.replay()

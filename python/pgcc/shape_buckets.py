@@ -29,12 +29,13 @@ padded_rows() (torch, a GPU, passed in as `torch`).
 """
 import hashlib
 import os
+from dataclasses import replace
 
 from .call_args import pad_to
 from .errors import ExportError
 from .graphfile import remap
 from .hostreads import HostReads
-from .model import Analysis, Kernel
+from .model import Analysis, Kernel, Node
 from .relocate import Buffers
 
 __all__ = ["SETTER_SOURCE", "SETTER_SYMBOL", "bucket_examples", "check_values", "dim_position", "inputs_at",
@@ -143,7 +144,7 @@ def merge(analyses, values, dim_name, pad, setter):
                 kt.ptr_words = set(kt.ptr_words) | set(k.ptr_words)
                 kt.dontcare = set(kt.dontcare) | set(k.dontcare)
                 kt.scalar_types.update(k.scalar_types)
-        nodes = [remap(dict(n, index=f"b{v}_{n['index']}"), fmap) for n in a.nodes]
+        nodes = [remap(replace(n, index=f"b{v}_{n.index}"), fmap) for n in a.nodes]
         edges = [(f"b{v}_{x}", f"b{v}_{y}") for x, y in a.edges]
         bodies.append((f"bucket_{v}", nodes, edges))
     positions = {}
@@ -156,9 +157,9 @@ def merge(analyses, values, dim_name, pad, setter):
     kernels["pgcc_bucket"] = setter
     cond = {"name": f"c_{dim_name}"}
     scalar = {"name": f"{dim_name}_bucket", "type": "u32", "bucket": dim_name}
-    set_node = {"kind": "kernel", "func": "pgcc_bucket", "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0,
-                "index": "bset", "args": [("cond", cond), ("scalar", scalar)]}
-    switch = {"kind": "switch", "index": "bswitch", "condition": cond, "bucket": dim_name, "bodies": bodies}
+    set_node = Node(kind="kernel", func="pgcc_bucket", grid=[1, 1, 1], block=[1, 1, 1], smem=0, index="bset",
+                    args=[("cond", cond), ("scalar", scalar)])
+    switch = Node(kind="switch", index="bswitch", condition=cond, bucket=dim_name, bodies=bodies)
     last = analyses[-1]
     report = {"buckets": [{"dim": dim_name, "size": v, **{k: a.report[k] for k in
                                                           ("nodes", "edges", "relocations", "dontcare", "kernels")

@@ -98,7 +98,7 @@ def _split_regions(bufs, nodes, capA, regions):
         return nodes, {}, {b.name: why if order is None else "no allocator trace" for b in regions.values()}, None
     rank = {i: r for r, i in enumerate(order)}
     # (nodes the export added, an aliased output's copy, come after the capture's)
-    timed = sorted(range(len(nodes)), key=lambda k: (rank.get(nodes[k]["index"], len(order)), nodes[k]["index"]))
+    timed = sorted(range(len(nodes)), key=lambda k: (rank.get(nodes[k].index, len(order)), nodes[k].index))
     uses = [[(id(b), off, width) for b, off, width in node_refs(nodes[k]) if id(b) in regions] for k in timed]
     # when each node was captured, where capture A saw it (Capture.node_clock): by chain position
     seen = slots.clock_times(capA.trace, getattr(capA, "node_clock", None))
@@ -111,10 +111,10 @@ def _split_regions(bufs, nodes, capA, regions):
                                       [k if k in CALL_NODE_KINDS else None for k in kinds])
     times = None
     if by_rank is not None:
-        times = [by_rank[rank[nodes[k]["index"]]] if nodes[k]["index"] in rank else None for k in timed]
+        times = [by_rank[rank[nodes[k].index]] if nodes[k].index in rank else None for k in timed]
     found, at, whole, how = slots.split({key: (b.ranges[0], b.size) for key, b in regions.items()},
                                         slots.lifetimes(capA.trace), uses, len(capA.trace),
-                                        [nodes[k]["index"] for k in timed], times)
+                                        [nodes[k].index for k in timed], times)
     if seen is not None and len(seen) != len(order):
         how += (f" for {sum(t is not None for t in by_rank)} of {len(order)} nodes ({len(seen)} node-making calls "
                 f"seen, matched by kind)" if by_rank is not None and how == "seen" else

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 from conftest import scale_module
 
-from pgcc.branches import join
+from pgcc.branches import branch_to_export, join
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
-from pgcc.model import Analysis, Kernel
+from pgcc.model import Analysis, Kernel, Node
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -28,12 +28,12 @@ def path(tmp_path, then, offset=0):
     k = Kernel(symbol="scale", layout=[(0, 8), (8, 4), (12, 4)], ptr_words={(0, 0, "abs64")}, module=module)
 
     def launch(i, buf, off, scale):
-        return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": i,
-                "args": [("ptr", buf, off), ("value", struct.pack("<f", scale)), ("value", struct.pack("<I", 256))]}
+        return Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, index=i,
+                    args=[("ptr", buf, off), ("value", struct.pack("<f", scale)), ("value", struct.pack("<I", 256))])
     nodes = [launch(0, t, offset, 1.0),
-             {"kind": "read", "src": (t, 0), "dst": (r, 0), "width": 1, "index": 1, "read": 0, "where": "m.py:3",
-              "op": "__bool__"},
-             {"kind": "sync", "index": 2, "read": 0, "where": "m.py:3", "guard": b"\x01"},
+             Node(kind="read", src=(t, 0), dst=(r, 0), width=1, index=1, read=0, where="m.py:3",
+                  op="__bool__"),
+             Node(kind="sync", index=2, read=0, where="m.py:3", guard=b"\x01"),
              launch(3, y, 0, then)]
     return Analysis(capA=SimpleNamespace(reads=[{"where": "m.py:3", "dtype": "bool", "value": b"\x01"}]),
                     bufs=bufs, nodes=nodes,
@@ -45,13 +45,13 @@ def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
     a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
     b.capA.reads[0]["forced"] = True
     join(a, b, 0, str(tmp_path))
-    assert [n["index"] for n in a.nodes] == [0, "c0", "if0"]
+    assert [n.index for n in a.nodes] == [0, "c0", "if0"]
     assert (0, "c0") in a.edges and ("c0", "if0") in a.edges
     branch = a.nodes[2]
-    (then_name, then_nodes, _), (else_name, else_nodes, _) = branch["bodies"]
-    assert [n["index"] for n in then_nodes] == [3] and [n["index"] for n in else_nodes] == ["f3"]
+    (then_name, then_nodes, _), (else_name, else_nodes, _) = branch.bodies
+    assert [n.index for n in then_nodes] == [3] and [n.index for n in else_nodes] == ["f3"]
     # the other path's nodes use this path's buffers
-    assert else_nodes[0]["args"][0][1] is next(x for x in a.bufs.list if x.name == "out0")
+    assert else_nodes[0].args[0][1] is next(x for x in a.bufs.list if x.name == "out0")
     assert a.report["host_reads"][0] == {"guarded": False, "conditional": True}
     used = {id(x) for n in a.nodes for x in node_buffers(n)}
     text = graph_text("j", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90", conditions=a.conditions)
@@ -69,6 +69,18 @@ def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
     assert "PGRT_NODE_CONDITIONAL" in c and "pgcc_cond_equal" in c
     r = subprocess.run([pgcc_bin, "--report", str(tmp_path / "j.graph")], capture_output=True, text=True)
     assert r.returncode == 0 and "eager" not in r.stdout.split("reasons")[1].split("\n")[1], r.stdout
+
+
+def test_the_last_guarded_read_is_the_one_to_export_the_other_path_of(tmp_path):
+    warned = []
+    prog = SimpleNamespace(warn=lambda *w: warned.append(w), log=print)
+    a = path(tmp_path, 2.0)
+    assert branch_to_export(a, str(tmp_path), prog) == (0, "m.py:3") and warned == []
+    a.nodes[2].guard = None  # (a value a kernel took: nothing to branch on)
+    assert branch_to_export(a, str(tmp_path), prog) is None and warned == []
+    a = path(tmp_path, 2.0)
+    a.capA.reads[0].update(dtype="f32", value=b"\x01\0\0\0")
+    assert branch_to_export(a, str(tmp_path), prog) is None and warned[0][0] == "the read at m.py:3 stays guarded"
 
 
 def test_paths_that_differ_before_the_read_are_not_joined(tmp_path):
@@ -108,8 +120,8 @@ def loop(tmp_path, passes=4, moved=False):
     t, y, r = (next(b for b in bufs.list if b.name == n) for n in ("t0", "out0", "r0"))
 
     def launch(i, buf, off):
-        return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": i,
-                "args": [("ptr", buf, off), ("value", struct.pack("<f", 1.0)), ("value", struct.pack("<I", 256))]}
+        return Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, index=i,
+                    args=[("ptr", buf, off), ("value", struct.pack("<f", 1.0)), ("value", struct.pack("<I", 256))])
     nodes, edges, segment_of, reads, i, last = [], [], [], [], 0, None
     for s in range(passes + 1):
         nodes.append(launch(i, t, 1024 if moved and s == 3 else 0) if s < passes else launch(i, y, 0))
@@ -119,10 +131,10 @@ def loop(tmp_path, passes=4, moved=False):
         last = i
         i += 1
         if s < passes:
-            nodes += [{"kind": "read", "src": (t, 0), "dst": (r, 0), "width": 1, "index": i, "read": s,
-                       "where": "gen.py:9", "op": "__bool__"},
-                      {"kind": "sync", "index": i + 1, "read": s, "where": "gen.py:9",
-                       "guard": b"\x01" if s == passes - 1 else b"\x00"}]
+            nodes += [Node(kind="read", src=(t, 0), dst=(r, 0), width=1, index=i, read=s,
+                           where="gen.py:9", op="__bool__"),
+                      Node(kind="sync", index=i + 1, read=s, where="gen.py:9",
+                           guard=b"\x01" if s == passes - 1 else b"\x00")]
             segment_of += [None, None]
             edges += [(last, i), (i, i + 1)]
             reads.append({"where": "gen.py:9", "dtype": "bool", "value": b"\x01" if s == passes - 1 else b"\x00"})
@@ -137,9 +149,9 @@ def test_a_loop_of_reads_becomes_a_while_node(tmp_path, pgcc_bin):
     from pgcc.branches import join_loop
     a = loop(tmp_path)
     assert join_loop(a, str(tmp_path)) == 3  # passes after the first
-    assert [n["index"] for n in a.nodes] == [0, "c0", "loop0", 12]
-    (body_name, body, body_edges), = a.nodes[2]["bodies"]
-    assert [n["index"] for n in body] == ["w3", "cb"] and body_edges == [("w3", "cb")]
+    assert [n.index for n in a.nodes] == [0, "c0", "loop0", 12]
+    (body_name, body, body_edges), = a.nodes[2].bodies
+    assert [n.index for n in body] == ["w3", "cb"] and body_edges == [("w3", "cb")]
     assert (0, "c0") in a.edges and ("c0", "loop0") in a.edges and ("loop0", 12) in a.edges
     assert all(r["loop"] and not r["guarded"] for r in a.report["host_reads"])
     used = {id(x) for n in a.nodes for x in node_buffers(n)}

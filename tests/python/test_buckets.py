@@ -13,7 +13,7 @@ from pgcc.call_args import choose
 from pgcc.shape_buckets import SETTER_SOURCE, check_values, dim_position, merge, setter_kernel
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
-from pgcc.model import Analysis, Kernel
+from pgcc.model import Analysis, Kernel, Node
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -56,8 +56,8 @@ def bucket(tmp_path, n, static_at=0x900000):
                module=scale_module(tmp_path))
 
     def launch(i, buf, off=0):
-        return {"kind": "kernel", "func": 1, "grid": [n, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,
-                "args": [("ptr", buf, off), ("value", struct.pack("<f", 2.0)), ("value", struct.pack("<I", 64 * n))]}
+        return Node(kind="kernel", func=1, grid=[n, 1, 1], block=[64, 1, 1], smem=0, index=i,
+                    args=[("ptr", buf, off), ("value", struct.pack("<f", 2.0)), ("value", struct.pack("<I", 64 * n))])
     nodes = [launch(0, x), launch(1, w), launch(2, t), launch(3, s), launch(4, y)]
     return Analysis(capA=SimpleNamespace(reads=[], edges=[(0, 1)]), bufs=bufs, nodes=nodes,
                     edges=[(i, i + 1) for i in range(4)], kernels={1: k}, scalars=[],
@@ -73,12 +73,12 @@ def test_merge_shares_weights_and_names_the_dimension(tmp_path, pgcc_bin):
     assert {"b1_t0", "b2_t0", "b4_t0", "b1_t1"} <= set(names) and "b2_t1" not in names  # the static block once
     x = next(b for b in a.bufs.list if b.name == "in0")
     assert x.shape == ["batch", 64] and x.size == 256 * 4
-    assert [n["index"] for n in a.nodes] == ["bset", "bswitch"] and a.edges == [("bset", "bswitch")]
+    assert [n.index for n in a.nodes] == ["bset", "bswitch"] and a.edges == [("bset", "bswitch")]
     switch = a.nodes[1]
-    assert switch["kind"] == "switch" and [g for g, _, _ in switch["bodies"]] == ["bucket_1", "bucket_2", "bucket_4"]
+    assert switch.kind == "switch" and [g for g, _, _ in switch.bodies] == ["bucket_1", "bucket_2", "bucket_4"]
     # every bucket's nodes point at the merged buffers
-    for _, body, edges in switch["bodies"]:
-        assert body[0]["args"][0][1] is x
+    for _, body, edges in switch.bodies:
+        assert body[0].args[0][1] is x
         assert edges[0][0].startswith("b")
     assert a.outputs == ["out4"] and a.dims == [{"name": "batch", "values": [1, 2, 4], "pad": True}]
     assert len(a.kernels) == 2 and (tmp_path / "kernels" / "pgcc_bucket.cu").read_text() == SETTER_SOURCE
@@ -128,7 +128,7 @@ def test_merge_refuses_what_it_cannot_say(tmp_path):
 
 def test_a_cluster_inside_a_bucket_makes_the_file_version_2(tmp_path):
     analyses = [bucket(tmp_path, n) for n in (1, 2)]
-    analyses[1].nodes[0]["cluster"] = [1, 1, 1]
+    analyses[1].nodes[0].cluster = [1, 1, 1]
     a = merge(analyses, [1, 2], "batch", True, setter_kernel(str(tmp_path)))
     used = {id(b) for n in a.nodes for b in node_buffers(n)}
     text = graph_text("bk", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90", scalars=a.scalars,

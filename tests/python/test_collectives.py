@@ -10,7 +10,7 @@ from conftest import scale_module
 from pgcc.collectives import kernel_collective, libcall
 from pgcc.errors import ExportError
 from pgcc.graphfile import graph_text, node_buffers
-from pgcc.model import Kernel
+from pgcc.model import Kernel, Node
 from pgcc.relocate import Buffers
 from pgcc.weights import write_safetensors
 
@@ -37,8 +37,8 @@ def probed(tmp_path, on_output=False):
     k = Kernel(symbol="scale", layout=[(0, 8), (8, 4), (12, 4)], ptr_words={(0, 0, "abs64")}, module=module)
 
     def launch(i, buf):
-        return {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [64, 1, 1], "smem": 0, "index": i,
-                "args": [("ptr", buf, 0), ("value", bytes(4)), ("value", bytes(4))]}
+        return Node(kind="kernel", func=1, grid=[1, 1, 1], block=[64, 1, 1], smem=0, index=i,
+                    args=[("ptr", buf, 0), ("value", bytes(4)), ("value", bytes(4))])
     end = (y, 0) if on_output else (t, 0)
     call = {"fn": "ncclAllReduce", "send": end, "recv": end, "count": 2048, "dtype": "f32", "op": "sum"}
     comm = {"name": "world", "ranks": 2}

@@ -6,11 +6,12 @@ import os
 import shutil
 import struct
 import subprocess
+from dataclasses import replace
 
 from conftest import FIXTURES
 
 from pgcc.graphfile import graph_text, ident, node_buffers, write_graph
-from pgcc.model import Kernel
+from pgcc.model import Kernel, Node
 from pgcc.relocate import Buffers, Relocator
 from pgcc.weights import write_safetensors
 
@@ -31,12 +32,12 @@ def program(tmp_path):
     for i, (pa, pb) in enumerate([(0x10000, 0x90000), (0x40000, 0xB0000), (0x20000, 0xA0000)]):
         blobs = [struct.pack("<QfI", p, 2.0, 256) for p in (pa, pb)]
         args = rel.kernel_args(k.layout, blobs, f"node {i}", k.ptr_words)
-        nodes.append({"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "args": args,
-                      "index": i})
-    nodes.append({"kind": "memcpy", "src": rel.resolve((0x10000, 0x90000), "cp"),
-                  "dst": rel.resolve((0x40000, 0xB0000), "cp"), "width": 1024, "index": 3})
-    nodes.append({"kind": "memset", "dst": rel.resolve((0x30000, 0x30000), "ms"), "value": 0, "elem": 4,
-                  "width": 4, "index": 4})
+        nodes.append(Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, args=args,
+                          index=i))
+    nodes.append(Node(kind="memcpy", src=rel.resolve((0x10000, 0x90000), "cp"),
+                      dst=rel.resolve((0x40000, 0xB0000), "cp"), width=1024, index=3))
+    nodes.append(Node(kind="memset", dst=rel.resolve((0x30000, 0x30000), "ms"), value=0, elem=4,
+                      width=4, index=4))
     assert rel.problems == []
     used = {id(b) for n in nodes for b in node_buffers(n)}
     write_safetensors(tmp_path / "p.safetensors", [("a", "f32", [256], b"\0" * 1024)])
@@ -98,11 +99,11 @@ def test_relocation_kinds_and_dontcare_read_back(tmp_path, pgcc_bin):
     k = Kernel(symbol="split", layout=[(0, 40)], module={"name": "lib", "kind": "library", "library": "libx.so.1"},
                ptr_words={(0, 4, "abs64"), (0, 16, "lo32"), (0, 24, "hi32")}, dontcare={(0, 32, 4), (0, 36, 4)})
     raw = bytes(range(40))
-    node = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
-            "args": [("bytes", raw, [(4, x, 0, "abs64"), (16, x, 8, "lo32"), (24, x, 8, "hi32")])]}
+    node = Node(kind="kernel", func=1, grid=[1, 1, 1], block=[32, 1, 1], smem=0, index=0,
+                args=[("bytes", raw, [(4, x, 0, "abs64"), (16, x, 8, "lo32"), (24, x, 8, "hi32")])])
     # another launch of the kernel, whose bytes 32..40 are a value it reads: the don't-care
     # ranges are the kernel's (proven for the first launch), its bytes are its own
-    other = dict(node, index=1, args=[("bytes", bytes(range(100, 140)), [(4, x, 0, "abs64"), (16, x, 8, "lo32"),
+    other = replace(node, index=1, args=[("bytes", bytes(range(100, 140)), [(4, x, 0, "abs64"), (16, x, 8, "lo32"),
                                                                           (24, x, 8, "hi32")])])
     text = graph_text("m", {1: k}, bufs, {id(x)}, [node, other], [], "sm_90")
     assert "pgcc 2;" in text
@@ -125,10 +126,10 @@ def test_a_slot_another_launch_fills_stays_as_given(tmp_path, pgcc_bin):
     x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
     k = Kernel(symbol="table", layout=[(0, 16)], module={"name": "lib", "kind": "library", "library": "libx.so.1"},
                ptr_words={(0, 0, "abs64"), (0, 8, "abs64")})
-    both = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
-            "args": [("bytes", bytes(16), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])]}
+    both = Node(kind="kernel", func=1, grid=[1, 1, 1], block=[32, 1, 1], smem=0, index=0,
+                args=[("bytes", bytes(16), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])])
     stale = (0x7F00DEADBEEF).to_bytes(8, "little")
-    one = dict(both, index=1, args=[("bytes", bytes(8) + stale, [(0, x, 128, "abs64")])])
+    one = replace(both, index=1, args=[("bytes", bytes(8) + stale, [(0, x, 128, "abs64")])])
     text = graph_text("m", {1: k}, bufs, {id(x)}, [both, one], [], "sm_90")
     assert f'["{(bytes(8) + stale).hex()}", in0+128, null]' in text
     (tmp_path / "m.graph").write_text(text)
@@ -142,7 +143,7 @@ def test_a_0_dimensional_output_keeps_its_shape(tmp_path, pgcc_bin):
     0-dimensional float output for it."""
     bufs = Buffers()
     out = bufs.add(name="out0", size=4, role="output", dtype="f32", shape=[], ranges={0: 0x10000})
-    node = {"kind": "memset", "dst": (out, 0), "value": 0, "elem": 4, "width": 1, "index": 0}
+    node = Node(kind="memset", dst=(out, 0), value=0, elem=4, width=1, index=0)
     text = graph_text("m", {}, bufs, {id(out)}, [node], [], "sm_90")
     assert "buffer out0 size 4 align 256 role output dtype f32 shape [];" in text
     (tmp_path / "m.graph").write_text(text)
@@ -163,19 +164,19 @@ def host_read_program(guard):
     k = Kernel(symbol="scale", layout=[(0, 8), (8, 8), (16, 8)], ptr_words={(0, 0, "abs64"), (8, 0, "abs64")},
                module={"name": "lib", "kind": "library", "library": "libx.so.1"})
     s = {"name": "v0_f64", "type": "f64", "from": "r0", "read": 0}
-    nodes = [{"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": 0,
-              "args": [("ptr", x, 0), ("ptr", t, 0), ("value", struct.pack("<d", 0.5))]},
-             {"kind": "read", "src": (t, 0), "dst": (r, 0), "width": 4, "index": 1, "read": 0,
-              "where": 'model.py:12: m = h.abs().max().item()  # "max"', "op": "item"},
-             {"kind": "sync", "index": 2, "read": 0, "where": 'model.py:12: m = h.abs().max().item()  # "max"'},
-             {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "index": 3,
-              "args": [("ptr", t, 0), ("ptr", y, 0), ("value", struct.pack("<d", 1.75))]}]
+    nodes = [Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, index=0,
+                  args=[("ptr", x, 0), ("ptr", t, 0), ("value", struct.pack("<d", 0.5))]),
+             Node(kind="read", src=(t, 0), dst=(r, 0), width=4, index=1, read=0,
+                  where='model.py:12: m = h.abs().max().item()  # "max"', op="item"),
+             Node(kind="sync", index=2, read=0, where='model.py:12: m = h.abs().max().item()  # "max"'),
+             Node(kind="kernel", func=1, grid=[1, 1, 1], block=[256, 1, 1], smem=0, index=3,
+                  args=[("ptr", t, 0), ("ptr", y, 0), ("value", struct.pack("<d", 1.75))])]
     if guard:
-        nodes[2]["guard"] = struct.pack("<f", 1.75)
+        nodes[2].guard = struct.pack("<f", 1.75)
         scalars = []
     else:
         k.scalar_types = {16: "f64"}
-        nodes[3]["args"][2] = ("scalar", struct.pack("<d", 1.75), s)
+        nodes[3].args[2] = ("scalar", struct.pack("<d", 1.75), s)
         scalars = [s]
     used = {id(b) for n in nodes for b in node_buffers(n)}
     return {1: k}, bufs, used, nodes, [(0, 1), (1, 2), (2, 3)], scalars
@@ -221,7 +222,7 @@ def test_a_value_the_host_computes_is_a_callback_scalar(tmp_path, pgcc_bin):
     `scalar cb0 type f64 callback`, a pgrt_scalar_fn field of the generated NAME_args."""
     kernels, bufs, used, nodes, edges, scalars = host_read_program(guard=False)
     cb = {"name": "cb0", "type": "f64", "callback": True}
-    nodes[3]["args"][2] = ("scalar", struct.pack("<d", 0.25), cb)
+    nodes[3].args[2] = ("scalar", struct.pack("<d", 0.25), cb)
     text = graph_text("h", kernels, bufs, used, nodes, edges, "sm_90", scalars=[cb])
     assert "scalar cb0 type f64 callback;" in text and "args [t0, out0, cb0];" in text
     (tmp_path / "h.graph").write_text(text)
@@ -256,9 +257,9 @@ def test_a_pointer_parameter_that_is_a_constant_in_one_launch(tmp_path, pgcc_bin
     k = Kernel(symbol="reduce", layout=[(0, 8), (8, 8)], ptr_words={(0, 0, "abs64"), (8, 0, "abs64")},
                module={"name": "lib", "kind": "library", "library": "libx.so.1"})
     const = bytes.fromhex("0000fc7f00000000")
-    one = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
-           "args": [("ptr", x, 0), ("ptr", x, 64)]}
-    two = dict(one, index=1, args=[("ptr", x, 0), ("value", const)])
+    one = Node(kind="kernel", func=1, grid=[1, 1, 1], block=[32, 1, 1], smem=0, index=0,
+               args=[("ptr", x, 0), ("ptr", x, 64)])
+    two = replace(one, index=1, args=[("ptr", x, 0), ("value", const)])
     text = graph_text("v", {1: k}, bufs, {id(x)}, [one, two], [], "sm_90")
     assert "  param 0 8 ptr;\n  param 8 8 bytes ptrs [0];" in text
     assert 'args [in0, ["0000000000000000", in0+64]]' in text

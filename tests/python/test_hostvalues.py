@@ -1,9 +1,14 @@
 """hostvalues.py: which kernel arguments are values read back to the host, from two
-captures' bytes; conversions as C makes them; when two captures ran other nodes."""
+captures' bytes; conversions as C makes them; when two captures ran other nodes; what
+host_computed makes of an argument that changes with the values (its replays stood in
+for)."""
 import struct
+from types import SimpleNamespace
 
+from pgcc import hostvalues
 from pgcc.call_args import decode, encode
-from pgcc.hostvalues import explain, flows, same_path
+from pgcc.hostvalues import explain, flows, host_computed, same_path
+from pgcc.model import Kernel, Node
 
 KERNEL = 0  # (capture.py's node type of a kernel: anything but "read")
 
@@ -73,3 +78,33 @@ def test_same_path():
     other = [dict(n) for n in a]
     other[0]["grid"] = [2, 1, 1]
     assert same_path(a, other).startswith("node 0")
+
+
+def computed_case(monkeypatch, kernel_reads):
+    """A read, its guarded sync, and a kernel after them whose parameter 0 (8 bytes, 0.25
+    as captured) changes with the value read but is none of it; the replays that would
+    tell whether the kernel reads it answer kernel_reads."""
+    monkeypatch.setattr(hostvalues, "prove_irrelevant",
+                        lambda replayer, suspects, name_of: ["it reads them"] if kernel_reads else [])
+    capA = SimpleNamespace(nodes=[{"type": "read"}, {"type": "sync"},
+                                  {"type": KERNEL, "name": "k", "func": 9, "layout": [(0, 8)]}])
+    nodes = [Node(kind="read", index=0, read=0), Node(kind="sync", index=1, read=0, guard=b"\x01"),
+             Node(kind="kernel", index=2, func=9, args=[("value", struct.pack("<d", 0.25))])]
+    kernels = {9: Kernel(symbol="k", layout=[(0, 8)])}
+    report = {"host_reads": [{"guarded": True}]}
+    scalars = []
+    host_computed(None, capA, nodes, kernels, {2: [(0, [(0, 8, "changes in D")])]}, scalars, report, lambda s: None)
+    return nodes, kernels, scalars, report
+
+
+def test_an_argument_the_host_computes_is_a_callback_scalar(monkeypatch):
+    nodes, kernels, scalars, report = computed_case(monkeypatch, True)
+    assert scalars == [{"name": "cb0", "type": "f64", "callback": True}]
+    assert nodes[2].args == [("scalar", struct.pack("<d", 0.25), scalars[0])] and kernels[9].scalar_types == {0: "f64"}
+    assert nodes[1].guard is None and report["host_reads"] == [{"guarded": False, "callbacks": ["cb0"]}]
+
+
+def test_an_argument_the_kernel_does_not_read_is_dont_care(monkeypatch):
+    nodes, kernels, scalars, report = computed_case(monkeypatch, False)
+    assert scalars == [] and kernels[9].dontcare == {(0, 0, 8)} and kernels[9].scalar_types == {}
+    assert nodes[2].args == [("value", struct.pack("<d", 0.25))] and nodes[1].guard == b"\x01"

@@ -1,10 +1,16 @@
 """replay.prove_irrelevant and narrow over a stand-in replayer (no GPU): a "kernel" whose
-results depend on chosen parameter bytes of chosen nodes; and host_words.words_hex."""
+results depend on chosen parameter bytes of chosen nodes; and host_words.words_hex, and
+read_host on a word that points at this process's memory (its check, a replay, stood in
+for)."""
+import ctypes as C
+import struct
 from types import SimpleNamespace
 
 import pytest
 
-from pgcc.host_words import words_hex
+from pgcc.host_words import HOST_WINDOW, read_host, words_hex
+from pgcc.model import Kernel, Node
+from pgcc.relocate import Buffers
 from pgcc.replay import POISON, narrow, prove_irrelevant
 
 
@@ -122,3 +128,44 @@ def test_training_step_seen_through_torch_compile():
     assert not training_step(Module())
     assert not training_step(compiled(Module().train))
     assert not training_step(compiled(lambda: None))
+
+
+def host_word_node():
+    """A node whose parameter 8 holds the address of host memory (cuBLAS's alpha), and
+    its capture A record."""
+    alpha = C.create_string_buffer(struct.pack("<f", 0.5) + bytes(300))
+    addr = C.addressof(alpha)
+    blob = struct.pack("<QQ", 0, addr)
+    cap = SimpleNamespace(nodes=[{"name": "gemm", "func": 7, "bytes": blob}])
+    node = Node(kind="kernel", index=0, func=7, args=[("value", bytes(8)), ("value", blob[8:])])
+    kernel = Kernel(symbol="gemm", layout=[(0, 8), (8, 8)])
+    return alpha, addr, cap, node, kernel, [(addr - 4096, addr + 4096, "[heap]")]
+
+
+def test_a_host_word_read_through_points_at_a_copy():
+    alpha, addr, cap, node, kernel, maps = host_word_node()
+    bufs, done, kept, problems = Buffers(), {}, [], []
+    assert read_host(0, [(8, 8, "changes")], cap, maps, bufs, [node], {7: kernel}, done, lambda i, found: "read",
+                     kept, problems)
+    (copy,) = bufs.list
+    assert copy.role == "weight" and copy.static and copy.host[:4] == struct.pack("<f", 0.5)
+    assert copy.size == min(HOST_WINDOW, 4096) and done == {addr: copy}
+    assert node.args == [("value", bytes(8)), ("ptr", copy, 0)] and kernel.ptr_words == {(8, 0, "abs64")}
+    assert kept == [] and problems == []
+
+
+def test_a_host_word_taken_as_a_value_is_kept_as_captured():
+    alpha, addr, cap, node, kernel, maps = host_word_node()
+    node.args[1] = ("value", bytes(8))  # (zeroed as a suspect)
+    bufs, kept, problems = Buffers(), [], []
+    assert read_host(0, [(8, 8, "changes")], cap, maps, bufs, [node], {7: kernel}, {}, lambda i, found: "value",
+                     kept, problems)
+    assert node.args[1] == ("value", struct.pack("<Q", addr)) and bufs.list == [] and kernel.ptr_words == set()
+    assert kept == [(0, 8, addr)] and problems == []
+
+
+def test_a_word_outside_host_memory_is_not_a_host_word():
+    alpha, addr, cap, node, kernel, maps = host_word_node()
+    assert not read_host(0, [(8, 8, "changes")], cap, [(0, 4096, "x")], Buffers(), [node], {7: kernel}, {},
+                         lambda i, found: "read", [], [])
+    assert node.args[1] == ("value", struct.pack("<Q", addr))

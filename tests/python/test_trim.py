@@ -6,7 +6,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from pgcc.graphfile import node_refs
-from pgcc.model import Analysis, Buffer, WholeLayout
+from pgcc.model import Analysis, Buffer, Node, WholeLayout
 
 from pgcc import slot_layout
 
@@ -43,9 +43,9 @@ def trim(bufs, nodes, allocs, log):
 
 def test_regions_are_cut_after_what_the_nodes_point_into():
     t0, t1, ws, w = buffers()
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", w, 0), ("bytes", b"\0" * 16, [(8, ws, 0, "abs64")])]},
-             {"kind": "memset", "dst": (t0, 8192), "value": 0, "elem": 4, "width": 1},
-             {"kind": "kernel", "args": [("ptr", t1, 128), ("value", b"\1\0\0\0")]}]
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0), ("ptr", w, 0), ("bytes", b"\0" * 16, [(8, ws, 0, "abs64")])]),
+             Node(kind="memset", dst=(t0, 8192), value=0, elem=4, width=1),
+             Node(kind="kernel", args=[("ptr", t1, 128), ("value", b"\1\0\0\0")])]
     said = []
     cut = trim(Bufs((t0, t1, ws, w)), nodes, ALLOCS, said.append)
     assert cut == {"t0": [8704 + (1 << 20), 8704]}
@@ -57,44 +57,44 @@ def test_regions_are_cut_after_what_the_nodes_point_into():
 def test_a_copy_out_of_the_region_keeps_what_it_reads():
     t0, t1, ws, w = buffers()
     out = Buffer(name="out0", size=1 << 20, role="output", ranges={0: 0x2000})
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)]},
-             {"kind": "memcpy", "src": (t0, 8704), "dst": (out, 0), "width": 1 << 20}]
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0)]),
+             Node(kind="memcpy", src=(t0, 8704), dst=(out, 0), width=1 << 20)]
     trim(Bufs((t0, out)), nodes, ALLOCS, lambda s: None)
     assert t0.size == 8704 + (1 << 20)
 
 
 def test_without_the_allocators_trace_nothing_is_cut():
     t0, t1, ws, w = buffers()
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)]}]
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0)])]
     assert trim(Bufs((t0,)), nodes, None, lambda s: None) == {}
     assert t0.size == 8704 + (1 << 20)
 
 
 def test_node_refs_reach_into_bodies_and_say_what_copies_cover():
     t0, t1, ws, w = buffers()
-    body = [{"kind": "memset", "dst": (t1, 64), "value": 0, "elem": 2, "width": 10}]
-    n = {"kind": "if", "bodies": [("then", body, None)]}
+    body = [Node(kind="memset", dst=(t1, 64), value=0, elem=2, width=10)]
+    n = Node(kind="if", bodies=[("then", body, None)])
     assert list(node_refs(n)) == [(t1, 64, 20)]
-    m = {"kind": "read", "src": (t0, 4), "dst": (w, 0), "width": 4}
+    m = Node(kind="read", src=(t0, 4), dst=(w, 0), width=4)
     assert list(node_refs(m)) == [(t0, 4, 4), (w, 0, 4)]
 
 
 def test_regions_are_split_into_the_allocations_the_nodes_use():
     t0, t1, ws, w = buffers()
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", w, 0)], "index": 0},
-             {"kind": "memset", "dst": (t0, 8192), "value": 0, "elem": 4, "width": 1, "index": 1},
-             {"kind": "kernel", "args": [("ptr", t1, 128), ("bytes", b"\0" * 16, [(8, t0, 8200, "lo32")])],
-              "index": 2}]
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0), ("ptr", w, 0)], index=0),
+             Node(kind="memset", dst=(t0, 8192), value=0, elem=4, width=1, index=1),
+             Node(kind="kernel", args=[("ptr", t1, 128), ("bytes", b"\0" * 16, [(8, t0, 8200, "lo32")])],
+                  index=2)]
     bufs, said = Bufs((t0, t1, ws, w)), []
     out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS), said.append)
     assert [b.name for b in bufs.list] == ["t0_0", "t0_1", "t1_0", "t2", "w_a"]
     s0, s1, s2 = bufs.list[:3]
     assert (s0.size, s1.size, s2.size) == (8192, 512, 4096)
     assert s1.ranges == {0: BASE + 8192, 1: BASE + (1 << 32) + 8192} and s1.role == "intermediate"
-    assert out[0]["args"] == [("ptr", s0, 0), ("ptr", w, 0)]
-    assert out[1]["dst"] == (s1, 0)
-    assert out[2]["args"] == [("ptr", s2, 128), ("bytes", b"\0" * 16, [(8, s1, 8, "lo32")])]
-    assert nodes[0]["args"][0] == ("ptr", t0, 0)  # (the nodes given are not changed)
+    assert out[0].args == [("ptr", s0, 0), ("ptr", w, 0)]
+    assert out[1].dst == (s1, 0)
+    assert out[2].args == [("ptr", s2, 128), ("bytes", b"\0" * 16, [(8, s1, 8, "lo32")])]
+    assert nodes[0].args[0] == ("ptr", t0, 0)  # (the nodes given are not changed)
     assert report["split"] == {"t0": [8704 + (1 << 20), 2, 8704], "t1": [4096, 1, 4096]}
     assert report["whole"] == {} and report["cut"] == {}
     assert said and "2 intermediates split into the 3 allocations" in said[0]
@@ -102,9 +102,9 @@ def test_regions_are_split_into_the_allocations_the_nodes_use():
 
 def test_a_capture_that_is_not_a_chain_is_only_cut():
     t0, t1, ws, w = buffers()
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
-             {"kind": "kernel", "args": [("ptr", t0, 8192)], "index": 1},
-             {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 2}]
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0)], index=0),
+             Node(kind="kernel", args=[("ptr", t0, 8192)], index=1),
+             Node(kind="kernel", args=[("ptr", t1, 0)], index=2)]
     bufs = Bufs((t0, t1))
     out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS, edges=[(0, 1), (0, 2)]), lambda s: None)
     assert bufs.list == [t0, t1] and out == nodes
@@ -120,15 +120,15 @@ def test_the_nodes_are_timed_in_the_chains_order_and_copies_added_come_last():
              ("free_requested", BASE + 4096, 4096), ("alloc", BASE, 4096), ("alloc", BASE + 8192, 4096)]
     cap = SimpleNamespace(allocs=[(a, s) for act, a, s in trace if act == "alloc"], trace=trace,
                           nodes=[None, None], edges=[(1, 0)])
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 8192)], "index": 0},
-             {"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 4096)], "index": 1},
-             {"kind": "memcpy", "src": (t0, 0), "dst": (out0, 0), "width": 4096, "index": 2}]  # (the export's copy)
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0), ("ptr", t0, 8192)], index=0),
+             Node(kind="kernel", args=[("ptr", t0, 0), ("ptr", t0, 4096)], index=1),
+             Node(kind="memcpy", src=(t0, 0), dst=(out0, 0), width=4096, index=2)]  # (the export's copy)
     bufs = Bufs((t0, out0))
     out, report = slot_layout.place_intermediates(bufs, nodes, cap, lambda s: None)
     assert report["split"] == {"t0": [12288, 4, 16384]} and report["whole"] == {}
-    x, y = out[1]["args"][0][1], out[0]["args"][0][1]
+    x, y = out[1].args[0][1], out[0].args[0][1]
     assert x is not y and x.size == y.size == 4096
-    assert out[2]["src"] == (y, 0)  # the copy at the end reads Y, the allocation live then
+    assert out[2].src == (y, 0)  # the copy at the end reads Y, the allocation live then
     # in the nodes' numbering the trace would contradict them: nothing split
     cap.edges = [(0, 1)]
     out, report = slot_layout.place_intermediates(Bufs((t0, out0)), nodes, cap, lambda s: None)
@@ -148,7 +148,7 @@ def test_pgcc_packs_the_slots_of_a_region(tmp_path, pgcc_bin):
     cap = SimpleNamespace(allocs=[(a, s) for _, a, s in trace], trace=trace, nodes=[None] * 4,
                           edges=[(0, 1), (1, 2), (2, 3)])
     places = [(in0, 0), (t0, 0), (t0, 4096), (t0, 8192), (out0, 0)]
-    nodes = [{"kind": "memcpy", "src": places[i], "dst": places[i + 1], "width": 4096, "index": i} for i in range(4)]
+    nodes = [Node(kind="memcpy", src=places[i], dst=places[i + 1], width=4096, index=i) for i in range(4)]
 
     def arena(bufs, nodes):
         used = {id(b) for n in nodes for b in node_buffers(n)}
@@ -168,8 +168,8 @@ def test_pgcc_packs_the_slots_of_a_region(tmp_path, pgcc_bin):
 def split_analysis(tmp_path=None):
     """An analysis whose region t0 was split into slots, as analyse() leaves it."""
     t0, t1, ws, w = buffers()
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0)], "index": 0},
-             {"kind": "kernel", "args": [("ptr", t1, 0)], "index": 1}]
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0)], index=0),
+             Node(kind="kernel", args=[("ptr", t1, 0)], index=1)]
     bufs = Bufs((t0, t1, w))
     whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b.size for b in bufs.list})
     out, report = slot_layout.place_intermediates(bufs, nodes, capture(ALLOCS, nodes=2), lambda s: None)
@@ -208,19 +208,19 @@ def test_the_nodes_are_placed_where_capture_a_saw_them():
     t0 = Buffer(name="t0", size=8192, role="intermediate", ranges={0: BASE})
     trace = [("alloc", BASE, 4096), ("alloc", BASE + 4096, 4096), ("free_requested", BASE, 4096),
              ("alloc", BASE, 4096)]
-    nodes = [{"kind": "kernel", "args": [("ptr", t0, 0), ("ptr", t0, 4096)], "index": 0},
-             {"kind": "kernel", "args": [("ptr", t0, 4096), ("ptr", t0, 0)], "index": 1}]
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0), ("ptr", t0, 4096)], index=0),
+             Node(kind="kernel", args=[("ptr", t0, 4096), ("ptr", t0, 0)], index=1)]
 
     def place(clock, kinds=None):
         cap = SimpleNamespace(allocs=[(a, s) for act, a, s in trace if act == "alloc"], trace=trace,
                               nodes=[{"type": 0}, {"type": 0}], edges=[(0, 1)], node_clock=clock,
                               node_clock_kinds=kinds or ["kernel"] * len(clock or ()))
         bufs = Bufs((replace(t0),))
-        ns = [dict(n, args=[(a[0], bufs.list[0], a[2]) for a in n["args"]]) for n in nodes]
+        ns = [replace(n, args=[(a[0], bufs.list[0], a[2]) for a in n.args]) for n in nodes]
         return slot_layout.place_intermediates(bufs, ns, cap, lambda s: None)
     out, report = place([(2, 0), (3, 1)])
     assert report["timed"] == "seen" and report["split"] == {"t0": [8192, 3, 12288]}
-    assert out[0]["args"][0][1] is not out[1]["args"][1][1]  # X and Z: two buffers
+    assert out[0].args[0][1] is not out[1].args[1][1]  # X and Z: two buffers
     out, report = place(None)  # (no ModuleWatch)
     assert report["timed"] == "inferred" and report["split"] == {"t0": [8192, 2, 8192]}
     out, report = place([(2, 0)])  # a launch the clock missed
