@@ -311,9 +311,9 @@ def split_kernel():
     x = bufs.add(name="in0", size=1024, role="input", dtype="f32", shape=[256], ranges={0: 0x10000})
     k = Kernel(symbol="conv", layout=[(0, 24)], module={"name": "lib", "kind": "library", "library": "libx.so.1"},
                ptr_words=set())
-    a = {"kind": "kernel", "func": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "smem": 0, "index": 0,
-         "args": [("bytes", bytes(24), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])]}
-    b = dict(a, index=1, args=[("bytes", bytes(range(24)), [(0, x, 0, "abs64"), (12, x, 128, "hi32")])])
+    a = Node(kind="kernel", func=1, grid=[1, 1, 1], block=[32, 1, 1], smem=0, index=0,
+             args=[("bytes", bytes(24), [(0, x, 0, "abs64"), (8, x, 64, "abs64")])])
+    b = replace(a, index=1, args=[("bytes", bytes(range(24)), [(0, x, 0, "abs64"), (12, x, 128, "hi32")])])
     k.ptr_words = {(0, 0, "abs64"), (0, 8, "abs64"), (0, 12, "hi32")}
     return k, bufs, x, [a, b]
 
