@@ -24,13 +24,15 @@ error, detail.  Statuses (STATUSES):
   CRASH     the child died without its line (a signal, a CUDA abort)
 
 The table goes to stdout, DIR/wild.json and DIR/wild.md (DIR: --out, default
-build/wild), each child's output to DIR/logs/KEY.log.  Everything but child() imports
+build/wild), each child's output to DIR/logs/KEY.log; a child's export and Inductor cache
+are removed after it ran (--keep keeps them).  Everything but child() imports
 without torch (tests/wild/test_runner.py tests it on the CPU).
 """
 import argparse
 import fnmatch
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,6 +59,8 @@ def parse_args(argv):
     ap.add_argument("--jobs", type=positive, default=4, help="children at a time (default 4)")
     ap.add_argument("--timeout", type=positive, default=600, help="seconds per program (default 600)")
     ap.add_argument("--out", default=os.path.join("build", "wild"), help="folder for wild.json, wild.md, logs/")
+    ap.add_argument("--keep", action="store_true", help="keep each program's export and Inductor cache "
+                    "(in the temporary folder printed first; by default each is removed after its run)")
     ap.add_argument("--list", action="store_true", help="print the keys and exit")
     ap.add_argument("--child", metavar="KEY", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -309,6 +313,8 @@ def child(key, out_dir):
         rec["status"], rec["detail"] = classify(is_export_error, type(e).__name__, str(e), frames)
     rec["seconds"] = round(time.time() - t0, 1)
     rec["torch"] = torch.__version__
+    if torch.cuda.is_initialized():
+        rec["peak_mib"] = round(torch.cuda.max_memory_allocated() / 2**20)
     sys.stderr.flush()
     print(TAG + json.dumps(rec), flush=True)
     # (no interpreter teardown: a library's exit-time trouble is not the program's result)
@@ -342,6 +348,8 @@ def run_one(key, args, work):
     rec = parse_child(key, stdout, p.returncode, timed_out, args.timeout, time.time() - t0)
     with open(os.path.join(args.out, "logs", label(key) + ".log"), "w") as f:
         f.write(stdout + "\n---- stderr ----\n" + stderr)
+    if not args.keep:
+        shutil.rmtree(out, ignore_errors=True)  # (an export's weights, an Inductor cache: 60 of them add up)
     print(f"{rec['status']:9} {key:34} {rec['seconds']:7.1f} s  {str(rec.get('detail', ''))[:150]}", flush=True)
     return rec
 

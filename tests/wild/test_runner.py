@@ -231,7 +231,11 @@ def test_parent_runs_children_and_writes_the_table(stand_ins, tmp_path, capsys):
     assert recs[1]["detail"] == "killed by signal 9: dying"
     assert "| 1 | 0 | 0 | 0 | 1 | 1 | 3 |" in (out / "wild.md").read_text()
     assert "noise" in (out / "logs" / "t_ok.log").read_text()
-    assert "1 VERIFIED, 0 WRONG, 0 REFUSED, 0 ERROR, 1 TIMEOUT, 1 CRASH" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "1 VERIFIED, 0 WRONG, 0 REFUSED, 0 ERROR, 1 TIMEOUT, 1 CRASH" in printed
+    work = printed.split(" in ", 1)[1].split()[0]  # the temporary folder, named first
+    assert os.path.isdir(work) and os.listdir(work) == []  # each child's folder removed after its run
+    os.rmdir(work)
 
 
 def running(pid):
@@ -244,7 +248,7 @@ def running(pid):
 
 
 def test_timeout_kills_the_childs_process_group(stand_ins, tmp_path):
-    args = run_wild.parse_args(["--timeout", "2", "--out", str(tmp_path)])
+    args = run_wild.parse_args(["--timeout", "2", "--keep", "--out", str(tmp_path)])
     os.makedirs(tmp_path / "logs")
     rec = run_wild.run_one("t:hang", args, str(tmp_path / "work"))
     assert rec["status"] == "TIMEOUT"
