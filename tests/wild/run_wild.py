@@ -304,11 +304,13 @@ def child(key, out_dir):
         rec["stage"] = "compare"
         err, where, why = compare(torch, ref, got, ref_inputs, got_inputs)
         rec.update(max_error=err, worst=where)
-        rec.update(status="VERIFIED", detail=rec["pgcc_verified"]) if why is None else \
+        if why is None:
+            rec.update(status="VERIFIED", detail=rec["pgcc_verified"])
+        else:
             rec.update(status="WRONG", detail=why)
     except Exception as e:  # noqa: BLE001 -- the table reports every failure
         traceback.print_exc()
-        frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(e.__traceback__)]
+        frames = [(fr.filename, fr.lineno, fr.name) for fr in traceback.extract_tb(e.__traceback__)]
         is_export_error = pgcc is not None and isinstance(e, pgcc.ExportError)
         rec["status"], rec["detail"] = classify(is_export_error, type(e).__name__, str(e), frames)
     rec["seconds"] = round(time.time() - t0, 1)
