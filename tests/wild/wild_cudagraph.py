@@ -108,6 +108,22 @@ def forward_backward():
     return step, (torch.randn(8, 64, device=DEV), torch.randn(8, 64, device=DEV))
 
 
+def forward_backward_marked():
+    """The same step, marked as pgcc's guide marks a training step (step.train = True: its
+    calls change its state -- here the gradients, which accumulate in .grad, allocated
+    before the first call)."""
+    model = Small().to(DEV)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+
+    def step(x, y):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        return loss.detach()
+    step.train = True
+    return step, (torch.randn(8, 64, device=DEV), torch.randn(8, 64, device=DEV))
+
+
 # ---- output structures ----
 
 def dict_outputs():
@@ -317,6 +333,7 @@ PROGRAMS = {
     "cg:index_copy_cache": index_copy_cache,
     "cg:batchnorm_train": batchnorm_train,
     "cg:forward_backward": forward_backward,
+    "cg:forward_backward_marked": forward_backward_marked,
     "cg:dict_outputs": dict_outputs,
     "cg:none_in_outputs": none_in_outputs,
     "cg:python_number_output": python_number_output,
