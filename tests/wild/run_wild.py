@@ -325,6 +325,29 @@ def child(key, out_dir):
 
 # ---- the parent ----
 
+LIVE = set()  # the children running now (killed, with their groups, on Ctrl-C)
+
+
+def kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # the child and its compile workers
+    except ProcessLookupError:
+        pass
+
+
+def exited(p, timeout):
+    """Whether child p exits within timeout seconds; it is left unreaped (a zombie holds
+    its process group's id, so that kill_group cannot reach a process that took the id
+    over)."""
+    end = time.time() + timeout
+    while True:
+        if os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        if time.time() >= end:
+            return False
+        time.sleep(0.1)
+
+
 def child_command(key, out):
     return [sys.executable, "-m", "tests.wild.run_wild", "--child", key, "--child-out", out]
 
@@ -335,18 +358,18 @@ def run_one(key, args, work):
     env = child_env(os.environ, ROOT, os.path.join(out, "inductor"), args.jobs, os.cpu_count())
     cmd = child_command(key, out)
     t0 = time.time()
-    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         errors="replace", start_new_session=True)
-    timed_out = False
+    # (to files, not pipes: a compile worker left behind would hold a pipe open)
+    paths = os.path.join(out, "stdout"), os.path.join(out, "stderr")
+    with open(paths[0], "w") as so, open(paths[1], "w") as se:
+        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=so, stderr=se, start_new_session=True)
+    LIVE.add(p)
     try:
-        stdout, stderr = p.communicate(timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        try:
-            os.killpg(p.pid, signal.SIGKILL)  # the child and its compile workers
-        except ProcessLookupError:
-            pass
-        stdout, stderr = p.communicate()
+        timed_out = not exited(p, args.timeout)
+        kill_group(p)  # what is left of its group (compile workers), and the child itself after a timeout
+        p.wait()
+    finally:
+        LIVE.discard(p)
+    stdout, stderr = (open(path, errors="replace").read() for path in paths)
     rec = parse_child(key, stdout, p.returncode, timed_out, args.timeout, time.time() - t0)
     with open(os.path.join(args.out, "logs", label(key) + ".log"), "w") as f:
         f.write(stdout + "\n---- stderr ----\n" + stderr)
@@ -371,8 +394,15 @@ def main(argv=None):
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
     work = tempfile.mkdtemp(prefix="pgcc-wild-")
     print(f"wild: {len(keys)} programs, {args.jobs} at a time, {args.timeout} s each, in {work}", flush=True)
-    with ThreadPoolExecutor(args.jobs) as pool:
+    pool = ThreadPoolExecutor(args.jobs)
+    try:
         recs = list(pool.map(lambda k: run_one(k, args, work), keys))
+    except KeyboardInterrupt:  # (the children run in sessions of their own: Ctrl-C does not reach them)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in list(LIVE):
+            kill_group(p)
+        raise
+    pool.shutdown()
     print("\n" + text_table(recs))
     with open(os.path.join(args.out, "wild.json"), "w") as f:
         json.dump(recs, f, indent=1)

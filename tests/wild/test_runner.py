@@ -212,6 +212,11 @@ STAND_INS = {
               "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
               "open(os.path.join(sys.argv[1], 'grandchild'), 'w').write(str(p.pid))\n"
               "time.sleep(60)",
+    # a child that reports and exits, leaving a grandchild that holds its stdout
+    "t:linger": "import os, subprocess, sys\n"
+                "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                "open(os.path.join(sys.argv[1], 'grandchild'), 'w').write(str(p.pid))\n"
+                "print('WILD ' + json.dumps({'status': 'REFUSED', 'detail': 'no'}))",
 }
 
 
@@ -227,12 +232,12 @@ def test_parent_runs_children_and_writes_the_table(stand_ins, tmp_path, capsys):
     assert run_wild.main(["--jobs", "3", "--timeout", "3", "--out", str(out)]) == 0  # a measurement: 0
     recs = json.loads((out / "wild.json").read_text())
     assert [(r["key"], r["status"]) for r in recs] == [("t:ok", "VERIFIED"), ("t:crash", "CRASH"),
-                                                       ("t:hang", "TIMEOUT")]
+                                                       ("t:hang", "TIMEOUT"), ("t:linger", "REFUSED")]
     assert recs[1]["detail"] == "killed by signal 9: dying"
-    assert "| 1 | 0 | 0 | 0 | 1 | 1 | 3 |" in (out / "wild.md").read_text()
+    assert "| 1 | 0 | 1 | 0 | 1 | 1 | 4 |" in (out / "wild.md").read_text()
     assert "noise" in (out / "logs" / "t_ok.log").read_text()
     printed = capsys.readouterr().out
-    assert "1 VERIFIED, 0 WRONG, 0 REFUSED, 0 ERROR, 1 TIMEOUT, 1 CRASH" in printed
+    assert "1 VERIFIED, 0 WRONG, 1 REFUSED, 0 ERROR, 1 TIMEOUT, 1 CRASH" in printed
     work = printed.split(" in ", 1)[1].split()[0]  # the temporary folder, named first
     assert os.path.isdir(work) and os.listdir(work) == []  # each child's folder removed after its run
     os.rmdir(work)
@@ -247,12 +252,14 @@ def running(pid):
         return False
 
 
-def test_timeout_kills_the_childs_process_group(stand_ins, tmp_path):
+@pytest.mark.parametrize("key,status", [("t:hang", "TIMEOUT"), ("t:linger", "REFUSED")])
+def test_the_childs_process_group_is_killed(stand_ins, tmp_path, key, status):
+    """After a timeout, and after a child that exited: nothing of its group is left."""
     args = run_wild.parse_args(["--timeout", "2", "--keep", "--out", str(tmp_path)])
     os.makedirs(tmp_path / "logs")
-    rec = run_wild.run_one("t:hang", args, str(tmp_path / "work"))
-    assert rec["status"] == "TIMEOUT"
-    pid = int((tmp_path / "work" / "t_hang" / "grandchild").read_text())
+    rec = run_wild.run_one(key, args, str(tmp_path / "work"))
+    assert rec["status"] == status
+    pid = int((tmp_path / "work" / run_wild.label(key) / "grandchild").read_text())
     for _ in range(100):  # (SIGKILL is delivered, not waited for)
         if not running(pid):
             break
@@ -260,4 +267,4 @@ def test_timeout_kills_the_childs_process_group(stand_ins, tmp_path):
     alive = running(pid)
     if alive:
         os.kill(pid, 9)  # (the test's own grandchild)
-    assert not alive, "the timed-out child's grandchild still runs"
+    assert not alive, "the child's grandchild still runs"
