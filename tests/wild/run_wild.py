@@ -304,6 +304,7 @@ def child(key, out_dir):
         rec["stage"] = "compare"
         err, where, why = compare(torch, ref, got, ref_inputs, got_inputs)
         rec.update(max_error=err, worst=where)
+        print(f"wild: {key}: max error {fmt_error(err)} (at {where}) against the eager call", flush=True)
         if why is None:
             rec.update(status="VERIFIED", detail=rec["pgcc_verified"])
         else:
@@ -375,7 +376,8 @@ def run_one(key, args, work):
         f.write(stdout + "\n---- stderr ----\n" + stderr)
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)  # (an export's weights, an Inductor cache: 60 of them add up)
-    print(f"{rec['status']:9} {key:34} {rec['seconds']:7.1f} s  {str(rec.get('detail', ''))[:150]}", flush=True)
+    print(f"{rec['status']:9} {key:34} {rec['seconds']:7.1f} s  max err {fmt_error(rec.get('max_error')):>7}  "
+          f"{str(rec.get('detail', ''))[:150]}", flush=True)
     return rec
 
 
