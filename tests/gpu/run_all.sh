@@ -2,7 +2,8 @@
 # Every GPU check in one command, each step run whatever the others did, with a
 # summary at the end and every log under $OUT (default build/gpu):
 #
-#   bash tests/gpu/run_all.sh [STEP ...]        STEP: codegen deploy e2e capture breaks buckets decode module state zoo (default: all)
+#   bash tests/gpu/run_all.sh [STEP ...]        STEP: codegen deploy e2e capture breaks buckets decode module state zoo wild
+#                                                (default: all but wild)
 #
 #   codegen  tests/gpu/run_codegen.sh: generated C on fresh buffers, both update paths
 #   deploy   tests/gpu/run_deploy.sh: examples/deploy on the committed export
@@ -14,6 +15,8 @@
 #   module   tests/gpu/module_state.py: module data objects a library set, found and carried
 #   state    tests/gpu/export_state.py $STATE: a training step's state as it was after its export, the step runs on
 #   zoo      tests/gpu/zoo_export.py $ZOO (default: every zoo model), for at most $ZOO_SECONDS
+#   wild     tests/wild/run_wild.py $WILD (default: every program), $WILD_JOBS at a time: a measurement
+#            (it passes whatever the programs did); its table $OUT/wild.md and wild.json
 #
 # The Python steps import the pgcc package of this tree and the model definitions
 # (tests/models) by name: PYTHONPATH is the tree's python/ and its root, set here once.
@@ -45,14 +48,16 @@ for s in "${steps[@]}"; do
     state) python3 tests/gpu/export_state.py ${STATE:-} >"$OUT/state.log" 2>&1 ;;
     zoo) timeout "${ZOO_SECONDS:-420}" python3 tests/gpu/zoo_export.py --jobs "${ZOO_JOBS:-4}" --out "$OUT/zoo" ${ZOO:-} \
            >"$OUT/zoo.log" 2>&1 ;;
+    wild) python3 -m tests.wild.run_wild --jobs "${WILD_JOBS:-8}" --timeout "${WILD_TIMEOUT:-600}" --out "$OUT/wild" \
+            ${WILD:-} >"$OUT/wild.log" 2>&1 && cp "$OUT/wild/wild.md" "$OUT/wild/wild.json" "$OUT/" ;;
     *) echo "unknown step $s"; false ;;
   esac
   rc=$?
   summary+=("$(printf '%-8s %s  (%d s)' "$s" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (exit $rc)")" $(($(date +%s) - t0)))")
   echo "== $s: exit $rc"; tail -n 25 "$OUT/$s.log"
 done
-# the rest (per-model zoo logs, codegen's graph dumps), packed: the device tool brings back few files
-dirs=$(cd "$OUT" && ls -d zoo codegen 2>/dev/null)
+# the rest (per-model zoo and wild logs, codegen's graph dumps), packed: the device tool brings back few files
+dirs=$(cd "$OUT" && ls -d zoo codegen wild 2>/dev/null)
 [ -n "$dirs" ] && tar czf "$OUT/more.tar.gz" -C "$OUT" $dirs && (cd "$OUT" && rm -rf $dirs)
 echo; echo "== summary"; printf '%s\n' "${summary[@]}"
 ! printf '%s\n' "${summary[@]}" | grep -q FAIL
