@@ -4,7 +4,7 @@
 #   bash tests/python/run.sh [PYTEST ARGS...]      (-m "not slow" skips the builds and the install)
 #
 # Installs pytest, safetensors and numpy (and wheel, for the install test) with pip where missing, then runs
-# pytest on tests/python; exits nonzero on a failure, and ends with pytest's summary line.
+# pytest on tests/python and the wild suite runner's torch-free parts (tests/wild/test_runner.py); exits nonzero on a failure, and ends with pytest's summary line.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
@@ -17,4 +17,4 @@ if ! "$PY" -c "import wheel" 2>/dev/null && ! "$PY" -c "import setuptools.comman
 fi
 # the package of this tree, imported as a deployment would (no sys.path edits in the tests)
 export PYTHONPATH="$PWD/python:$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the package; the tree's tests/ and bench/ packages
-exec "$PY" -m pytest -q -p no:cacheprovider tests/python "$@"
+exec "$PY" -m pytest -q -p no:cacheprovider tests/python tests/wild/test_runner.py "$@"
