@@ -65,8 +65,9 @@ static void load(void) {
   }
   __typeof__(cuGetProcAddress) *gpa;
   memcpy(&gpa, &sym, sizeof gpa); /* a function pointer through its object representation: dlsym's contract */
+  char symbol[64];
 #define PGRT_DRIVER_RESOLVE(f) \
-  if (!failed[0]) resolve(gpa, lib, #f, &pgrt_cu.f, sizeof pgrt_cu.f);
+  if (!failed[0]) resolve(gpa, lib, PGRT_DRIVER_SYMBOL(f, symbol), &pgrt_cu.f, sizeof pgrt_cu.f);
   PGRT_DRIVER_FUNCS(PGRT_DRIVER_RESOLVE)
 #undef PGRT_DRIVER_RESOLVE
   if (failed[0]) memset(&pgrt_cu, 0, sizeof pgrt_cu);

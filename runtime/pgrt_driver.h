@@ -16,6 +16,8 @@
 #define PGRT_DRIVER_H
 
 #include <cuda.h>
+#include <stddef.h>
+#include <string.h>
 
 #define PGRT_DRIVER_FUNCS(X)                                                                            \
   /* errors, devices, contexts */                                                                       \
@@ -51,5 +53,25 @@ typedef struct {
   PGRT_DRIVER_FUNCS(PGRT_DRIVER_MEMBER)
 #undef PGRT_DRIVER_MEMBER
 } pgrt_driver;
+
+/* The name the driver's cuGetProcAddress knows function f by: cuda.h's name for it with its
+ * macros expanded, less a version suffix "_vN" (which the CUDA version asked for picks).
+ * Not f's own spelling: cuda.h makes cuGraphInstantiate cuGraphInstantiateWithFlags, and
+ * the driver's "cuGraphInstantiate" is the older function of five arguments (asked for by
+ * that name, it was called with three and crashed).  PGRT_DRIVER_SYMBOL(f, buf) writes it
+ * into char buf[64]. */
+#define PGRT_DRIVER_STR_(x) #x
+#define PGRT_DRIVER_STR(x) PGRT_DRIVER_STR_(x)
+#define PGRT_DRIVER_SYMBOL(f, buf) pgrt_driver_symbol(PGRT_DRIVER_STR(f), buf, sizeof buf)
+static inline const char *pgrt_driver_symbol(const char *expanded, char *out, size_t size) {
+  size_t n = strlen(expanded);
+  size_t end = n;
+  while (end > 0 && expanded[end - 1] >= '0' && expanded[end - 1] <= '9') end--;
+  if (end < n && end >= 2 && expanded[end - 1] == 'v' && expanded[end - 2] == '_') n = end - 2;
+  if (n >= size) n = size - 1;
+  memcpy(out, expanded, n);
+  out[n] = 0;
+  return out;
+}
 
 #endif

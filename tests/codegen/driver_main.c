@@ -71,6 +71,16 @@ int main(int argc, char **argv) {
   EXPECT(pgrt_weights_load(argv[1], &right, &block, &addr) == PGRT_ERR_DRIVER && block == 0);
   EXPECT(strncmp(pgrt_error(), WANT, strlen(WANT)) == 0);
 
+  /* the names asked of the driver's cuGetProcAddress: cuda.h's, macros expanded, less "_vN" */
+  char name[64];
+  EXPECT(strcmp(PGRT_DRIVER_SYMBOL(cuGraphInstantiate, name), "cuGraphInstantiateWithFlags") == 0);
+  EXPECT(strcmp(PGRT_DRIVER_SYMBOL(cuMemAlloc, name), "cuMemAlloc") == 0);
+  EXPECT(strcmp(PGRT_DRIVER_SYMBOL(cuMemcpyHtoD, name), "cuMemcpyHtoD") == 0);
+  EXPECT(strcmp(PGRT_DRIVER_SYMBOL(cuLaunchKernelEx, name), "cuLaunchKernelEx") == 0);
+  EXPECT(strcmp(pgrt_driver_symbol("cuFoo_v12", name, sizeof name), "cuFoo") == 0);
+  EXPECT(strcmp(pgrt_driver_symbol("cuFoo_x2", name, sizeof name), "cuFoo_x2") == 0);
+  EXPECT(strcmp(pgrt_driver_symbol("cuv2", name, sizeof name), "cuv2") == 0);
+
   if (failures) return printf("driver_main: %d failures\n", failures), 1;
   printf("driver: no driver, no libcuda linked: pgrt_cuda and pgrt_weights_load fail with PGRT_ERR_DRIVER and "
          "dlerror()'s reason, from 8 threads and again; a wrong weights file is still the file's error\n");

@@ -1624,7 +1624,7 @@ CUresult cuGraphDebugDotPrint(CUgraph g, const char *path, unsigned int flags) {
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                           CUdriverProcAddressQueryResult *status) {
   typedef void (*fn)(void);
-#define FAKE_PROC(f) {#f, (fn)f},
+#define FAKE_PROC(f) {PGRT_DRIVER_STR(f), (fn)f},
   static const struct {
     const char *name;
     fn f;
@@ -1643,8 +1643,11 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
                   "version of CUDA %d's cuda.h", symbol, cudaVersion, CUDA_VERSION);
   }
   if (hide && strcmp(hide, symbol) == 0) return CUDA_ERROR_NOT_FOUND;
+  /* By the driver's names (pgrt_driver.h, PGRT_DRIVER_SYMBOL): "cuGraphInstantiateWithFlags", not
+   * "cuGraphInstantiate", which the driver answers with an older function of another signature. */
+  char name[64];
   for (size_t i = 0; i < sizeof procs / sizeof *procs; i++)
-    if (strcmp(procs[i].name, symbol) == 0) {
+    if (strcmp(pgrt_driver_symbol(procs[i].name, name, sizeof name), symbol) == 0) {
       memcpy(pfn, &procs[i].f, sizeof procs[i].f);
       if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
       return CUDA_SUCCESS;
