@@ -7,11 +7,16 @@
  * stub.  The first call that needs the driver loads it here, once per process
  * (pthread_once): dlopen of the path in PGRT_LIBCUDA if set (tests, unusual installs),
  * else "libcuda.so.1" as the dynamic linker finds it -- the copy already in the process
- * when there is one, PyTorch's say, since a soname loads once -- then the driver's
- * cuGetProcAddress (dlsym, under the name cuda.h gives it) resolves every function of
- * PGRT_DRIVER_FUNCS into pgrt_cu, each for CUDA_VERSION, the version libpgrt was built
- * against: the versions cuda.h's macros would have linked.  A function the driver lacks
- * fails the load, naming it, rather than a call later.  The library is never unloaded.
+ * when there is one, PyTorch's say, since a soname loads once -- then dlsym resolves
+ * every function of PGRT_DRIVER_FUNCS into pgrt_cu under the symbol a program linked
+ * against libcuda would call: cuda.h's name with its macros expanded (cuMemAlloc is
+ * cuMemAlloc_v2, cuGraphInstantiate is cuGraphInstantiateWithFlags, cuCtxGetDevice is
+ * cuCtxGetDevice).  Not the driver's cuGetProcAddress: asked for a name at CUDA_VERSION,
+ * it gives that version's newest function of the name, whose signature need not be
+ * cuda.h's (CUDA 13's "cuCtxGetDevice" is cuCtxGetDevice_v2, which takes a context too,
+ * and its "cuGraphInstantiate" the five-argument one: called as cuda.h declares them,
+ * both crashed on an H200).  A function the driver lacks fails the load, naming it,
+ * rather than a call later.  The library is never unloaded.
  * This file calls no other of libpgrt's: the message of a failed load is returned to
  * its callers, which report it (PGRT_ERR_DRIVER).
  */
@@ -23,26 +28,22 @@
 #include <string.h>
 
 #define PGRT_STR_(x) #x
-#define PGRT_STR(x) PGRT_STR_(x) /* after expansion: cuGetProcAddress -> "cuGetProcAddress_v2" */
+#define PGRT_STR(x) PGRT_STR_(x) /* after expansion: cuMemAlloc -> "cuMemAlloc_v2" */
 
 pgrt_driver pgrt_cu;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char failed[1024]; /* written once, by load(); empty: loaded */
 
-/* Resolves one function into *slot (its object representation: sizeof a function pointer). */
-static void resolve(__typeof__(cuGetProcAddress) *gpa, const char *lib, const char *name, void *slot, size_t size) {
-  void *f = NULL;
-  CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SUCCESS;
-  CUresult r = gpa(name, &f, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found);
-  if (r == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS && f) {
+/* Resolves one function, by its symbol, into *slot (its object representation: sizeof a
+ * function pointer, dlsym's contract). */
+static void resolve(void *dl, const char *lib, const char *symbol, void *slot, size_t size) {
+  void *f = dlsym(dl, symbol);
+  if (f) {
     memcpy(slot, &f, size);
     return;
   }
-  snprintf(failed, sizeof failed,
-           "the CUDA driver (%s) could not be loaded: it has no %s for CUDA %d.%d (cuGetProcAddress: CUresult %d, "
-           "%s)", lib, name, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10, (int)r,
-           found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? "the driver is older than that"
-                                                              : "the symbol is not found");
+  snprintf(failed, sizeof failed, "the CUDA driver (%s) could not be loaded: it has no %s (a driver older than the "
+           "CUDA %d.%d headers libpgrt was built with?)", lib, symbol, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
 }
 
 static void load(void) {
@@ -57,17 +58,8 @@ static void load(void) {
     snprintf(failed, sizeof failed, "the CUDA driver (%s) could not be loaded: %s", lib, why ? why : "no reason given");
     return;
   }
-  void *sym = dlsym(dl, PGRT_STR(cuGetProcAddress));
-  if (!sym) {
-    snprintf(failed, sizeof failed, "the CUDA driver (%s) could not be loaded: it has no %s (a driver older than "
-             "CUDA 12.0?)", lib, PGRT_STR(cuGetProcAddress));
-    return;
-  }
-  __typeof__(cuGetProcAddress) *gpa;
-  memcpy(&gpa, &sym, sizeof gpa); /* a function pointer through its object representation: dlsym's contract */
-  char symbol[64];
 #define PGRT_DRIVER_RESOLVE(f) \
-  if (!failed[0]) resolve(gpa, lib, PGRT_DRIVER_SYMBOL(f, symbol), &pgrt_cu.f, sizeof pgrt_cu.f);
+  if (!failed[0]) resolve(dl, lib, PGRT_STR(f), &pgrt_cu.f, sizeof pgrt_cu.f);
   PGRT_DRIVER_FUNCS(PGRT_DRIVER_RESOLVE)
 #undef PGRT_DRIVER_RESOLVE
   if (failed[0]) memset(&pgrt_cu, 0, sizeof pgrt_cu);

@@ -131,9 +131,8 @@ typedef enum {
  * first time it needs it -- pgrt_init, pgrt_init_comm, pgrt_weights_load (NAME_load_W),
  * pgrt_cuda -- once per process: the path in the environment variable PGRT_LIBCUDA if
  * set, else "libcuda.so.1" as the dynamic linker finds it (the copy already in the
- * process, if one is).  Every function it calls (pgrt_driver.h) is resolved then with the
- * driver's cuGetProcAddress, for the CUDA version libpgrt was built against, as cuda.h's
- * names would have linked.  Where the driver does not load, or lacks one of them, that
+ * process, if one is).  Every function it calls (pgrt_driver.h) is resolved then under
+ * the symbol cuda.h's names would have linked (cuMemAlloc: cuMemAlloc_v2).  Where the driver does not load, or lacks one of them, that
  * call fails with PGRT_ERR_DRIVER: "the CUDA driver (libcuda.so.1) could not be loaded:
  * <dlerror()>".  Functions that need no GPU (pgrt_tensor_read, pgrt_tensors_write,
  * pgrt_scalar_convert, NAME_info) never load it. */

@@ -3,10 +3,9 @@
  * they are loaded into.  Installed with pgrt.h, which includes it.
  *
  * libpgrt does not link libcuda: it loads the driver with dlopen at its first use
- * (pgrt.h, "The CUDA driver, loaded at run time") and asks the driver's
- * cuGetProcAddress for each function below, for the CUDA version libpgrt was built
- * against (CUDA_VERSION), so each name resolves to the version cuda.h's macros give it
- * at compile time (cuMemAlloc: cuMemAlloc_v2).  Each member has the type and the
+ * (pgrt.h, "The CUDA driver, loaded at run time") and looks each function below up
+ * (dlsym) under the symbol cuda.h's macros give it, the one a program linked against
+ * libcuda calls (cuMemAlloc: cuMemAlloc_v2; cuda_driver.c says why not cuGetProcAddress).  Each member has the type and the
  * (macro-expanded) name of cuda.h's declaration: drv->cuMemAlloc(&p, n) is called as
  * cuMemAlloc(&p, n) would be.  The last group is what a program around libpgrt needs
  * to run one (examples/deploy: a device, its primary context, its buffers), so that it

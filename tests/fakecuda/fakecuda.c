@@ -3,8 +3,8 @@
  * libpgrt and the C that pgcc generates run on a machine without a GPU
  * (tests/fakecuda/run.sh runs the code-generation test programs of tests/gpu/codegen
  * over it).  It implements the calls libpgrt and those programs make, no others:
- * libpgrt loads it through PGRT_LIBCUDA and finds its functions with its
- * cuGetProcAddress (at the end), the programs link it.
+ * libpgrt loads it through PGRT_LIBCUDA and finds its functions with dlsym, the
+ * programs link it.
  *
  * What it is:
  *   - device memory is host memory: an address is a host pointer.  cuMemAlloc fills
@@ -1609,48 +1609,16 @@ CUresult cuGraphDebugDotPrint(CUgraph g, const char *path, unsigned int flags) {
   return fclose(f) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* ---- cuGetProcAddress: how libpgrt finds every function above ----
+/* ---- libpgrt's list: every function libpgrt calls is here ----
  *
- * libpgrt loads this library with dlopen (PGRT_LIBCUDA, or libcuda.so.1) and asks it for
- * each function it calls by its base name ("cuMemAlloc"), for the CUDA version libpgrt
- * was built against.  This double has one version of each, the one its own cuda.h names
- * (cuMemAlloc is cuMemAlloc_v2 here too), so it answers for the version it was built
- * with or a later one, and refuses an earlier one, whose signature may differ.  The
- * names it answers for are libpgrt's list (runtime/pgrt_driver.h), so a function libpgrt
- * calls that the double lacks fails its build (-Wl,--no-undefined).  FAKECUDA_HIDE=NAME:
- * NAME is not found, as in a driver too old to have it. */
+ * libpgrt loads this library with dlopen (PGRT_LIBCUDA, or libcuda.so.1) and looks each
+ * function of runtime/pgrt_driver.h up with dlsym, under the symbol cuda.h names it by
+ * (cuMemAlloc_v2): the symbols this file defines, compiled against the same cuda.h.  The
+ * table below refers to each of them, so that one libpgrt calls and the double lacks
+ * fails its build (-Wl,--no-undefined). */
 #include "pgrt_driver.h"
 
-CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                          CUdriverProcAddressQueryResult *status) {
-  typedef void (*fn)(void);
-#define FAKE_PROC(f) {PGRT_DRIVER_STR(f), (fn)f},
-  static const struct {
-    const char *name;
-    fn f;
-  } procs[] = {PGRT_DRIVER_FUNCS(FAKE_PROC)};
-#undef FAKE_PROC
-  const char *hide = getenv("FAKECUDA_HIDE");
-  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
-  *pfn = NULL;
-  if (flags != CU_GET_PROC_ADDRESS_DEFAULT)
-    return refuse(CUDA_ERROR_INVALID_VALUE, "cuGetProcAddress", "%s: flags %llu (libpgrt asks with the default)",
-                  symbol, (unsigned long long)flags);
-  if (cudaVersion < CUDA_VERSION) {
-    if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-    return refuse(CUDA_ERROR_NOT_FOUND, "cuGetProcAddress", "%s for CUDA version %d: this double has only the "
-                  "version of CUDA %d's cuda.h", symbol, cudaVersion, CUDA_VERSION);
-  }
-  if (hide && strcmp(hide, symbol) == 0) return CUDA_ERROR_NOT_FOUND;
-  /* By the driver's names (pgrt_driver.h, PGRT_DRIVER_SYMBOL): "cuGraphInstantiateWithFlags", not
-   * "cuGraphInstantiate", which the driver answers with an older function of another signature. */
-  char name[64];
-  for (size_t i = 0; i < sizeof procs / sizeof *procs; i++)
-    if (strcmp(pgrt_driver_symbol(procs[i].name, name, sizeof name), symbol) == 0) {
-      memcpy(pfn, &procs[i].f, sizeof procs[i].f);
-      if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-      return CUDA_SUCCESS;
-    }
-  return CUDA_ERROR_NOT_FOUND;
-}
+typedef void (*fake_fn)(void);
+#define FAKE_LISTED(f) (fake_fn)f,
+__attribute__((used)) static const fake_fn fake_listed[] = {PGRT_DRIVER_FUNCS(FAKE_LISTED)};
+#undef FAKE_LISTED

@@ -155,9 +155,10 @@ fails() { # label, expected message, command...
 label="chain, PGRT_LIBCUDA=/nonexistent"
 fails "$label" "the CUDA driver (/nonexistent, from PGRT_LIBCUDA) could not be loaded: /nonexistent: cannot open shared object file" \
   env PGRT_LIBCUDA=/nonexistent "$F/chain" "$F/out"
-label="chain, a driver without cuGraphAddKernelNode"
-fails "$label" "the CUDA driver ($PGRT_LIBCUDA, from PGRT_LIBCUDA) could not be loaded: it has no cuGraphAddKernelNode for CUDA" \
-  env FAKECUDA_HIDE=cuGraphAddKernelNode "$F/chain" "$F/out"
+label="chain, a library without the driver's functions as the driver"
+nodrv="$(cd "$B" && pwd)/libpgrt.so"  # (a shared library that defines none of them)
+fails "$label" "the CUDA driver ($nodrv, from PGRT_LIBCUDA) could not be loaded: it has no cuGetErrorString" \
+  env PGRT_LIBCUDA="$nodrv" "$F/chain" "$F/out"
 # NVRTC missing (runtime/modules.c loads it too; the programs do not link it): a CUDA C
 # module, with nothing prebuilt or cached, fails init, saying so
 label="chain, PGRT_LIB_NVRTC=/nonexistent, nothing prebuilt or cached"
