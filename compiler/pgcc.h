@@ -637,6 +637,7 @@ typedef struct {
   double work_us;       /* the GPU's work: each node's time times the share of the SMs it fills */
   double predicted_us;  /* max(path_us, work_us): the widened graph's predicted GPU time */
   uint64_t arena_bytes; /* the arena (the plan on the serial order, which the edges respect) */
+  PG_VEC(PgEdge) edges; /* the widened graph's edges, kept or not (each node's in chain order) */
 } PgWiden;
 
 typedef struct {

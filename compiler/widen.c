@@ -331,12 +331,15 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
     w->why_not = pg_arena_printf(p->arena,
                                  "the predicted gain, %.1f us of %.1f us, is within the cost model's error (%.0f%%)",
                                  gain > 0 ? gain : 0, w->serial_us, PG_COST_ERROR * 100);
-  else {
+  else
     w->kept = true;
+  for (size_t j = 0; j < n; j++) /* each node's dependencies in chain order */
+    for (size_t q = kept_at[j + 1]; q-- > kept_at[j];)
+      pg_vec_push(p->arena, w->edges, ((PgEdge){g->nodes.v[from[q]], g->nodes.v[j], g->nodes.v[j]->loc}));
+  if (w->kept) {
     g->edges.n = 0;
-    for (size_t j = 0; j < n; j++) /* each node's dependencies in chain order */
-      for (size_t q = kept_at[j + 1]; q-- > kept_at[j];)
-        pg_edge_add(p, g, g->nodes.v[from[q]], g->nodes.v[j], PG_EDGE_FULL, g->nodes.v[j]->loc);
+    for (size_t e = 0; e < w->edges.n; e++)
+      pg_edge_add(p, g, w->edges.v[e].from, w->edges.v[e].to, PG_EDGE_FULL, w->edges.v[e].loc);
     pg_program_link(p);
   }
   for (size_t i = 0; i < n; i++) free(acc[i].v);
