@@ -637,6 +637,8 @@ typedef struct {
   double work_us;       /* the GPU's work: each node's time times the share of the SMs it fills */
   double predicted_us;  /* max(path_us, work_us): the widened graph's predicted GPU time */
   uint64_t arena_bytes; /* the arena (the plan on the serial order, which the edges respect) */
+  size_t unshared_width;     /* width and critical path were the arena to share no bytes: what */
+  double unshared_path_us;   /* the serial plan's reuse of bytes costs in concurrency */
   PG_VEC(PgEdge) edges; /* the widened graph's edges, kept or not (each node's in chain order) */
 } PgWiden;
 

@@ -206,6 +206,9 @@ static void widen_text(const PgProgram *p, FILE *f) {
           w->serial_us, w->work_us, w->edges_before, w->edges_after, bytes(a, sizeof a, w->arena_bytes));
   if (w->kept) fprintf(f, "kept (predicted %.1f us)\n", w->predicted_us);
   else fprintf(f, "the chain kept: %s\n", w->why_not);
+  if (w->unshared_path_us < w->path_us)
+    fprintf(f, "  (the arena's reuse of bytes orders nodes: sharing none, width %zu, critical path %.1f us)\n",
+            w->unshared_width, w->unshared_path_us);
 }
 
 void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
@@ -439,7 +442,9 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
     fputs(", \"path_us\": ", f), jnum(f, w->path_us);
     fputs(", \"work_us\": ", f), jnum(f, w->work_us);
     fputs(", \"predicted_us\": ", f), jnum(f, w->predicted_us);
-    fprintf(f, ", \"arena_bytes\": %llu", (unsigned long long)w->arena_bytes);
+    fprintf(f, ", \"arena_bytes\": %llu, \"unshared_width\": %zu, \"unshared_path_us\": ",
+            (unsigned long long)w->arena_bytes, w->unshared_width);
+    jnum(f, w->unshared_path_us);
   }
   fputc('}', f);
   fputs(",\n  \"collectives\": [", f);

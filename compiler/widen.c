@@ -106,12 +106,13 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
 }
 
 /* Bytes [off, off + len) of buffer b, read and/or written (len UINT64_MAX: the whole
- * buffer).  An arena buffer's bytes are the arena's, at its planned offset. */
+ * buffer).  An arena buffer's bytes are the arena's, at its planned offset (p: the
+ * program; NULL: every buffer its own memory, as if the arena shared no bytes). */
 static void touch(const PgProgram *p, Accesses *s, const PgBuffer *b, uint64_t off, uint64_t len, PgAccess how) {
   if (!b) return;
   bool whole = len == UINT64_MAX;
   Access a = {b, whole ? 0 : off, whole ? (b->size ? b->size : 1) : sat_add(off, len), false};
-  if (pg_in_arena(b) && b->planned)
+  if (p && pg_in_arena(b) && b->planned)
     a.space = p, a.lo = sat_add(a.lo, b->offset), a.hi = sat_add(a.hi, b->offset);
   if (how != PG_ACCESS_WRITE) push(s, a);
   if (how != PG_ACCESS_READ) a.write = true, push(s, a);
@@ -126,7 +127,7 @@ static uint64_t extent(uint64_t width, uint64_t height, uint64_t depth, uint64_t
   return sat_add(sat_mul(rows, pitch), width);
 }
 
-/* What a movable node reads and writes. */
+/* What a movable node reads and writes (p: as touch() takes it). */
 static void accesses(const PgProgram *p, const PgNode *n, Accesses *s) {
   switch (n->kind) {
   case PG_KERNEL: {
@@ -225,6 +226,79 @@ static size_t stretch_width(const uint64_t *anc, size_t words, size_t lo, size_t
 
 /* ---- the pass ---- */
 
+/* The reduced dependencies: node j's are from[at[j]] to from[at[j + 1] - 1], the latest
+ * first; anc[j * words ...]: every node that reaches j. */
+typedef struct {
+  size_t *from, *at, n, words;
+  uint64_t *anc;
+} Deps;
+
+/* Candidates for j in descending order, each kept only if no kept one reaches it. */
+static Deps dependencies(size_t n, const Accesses *acc, const bool *fixed) {
+  Deps d = {NULL, xcalloc(n + 1, sizeof(size_t)), 0, (n + 63) / 64, NULL};
+  d.anc = xcalloc(n * d.words, sizeof *d.anc);
+  size_t cap = 0, last_fixed = SIZE_MAX;
+  for (size_t j = 0; j < n; j++) {
+    uint64_t *aj = d.anc + j * d.words;
+    d.at[j] = d.n;
+    for (size_t i = j; i-- > (last_fixed == SIZE_MAX ? 0 : last_fixed);) {
+      if (BIT(aj, i)) continue; /* implied by a later one: no need to look */
+      if (!fixed[j] && i != last_fixed && !conflict(&acc[i], &acc[j])) continue;
+      if (d.n == cap) {
+        cap = cap ? 2 * cap : 64;
+        if (!(d.from = realloc(d.from, cap * sizeof *d.from))) PG_BUG("out of memory");
+      }
+      d.from[d.n++] = i;
+      const uint64_t *ai = d.anc + i * d.words;
+      for (size_t k = 0; k < d.words; k++) aj[k] |= ai[k];
+      aj[i / 64] |= (uint64_t)1 << (i % 64);
+    }
+    if (fixed[j]) last_fixed = j;
+  }
+  d.at[n] = d.n;
+  return d;
+}
+
+/* The critical path (an eager region's nodes one after another), and each node's depth. */
+static double critical_path(const PgProgram *p, const PgGraph *g, const Deps *d, const double *t, size_t *depth) {
+  size_t n = g->nodes.n;
+  double *finish = xcalloc(n, sizeof *finish), path = 0;
+  for (size_t j = 0; j < n; j++) {
+    const PgNode *v = g->nodes.v[j];
+    double start = 0;
+    depth[j] = 0;
+    for (size_t q = d->at[j]; q < d->at[j + 1]; q++) {
+      if (finish[d->from[q]] > start) start = finish[d->from[q]];
+      if (depth[d->from[q]] + 1 > depth[j]) depth[j] = depth[d->from[q]] + 1;
+    }
+    bool eager = v->region >= 0 && (size_t)v->region < p->regions.n && !p->regions.v[v->region]->graph;
+    if (eager && j && g->nodes.v[j - 1]->region == v->region && finish[j - 1] > start) start = finish[j - 1];
+    finish[j] = start + t[j];
+    if (finish[j] > path) path = finish[j];
+  }
+  free(finish);
+  return path;
+}
+
+/* The largest antichain, per stretch between barriers (a barrier is ordered with everything). */
+static size_t width(const Deps *d, const bool *fixed, size_t n, const size_t *depth, bool *exact) {
+  size_t most = 0;
+  *exact = true;
+  for (size_t lo = 0; lo < n;) {
+    if (fixed[lo]) {
+      if (most < 1) most = 1;
+      lo++;
+      continue;
+    }
+    size_t hi = lo;
+    while (hi < n && !fixed[hi]) hi++;
+    size_t wd = stretch_width(d->anc, d->words, lo, hi, depth, exact);
+    if (wd > most) most = wd;
+    lo = hi;
+  }
+  return most;
+}
+
 void pg_widen(PgProgram *p, const PgProfile *prof) {
   PgGraph *g = p->graphs.v[0];
   size_t n = g->nodes.n;
@@ -249,82 +323,35 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
       return;
     }
 
-  /* what each node touches; the barriers */
-  Accesses *acc = xcalloc(n, sizeof *acc);
+  /* what each node touches, over the planned arena and as if it shared nothing; the barriers */
+  Accesses *acc = xcalloc(n, sizeof *acc), *own = xcalloc(n, sizeof *own);
   bool *fixed = xcalloc(n, sizeof *fixed);
   for (size_t i = 0; i < n; i++) {
     fixed[i] = !pg_node_movable(g->nodes.v[i]);
-    if (!fixed[i]) accesses(p, g->nodes.v[i], &acc[i]);
+    if (!fixed[i]) accesses(p, g->nodes.v[i], &acc[i]), accesses(NULL, g->nodes.v[i], &own[i]);
   }
-
-  /* dependencies, reduced as they are found: j's candidates in descending order, each
-   * kept only if no kept one reaches it; anc[j] ends as every node that reaches j */
-  size_t words = (n + 63) / 64;
-  uint64_t *anc = xcalloc(n * words, sizeof *anc);
-  size_t *kept_at = xcalloc(n + 1, sizeof *kept_at), nkept = 0;
-  size_t *from = NULL, from_cap = 0;
-  size_t last_fixed = SIZE_MAX;
-  for (size_t j = 0; j < n; j++) {
-    uint64_t *aj = anc + j * words;
-    kept_at[j] = nkept;
-    size_t start = last_fixed == SIZE_MAX ? 0 : last_fixed;
-    for (size_t i = j; i-- > start;) {
-      bool dep = fixed[j] || i == last_fixed || conflict(&acc[i], &acc[j]);
-      if (!dep || BIT(aj, i)) continue; /* no dependency, or one implied by a later one */
-      if (nkept == from_cap) {
-        from_cap = from_cap ? 2 * from_cap : 64;
-        from = realloc(from, from_cap * sizeof *from);
-        if (!from) PG_BUG("out of memory");
-      }
-      from[nkept++] = i;
-      const uint64_t *ai = anc + i * words;
-      for (size_t k = 0; k < words; k++) aj[k] |= ai[k];
-      aj[i / 64] |= (uint64_t)1 << (i % 64);
-    }
-    if (fixed[j]) last_fixed = j;
-  }
-  kept_at[n] = nkept;
+  Deps d = dependencies(n, acc, fixed), free_d = dependencies(n, own, fixed);
   w->ran = true;
-  w->edges_after = nkept;
+  w->edges_after = d.n;
 
-  /* the estimates: chain, critical path (an eager region's nodes one after another), work */
-  double *t = xcalloc(n, sizeof *t), *finish = xcalloc(n, sizeof *finish);
+  /* the estimates: chain, critical path, work; width */
+  double *t = xcalloc(n, sizeof *t);
   size_t *depth = xcalloc(n, sizeof *depth);
   for (size_t j = 0; j < n; j++) {
-    const PgNode *v = g->nodes.v[j];
-    t[j] = pg_cost_node_us(prof, v);
+    t[j] = pg_cost_node_us(prof, g->nodes.v[j]);
     w->serial_us += t[j];
-    w->work_us += t[j] * pg_cost_occupancy(prof, v);
-    double start = 0;
-    for (size_t q = kept_at[j]; q < kept_at[j + 1]; q++) {
-      if (finish[from[q]] > start) start = finish[from[q]];
-      if (depth[from[q]] + 1 > depth[j]) depth[j] = depth[from[q]] + 1;
-    }
-    bool eager = v->region >= 0 && (size_t)v->region < p->regions.n && !p->regions.v[v->region]->graph;
-    if (eager && j && g->nodes.v[j - 1]->region == v->region && finish[j - 1] > start) start = finish[j - 1];
-    finish[j] = start + t[j];
-    if (finish[j] > w->path_us) w->path_us = finish[j];
+    w->work_us += t[j] * pg_cost_occupancy(prof, g->nodes.v[j]);
   }
+  w->unshared_path_us = critical_path(p, g, &free_d, t, depth);
+  bool exact;
+  w->unshared_width = width(&free_d, fixed, n, depth, &exact);
+  w->path_us = critical_path(p, g, &d, t, depth);
+  w->width = width(&d, fixed, n, depth, &w->width_exact);
   w->predicted_us = w->path_us > w->work_us ? w->path_us : w->work_us;
-
-  /* width, per stretch between barriers (a barrier is ordered with everything) */
-  w->width_exact = true;
-  for (size_t lo = 0; lo < n;) {
-    if (fixed[lo]) {
-      if (w->width < 1) w->width = 1;
-      lo++;
-      continue;
-    }
-    size_t hi = lo;
-    while (hi < n && !fixed[hi]) hi++;
-    size_t wd = stretch_width(anc, words, lo, hi, depth, &w->width_exact);
-    if (wd > w->width) w->width = wd;
-    lo = hi;
-  }
 
   double gain = w->serial_us - w->predicted_us;
   bool chain = true; /* each node waits for the one before it, and only for it */
-  for (size_t j = 1; j < n && chain; j++) chain = kept_at[j + 1] - kept_at[j] == 1 && from[kept_at[j]] == j - 1;
+  for (size_t j = 1; j < n && chain; j++) chain = d.at[j + 1] - d.at[j] == 1 && d.from[d.at[j]] == j - 1;
   if (chain)
     w->why_not = "every node depends on the one before it";
   else if (!(gain > PG_COST_ERROR * w->serial_us))
@@ -334,14 +361,15 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
   else
     w->kept = true;
   for (size_t j = 0; j < n; j++) /* each node's dependencies in chain order */
-    for (size_t q = kept_at[j + 1]; q-- > kept_at[j];)
-      pg_vec_push(p->arena, w->edges, ((PgEdge){g->nodes.v[from[q]], g->nodes.v[j], g->nodes.v[j]->loc}));
+    for (size_t q = d.at[j + 1]; q-- > d.at[j];)
+      pg_vec_push(p->arena, w->edges, ((PgEdge){g->nodes.v[d.from[q]], g->nodes.v[j], g->nodes.v[j]->loc}));
   if (w->kept) {
     g->edges.n = 0;
     for (size_t e = 0; e < w->edges.n; e++)
       pg_edge_add(p, g, w->edges.v[e].from, w->edges.v[e].to, PG_EDGE_FULL, w->edges.v[e].loc);
     pg_program_link(p);
   }
-  for (size_t i = 0; i < n; i++) free(acc[i].v);
-  free(acc), free(fixed), free(anc), free(kept_at), free(from), free(t), free(finish), free(depth);
+  for (size_t i = 0; i < n; i++) free(acc[i].v), free(own[i].v);
+  free(acc), free(own), free(fixed), free(t), free(depth);
+  free(d.from), free(d.at), free(d.anc), free(free_d.from), free(free_d.at), free(free_d.anc);
 }

@@ -131,6 +131,10 @@ START_TEST(arena_reuse_is_an_edge) {
   ck_assert_uint_eq(g->widen.arena_bytes, 4096);
   ck_assert(has_edge(g, "a", "b") && has_edge(g, "b", "c") && has_edge(g, "c", "d"));
   ck_assert_uint_eq(g->widen.edges.n, 3);
+  ck_assert_uint_eq(g->widen.width, 1); /* what the reuse costs, reported: two branches of two */
+  ck_assert_uint_eq(g->widen.unshared_width, 2);
+  ck_assert_double_eq_tol(g->widen.path_us, 40, 1e-9);
+  ck_assert_double_eq_tol(g->widen.unshared_path_us, 20, 1e-9);
   parsed_free(p);
   /* on buffers of their own (an input and an output), the two halves are independent */
   p = widened(KERNELS "graph g {\n node a kernel rw args [x, y] gpu_us 10;\n node b kernel rw args [y, z] gpu_us 10;\n"
