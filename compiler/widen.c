@@ -59,7 +59,10 @@
  * stays and the report says why.  The report gives width (the most nodes that may run
  * at once: a largest antichain, by Dilworth's theorem the nodes less a maximum matching
  * of the reachability relation, matched per stretch between barriers), the critical
- * path, the arena, and the edges before and after.
+ * path, the arena, and the edges before and after; and the width and critical path the
+ * dependencies over buffers alone would give (no arena bytes shared), which is what the
+ * serial plan's reuse costs.  Where that is much, the next step is the other design
+ * above, a plan on the widened graph, trading arena bytes for concurrency.
  *
  * It runs only where some kernel of the program carries an access annotation (today's
  * exports carry none, and keep their chain), where the root graph is one chain in node
