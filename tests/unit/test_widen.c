@@ -459,6 +459,30 @@ START_TEST(golden_qkv) {
 }
 END_TEST
 
+/* `access` on a struct's pointers: read, written back the same, and every pointer in it
+ * counts so. */
+START_TEST(access_on_a_struct_round_trips) {
+  const char *text = "pgcc 1;\nkernel k symbol \"k\" {\n  param 0 16 bytes ptrs [0, 8] access r;\n  param 16 8 ptr access w;\n}\n"
+                     "buffer x size 64 role input;\nbuffer u size 64 role input;\nbuffer y size 64 role output;\n"
+                     "buffer z size 64 role output;\n"
+                     "graph g {\n node a kernel k args [[\"00000000000000000000000000000000\", x, u], y] gpu_us 10;\n"
+                     " node b kernel k args [[\"00000000000000000000000000000000\", u, x], z] gpu_us 10;\n"
+                     " node c kernel k args [[\"00000000000000000000000000000000\", y, x], u] gpu_us 10;\n a -> b;\n b -> c;\n}\n";
+  Parsed *p = widened(text, NULL);
+  char *out = graph_text(p->prog);
+  ck_assert_ptr_nonnull(strstr(out, "  param 0 16 bytes ptrs [0, 8] access r;\n  param 16 8 ptr access w;\n"));
+  ck_assert(!has_edge(p->prog, "a", "b"));                                     /* both only read x and u */
+  ck_assert(has_edge(p->prog, "a", "c") && has_edge(p->prog, "b", "c"));      /* c reads y and writes u */
+  Parsed *q = parse_text("t.graph", out);
+  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
+  char *again = graph_text(q->prog);
+  ck_assert_str_eq(again, out);
+  free(again), free(out);
+  parsed_free(q);
+  parsed_free(p);
+}
+END_TEST
+
 Suite *widen_suite(void) {
   Suite *s = suite_create("widen");
   TCase *t = tcase_create("widen");
@@ -470,6 +494,7 @@ Suite *widen_suite(void) {
   tcase_add_test(t, the_cost_model_decides);
   tcase_add_test(t, random_chains_keep_exactly_the_implied_order);
   tcase_add_test(t, golden_qkv);
+  tcase_add_test(t, access_on_a_struct_round_trips);
   suite_add_tcase(s, t);
   return s;
 }
