@@ -89,6 +89,7 @@ const PgProfile pg_profile_h200 = {
     .upload_us = 25.617,
     .coll_us = 10.78,               /* bench/collectives_timing.py on two H200s (see profiles/h200.profile) */
     .coll_gbps = 274.3,             /* likewise */
+    .sms = 132,                     /* the H200's streaming multiprocessors */
 };
 
 /* ---- loading a profile ---- */
@@ -150,8 +151,9 @@ PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path) {
     seen[f] = true;
     *(double *)((char *)prof + fields[f].offset) = v;
   }
-  for (size_t f = 0; f < NFIELDS; f++) /* the collective's constants are optional */
-    if (!seen[f] && fields[f].offset == offsetof(PgProfile, coll_us)) prof->coll_us = COLL_US_DEFAULT;
+  for (size_t f = 0; f < NFIELDS; f++) /* the collective's constants and the SM count are optional */
+    if (!seen[f] && fields[f].offset == offsetof(PgProfile, sms)) prof->sms = 0;
+    else if (!seen[f] && fields[f].offset == offsetof(PgProfile, coll_us)) prof->coll_us = COLL_US_DEFAULT;
     else if (!seen[f] && fields[f].offset == offsetof(PgProfile, coll_gbps)) prof->coll_gbps = COLL_GBPS_DEFAULT;
     else if (!seen[f]) pg_error(d, pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len), "profile does not set '%s'", fields[f].key);
   if (!prof->name) prof->name = path;
@@ -295,6 +297,19 @@ static void add_node(Sum *s, const PgNode *n) {
     s->graph += pr->hostop_us + n->gpu_us; /* never in a graph; kept for the sums */
     break;
   }
+}
+
+double pg_cost_node_us(const PgProfile *pr, const PgNode *n) {
+  Sum s = {.pr = pr};
+  add_node(&s, n);
+  return s.graph;
+}
+
+double pg_cost_occupancy(const PgProfile *pr, const PgNode *n) {
+  if (n->kind != PG_KERNEL || !(pr->sms >= 1)) return 1;
+  double blocks = (double)n->u.kernel.grid[0] * (n->u.kernel.grid[1] ? n->u.kernel.grid[1] : 1) *
+                  (n->u.kernel.grid[2] ? n->u.kernel.grid[2] : 1);
+  return blocks >= 1 ? fmin(1, blocks / pr->sms) : 1;
 }
 
 static void add_graph(Sum *s, const PgGraph *g) {

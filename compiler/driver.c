@@ -2,8 +2,8 @@
  * driver.c -- the command line and the pipeline, as a flat list:
  *
  *   load -> detect dialect -> frontend -> verify -> signatures, arch -> stage
- *   collectives -> classify -> partition -> verify regions -> cost -> memory plan ->
- *   verify -> report or emit
+ *   collectives -> classify -> schedule -> verify -> partition -> verify regions -> cost ->
+ *   memory plan -> verify -> widen -> verify -> report or emit
  *
  * pgcc_main() returns the exit status; it never calls exit(), so tests run it
  * in-process with their own streams.  Outputs are written to a temporary file
@@ -87,7 +87,9 @@ static const char usage_text[] =
     "  --device-update    let the cost model patch regions on the device where that\n"
     "                     saves host time (it costs GPU time on every replay)\n"
     "  --keep-order       run the root graph's nodes in the order captured (by default\n"
-    "                     a node that frees memory and makes none runs as soon as it can)\n"
+    "                     a node that frees memory and makes none runs as soon as it can,\n"
+    "                     and a chain whose kernels carry access sets is rebuilt from its\n"
+    "                     true dependencies where the cost model predicts a gain)\n"
     "  --stats            print 'nodes=N edges=E graphs=G kernels=K ' (and 'dims=D ')\n"
     "  --max-errors=N     stop after N errors (default 20; 0: no limit)\n"
     "  --time-passes      print the time each pass takes\n"
@@ -548,6 +550,11 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   pg_memplan(p);
   mark(&t, "memplan");
   if (pg_verify(p, &diag) > 0) PG_BUG("a pass broke the program");
+  mark(&t, "verify");
+  if (o.keep_order) p->widen.why_not = "--keep-order";
+  else pg_widen(p, profile);
+  mark(&t, "widen");
+  if (pg_verify(p, &diag) > 0) PG_BUG("widen broke the program");
   mark(&t, "verify");
 
   status = 0;

@@ -648,9 +648,24 @@ static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
     pg_error(c->d, type->loc, "unknown type '%s'", tn);
     return;
   }
-  static const Spec spec[] = {{"ptrs", A_LIST, false}, {"dontcare", A_LIST, false}};
-  const GfWord *f[2];
-  if (!read_attrs(c, type->next, "param", loc, spec, 2, f)) return;
+  static const Spec spec[] = {{"ptrs", A_LIST, false}, {"dontcare", A_LIST, false}, {"access", A_NAME, false}};
+  const GfWord *f[3];
+  if (!read_attrs(c, type->next, "param", loc, spec, 3, f)) return;
+  if (f[2]) { /* `access r|w|rw`: a pointer's, or every pointer's inside a struct */
+    int k;
+    for (k = 1; k < PG_ACCESS_COUNT; k++)
+      if (pg_str_eq(f[2]->text, pg_access_names[k])) break;
+    if (k == PG_ACCESS_COUNT) {
+      pg_error(c->d, f[2]->loc, "unknown access '%.*s' (expected r, w or rw)", (int)f[2]->text.len, f[2]->text.s);
+      return;
+    }
+    if (pa.type != PG_T_PTR && !(pa.type == PG_T_BYTES && f[0])) {
+      pg_error(c->d, f[2]->loc, "only a 'ptr' parameter or a 'bytes' parameter with inner pointers has an access");
+      return;
+    }
+    pa.access = (PgAccess)k;
+    pa.access_loc = f[2]->loc;
+  }
   for (int i = 0; i < 2; i++)
     if (f[i] && pa.type != PG_T_BYTES) {
       pg_error(c->d, f[i]->loc, "only a 'bytes' parameter has %s", i ? "don't-care bytes" : "inner pointers");

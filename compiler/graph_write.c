@@ -304,6 +304,7 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
           fprintf(f, "%s%" PRIu32 ":%" PRIu32, q ? ", " : "", pa->dontcare.v[q].offset, pa->dontcare.v[q].size);
         fputc(']', f);
       }
+      if (pa->access) fprintf(f, " access %s", pg_access_names[pa->access]);
       fputs(";\n", f);
     }
     fputs("}\n", f);

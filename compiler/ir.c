@@ -129,6 +129,7 @@ PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name,
 }
 
 const char *const pg_edge_kinds[PG_EDGE_KIND_COUNT] = {"", "programmatic", "launch_order"};
+const char *const pg_access_names[PG_ACCESS_COUNT] = {"", "r", "w", "rw"};
 
 void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgEdgeKind kind, PgLoc loc) {
   if (kind != PG_EDGE_FULL) { /* (the edges before it full, the kind its own) */

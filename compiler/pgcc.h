@@ -207,6 +207,12 @@ typedef struct {
   PgLoc loc;
 } PgDontCare;
 
+/* What a kernel does with the memory a pointer parameter points into (`access r`, `w`,
+ * `rw`; optional): read it, write it, or both.  UNKNOWN (no annotation) counts as both.
+ * A `bytes` parameter's access is that of every pointer inside it (widen.c). */
+typedef enum { PG_ACCESS_UNKNOWN, PG_ACCESS_READ, PG_ACCESS_WRITE, PG_ACCESS_RW, PG_ACCESS_COUNT } PgAccess;
+extern const char *const pg_access_names[PG_ACCESS_COUNT]; /* "", "r", "w", "rw" */
+
 /* One kernel parameter: `size` bytes at `offset`.  A PTR parameter is one
  * relocatable pointer (a whole address, 8 bytes); a BYTES parameter is a by-value
  * struct whose relocations sit at ptrs[] and whose don't-care bytes at dontcare[],
@@ -216,7 +222,9 @@ typedef struct {
   PgType type;
   PG_VEC(PgReloc) ptrs;
   PG_VEC(PgDontCare) dontcare;
+  PgAccess access; /* PTR, or BYTES with ptrs: what the kernel does through it */
   PgLoc loc;
+  PgLoc access_loc;
 } PgParam;
 
 typedef struct {
@@ -613,6 +621,27 @@ typedef struct {
   const char *why_not;   /* why the order could not change at all, or NULL */
 } PgSchedule;
 
+/* What widen.c did to the root graph: its chain's edges replaced by true dependencies
+ * (or not, and why).  Times are cost.c's in-graph estimates, microseconds. */
+typedef struct {
+  bool ran;             /* the dependencies were computed (else why_not says why not) */
+  bool kept;            /* the widened graph replaced the chain (else why_not says why not) */
+  const char *why_not;  /* NULL when kept */
+  size_t nodes;         /* nodes of the root graph */
+  size_t edges_before;  /* the chain's edges */
+  size_t edges_after;   /* the widened graph's edges (after transitive reduction) */
+  size_t width;         /* the most nodes that may run at once (a largest antichain) */
+  bool width_exact;     /* false: a lower bound (a segment too large to match exactly) */
+  double serial_us;     /* every node one after another: the chain's GPU time */
+  double path_us;       /* the critical path of the widened graph */
+  double work_us;       /* the GPU's work: each node's time times the share of the SMs it fills */
+  double predicted_us;  /* max(path_us, work_us): the widened graph's predicted GPU time */
+  uint64_t arena_bytes; /* the arena (the plan on the serial order, which the edges respect) */
+  size_t unshared_width;     /* width and critical path were the arena to share no bytes: what */
+  double unshared_path_us;   /* the serial plan's reuse of bytes costs in concurrency */
+  PG_VEC(PgEdge) edges; /* the widened graph's edges, kept or not (each node's in chain order) */
+} PgWiden;
+
 typedef struct {
   PgArena *arena;
   int version;      /* the .graph format version it was read from (DOT: the newest) */
@@ -631,6 +660,7 @@ typedef struct {
   PG_VEC(PgRegion *) regions;
   PgSchedule sched;
   PgMemPlan mem;
+  PgWiden widen;
 } PgProgram;
 
 /* ------------------------------------------------------------------------------ */
@@ -797,7 +827,8 @@ int pg_verify_regions(const PgProgram *p, PgDiag *d);
   X(instantiate_node_us, "graph instantiation, per node")                                   \
   X(upload_us, "graph upload, per graph")                                                   \
   X(coll_us, "GPU time of one NCCL collective beyond its bytes (latency)")                  \
-  X(coll_gbps, "GB/s a collective moves per rank (NCCL's bus bandwidth)")
+  X(coll_gbps, "GB/s a collective moves per rank (NCCL's bus bandwidth)")                  \
+  X(sms, "the GPU's streaming multiprocessors (optional; 0: unknown, every kernel fills it)")
 
 typedef struct {
   const char *name;
@@ -827,6 +858,13 @@ void pg_classify(PgProgram *p);
  * and makes none runs as soon as what it waits for has run (the order kept where that
  * does not lower the most bytes live at once) */
 void pg_schedule(PgProgram *p);
+/* Why the root graph is not one chain in node order, or NULL (schedule.c's test, shared
+ * with widen.c). */
+const char *pg_not_a_chain(const PgGraph *g);
+/* A node whose memory pgcc knows in full (the buffers its arguments name) and which
+ * nothing else orders: not *fixed* (schedule.c's opening comment).  Fixed nodes are
+ * barriers to schedule.c and widen.c alike. */
+bool pg_node_movable(const PgNode *n);
 
 /* partition.c: maximal graphable regions of the root graph, in schedule order */
 void pg_partition(PgProgram *p);
@@ -839,6 +877,20 @@ PgProfile *pg_profile_load(PgArena *a, PgDiag *d, const char *path);
 void pg_cost(PgProgram *p, const PgProfile *prof, double calls, bool allow_device);
 /* An NCCL collective's predicted GPU time (docs/cost-model.md). */
 double pg_cost_collective_us(const PgProfile *pr, const PgCollective *c);
+/* A node's predicted GPU time in a graph (bodies included), as a region's graph sum counts it. */
+double pg_cost_node_us(const PgProfile *pr, const PgNode *n);
+/* The share of the GPU's SMs a node keeps busy while it runs, 0 to 1: a kernel's blocks
+ * over the profile's SMs (1 when that is unknown); every other node 1. */
+double pg_cost_occupancy(const PgProfile *pr, const PgNode *n);
+/* The model's error bound (docs/cost-model.md: predictions within 25%): a predicted gain
+ * smaller than this share of the time it is a gain on is no gain. */
+#define PG_COST_ERROR 0.25
+
+/* widen.c: where the root graph is one chain and the program's kernels carry access sets,
+ * the chain's edges become the true dependencies (read-after-write, write-after-read,
+ * write-after-write on overlapping bytes; fixed nodes are barriers), transitively reduced,
+ * kept where the cost model predicts a gain beyond its error.  Runs after memplan. */
+void pg_widen(PgProgram *p, const PgProfile *prof);
 
 /* memplan.c: intermediates into one arena */
 void pg_memplan(PgProgram *p);

@@ -194,6 +194,23 @@ static void collectives_text(const PgProgram *p, const PgProfile *pr, FILE *f) {
   }
 }
 
+/* widen.c's result, where it ran (a program without access sets says nothing). */
+static void widen_text(const PgProgram *p, FILE *f) {
+  const PgWiden *w = &p->widen;
+  if (!w->ran) return;
+  char a[32];
+  fprintf(f,
+          "dependencies: %zu %s rebuilt from access sets: width %zu%s, critical path %.1f us of %.1f us in "
+          "order (GPU work %.1f us), edges %zu -> %zu, arena %s; ",
+          w->nodes, plural(w->nodes, "node", "nodes"), w->width, w->width_exact ? "" : " (at least)", w->path_us,
+          w->serial_us, w->work_us, w->edges_before, w->edges_after, bytes(a, sizeof a, w->arena_bytes));
+  if (w->kept) fprintf(f, "kept (predicted %.1f us)\n", w->predicted_us);
+  else fprintf(f, "the chain kept: %s\n", w->why_not);
+  if (w->unshared_path_us < w->path_us)
+    fprintf(f, "  (the arena's reuse of bytes orders nodes: sharing none, width %zu, critical path %.1f us)\n",
+            w->unshared_width, w->unshared_path_us);
+}
+
 void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   PgStats st = pg_program_stats(p);
   Totals t = totals(p);
@@ -233,6 +250,7 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
     fprintf(f, "order: %zu %s moved up to free intermediates sooner (%s live at once in the captured order)\n",
             p->sched.moved, plural(p->sched.moved, "node", "nodes"), bytes(b, sizeof b, p->sched.live_before));
   }
+  widen_text(p, f);
   host_text(p, f);
   buckets_text(p, t.planned, f);
   collectives_text(p, info->profile, f);
@@ -411,6 +429,23 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
           (unsigned long long)(p->sched.moved ? p->sched.live_before : p->mem.live_bytes)); /* (nothing moved: the same) */
   if (p->sched.why_not) jstr(f, p->sched.why_not);
   else fputs("null", f);
+  fputc('}', f);
+  const PgWiden *w = &p->widen; /* widen.c: numbers only where it ran */
+  fprintf(f, ",\n  \"widen\": {\"ran\": %s, \"kept\": %s, \"why_not\": ", w->ran ? "true" : "false",
+          w->kept ? "true" : "false");
+  if (w->why_not) jstr(f, w->why_not);
+  else fputs("null", f);
+  if (w->ran) {
+    fprintf(f, ", \"nodes\": %zu, \"edges_before\": %zu, \"edges_after\": %zu, \"width\": %zu, \"width_exact\": %s",
+            w->nodes, w->edges_before, w->edges_after, w->width, w->width_exact ? "true" : "false");
+    fputs(", \"serial_us\": ", f), jnum(f, w->serial_us);
+    fputs(", \"path_us\": ", f), jnum(f, w->path_us);
+    fputs(", \"work_us\": ", f), jnum(f, w->work_us);
+    fputs(", \"predicted_us\": ", f), jnum(f, w->predicted_us);
+    fprintf(f, ", \"arena_bytes\": %llu, \"unshared_width\": %zu, \"unshared_path_us\": ",
+            (unsigned long long)w->arena_bytes, w->unshared_width);
+    jnum(f, w->unshared_path_us);
+  }
   fputc('}', f);
   fputs(",\n  \"collectives\": [", f);
   first = true;

@@ -83,7 +83,7 @@ static void touches(const Ctx *c, const PgNode *n, Bufs *s) {
 
 /* A node that may move: its memory is the buffers its arguments name, and nothing
  * else orders it. */
-static bool movable(const PgNode *n) {
+bool pg_node_movable(const PgNode *n) {
   if (!n->graphable || n->eager) return false;
   switch (n->kind) {
   case PG_KERNEL:
@@ -162,7 +162,7 @@ static int descending(const void *x, const void *y) {
 }
 
 /* Why the root graph cannot be reordered, or NULL. */
-static const char *not_a_chain(const PgGraph *g) {
+const char *pg_not_a_chain(const PgGraph *g) {
   if (g->edge_kinds.n) return "it has programmatic edges";
   if (g->edges.n + 1 != g->nodes.n && g->nodes.n) return "it is not one chain";
   for (size_t i = 0; i + 1 < g->nodes.n; i++)
@@ -172,7 +172,7 @@ static const char *not_a_chain(const PgGraph *g) {
 
 void pg_schedule(PgProgram *p) {
   PgGraph *g = p->graphs.v[0];
-  p->sched.why_not = not_a_chain(g);
+  p->sched.why_not = pg_not_a_chain(g);
   if (p->sched.why_not || g->nodes.n < 3) return;
   for (size_t b = 0; b < p->buffers.n; b++)
     if (p->buffers.v[b]->role == PG_ROLE_UNKNOWN) {
@@ -192,7 +192,7 @@ void pg_schedule(PgProgram *p) {
   if (!r || !freeing) PG_BUG("out of memory");
   ranges(&c, c.nodes, r);
   for (size_t i = 0; i < c.n; i++) {
-    if (!movable(c.nodes[i])) continue;
+    if (!pg_node_movable(c.nodes[i])) continue;
     bool frees = false, makes = false;
     for (size_t k = 0; k < c.uses[i].n; k++) {
       const PgBuffer *b = p->buffers.v[c.uses[i].v[k]];
@@ -215,7 +215,7 @@ void pg_schedule(PgProgram *p) {
   size_t last_fixed = SIZE_MAX;
   for (size_t i = 0; i < c.n; i++) {
     PgNode *n = c.nodes[i];
-    if (!movable(n)) {
+    if (!pg_node_movable(n)) {
       for (size_t j = last_fixed == SIZE_MAX ? 0 : last_fixed; j < i; j++) depend(after, waits, j, i);
       last_fixed = i;
     } else {

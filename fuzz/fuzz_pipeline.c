@@ -63,6 +63,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     pg_cost(p, &pg_profile_h200, 1000, true);
     pg_memplan(p);
     if (pg_verify(p, &d) > 0) PG_BUG("a pass broke a verified program");
+    pg_widen(p, &pg_profile_h200);
+    if (pg_verify(p, &d) > 0) PG_BUG("widen broke a verified program");
     PgReportInfo info = {"fuzz", &pg_profile_h200, 1000};
     pg_report_text(p, &info, devnull);
     pg_report_json(p, &info, devnull);

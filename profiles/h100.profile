@@ -21,3 +21,4 @@ update_device_node_us 0.314  # not measured here: bench/run_codegen.sh on an H10
                              # device-updatable node adds to every replay
 instantiate_node_us  1.002   # cudaGraphInstantiate, per node of a 1000-node chain
 upload_us            13.893   # cudaGraphUpload of a 10-node chain
+sms                  132     # streaming multiprocessors (optional: widen.c compares a kernel's grid with it)

@@ -25,3 +25,4 @@ coll_us              10.78    # not measured by pgcc-calibrate: bench/collective
                              # host (NCCL 2.28.9, NVLink, NVLS off), a 4 KiB fp32 all-reduce in a graph
 coll_gbps            274.3    # likewise: a 64 MiB all-reduce's moved bytes (2 (R-1)/R x 64 MiB) over
                              # its time beyond coll_us; the line misses 4 KiB-64 MiB by up to 28%
+sms                  132     # streaming multiprocessors (optional: widen.c compares a kernel's grid with it)

@@ -27,6 +27,7 @@ int main(void) {
   srunner_add_suite(sr, signatures_suite());
   srunner_add_suite(sr, safetensors_suite());
   srunner_add_suite(sr, half_suite());
+  srunner_add_suite(sr, widen_suite());
   srunner_run_all(sr, CK_NORMAL);
   int run = srunner_ntests_run(sr), failed = srunner_ntests_failed(sr);
   srunner_free(sr);

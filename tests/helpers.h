@@ -57,5 +57,6 @@ Suite *fuzz_suite(void);
 Suite *signatures_suite(void);
 Suite *safetensors_suite(void);
 Suite *half_suite(void);
+Suite *widen_suite(void);
 
 #endif

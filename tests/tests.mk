@@ -17,7 +17,7 @@
 
 TEST_SRCS = tests/check_suites.c tests/helpers.c \
 	tests/unit/test_arena.c tests/unit/test_record.c tests/unit/test_diag.c tests/unit/test_dot.c \
-	tests/unit/test_graph.c tests/unit/test_verify.c tests/unit/test_cli.c tests/unit/test_partition.c tests/unit/test_signatures.c tests/unit/test_safetensors.c tests/unit/test_half.c \
+	tests/unit/test_graph.c tests/unit/test_verify.c tests/unit/test_cli.c tests/unit/test_partition.c tests/unit/test_signatures.c tests/unit/test_safetensors.c tests/unit/test_half.c tests/unit/test_widen.c \
 	tests/golden/test_corpus.c tests/golden/test_malformed.c tests/golden/test_fuzz.c fuzz/fuzz_pipeline.c
 TEST_LIBS = $(shell pkg-config --libs check jansson 2>/dev/null || echo -lcheck -ljansson)
 TEST_CFLAGS = $(shell pkg-config --cflags check jansson 2>/dev/null)

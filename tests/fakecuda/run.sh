@@ -93,6 +93,18 @@ mkdir -p "$F/beside" && cp "$F/libpgfake.so.1" "$F/beside/"
 label="chain, its library already in the process, PGRT_LIB_PGFAKE naming no file"
 ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" LD_PRELOAD="$F/beside/libpgfake.so.1" \
   PGRT_LIB_PGFAKE=/nonexistent/libpgfake.so.1 run "$F/chainlib" "$F/out"
+# chain captured as one chain, its kernels with access sets (chainwide.py): pgcc rebuilds
+# the root graph from true dependencies (k1 beside m0), and the double, running ready
+# nodes in an adversarial order, finds any dependency lost in the results
+python3 tests/fakecuda/chainwide.py tests/gpu/codegen/chain.graph "$F/chainwide.graph" "$PWD/tests/gpu/codegen"
+"$B/pgcc" --report=json "$F/chainwide.graph" | grep -q '"widen": {"ran": true, "kept": true, .*"width": 2,' ||
+  { "$B/pgcc" --report "$F/chainwide.graph"; echo "FAIL: chainwide: its root graph was not widened"; exit 1; }
+"$B/pgcc" --name=chain "$F/chainwide.graph" -o "$F/chainwide.c"
+gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/codegen/chain_main.c "$F/chainwide.c" "$B/libpgrt.a" \
+  -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/chainwide"
+label="chain widened from access sets"; run "$F/chainwide" "$F/out"
+label="chain widened from access sets, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/chainwide" "$F/out/device"
 label="relocs, PGRT_UPDATE=host"; PGRT_UPDATE=host run "$F/relocs" "$F/out/host"
 label="buckets as a switch"; PGRT_BUCKETS=switch run "$F/buckets" "$F/out"
 label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE=device run "$F/buckets" "$F/out/device"
@@ -174,4 +186,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: 8 code-generation test programs, chain from a library's fatbins, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: 8 code-generation test programs, chain from a library's fatbins, chain widened, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"

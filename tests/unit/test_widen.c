@@ -1,0 +1,500 @@
+/* test_widen.c -- widen.c: the root chain rebuilt from true dependencies.  Each hazard
+ * kind and barriers by hand; random chains with random access sets against an
+ * oracle written here (the dependencies the sets imply, their closure, the arena
+ * bytes two unordered nodes may share); order independence; the cost decision; the
+ * golden q/k/v program through --emit=graph and the report. */
+#include <string.h>
+
+#include "../helpers.h"
+
+/* Parses and runs the pipeline as the driver does, widen last. */
+static Parsed *widened(const char *text, const PgProfile *prof) {
+  Parsed *p = parse_text("t.graph", text);
+  ck_assert_msg(p->prog && p->diag.errors == 0, "%s", p->diags);
+  if (!prof) prof = &pg_profile_h200;
+  pg_stage_collectives(p->prog);
+  pg_classify(p->prog);
+  pg_schedule(p->prog);
+  pg_partition(p->prog);
+  pg_verify_regions(p->prog, &p->diag);
+  pg_cost(p->prog, prof, 1000, false);
+  pg_memplan(p->prog);
+  pg_widen(p->prog, prof);
+  ck_assert_int_eq(pg_verify(p->prog, &p->diag), 0);
+  return p;
+}
+
+/* Is there an edge a -> b among the widened edges (kept or not)? */
+static bool has_edge(const PgProgram *p, const char *a, const char *b) {
+  for (size_t e = 0; e < p->widen.edges.n; e++)
+    if (strcmp(p->widen.edges.v[e].from->name, a) == 0 && strcmp(p->widen.edges.v[e].to->name, b) == 0) return true;
+  return false;
+}
+
+/* Reachability over the widened edges: r[i * n + j] when node i reaches node j (indices
+ * in the root graph's order). */
+static bool *reach(const PgProgram *p) {
+  const PgGraph *g = p->graphs.v[0];
+  size_t n = g->nodes.n;
+  bool *r = calloc(n * n + 1, 1);
+  for (size_t e = 0; e < p->widen.edges.n; e++) r[p->widen.edges.v[e].from->index * n + p->widen.edges.v[e].to->index] = true;
+  for (size_t k = 0; k < n; k++)
+    for (size_t i = 0; i < n; i++)
+      if (r[i * n + k])
+        for (size_t j = 0; j < n; j++) r[i * n + j] |= r[k * n + j];
+  return r;
+}
+
+#define KERNELS                                                                                     \
+  "pgcc 1;\n"                                                                                       \
+  "kernel rw symbol \"rw\" { param 0 8 ptr access r; param 8 8 ptr access w; }\n"                  \
+  "kernel rr symbol \"rr\" { param 0 8 ptr access r; param 8 8 ptr access r; }\n"                  \
+  "kernel ww symbol \"ww\" { param 0 8 ptr access w; param 8 8 ptr access w; }\n"                  \
+  "kernel uu symbol \"uu\" { param 0 8 ptr; param 8 8 ptr; }\n"                                     \
+  "buffer x size 4096 role input;\nbuffer y size 4096 role output;\nbuffer z size 4096 role output;\n" \
+  "buffer w size 4096 role weight;\n"
+
+/* Two nodes, a chain; whether the second still waits for the first. */
+static bool ordered(const char *first, const char *second) {
+  char text[2048];
+  snprintf(text, sizeof text, KERNELS "graph g {\n node a %s gpu_us 10;\n node b %s gpu_us 10;\n a -> b;\n}\n", first,
+           second);
+  Parsed *p = widened(text, NULL);
+  ck_assert(p->prog->widen.ran);
+  bool e = has_edge(p->prog, "a", "b");
+  ck_assert_uint_eq(p->prog->widen.edges.n, e);
+  ck_assert_uint_eq(p->prog->widen.width, e ? 1 : 2);
+  parsed_free(p);
+  return e;
+}
+
+START_TEST(each_hazard_kind) {
+  ck_assert(ordered("kernel rw args [x, y]", "kernel rw args [y, z]"));  /* read after write */
+  ck_assert(ordered("kernel rw args [y, z]", "kernel rw args [x, y]"));  /* write after read */
+  ck_assert(ordered("kernel rw args [x, y]", "kernel rw args [w, y]"));  /* write after write */
+  ck_assert(!ordered("kernel rw args [x, y]", "kernel rw args [x, z]")); /* read after read: none */
+  ck_assert(!ordered("kernel rr args [x, w]", "kernel rr args [w, x]"));
+  ck_assert(ordered("kernel uu args [x, w]", "kernel rr args [x, w]"));  /* no annotation: read and written */
+  ck_assert(ordered("kernel rr args [x, w]", "kernel uu args [w, z]"));
+  ck_assert(!ordered("kernel uu args [x, y]", "kernel rr args [w, w]"));
+  ck_assert(!ordered("kernel rw args [x, null]", "kernel ww args [z, null]")); /* a null pointer touches nothing */
+  /* copies and memsets: the bytes their extents reach */
+  ck_assert(!ordered("memset dst y value 0 width 2048", "memset dst y+2048 value 0 width 2048"));
+  ck_assert(ordered("memset dst y value 0 width 2049", "memset dst y+2048 value 0 width 2048"));
+  ck_assert(!ordered("memset dst y value 0 elem 4 width 512", "memcpy dir dtod src x dst y+2048 width 2048"));
+  ck_assert(ordered("memset dst y value 0 elem 4 width 513", "memcpy dir dtod src x dst y+2048 width 2048"));
+  ck_assert(ordered("memcpy dir dtod src x dst y width 64", "memcpy dir dtod src y dst z width 64"));
+  ck_assert(!ordered("memcpy dir dtod src x dst y width 64", "memcpy dir dtod src x dst z width 64"));
+  /* 2-D: rows 1024 bytes apart, 3 rows of 16 bytes reach byte 2064 */
+  ck_assert(ordered("memcpy dir dtod src x dst y width 16 height 3 dst_pitch 1024", "memset dst y+2063 value 0 width 1"));
+  ck_assert(!ordered("memcpy dir dtod src x dst y width 16 height 3 dst_pitch 1024", "memset dst y+2064 value 0 width 1"));
+  ck_assert(ordered("kernel rw args [x, y]", "memcpy dir dtod src y+4000 dst z width 8")); /* a kernel: the whole buffer */
+}
+END_TEST
+
+START_TEST(barriers) {
+  Parsed *p = widened(KERNELS "graph g {\n node a kernel rw args [x, y] gpu_us 10;\n node b kernel rw args [x, z] gpu_us 10;\n"
+                              " node s hostop op sync reason \"r\";\n node c kernel rw args [w, y] gpu_us 10;\n"
+                              " node d kernel rr args [w, x] gpu_us 10;\n a -> b;\n b -> s;\n s -> c;\n c -> d;\n}\n",
+                      NULL);
+  const PgProgram *g = p->prog;
+  ck_assert(g->widen.ran);
+  ck_assert(has_edge(g, "a", "s") && has_edge(g, "b", "s") && has_edge(g, "s", "c") && has_edge(g, "s", "d"));
+  ck_assert(!has_edge(g, "a", "b") && !has_edge(g, "a", "c") && !has_edge(g, "c", "d"));
+  ck_assert_uint_eq(g->widen.edges.n, 4);
+  ck_assert_uint_eq(g->widen.width, 2);
+  parsed_free(p);
+  /* a kernel of a module with globals keeps its order with the module's other kernels */
+  p = widened("pgcc 2;\nmodule m cuda file \"examples/saxpy.cu\" globals [\"G\" \"00\"];\n"
+              "kernel k symbol \"k\" module m { param 0 8 ptr access r; param 8 8 ptr access w; }\n"
+              "buffer x size 64 role input;\nbuffer y size 64 role output;\nbuffer z size 64 role output;\n"
+              "graph g {\n node a kernel k args [x, y];\n node b kernel k args [x, z];\n a -> b;\n}\n",
+              NULL);
+  ck_assert(p->prog->widen.ran);
+  ck_assert(has_edge(p->prog, "a", "b"));
+  parsed_free(p);
+}
+END_TEST
+
+/* Two intermediates on the same arena bytes (the plan on the chain): the second's writer
+ * waits for the first's last reader, though they share no buffer. */
+START_TEST(arena_reuse_is_an_edge) {
+  Parsed *p = widened(KERNELS "buffer t0 size 4096 role intermediate;\nbuffer t1 size 4096 role intermediate;\n"
+                              "graph g {\n node a kernel rw args [x, t0] gpu_us 10;\n node b kernel rw args [t0, y] gpu_us 10;\n"
+                              " node c kernel rw args [x, t1] gpu_us 10;\n node d kernel rw args [t1, z] gpu_us 10;\n"
+                              " a -> b;\n b -> c;\n c -> d;\n}\n",
+                      NULL);
+  const PgProgram *g = p->prog;
+  const PgBuffer *t0 = g->buffers.v[4], *t1 = g->buffers.v[5];
+  ck_assert(t0->planned && t1->planned);
+  ck_assert_uint_eq(t0->offset, t1->offset); /* they share bytes */
+  ck_assert_uint_eq(g->widen.arena_bytes, 4096);
+  ck_assert(has_edge(g, "a", "b") && has_edge(g, "b", "c") && has_edge(g, "c", "d"));
+  ck_assert_uint_eq(g->widen.edges.n, 3);
+  ck_assert_uint_eq(g->widen.width, 1); /* what the reuse costs, reported: two branches of two */
+  ck_assert_uint_eq(g->widen.unshared_width, 2);
+  ck_assert_double_eq_tol(g->widen.path_us, 40, 1e-9);
+  ck_assert_double_eq_tol(g->widen.unshared_path_us, 20, 1e-9);
+  parsed_free(p);
+  /* on buffers of their own (an input and an output), the two halves are independent */
+  p = widened(KERNELS "graph g {\n node a kernel rw args [x, y] gpu_us 10;\n node b kernel rw args [y, z] gpu_us 10;\n"
+                      " node c kernel rw args [x, w] gpu_us 10;\n a -> b;\n b -> c;\n}\n",
+              NULL);
+  ck_assert(has_edge(p->prog, "a", "b") && !has_edge(p->prog, "b", "c") && !has_edge(p->prog, "a", "c"));
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(runs_only_where_it_may) {
+  static const struct {
+    const char *text, *why;
+  } cases[] = {
+      {"pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\nbuffer x size 64 role input;\n"
+       "buffer y size 64 role output;\ngraph g {\n node a kernel k args [x, y];\n node b kernel k args [x, y];\n a -> b;\n}\n",
+       "no kernel carries access sets (`access` on its pointer parameters)"},
+      {KERNELS "graph g {\n node a kernel rw args [x, y];\n node b kernel rw args [x, z];\n node c kernel rw args [x, w];\n"
+               " a -> c;\n b -> c;\n}\n",
+       "it is not one chain"},
+      {KERNELS "buffer u size 64;\ngraph g {\n node a kernel rw args [x, y];\n node b kernel rw args [u, z];\n a -> b;\n}\n",
+       "a buffer's role is unknown (it may alias another)"},
+      {KERNELS "graph g {\n node a kernel rw args [x, y];\n}\n", "the root graph has fewer than two nodes"},
+      {KERNELS "graph g {\n node a kernel rw args [x, y];\n node b kernel rw args [y, z];\n a -> b;\n}\n",
+       "every node depends on the one before it"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    Parsed *p = widened(cases[i].text, NULL);
+    ck_assert_ptr_nonnull(p->prog->widen.why_not);
+    ck_assert_str_eq(p->prog->widen.why_not, cases[i].why);
+    ck_assert(!p->prog->widen.kept);
+    size_t chain = p->prog->graphs.v[0]->edges.n;
+    ck_assert_uint_eq(chain, p->prog->widen.edges_before); /* the edges as they were */
+    parsed_free(p);
+  }
+  /* --keep-order: the chain, and the report says why */
+  Run r = run_pgcc("--report=json", "--keep-order", "tests/golden/qkv.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"widen\": {\"ran\": false, \"kept\": false, \"why_not\": \"--keep-order\"}"));
+  run_free(&r);
+}
+END_TEST
+
+/* The cost model decides: two branches of kernels that each fill the GPU gain nothing
+ * (the work bound is the chain's time); small ones do; too small a gain is within the
+ * model's error. */
+START_TEST(the_cost_model_decides) {
+  const char *fmt = KERNELS "graph g {\n node a kernel rw args [x, y] grid [%d] block [128] gpu_us %d;\n"
+                            " node b kernel rw args [x, z] grid [%d] block [128] gpu_us 10;\n a -> b;\n}\n";
+  char text[2048];
+  snprintf(text, sizeof text, fmt, 132, 10, 132);
+  Parsed *p = widened(text, NULL);
+  ck_assert(p->prog->widen.ran && !p->prog->widen.kept);
+  ck_assert_double_eq_tol(p->prog->widen.serial_us, 20, 1e-9);
+  ck_assert_double_eq_tol(p->prog->widen.path_us, 10, 1e-9);
+  ck_assert_double_eq_tol(p->prog->widen.work_us, 20, 1e-9);
+  ck_assert_ptr_nonnull(strstr(p->prog->widen.why_not, "within the cost model's error"));
+  ck_assert_uint_eq(p->prog->graphs.v[0]->edges.n, 1); /* the chain */
+  parsed_free(p);
+  snprintf(text, sizeof text, fmt, 8, 10, 8);
+  p = widened(text, NULL);
+  ck_assert(p->prog->widen.kept);
+  ck_assert_ptr_null(p->prog->widen.why_not);
+  ck_assert_double_eq_tol(p->prog->widen.predicted_us, 10, 1e-9);
+  ck_assert_uint_eq(p->prog->graphs.v[0]->edges.n, 0);
+  ck_assert_uint_eq(p->prog->widen.width, 2);
+  parsed_free(p);
+  snprintf(text, sizeof text, fmt, 8, 40, 8); /* 50 us serial, 40 us widened: 20%, within 25% */
+  p = widened(text, NULL);
+  ck_assert(p->prog->widen.ran && !p->prog->widen.kept);
+  ck_assert_double_eq_tol(p->prog->widen.predicted_us, 40, 1e-9);
+  parsed_free(p);
+  /* a profile that does not know the SM count: every kernel fills the GPU */
+  PgProfile prof = pg_profile_h200;
+  prof.sms = 0;
+  snprintf(text, sizeof text, fmt, 8, 10, 8);
+  p = widened(text, &prof);
+  ck_assert(p->prog->widen.ran && !p->prog->widen.kept);
+  parsed_free(p);
+}
+END_TEST
+
+/* ---- random chains against an oracle ---- */
+
+/* A node of a random chain: its text and what it touches, as this test sees it. */
+typedef struct {
+  bool barrier;
+  char text[160];
+  int nacc;
+  struct {
+    int buf;
+    uint64_t lo, hi; /* bytes of the buffer */
+    bool write;
+  } acc[4];
+} Model;
+
+/* Do bytes [alo, ahi) of buffer a and [blo, bhi) of buffer b meet?  An intermediate's
+ * bytes are the arena's, at its planned offset; any other buffer is its own memory. */
+static bool overlap(const PgProgram *p, int a, uint64_t alo, uint64_t ahi, int b, uint64_t blo, uint64_t bhi) {
+  const PgBuffer *A = p->buffers.v[a], *B = p->buffers.v[b];
+  bool aa = A->role == PG_ROLE_INTERMEDIATE, ba = B->role == PG_ROLE_INTERMEDIATE;
+  if (aa != ba || (!aa && a != b)) return false;
+  if (aa) alo += A->offset, ahi += A->offset, blo += B->offset, bhi += B->offset;
+  return alo < bhi && blo < ahi;
+}
+
+/* The dependency the sets imply between two nodes (either order). */
+static bool implied(const PgProgram *p, const Model *x, const Model *y) {
+  if (x->barrier || y->barrier) return true;
+  for (int i = 0; i < x->nacc; i++)
+    for (int k = 0; k < y->nacc; k++)
+      if ((x->acc[i].write || y->acc[k].write) &&
+          overlap(p, x->acc[i].buf, x->acc[i].lo, x->acc[i].hi, y->acc[k].buf, y->acc[k].lo, y->acc[k].hi))
+        return true;
+  return false;
+}
+
+static void add_acc(Model *x, int buf, uint64_t lo, uint64_t hi, bool write) {
+  x->acc[x->nacc].buf = buf, x->acc[x->nacc].lo = lo, x->acc[x->nacc].hi = hi, x->acc[x->nacc].write = write;
+  x->nacc++;
+}
+
+#define MAXN 40
+static const char *const ACC[3] = {"r", "w", "rw"};
+
+/* Random buffers and nodes: kernels with every access pair (and none), copies and memsets
+ * on random byte ranges, host synchronizations.  `arena`: some buffers are intermediates. */
+static int random_nodes(unsigned *seed, bool arena, char *head, size_t cap, Model *m) {
+#define RND() (*seed = *seed * 1103515245u + 12345u, (*seed >> 16) & 0x7fff)
+  int len = snprintf(head, cap, "pgcc 1;\n");
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      len += snprintf(head + len, cap - (size_t)len,
+                      "kernel k_%s_%s symbol \"k\" { param 0 8 ptr access %s; param 8 8 ptr access %s; }\n", ACC[a],
+                      ACC[b], ACC[a], ACC[b]);
+  len += snprintf(head + len, cap - (size_t)len, "kernel k_u symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n");
+  int nbuf = 2 + (int)(RND() % 6);
+  uint64_t size[8];
+  for (int b = 0; b < nbuf; b++) {
+    size[b] = 256 * (1 + RND() % 8);
+    const char *role = arena && RND() % 2 ? "intermediate" : RND() % 2 ? "input" : "output";
+    len += snprintf(head + len, cap - (size_t)len, "buffer t%d size %llu role %s;\n", b, (unsigned long long)size[b], role);
+  }
+  int n = 2 + (int)(RND() % (MAXN - 2));
+  for (int i = 0; i < n; i++) {
+    Model *x = &m[i];
+    memset(x, 0, sizeof *x);
+    int kind = (int)(RND() % 12);
+    int b0 = (int)(RND() % (unsigned)nbuf), b1 = (int)(RND() % (unsigned)nbuf);
+    if (kind == 0) {
+      x->barrier = true;
+      snprintf(x->text, sizeof x->text, "hostop op sync reason \"r\"");
+    } else if (kind <= 2) {
+      uint64_t w = 1 + RND() % 256, so = RND() % (size[b0] - w + 1), d = RND() % (size[b1] - w + 1);
+      add_acc(x, b0, so, so + w, false);
+      add_acc(x, b1, d, d + w, true);
+      snprintf(x->text, sizeof x->text, "memcpy dir dtod src t%d+%llu dst t%d+%llu width %llu gpu_us 5", b0,
+               (unsigned long long)so, b1, (unsigned long long)d, (unsigned long long)w);
+    } else if (kind == 3) {
+      uint64_t w = 1 + RND() % 256, d = RND() % (size[b1] - w + 1);
+      add_acc(x, b1, d, d + w, true);
+      snprintf(x->text, sizeof x->text, "memset dst t%d+%llu value 0 width %llu gpu_us 5", b1, (unsigned long long)d,
+               (unsigned long long)w);
+    } else {
+      int as[2] = {(int)(RND() % 3), (int)(RND() % 3)}, bs[2] = {b0, b1};
+      if (kind == 11) as[0] = as[1] = 2; /* written k_u: no annotation */
+      for (int q = 0; q < 2; q++) {
+        if (as[q] != 1) add_acc(x, bs[q], 0, size[bs[q]], false);
+        if (as[q] != 0) add_acc(x, bs[q], 0, size[bs[q]], true);
+      }
+      if (kind == 11) snprintf(x->text, sizeof x->text, "kernel k_u args [t%d, t%d] gpu_us 5", b0, b1);
+      else
+        snprintf(x->text, sizeof x->text, "kernel k_%s_%s args [t%d, t%d] grid [2] block [64] gpu_us 5", ACC[as[0]], ACC[as[1]],
+                 b0, b1);
+    }
+  }
+#undef RND
+  return n;
+}
+
+/* The program: the head, then the nodes in `order` (node i named n<i>), one chain. */
+static void chain_text(char *text, size_t cap, const char *head, const Model *m, int n, const int *order) {
+  int len = snprintf(text, cap, "%sgraph g {\n", head);
+  for (int k = 0; k < n; k++) {
+    len += snprintf(text + len, cap - (size_t)len, " node n%d %s;\n", order[k], m[order[k]].text);
+    if (k) len += snprintf(text + len, cap - (size_t)len, " n%d -> n%d;\n", order[k - 1], order[k]);
+  }
+  snprintf(text + len, cap - (size_t)len, "}\n");
+}
+
+static int strcmp_ptr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The widened edges as a sorted list of "from>to" name pairs. */
+static char *edge_names(const PgProgram *p) {
+  size_t ne = p->widen.edges.n;
+  char **v = calloc(ne + 1, sizeof *v);
+  size_t len = 1;
+  for (size_t e = 0; e < ne; e++) {
+    v[e] = malloc(64);
+    snprintf(v[e], 64, "%s>%s", p->widen.edges.v[e].from->name, p->widen.edges.v[e].to->name);
+    len += strlen(v[e]) + 1;
+  }
+  qsort(v, ne, sizeof *v, strcmp_ptr);
+  char *s = calloc(len, 1);
+  for (size_t e = 0; e < ne; e++) strcat(strcat(s, v[e]), " "), free(v[e]);
+  free(v);
+  return s;
+}
+
+/* Random chains: the widened graph orders exactly what the access sets imply, closed
+ * under transitivity (reachability equals the closure: every dependency kept, nothing
+ * else ordered, so no two unordered nodes share bytes that either writes, arena bytes
+ * included); every edge left is an implied one (a barrier's included), and none is
+ * implied by two others; swapping two adjacent nodes the sets leave free gives the same
+ * edges. */
+START_TEST(random_chains_keep_exactly_the_implied_order) {
+  unsigned seed = 20261127;
+  static char head[1 << 14], text[1 << 16];
+  Model m[MAXN];
+  int order[MAXN], widened_rounds = 0, swapped = 0, shared_arena = 0;
+  for (int round = 0; round < 160; round++) {
+    bool arena = round % 2;
+    int n = random_nodes(&seed, arena, head, sizeof head, m);
+    for (int i = 0; i < n; i++) order[i] = i;
+    chain_text(text, sizeof text, head, m, n, order);
+    Parsed *p = widened(text, NULL);
+    const PgProgram *g = p->prog;
+    ck_assert_msg(g->widen.ran, "round %d: %s", round, g->widen.why_not);
+    const PgGraph *root = g->graphs.v[0];
+    ck_assert_uint_eq(root->nodes.n, (size_t)n);
+    int id[MAXN]; /* position (after schedule.c) -> node number */
+    for (int k = 0; k < n; k++) id[k] = atoi(root->nodes.v[k]->name + 1);
+    static bool c[MAXN][MAXN];
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++) c[a][b] = a < b && implied(g, &m[id[a]], &m[id[b]]);
+    for (int k = 0; k < n; k++)
+      for (int a = 0; a < n; a++)
+        if (c[a][k])
+          for (int b = 0; b < n; b++) c[a][b] |= c[k][b];
+    bool *r = reach(g);
+    for (int a = 0; a < n; a++)
+      for (int b = a + 1; b < n; b++) {
+        ck_assert_msg(r[a * n + b] == c[a][b], "round %d: n%d -> n%d reachable %d, implied %d\n%s", round, id[a], id[b],
+                      r[a * n + b], c[a][b], text);
+        ck_assert(!r[b * n + a]);
+      }
+    for (size_t e = 0; e < g->widen.edges.n; e++) {
+      int a = (int)g->widen.edges.v[e].from->index, b = (int)g->widen.edges.v[e].to->index;
+      ck_assert_msg(implied(g, &m[id[a]], &m[id[b]]), "round %d: edge n%d -> n%d implied by nothing", round, id[a], id[b]);
+      for (int k = a + 1; k < b; k++)
+        ck_assert_msg(!(r[a * n + k] && r[k * n + b]), "round %d: edge n%d -> n%d implied through n%d", round, id[a],
+                      id[b], id[k]);
+    }
+    bool total = true;
+    for (int a = 0; a + 1 < n; a++) total &= r[a * n + a + 1];
+    ck_assert_uint_eq(g->widen.width == 1, total);
+    ck_assert_uint_le(g->widen.width, (size_t)n);
+    widened_rounds += !total;
+    for (size_t x = 0; x < g->buffers.n; x++)
+      for (size_t y = x + 1; y < g->buffers.n; y++) {
+        const PgBuffer *X = g->buffers.v[x], *Y = g->buffers.v[y];
+        shared_arena += X->planned && Y->planned && X->offset < Y->offset + Y->size && Y->offset < X->offset + X->size;
+      }
+    free(r);
+    /* order independence: swap free neighbours (no arena: the plan would move with the order) */
+    if (!arena) {
+      char *want = edge_names(g);
+      for (int k = 0; k + 1 < n; k++) order[k] = id[k];
+      for (int k = 0; k + 1 < n; k++)
+        if (!implied(g, &m[order[k]], &m[order[k + 1]])) {
+          int t = order[k];
+          order[k] = order[k + 1], order[k + 1] = t;
+          k++;
+          swapped++;
+        }
+      chain_text(text, sizeof text, head, m, n, order);
+      Parsed *q = widened(text, NULL);
+      char *got = edge_names(q->prog);
+      ck_assert_str_eq(got, want);
+      free(got);
+      parsed_free(q);
+      free(want);
+    }
+    parsed_free(p);
+  }
+  ck_assert_int_gt(widened_rounds, 80); /* (the generator makes wide graphs) */
+  ck_assert_int_gt(swapped, 100);
+  ck_assert_int_gt(shared_arena, 10); /* and plans that reuse bytes */
+}
+END_TEST
+
+/* The golden program: q, k and v side by side, through --emit=graph, back again, and the
+ * report. */
+START_TEST(golden_qkv) {
+  Run r = run_pgcc("--emit=graph", "tests/golden/qkv.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  char *want = slurp("tests/golden/qkv_widened.graph", NULL);
+  ck_assert_ptr_nonnull(want);
+  ck_assert_str_eq(r.out, want);
+  run_free(&r);
+  r = run_pgcc("--emit=graph", "tests/golden/qkv_widened.graph", NULL); /* written, read, written: the same */
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_str_eq(r.out, want);
+  run_free(&r);
+  free(want);
+  r = run_pgcc("--report=json", "tests/golden/qkv.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"widen\": {\"ran\": true, \"kept\": true, \"why_not\": null, \"nodes\": 5, "
+                                      "\"edges_before\": 4, \"edges_after\": 4, \"width\": 3, \"width_exact\": true, "
+                                      "\"serial_us\": 60.000, \"path_us\": 40.000"));
+  run_free(&r);
+  r = run_pgcc("--report", "tests/golden/qkv.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "dependencies: 5 nodes rebuilt from access sets: width 3, critical path 40.0 us "
+                                      "of 60.0 us in order"));
+  ck_assert_ptr_nonnull(strstr(r.out, "kept (predicted 40.0 us)"));
+  run_free(&r);
+  /* a program without access sets: no word about it, its chain as it was */
+  r = run_pgcc("--report", "tests/golden/relocs_v2.graph", NULL);
+  ck_assert_ptr_null(strstr(r.out, "dependencies:"));
+  run_free(&r);
+}
+END_TEST
+
+/* `access` on a struct's pointers: read, written back the same, and every pointer in it
+ * counts so. */
+START_TEST(access_on_a_struct_round_trips) {
+  const char *text = "pgcc 1;\nkernel k symbol \"k\" {\n  param 0 16 bytes ptrs [0, 8] access r;\n  param 16 8 ptr access w;\n}\n"
+                     "buffer x size 64 role input;\nbuffer u size 64 role input;\nbuffer y size 64 role output;\n"
+                     "buffer z size 64 role output;\n"
+                     "graph g {\n node a kernel k args [[\"00000000000000000000000000000000\", x, u], y] gpu_us 10;\n"
+                     " node b kernel k args [[\"00000000000000000000000000000000\", u, x], z] gpu_us 10;\n"
+                     " node c kernel k args [[\"00000000000000000000000000000000\", y, x], u] gpu_us 10;\n a -> b;\n b -> c;\n}\n";
+  Parsed *p = widened(text, NULL);
+  char *out = graph_text(p->prog);
+  ck_assert_ptr_nonnull(strstr(out, "  param 0 16 bytes ptrs [0, 8] access r;\n  param 16 8 ptr access w;\n"));
+  ck_assert(!has_edge(p->prog, "a", "b"));                                     /* both only read x and u */
+  ck_assert(has_edge(p->prog, "a", "c") && has_edge(p->prog, "b", "c"));      /* c reads y and writes u */
+  Parsed *q = parse_text("t.graph", out);
+  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
+  char *again = graph_text(q->prog);
+  ck_assert_str_eq(again, out);
+  free(again), free(out);
+  parsed_free(q);
+  parsed_free(p);
+}
+END_TEST
+
+Suite *widen_suite(void) {
+  Suite *s = suite_create("widen");
+  TCase *t = tcase_create("widen");
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, each_hazard_kind);
+  tcase_add_test(t, barriers);
+  tcase_add_test(t, arena_reuse_is_an_edge);
+  tcase_add_test(t, runs_only_where_it_may);
+  tcase_add_test(t, the_cost_model_decides);
+  tcase_add_test(t, random_chains_keep_exactly_the_implied_order);
+  tcase_add_test(t, golden_qkv);
+  tcase_add_test(t, access_on_a_struct_round_trips);
+  suite_add_tcase(s, t);
+  return s;
+}
