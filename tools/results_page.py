@@ -208,9 +208,10 @@ def render(data):
     return "\n".join(head + body) + "\n"
 
 
-def provenance_here(command, directory=ROOT):
+def provenance_here(command, directory=ROOT, commit=None):
     """Where this machine would measure: the GPU and driver (nvidia-smi), CUDA, torch and
-    Triton (imported when installed), the UTC date and the checkout's commit."""
+    Triton (imported when installed), the UTC date and the commit (given, else the
+    checkout's: a tree copied to a GPU machine without its history can name a stale one)."""
     import datetime
 
     def run(*cmd):
@@ -223,7 +224,7 @@ def provenance_here(command, directory=ROOT):
     gpu, driver = ([s.strip() for s in smi.splitlines()[0].split(",", 1)] + [None])[:2] if smi else (None, None)
     p = {"gpu": gpu, "driver": driver, "cuda": None, "torch": None, "triton": None,
          "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-         "commit": run("git", "rev-parse", "HEAD"), "command": command}
+         "commit": commit or run("git", "rev-parse", "HEAD"), "command": command}
     try:
         import torch
         p["torch"], p["cuda"] = torch.__version__, torch.version.cuda
@@ -244,13 +245,14 @@ def main(argv=None):
     ap.add_argument("--provenance", metavar="FILE", help="write this machine's provenance to FILE instead")
     ap.add_argument("--command", help="with --provenance: the command that measured")
     ap.add_argument("--for", dest="for_file", choices=FILES[:2], help="with --provenance: the file CMD wrote")
+    ap.add_argument("--commit", help="with --provenance: the commit measured (default: git rev-parse HEAD)")
     args = ap.parse_args(argv)
     if args.provenance:
         p = {}
         if os.path.exists(args.provenance):
             with open(args.provenance) as f:
                 p = json.load(f)
-        here = provenance_here(args.command)
+        here = provenance_here(args.command, commit=args.commit)
         if args.for_file:
             p.setdefault("commands", {})[args.for_file] = here.pop("command")
         p.update(here)
