@@ -486,10 +486,16 @@ class Program:
 
     def weight(self, name, like=None):
         """The program's own copy of a weight (by field or tensor name) as a tensor over its
-        memory (no copy): uint8 bytes, or shaped and typed as like."""
+        memory (no copy): uint8 bytes, or shaped, strided and typed as like."""
         f = self.weight_field(name)
         raw = device_bytes(self.torch, self.weight_ptr(name), f.size)
-        return raw if like is None else raw[:like.numel() * like.element_size()].view(like.dtype).view(like.shape)
+        if like is None:
+            return raw
+        n = like.numel() * like.element_size()
+        if like.is_contiguous():
+            return raw[:n].view(like.dtype).view(like.shape)
+        # (its layout as like's: the weights file holds a channels_last weight's bytes as they lie in memory)
+        return raw[:f.size - f.size % like.element_size()].view(like.dtype).as_strided(like.shape, like.stride())
 
     def close(self):
         if self.ctx:

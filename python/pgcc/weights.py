@@ -11,7 +11,7 @@ import struct
 
 from .call_args import DTYPES, torch_dtype
 
-__all__ = ["dtype_of", "DTYPES", "ITEM_SIZE", "read_safetensors", "ST_DTYPES", "tensor_bytes", "to_tensor",
+__all__ = ["dtype_of", "DTYPES", "ITEM_SIZE", "memory_order", "read_safetensors", "ST_DTYPES", "tensor_bytes", "to_tensor",
            "torch_dtype", "write_safetensors"]
 
 ST_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "f64": "F64", "i64": "I64", "i32": "I32", "i16": "I16",
@@ -54,10 +54,39 @@ def read_safetensors(path):
     return out
 
 
+def memory_order(shape, stride):
+    """The 1-dimensional view (size, stride) that reads a tensor of shape and stride in
+    the order its elements lie in memory, from its first element: (numel, 1) where the
+    layout is dense and without overlap (contiguous, channels_last, a transpose: the
+    bytes the captured kernels read at its address), else None (gaps, shared elements,
+    no elements: the contiguous copy stands)."""
+    n = 1
+    for d in shape:
+        n *= d
+    if n == 0:
+        return None
+    span = 1 + sum((d - 1) * s for d, s in zip(shape, stride))
+    if span != n or any(s < 0 for s in stride):
+        return None
+    dims = sorted((s, d) for d, s in zip(shape, stride) if d != 1)
+    want = 1
+    for s, d in dims:  # (dense: each stride is the product of the sizes below it)
+        if s != want:
+            return None
+        want *= d
+    return (n,), (1,)
+
+
 def tensor_bytes(t):
-    """A tensor's bytes, as it would be laid out contiguously (on the host)."""
+    """A tensor's bytes on the host in the order they lie in its memory -- what the
+    program's kernels read at its address: a channels_last weight's as channels_last,
+    not permuted to contiguous (memory_order) -- else as laid out contiguously."""
     import torch
-    t = t.detach().contiguous().cpu().reshape(-1)  # (a 0-d tensor, a loss, cannot be viewed as bytes)
+    t = t.detach()
+    flat = memory_order(tuple(t.shape), tuple(t.stride()))
+    if flat is not None and not t.is_contiguous():
+        t = t.as_strided(*flat).contiguous()
+    t = t.contiguous().cpu().reshape(-1)  # (a 0-d tensor, a loss, cannot be viewed as bytes)
     return t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
 
 

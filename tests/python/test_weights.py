@@ -27,3 +27,29 @@ def test_round_trip_through_safetensors(tmp_path):
     assert list(mine) == ["layer.a", "b", "__static_0", "h", "empty"]
     assert mine["layer.a"] == ("f32", [3, 4], a.tobytes())
     assert mine["h"][0] == "f16"
+
+
+def test_memory_order_reads_a_channels_last_weight_as_it_lies_in_memory():
+    """A channels_last conv weight (as nn.Module.to(memory_format=channels_last) makes):
+    its bytes in memory are NHWC, which the captured kernels read at its address; the
+    contiguous copy (NCHW), which the weights file held before, is another order."""
+    from pgcc.weights import memory_order
+    nhwc = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 4, 5, 3)  # memory: N, H, W, C
+    w = nhwc.transpose(0, 3, 1, 2)  # the NCHW view, channels_last strides
+    shape, stride = w.shape, tuple(s // 4 for s in w.strides)
+    assert stride == (60, 1, 15, 3)
+    size, step = memory_order(shape, stride)
+    flat = np.lib.stride_tricks.as_strided(w, shape=size, strides=tuple(s * 4 for s in step))
+    assert flat.tobytes() == nhwc.tobytes()
+    assert np.ascontiguousarray(w).tobytes() != nhwc.tobytes()
+    assert memory_order((3, 4), (4, 1)) == ((12,), (1,))  # contiguous: the same bytes
+    assert memory_order((4, 3), (1, 4)) == ((12,), (1,))  # a transpose
+    assert memory_order((1, 8, 1, 1), (8, 1, 8, 8)) == ((8,), (1,))  # sizes 1: any stride
+
+
+def test_memory_order_leaves_gaps_and_shared_elements_to_the_contiguous_copy():
+    from pgcc.weights import memory_order
+    assert memory_order((3, 4), (8, 1)) is None  # a slice of wider rows: gaps
+    assert memory_order((3, 4), (0, 1)) is None  # expanded: rows share elements
+    assert memory_order((0, 4), (4, 1)) is None  # no elements
+    assert memory_order((4, 3), (2, 1)) is None  # overlapping rows, span below numel
