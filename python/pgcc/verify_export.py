@@ -3,7 +3,9 @@ the example inputs and on copies of them at new addresses -- the last call's in 
 far away, whose addresses differ in the high 32 bits too (farmem.py) -- with its
 outputs at new addresses too and its arena filled with 0xff bytes before every call,
 and compare
-each output with the callable's own on the same inputs.  Bit-identical passes; else
+each output with the callable's own on copies of the same inputs, and each input
+tensor after the call with the callable's copy after its call (an input changed in
+place: x.add_(1)).  Bit-identical passes; else
 the largest difference over the reference's largest magnitude must be within the
 dtype's tolerance (TOL).  Prints `PASS NAME: max error X (bit-identical|within tol)`
 or raises ExportError naming the output.
@@ -25,7 +27,7 @@ from .hostreads import perturbed
 from .loader import load
 from .progress import Progress
 
-__all__ = ["TOL", "compare", "judge", "outputs", "rel_err", "verify", "verify_buckets", "verify_training"]
+__all__ = ["TOL", "compare", "copies", "judge", "judge_call", "outputs", "rel_err", "verify", "verify_buckets", "verify_training"]
 
 TOL = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-3, "float64": 1e-12}
 
@@ -64,17 +66,36 @@ def outputs(name, got, ref):
     return got, ref
 
 
-def judge(name, got, ref, identical, worst, where):
+def judge(name, got, ref, identical, worst, where, what="output {i} (out{i})"):
     """Each output against the callable's: (still bit-identical, worst error so far);
-    raises ExportError naming the output and `where` (the call) when one is outside its
-    dtype's tolerance."""
+    raises ExportError naming the output (what, formatted with its index i) and `where`
+    (the call) when one is outside its dtype's tolerance."""
     for i, (g, r) in enumerate(zip(got, ref)):
         same, err, tol = compare(g, r.detach())
         identical, worst = identical and same, max(worst, err)
         if not same and not err <= tol:
-            raise ExportError(f"verify {name}: output {i} (out{i}) differs from the callable's {where}: max error "
+            raise ExportError(f"verify {name}: {what.format(i=i)} differs from the callable's {where}: max error "
                               f"{err:.3g} relative to its largest value, tolerance {tol:g} for {r.dtype}")
     return identical, worst
+
+
+def tensors(torch, xs):
+    """The tensors among a call's inputs (numbers left out), in order."""
+    return [x for x in xs if isinstance(x, torch.Tensor)]
+
+
+def copies(torch, xs):
+    """The inputs again, each tensor cloned (its strides kept): the callable's own inputs
+    beside the program's, since either may change its inputs in place (x.add_(1))."""
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def judge_call(name, torch, got, ref, xs, refs, identical, worst, where):
+    """judge() of a call's outputs, then of its inputs after it: an input the callable
+    changes in place must be changed by the program the same way."""
+    identical, worst = judge(name, got, ref, identical, worst, where)
+    return judge(name, tensors(torch, xs), tensors(torch, refs), identical, worst, where,
+                 "input tensor {i} after the call")
 
 
 def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks=None):
@@ -94,25 +115,28 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
             prog.status(f"verify: call {call + 1}/{calls + 1}")
             where = far(torch) if call == calls else contextlib.nullcontext()
             with where as memory:  # the last call's inputs and outputs far away: other high address bits
-                xs = list(inputs) if call == 0 else [x.clone() for x in inputs]  # new addresses after the first
+                xs = list(inputs) if call == 0 else copies(torch, inputs)  # new addresses after the first
+                refs = copies(torch, xs)  # (the callable's: taken before the program may change xs in place)
                 p.fill_arena(0xFF)
                 got = p(*xs)
-            keep += xs + [memory]  # alive: the next call's are elsewhere
+            keep += xs + refs + [memory]  # alive: the next call's are elsewhere
             if call == calls:
-                far_high = all(x.data_ptr() >> 32 != y.data_ptr() >> 32 for x, y in zip(xs, inputs) if x.numel())
+                far_high = all(x.data_ptr() >> 32 != y.data_ptr() >> 32 for x, y in
+                               zip(tensors(torch, xs), tensors(torch, inputs)) if x.numel())
             with torch.no_grad():
-                got, ref = outputs(name, got, fn(*xs))
+                got, ref = outputs(name, got, fn(*refs))
             keep += got
-            identical, worst = judge(name, got, ref, identical, worst, f"on call {call} (inputs "
-                                     f"{'as given' if call == 0 else 'copied to new addresses'}"
-                                     f"{', far away: other high address bits' if call == calls else ''}, arena "
-                                     "poisoned)")
+            identical, worst = judge_call(name, torch, got, ref, xs, refs, identical, worst, f"on call {call} (inputs "
+                                          f"{'as given' if call == 0 else 'copied to new addresses'}"
+                                          f"{', far away: other high address bits' if call == calls else ''}, arena "
+                                          "poisoned)")
         # A program that reads values back: calls on other input values too, whose reads
         # the C makes at run time (a guarded read stops the call: PGRT_ERR_GUARD)
         reads = (getattr(result, "report", None) or {}).get("host_reads") or []
         others, stopped = 0, 0
         for scale in (1.5, 0.75) if reads else ():
             xs = perturbed(torch, inputs, scale)
+            refs = copies(torch, xs)
             p.fill_arena(0xFF)
             try:
                 got = p(*xs)
@@ -122,11 +146,11 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
                 stopped += 1
                 continue
             with torch.no_grad():
-                got, ref = outputs(name, got, fn(*xs))
-            keep += xs + got
+                got, ref = outputs(name, got, fn(*refs))
+            keep += xs + refs + got
             others += 1
-            identical, worst = judge(name, got, ref, identical, worst,
-                                     f"on the inputs scaled by {scale} (other values read back)")
+            identical, worst = judge_call(name, torch, got, ref, xs, refs, identical, worst,
+                                          f"on the inputs scaled by {scale} (other values read back)")
     finally:
         prog.done()
         p.close()

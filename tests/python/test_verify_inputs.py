@@ -1,0 +1,74 @@
+"""verify_export's comparison of a call: the outputs, then the input tensors after the
+call (an input the callable changes in place, x.mul_(2), must be changed so by the
+program), the callable running on its own copies of the inputs taken before the
+program's call -- with numpy arrays standing in for tensors."""
+import numpy as np
+import pytest
+
+from pgcc import verify_export as V
+from pgcc.errors import ExportError
+
+
+class FakeTorch:
+    Tensor = np.ndarray  # (Detached below is one)
+
+
+def np_compare(got, ref):
+    same = got.shape == ref.shape and got.dtype == ref.dtype and got.tobytes() == ref.tobytes()
+    err = 0.0 if same else float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
+    return same, err, 1e-5
+
+
+class Detached(np.ndarray):
+    def detach(self):
+        return self
+
+    def clone(self):
+        return self.copy()
+
+
+def arr(a):
+    return np.asarray(a, dtype=np.float32).view(Detached)
+
+
+def inplace_callable(x, y):  # (wild_cudagraph.inplace_input)
+    x *= 2
+    x += y
+    return ((x * y).sum(axis=1),)
+
+
+def check(program, monkeypatch):
+    monkeypatch.setattr(V, "compare", np_compare)
+    rng = np.random.default_rng(0)
+    xs = [arr(rng.standard_normal((8, 32))), arr(rng.standard_normal((8, 32)))]
+    refs = V.copies(FakeTorch, xs)
+    got = program(*xs)  # the program first, as verify calls them
+    ref = inplace_callable(*refs)
+    return V.judge_call("f", FakeTorch, list(got), list(ref), xs, refs, True, 0.0, "on call 0")
+
+
+def test_an_input_changed_in_place_as_the_callable_does_passes(monkeypatch):
+    identical, worst = check(inplace_callable, monkeypatch)
+    assert identical and worst == 0.0
+
+
+def test_the_callable_on_the_programs_changed_inputs_would_differ(monkeypatch):
+    """What verify did before: the callable ran on the inputs the program had changed."""
+    monkeypatch.setattr(V, "compare", np_compare)
+    xs = [arr(np.ones((2, 4))), arr(np.full((2, 4), 3.0))]
+    got = inplace_callable(*xs)
+    with pytest.raises(ExportError, match=r"output 0 \(out0\)"):
+        V.judge_call("f", FakeTorch, list(got), list(inplace_callable(*xs)), xs, xs, True, 0.0, "on call 0")
+
+
+def test_a_program_that_leaves_the_input_unchanged_is_refused(monkeypatch):
+    def forgets(x, y):
+        return (((2 * x + y) * y).sum(axis=1),)  # the right output, x not written back
+    with pytest.raises(ExportError, match=r"input tensor 0 after the call differs"):
+        check(forgets, monkeypatch)
+
+
+def test_copies_clone_tensors_and_keep_numbers():
+    x = arr(np.ones(3))
+    got = V.copies(type("T", (), {"Tensor": Detached}), [x, 2.5])
+    assert got[1] == 2.5 and got[0] is not x and got[0].tobytes() == x.tobytes()
