@@ -69,7 +69,9 @@ class Buffer:
     value: the model's tensor (a weight's, read when the weights are written); static: a
     static block (its bytes read from the device when written); host: the bytes of a copy
     of host memory a kernel reads through a pointer (host_words.py); aliased: an output
-    whose memory held other tensors earlier in capture A (node_mapping.py).  Compared by
+    whose memory held other tensors earlier in capture A, or that lies in an input's, a
+    weight's or an earlier output's memory (view_of names that buffer: an output that is
+    an input, a view of a parameter, a result returned twice; node_mapping.py).  Compared by
     identity (the export's maps are keyed by id()), as the dicts it replaces were in
     effect."""
     name: str
@@ -83,6 +85,7 @@ class Buffer:
     static: bool = False
     host: bytes = None
     aliased: bool = False
+    view_of: str = None
 
 
 @dataclass

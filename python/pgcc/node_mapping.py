@@ -2,7 +2,7 @@
 offset (relocate.Relocator): the buffers known by tensor (tensor_buffers: inputs,
 outputs, weights), the Relocator over the three captures (relocator), the nodes and
 their kernels (map_nodes), and the copies of outputs whose memory held other tensors
-first (copy_aliased_outputs).
+first or is an input's, a weight's or another output's (mark_views, copy_aliased_outputs).
 
     bufs = tensor_buffers(inputs, caps, weights)
     rel, paired = relocator(caps, bufs, host_maps())
@@ -24,7 +24,7 @@ from .model import Kernel, Node
 from .relocate import Allocations, Buffers, Relocator
 from .weights import dtype_of
 
-__all__ = ["address_spread", "copy_aliased_outputs", "map_nodes", "relocation_counts", "relocator", "reused",
+__all__ = ["address_spread", "copy_aliased_outputs", "map_nodes", "mark_views", "relocation_counts", "relocator", "reused",
            "tensor_buffers"]
 
 
@@ -45,9 +45,6 @@ def tensor_buffers(inputs, captures, weights):
         a, size = tensor_span(os_[0])
         bufs.add(name=f"out{i}", size=size, role="output", dtype=dtype_of(os_[0]),
                  shape=list(os_[0].shape), ranges={c: o.data_ptr() for c, o in enumerate(os_)})
-    for b in bufs.list:
-        if b.role == "output" and reused(capA.allocs, b.ranges[0], b.size):
-            b.aliased = True
     seen_w = set()
     for wname, t in weights.items():
         a, size = tensor_span(t)
@@ -56,7 +53,36 @@ def tensor_buffers(inputs, captures, weights):
         seen_w.add(a)
         bufs.add(name="w_" + ident(wname), size=size, role="weight", dtype=dtype_of(t),
                  shape=list(t.shape), tensor=wname, value=t, ranges={c: a for c in range(len(caps))})
+    for b in bufs.list:
+        if b.role == "output" and reused(capA.allocs, b.ranges[0], b.size):
+            b.aliased = True
+    mark_views(bufs.list)
     return bufs
+
+
+def mark_views(buffers):
+    """Marks aliased each output whose bytes in capture A lie inside an input's, a
+    weight's or an earlier (not aliased) output's -- an output that is an input or a view
+    of one, a view of a parameter (self.lin.weight.t()), a result returned twice or a view
+    of an earlier one -- with view_of naming that buffer: the words pointing there are
+    that buffer's, not the output's (the output's own buffer, first in the search, took a
+    kernel's pointer to the weight it is a view of), and the program copies the output
+    out of it at the end (copy_aliased_outputs).  Returns the outputs marked."""
+    marked = []
+    for i, b in enumerate(buffers):
+        if b.role != "output" or b.aliased or not b.size or 0 not in b.ranges:
+            continue
+        lo, hi = b.ranges[0], b.ranges[0] + b.size
+        for o in buffers:
+            if o is b or o.role not in ("input", "weight", "output") or o.aliased or 0 not in o.ranges:
+                continue
+            if o.role == "output" and buffers.index(o) > i:
+                continue
+            if o.ranges[0] <= lo and hi <= o.ranges[0] + o.size:
+                b.aliased, b.view_of = True, o.name
+                marked.append(b)
+                break
+    return marked
 
 
 def relocator(captures, bufs, maps):
@@ -178,8 +204,9 @@ def copy_aliased_outputs(captures, rel, bufs, nodes, log):
         index = len(capA.nodes) + sum(1 for n in nodes if n.index >= len(capA.nodes))
         nodes.append(Node(kind="memcpy", src=src, dst=(b, 0), width=b.size, index=index))
         edges += [(s, index) for s in sinks]
-        log(f"  {b.name}: its memory in capture A held other tensors before it; computed in {src[0].name} "
-            f"and copied out at the end ({b.size} bytes)")
+        log(f"  {b.name}: " + (f"it lies in {b.view_of}'s memory (the same tensor, or a view of it); copied out"
+                                f" of {src[0].name}" if b.view_of else "its memory in capture A held other tensors "
+                                f"before it; computed in {src[0].name} and copied out") + f" at the end ({b.size} bytes)")
     return edges
 
 

@@ -87,3 +87,52 @@ def test_a_value_a_kernel_takes_becomes_its_scalar_argument():
     assert nodes[6].kind == "kernel" and nodes[6].args == [("scalar", b"\x01\0\0\0", scalars[0])]
     assert kernels[0xDEF].scalar_types == {0: "i32"}
     assert all(n.guard is None for n in nodes)  # (a value taken chose no path)
+
+
+W = 0x50000  # a weight: the same address in every capture
+
+
+def aliased_outputs():
+    """Buffers in tensor_buffers' order (inputs, outputs, weights) for
+    f(x) -> (x, x[2:], y, y again, y.t(), weight.t()), y computed; and a Relocator."""
+    bufs = Buffers()
+    bufs.add(name="in0", size=1024, role="input", ranges=dict(enumerate(IN)))
+    bufs.add(name="out0", size=1024, role="output", ranges=dict(enumerate(IN)))  # x itself
+    bufs.add(name="out1", size=1016, role="output", ranges={c: a + 8 for c, a in enumerate(IN)})  # x[2:]
+    bufs.add(name="out2", size=64, role="output", ranges=dict(enumerate(OUT)))  # y
+    bufs.add(name="out3", size=64, role="output", ranges=dict(enumerate(OUT)))  # y again
+    bufs.add(name="out4", size=64, role="output", ranges=dict(enumerate(OUT)))  # y.t()
+    bufs.add(name="out5", size=4096, role="output", ranges={c: W for c in range(3)})  # weight.t()
+    bufs.add(name="w_lin_weight", size=4096, role="weight", tensor="lin.weight", ranges={c: W for c in range(3)})
+    rel = Relocator(bufs, [[(r, 4096)] for r in REGION], [[(r, 4096)] for r in REGION])
+    return bufs, rel
+
+
+def test_outputs_in_an_inputs_a_weights_or_an_earlier_outputs_memory_are_views_of_it():
+    from pgcc.node_mapping import mark_views
+    bufs, rel = aliased_outputs()
+    by = {b.name: b for b in bufs.list}
+    assert bufs.find(0, W + 16)[0] is by["out5"]  # before: a kernel's pointer to the weight was out5's
+    marked = mark_views(bufs.list)
+    assert [(b.name, b.view_of) for b in marked] == [("out0", "in0"), ("out1", "in0"), ("out3", "out2"),
+                                                     ("out4", "out2"), ("out5", "w_lin_weight")]
+    assert not by["out2"].aliased  # y, computed: its own memory
+    assert bufs.find(0, W + 16) == (by["w_lin_weight"], 16)  # now the weight's
+    assert bufs.find(1, IN[1] + 8) == (by["in0"], 8)
+    caps = SimpleNamespace(capA=SimpleNamespace(edges=[(0, 1)], nodes=[0, 1]), caps=[0, 1, 2])
+    nodes = [Node(kind="kernel", index=0), Node(kind="kernel", index=1)]
+    edges = copy_aliased_outputs(caps, rel, bufs, nodes, lambda s: None)
+    copies = [(n.dst[0].name, n.src[0].name, n.src[1], n.width) for n in nodes[2:]]
+    assert copies == [("out0", "in0", 0, 1024), ("out1", "in0", 8, 1016), ("out3", "out2", 0, 64),
+                      ("out4", "out2", 0, 64), ("out5", "w_lin_weight", 0, 4096)]
+    assert rel.problems == [] and all((1, n.index) in edges for n in nodes[2:])
+
+
+def test_outputs_apart_from_every_other_buffer_are_not_views():
+    from pgcc.node_mapping import mark_views
+    bufs = Buffers()
+    bufs.add(name="in0", size=1024, role="input", ranges=dict(enumerate(IN)))
+    bufs.add(name="out0", size=64, role="output", ranges=dict(enumerate(OUT)))
+    bufs.add(name="out1", size=0, role="output", ranges=dict(enumerate(OUT)))  # no elements: no memory
+    bufs.add(name="out2", size=64, role="output", ranges={c: a + 32 for c, a in enumerate(OUT)})  # overlaps, not in
+    assert mark_views(bufs.list) == [] and not any(b.aliased for b in bufs.list)
