@@ -2,14 +2,16 @@
 front, before anything runs or is written (CUDA tensors on one device, dense; Python
 numbers), pytrees flattened (structure.py), and the callable wrapped as a function of
 the flat tensors that returns its outputs' tensors flat (FlatCall), recording the
-structure and each tensor's layout (sizes, strides, storage offset) for
-NAME.export.json, which pgcc.load reads.
+structure, each tensor's layout (sizes, strides, storage offset) and the outputs that
+are inputs, weights or earlier outputs (aliases.py) for NAME.export.json, which
+pgcc.load reads.
 
     leaves, spec = flat_inputs(torch, (x, {"mask": m}))
     run = FlatCall(torch, torch.compile(fn), spec)   # run(*leaves) -> tuple of tensors
 
 Takes torch as an argument (the CPU tests give stand-ins); imports it nowhere.
 """
+from .aliases import describe, find
 from .errors import ExportError
 from .structure import flatten, unflatten
 
@@ -77,9 +79,10 @@ class FlatCall:
     call, or an ExportError (a Python number returned that changed, a structure that
     changed)."""
 
-    def __init__(self, torch, fn, in_spec):
+    def __init__(self, torch, fn, in_spec, weights=None):
         self.torch, self.fn, self.in_spec = torch, fn, in_spec
-        self.spec, self.layouts = None, None
+        self.weights = weights or {}  # {name: tensor}: for outputs that are views of one (aliases.py)
+        self.spec, self.layouts, self.aliases, self._weights = None, None, None, None
 
     def __call__(self, *leaves):
         args = unflatten(self.in_spec, leaves)
@@ -89,10 +92,17 @@ class FlatCall:
             raise ExportError(f"the callable's output changed its structure between calls: {self.spec} then {spec} "
                               "(a Python number returned is exported as a constant: it must not change)")
         self.spec, self.layouts = spec, [layout(t) for t in tensors]
+        if self._weights is None:  # (described once: a weight stays where it is)
+            self._weights = [(n, describe(w)) for n, w in self.weights.items()
+                             if isinstance(w, self.torch.Tensor)]
+        self.aliases = find([describe(t) for t in tensors],
+                            [describe(x) if isinstance(x, self.torch.Tensor) else None for x in leaves], self._weights)
         return tuple(tensors)
 
     def structure(self, inputs):
-        """What NAME.export.json records: the inputs' and outputs' structure and layouts."""
+        """What NAME.export.json records: the inputs' and outputs' structure and layouts,
+        and which outputs are inputs, earlier outputs or weights, or views of them
+        (aliases.py)."""
         return {"inputs": self.in_spec, "outputs": self.spec,
                 "input_layouts": [layout(x) if isinstance(x, self.torch.Tensor) else None for x in inputs],
-                "output_layouts": self.layouts}
+                "output_layouts": self.layouts, "output_aliases": self.aliases}

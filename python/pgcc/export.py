@@ -147,7 +147,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     # (The copy costs what reading the weights for the weights file costs anyway.)
     original = saved_state(torch, weights, device="cpu")
     try:
-        run = FlatCall(torch, torch.compile(fn) if compile else fn, in_spec)
+        run = FlatCall(torch, torch.compile(fn) if compile else fn, in_spec, weights)
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
             forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)  # and make them again
@@ -219,7 +219,8 @@ def _export_buckets(torch, fn, fn_or_module, inputs, in_spec, out_dir, name, wei
             watch.close()
         prog.done()
     result = ExportResult(out_dir, name, b.report)
-    b.report["structure"] = dict(run.structure(inputs), input_layouts=None, output_layouts=None)  # (sizes vary)
+    b.report["structure"] = dict(run.structure(inputs), input_layouts=None, output_layouts=None,
+                                 output_aliases=None)  # (sizes vary)
     write_report(result.report_path, b.report)
     try:
         if verify:

@@ -15,6 +15,7 @@ import re
 import struct
 import time
 
+from .aliases import rebuild, recorded
 from .call_args import choose, contiguous_strides, decode, encode, layouts, pad_to, same_layout, torch_dtype
 from .cuda import cu, device_bytes
 from .errors import ExportError
@@ -163,6 +164,8 @@ class Program:
         ins, outs = layouts(report, len(self.inputs), len(self.outputs))
         for f, st in list(zip(self.inputs, ins)) + list(zip(self.outputs, outs)):
             f.stride = None if f.dims or st is None or st == contiguous_strides(f.shape or ()) else st
+        # outputs that are an input, an earlier output or a weight, or views of them: returned so
+        self.aliases = None if self.dims else recorded(report.get("structure"), len(self.outputs))
         st = (report.get("structure") or None) if structured else None
         self.structure = None if st is None or flat_as_called(st) else st
         self._plans = {}  # (bucket calls: _plan's answer per set of input shapes)
@@ -426,7 +429,32 @@ class Program:
         else:
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
         self.run(self.args(list(inputs), outs))
+        if self.aliases:
+            outs = self._aliased(inputs, outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _aliased(self, inputs, outs):
+        """The outputs, those the export recorded as an input, an earlier output or a view of
+        a weight (aliases.py) as that object or its view -- the caller's input itself, where
+        the callable returned its input -- instead of the program's copy of it.  A weight's
+        view is over the program's memory: alive while the Program is."""
+        outs = list(outs)
+        for i, e in enumerate(self.aliases):
+            if e is None:
+                continue
+            if e["of"] == "input" and isinstance(inputs[e["index"]], self.torch.Tensor):
+                outs[i] = rebuild(e, inputs[e["index"]])
+            elif e["of"] == "output":
+                outs[i] = rebuild(e, outs[e["index"]])
+            elif e["of"] == "weight":
+                try:
+                    raw = self.weight(e["name"])
+                except KeyError:
+                    continue  # (the program's copy stands)
+                dt = outs[i].dtype
+                n = raw.numel() - raw.numel() % max(dt.itemsize, 1)
+                outs[i] = rebuild(e, raw[:n].view(dt), flat=True)
+        return outs
 
     def _call_buckets(self, inputs, out):
         """A call of a program with bucket dimensions: inputs smaller than their bucket are
