@@ -249,11 +249,15 @@ static void programs_at_once(void) {
   PGRT(hostread_init(&p, NULL, NULL, 0));
   pgrt_init_stats is;
   pgrt_last_init(p, &is);
-  EXPECT(is.nvrtc_compiles == 0 && is.cache_hits == 1, "the cubin the threads compiled is in the cache, whole",
-         is.nvrtc_compiles);
+  const char *cache = getenv("PGRT_CACHE");
+  int cached = !(cache && (strcmp(cache, "off") == 0 || strcmp(cache, "0") == 0));
+  if (cached)
+    EXPECT(is.nvrtc_compiles == 0 && is.cache_hits == 1, "the cubin the threads compiled is in the cache, whole",
+           is.nvrtc_compiles);
   hostread_destroy(&p);
   printf("1. %d programs, each on its own thread, built at once and run %d calls each at once: right; pgrt_error() "
-         "per thread; the cubin compiled at once is in the cache\n", THREADS, CALLS);
+         "per thread; %s\n", THREADS, CALLS,
+         cached ? "the cubin compiled at once is in the cache" : "PGRT_CACHE=off: the cache not looked at");
 }
 
 /* ---- 2. one program, two threads at once ---- */
