@@ -134,7 +134,7 @@ RT_LIBS = -ldl -pthread
 CUDA_LIBS = -L$(CUDA_HOME)/lib64/stubs -lcuda $(RT_LIBS)
 
 # libpgrt by lifecycle, a file per job, in the layers runtime/pgrt_impl.h draws
-RT_OBJS = $(B)/rt/status.o $(B)/rt/cuda_driver.o $(B)/rt/shlib.o $(B)/rt/scalars.o $(B)/rt/cache.o $(B)/rt/libraries.o $(B)/rt/nccl.o $(B)/rt/weights.o \
+RT_OBJS = $(B)/rt/status.o $(B)/rt/cuda_driver.o $(B)/rt/shlib.o $(B)/rt/scalars.o $(B)/rt/threads.o $(B)/rt/cache.o $(B)/rt/libraries.o $(B)/rt/nccl.o $(B)/rt/weights.o \
 	$(B)/rt/modules.o $(B)/rt/params.o $(B)/rt/build.o $(B)/rt/init.o $(B)/rt/run.o $(B)/rt/own_cubins.o
 RT_HEADERS = runtime/pgrt.h runtime/pgrt_driver.h runtime/pgrt_relocs.h runtime/pgrt_impl.h runtime/st_header.h runtime/half.h \
 	runtime/own_kernels.h

@@ -8,8 +8,10 @@
  * $PGRT_CACHE, else $XDG_CACHE_HOME/pgrt, else $HOME/.cache/pgrt; PGRT_CACHE=off keeps
  * nothing.  A file is named by a hash of its key (the source, the GPU's architecture,
  * NVRTC's options and version) and holds the whole key: a file whose key differs is a
- * miss, never a wrong cubin.  It is written to a temporary name and renamed, so that
- * processes that init at once read whole files only.  Any failure to read or write is
+ * miss, never a wrong cubin.  It is written to a temporary name of its own (the process
+ * and a count of the process's writes: threads that compile one source at once each
+ * write their own) and renamed, so that processes and threads that init at once read
+ * whole files only.  Any failure to read or write is
  * a miss, silent: the cache can only save time; a kept cubin the driver refuses to load
  * is compiled again, and replaced (modules.c, load_cuda).
  */
@@ -94,7 +96,8 @@ int pgrt_cache_get(const void *key, size_t key_len, void **cubin, size_t *size) 
 void pgrt_cache_put(const void *key, size_t key_len, const void *cubin, size_t size) {
   char path[4200], tmp[4300];
   if (!cache_file(path, sizeof path, key, key_len) || !make_dirs(path)) return;
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  static atomic_uint seq; /* threads of one process writing one key at once: a temporary file each */
+  snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&seq, 1));
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
   FILE *f = fdopen(fd, "wb");

@@ -63,6 +63,8 @@ static pgrt_ctx *new_context(const pgrt_program *pr) {
   pgrt_ctx *c = pgrt_zalloc(sizeof *c);
   if (!c) return NULL;
   c->prog = pr;
+  atomic_init(&c->running, 0);
+  pthread_mutex_init(&c->done_lock, NULL); /* (cannot fail: default attributes) */
   c->libs = pgrt_zalloc(sizeof *c->libs * (size_t)pr->module_count);
   c->funcs = pgrt_zalloc(sizeof *c->funcs * (size_t)pr->kernel_count);
   c->addr = pgrt_zalloc(sizeof *c->addr * (size_t)pr->buffer_count);
@@ -440,10 +442,19 @@ pgrt_status pgrt_cuda(const pgrt_driver **drv) {
   return why ? pgrt_fail(PGRT_ERR_DRIVER, "%s", why) : PGRT_OK;
 }
 
+/* Refused, where a call of the program is in progress (threads.c): nothing freed, *pc
+ * kept, a warning on stderr (the caller of a void function may not look at pgrt_error()).
+ * Otherwise on the program's CUDA context, made current for it where it is not. */
 void pgrt_destroy(pgrt_ctx **pc) {
   if (!pc || !*pc) return;
   pgrt_ctx *c = *pc;
   const pgrt_program *pr = c->prog;
+  if (pgrt_ctx_enter(c, "pgrt_destroy") != PGRT_OK) {
+    fprintf(stderr, "pgrt: warning: %s; not destroyed\n", pgrt_error());
+    return;
+  }
+  pgrt_binding bound;
+  pgrt_ctx_bind(c, &bound); /* (where that fails, the frees below fail too, and are ignored, as ever) */
   for (int r = 0; c->execs && r < pr->region_count; r++) {
     if (c->execs[r]) pgrt_cu.cuGraphExecDestroy(c->execs[r]);
     if (c->graphs[r]) pgrt_cu.cuGraphDestroy(c->graphs[r]);
@@ -476,6 +487,8 @@ void pgrt_destroy(pgrt_ctx **pc) {
   free(c->svals), free(c->late), free(c->is_late), free(c->pending), free(c->host);
   free(c->bucket_next), free(c->bucket_last), free(c->bmode), free(c->bgraphs), free(c->bexecs), free(c->bucket_of);
   free(c->unbuilt);
+  pthread_mutex_destroy(&c->done_lock);
   free(c);
+  pgrt_ctx_unbind(&bound);
   *pc = NULL;
 }

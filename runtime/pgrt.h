@@ -122,7 +122,57 @@ typedef enum {
                         or an NCCL call failed */
   PGRT_ERR_DRIVER,   /* the CUDA driver did not load (PGRT_LIBCUDA, else libcuda.so.1: pgrt_error() gives
                         dlerror()), or lacks a function libpgrt needs */
+  PGRT_ERR_BUSY,     /* pgrt_run on a program already inside a call (another thread's, or its own callback's):
+                        refused before anything was touched; that call goes on ("Threads", below) */
 } pgrt_status;
+
+/* ---- Threads ----
+ *
+ * Several programs (contexts) run on several threads at once: each pgrt_ctx is
+ * independent, and what they share is thread-safe -- the CUDA driver's and NVRTC's
+ * tables (loaded once, pthread_once), the cache of compiled cubins (whole files, written
+ * under names of their own and renamed), the installed libraries each context opens
+ * (the dynamic linker's reference counts), and pgrt_error(), which is per thread: it
+ * says what the last failure of a call made on this thread was, never another thread's.
+ * pgrt_init and pgrt_init_comm may run on several threads at once too, each on its own
+ * thread's current CUDA context.
+ *
+ * One program takes one call at a time.  pgrt_run on a program that is inside a call
+ * already -- on another thread, or from that call's own callback scalar or host
+ * function -- returns PGRT_ERR_BUSY at once ("pgrt_run: program 'NAME' is already
+ * running on another thread: one program takes one call at a time; give each thread
+ * its own program, or wait for that call to return"), having read and written nothing of
+ * the program; the call in progress goes on undisturbed, and the program serves the
+ * next call as before.  An in-use flag, taken at entry with one atomic
+ * compare-exchange and given back at exit, decides: never a race, never a wait.
+ * pgrt_destroy of a program inside a call is refused the same way: it frees nothing,
+ * leaves *ctx as it is, and says so on stderr (and in pgrt_error()).  Destroy it after
+ * the call returns; a call made after pgrt_destroy (on any thread) uses freed memory,
+ * as in one thread.
+ *
+ * One program may be used from different threads one after another: the calls must
+ * be ordered by the caller (a call that starts after the other returned, as a mutex, a
+ * join or a queue orders them), or the later one is refused as above.  pgrt_run,
+ * pgrt_destroy and the debug calls make the CUDA context the program was built on
+ * current in the calling thread for their length, where it is not (a thread PyTorch or
+ * the caller started may have none), and give the thread back what it had; the caller
+ * need not.  pgrt_init builds on the calling thread's current context, and
+ * pgrt_weights_load needs one too.  Calls share the program's arena, one after another
+ * on the GPU: successive calls from different threads should use the same stream, or
+ * streams the caller orders, as one thread's would.  A program's callback scalars are
+ * called on the thread that called pgrt_run, during the call; its host functions as
+ * CUDA calls host functions (on a driver thread, on a GPU).
+ *
+ * The queries read what init built or what the last finished call left (published
+ * whole when a call ends): pgrt_last_run, pgrt_last_bucket, pgrt_last_init and
+ * pgrt_debug_node may be called from any thread, while another runs the program, and
+ * answer for the last call that finished.  pgrt_debug_dot and pgrt_debug_edges read a
+ * region's CUDA graph, which calls never touch (they patch its executable), but CUDA
+ * does not synchronize two threads on one graph: not two of those at once on one program.
+ *
+ * libpgrt reads its environment variables (PGRT_*) with getenv during init and calls;
+ * a program that changes its environment (setenv) while another thread calls libpgrt
+ * races, as with any library that reads it. */
 
 /* ---- The CUDA driver, loaded at run time ----
  *
@@ -593,12 +643,15 @@ pgrt_status pgrt_init_comm(pgrt_ctx **ctx, const pgrt_program *prog, const CUdev
  * sizes dim_count sizes, one per dim in the program's order (each NULL when there are
  * none; callbacks are called only during this call).  PGRT_ERR_BUCKET: a size fits no
  * bucket of its dim, and nothing ran.  PGRT_ERR_GUARD: a guard failed, and the call
- * stopped there. */
+ * stopped there.  PGRT_ERR_BUSY: the program is inside another call, which goes on, and
+ * this one did nothing ("Threads").  Any thread may call it, one call at a time; it runs
+ * on the CUDA context the program was built on. */
 pgrt_status pgrt_run(pgrt_ctx *ctx, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
                      const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream stream);
 
 /* The index of the bucket that the last successful pgrt_run ran for dim `dim` (0 for its
- * first value, ...); -1 before any, or for a dim the program does not have. */
+ * first value, ...); -1 before any, or for a dim the program does not have.  (During a
+ * call on another thread: the last one that finished.) */
 int pgrt_last_bucket(const pgrt_ctx *ctx, int dim);
 
 /* The value at `src`, of type `from`, as type `to`: its bits in the low bytes of the
@@ -611,10 +664,12 @@ int pgrt_last_bucket(const pgrt_ctx *ctx, int dim);
  * rounded to nearest.  PTR is a u64.  Needs no GPU. */
 uint64_t pgrt_scalar_convert(const void *src, pgrt_dtype from, pgrt_dtype to);
 
-/* Frees everything and sets *ctx to NULL. */
+/* Frees everything and sets *ctx to NULL.  Refused while the program is inside a call
+ * ("Threads"): then it frees nothing, leaves *ctx, and warns on stderr. */
 void pgrt_destroy(pgrt_ctx **ctx);
 
-/* What the last failure in this thread was: the call, file:line, the node. */
+/* What the last failure in this thread was: the call, file:line, the node.  Per thread:
+ * another thread's failure never overwrites it. */
 const char *pgrt_error(void);
 
 /* Writes graph region `region`'s CUDA graph as DOT (cuGraphDebugDotPrint, verbose):
@@ -635,7 +690,9 @@ pgrt_status pgrt_debug_edges(const pgrt_ctx *ctx, int region, size_t *edges, siz
  * code from its arguments.  PGRT_ERR_ARGUMENT for a node out of range. */
 pgrt_status pgrt_debug_node(const pgrt_ctx *ctx, int node, const char **origin, CUfunction *func);
 
-/* Statistics of the last pgrt_run, for tests and benchmarks. */
+/* Statistics of the last pgrt_run (of the last that finished, during a call on another
+ * thread; a call refused before it started, for its arguments or PGRT_ERR_BUSY, leaves
+ * them), for tests and benchmarks. */
 typedef struct {
   int graphs_launched, eager_nodes;
   int nodes_patched;  /* host-side, with cuGraphExec*SetParams */

@@ -17,6 +17,8 @@
  *   layer 2  modules.c    modules: loading, NVRTC, module globals, libpgrt's own kernels
  *            params.c     parameter blocks and each node kind's CUDA parameters
  *   layer 1  scalars.c    scalar conversion (pgrt_scalar_convert), dtype sizes
+ *            threads.c    a program's one call at a time (its in-use flag), its CUDA context
+ *                         made current for a call, what a finished call leaves for the queries
  *            cache.c      cubins NVRTC compiled, on disk
  *            libraries.c  kernels inside installed libraries' fatbins
  *            nccl.c       NCCL, loaded with dlopen
@@ -36,6 +38,9 @@
 
 #include "pgrt.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +104,25 @@ void pgrt_shlib_env(const char *soname, char *env, size_t size);
 
 /* The bytes of a value of type t. */
 unsigned pgrt_dtype_size(pgrt_dtype t);
+
+/* ---- threads.c: a program from several threads (pgrt.h, "Threads") ---- */
+
+/* Takes the program's in-use flag for this thread: PGRT_ERR_BUSY, naming `call`, where
+ * a call is in progress (another thread's, or this thread's own, from a callback);
+ * pgrt_ctx_leave gives it back. */
+pgrt_status pgrt_ctx_enter(pgrt_ctx *c, const char *call);
+void pgrt_ctx_leave(pgrt_ctx *c);
+/* Makes the program's CUDA context current in this thread for a call, where it is not;
+ * pgrt_ctx_unbind restores what was (nothing, where nothing was switched). */
+typedef struct {
+  CUcontext prev;
+  int switched;
+} pgrt_binding;
+pgrt_status pgrt_ctx_bind(const pgrt_ctx *c, pgrt_binding *b);
+void pgrt_ctx_unbind(const pgrt_binding *b);
+/* At the end of a call: its statistics, and (ran: it succeeded) the buckets it ran, for
+ * pgrt_last_run and pgrt_last_bucket, which read them under c->done_lock. */
+void pgrt_ctx_publish(pgrt_ctx *c, int ran);
 
 /* ---- cache.c: cubins NVRTC compiled, on disk by key (the whole key is checked) ---- */
 
@@ -206,7 +230,7 @@ struct pgrt_ctx {
   int host_count;
   uint64_t *svals;          /* the scalars' values: the caller's (scalar_slots), the read ones, the buckets' */
   int *bucket_next;         /* per dim: the bucket this call runs (picked before anything runs) */
-  int *bucket_last;         /* per dim: the bucket the last successful call ran, -1 before any */
+  int *bucket_last;         /* per dim: the bucket the last successful call ran, -1 before any (done_lock) */
   char *bmode;              /* per region: PGRT_BUCKETS_GRAPHS or _EAGER for a bucket region run a graph per
                                bucket (or, where those did not instantiate, its bodies eagerly) */
   CUgraph **bgraphs;        /* per such region: a graph per bucket, */
@@ -222,6 +246,10 @@ struct pgrt_ctx {
   CUstream cap;             /* the stream collectives are captured on, at init */
   const pgrt_scalar_fn *callbacks; /* this call's, during pgrt_run */
   int calls;
+  /* threads (threads.c): */
+  _Atomic uintptr_t running; /* 0, or the thread inside pgrt_run or pgrt_destroy (pgrt_ctx_enter) */
+  pthread_mutex_t done_lock; /* guards done_stats and bucket_last, which a finished call publishes */
+  pgrt_run_stats done_stats; /* the last finished call's statistics (stats: the call in progress) */
   int full_deps;            /* PGRT_PDL=off: every dependency built as a full one */
   pgrt_run_stats stats;
   pgrt_init_stats init_stats;

@@ -365,11 +365,9 @@ out:
   return st;
 }
 
-pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
-                     const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream s) {
-  if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
-  long long t_start = pgrt_mono_ns();
-  const pgrt_program *pr = c->prog;
+/* One call, the program this thread's alone and its CUDA context current. */
+static pgrt_status run_call(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
+                            const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream s, long long t_start) {
   pgrt_status st = check_call(c, bound, scalars, hosts, callbacks, sizes);
   if (st != PGRT_OK) return st;
   memset(&c->stats, 0, sizeof c->stats);
@@ -379,32 +377,60 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   c->stats.prepare_ns = pgrt_mono_ns() - t_start;
   if ((st = launch_regions(c, s)) != PGRT_OK) goto out;
   c->calls++;
-  for (int d = 0; d < pr->dim_count; d++) c->bucket_last[d] = c->bucket_next[d];
 out:
   c->stats.host_ns = pgrt_mono_ns() - t_start;
+  pgrt_ctx_publish(c, st == PGRT_OK);
   return st;
 }
 
+/* A call that finds the program in use is refused before it touches it (threads.c). */
+pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
+                     const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream s) {
+  if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_run: null context");
+  long long t_start = pgrt_mono_ns();
+  pgrt_status st = pgrt_ctx_enter(c, "pgrt_run");
+  if (st != PGRT_OK) return st;
+  pgrt_binding b;
+  if ((st = pgrt_ctx_bind(c, &b)) == PGRT_OK) {
+    st = run_call(c, bound, scalars, hosts, callbacks, sizes, s, t_start);
+    pgrt_ctx_unbind(&b);
+  }
+  pgrt_ctx_leave(c);
+  return st;
+}
+
+/* The queries below read what init built, or, under done_lock, what the last finished
+ * call published: safe while another thread runs the program.  (done_lock is the one
+ * member they write, through a const context: a context is never a const object.) */
 int pgrt_last_bucket(const pgrt_ctx *c, int dim) {
-  return c && dim >= 0 && dim < c->prog->dim_count ? c->bucket_last[dim] : -1;
+  if (!c || dim < 0 || dim >= c->prog->dim_count) return -1;
+  pthread_mutex_lock((pthread_mutex_t *)&c->done_lock);
+  int k = c->bucket_last[dim];
+  pthread_mutex_unlock((pthread_mutex_t *)&c->done_lock);
+  return k;
 }
 
 pgrt_status pgrt_debug_dot(const pgrt_ctx *c, int region, const char *path) {
   if (!c || !path || region < 0 || region >= c->prog->region_count || !c->graphs[region])
     return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_debug_dot: region %d is not a graph", region);
-  pgrt_status st = PGRT_OK;
+  pgrt_binding b;
+  pgrt_status st = pgrt_ctx_bind(c, &b);
+  if (st != PGRT_OK) return st;
   CU(pgrt_cu.cuGraphDebugDotPrint(c->graphs[region], path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE), path);
 out:
+  pgrt_ctx_unbind(&b);
   return st;
 }
 
 pgrt_status pgrt_debug_edges(const pgrt_ctx *c, int region, size_t *edges, size_t *programmatic) {
   if (!c || !edges || !programmatic || region < 0 || region >= c->prog->region_count || !c->graphs[region])
     return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_debug_edges: region %d is not a graph", region);
-  pgrt_status st = PGRT_OK;
   size_t n = 0;
   CUgraphNode *from = NULL, *to = NULL;
   CUgraphEdgeData *data = NULL;
+  pgrt_binding b;
+  pgrt_status st = pgrt_ctx_bind(c, &b);
+  if (st != PGRT_OK) return st;
   CU(pgrt_cu.cuGraphGetEdges(c->graphs[region], NULL, NULL, NULL, &n), "pgrt_debug_edges");
   *edges = n, *programmatic = 0;
   if (!n) goto out;
@@ -417,6 +443,7 @@ pgrt_status pgrt_debug_edges(const pgrt_ctx *c, int region, size_t *edges, size_
   for (size_t e = 0; e < n; e++) *programmatic += data[e].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT;
 out:
   free(from), free(to), free(data);
+  pgrt_ctx_unbind(&b);
   return st;
 }
 
@@ -430,7 +457,10 @@ pgrt_status pgrt_debug_node(const pgrt_ctx *c, int node, const char **origin, CU
 }
 
 void pgrt_last_run(const pgrt_ctx *c, pgrt_run_stats *out) {
-  if (c && out) *out = c->stats;
+  if (!c || !out) return;
+  pthread_mutex_lock((pthread_mutex_t *)&c->done_lock);
+  *out = c->done_stats;
+  pthread_mutex_unlock((pthread_mutex_t *)&c->done_lock);
 }
 
 void pgrt_last_init(const pgrt_ctx *c, pgrt_init_stats *out) {

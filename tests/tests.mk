@@ -253,7 +253,8 @@ check-info: $(B)/pgcc
 
 # The code-generation test programs of tests/gpu/codegen run over a CPU double of the
 # CUDA driver (tests/fakecuda): libpgrt's host side, what it writes into each node and
-# when, on every update path; then again under check-asan's sanitizers (build/asan).
+# when, on every update path; libpgrt from threads (tests/codegen/threads_main.c, also
+# under ThreadSanitizer); then again under check-asan's sanitizers (build/asan).
 # Not a GPU test: tests/gpu/run_codegen.sh is.
 check-fake: $(B)/pgcc
 	@if [ ! -f $(CUDA_HOME)/include/cuda.h ]; then echo "CUDA headers not found: check-fake not run"; exit 0; fi; \

@@ -38,8 +38,12 @@
  *   no result to check but the audit.  A refusal prints
  *   "fakecuda: " and why on stderr.  A kernel that touches memory nobody mapped stops
  *   the process, naming the kernel.
+ *   Threads: each call holds one lock for its whole length (a host function it runs
+ *   included), so calls from several threads are safe and run one at a time; the
+ *   current context is per thread, as the driver's.
  * What it does not do: concurrency (nodes run one at a time, so only an order that a
- *   missing dependency allows can show, not a race), timing, PTX, compressed fatbin
+ *   missing dependency allows can show, not a race; calls from threads take turns),
+ *   timing, PTX, compressed fatbin
  *   entries (fatbins of plain cubins load: run.sh makes a library of them), stream
  *   capture, the real libraries' kernels (cuBLAS, cuDNN), NCCL, the driver's DOT format
  *   (cuGraphDebugDotPrint writes nodes and edges only).  It proves nothing about a
@@ -48,6 +52,7 @@
 #define _GNU_SOURCE
 #include "fakecuda.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -86,14 +91,29 @@ static CUresult refuse(CUresult r, const char *call, const char *fmt, ...) {
   return r;
 }
 
+/* Threads: every call holds one lock from its first statement to its return (the
+ * variable's cleanup), recursive, since a call may make others (cuLibraryLoadData's
+ * unload, a host function's, a kernel's device-runtime calls).  Calls from several
+ * threads are so safe, and run one at a time. */
+static pthread_mutex_t big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static void unlock_big(int *held) {
+  (void)held;
+  pthread_mutex_unlock(&big_lock);
+}
+#define LOCK() __attribute__((cleanup(unlock_big), unused)) int big_held_ = pthread_mutex_lock(&big_lock)
+
+/* The checks every call starts with, its lock taken first. */
 #define ENTER()                                                                                    \
+  LOCK();                                                                                          \
   do {                                                                                             \
     if (sticky) return sticky;                                                                     \
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;                                           \
   } while (0)
 #define NEED_CTX()                                                                                 \
+  LOCK();                                                                                          \
   do {                                                                                             \
-    ENTER();                                                                                       \
+    if (sticky) return sticky;                                                                     \
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;                                           \
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;                                               \
   } while (0)
 
@@ -109,6 +129,7 @@ static void on_segv(int sig) {
 }
 
 CUresult cuInit(unsigned int flags) {
+  LOCK();
   if (flags) return CUDA_ERROR_INVALID_VALUE;
   const char *k = getenv("FAKECUDA_KERNELS");
   skip_unknown = k && strcmp(k, "skip") == 0;

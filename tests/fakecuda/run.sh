@@ -18,7 +18,8 @@
 # proves is libpgrt's host side: what it writes into each node and when.  It proves
 # nothing about a GPU (no concurrency, no real kernels); run_codegen.sh does that.
 # The allreduce program (NCCL) and the topology checks (cuGraphDebugDotPrint) are
-# GPU-only.  With SAN_FLAGS (check-fake's second run: B=build/asan and check-asan's
+# GPU-only.  libpgrt from threads (tests/codegen/threads_main.c, over hostread's C) runs
+# here too, and once more under ThreadSanitizer with libpgrt built with it (build/tsan).  With SAN_FLAGS (check-fake's second run: B=build/asan and check-asan's
 # flags), libpgrt, the mains and the double are built with them and run under
 # AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer: libpgrt's own memory
 # errors show, and so does a kernel reading or writing past a buffer the double
@@ -57,6 +58,37 @@ done
 # modules, compiled by the first run of each, and nothing else
 kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
 [ "$kept" -eq 8 ] || { echo "FAIL: libpgrt's cache holds $kept cubins, expected the 8 programs' modules"; exit 1; }
+# libpgrt from threads (runtime/pgrt.h, "Threads"; tests/codegen/threads_main.c, over hostread's C):
+# programs of their own on threads at once, built at once into an empty cache (whose one
+# cubin, written by several threads at once, a later init finds whole); one program from
+# two threads at once (PGRT_ERR_BUSY, deterministically: the first call waits in its
+# callback scalar); one program from threads in turn, with no CUDA context of their own
+threads_build() { # out, libpgrt, flags...
+  local out=$1 lib=$2; shift 2
+  gcc -std=c11 -O1 -g "$@" -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+    tests/codegen/threads_main.c "$F/hostread.c" "$lib" -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -pthread -o "$out"; }
+threads_cache() { # the cache the threads' run left: one cubin, no temporary file
+  [ "$(ls "$F/threads_cache" | grep -c '\.cubin$')" = 1 ] && ! ls "$F/threads_cache" | grep -q '\.tmp$' ||
+    { ls -l "$F/threads_cache"; echo "FAIL: $label: the cache is not one cubin"; exit 1; }; }
+threads_build "$F/threads" "$B/libpgrt.a" ${SAN_FLAGS:-}
+rm -rf "$F/threads_cache"
+label="threads"; PGRT_CACHE="$F/threads_cache" run "$F/threads"
+threads_cache
+# and under ThreadSanitizer, libpgrt built with it (build/tsan; the double is not: its
+# one lock is what TSan sees of it), once: in the run without the other sanitizers
+if [ -z "${SAN_FLAGS:-}" ]; then
+  if echo 'int main(void) { return 0; }' | gcc -fsanitize=thread -x c - -o "$F/tsan_probe" 2>/dev/null; then
+    make -s B=build/tsan OPT="-O1 -g" EXTRA_CFLAGS="-fsanitize=thread" LDFLAGS="-fsanitize=thread" build/tsan/libpgrt.a \
+      >/dev/null
+    threads_build "$F/threads_tsan" build/tsan/libpgrt.a -fsanitize=thread
+    rm -rf "$F/threads_cache"
+    label="threads, ThreadSanitizer"
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66" PGRT_CACHE="$F/threads_cache" run "$F/threads_tsan"
+    threads_cache
+  else
+    echo "fake: threads, ThreadSanitizer: not run (gcc has no -fsanitize=thread here)" >>"$F/fake.log"
+  fi
+fi
 # kernels inside an installed library (runtime/libraries.c), as cuBLAS's and PyTorch's are:
 # chain's cubin (as NVRTC compiled it above, from libpgrt's cache) in two fatbins of a library's .nv_fatbin
 # section (mklib.py), and chain.graph with its module that library, its first kernel
