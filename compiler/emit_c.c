@@ -971,8 +971,9 @@ static void emit_api(W *w, bool list_caller_args) {
   emit_host_buffers(w);
   fprintf(f, "/* Every function that returns a pgrt_status returns PGRT_OK (0) on success, else one of\n"
              " * the PGRT_ERR_* values of pgrt.h; pgrt_error() then says, for this thread, what failed\n"
-             " * (the CUDA call, file:line, the node).  Each needs the CUDA context current that\n"
-             " * %s_init ran on (a primary context: cuDevicePrimaryCtxRetain, cuCtxSetCurrent). */\n\n", nm);
+             " * (the CUDA call, file:line, the node).  %s_init runs on the CUDA context current in its\n"
+             " * thread (a primary context: cuDevicePrimaryCtxRetain, cuCtxSetCurrent); the other calls\n"
+             " * make that context current for themselves, from any thread (pgrt.h, \"Threads\"). */\n\n", nm);
   for (size_t i = 0; i < p->weights.n; i++) {
     fprintf(f, "/* Reads the weights that come from %s (a safetensors file; path: where it is now) into\n"
                " * one device allocation, *block (cuMemFree it after %s_destroy), and sets their fields\n"
@@ -1023,7 +1024,7 @@ static void emit_api(W *w, bool list_caller_args) {
              " * another size (another library version, a GPU the code is not for); PGRT_ERR_MEMORY;\n"
              " * PGRT_ERR_CUDA; PGRT_ERR_VERSION: libpgrt is not the one this code was generated for.  A\n"
              " * graph region that does not instantiate runs eagerly, with a warning on stderr.\n"
-             " * Synchronous; not thread-safe with other calls on the same ctx. */\n",
+             " * Synchronous. */\n",
           caller ? "see above" : "NULL (every kernel's arguments are known)", nm, nm);
   if (p->comms.n) {
     const PgComm *c = p->comms.v[0];
@@ -1054,9 +1055,10 @@ static void emit_api(W *w, bool list_caller_args) {
              " * re-instantiated.  The buffers must stay valid, and the inputs unchanged, until the\n"
              " * stream has run the call; the outputs are ready after that (cuStreamSynchronize, or an\n"
              " * event).  Intermediates live in the arena and carry nothing from one call to the next:\n"
-             " * its contents may be overwritten (poisoned) between calls.  Calls on one ctx must come\n"
-             " * one after another from one thread, on one stream (or on streams the caller orders):\n"
-             " * they share the arena.  PGRT_ERR_ARGUMENT: a null ctx or args, a null buffer%s;\n"
+             " * its contents may be overwritten (poisoned) between calls.  One ctx takes one call at a\n"
+             " * time, from any thread (a call while another thread's runs: PGRT_ERR_BUSY), on one\n"
+             " * stream (or on streams the caller orders): the calls share the arena.\n"
+             " * PGRT_ERR_ARGUMENT: a null ctx or args, a null buffer%s;\n"
              " * PGRT_ERR_CUDA: a patch or a launch failed.  Faults of the work itself appear later, at\n"
              " * the stream's synchronization (a CUresult).%s%s%s */\n",
           sync ? " (its host synchronization, 'sync', waits for the stream where the program has it)" : "",
