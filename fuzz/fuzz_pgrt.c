@@ -76,6 +76,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   /* a node's constant parameter bytes are as long as its kernel's param_bytes: a contract
    * no table records, so each node's copy is as long as any parameter block may be */
   static unsigned char params[MAXN][PARAM_MAX];
+  memset(relocs, 0, sizeof relocs);
+  memset(deps, 0, sizeof deps);
   memcpy(nodes, P.nodes, sizeof *nodes * (size_t)P.node_count);
   memcpy(buffers, P.buffers, sizeof *buffers * (size_t)P.buffer_count);
   memcpy(regions, P.regions, sizeof *regions * (size_t)P.region_count);
@@ -106,7 +108,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
       pgrt_node *n = &nodes[r[1] % P.node_count];
       switch (which % 16) {
       case 0: n->kind = (pgrt_node_kind)(iv & 15), blind = 1; break;
-      case 1: n->kernel = iv, blind = 1; break;
+      case 1: /* another kernel of the program takes other parameters, which only its code says:
+                 an index out of range, or none */
+        if (iv < 0 || iv >= P.kernel_count) n->kernel = iv;
+        break;
       case 2: n->src = iv; break;
       case 3: n->dst = iv; break;
       case 4: n->src_offset = (uint64_t)v; break;
@@ -149,7 +154,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
       pgrt_kernel *k = &kernels[r[1] % P.kernel_count];
       blind = 1;
       if (which & 1) k->module = iv;
-      else k->param_bytes = (uint32_t)v % PARAM_MAX; /* the caller's side of the contract */
+      else if ((uint32_t)v % PARAM_MAX >= k->param_bytes) /* fewer would cut a parameter only its code knows */
+        k->param_bytes = (uint32_t)v % PARAM_MAX;
       break;
     }
     case 4: { /* a relocation of a kernel node */
@@ -171,7 +177,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
       case 2: pr.region_count = iv < 0 || iv > P.region_count ? pr.region_count : iv; break;
       case 3: pr.kernel_count = iv < 0 || iv > P.kernel_count ? pr.kernel_count : iv; break;
       case 4: pr.arena_bytes = (uint64_t)v; break;
-      default: pr.event_count = iv; break; /* not the slots: the caller's arrays hold what the real ones say */
+      /* events: libpgrt makes as many as the table says (a count, like the arrays', that it
+       * takes as given), so a few more or fewer; not the slots: the caller's arrays hold
+       * what the real ones say */
+      default: pr.event_count = iv < 20 ? iv : pr.event_count; break;
       }
     }
   }

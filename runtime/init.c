@@ -273,8 +273,9 @@ static pgrt_status find_changing(pgrt_ctx *c) {
                        pr->nodes[i].origin);
   for (int i = 0; i < pr->node_count; i++) {
     const pgrt_node *n = &pr->nodes[i];
-    int uses = n->scalar_count > 0;
-    for (int r = 0; r < n->reloc_count; r++) uses |= pr->buffers[n->relocs[r].buffer].kind == PGRT_BUF_BOUND;
+    int own = n->kind == PGRT_NODE_KERNEL && !n->caller_args; /* only these have relocs and scalars */
+    int uses = own && n->scalar_count > 0;
+    for (int r = 0; own && r < n->reloc_count; r++) uses |= pr->buffers[n->relocs[r].buffer].kind == PGRT_BUF_BOUND;
     if (n->kind == PGRT_NODE_MEMCPY) uses |= pr->buffers[n->src].kind == PGRT_BUF_BOUND;
     if (n->kind == PGRT_NODE_MEMCPY || n->kind == PGRT_NODE_MEMSET) uses |= pr->buffers[n->dst].kind == PGRT_BUF_BOUND;
     if (n->kind == PGRT_NODE_HOST) uses = 1;
