@@ -458,7 +458,7 @@ static pgrt_status check_node(const pgrt_program *pr, const pgrt_node *n) {
         (n->condition < 0 || n->condition >= pr->condition_count || (unsigned)n->cond_type > PGRT_COND_SWITCH))
       BAD("node '%s': condition %d is not one of %d", n->origin, n->condition, pr->condition_count);
     if (n->body < 0 || n->body_count < 1 || n->body > pr->body_count - n->body_count)
-      BAD("node '%s': bodies %d..%d are not the program's %d", n->origin, n->body, n->body + n->body_count - 1,
+      BAD("node '%s': bodies %d..%lld are not the program's %d", n->origin, n->body, (long long)n->body + n->body_count - 1,
           pr->body_count);
     return PGRT_OK;
   case PGRT_NODE_HOST:
@@ -487,6 +487,8 @@ static pgrt_status check_tables(const pgrt_program *pr) {
       !TABLE_OK(pr->comm_count, pr->comms) || pr->callback_slots < 0 || pr->bound_slots < 0 || pr->weight_slots < 0 ||
       pr->scalar_slots < 0 || pr->caller_arg_nodes < 0 || pr->host_slots < 0 || pr->event_count < 0)
     BAD("program '%s': its tables are not whole (a negative count, or a missing array)", pr->name);
+  if ((int64_t)pr->bound_slots + pr->scalar_slots + pr->read_count + pr->bucket_count > INT32_MAX / 8)
+    BAD("program '%s': more slots and scalars than an index holds", pr->name); /* their sums index below */
   for (int k = 0; k < pr->kernel_count; k++)
     if (pr->kernels[k].module < -1 || pr->kernels[k].module >= pr->module_count)
       BAD("kernel '%s': module %d is not one of %d", pr->kernels[k].name, pr->kernels[k].module, pr->module_count);
@@ -507,8 +509,8 @@ static pgrt_status check_tables(const pgrt_program *pr) {
     int count = r < pr->region_count ? pr->regions[r].count : pr->bodies[r - pr->region_count].count;
     if (first < 0 || count < 0 || first > pr->node_count - count ||
         (r < pr->region_count && (pr->regions[r].bucket_dim < 0 || pr->regions[r].bucket_dim > pr->dim_count))) {
-      st = pgrt_fail(PGRT_ERR_ARGUMENT, "%s %d: nodes %d..%d are not the program's %d", r < pr->region_count ? "region"
-                     : "body", r < pr->region_count ? r : r - pr->region_count, first, first + count - 1, pr->node_count);
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "%s %d: nodes %d..%lld are not the program's %d", r < pr->region_count ? "region"
+                     : "body", r < pr->region_count ? r : r - pr->region_count, first, (long long)first + count - 1, pr->node_count);
       break;
     }
     for (int i = first; i < first + count && st == PGRT_OK; i++)
