@@ -134,7 +134,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
       blind = 1;
       switch (which % 4) {
       case 0: b->kind = (pgrt_buffer_kind)(iv & 7); break;
-      case 1: b->size = (uint64_t)v; break;
+      case 1: /* not between 2 GiB and the double's 80 GiB: allocated, past libFuzzer's malloc limit */
+        if ((uint64_t)v <= 1ull << 31 || (uint64_t)v > 80ull << 30) b->size = (uint64_t)v;
+        break;
       case 2: b->offset = (uint64_t)v; break;
       default: b->slot = iv; break;
       }
