@@ -10,6 +10,8 @@
  * Each 8-byte record of the input is one edit: table (nodes, buffers, regions,
  * kernels, relocs, the program's counts), entry, field, and a 32-bit value, biased
  * to small numbers and their neighbours (-1, counts, count+1) where indices break.
+ * Edits no table could be checked for (a kernel's parameter layout, what a kernel
+ * reaches) are not made, or not run: docs/fuzzing.md says which.
  */
 #include FUZZ_PROGRAM_C
 

@@ -131,6 +131,7 @@ build/fuzz/seeds.stamp: $(FUZZ_SEEDS) $(B)/pgcc
 # fuzz_pgrt (fuzz/fuzz_pgrt.c): libpgrt's host side, built with the sanitizers, over the
 # tables of chain.graph's generated C, edited as each input says, run against the CPU
 # double of the driver (tests/fakecuda), which it loads through PGRT_LIBCUDA
+.PHONY: fuzz-pgrt check-fuzz-pgrt
 FUZZ_RT_SRCS = $(patsubst $(B)/rt/%.o,runtime/%.c,$(filter-out $(B)/rt/own_cubins.o,$(RT_OBJS))) $(B)/rt/own_cubins.c
 build/fuzz/chain.c: tests/gpu/codegen/chain.graph tests/gpu/codegen/chain.cu $(B)/pgcc
 	@mkdir -p build/fuzz
