@@ -273,8 +273,9 @@ static pgrt_status find_changing(pgrt_ctx *c) {
                        pr->nodes[i].origin);
   for (int i = 0; i < pr->node_count; i++) {
     const pgrt_node *n = &pr->nodes[i];
-    int uses = n->scalar_count > 0;
-    for (int r = 0; r < n->reloc_count; r++) uses |= pr->buffers[n->relocs[r].buffer].kind == PGRT_BUF_BOUND;
+    int own = n->kind == PGRT_NODE_KERNEL && !n->caller_args; /* only these have relocs and scalars */
+    int uses = own && n->scalar_count > 0;
+    for (int r = 0; own && r < n->reloc_count; r++) uses |= pr->buffers[n->relocs[r].buffer].kind == PGRT_BUF_BOUND;
     if (n->kind == PGRT_NODE_MEMCPY) uses |= pr->buffers[n->src].kind == PGRT_BUF_BOUND;
     if (n->kind == PGRT_NODE_MEMCPY || n->kind == PGRT_NODE_MEMSET) uses |= pr->buffers[n->dst].kind == PGRT_BUF_BOUND;
     if (n->kind == PGRT_NODE_HOST) uses = 1;
@@ -383,6 +384,159 @@ out:
   return st;
 }
 
+/* x + y <= limit, with no overflow (sizes and offsets of the tables are unsigned). */
+static int fits(uint64_t x, uint64_t y, uint64_t limit) { return x <= limit && y <= limit - x; }
+
+/* A copy's or a set's extent at dst (or src): `rows` rows `pitch` apart, `bytes` each,
+ * from `offset`, inside a buffer of `size` bytes. */
+static int box_fits(uint64_t offset, uint64_t bytes, uint64_t rows, uint64_t pitch, uint64_t size) {
+  if (!pitch) pitch = bytes;
+  if (rows > 1 && pitch > (UINT64_MAX - bytes) / (rows - 1)) return 0;
+  return fits(offset, (rows - 1) * pitch + bytes, size);
+}
+
+#define TABLE_OK(count, array) ((count) >= 0 && ((count) == 0 || (array)))
+#define BAD(...) return pgrt_fail(PGRT_ERR_ARGUMENT, __VA_ARGS__)
+
+/* One kernel node's parameter table: its kernel, and every byte it writes inside the
+ * kernel's parameter block. */
+static pgrt_status check_kernel_node(const pgrt_program *pr, const pgrt_node *n) {
+  if (n->kernel < 0 || n->kernel >= pr->kernel_count) BAD("node '%s': kernel %d is not one of %d", n->origin,
+                                                           n->kernel, pr->kernel_count);
+  if (n->caller_args) return PGRT_OK;
+  uint32_t pb = pr->kernels[n->kernel].param_bytes;
+  if ((pb && !n->params) || !TABLE_OK(n->param_count, n->param_offsets) || !TABLE_OK(n->reloc_count, n->relocs) ||
+      !TABLE_OK(n->scalar_count, n->scalars) || !TABLE_OK(n->cond_ref_count, n->cond_refs))
+    BAD("node '%s': its parameter tables are not whole", n->origin);
+  for (int q = 0; q < n->param_count; q++)
+    if (n->param_offsets[q] >= pb) BAD("node '%s': parameter %d is past its %u bytes", n->origin, q, pb);
+  for (int r = 0; r < n->reloc_count; r++) {
+    const pgrt_reloc *rl = &n->relocs[r];
+    if (rl->buffer < 0 || rl->buffer >= pr->buffer_count || (unsigned)rl->kind > PGRT_RELOC_HI32 ||
+        !fits(rl->at, pgrt_reloc_size(rl->kind), pb))
+      BAD("node '%s': relocation %d is not a buffer's address inside its %u parameter bytes", n->origin, r, pb);
+  }
+  for (int k = 0; k < n->scalar_count; k++) {
+    const pgrt_scalar_ref *sr = &n->scalars[k];
+    if (sr->slot < 0 || sr->slot >= pr->scalar_slots + pr->read_count + pr->bucket_count || sr->size > 8 ||
+        !fits(sr->at, sr->size, pb))
+      BAD("node '%s': scalar %d is not a scalar value inside its %u parameter bytes", n->origin, k, pb);
+  }
+  for (int k = 0; k < n->cond_ref_count; k++)
+    if (n->cond_refs[k].condition < 0 || n->cond_refs[k].condition >= pr->condition_count ||
+        !fits(n->cond_refs[k].at, sizeof(CUgraphConditionalHandle), pb))
+      BAD("node '%s': conditional handle %d is not a condition's inside its %u parameter bytes", n->origin, k, pb);
+  return PGRT_OK;
+}
+
+/* One node's own indices and extents. */
+static pgrt_status check_node(const pgrt_program *pr, const pgrt_node *n) {
+  const pgrt_buffer *b = pr->buffers;
+  uint64_t rows = (n->height ? n->height : 1) * (n->depth ? n->depth : 1);
+  if (n->height > UINT32_MAX || n->depth > UINT32_MAX) BAD("node '%s': too many rows", n->origin);
+  switch (n->kind) {
+  case PGRT_NODE_KERNEL: return check_kernel_node(pr, n);
+  case PGRT_NODE_MEMCPY:
+    if (n->src < 0 || n->src >= pr->buffer_count || n->dst < 0 || n->dst >= pr->buffer_count ||
+        !box_fits(n->src_offset, n->bytes, rows, n->src_pitch, b[n->src].size) ||
+        !box_fits(n->dst_offset, n->bytes, rows, n->dst_pitch, b[n->dst].size))
+      BAD("node '%s': its copy is not inside its buffers", n->origin);
+    return PGRT_OK;
+  case PGRT_NODE_MEMSET:
+    if (n->dst < 0 || n->dst >= pr->buffer_count || (n->elem != 1 && n->elem != 2 && n->elem != 4) ||
+        n->bytes % n->elem || !box_fits(n->dst_offset, n->bytes, n->height ? n->height : 1, n->dst_pitch, b[n->dst].size))
+      BAD("node '%s': its set is not whole elements inside its buffer", n->origin);
+    return PGRT_OK;
+  case PGRT_NODE_EVENT_RECORD:
+  case PGRT_NODE_EVENT_WAIT:
+    if (n->event < 0 || n->event >= pr->event_count) BAD("node '%s': event %d is not one of %d", n->origin, n->event,
+                                                         pr->event_count);
+    return PGRT_OK;
+  case PGRT_NODE_CONDITIONAL:
+  case PGRT_NODE_CHILD:
+    if (n->kind == PGRT_NODE_CONDITIONAL &&
+        (n->condition < 0 || n->condition >= pr->condition_count || (unsigned)n->cond_type > PGRT_COND_SWITCH))
+      BAD("node '%s': condition %d is not one of %d", n->origin, n->condition, pr->condition_count);
+    if (n->body < 0 || n->body_count < 1 || n->body > pr->body_count - n->body_count)
+      BAD("node '%s': bodies %d..%lld are not the program's %d", n->origin, n->body, (long long)n->body + n->body_count - 1,
+          pr->body_count);
+    return PGRT_OK;
+  case PGRT_NODE_HOST:
+    if (n->host < 0 || n->host >= pr->host_slots) BAD("node '%s': host function %d is not one of %d", n->origin,
+                                                      n->host, pr->host_slots);
+    return PGRT_OK;
+  case PGRT_NODE_GUARD:
+    if (n->expect_len && !n->expect) BAD("guard '%s': nothing to expect", n->origin);
+    return PGRT_OK;
+  case PGRT_NODE_EMPTY:
+  case PGRT_NODE_SYNC:
+  case PGRT_NODE_COLLECTIVE: return PGRT_OK; /* collectives: check_comms */
+  }
+  BAD("node '%s': kind %d is not a node kind", n->origin, (int)n->kind);
+}
+
+/* The whole program's tables, before anything is allocated from them: counts and
+ * arrays, every index in range, every buffer where it can be, every node in one region
+ * or body, every dependency on an earlier node of its own. */
+static pgrt_status check_tables(const pgrt_program *pr) {
+  if (!TABLE_OK(pr->module_count, pr->modules) || !TABLE_OK(pr->kernel_count, pr->kernels) ||
+      !TABLE_OK(pr->buffer_count, pr->buffers) || !TABLE_OK(pr->node_count, pr->nodes) ||
+      !TABLE_OK(pr->region_count, pr->regions) || !TABLE_OK(pr->body_count, pr->bodies) ||
+      !TABLE_OK(pr->condition_count, pr->conditions) || !TABLE_OK(pr->read_count, pr->reads) ||
+      !TABLE_OK(pr->dim_count, pr->dims) || !TABLE_OK(pr->bucket_count, pr->bucket_dims) ||
+      !TABLE_OK(pr->comm_count, pr->comms) || pr->callback_slots < 0 || pr->bound_slots < 0 || pr->weight_slots < 0 ||
+      pr->scalar_slots < 0 || pr->caller_arg_nodes < 0 || pr->host_slots < 0 || pr->event_count < 0)
+    BAD("program '%s': its tables are not whole (a negative count, or a missing array)", pr->name);
+  if ((int64_t)pr->bound_slots + pr->scalar_slots + pr->read_count + pr->bucket_count > INT32_MAX / 8)
+    BAD("program '%s': more slots and scalars than an index holds", pr->name); /* their sums index below */
+  for (int k = 0; k < pr->kernel_count; k++)
+    if (pr->kernels[k].module < -1 || pr->kernels[k].module >= pr->module_count)
+      BAD("kernel '%s': module %d is not one of %d", pr->kernels[k].name, pr->kernels[k].module, pr->module_count);
+  for (int k = 0; k < pr->buffer_count; k++) {
+    const pgrt_buffer *b = &pr->buffers[k];
+    int ok = b->kind == PGRT_BUF_BOUND    ? b->slot >= 0 && b->slot < pr->bound_slots
+             : b->kind == PGRT_BUF_WEIGHT ? b->slot >= 0 && b->slot < pr->weight_slots
+             : b->kind == PGRT_BUF_ARENA  ? fits(b->offset, b->size, pr->arena_bytes)
+                                          : b->kind == PGRT_BUF_HOST;
+    if (!ok) BAD("buffer '%s': not a slot the caller fills, nor inside the arena, nor a host buffer", b->name);
+  }
+  int *lo = pgrt_zalloc(sizeof *lo * (size_t)(pr->node_count + 1)); /* 1 + the first node of each node's graph */
+  if (!lo) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+  pgrt_status st = PGRT_OK;
+  int caller_args = 0;
+  for (int r = 0; r < pr->region_count + pr->body_count && st == PGRT_OK; r++) {
+    int first = r < pr->region_count ? pr->regions[r].first : pr->bodies[r - pr->region_count].first;
+    int count = r < pr->region_count ? pr->regions[r].count : pr->bodies[r - pr->region_count].count;
+    if (first < 0 || count < 0 || first > pr->node_count - count ||
+        (r < pr->region_count && (pr->regions[r].bucket_dim < 0 || pr->regions[r].bucket_dim > pr->dim_count))) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "%s %d: nodes %d..%lld are not the program's %d", r < pr->region_count ? "region"
+                     : "body", r < pr->region_count ? r : r - pr->region_count, first, (long long)first + count - 1, pr->node_count);
+      break;
+    }
+    for (int i = first; i < first + count && st == PGRT_OK; i++)
+      if (lo[i]) st = pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s' is in two regions or bodies", pr->nodes[i].origin);
+      else lo[i] = 1 + first;
+  }
+  for (int i = 0; i < pr->node_count && st == PGRT_OK; i++) {
+    const pgrt_node *n = &pr->nodes[i];
+    if (!lo[i]) st = pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s' is in no region or body", n->origin);
+    else if (!TABLE_OK(n->dep_count, n->deps)) st = pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': no deps", n->origin);
+    for (int d = 0; st == PGRT_OK && d < n->dep_count; d++)
+      if (n->deps[d] < lo[i] - 1 || n->deps[d] >= i || (n->dep_kinds && n->dep_kinds[d] > PGRT_DEP_LAUNCH_ORDER))
+        st = pgrt_fail(PGRT_ERR_ARGUMENT, "node '%s': dependency %d is not on an earlier node of its graph",
+                       n->origin, d);
+    if (st == PGRT_OK) st = check_node(pr, n);
+    caller_args += n->kind == PGRT_NODE_KERNEL && n->caller_args;
+  }
+  if (st == PGRT_OK && caller_args != pr->caller_arg_nodes)
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "program '%s': %d kernel nodes take the caller's arguments, not %d", pr->name,
+                   caller_args, pr->caller_arg_nodes);
+  free(lo);
+  return st;
+}
+#undef BAD
+#undef TABLE_OK
+
 /* What a program must be for init to start: this libpgrt's tables, its weights and
  * kernel arguments given, its comms and collectives sound. */
 static pgrt_status check_program(const pgrt_program *pr, const CUdeviceptr *weights, void **const *kernel_args,
@@ -394,6 +548,8 @@ static pgrt_status check_program(const pgrt_program *pr, const CUdeviceptr *weig
   if (pr->caller_arg_nodes && !kernel_args)
     return pgrt_fail(PGRT_ERR_ARGUMENT, "program '%s' needs the arguments of its %d kernel nodes", pr->name,
                      pr->caller_arg_nodes);
+  pgrt_status st = check_tables(pr);
+  if (st != PGRT_OK) return st;
   return pr->comm_count ? check_comms(pr, id, rank) : PGRT_OK;
 }
 

@@ -79,6 +79,7 @@ check: deps
 	@$(MAKE) --no-print-directory check-fake
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-ubsan
+	@$(MAKE) --no-print-directory check-fuzz-pgrt
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-python
 	@$(MAKE) --no-print-directory check-layers
@@ -127,7 +128,44 @@ build/fuzz/seeds.stamp: $(FUZZ_SEEDS) $(B)/pgcc
 	@for f in tests/corpus/*/*.dot; do $(B)/pgcc --emit=graph -o build/fuzz/seeds/$$(basename $$f .dot).graph $$f; done
 	@touch $@
 
-fuzz: $(FUZZ_TARGETS) build/fuzz/seeds.stamp
+# fuzz_pgrt (fuzz/fuzz_pgrt.c): libpgrt's host side, built with the sanitizers, over the
+# tables of chain.graph's generated C, edited as each input says, run against the CPU
+# double of the driver (tests/fakecuda), which it loads through PGRT_LIBCUDA
+.PHONY: fuzz-pgrt check-fuzz-pgrt
+FUZZ_RT_SRCS = $(patsubst $(B)/rt/%.o,runtime/%.c,$(filter-out $(B)/rt/own_cubins.o,$(RT_OBJS))) $(B)/rt/own_cubins.c
+build/fuzz/chain.c: tests/gpu/codegen/chain.graph tests/gpu/codegen/chain.cu $(B)/pgcc
+	@mkdir -p build/fuzz
+	$(Q)$(B)/pgcc $< -o $@
+build/fuzz/libcuda.so.1: tests/fakecuda/fakecuda.c tests/fakecuda/kernels.c tests/fakecuda/fakecuda.h
+	@mkdir -p build/fuzz
+	$(Q)$(CC) -std=c11 -O1 -g -fPIC -shared $(CUDA_INC) -Iruntime -Wl,-soname,libcuda.so.1 -Wl,--no-undefined \
+	  tests/fakecuda/fakecuda.c tests/fakecuda/kernels.c -lm -o $@
+build/fuzz/fuzz_pgrt: fuzz/fuzz_pgrt.c build/fuzz/chain.c build/fuzz/libcuda.so.1 $(FUZZ_RT_SRCS) $(RT_HEADERS)
+	@$(if $(Q),echo "FUZZ $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(CUDA_INC) -Iruntime -Ibuild/fuzz -DFUZZ_PROGRAM_C='"chain.c"' -o $@ \
+	  fuzz/fuzz_pgrt.c $(FUZZ_RT_SRCS) -Lbuild/fuzz -Wl,-rpath,'$$ORIGIN' -lcuda -ldl -lm -pthread
+# its seeds: the unedited tables, and every input it was ever broken with
+build/fuzz/pgrt_seeds.stamp: $(wildcard tests/fuzz/pgrt_*)
+	@rm -rf build/fuzz/pgrt_seeds && mkdir -p build/fuzz/pgrt_seeds build/fuzz/artifacts
+	@cp tests/fuzz/pgrt_* build/fuzz/pgrt_seeds/
+	@touch $@
+fuzz-pgrt: build/fuzz/fuzz_pgrt build/fuzz/pgrt_seeds.stamp
+	@mkdir -p build/fuzz/corpus/fuzz_pgrt build/fuzz/pgrt_cache
+	@echo "== fuzz_pgrt for $(FUZZ_SECONDS) s"
+	@PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
+	  build/fuzz/fuzz_pgrt -max_total_time=$(FUZZ_SECONDS) -max_len=512 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/artifacts/fuzz_pgrt- build/fuzz/corpus/fuzz_pgrt build/fuzz/pgrt_seeds 2>&1 \
+	    | grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|Done|==[0-9]+==ERROR|SUMMARY)" || true
+# the unedited tables (tests/fuzz/pgrt_unedited: every call must succeed) and every input
+# fuzz_pgrt was broken with (tests/fuzz/pgrt_*), replayed through it (part of make check)
+check-fuzz-pgrt: build/fuzz/fuzz_pgrt
+	@mkdir -p build/fuzz/pgrt_cache
+	@PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
+	  build/fuzz/fuzz_pgrt tests/fuzz/pgrt_* >build/fuzz/pgrt_replay.log 2>&1 \
+	  || { cat build/fuzz/pgrt_replay.log; echo "FAIL: fuzz_pgrt on tests/fuzz/pgrt_*"; exit 1; }
+	@n=$$(ls tests/fuzz/pgrt_* | wc -l); echo "fuzz_pgrt: $$n kept inputs replayed, no finding"
+
+fuzz: $(FUZZ_TARGETS) build/fuzz/seeds.stamp fuzz-pgrt
 	@for t in $(FUZZ_TARGETS); do \
 	  name=$$(basename $$t); mkdir -p build/fuzz/corpus/$$name; \
 	  echo "== $$name for $(FUZZ_SECONDS) s"; \

@@ -264,6 +264,8 @@ static Phys *handles; /* cuMemCreate's, not yet released */
 
 static CUresult alloc(void **p, size_t size, int host) {
   if (!host && size > DEVICE_MEMORY - device_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (host && size > DEVICE_MEMORY) return CUDA_ERROR_OUT_OF_MEMORY; /* the host's pinned memory: as much (and
+                                                                         no wrap to a small block below) */
   Alloc *a = calloc(1, sizeof *a);
   size_t rounded = (size + 255) / 256 * 256;
   if (!a || !(a->p = aligned_alloc(256, rounded ? rounded : 256))) return free(a), CUDA_ERROR_OUT_OF_MEMORY;
