@@ -9,9 +9,10 @@
 #   clang, libclang-rt-14-dev  the clang build check, sanitizers and libFuzzer
 #   valgrind           make check runs pgcc under memcheck
 #   graphviz           renders --emit=dot pictures (dot -Tsvg)
+#   libzstd1           the exporter decompresses libraries' zstd cubins (tests/python/test_embedded.py)
 set -euo pipefail
 
-packages=(flex bison check pkg-config libjansson-dev libclang-dev clang libclang-rt-14-dev valgrind graphviz)
+packages=(flex bison check pkg-config libjansson-dev libclang-dev clang libclang-rt-14-dev valgrind graphviz libzstd1)
 
 missing=()
 for p in "${packages[@]}"; do

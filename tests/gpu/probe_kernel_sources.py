@@ -116,18 +116,9 @@ def missing(err):
 
 
 def clear_nvjet(torch):
-    """Calls cuBLASLt's cublasLtClearNvjetCache(handle) on PyTorch's handle; the status, or why not."""
-    import ctypes as C
-    paths = [l.split()[-1] for l in open("/proc/self/maps") if "libcublasLt" in l]
-    if not paths:
-        return "libcublasLt not loaded"
-    lt = C.CDLL(paths[0])
-    f = getattr(lt, "cublasLtClearNvjetCache", None)
-    if f is None:
-        return "no cublasLtClearNvjetCache in " + paths[0]
-    f.restype = C.c_int
-    f.argtypes = [C.c_void_p]
-    return {"path": paths[0], "status": f(C.c_void_p(torch.cuda.current_blas_handle()))}
+    """Whether cuBLASLt's generated kernels were forgotten (the exporter's own step)."""
+    from pgcc.kernel_search import forget_generated_kernels
+    return forget_generated_kernels(torch.cuda.current_blas_handle(), lambda line: None)
 
 
 def embedded_holders(symbols, sm):
