@@ -1045,6 +1045,13 @@ static void emit_api(W *w, bool list_caller_args) {
     fprintf(f, "pgrt_status %s_init(pgrt_ctx **ctx, const %s_weights *weights, void **const *kernel_args, "
                "CUdeviceptr arena);\n\n", nm, nm);
   }
+  if (pg_rng_of(p))
+    fprintf(f, "/* Random numbers: this program draws them as PyTorch's CUDA generator does (Philox, a seed\n"
+               " * and an offset), each call from the current offset up, advancing it by %s_RNG_INCREMENT.\n"
+               " * It starts at seed PGRT_DEFAULT_SEED, offset 0; pgrt_rng_set(ctx, seed, offset) and\n"
+               " * pgrt_rng_get set and read them (pgrt.h): for the generator state PyTorch had, a call\n"
+               " * draws what the exported callable drew. */\n"
+               "#define %s_RNG_INCREMENT UINT64_C(%" PRIu64 ")\n\n", nm, nm, pg_rng_of(p)->increment);
   bool sync = false, guard = false, reads = false, callbacks = false;
   for (size_t i = 0; i < p->graphs.v[0]->nodes.n; i++)
     sync |= pg_is_hostop(p->graphs.v[0]->nodes.v[i], "sync"), guard |= pg_is_hostop(p->graphs.v[0]->nodes.v[i], "guard");
@@ -1202,6 +1209,7 @@ static void emit_info(W *w) {
   fprintf(f, "    .arena_bytes = UINT64_C(%" PRIu64 "),\n", p->mem.arena_bytes);
   if (p->dims.n) fprintf(f, "    .n_dims = %zu, .dims = %s_dims,\n", p->dims.n, nm);
   if (p->comms.n) fprintf(f, "    .n_comms = %zu, .comms = %s_comms,\n", p->comms.n, nm);
+  if (pg_rng_of(p)) fprintf(f, "    .rng_increment = %" PRIu64 ",\n", pg_rng_of(p)->increment);
   fputs("};\n\n", f);
   fprintf(f, "const pgrt_program_info *%s_info(void) { return &%s_info_table; }\n", nm, nm);
   free(shape);
@@ -1293,6 +1301,8 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       fprintf(f, ".kind = PGRT_BUF_WEIGHT, .slot = %d}, /* weight */\n", weights++);
     else if (b->role == PG_ROLE_HOST)
       fprintf(f, ".kind = PGRT_BUF_HOST, .slot = %d}, /* host: pinned, allocated by libpgrt */\n", hosts++);
+    else if (b->role == PG_ROLE_RNG)
+      fprintf(f, ".kind = PGRT_BUF_RNG}, /* the random-number state, libpgrt's: Philox seed, offset */\n");
     else if (pg_in_arena(b))
       fprintf(f, ".kind = PGRT_BUF_ARENA, .offset = %" PRIu64 "}, /* %s */\n", b->offset, pg_role_names[b->role]);
     else
@@ -1467,6 +1477,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   if (p->dims.n) fprintf(f, "    .dims = %s_dims, .dim_count = %zu,\n", name, p->dims.n);
   if (buckets) fprintf(f, "    .bucket_dims = %s_bucket_dims, .bucket_count = %d,\n", name, buckets);
   if (p->comms.n) fprintf(f, "    .comms = %s_comms, .comm_count = %zu,\n", name, p->comms.n);
+  if (pg_rng_of(p)) fprintf(f, "    .rng_increment = %" PRIu64 ",\n", pg_rng_of(p)->increment);
   fputs("};\n\n", f);
 
   /* the three functions */

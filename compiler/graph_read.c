@@ -784,9 +784,10 @@ static bool buffer_shape(GfCtx *c, PgBuffer *b, const GfWord *list) {
 static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
   static const Spec spec[] = {{"size", A_U64, true},  {"align", A_U64, false}, {"role", A_NAME, false},
                               {"dtype", A_NAME, false}, {"shape", A_LIST, false}, {"addr", A_U64, false},
-                              {"weights", A_NAME, false}, {"tensor", A_STRING, false}};
-  const GfWord *f[8];
-  if (!read_attrs(c, name->next, "buffer", loc, spec, 8, f)) return;
+                              {"weights", A_NAME, false}, {"tensor", A_STRING, false},
+                              {"increment", A_U64, false}};
+  const GfWord *f[9];
+  if (!read_attrs(c, name->next, "buffer", loc, spec, 9, f)) return;
   PgBuffer *b = pg_arena_alloc(c->a, sizeof *b);
   b->name = name_of(c, name);
   b->loc = name->loc;
@@ -798,7 +799,7 @@ static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
       if (pg_str_eq(f[2]->text, pg_role_names[r])) break;
     if (r == PG_ROLE_COUNT) {
       pg_error(c->d, f[2]->loc,
-               "unknown buffer role '%.*s' (expected input, output, weight, intermediate, workspace, host or "
+               "unknown buffer role '%.*s' (expected input, output, weight, intermediate, workspace, host, rng or "
                "unknown)",
                (int)f[2]->text.len, f[2]->text.s);
       return;
@@ -819,6 +820,11 @@ static void stmt_buffer(GfCtx *c, const GfWord *name, PgLoc loc) {
     b->has_addr = true;
   }
   if ((f[6] || f[7]) && !buffer_tensor(c, b, f[6], f[7], loc)) return;
+  if (f[8] && !u64_of(c, f[8], "Philox offset increment", &b->increment)) return;
+  if (f[8] && b->role != PG_ROLE_RNG) {
+    pg_error(c->d, f[8]->loc, "buffer '%s': only the random-number state (role rng) has an increment", b->name);
+    return;
+  }
   if (declare(c, c->values, name, b, "buffer or scalar")) pg_vec_push(c->a, c->p->buffers, b);
 }
 

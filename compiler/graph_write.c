@@ -328,6 +328,7 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
     }
     if (b->has_addr) fprintf(f, " addr 0x%" PRIx64, b->addr);
     if (b->weights) fprintf(f, " weights %s tensor ", b->weights->name), put_string(f, b->tensor);
+    if (b->role == PG_ROLE_RNG) fprintf(f, " increment %" PRIu64, b->increment);
     fputs(";\n", f);
   }
 

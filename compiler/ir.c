@@ -69,7 +69,13 @@ bool pg_is_hostop(const PgNode *n, const char *op) { return n->kind == PG_HOSTOP
 
 bool pg_per_call(const PgBuffer *b) {
   return b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE &&
-         b->role != PG_ROLE_HOST;
+         b->role != PG_ROLE_HOST && b->role != PG_ROLE_RNG;
+}
+
+const PgBuffer *pg_rng_of(const PgProgram *p) {
+  for (size_t i = 0; i < p->buffers.n; i++)
+    if (p->buffers.v[i]->role == PG_ROLE_RNG) return p->buffers.v[i];
+  return NULL;
 }
 
 bool pg_in_arena(const PgBuffer *b) { return b->role == PG_ROLE_INTERMEDIATE || b->role == PG_ROLE_WORKSPACE; }

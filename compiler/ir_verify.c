@@ -211,6 +211,27 @@ static void check_scalar(V *v, const PgScalar *s) {
     FAIL(v, s->read_loc, "scalar '%s' is a ptr: a scalar read from a host buffer is a number", s->name);
 }
 
+/* The random-number state: 16 bytes (PyTorch's Philox seed and offset), an increment, at
+ * most one per program. */
+static void check_rng(V *v, const PgProgram *p) {
+  const PgBuffer *first = NULL;
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    const PgBuffer *b = p->buffers.v[i];
+    if (b->role != PG_ROLE_RNG) continue;
+    if (first)
+      FAIL(v, b->loc, "buffer '%s': a second random-number state (role rng); the first is '%s'", b->name, first->name);
+    first = first ? first : b;
+    if (b->size != 16)
+      FAIL(v, b->loc, "buffer '%s': the random-number state (role rng) is 16 bytes (a seed and an offset), not %" PRIu64,
+           b->name, b->size);
+    if (!b->increment)
+      FAIL(v, b->loc, "buffer '%s': the random-number state (role rng) needs an increment (how far a call advances "
+           "the Philox offset), at least 1", b->name);
+    if (b->weights || b->has_shape)
+      FAIL(v, b->loc, "buffer '%s': the random-number state (role rng) is libpgrt's: no weights, no shape", b->name);
+  }
+}
+
 /* By name, then in the order written (they are one array): ties do not depend on qsort. */
 static int by_name(const void *a, const void *b) {
   const PgGlobal *x = *(const PgGlobal *const *)a, *y = *(const PgGlobal *const *)b;
@@ -555,6 +576,7 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
       FAIL(&v, p->buffers.v[i]->loc, "buffer '%s' is %" PRIu64 " bytes, more than 1 TiB", p->buffers.v[i]->name,
            p->buffers.v[i]->size);
   for (size_t i = 0; i < p->scalars.n; i++) check_scalar(&v, p->scalars.v[i]);
+  check_rng(&v, p);
   check_dims(&v);
   for (size_t i = 0; i < p->conditions.n; i++) /* CUDA: a handle without its node fails to instantiate */
     if (!p->conditions.v[i]->node)

@@ -241,7 +241,10 @@ typedef struct {
 /* Buffer roles.  HOST is pinned host memory that libpgrt allocates at init (zeroed) and
  * frees at destroy: a program's host-side reads of device values (`.item()`) are
  * copied into it, and read scalars and guards read it after a host synchronization.
- * It is not in the arena, nor a field of NAME_args. */
+ * It is not in the arena, nor a field of NAME_args.  RNG is the random-number state of a
+ * program that draws random numbers (PyTorch's Philox seed and offset, 16 bytes): libpgrt
+ * allocates it, writes it at the start of every call and advances the offset by the
+ * buffer's `increment`; at most one per program. */
 #define PG_ROLES(X)                 \
   X(UNKNOWN, "unknown")             \
   X(INPUT, "input")                 \
@@ -249,7 +252,8 @@ typedef struct {
   X(WEIGHT, "weight")               \
   X(INTERMEDIATE, "intermediate")   \
   X(WORKSPACE, "workspace")         \
-  X(HOST, "host")
+  X(HOST, "host")                   \
+  X(RNG, "rng")
 
 typedef enum {
 #define X(e, name) PG_ROLE_##e,
@@ -307,6 +311,7 @@ typedef struct {
   PgDim **shape_dims;    /* NULL: every entry a number; else shape.n entries, a dim or NULL */
   bool has_addr;
   uint64_t addr; /* the address it had when captured (DOT input) */
+  uint64_t increment; /* role rng: how far a call advances the Philox offset (`increment N`) */
   PgLoc loc;
   bool planned;    /* memplan.c placed it in the arena */
   uint64_t offset; /* its offset there */
@@ -742,6 +747,8 @@ bool pg_is_hostop(const PgNode *n, const char *op);
 bool pg_per_call(const PgBuffer *b);
 /* A buffer the memory plan places in the arena: roles intermediate and workspace. */
 bool pg_in_arena(const PgBuffer *b);
+/* The program's random-number state (its buffer of role rng), or NULL: it draws none. */
+const PgBuffer *pg_rng_of(const PgProgram *p);
 /* The buffers node n itself uses (not its bodies'), each passed to fn: every pointer
  * argument's, a by-value struct's relocations', a copy's two ends, a memset's, an
  * allocation's, a collective's send and recv.  A buffer may come more than once;

@@ -211,6 +211,11 @@ static pgrt_status place_buffers(pgrt_ctx *c, const CUdeviceptr *weights, CUdevi
       memset(c->host[buf->slot], 0, buf->size);
       CU(pgrt_cu.cuMemHostGetDevicePointer(&c->addr[b], c->host[buf->slot], 0), buf->name);
     }
+    if (buf->kind == PGRT_BUF_RNG) {
+      CU(pgrt_cu.cuMemAlloc(&c->rng, 16), buf->name);
+      c->addr[b] = c->rng;
+      c->rng_seed = PGRT_DEFAULT_SEED, c->rng_offset = 0;
+    }
     if (buf->kind == PGRT_BUF_ARENA) c->addr[b] = c->arena + buf->offset;
     if (buf->kind == PGRT_BUF_BOUND) c->addr[b] = c->placeholder;
     if (buf->kind == PGRT_BUF_WEIGHT) {
@@ -351,7 +356,8 @@ static int plan_boxes(pgrt_ctx *c) {
   return any;
 }
 
-/* libpgrt's own kernels the program needs: the updater, the box kernels. */
+/* libpgrt's own kernels the program needs: the updater, the box kernels, the writer of
+ * the random-number state. */
 static pgrt_status load_own_kernels(pgrt_ctx *c) {
   pgrt_status st = PGRT_OK;
   const char *pdl = getenv("PGRT_PDL"); /* off: programmatic dependencies built as full ones */
@@ -363,6 +369,7 @@ static pgrt_status load_own_kernels(pgrt_ctx *c) {
   int boxes = plan_boxes(c);
   if (boxes < 0) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   if (boxes && (st = pgrt_load_own(PGRT_OWN_BOX, &c->box_lib, c->box_funcs, &c->init_stats))) return st;
+  if (c->rng && (st = pgrt_load_own(PGRT_OWN_RNG, &c->rng_lib, &c->rng_func, &c->init_stats))) return st;
   c->init_stats.own_ns = pgrt_mono_ns() - t_own;
   return PGRT_OK;
 }
@@ -487,6 +494,7 @@ static pgrt_status check_tables(const pgrt_program *pr) {
       !TABLE_OK(pr->comm_count, pr->comms) || pr->callback_slots < 0 || pr->bound_slots < 0 || pr->weight_slots < 0 ||
       pr->scalar_slots < 0 || pr->caller_arg_nodes < 0 || pr->host_slots < 0 || pr->event_count < 0)
     BAD("program '%s': its tables are not whole (a negative count, or a missing array)", pr->name);
+  int rngs = 0;
   if ((int64_t)pr->bound_slots + pr->scalar_slots + pr->read_count + pr->bucket_count > INT32_MAX / 8)
     BAD("program '%s': more slots and scalars than an index holds", pr->name); /* their sums index below */
   for (int k = 0; k < pr->kernel_count; k++)
@@ -497,9 +505,14 @@ static pgrt_status check_tables(const pgrt_program *pr) {
     int ok = b->kind == PGRT_BUF_BOUND    ? b->slot >= 0 && b->slot < pr->bound_slots
              : b->kind == PGRT_BUF_WEIGHT ? b->slot >= 0 && b->slot < pr->weight_slots
              : b->kind == PGRT_BUF_ARENA  ? fits(b->offset, b->size, pr->arena_bytes)
+             : b->kind == PGRT_BUF_RNG    ? b->size == 16 && pr->rng_increment && !rngs++
                                           : b->kind == PGRT_BUF_HOST;
-    if (!ok) BAD("buffer '%s': not a slot the caller fills, nor inside the arena, nor a host buffer", b->name);
+    if (!ok) BAD("buffer '%s': not a slot the caller fills, nor inside the arena, nor a host buffer, nor the one "
+                 "16-byte random-number state of a program that draws random numbers", b->name);
   }
+  if (pr->rng_increment && !rngs)
+    BAD("program '%s': it draws random numbers (rng_increment %llu) but has no random-number state", pr->name,
+        (unsigned long long)pr->rng_increment);
   int *lo = pgrt_zalloc(sizeof *lo * (size_t)(pr->node_count + 1)); /* 1 + the first node of each node's graph */
   if (!lo) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   pgrt_status st = PGRT_OK;
@@ -632,6 +645,8 @@ void pgrt_destroy(pgrt_ctx **pc) {
     if (c->upd[r].table) pgrt_cu.cuMemFree(c->upd[r].table);
   if (c->upd_lib) pgrt_cu.cuLibraryUnload(c->upd_lib);
   if (c->box_lib) pgrt_cu.cuLibraryUnload(c->box_lib);
+  if (c->rng_lib) pgrt_cu.cuLibraryUnload(c->rng_lib);
+  if (c->rng) pgrt_cu.cuMemFree(c->rng);
   pgrt_libset_free(c->libset);
   if (c->own_arena && c->arena) pgrt_cu.cuMemFree(c->arena);
   if (c->placeholder) pgrt_cu.cuMemFree(c->placeholder);

@@ -73,10 +73,22 @@ static const char pgrt_box_source[] =
     "      else ((unsigned *)row)[x] = value;\n"
     "    }\n"
     "}\n";
+/* The random-number state of a program that draws random numbers (a buffer of kind
+ * PGRT_BUF_RNG: PyTorch's Philox seed, then its offset), written at the start of every
+ * call from the values pgrt_rng_set gave, as PyTorch's graph replay fills its
+ * generator's seed and offset tensors.  The values go by value, in the launch's
+ * parameters: no host memory that a later call could overwrite while the copy waits. */
+static const char pgrt_rng_source[] =
+    "extern \"C\" __global__ void pgrt_rng(unsigned long long *state, unsigned long long seed,\n"
+    "                                    unsigned long long offset) {\n"
+    "  state[0] = seed;\n"
+    "  state[1] = offset;\n"
+    "}\n";
+
 /* The sources by number (pgrt_prebuilt's `own` is an index here), each with the name
  * messages give it and its kernels, in the order libpgrt keeps their functions
  * (pgrt_impl.h: PGRT_BOX_COPY, PGRT_BOX_SET). */
-enum { PGRT_OWN_UPDATER, PGRT_OWN_BOX, PGRT_OWN_COUNT };
+enum { PGRT_OWN_UPDATER, PGRT_OWN_BOX, PGRT_OWN_RNG, PGRT_OWN_COUNT };
 #define PGRT_OWN_MAX_KERNELS 2
 static const struct {
   const char *name, *source;
@@ -85,6 +97,7 @@ static const struct {
 } pgrt_own[PGRT_OWN_COUNT] = {
     {"the updater", pgrt_updater_source, 1, {"pgrt_update"}},
     {"the box kernels", pgrt_box_source, 2, {"pgrt_copy", "pgrt_set"}},
+    {"the random-number state writer", pgrt_rng_source, 1, {"pgrt_rng"}},
 };
 
 /* A cubin compiled when libpgrt was built: source `own` for sm_<sm> (major * 10 + minor). */

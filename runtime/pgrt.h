@@ -99,10 +99,10 @@
 extern "C" {
 #endif
 
-#define PGRT_VERSION 11 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
+#define PGRT_VERSION 12 /* the table layout below; generated code checks it (5: relocation kinds; 7: host
                            buffers, read scalars, guards, pgrt_run's callbacks; 8: dims and their
                            buckets, pgrt_run's sizes; 9: comms and NCCL collectives; 10: module
-                           globals; 11: dependency kinds) */
+                           globals; 11: dependency kinds; 12: the random-number state) */
 
 typedef enum {
   PGRT_OK = 0,
@@ -265,6 +265,9 @@ typedef enum {
   PGRT_BUF_ARENA,  /* an intermediate at `offset` in the arena */
   PGRT_BUF_HOST,   /* pinned host memory libpgrt allocates at init (zeroed) and frees at destroy;
                       copies reach it by unified addressing, the host reads it after a SYNC */
+  PGRT_BUF_RNG,    /* the random-number state, 16 bytes of device memory libpgrt allocates at init:
+                      the Philox seed and offset (u64 each), written at the start of every call
+                      (pgrt_rng_set); at most one, in a program whose rng_increment is not 0 */
 } pgrt_buffer_kind;
 
 typedef struct {
@@ -523,6 +526,8 @@ typedef struct {
   int bucket_count;
   const pgrt_comm *comms; /* pgrt_init_comm makes one NCCL communicator per comm */
   int comm_count;
+  uint64_t rng_increment; /* a program that draws random numbers (its one PGRT_BUF_RNG buffer): how far
+                             a call advances the Philox offset; 0: it draws none */
 } pgrt_program;
 
 /* ---- weights from a safetensors file ---- */
@@ -616,6 +621,8 @@ typedef struct {
   const pgrt_dim *dims;      /* NULL when n_dims is 0 */
   int n_comms;               /* the program's comms (NAME_init's id and rank are for them) */
   const pgrt_comm *comms;    /* NULL when n_comms is 0 */
+  uint64_t rng_increment;    /* not 0: the program draws random numbers, and each call advances the
+                                Philox offset by this much (pgrt_rng_set) */
 } pgrt_program_info;
 
 /* ---- the calls ---- */
@@ -648,6 +655,20 @@ pgrt_status pgrt_init_comm(pgrt_ctx **ctx, const pgrt_program *prog, const CUdev
  * on the CUDA context the program was built on. */
 pgrt_status pgrt_run(pgrt_ctx *ctx, const CUdeviceptr *bound, const uint64_t *scalars, const pgrt_host_fn *hosts,
                      const pgrt_scalar_fn *callbacks, const int64_t *sizes, CUstream stream);
+
+/* Random numbers.  A program that draws them (rng_increment not 0: dropout, rand,
+ * bernoulli, multinomial, rrelu, Inductor's own random) draws them as PyTorch's CUDA
+ * generator does, with Philox from a seed and an offset: a call uses the offsets from
+ * the current one up, and advances it by rng_increment, as PyTorch's generator advances
+ * over a graph replay.  So for the same seed and offset a call draws, bit for bit, what
+ * the exported callable drew for that generator state.  pgrt_init starts at seed
+ * PGRT_DEFAULT_SEED (PyTorch's CUDA generator's before any manual_seed) and offset 0.
+ * pgrt_rng_set sets both for the next call (PGRT_ERR_ARGUMENT for a program that draws
+ * none, or an offset that is not a multiple of 4, which PyTorch's never is;
+ * PGRT_ERR_BUSY while a call runs); pgrt_rng_get reads what the next call will use. */
+#define PGRT_DEFAULT_SEED UINT64_C(67280421310721)
+pgrt_status pgrt_rng_set(pgrt_ctx *ctx, uint64_t seed, uint64_t offset);
+pgrt_status pgrt_rng_get(pgrt_ctx *ctx, uint64_t *seed, uint64_t *offset);
 
 /* The index of the bucket that the last successful pgrt_run ran for dim `dim` (0 for its
  * first value, ...); -1 before any, or for a dim the program does not have.  (During a

@@ -219,6 +219,10 @@ struct pgrt_ctx {
   CUlibrary box_lib;        /* pgrt_copy and pgrt_set, when some node is built as one */
   CUfunction box_funcs[2];  /* PGRT_BOX_COPY, PGRT_BOX_SET (own_kernels.h: PGRT_OWN_BOX's kernels) */
   char *boxed;              /* per node: a copy or memset built as a kernel (own_kernels.h) */
+  CUlibrary rng_lib;        /* pgrt_rng, when the program draws random numbers */
+  CUfunction rng_func;
+  CUdeviceptr rng;          /* its PGRT_BUF_RNG buffer (0: none) */
+  uint64_t rng_seed, rng_offset; /* what the next call writes there (pgrt_rng_set) */
   pgrt_updater *upd;        /* per region; upd[r].count 0: host-side patching */
   int any_updater;          /* some region has one */
   char *devupd;             /* per node: patched by its region's updater */

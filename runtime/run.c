@@ -374,8 +374,14 @@ static pgrt_status run_call(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_
   int any = take_call(c, bound, scalars, hosts, callbacks);
   if (any && (st = patch_moved(c)) != PGRT_OK) goto out;
   if (c->any_updater && (st = update_on_device(c, any)) != PGRT_OK) goto out;
+  if (c->rng) { /* the random-number state for this call, before anything that reads it */
+    void *rng_args[] = {&c->rng, &c->rng_seed, &c->rng_offset};
+    CUlaunchConfig one = {1, 1, 1, 1, 1, 1, 0, s, NULL, 0};
+    CU(pgrt_cu.cuLaunchKernelEx(&one, c->rng_func, rng_args, NULL), "the random-number state");
+  }
   c->stats.prepare_ns = pgrt_mono_ns() - t_start;
   if ((st = launch_regions(c, s)) != PGRT_OK) goto out;
+  c->rng_offset += c->prog->rng_increment; /* (a call that failed drew nothing the caller gets) */
   c->calls++;
 out:
   c->stats.host_ns = pgrt_mono_ns() - t_start;
@@ -397,6 +403,29 @@ pgrt_status pgrt_run(pgrt_ctx *c, const CUdeviceptr *bound, const uint64_t *scal
   }
   pgrt_ctx_leave(c);
   return st;
+}
+
+pgrt_status pgrt_rng_set(pgrt_ctx *c, uint64_t seed, uint64_t offset) {
+  if (!c) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_rng_set: null context");
+  if (!c->rng) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_rng_set: program '%s' draws no random numbers", c->prog->name);
+  if (offset % 4)
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_rng_set: offset %llu is not a multiple of 4 (PyTorch's Philox offsets are)",
+                     (unsigned long long)offset);
+  pgrt_status st = pgrt_ctx_enter(c, "pgrt_rng_set");
+  if (st != PGRT_OK) return st;
+  c->rng_seed = seed, c->rng_offset = offset;
+  pgrt_ctx_leave(c);
+  return PGRT_OK;
+}
+
+pgrt_status pgrt_rng_get(pgrt_ctx *c, uint64_t *seed, uint64_t *offset) {
+  if (!c || !seed || !offset) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_rng_get: a null pointer");
+  if (!c->rng) return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_rng_get: program '%s' draws no random numbers", c->prog->name);
+  pgrt_status st = pgrt_ctx_enter(c, "pgrt_rng_get");
+  if (st != PGRT_OK) return st;
+  *seed = c->rng_seed, *offset = c->rng_offset;
+  pgrt_ctx_leave(c);
+  return PGRT_OK;
 }
 
 /* The queries below read what init built, or, under done_lock, what the last finished

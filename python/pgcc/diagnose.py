@@ -124,6 +124,13 @@ class Side:
         funcs: {capture node index: function} to launch instead of the captured ones."""
         self.torch, self.own, self.keep, self.at, self.funcs = torch, own, [], {}, funcs or {}
         for b in bufs:
+            if b.places is not None:  # the random-number state: its bytes gathered (as captured, the nodes' own words)
+                t = torch.empty(b.size, dtype=torch.uint8, device="cuda")
+                for a, off in b.places[0].items():
+                    device_bytes(torch, t.data_ptr() + off, 8).copy_(device_bytes(torch, a, 8))
+                self.keep.append(t)
+                self.at[id(b)] = t.data_ptr()
+                continue
             if own:
                 t = torch.empty(max(b.size, 1), dtype=torch.uint8, device="cuda")
                 self.keep.append(t)

@@ -40,6 +40,7 @@ from .model import Analysis, BucketExport, WholeLayout, write_report
 from .module_watch import ModuleWatch
 from .node_mapping import address_spread, copy_aliased_outputs, map_nodes, relocation_counts, relocator, tensor_buffers
 from .progress import Progress
+from .random_state import find_philox, rng_buffer
 from .replay import Replayer, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
@@ -151,12 +152,12 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
             forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)  # and make them again
-        per_call = warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original,
-                           fresh_thread=watch is not None)
+        per_call, drawn = warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original,
+                                  fresh_thread=watch is not None)
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
         a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
-                            split=per_call > 0)
+                            split=per_call > 0, rng_increment=drawn)
         report = a.report
     except BaseException:
         try:  # the caller's state back, where CUDA still works
@@ -252,7 +253,8 @@ def export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch, buckets
                         pad=pad, dim_name=dim_name)
 
 
-def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=None, diagnose=False, split=False):
+def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=None, diagnose=False, split=False,
+                    rng_increment=None):
     """The export proper, of a callable that has run (warmed up) already.  watch: a
     ModuleWatch started before fn first ran, for library kernels that are in no fatbin of
     their library (their images are then written beside the .graph).  diagnose: run the
@@ -263,9 +265,11 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     (hostvalues.py).  A read that only chose the path is then tried as a conditional node
     (branches.py): the other path is captured too (the value given to the program
     flipped), and where the two share what came before the read, the program holds both,
-    chosen on the device.  Returns the analysis (analyse(); its report is the export's)."""
+    chosen on the device.  rng_increment: how far a call advances PyTorch's Philox offset
+    (warmup.py; None: not measured, and a call that draws random numbers is refused).
+    Returns the analysis (analyse(); its report is the export's)."""
     prog = progress or Progress(prefix="pgcc-export")
-    a = analyse(fn, inputs, weights, out_dir, name, prog, watch, split)
+    a = analyse(fn, inputs, weights, out_dir, name, prog, watch, split, rng_increment=rng_increment)
     if split:
         join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a)
     write_export(a, inputs, out_dir, name, prog, diagnose)
@@ -285,7 +289,8 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
     prog.status(f"{name}: the other side of the branch at {where[:60]}")
     try:
         warm_other_path(fn, inputs, weights, k)
-        b = analyse(fn, inputs, weights, out_dir, name, prog, watch, True, force={k: True})
+        b = analyse(fn, inputs, weights, out_dir, name, prog, watch, True, force={k: True},
+                    rng_increment=(a.report.get("random") or {}).get("increment"))
         join(a, b, k, out_dir)
     except ExportError as e:
         prog.warn(f"the other side of the branch at {where} could not be joined as a conditional node: the read "
@@ -295,11 +300,11 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
     prog.log(f"  the value read at {where}: both paths exported, an IF/ELSE node chooses on the device")
 
 
-def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
+def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, rng_increment=None):
     """Captures, relocations, the kernels' code, replays: everything an export holds, in
     memory (a model.Analysis), step by step.  force: {read index: True}, reads whose
     value the program is given flipped (the other path of a branch, branches.py); its
-    report is not written."""
+    report is not written.  rng_increment: export_captured's."""
     import torch  # (imported when called: the package imports without torch)
     log = prog.log
     if watch:
@@ -311,6 +316,11 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
     capA = caps.capA
     maps = host_maps()
     bufs = tensor_buffers(inputs, caps, weights)
+    philox = find_philox(torch, caps)
+    if philox:  # (before the relocator: the generator's tensors are the program's random-number state)
+        rng = rng_buffer(bufs, philox, rng_increment)
+        log(f"  random numbers: kernels take PyTorch's Philox state (seed at 0x{philox[0][0]:x}, offset at "
+            f"0x{philox[0][1]:x}): the program's random-number state, advanced by {rng.increment} a call")
     spread = address_spread(bufs)
     if not spread["high"] or not spread["low"]:
         prog.warn("the captures' buffers do not differ in both their low and high address bits: addresses cut to "
@@ -325,6 +335,8 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None):
     edges = copy_aliased_outputs(caps, rel, bufs, nodes, log)
     find_kernel_code(torch, kernels, out_dir, name, prog, watch, problems)
     report = analysis_report(caps, spread, paired, suspects, scalars, kernels, problems)
+    if philox:
+        report["random"] = {"increment": rng.increment}
     write_report(report_path, report)
     if problems:
         raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))

@@ -271,6 +271,8 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             line += f' weights w tensor "{b.tensor}"'
         if b.role == "host":  # (pinned host memory libpgrt allocates: no alignment to ask)
             line = line.replace(" align 256", "")
+        if b.role == "rng":  # (the random-number state, libpgrt's)
+            line = line.replace(" align 256", "") + f" increment {b.increment}"
         out.append(line + ";")
     if scalars:
         out.append("")

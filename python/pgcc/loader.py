@@ -19,111 +19,15 @@ from .aliases import rebuild, recorded
 from .call_args import choose, contiguous_strides, decode, encode, layouts, pad_to, same_layout, torch_dtype
 from .cuda import cu, device_bytes
 from .errors import ExportError
+from .program_info import (PGRT_FIELD_HOST_FN, PGRT_FIELD_INOUT, PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_SCALAR,
+                           PGRT_FIELD_WEIGHT, ROLE_NAMES, Dim, Field, PgrtComm, PgrtDim, PgrtField, PgrtInitStats,
+                           PgrtProgramInfo, PgrtRunStats, read_info)
 from .structure import flatten, unflatten
 from .toolchain import build_program
 
 __all__ = ["Dim", "export_name", "Field", "flat_as_called", "load", "read_report", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
            "PGRT_FIELD_OUTPUT", "PGRT_FIELD_SCALAR", "PGRT_FIELD_WEIGHT", "PgrtComm", "PgrtDim", "PgrtField",
            "PgrtInitStats", "PgrtProgramInfo", "PgrtRunStats", "Program", "read_info", "ROLE_NAMES", "SCALAR_FORMATS"]
-
-# pgrt_field_role
-PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN = \
-    range(6)
-ROLE_NAMES = ("input", "output", "inout", "scalar", "weight", "host function", "scalar callback", "size")
-
-
-class PgrtField(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("role", C.c_int), ("dtype", C.c_char_p), ("ndim", C.c_int),
-                ("shape", C.POINTER(C.c_int64)), ("offset", C.c_size_t), ("size", C.c_size_t),
-                ("tensor", C.c_char_p), ("shape_dims", C.POINTER(C.c_int))]
-
-
-class PgrtDim(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("n_values", C.c_int), ("values", C.POINTER(C.c_int64)), ("pad", C.c_int)]
-
-
-class PgrtComm(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("ranks", C.c_int)]
-
-
-class PgrtProgramInfo(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("args_size", C.c_size_t), ("n_args", C.c_int),
-                ("args", C.POINTER(PgrtField)), ("weights_size", C.c_size_t), ("n_weights", C.c_int),
-                ("weights", C.POINTER(PgrtField)), ("arena_bytes", C.c_uint64), ("n_dims", C.c_int),
-                ("dims", C.POINTER(PgrtDim)), ("n_comms", C.c_int), ("comms", C.POINTER(PgrtComm))]
-
-
-class PgrtRunStats(C.Structure):  # pgrt_run_stats (pgrt.h)
-    _fields_ = [("graphs_launched", C.c_int), ("eager_nodes", C.c_int), ("nodes_patched", C.c_int),
-                ("device_updated", C.c_int), ("read_updated", C.c_int), ("host_ns", C.c_longlong),
-                ("launch_ns", C.c_longlong), ("prepare_ns", C.c_longlong)]
-
-
-class PgrtInitStats(C.Structure):  # pgrt_init_stats (pgrt.h)
-    _fields_ = [("total_ns", C.c_longlong), ("modules_ns", C.c_longlong), ("library_ns", C.c_longlong),
-                ("own_ns", C.c_longlong), ("graphs_ns", C.c_longlong), ("nvrtc_ns", C.c_longlong),
-                ("nvrtc_compiles", C.c_int), ("cache_hits", C.c_int), ("library_fatbins", C.c_int),
-                ("prebuilt", C.c_int), ("library_threads", C.c_int), ("library_bytes", C.c_longlong)]
-
-
-class Dim:
-    """A shape bucket dimension (shape_buckets.py): name, values (the buckets' sizes), pad."""
-
-    def __init__(self, d):
-        self.name = d.name.decode()
-        self.values = tuple(d.values[i] for i in range(d.n_values))
-        self.pad = bool(d.pad)
-
-    def __repr__(self):
-        return f"Dim({self.name!r}, {list(self.values)}, {'pad' if self.pad else 'exact'})"
-
-
-class Field:
-    """One field of NAME_args or NAME_weights: name, role (a ROLE_NAMES word), dtype ("f32";
-    None where unknown), shape (a tuple; None where unknown; a bucket dimension's entry
-    holds its largest size), dims ((position, dim index) of the entries that are a bucket
-    dimension), offset, size, tensor."""
-
-    def __init__(self, f):
-        self.name = f.name.decode()
-        self.role = ROLE_NAMES[f.role] if 0 <= f.role < len(ROLE_NAMES) else f"role {f.role}"
-        self.dtype = (f.dtype or b"").decode() or None
-        self.shape = tuple(f.shape[i] for i in range(f.ndim)) if f.ndim >= 0 else None
-        self.dims = tuple((i, f.shape_dims[i]) for i in range(max(f.ndim, 0))
-                          if f.shape_dims and f.shape_dims[i] >= 0)
-        self.offset, self.size = f.offset, f.size
-        self.tensor = f.tensor.decode() if f.tensor else None
-        self.stride = None  # (strides a call's tensor must have, where not contiguous: Program sets them)
-
-    def shape_at(self, dims, ks):
-        """The shape at buckets ks (one index per dim; remembered per ks)."""
-        at = self.__dict__.setdefault("_at", {})
-        key = tuple(ks)
-        if key not in at:
-            shape = list(self.shape)
-            for i, d in self.dims:
-                shape[i] = dims[d].values[ks[d]]
-            at[key] = tuple(shape)
-        return at[key]
-
-    def __repr__(self):
-        return f"Field({self.name!r}, {self.role}, {self.dtype}, {self.shape}, offset {self.offset}, {self.size} bytes)"
-
-
-def read_info(lib, name):
-    """The program's fields: (info, [Field] of the args, [Field] of the weights, [Dim])."""
-    try:
-        fn = getattr(lib, f"{name}_info")
-    except AttributeError:
-        raise ExportError(f"the generated C has no {name}_info(): it was made by a pgcc older than this package "
-                          "(rebuild pgcc: make build/pgcc)") from None
-    fn.restype, fn.argtypes = C.POINTER(PgrtProgramInfo), []
-    info = fn().contents
-    args = [Field(info.args[i]) for i in range(info.n_args)]
-    weights = [Field(info.weights[i]) for i in range(info.n_weights)]
-    dims = [Dim(info.dims[i]) for i in range(info.n_dims)]
-    return info, args, weights, dims
-
 
 SCALAR_FORMATS = {"f32": "<f", "f64": "<d", "f16": "<e", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q",
                   "u8": "<B", "bool": "<?", "u16": "<H", "u32": "<I", "u64": "<Q"}
@@ -143,7 +47,14 @@ class Program:
     they are allocated.  Returns the output tensor, or a tuple of them.  The arena
     (intermediates and workspaces) is .arena, a uint8 tensor of .arena_bytes bytes
     (fill_arena() poisons it); the weights' device addresses are weight_ptr(name).
-    load_s and init_s: the seconds NAME_load_w and NAME_init took."""
+    load_s and init_s: the seconds NAME_load_w and NAME_init took.
+
+    A program that draws random numbers (rng_increment not 0) draws them from
+    .generator, by default PyTorch's CUDA generator of its device, as the callable did:
+    each call takes that generator's seed and offset and advances the offset by
+    rng_increment, as a graph replay of PyTorch's does, so that after torch.manual_seed(s)
+    it draws what the compiled callable would.  With .generator None it draws from its
+    own state in libpgrt (pgrt_rng_set, pgrt_rng_get: rng_state())."""
 
     def __init__(self, so_path, name, export_dir, device=None, callbacks=None, structured=False):
         import torch
@@ -152,6 +63,7 @@ class Program:
         info, self.fields, self.weight_fields, self.dims = read_info(self.lib, name)
         self.comms = [(info.comms[i].name.decode(), info.comms[i].ranks) for i in range(info.n_comms)]
         self.args_size, self.weights_size, self.arena_bytes = info.args_size, info.weights_size, info.arena_bytes
+        self.rng_increment = info.rng_increment
         host = [f.name for f in self.fields + self.weight_fields if f.role == "host function"]
         if host:
             raise ExportError(f"{name}: fields {host} are host functions, which a Program cannot give from Python")
@@ -202,6 +114,25 @@ class Program:
         self.run_fn = getattr(self.lib, f"{name}_run")
         self.run_fn.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]  # (ctypes converts the stream's int)
         self._destroy = getattr(self.lib, f"{name}_destroy")
+        self.generator = None
+        if self.rng_increment:
+            self.lib.pgrt_rng_set.argtypes = [C.c_void_p, C.c_uint64, C.c_uint64]
+            self.lib.pgrt_rng_get.argtypes = [C.c_void_p, C.POINTER(C.c_uint64), C.POINTER(C.c_uint64)]
+            torch.cuda.init()  # (the default generators exist once CUDA is)
+            self.generator = torch.cuda.default_generators[self.device.index]
+
+    def set_rng_state(self, seed, offset):
+        """Sets the seed and Philox offset the next call draws from, in libpgrt (for a
+        program with .generator None; a call with a generator sets them from it)."""
+        if self.lib.pgrt_rng_set(self.ctx, seed, offset) != 0:
+            raise ValueError(f"{self.name}: {self.err()}")
+
+    def rng_state(self):
+        """(seed, offset) the next call draws from, as libpgrt holds them."""
+        seed, offset = C.c_uint64(), C.c_uint64()
+        if self.lib.pgrt_rng_get(self.ctx, C.byref(seed), C.byref(offset)) != 0:
+            raise ValueError(f"{self.name}: {self.err()}")
+        return seed.value, offset.value
 
     def _nccl_id(self):
         """(the NCCL id for NAME_init, as a ctypes buffer): rank 0 makes it with libpgrt and
@@ -380,9 +311,15 @@ class Program:
         """One call with NAME_args already made (args()), on stream (default: the current one)."""
         if stream is None:
             stream = self._current_stream()
+        gen = self.generator if self.rng_increment else None
+        if gen is not None:  # (the state PyTorch's generator has, advanced as a replay of its graphs advances it)
+            offset = gen.get_offset()
+            self.set_rng_state(gen.initial_seed(), offset)
         r = self.run_fn(self.ctx, args, stream)
         if r != 0:
             raise RuntimeError(f"{self.name}_run: {self.err()}")
+        if gen is not None:
+            gen.set_offset(offset + self.rng_increment)
 
     def last_run(self):
         """What libpgrt did in the last call (pgrt_last_run): a dict of pgrt_run_stats'

@@ -71,7 +71,11 @@ class Buffer:
     of host memory a kernel reads through a pointer (host_words.py); aliased: an output
     whose memory held other tensors earlier in capture A, or that lies in an input's, a
     weight's or an earlier output's memory (view_of names that buffer: an output that is
-    an input, a view of a parameter, a result returned twice; node_mapping.py).  Compared by
+    an input, a view of a parameter, a result returned twice; node_mapping.py); places:
+    {capture number: {address: offset}} for a buffer whose bytes lie apart in the captures
+    (role "rng", the random-number state: PyTorch's generator's seed and offset tensors,
+    random_state.py), then no ranges; increment: role "rng", how far a call advances the
+    Philox offset.  Compared by
     identity (the export's maps are keyed by id()), as the dicts it replaces were in
     effect."""
     name: str
@@ -86,6 +90,8 @@ class Buffer:
     host: bytes = None
     aliased: bool = False
     view_of: str = None
+    places: dict = None
+    increment: int = 0
 
 
 @dataclass

@@ -55,6 +55,11 @@ class Buffers:
         for b in self.list:
             if b.aliased:  # (an output whose memory held other tensors first: node_mapping.py)
                 continue
+            if b.places is not None:  # (bytes apart: the random-number state)
+                off = b.places.get(cap, {}).get(addr)
+                if off is not None:
+                    return b, off
+                continue
             base = b.ranges.get(cap)
             if base is not None and base <= addr < base + b.size:
                 return b, addr - base
@@ -162,6 +167,8 @@ class Relocator:
         """The addresses place (b, o) may have in capture c: its own range there (a known
         buffer), and, in a paired capture, wherever the allocations put it."""
         out = {b.ranges[c] + o} if c in b.ranges else set()
+        if b.places is not None:
+            return {a for a, off in b.places.get(c, {}).items() if off == o}
         if c in self.paired and 0 in b.ranges:
             out |= self.paired[c].from_first(b.ranges[0] + o)
         return out

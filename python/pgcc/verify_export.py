@@ -26,6 +26,7 @@ from .farmem import far
 from .hostreads import perturbed
 from .loader import load
 from .progress import Progress
+from .random_state import rewound
 
 __all__ = ["TOL", "compare", "copies", "judge", "judge_call", "outputs", "rel_err", "verify", "verify_buckets", "verify_training"]
 
@@ -118,7 +119,8 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
                 xs = list(inputs) if call == 0 else copies(torch, inputs)  # new addresses after the first
                 refs = copies(torch, xs)  # (the callable's: taken before the program may change xs in place)
                 p.fill_arena(0xFF)
-                got = p(*xs)
+                with rewound(p):  # (the callable then draws the numbers the program drew)
+                    got = p(*xs)
             keep += xs + refs + [memory]  # alive: the next call's are elsewhere
             if call == calls:
                 far_high = all(x.data_ptr() >> 32 != y.data_ptr() >> 32 for x, y in
@@ -139,7 +141,8 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
             refs = copies(torch, xs)
             p.fill_arena(0xFF)
             try:
-                got = p(*xs)
+                with rewound(p):
+                    got = p(*xs)
             except RuntimeError as e:  # (Program's run failed)
                 if "guard" not in str(e) or not any(r["guarded"] for r in reads):
                     raise
@@ -201,7 +204,9 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
             prog.status(f"verify: training step {step + 1}/{steps}")
             xs = [x.clone() for x in inputs]
             p.fill_arena(0xFF)
-            got, ref = outputs(name, p(*xs), fn(*xs))
+            with rewound(p):
+                mine = p(*xs)
+            got, ref = outputs(name, mine, fn(*xs))
             for i, (g, r) in enumerate(zip(got, ref)):
                 check(f"output {i} (out{i}) of step {step + 1}", g, r.detach())
         with torch.no_grad():

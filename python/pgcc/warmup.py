@@ -15,6 +15,7 @@ Assumes PyTorch (passed in as `torch`: importing this module needs none).
 import threading
 
 from .hostreads import HostReads, perturbed
+from .random_state import philox_generator
 
 __all__ = ["in_fresh_thread", "restore_state", "saved_state", "training_step", "warm_up"]
 
@@ -24,13 +25,19 @@ def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original, 
     on other input values too (capture D's), so that torch.compile has compiled
     everything the captures run; with fresh_thread, once more in a new thread
     (in_fresh_thread); then puts back the state `original` (saved_state).  Returns how
-    many values a call reads back (0: the captures are whole)."""
+    many values a call reads back (0: the captures are whole), and how far the last call
+    advanced PyTorch's CUDA generator's Philox offset (0: it drew no random numbers on
+    the GPU; random_state.py)."""
+    gen = philox_generator(torch)
+    drawn = 0
     with HostReads() as reads:
         before = 0
         for i in range(warmup):
             prog.status(f"{name}: warm-up call {i + 1}/{warmup}" + (" (compiling)" if compile and i == 0 else ""))
             before = len(reads.seen)
+            offset = gen.get_offset()
             run(*inputs)
+            drawn = gen.get_offset() - offset
         per_call = len(reads.seen) - before  # (the last call's: compiling makes reads of its own)
         if per_call and compile and warmup < 2:  # (that call compiled: count again)
             before = len(reads.seen)
@@ -54,7 +61,9 @@ def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original, 
         prog.log(f"  {per_call} host reads in a call, the first at {reads.seen[-per_call][1]} "
                  f"({reads.seen[-per_call][0]}): the captures are split there" if per_call else
                  f"  {len(reads.seen)} host reads while compiling, none in a call: the captures are whole")
-    return per_call
+    if drawn:
+        prog.log(f"  a call draws random numbers: it advances PyTorch's Philox offset by {drawn}")
+    return per_call, drawn
 
 
 def in_fresh_thread(torch, run, inputs):

@@ -49,6 +49,26 @@ static int pgrt_update(const fake_launch *l) {
   return 0;
 }
 
+/* pgrt_rng(state, seed, offset): the random-number state for a call */
+static int pgrt_rng(const fake_launch *l) {
+  u64 *state = FAKE_ARG(l, 0, u64 *);
+  state[0] = FAKE_ARG(l, 1, u64), state[1] = FAKE_ARG(l, 2, u64);
+  return 0;
+}
+
+/* philox_probe(PhiloxState s, u64 *out) (tests/gpu/codegen/philox.cu): s is PyTorch's
+ * PhiloxCudaState in a graph (seed pointer, offset pointer, u64 offset within the call,
+ * bool captured); out[0] the seed, out[1] the offset plus the kernel's own */
+static int philox_probe(const fake_launch *l) {
+  const unsigned char *s = l->args[0];
+  const u64 *seed, *offset;
+  u64 intra;
+  memcpy(&seed, s, 8), memcpy(&offset, s + 8, 8), memcpy(&intra, s + 16, 8);
+  u64 *out = FAKE_ARG(l, 1, u64 *);
+  out[0] = s[24] ? *seed : 0, out[1] = s[24] ? *offset + intra : 0;
+  return 0;
+}
+
 /* pgrt_copy(src, dst, width, rows, spitch, dpitch); pgrt_set(dst, value, elem, width, rows, pitch):
  * grid-stride loops, so whatever the grid, every byte of the box */
 static int pgrt_copy(const fake_launch *l) {
@@ -296,6 +316,7 @@ static const struct {
     {"scale", scale},             {"axpy_split", axpy_split},
     {"halves", halves},           {"produce", produce},
     {"consume", consume},         {"scale_by", scale_by},
+    {"pgrt_rng", pgrt_rng},       {"philox_probe", philox_probe},
 };
 
 fake_kernel_fn fake_kernel(const char *name) {

@@ -46,7 +46,7 @@ rm -rf "$PGRT_CACHE"
 run() { LD_LIBRARY_PATH="$F" "$@" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: $label: $*"; exit 1; }
         grep -q '^PASS' "$F/run.log" || { cat "$F/run.log"; echo "FAIL (no PASS line): $label: $*"; exit 1; }
         grep '^PASS' "$F/run.log" | sed "s|^|fake: ${label}: |" >>"$F/fake.log"; }
-for t in chain loops shapes relocs hostread buckets globals pdl; do
+for t in chain loops shapes relocs hostread buckets globals pdl philox; do
   "$B/pgcc" tests/gpu/codegen/$t.graph -o "$F/$t.c"
   gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c "$F/$t.c" "$B/libpgrt.a" \
@@ -54,10 +54,10 @@ for t in chain loops shapes relocs hostread buckets globals pdl; do
   label=$t; run "$F/$t" "$F/out"
   label="$t, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/$t" "$F/out/device"
 done
-# libpgrt's own kernels came built with it, so its cache holds the programs' 8 CUDA
+# libpgrt's own kernels came built with it, so its cache holds the programs' 9 CUDA
 # modules, compiled by the first run of each, and nothing else
 kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
-[ "$kept" -eq 8 ] || { echo "FAIL: libpgrt's cache holds $kept cubins, expected the 8 programs' modules"; exit 1; }
+[ "$kept" -eq 9 ] || { echo "FAIL: libpgrt's cache holds $kept cubins, expected the 9 programs' modules"; exit 1; }
 # libpgrt from threads (runtime/pgrt.h, "Threads"; tests/codegen/threads_main.c, over hostread's C):
 # programs of their own on threads at once, built at once into an empty cache (whose one
 # cubin, written by several threads at once, a later init finds whole); one program from
@@ -218,4 +218,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: 8 code-generation test programs, chain from a library's fatbins, chain widened, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: 9 code-generation test programs, chain from a library's fatbins, chain widened, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"

@@ -38,6 +38,10 @@
 #   pdl.graph:   .graph format 3's programmatic edge: a slow kernel and one that waits on
 #                its grid dependency, run as generated and with PGRT_PDL=off; exact
 #                results both ways, and the two graphs' edges must print differently
+#   philox.graph: a program that draws random numbers (its random-number state, role
+#                rng): two kernels take PyTorch's PhiloxCudaState by value and read the
+#                seed and offset libpgrt wrote for the call; they must be PyTorch's
+#                default seed and offsets 0, 8, 16 ..., then pgrt_rng_set's
 # The runs share libpgrt's cache of compiled cubins, new at the start (PGRT_CACHE under
 # $OUT): the first run of each CUDA source compiles it, the later ones load what it
 # kept.  libpgrt's own kernels come compiled with libpgrt; chain runs twice more, with
@@ -55,7 +59,7 @@ make -s build/pgcc runtime
 # source compiled runs with what NVRTC made, every later one with what the cache kept
 export PGRT_CACHE="$OUT/pgrt-cache"
 rm -rf "$PGRT_CACHE"
-for t in chain loops shapes relocs hostread buckets globals pdl; do
+for t in chain loops shapes relocs hostread buckets globals pdl philox; do
   build/pgcc tests/gpu/codegen/$t.graph -o build/gpu/$t.c
   gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Ibuild/gpu -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
     tests/gpu/codegen/${t}_main.c build/gpu/$t.c build/libpgrt.a \
@@ -71,11 +75,11 @@ for t in chain loops shapes relocs hostread buckets globals pdl; do
   python3 tests/gpu/codegen/check_topology.py build/pgcc tests/gpu/codegen/$t.graph "$OUT/device"
   unset PGRT_BUCKETS
 done
-# libpgrt's own kernels came built with it, so the cache holds the programs' 8 CUDA
+# libpgrt's own kernels came built with it, so the cache holds the programs' 9 CUDA
 # modules and nothing else
 kept=$(ls "$PGRT_CACHE"/*.cubin 2>/dev/null | wc -l)
 echo "== libpgrt's cache holds $kept cubins (the programs' CUDA modules)"
-[ "$kept" -eq 8 ] || { echo "FAIL: libpgrt kept $kept compiled cubins in $PGRT_CACHE, expected the 8 programs' modules"; exit 1; }
+[ "$kept" -eq 9 ] || { echo "FAIL: libpgrt kept $kept compiled cubins in $PGRT_CACHE, expected the 9 programs' modules"; exit 1; }
 # chain's init line: "init: T ms, own kernels T ms: prebuilt P, nvrtc N, cached C"
 own_ways() { build/gpu/chain "$OUT" | tee -a /dev/stderr | sed -n 's/^init: .*prebuilt \([0-9]*\), nvrtc \([0-9]*\), cached \([0-9]*\)$/\1 \2 \3/p'; }
 echo "== chain again, its own kernels as libpgrt's build compiled them, its module from the cache"
