@@ -44,6 +44,7 @@ from .random_state import find_philox, rng_buffer
 from .replay import Replayer, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
+from .train_state import discover, kind_of, needs_first_step, state_objects, state_weights
 from .warmup import restore_state, saved_state, training_step, warm_up
 
 __all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured",
@@ -75,7 +76,7 @@ class ExportResult:
 @entry_point("pgcc.export")
 def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, compile=True, verify=True,
            quiet=False, warmup=3, watch=None, progress=None, diagnose=None, callbacks=None, buckets=None, dim=0,
-           dim_name=None, pad=None):
+           dim_name=None, pad=None, state=None):
     """Exports fn_or_module (an nn.Module or a callable) as captured on example_inputs (a
     tuple of arguments: CUDA tensors, Python numbers, or pytrees of them -- tuples, lists,
     dicts) into out_dir; returns an ExportResult.  Its outputs may be a pytree too (a
@@ -85,7 +86,12 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     are what an export cannot take.
 
     weights: {name: tensor} the callable reads besides its inputs; for a module, by
-    default its named_parameters() and named_buffers() (shared tensors once).  A module
+    default its named_parameters() and named_buffers() (shared tensors once).  state: a
+    training step's modules, optimizers and GradScalers (model, optimizer, scaler), whose
+    every state tensor becomes a weight, named for the user (train_state.py); without
+    state or weights, those the callable's code refers to, where it refers to an
+    optimizer.  Where an optimizer has no state yet, the export takes the first step
+    itself (the compiled step, once: the caller's model has then taken it).  A module
     in eval mode runs under torch.no_grad(); one in training mode runs as it is, like
     any callable.  compile: run it under torch.compile (False: eagerly).  warmup: calls
     before the captures (torch.compile compiles on the first; libraries load their
@@ -129,6 +135,16 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             fn = inference
         name = name or type(module).__name__.lower()
     name = ident(name or getattr(fn_or_module, "__name__", None) or "model")
+    if state is not None and weights is not None:
+        raise ExportError("give a training step's state= or its weights=, not both")
+    objs = state_objects(torch, state) if state is not None else (
+        discover(torch, fn_or_module) if weights is None and not isinstance(fn_or_module, torch.nn.Module) else [])
+    training = training_step(fn_or_module) or any(kind_of(torch, o) == "optimizer" for _, o in objs)
+    if objs and buckets is not None:
+        raise ExportError("buckets of a training step are not exported (a step changes its state; buckets are "
+                          "for inference)")
+    if objs:
+        prog.log("  the step's state: " + ", ".join(f"{label} ({type(o).__name__})" for label, o in objs))
     weights = {} if weights is None else weights
     own_watch = watch is None
     if own_watch:
@@ -152,6 +168,14 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
             forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)  # and make them again
+        if objs:  # (the state once it exists: the first step makes an optimizer's)
+            if needs_first_step(torch, objs):
+                prog.status(f"{name}: the first training step (the optimizer makes its state)")
+                run(*inputs)
+            weights.update(state_weights(torch, objs))
+            original = saved_state(torch, weights, device="cpu")
+            prog.log(f"  {len(weights)} state tensors: {', '.join(list(weights)[:6])}"
+                     + (", ..." if len(weights) > 6 else ""))
         per_call, drawn = warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original,
                                   fresh_thread=watch is not None)
         if diagnose is None:
@@ -179,7 +203,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         result.verified = f"NOT VERIFIED {name}: callback scalars {needed} need their functions"
         verify = False
     def check(build_dir=None):
-        if training_step(fn_or_module):
+        if training:
             return verify_export.verify_training(result, run, inputs, weights, progress=prog, build_dir=build_dir)
         return verify_export.verify(result, run, inputs, progress=prog, callbacks=callbacks, build_dir=build_dir)
     try:

@@ -1,0 +1,155 @@
+"""A training step's state, found for the user.
+
+`pgcc.export(step, batch, out, state=(model, optimizer, scaler))` -- or, with no state
+and no weights given, the modules, optimizers and GradScalers the step's own code refers
+to (its globals and closure, or the attributes of the object it is a method of:
+discover) -- makes the export's weights from them (state_weights):
+
+- a module's parameters and buffers (BatchNorm's running statistics among them);
+- the gradients a parameter holds (a step that zeroes them in place, or accumulates);
+- an optimizer's per-parameter state (momentum buffers, Adam's moments and step
+  counts) and any tensor among its param groups' settings (a learning rate given as a
+  tensor, which an LR scheduler then changes in place);
+- a GradScaler's scale and growth tracker.
+
+Names are the objects' labels (the variable names discovery found them under; else
+model, optimizer, scaler) joined with the module's names for parameters: model.fc.weight,
+optimizer.fc.weight.exp_avg, scaler.scale.  An optimizer holds no state before its first
+step, nor a GradScaler its scale: needs_first_step says so, and export() then takes that
+step itself (the compiled step, once) before it reads the state.
+
+Assumes PyTorch (passed in as `torch`); importing this module needs none.
+"""
+import inspect
+
+from .errors import ExportError
+
+__all__ = ["discover", "kind_of", "needs_first_step", "state_objects", "state_weights"]
+
+
+def kind_of(torch, obj):
+    """"module", "optimizer", "scaler" or None."""
+    if isinstance(obj, torch.nn.Module):
+        return "module"
+    if isinstance(obj, torch.optim.Optimizer):
+        return "optimizer"
+    scalers = tuple(c for c in (getattr(torch.amp, "GradScaler", None), getattr(torch.cuda.amp, "GradScaler", None))
+                    if isinstance(c, type))
+    if scalers and isinstance(obj, scalers):
+        return "scaler"
+    return None
+
+
+def unwrapped(fn):
+    """The callable torch.compile or functools.wraps wrapped, as far down as it goes."""
+    seen = 0
+    while seen < 16:
+        inner = next((getattr(fn, a) for a in ("_torchdynamo_orig_callable", "__wrapped__", "_orig_mod")
+                      if getattr(fn, a, None) is not None), None)
+        if inner is None:
+            return fn
+        fn, seen = inner, seen + 1
+    return fn
+
+
+def discover(torch, fn):
+    """[(label, object)]: the modules, optimizers and GradScalers fn's code refers to by
+    name (a function's globals and closure; a bound method's or a callable object's
+    attributes), modules first; [] where fn refers to no optimizer (no training step)."""
+    fn = unwrapped(fn)
+    found = {}
+    if inspect.ismethod(fn) or (not inspect.isfunction(fn) and not inspect.isbuiltin(fn)):
+        owner = fn.__self__ if inspect.ismethod(fn) else fn
+        found.update(vars(owner) if hasattr(owner, "__dict__") else {})
+    func = fn.__func__ if inspect.ismethod(fn) else fn if inspect.isfunction(fn) else None
+    if func is not None:
+        try:
+            cv = inspect.getclosurevars(func)
+        except (TypeError, ValueError):
+            cv = None
+        if cv is not None:
+            found.update(cv.globals)
+            found.update(cv.nonlocals)
+    objs = [(label, obj, kind_of(torch, obj)) for label, obj in found.items()]
+    objs = [(label, obj, k) for label, obj, k in objs if k]
+    if not any(k == "optimizer" for _, _, k in objs):
+        return []
+    order = {"module": 0, "optimizer": 1, "scaler": 2}
+    return [(label, obj) for label, obj, k in sorted(objs, key=lambda o: order[o[2]])]
+
+
+def state_objects(torch, state):
+    """[(label, object)] of state= (one object or a tuple/list of them): each a module,
+    an optimizer or a GradScaler (an LR scheduler holds no tensor: its optimizer's
+    learning rate is one where given as a tensor); labels by kind, numbered where a
+    kind comes twice."""
+    items = list(state) if isinstance(state, (tuple, list)) else [state]
+    kinds = []
+    for i, obj in enumerate(items):
+        k = kind_of(torch, obj)
+        if k is None:
+            raise ExportError(f"state[{i}] is a {type(obj).__module__}.{type(obj).__qualname__}: state= takes modules, "
+                              "optimizers and GradScalers (an LR scheduler's learning rate is its optimizer's; give it "
+                              "as a tensor, lr=torch.tensor(0.01), to change it between calls)")
+        kinds.append(k)
+    base = {"module": "model", "optimizer": "optimizer", "scaler": "scaler"}
+    out = []
+    for obj, k in zip(items, kinds):
+        n = sum(1 for x in kinds if x == k)
+        out.append((base[k] if n == 1 else f"{base[k]}{sum(1 for _, o in out if kind_of(torch, o) == k)}", obj))
+    return out
+
+
+def needs_first_step(torch, objs):
+    """Whether an optimizer of objs has no state yet, or a GradScaler no scale: the state
+    they make at the first step does not exist to be exported."""
+    for _, obj in objs:
+        k = kind_of(torch, obj)
+        if k == "optimizer" and not obj.state:
+            return True
+        if k == "scaler" and obj.is_enabled() and getattr(obj, "_scale", None) is None:
+            return True
+    return False
+
+
+def state_weights(torch, objs):
+    """{name: tensor}: every CUDA tensor of objs' state (the module docstring's list),
+    each once (the first name it is met under), in a stable order."""
+    out, seen = {}, set()
+
+    def add(name, t):
+        if isinstance(t, torch.Tensor) and t.is_cuda and t.numel() and id(t) not in seen:
+            seen.add(id(t))
+            out[name] = t
+
+    names = {}  # parameter -> its name in the optimizers' state: the module's name (with its label where several)
+    modules = [(label, obj) for label, obj in objs if kind_of(torch, obj) == "module"]
+    for label, obj in modules:
+        for n, p in obj.named_parameters():
+            names.setdefault(id(p), n if len(modules) == 1 else f"{label}.{n}")
+            add(f"{label}.{n}", p)
+        for n, b in obj.named_buffers():
+            add(f"{label}.{n}", b)
+    for label, obj in objs:
+        if kind_of(torch, obj) != "module":
+            continue
+        for n, p in obj.named_parameters():
+            if p.grad is not None:
+                add(f"{label}.{n}.grad", p.grad)
+    for label, obj in objs:
+        k = kind_of(torch, obj)
+        if k == "optimizer":
+            for g, group in enumerate(obj.param_groups):
+                for key, v in group.items():
+                    if key != "params":
+                        add(f"{label}.group{g}.{key}", v)
+                for i, p in enumerate(group["params"]):
+                    pname = names.get(id(p), f"group{g}.param{i}")
+                    for key, v in obj.state.get(p, {}).items():
+                        add(f"{label}.{pname}.{key}", v)
+                    if p.grad is not None and id(p) not in names:
+                        add(f"{label}.{pname}.grad", p.grad)
+        elif k == "scaler":
+            add(f"{label}.scale", getattr(obj, "_scale", None))
+            add(f"{label}.growth_tracker", getattr(obj, "_growth_tracker", None))
+    return out

@@ -1,0 +1,111 @@
+"""train_state.py on stand-ins for torch's classes (no torch here): which objects a step
+refers to, their labels, whether the first step must be taken, and the state tensors'
+names."""
+import types
+
+import pytest
+
+from pgcc.errors import ExportError
+from pgcc.train_state import discover, needs_first_step, state_objects, state_weights
+
+
+class Tensor:
+    def __init__(self, n=4, cuda=True):
+        self.n, self.is_cuda, self.grad = n, cuda, None
+
+    def numel(self):
+        return self.n
+
+
+class Module:
+    def __init__(self, params, buffers=()):
+        self._p, self._b = params, buffers
+
+    def named_parameters(self):
+        return iter(self._p)
+
+    def named_buffers(self):
+        return iter(self._b)
+
+
+class Optimizer:
+    def __init__(self, params, **group):
+        self.param_groups = [dict(params=list(params), **group)]
+        self.state = {}
+
+
+class GradScaler:
+    def __init__(self):
+        self._scale, self._growth_tracker = None, None
+
+    def is_enabled(self):
+        return True
+
+
+torch = types.SimpleNamespace(Tensor=Tensor, nn=types.SimpleNamespace(Module=Module),
+                              optim=types.SimpleNamespace(Optimizer=Optimizer),
+                              amp=types.SimpleNamespace(GradScaler=GradScaler), cuda=types.SimpleNamespace(amp=None))
+torch.cuda.amp = types.SimpleNamespace()
+
+
+def setup():
+    w, b, rm = Tensor(), Tensor(), Tensor()
+    net = Module([("fc.weight", w), ("fc.bias", b)], [("bn.running_mean", rm)])
+    opt = Optimizer([w, b], lr=Tensor(1), momentum=0.9)
+    return net, opt, w, b, rm
+
+
+def test_state_names_every_tensor_once():
+    net, opt, w, b, rm = setup()
+    sc = GradScaler()
+    assert needs_first_step(torch, state_objects(torch, (net, opt, sc)))
+    opt.state = {w: {"momentum_buffer": Tensor()}, b: {"momentum_buffer": Tensor(), "step": Tensor(1, cuda=False)}}
+    assert needs_first_step(torch, state_objects(torch, (net, opt, sc)))  # (the scaler's scale: none yet)
+    sc._scale, sc._growth_tracker = Tensor(1), Tensor(1)
+    w.grad = Tensor()
+    objs = state_objects(torch, (net, opt, sc))
+    assert [label for label, _ in objs] == ["model", "optimizer", "scaler"] and not needs_first_step(torch, objs)
+    got = state_weights(torch, objs)
+    assert list(got) == ["model.fc.weight", "model.fc.bias", "model.bn.running_mean", "model.fc.weight.grad",
+                         "optimizer.group0.lr", "optimizer.fc.weight.momentum_buffer",
+                         "optimizer.fc.bias.momentum_buffer", "scaler.scale", "scaler.growth_tracker"]
+    assert got["model.fc.weight"] is w  # (a CPU step count is no state of the program's: left out)
+
+
+def test_state_takes_only_what_holds_tensors():
+    with pytest.raises(ExportError, match=r"state\[1\].*LR scheduler"):
+        state_objects(torch, (setup()[0], object()))
+    net, opt, *_ = setup()
+    assert [label for label, _ in state_objects(torch, [net, Module([]), opt])] == ["model0", "model1", "optimizer"]
+
+
+NET, OPT, *_ = setup()
+
+
+def step_with_globals(x):
+    OPT.zero_grad()
+    return NET, x
+
+
+def test_discover_a_steps_globals_closure_and_owner():
+    assert [label for label, _ in discover(torch, step_with_globals)] == ["NET", "OPT"]
+    net, opt, *_ = setup()
+
+    def step(x):
+        opt.zero_grad()
+        return net(x)
+    assert [o for _, o in discover(torch, step)] == [net, opt]
+
+    class Trainer:
+        def __init__(self):
+            self.model, self.opt, self.lr = net, opt, 0.1
+
+        def __call__(self, x):
+            return self.model(x)
+    t = Trainer()
+    assert [label for label, _ in discover(torch, t)] == ["model", "opt"]
+    assert [label for label, _ in discover(torch, t.__call__)] == ["model", "opt"]
+
+    def forward_only(x):
+        return net(x)
+    assert discover(torch, forward_only) == []  # no optimizer: no training step
