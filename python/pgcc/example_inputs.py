@@ -81,13 +81,18 @@ class FlatCall:
 
     def __init__(self, torch, fn, in_spec, weights=None):
         self.torch, self.fn, self.in_spec = torch, fn, in_spec
-        self.weights = weights or {}  # {name: tensor}: for outputs that are views of one (aliases.py)
+        self.weights = weights if weights is not None else {}  # {name: tensor}: outputs that are views of one
         self.spec, self.layouts, self.aliases, self._weights = None, None, None, None
 
     def __call__(self, *leaves):
         args = unflatten(self.in_spec, leaves)
         out = self.fn(*args)
         tensors, spec = record(self.torch, out)
+        # (detached: a loss returned as it is holds its autograd graph, whose gradient
+        # accumulators the parameters keep while it lives -- each with the stream it was
+        # made on, where the next call's backward then runs them, which a capture refuses:
+        # "operation would make the legacy stream depend on a capturing blocking stream")
+        tensors = [t.detach() if t.requires_grad else t for t in tensors]
         if self.spec is not None and spec != self.spec:
             raise ExportError(f"the callable's output changed its structure between calls: {self.spec} then {spec} "
                               "(a Python number returned is exported as a constant: it must not change)")

@@ -44,7 +44,7 @@ from .random_state import find_philox, rng_buffer
 from .replay import Replayer, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
-from .train_state import discover, kind_of, needs_first_step, state_objects, state_weights
+from .train_state import capturable, discover, kind_of, needs_first_step, state_objects, state_weights
 from .warmup import restore_state, saved_state, training_step, warm_up
 
 __all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured",
@@ -169,6 +169,9 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             watch.paused = False  # the first runs load the libraries' modules
             forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)  # and make them again
         if objs:  # (the state once it exists: the first step makes an optimizer's)
+            made = capturable(torch, objs)
+            if made:
+                prog.log(f"  {', '.join(made)}: made capturable (its step counts on the GPU, as CUDA graphs need)")
             if needs_first_step(torch, objs):
                 prog.status(f"{name}: the first training step (the optimizer makes its state)")
                 run(*inputs)

@@ -24,7 +24,7 @@ import inspect
 
 from .errors import ExportError
 
-__all__ = ["discover", "kind_of", "needs_first_step", "state_objects", "state_weights"]
+__all__ = ["capturable", "discover", "kind_of", "needs_first_step", "state_objects", "state_weights"]
 
 
 def kind_of(torch, obj):
@@ -110,6 +110,30 @@ def needs_first_step(torch, objs):
         if k == "scaler" and obj.is_enabled() and getattr(obj, "_scale", None) is None:
             return True
     return False
+
+
+def capturable(torch, objs):
+    """Makes every optimizer of objs that keeps its step counts on the host (Adam, AdamW
+    and their kin with capturable=False, not fused) capturable, as PyTorch's CUDA graphs
+    require of an optimizer step: the counts moved to their parameters' devices, where
+    the captured step advances them, instead of a count the capture would bake in.  The
+    update is the same computation, done on the device.  Returns the optimizers
+    changed."""
+    changed = []
+    for label, obj in objs:
+        if kind_of(torch, obj) != "optimizer":
+            continue
+        groups = [g for g in obj.param_groups if g.get("capturable") is False and not g.get("fused")]
+        for g in groups:
+            g["capturable"] = True
+            for p in g["params"]:
+                st = obj.state.get(p, {})
+                step = st.get("step")
+                if isinstance(step, torch.Tensor) and not step.is_cuda:
+                    st["step"] = step.to(device=p.device, dtype=torch.float32)
+        if groups:
+            changed.append(label)
+    return changed
 
 
 def state_weights(torch, objs):

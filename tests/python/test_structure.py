@@ -20,7 +20,7 @@ class T:
         self.name, self.layout, self.is_sparse, self.shape = name, layout, sparse, tuple(shape)
         self.device = Device(device)
         self._stride = stride or tuple(3 if i == 0 else 1 for i in range(len(shape)))
-        self.dtype = "torch.float32"
+        self.dtype, self.requires_grad = "torch.float32", False
 
     def dim(self):
         return len(self.shape)
