@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 from .errors import ExportError
 
-__all__ = ["class_path", "flatten", "import_class", "is_cache", "leaf_paths", "unflatten"]
+__all__ = ["class_path", "flat_as_called", "flatten", "import_class", "is_cache", "leaf_paths", "unflatten"]
 
 NUMBERS = (bool, int, float)
 CACHE_MODULE = "transformers.cache_utils"  # (where transformers defines its caches and their layers)
@@ -207,3 +207,13 @@ def unflatten(spec, leaves):
         raise ExportError("the program gave more values than the structure recorded holds")
     return out
 
+
+def flat_as_called(structure):
+    """Whether a recorded structure is what a flat call takes and gives already: tensors
+    and numbers as arguments, one tensor or a tuple of two or more returned (then calls
+    skip flattening: a program's host time is microseconds)."""
+    ins, outs = structure.get("inputs"), structure.get("outputs")
+    flat_in = ins is not None and ins[0] == "tuple" and all(s == ["leaf"] for s in ins[1])
+    flat_out = outs == ["leaf"] or (outs is not None and outs[0] == "tuple" and len(outs[1]) >= 2
+                                    and all(s == ["leaf"] for s in outs[1]))
+    return flat_in and flat_out
