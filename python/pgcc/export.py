@@ -112,8 +112,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     import torch
 
     prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
-    grad = torch.is_grad_enabled()  # (the captures run in the caller's grad mode: verify's reference too)
     inputs, in_spec = flat_inputs(torch, example_inputs)  # (checked before anything runs)
+    grad = torch.is_grad_enabled()  # (the captures run in the caller's grad mode: verify's reference too)
     for ex in buckets or ():
         if isinstance(ex, (tuple, list)):  # (buckets' own examples: checked as the example is)
             flat_inputs(torch, ex)
