@@ -18,11 +18,16 @@ tensors leaves, the rest kept as values: ["value", JSON value], ["type",
 "module.QualName"], ["dtype", "float32"], ["device", "cuda:0"], ["pairs", [[key, spec]...]]
 (a dict with keys other than str), ["list"]/["tuple"] of them -- and rebuilt as the same
 class with the same attributes (cls.__new__, no __init__: its constructor's arguments
-differ between transformers' versions); an attribute of any other kind (an offloading
-cache's stream) is an ExportError naming it.  leaf_paths(spec) names each leaf as
-Python reaches it (output['past_key_values'].layers[0].keys).  A run-side module
-(loader.py imports it); pure: no torch (is_leaf is given; torch is imported only to
-rebuild a cache's dtype or device).
+differ between transformers' versions).  A cache with an attribute of any other kind,
+or holding a cache or layer with one (an offloading cache's stream, a factory
+function), is given in transformers' legacy format instead, as its to_legacy_cache()
+gives it: a tuple of one tuple per layer of its tensors (keys, values; an
+EncoderDecoderCache's self-attention keys and values, then cross-attention's).
+leaf_paths(spec) names each leaf as Python reaches it
+(output['past_key_values'].layers[0].keys).  flat_as_called(structure) tells a
+structure a flat call gives already.  A run-side module (loader.py imports it); pure:
+no torch (is_leaf is given; torch is imported only to rebuild a cache's dtype or
+device).
 """
 import importlib
 from collections.abc import Mapping
@@ -100,17 +105,31 @@ def flatten(obj, is_leaf, numbers="const", where="output"):
         if isinstance(x, (tuple, list)):
             return ["tuple" if isinstance(x, tuple) else "list", [walk(v, f"{at}[{i}]") for i, v in enumerate(x)]]
         if is_cache(x):
-            path = class_path(type(x))
-            if path is None:
-                raise ExportError(f"{at} is a {type(x).__qualname__} that cannot be imported again by its name")
-            return ["object", path, [[k, attribute(v, f"{at}.{k}")] for k, v in vars(x).items()]]
+            n = len(leaves)
+            try:
+                return record(x, at)
+            except ExportError:
+                if not hasattr(type(x), "__iter__"):  # (a layer alone)
+                    raise
+                del leaves[n:]  # (the legacy format instead: a tuple of each layer's tensors)
+                return walk(tuple(tuple(layer) for layer in x), at)
         raise ExportError(f"{at} is a {type(x).__module__}.{type(x).__qualname__}: an export takes and returns "
                           "tensors, Python numbers, None, and tuples, lists, dicts and ModelOutput-like mappings of "
                           "them")
 
+    def record(x, at):
+        """The spec of a cache or layer as an object; ExportError where it cannot be."""
+        path = class_path(type(x))
+        if path is None:
+            raise ExportError(f"{at} is a {type(x).__qualname__} that cannot be imported again by its name")
+        return ["object", path, [[k, attribute(v, f"{at}.{k}")] for k, v in vars(x).items()]]
+
     def attribute(v, at):
-        """The spec of a cache's attribute: a tensor, a cache or layer, or a plain value."""
-        if is_leaf(v) or is_cache(v):
+        """The spec of a cache's attribute: a tensor, a cache or layer (an attribute it
+        cannot record fails the cache that holds it), or a plain value."""
+        if is_cache(v):
+            return record(v, at)
+        if is_leaf(v):
             return walk(v, at)
         if v is None or isinstance(v, (str,) + NUMBERS):
             return ["value", v]

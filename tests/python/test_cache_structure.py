@@ -2,8 +2,9 @@
 torch: a DynamicCache (its layers' keys and values tensors) and an EncoderDecoderCache
 inside a ModelOutput-like output flatten to their tensors and a JSON spec, and are
 rebuilt from the spec alone as the same classes with the same attributes (dtype,
-device, a class, a dict with int keys); an attribute of another kind is refused by
-name; leaf_paths names each tensor as Python reaches it."""
+device, a class, a dict with int keys); a cache with an attribute of another kind is
+given in transformers' legacy format (a tuple of each layer's tensors); leaf_paths
+names each tensor as Python reaches it."""
 import json
 import sys
 import types
@@ -62,6 +63,10 @@ class Cache:
     def __init__(self, *a, **k):
         raise AssertionError("rebuilt without __init__")
 
+    def __iter__(self):  # (transformers' legacy format: (keys, values) per layer)
+        for layer in self.layers:
+            yield layer.keys, layer.values
+
 class DynamicLayer:
     def __init__(self, k, v, dtype, device):
         self.keys, self.values, self.is_initialized, self.dtype, self.device = k, v, True, dtype, device
@@ -76,6 +81,10 @@ class DynamicCache(Cache):
 class EncoderDecoderCache(Cache):
     def __init__(self, a, b):
         self.self_attention_cache, self.cross_attention_cache, self.is_updated = a, b, {0: True, 1: False}
+
+    def __iter__(self):
+        for a, b in zip(self.self_attention_cache.layers, self.cross_attention_cache.layers):
+            yield a.keys, a.values, b.keys, b.values
 '''
     exec(compile(src, "cache_utils", "exec"), mod.__dict__)
     for name in ("Cache", "DynamicLayer", "DynamicSlidingWindowLayer", "DynamicCache", "EncoderDecoderCache"):
@@ -135,11 +144,25 @@ def test_an_encoder_decoder_cache_round_trips_with_its_int_keyed_dict(cache_util
     assert leaf_paths(spec, "out")[3] == "out[1].cross_attention_cache.layers[0].keys"
 
 
-def test_a_cache_attribute_of_another_kind_is_refused_by_name(cache_utils):
-    c = make_dynamic(cache_utils, [("k", "v")])
+def test_a_cache_with_an_attribute_of_another_kind_is_given_in_the_legacy_format(cache_utils):
+    """An offloading cache's stream cannot be recorded: the cache is given as
+    to_legacy_cache() gives it, a tuple of (keys, values) per layer; an EncoderDecoderCache
+    holding it, as its four tensors per layer; a layer alone is refused by name."""
+    cu = cache_utils
+    c = make_dynamic(cu, [("k0", "v0"), ("k1", "v1")])
     c.offloading, c.prefetch_stream = True, object()
-    with pytest.raises(ExportError, match=r"output\.prefetch_stream is a builtins\.object: a transformers cache"):
-        flatten(c, is_t)
+    leaves, spec = flatten({"pkv": c, "x": T("x")}, is_t)
+    assert [t.name for t in leaves] == ["k0", "v0", "k1", "v1", "x"]
+    assert spec == ["dict", [["pkv", ["tuple", [["tuple", [["leaf"], ["leaf"]]]] * 2]], ["x", ["leaf"]]]]
+    enc = cu.EncoderDecoderCache.__new__(cu.EncoderDecoderCache)
+    enc.self_attention_cache, enc.cross_attention_cache, enc.is_updated = make_dynamic(cu, [("sk", "sv")]), c, {}
+    leaves, spec = flatten(enc, is_t)
+    assert [t.name for t in leaves] == ["sk", "sv", "k0", "v0"]
+    assert unflatten(spec, "abcd") == (("a", "b", "c", "d"),)
+    layer = c.layers[0]
+    layer.hook = object()
+    with pytest.raises(ExportError, match=r"output\.hook is a builtins\.object: a transformers cache"):
+        flatten(layer, is_t)
 
 
 def test_an_object_of_another_library_is_still_refused(cache_utils):
