@@ -427,8 +427,11 @@ class Program:
 
     def __call__(self, *inputs, out=None):
         if self.structure:  # (pgcc.load: the structure the export recorded)
-            leaves, spec = flatten(inputs, lambda x: isinstance(x, self.torch.Tensor), numbers="leaf",
-                                   where="the arguments")
+            try:
+                leaves, spec = flatten(inputs, lambda x: isinstance(x, self.torch.Tensor), numbers="leaf",
+                                       where="the arguments")
+            except ExportError as e:  # (an argument of a kind no export takes)
+                raise ArgumentError(f"{self.name}: {e}") from None
             if spec != self.structure.get("inputs", spec):
                 raise ArgumentError(f"{self.name}: takes arguments structured as {self.structure['inputs']}, "
                                 f"got {spec}")

@@ -8,7 +8,7 @@ from collections import OrderedDict, namedtuple
 
 import pytest
 
-from pgcc.errors import ExportError
+from pgcc.errors import ArgumentError, ExportError
 from pgcc.call_args import contiguous_strides
 from pgcc.example_inputs import FlatCall, as_exported, check_inputs, flat_inputs, overlapping
 from pgcc.structure import class_path, flatten, unflatten
@@ -212,6 +212,8 @@ def test_a_loaded_program_takes_and_returns_the_recorded_structure():
     assert type(got) is Output and list(got) == ["logits", "n"] and got["n"] == 3 and got["logits"].name == "y"
     with pytest.raises(TypeError, match="takes arguments structured as"):
         p(x, m)
+    with pytest.raises(ArgumentError, match=r"m: the arguments\[1\] is a builtins\.str"):
+        p(x, "mask")
 
 
 def test_overlapping_layouts():
