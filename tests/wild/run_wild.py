@@ -23,9 +23,12 @@ Statuses (STATUSES):
   WRONG     exported and loaded, but the loaded program's outputs differ from the
             compiled callable's (count, shape, dtype, or values beyond tolerance: fp32
             1e-4, fp16 and bf16 2e-2 of the largest value; integers and booleans exactly)
-  REFUSED   pgcc.ExportError: the reason's first line (a verification that failed, too)
-  ERROR     any other exception (in building, the eager call, the export, load or
-            call): its type, message, and the last traceback frame in pgcc or tests/wild
+  REFUSED   pgcc.ExportError from the export or the load: the reason's first line (a
+            verification that failed, too)
+  ERROR     any other exception (in building, the eager call, the export, load,
+            call or the compiled call), and pgcc's own in the loaded program's call
+            (ArgumentError, RunError): its type, message, and the last traceback frame
+            in pgcc or tests/wild
   TIMEOUT   over S seconds
   CRASH     the child died without its line (a signal, a CUDA abort)
 
@@ -352,7 +355,8 @@ def child(key, out_dir):
     except Exception as e:  # noqa: BLE001 -- the table reports every failure
         traceback.print_exc()
         frames = [(fr.filename, fr.lineno, fr.name) for fr in traceback.extract_tb(e.__traceback__)]
-        is_export_error = pgcc is not None and isinstance(e, pgcc.ExportError)
+        # (refused: by the export or the load; the loaded program's call failing is an error)
+        is_export_error = pgcc is not None and isinstance(e, pgcc.ExportError) and rec["stage"] in ("export", "load")
         rec["status"], rec["detail"] = classify(is_export_error, type(e).__name__, str(e), frames)
     rec["seconds"] = round(time.time() - t0, 1)
     rec["torch"] = torch.__version__
