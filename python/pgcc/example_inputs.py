@@ -57,7 +57,8 @@ def flat_inputs(torch, example_inputs):
     structure of the inputs as a tuple of arguments): example_inputs is a tuple or list
     of arguments, each a tensor, a number or a pytree of them, or one tensor."""
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
-    leaves, spec = flatten(args, lambda x: isinstance(x, torch.Tensor), numbers="leaf", where="example_inputs")
+    leaves, spec = flatten(args, lambda x: isinstance(x, torch.Tensor), numbers="leaf", where="example_inputs",
+                           caches=False)
     check_inputs(torch, leaves)
     return as_exported(torch, leaves), spec
 

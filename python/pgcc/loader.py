@@ -429,7 +429,7 @@ class Program:
         if self.structure:  # (pgcc.load: the structure the export recorded)
             try:
                 leaves, spec = flatten(inputs, lambda x: isinstance(x, self.torch.Tensor), numbers="leaf",
-                                       where="the arguments")
+                                       where="the arguments", caches=False)
             except ExportError as e:  # (an argument of a kind no export takes)
                 raise ArgumentError(f"{self.name}: {e}") from None
             if spec != self.structure.get("inputs", spec):

@@ -72,11 +72,12 @@ def import_class(path):
     raise ImportError(f"no module for {path}")
 
 
-def flatten(obj, is_leaf, numbers="const", where="output"):
+def flatten(obj, is_leaf, numbers="const", where="output", caches=True):
     """(leaves, spec) of obj: leaves the objects is_leaf(x) is true of, in order (and,
     with numbers="leaf", Python numbers too: an input's scalars); spec as the module
     says.  Anything else is an ExportError naming where it is (where: "output",
-    "output['logits'][0]", ...)."""
+    "output['logits'][0]", ...); so is a transformers cache where caches is False (the
+    inputs: the callable would update a copy, not the caller's cache)."""
     leaves = []
 
     def walk(x, at):
@@ -104,6 +105,10 @@ def flatten(obj, is_leaf, numbers="const", where="output"):
             return ["class", path, "namedtuple", kids] if path else ["tuple", [s for _, s in kids]]
         if isinstance(x, (tuple, list)):
             return ["tuple" if isinstance(x, tuple) else "list", [walk(v, f"{at}[{i}]") for i, v in enumerate(x)]]
+        if is_cache(x) and not caches:
+            raise ExportError(f"{at} is a {type(x).__module__}.{type(x).__qualname__}: a transformers cache is "
+                              "exported among the outputs, not the inputs (the program would update a copy of it); "
+                              "pass its layers' tensors, or let the callable make the cache")
         if is_cache(x):
             n = len(leaves)
             try:

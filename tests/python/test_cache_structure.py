@@ -177,3 +177,11 @@ def test_leaf_paths_of_plain_structures():
     spec = flatten({"a": (T("x"), None, [T("y")]), 3: T("z")}, is_t)[1]
     assert leaf_paths(spec) == ["output['a'][0]", "output['a'][2][0]", "output[3]"]
     assert leaf_paths(["leaf"], "in") == ["in"]
+
+
+def test_a_cache_among_the_inputs_is_refused(cache_utils):
+    """As an input, the callable would update a copy of the cache, not the caller's."""
+    c = make_dynamic(cache_utils, [("k", "v")])
+    with pytest.raises(ExportError, match=r"example_inputs\[1\]\['past_key_values'\] is a transformers\.cache_utils"
+                                          r"\.DynamicCache: a transformers cache is exported among the outputs"):
+        flatten((T("ids"), {"past_key_values": c}), is_t, numbers="leaf", where="example_inputs", caches=False)
