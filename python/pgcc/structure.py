@@ -124,10 +124,11 @@ def flatten(obj, is_leaf, numbers="const", where="output", caches=True):
 
     def record(x, at):
         """The spec of a cache or layer as an object; ExportError where it cannot be."""
-        path = class_path(type(x))
-        if path is None:
-            raise ExportError(f"{at} is a {type(x).__qualname__} that cannot be imported again by its name")
-        return ["object", path, [[k, attribute(v, f"{at}.{k}")] for k, v in vars(x).items()]]
+        path, attrs = class_path(type(x)), getattr(x, "__dict__", None)
+        if path is None or attrs is None:
+            raise ExportError(f"{at} is a {type(x).__qualname__} that cannot be imported again by its name, or has "
+                              "no attributes of its own (__slots__)")
+        return ["object", path, [[k, attribute(v, f"{at}.{k}")] for k, v in attrs.items()]]
 
     def attribute(v, at):
         """The spec of a cache's attribute: a tensor, a cache or layer (an attribute it
