@@ -259,7 +259,8 @@ class Program:
         shape = f.shape if shape is None else shape
         if f.role == "scalar":
             if as_number(torch, t) is None:
-                got = f"a {t.device} tensor of shape {list(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+                got = f"a {t.device} tensor of shape {list(t.shape)}" if isinstance(t, torch.Tensor) else \
+                    type(t).__name__
                 raise ArgumentError(f"{self.name}: {what} ({f.name}) is a scalar: give a number (or a 0-dimensional "
                                     f"CPU tensor), not {got}")
             return
@@ -305,12 +306,12 @@ class Program:
             for i, d in f.dims:
                 if not isinstance(x, self.torch.Tensor) or x.dim() <= i:
                     raise ArgumentError(f"{self.name}: {f.name} must be a tensor whose dimension {i} is "
-                                    f"{self.dims[d].name}")
+                                        f"{self.dims[d].name}")
                 if sizes[d] is None:
                     sizes[d] = x.shape[i]
                 elif sizes[d] != x.shape[i]:
                     raise ArgumentError(f"{self.name}: {f.name}'s dimension {i} ({self.dims[d].name}) is "
-                                     f"{x.shape[i]}, another input's is {sizes[d]}")
+                                        f"{x.shape[i]}, another input's is {sizes[d]}")
         return sizes, [choose(d.values, n, d.pad) for d, n in zip(self.dims, sizes)]
 
     def args(self, inputs, outputs, sizes=(), ks=None):
@@ -318,10 +319,10 @@ class Program:
         program has them, and sizes its bucket dimensions' sizes), as a ctypes buffer."""
         if len(inputs) != len(self.inputs):
             raise ArgumentError(f"{self.name}: takes {len(self.inputs)} inputs "
-                            f"({', '.join(f.name for f in self.inputs)}), got {len(inputs)}")
+                                f"({', '.join(f.name for f in self.inputs)}), got {len(inputs)}")
         if len(outputs) != len(self.outputs):
             raise ArgumentError(f"{self.name}: has {len(self.outputs)} outputs "
-                            f"({', '.join(f.name for f in self.outputs)}), got {len(outputs)} in out=")
+                                f"({', '.join(f.name for f in self.outputs)}), got {len(outputs)} in out=")
         buf = C.create_string_buffer(max(self.args_size, 1))
         keep = []  # (copies in the recorded layout: alive until the call is queued)
         for i, (f, x) in enumerate(zip(self.inputs, inputs)):
@@ -504,7 +505,7 @@ class Program:
         for d, n, k in zip(self.dims, sizes, ks):
             if k is None:
                 raise ArgumentError(f"{self.name}: {d.name} = {n} fits no bucket ({', '.join(map(str, d.values))}"
-                                 f"{'' if d.pad else ': exact sizes only'})")
+                                    f"{'' if d.pad else ': exact sizes only'})")
         ks = tuple(ks)
         pads = [(j, i, self.dims[d].values[ks[d]]) for j, (f, x) in enumerate(zip(self.inputs, inputs))
                 for i, d in f.dims if x.shape[i] != self.dims[d].values[ks[d]]]
