@@ -7,7 +7,8 @@ that runs the generated C through libpgrt.
     y = pgcc.load("out")(x)
 
 Both raise ExportError for every failure (errors.entry_point: pgcc's own file and line,
-or the user's, named, the original chained).
+or the user's, named, the original chained); a loaded program's call raises its kinds
+ArgumentError (arguments it does not take) and RunError (libpgrt failed the call).
 
 The modules, one per concept (docs/architecture.md): export (the public export and
 the pipeline, analyse, as one list of steps) and model (what the steps pass on);
@@ -20,7 +21,7 @@ side -- loader, toolchain, call_args, structure, cuda, errors -- imports nothing
 the export side.  Importing the package needs neither torch nor a GPU (torch is imported inside
 the functions that use it); export and load do.
 """
-from .errors import ExportError, entry_point
+from .errors import ArgumentError, CallError, ExportError, RunError, entry_point
 from .export import ExportResult
 from .export import export as _export
 from .module_watch import ModuleWatch
@@ -28,7 +29,8 @@ from .loader import Program
 from .loader import load as _load
 
 __version__ = "0.1.0"
-__all__ = ["export", "load", "ExportError", "ExportResult", "ModuleWatch", "Program", "__version__"]
+__all__ = ["export", "load", "ArgumentError", "CallError", "ExportError", "ExportResult", "ModuleWatch", "Program",
+           "RunError", "__version__"]
 
 # (importing the submodule export above bound pgcc.export to it: the function takes the name back;
 # `from pgcc.export import ...` still reaches the module)

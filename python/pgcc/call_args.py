@@ -1,8 +1,9 @@
 """What the run side needs to turn a Python call's arguments into the generated C's, shared
 with the export side: the .graph's dtype names and torch's, one scalar element's bytes
-(decode, encode), the strides a call's tensor must have (same_layout, layouts: as the
-export recorded them, contiguous where it did not), and which shape bucket runs a size (choose) and how its inputs are
-padded to it (pad_to).
+(decode, encode), a number given as one or as a 0-d CPU tensor (as_number), the
+strides a call's tensor must have (same_layout, layouts: as the export recorded them,
+contiguous where it did not), and which shape bucket runs a size (choose) and how its
+inputs are padded to it (pad_to).
 
     choose([1, 2, 4, 8], 3, pad=True)   # 2: the bucket of size 4
     encode(1.5, "f32")                  # b'\\x00\\x00\\xc0?'
@@ -14,8 +15,8 @@ imports without torch.
 import math
 import struct
 
-__all__ = ["DTYPES", "FORMATS", "choose", "contiguous_strides", "decode", "encode", "layouts", "pad_to", "same_layout",
-           "torch_dtype"]
+__all__ = ["DTYPES", "FORMATS", "as_number", "choose", "contiguous_strides", "decode", "encode", "layouts", "pad_to",
+           "same_layout", "torch_dtype"]
 
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
           "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
@@ -58,6 +59,16 @@ def encode(v, dtype):
         return struct.pack(FORMATS[dtype], float(v))
     except (struct.error, OverflowError, ValueError, KeyError):
         return None
+
+
+def as_number(torch, x):
+    """x as a Python number where it is one or a 0-dimensional CPU tensor (a temperature,
+    given for a scalar or a 0-dimensional input), else None."""
+    if isinstance(x, (bool, int, float)):
+        return x
+    if isinstance(x, torch.Tensor) and x.dim() == 0 and x.device.type == "cpu":
+        return x.item()
+    return None
 
 
 def choose(values, n, pad):

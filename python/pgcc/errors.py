@@ -1,7 +1,12 @@
-"""The one exception the package raises for what stands in the way of an export, a
-build or a load: ExportError, whose message names the node, kernel or argument; and
-the guard of the public entry points (entry_point), which turns any other exception
-into one that says where it came from -- pgcc's own file and line, or the user's.
+"""The exception the package raises for what stands in the way of an export, a build
+or a load: ExportError, whose message names the node, kernel or argument -- and, for a
+loaded program's call (loader.Program), its kinds CallError: ArgumentError (arguments
+the program does not take: their count, structure, dtype, shape, device, a scalar that
+does not fit; also a TypeError and a ValueError, as Python's own for such arguments)
+and RunError (libpgrt refused or failed the call: a guard, a size no bucket holds, a
+CUDA error; also a RuntimeError); and the guard of the public entry points
+(entry_point), which turns any other exception into one that says where it came from
+-- pgcc's own file and line, or the user's.
 
     @entry_point("pgcc.export")
     def export(...): ...
@@ -11,13 +16,25 @@ import os
 import sysconfig
 import traceback
 
-__all__ = ["ExportError", "entry_point", "located", "where_raised"]
+__all__ = ["ArgumentError", "CallError", "ExportError", "RunError", "entry_point", "located", "where_raised"]
 
 PKG = os.path.dirname(os.path.abspath(__file__))
 
 
 class ExportError(Exception):
     pass
+
+
+class CallError(ExportError):
+    """A loaded program's call that did not run: its message names the program and the argument or libpgrt's error."""
+
+
+class ArgumentError(CallError, TypeError, ValueError):
+    """Arguments the loaded program does not take."""
+
+
+class RunError(CallError, RuntimeError):
+    """libpgrt refused or failed the call (pgrt_error's message)."""
 
 
 def _under(path, root):

@@ -1,6 +1,9 @@
 """The callable's inputs and outputs as the export sees them: example_inputs checked up
 front, before anything runs or is written (CUDA tensors on one device, dense; Python
-numbers), pytrees flattened (structure.py), and the callable wrapped as a function of
+numbers; 0-dimensional CPU tensors), pytrees flattened (structure.py), the leaves made
+what the program takes (as_exported: a 0-dimensional CPU tensor becomes a CUDA one, an
+input whose elements share memory -- an expanded one, stride 0 -- a contiguous copy),
+and the callable wrapped as a function of
 the flat tensors that returns its outputs' tensors flat (FlatCall), recording the
 structure, each tensor's layout (sizes, strides, storage offset) and the outputs that
 are inputs, weights or earlier outputs (aliases.py) for NAME.export.json, which
@@ -13,9 +16,9 @@ Takes torch as an argument (the CPU tests give stand-ins); imports it nowhere.
 """
 from .aliases import describe, find
 from .errors import ExportError
-from .structure import flatten, unflatten
+from .structure import flatten, leaf_paths, unflatten
 
-__all__ = ["check_inputs", "flat_inputs", "FlatCall", "layout", "record"]
+__all__ = ["as_exported", "check_inputs", "flat_inputs", "FlatCall", "layout", "overlapping", "record"]
 
 
 def layout(t):
@@ -25,7 +28,7 @@ def layout(t):
 
 def check_inputs(torch, leaves):
     """ExportError for the first input leaf an export cannot take: a tensor not on a CUDA
-    device (a 0-dimensional CPU tensor: pass a Python number or a CUDA tensor), a sparse or
+    device (but a 0-dimensional CPU tensor: a learning rate, a temperature), a sparse or
     otherwise non-strided one, tensors on different devices; anything but tensors and
     Python numbers."""
     device = None
@@ -36,9 +39,8 @@ def check_inputs(torch, leaves):
                 raise ExportError(f"{what} is a {x.layout} tensor: only dense (strided) tensors are exported; pass "
                                   "x.to_dense()")
             if x.device.type != "cuda":
-                if x.dim() == 0:
-                    raise ExportError(f"{what} is a 0-dimensional {x.device.type} tensor ({x.dtype}): pass it as a "
-                                      "Python number, or as a CUDA tensor (x.cuda())")
+                if x.dim() == 0 and x.device.type == "cpu":
+                    continue  # (a CUDA tensor in the program: as_exported)
                 raise ExportError(f"{what} is on {x.device}, shape {list(x.shape)}: an export's inputs are CUDA "
                                   "tensors (x.cuda())")
             if device is None:
@@ -51,13 +53,49 @@ def check_inputs(torch, leaves):
 
 
 def flat_inputs(torch, example_inputs):
-    """(the input leaves, checked, and the structure of the inputs as a tuple of
-    arguments): example_inputs is a tuple or list of arguments, each a tensor, a number
-    or a pytree of them, or one tensor."""
+    """(the input leaves, checked and made what the program takes (as_exported), and the
+    structure of the inputs as a tuple of arguments): example_inputs is a tuple or list
+    of arguments, each a tensor, a number or a pytree of them, or one tensor."""
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
-    leaves, spec = flatten(args, lambda x: isinstance(x, torch.Tensor), numbers="leaf", where="example_inputs")
+    leaves, spec = flatten(args, lambda x: isinstance(x, torch.Tensor), numbers="leaf", where="example_inputs",
+                           caches=False)
     check_inputs(torch, leaves)
-    return leaves, spec
+    return as_exported(torch, leaves), spec
+
+
+def overlapping(shape, stride):
+    """Whether a tensor of shape and stride may reach one element by two indices (an
+    expanded tensor: stride 0 along a dimension of more than one element): whether,
+    its dimensions of more than one element sorted by stride, one's stride is not past
+    the reach of those before it.  No elements: False."""
+    if any(n == 0 for n in shape):
+        return False
+    reach = 0  # (the largest offset the dimensions so far reach)
+    for n, s in sorted(((n, abs(s)) for n, s in zip(shape, stride) if n > 1), key=lambda d: d[1]):
+        if s <= reach:
+            return True
+        reach += (n - 1) * s
+    return False
+
+
+def as_exported(torch, leaves):
+    """The input leaves as the program takes them, the callable called on these in the
+    export: a 0-dimensional CPU tensor becomes a CUDA tensor of its value on the inputs'
+    device (the program's C takes it as a 0-dimensional input; pgcc.load's call takes
+    the CPU tensor or a Python number for it and copies it over), a tensor whose elements
+    share memory (an expanded one) a contiguous copy (the program takes its elements;
+    the call copies such an argument so, as CUDA Graph Trees copies inputs into its
+    static buffers).  Other leaves are returned as they are."""
+    cuda = [x.device for x in leaves if isinstance(x, torch.Tensor) and x.device.type == "cuda"]
+    out = []
+    for x in leaves:
+        if isinstance(x, torch.Tensor):
+            if x.device.type == "cpu" and x.dim() == 0:
+                x = x.to(cuda[0] if cuda else "cuda")
+            elif overlapping(tuple(x.shape), tuple(x.stride())):
+                x = x.contiguous()
+        out.append(x)
+    return out
 
 
 def record(torch, out):
@@ -105,9 +143,11 @@ class FlatCall:
         return tuple(tensors)
 
     def structure(self, inputs):
-        """What NAME.export.json records: the inputs' and outputs' structure and layouts,
-        and which outputs are inputs, earlier outputs or weights, or views of them
-        (aliases.py)."""
+        """What NAME.export.json records: the inputs' and outputs' structure, each leaf's
+        name as Python reaches it (args[1]['mask'], output['past_key_values'].layers[0].keys;
+        the program's in0.., out0.. in this order), the tensors' layouts, and which outputs
+        are inputs, earlier outputs or weights, or views of them (aliases.py)."""
         return {"inputs": self.in_spec, "outputs": self.spec,
+                "input_paths": leaf_paths(self.in_spec, "args"), "output_paths": leaf_paths(self.spec, "output"),
                 "input_layouts": [layout(x) if isinstance(x, self.torch.Tensor) else None for x in inputs],
                 "output_layouts": self.layouts, "output_aliases": self.aliases}

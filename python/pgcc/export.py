@@ -47,7 +47,7 @@ from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
 from .train_state import capturable, discover, kind_of, needs_first_step, state_objects, state_weights
 from .warmup import restore_state, saved_state, training_step, warm_up
 
-__all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured",
+__all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured", "in_grad_mode",
            "join_other_path"]
 
 
@@ -96,7 +96,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     any callable.  compile: run it under torch.compile (False: eagerly).  warmup: calls
     before the captures (torch.compile compiles on the first; libraries load their
     kernels).  verify: build the export, run it, and compare with the callable
-    (verify_export.py).  watch: a ModuleWatch already started (one is started here otherwise,
+    (verify_export.py; the callable in the grad mode export() was called in, as the
+    captures ran it: in_grad_mode).  watch: a ModuleWatch already started (one is started here otherwise,
     which sees only the modules loaded from now on).  quiet: errors only.  diagnose: also
     run the nodes one by one in this process, as captured and as exported, and report the
     first that differs (diagnose.py; default: the PGCC_DIAGNOSE environment variable).
@@ -119,6 +120,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
 
     prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
     inputs, in_spec = flat_inputs(torch, example_inputs)  # (checked before anything runs)
+    grad = torch.is_grad_enabled()  # (the captures run in the caller's grad mode: verify's reference too)
     for ex in buckets or ():
         if isinstance(ex, (tuple, list)):  # (buckets' own examples: checked as the example is)
             flat_inputs(torch, ex)
@@ -208,7 +210,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     def check(build_dir=None):
         if training:
             return verify_export.verify_training(result, run, inputs, weights, progress=prog, build_dir=build_dir)
-        return verify_export.verify(result, run, inputs, progress=prog, callbacks=callbacks, build_dir=build_dir)
+        return verify_export.verify(result, in_grad_mode(torch, run, grad), inputs, progress=prog,
+                                    callbacks=callbacks, build_dir=build_dir)
     try:
         if verify:
             try:
@@ -227,6 +230,18 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     finally:
         prog.flush()
     return result
+
+
+def in_grad_mode(torch, fn, enabled):
+    """fn, called in grad mode `enabled` whatever the mode it is called in: verify_export
+    calls its reference under no_grad, which a callable that calls backward() cannot run
+    under (loss.backward(): "element 0 of tensors does not require grad"), and under
+    which torch.compile compiles another graph than the one captured; a module in eval
+    mode runs under no_grad anyway (export())."""
+    def call(*xs):
+        with torch.set_grad_enabled(enabled):
+            return fn(*xs)
+    return call
 
 
 def _export_buckets(torch, fn, fn_or_module, inputs, in_spec, out_dir, name, weights, watch, own_watch, prog, buckets,

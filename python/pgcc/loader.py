@@ -16,38 +16,38 @@ import struct
 import time
 
 from .aliases import rebuild, recorded
-from .call_args import choose, contiguous_strides, decode, encode, layouts, pad_to, same_layout, torch_dtype
+from .call_args import (FORMATS, as_number, choose, contiguous_strides, decode, encode, layouts, pad_to, same_layout,
+                        torch_dtype)
 from .cuda import cu, device_bytes
-from .errors import ExportError
+from .errors import ArgumentError, ExportError, RunError
 from .program_info import (PGRT_FIELD_HOST_FN, PGRT_FIELD_INOUT, PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_SCALAR,
                            PGRT_FIELD_WEIGHT, ROLE_NAMES, Dim, Field, PgrtComm, PgrtDim, PgrtField, PgrtInitStats,
                            PgrtProgramInfo, PgrtRunStats, read_info)
-from .structure import flatten, unflatten
+from .structure import flat_as_called, flatten, unflatten
 from .toolchain import build_program
 
 __all__ = ["Dim", "export_name", "Field", "flat_as_called", "load", "read_report", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
            "PGRT_FIELD_OUTPUT", "PGRT_FIELD_SCALAR", "PGRT_FIELD_WEIGHT", "PgrtComm", "PgrtDim", "PgrtField",
            "PgrtInitStats", "PgrtProgramInfo", "PgrtRunStats", "Program", "read_info", "ROLE_NAMES", "SCALAR_FORMATS"]
 
-SCALAR_FORMATS = {"f32": "<f", "f64": "<d", "f16": "<e", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q",
-                  "u8": "<B", "bool": "<?", "u16": "<H", "u32": "<I", "u64": "<Q"}
+SCALAR_FORMATS = FORMATS  # (a scalar field's struct format, by .graph dtype: call_args')
 
 
 class Program:
     """An export, built, loaded and initialised: prog(*inputs, out=None) runs one call.
 
-    inputs: one per input (and inout) buffer and scalar, in the order of NAME_args:
-    CUDA tensors of the recorded dtype and shape on the program's device, or numbers for
-    scalars; a tensor whose strides are not those the export captured (contiguous where
-    it recorded none) is copied into that layout first, and a tensor of no elements is
-    given as a valid address (the arena's: its kernels read nothing there).  structured
-    (pgcc.load): the call takes and returns the structure the export recorded (dicts,
-    ModelOutputs, ...: structure.py) instead of flat tensors.  out: the outputs to write
-    (a tensor or a sequence), else
-    they are allocated.  Returns the output tensor, or a tuple of them.  The arena
-    (intermediates and workspaces) is .arena, a uint8 tensor of .arena_bytes bytes
-    (fill_arena() poisons it); the weights' device addresses are weight_ptr(name).
-    load_s and init_s: the seconds NAME_load_w and NAME_init took.
+    inputs: one per input (and inout) buffer and scalar, in the order of NAME_args: CUDA
+    tensors of the recorded dtype and shape on the program's device, numbers (or 0-d CPU
+    tensors) for scalars and for 0-dimensional inputs (copied to the device); a tensor
+    whose strides are not those captured (contiguous where none were recorded) is copied
+    into that layout first, one of no elements given a valid address (the arena's).
+    Arguments it does not take are an ArgumentError, a call libpgrt fails a RunError
+    (errors.py).  structured (pgcc.load): the call takes and returns the structure the
+    export recorded (dicts, ModelOutputs, caches: structure.py), not flat tensors.  out:
+    the outputs to write (a tensor or a sequence), else they are allocated.  Returns the
+    output tensor, or a tuple of them.  The arena (intermediates and workspaces) is
+    .arena, a uint8 tensor of .arena_bytes bytes (fill_arena() poisons it); the weights'
+    device addresses are weight_ptr(name).  load_s, init_s: NAME_load_w's, NAME_init's seconds.
 
     A program that draws random numbers (rng_increment not 0) draws them from
     .generator, by default PyTorch's CUDA generator of its device, as the callable did:
@@ -55,6 +55,8 @@ class Program:
     rng_increment, as a graph replay of PyTorch's does, so that after torch.manual_seed(s)
     it draws what the compiled callable would.  With .generator None it draws from its
     own state in libpgrt (pgrt_rng_set, pgrt_rng_get: rng_state())."""
+
+    rng_increment, generator = 0, None  # (a program that draws no random numbers; __init__ reads its own)
 
     def __init__(self, so_path, name, export_dir, device=None, callbacks=None, structured=False):
         import torch
@@ -125,13 +127,13 @@ class Program:
         """Sets the seed and Philox offset the next call draws from, in libpgrt (for a
         program with .generator None; a call with a generator sets them from it)."""
         if self.lib.pgrt_rng_set(self.ctx, seed, offset) != 0:
-            raise ValueError(f"{self.name}: {self.err()}")
+            raise ArgumentError(f"{self.name}: {self.err()}")
 
     def rng_state(self):
         """(seed, offset) the next call draws from, as libpgrt holds them."""
         seed, offset = C.c_uint64(), C.c_uint64()
         if self.lib.pgrt_rng_get(self.ctx, C.byref(seed), C.byref(offset)) != 0:
-            raise ValueError(f"{self.name}: {self.err()}")
+            raise ArgumentError(f"{self.name}: {self.err()}")
         return seed.value, offset.value
 
     def _nccl_id(self):
@@ -189,11 +191,14 @@ class Program:
         torch = self.torch
         shape = f.shape if shape is None else shape
         if f.role == "scalar":
-            if isinstance(t, torch.Tensor):
-                raise TypeError(f"{self.name}: {what} ({f.name}) is a scalar: give a number, not a tensor")
+            if as_number(torch, t) is None:
+                got = f"a {t.device} tensor of shape {list(t.shape)}" if isinstance(t, torch.Tensor) else \
+                    type(t).__name__
+                raise ArgumentError(f"{self.name}: {what} ({f.name}) is a scalar: give a number (or a 0-dimensional "
+                                    f"CPU tensor), not {got}")
             return
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{self.name}: {what} ({f.name}) must be a CUDA tensor, got {type(t).__name__}")
+            raise ArgumentError(f"{self.name}: {what} ({f.name}) must be a CUDA tensor, got {type(t).__name__}")
         want = []
         dt = f.torch_dtype
         if dt is not None and t.dtype != dt:
@@ -208,7 +213,7 @@ class Program:
         if not want and shape is f.shape and t.numel() * t.element_size() < f.size:
             want.append(f"{f.size} bytes (got {t.numel() * t.element_size()})")
         if want:
-            raise ValueError(f"{self.name}: {what} ({f.name}) must have " + ", ".join(want))
+            raise ArgumentError(f"{self.name}: {what} ({f.name}) must have " + ", ".join(want))
 
     def new_outputs(self, ks=None):
         """Fresh tensors for the outputs, as the export recorded them (at buckets ks, one
@@ -233,24 +238,24 @@ class Program:
         for f, x in zip(self.inputs, inputs):
             for i, d in f.dims:
                 if not isinstance(x, self.torch.Tensor) or x.dim() <= i:
-                    raise TypeError(f"{self.name}: {f.name} must be a tensor whose dimension {i} is "
-                                    f"{self.dims[d].name}")
+                    raise ArgumentError(f"{self.name}: {f.name} must be a tensor whose dimension {i} is "
+                                        f"{self.dims[d].name}")
                 if sizes[d] is None:
                     sizes[d] = x.shape[i]
                 elif sizes[d] != x.shape[i]:
-                    raise ValueError(f"{self.name}: {f.name}'s dimension {i} ({self.dims[d].name}) is "
-                                     f"{x.shape[i]}, another input's is {sizes[d]}")
+                    raise ArgumentError(f"{self.name}: {f.name}'s dimension {i} ({self.dims[d].name}) is "
+                                        f"{x.shape[i]}, another input's is {sizes[d]}")
         return sizes, [choose(d.values, n, d.pad) for d, n in zip(self.dims, sizes)]
 
     def args(self, inputs, outputs, sizes=(), ks=None):
         """NAME_args for these inputs and outputs (checked; at buckets ks, where the
         program has them, and sizes its bucket dimensions' sizes), as a ctypes buffer."""
         if len(inputs) != len(self.inputs):
-            raise TypeError(f"{self.name}: takes {len(self.inputs)} inputs "
-                            f"({', '.join(f.name for f in self.inputs)}), got {len(inputs)}")
+            raise ArgumentError(f"{self.name}: takes {len(self.inputs)} inputs "
+                                f"({', '.join(f.name for f in self.inputs)}), got {len(inputs)}")
         if len(outputs) != len(self.outputs):
-            raise TypeError(f"{self.name}: has {len(self.outputs)} outputs "
-                            f"({', '.join(f.name for f in self.outputs)}), got {len(outputs)} in out=")
+            raise ArgumentError(f"{self.name}: has {len(self.outputs)} outputs "
+                                f"({', '.join(f.name for f in self.outputs)}), got {len(outputs)} in out=")
         buf = C.create_string_buffer(max(self.args_size, 1))
         keep = []  # (copies in the recorded layout: alive until the call is queued)
         for i, (f, x) in enumerate(zip(self.inputs, inputs)):
@@ -261,11 +266,7 @@ class Program:
                 if not self._fine(f, x, shape):
                     self._check(f, x, f"argument {i}", shape)
             if f.role == "scalar":
-                fmt = SCALAR_FORMATS.get(f.dtype or "")
-                if fmt and struct.calcsize(fmt) == f.size:
-                    struct.pack_into(fmt, buf, f.offset, x)
-                else:
-                    buf[f.offset:f.offset + f.size] = int(x).to_bytes(f.size, "little", signed=int(x) < 0)
+                self._scalar(buf, f, as_number(self.torch, x), i)
             else:  # (no elements: no address; the arena's stands in, its kernels read nothing there)
                 struct.pack_into("<Q", buf, f.offset, x.data_ptr() or self.arena.data_ptr())
         for i, (f, o) in enumerate(zip(self.outputs, outputs)):
@@ -283,6 +284,18 @@ class Program:
         buf.keep = keep
         return buf
 
+    def _scalar(self, buf, f, v, i):
+        """Scalar field f's value v (a number) written into NAME_args; ArgumentError where it does not fit."""
+        fmt = SCALAR_FORMATS.get(f.dtype or "")
+        try:
+            if fmt and struct.calcsize(fmt) == f.size:
+                struct.pack_into(fmt, buf, f.offset, v)
+            else:
+                buf[f.offset:f.offset + f.size] = int(v).to_bytes(f.size, "little", signed=int(v) < 0)
+        except (struct.error, OverflowError, TypeError, ValueError) as e:
+            raise ArgumentError(f"{self.name}: argument {i} ({f.name}) is {v!r}: a {f.dtype} scalar cannot hold it "
+                                f"({e})") from None
+
     def _fine(self, f, t, shape=None):
         """The common case of _check, quickly: a tensor of the field's recorded dtype and
         shape, contiguous, on the program's device.  False sends it to _check, which
@@ -295,9 +308,13 @@ class Program:
 
     def _relaid(self, f, t, shape=None):
         """t, or where only its layout is not the field's (its strides), a copy of it in the
-        field's layout (on the current stream, before the call that reads it)."""
+        field's layout (on the current stream, before the call that reads it); for a
+        0-dimensional input given as a number or a 0-d CPU tensor, a CUDA tensor of it."""
         torch = self.torch
         shape = f.shape if shape is None else shape
+        if shape == () and f.torch_dtype is not None and as_number(torch, t) is not None:
+            # (a 0-dimensional input given as a number or a CPU tensor: the export's own 0-d CPU tensor)
+            return torch.full((), as_number(torch, t), dtype=f.torch_dtype, device=self.device)
         if not isinstance(t, torch.Tensor) or shape is None or tuple(t.shape) != tuple(shape) \
                 or t.layout != torch.strided or not t.is_cuda:
             return t
@@ -317,7 +334,7 @@ class Program:
             self.set_rng_state(gen.initial_seed(), offset)
         r = self.run_fn(self.ctx, args, stream)
         if r != 0:
-            raise RuntimeError(f"{self.name}_run: {self.err()}")
+            raise RunError(f"{self.name}_run: {self.err()}")
         if gen is not None:
             gen.set_offset(offset + self.rng_increment)
 
@@ -350,10 +367,14 @@ class Program:
 
     def __call__(self, *inputs, out=None):
         if self.structure:  # (pgcc.load: the structure the export recorded)
-            leaves, spec = flatten(inputs, lambda x: isinstance(x, self.torch.Tensor), numbers="leaf",
-                                   where="the arguments")
+            try:
+                leaves, spec = flatten(inputs, lambda x: isinstance(x, self.torch.Tensor), numbers="leaf",
+                                       where="the arguments", caches=False)
+            except ExportError as e:  # (an argument of a kind no export takes)
+                raise ArgumentError(f"{self.name}: {e}") from None
             if spec != self.structure.get("inputs", spec):
-                raise TypeError(f"{self.name}: takes arguments structured as {self.structure['inputs']}, got {spec}")
+                raise ArgumentError(f"{self.name}: takes arguments structured as {self.structure['inputs']}, "
+                                f"got {spec}")
             got = self._call(leaves, out)
             return unflatten(self.structure["outputs"], list(got) if isinstance(got, tuple) else [got])
         return self._call(inputs, out)
@@ -422,8 +443,8 @@ class Program:
         sizes, ks = self.buckets(inputs)
         for d, n, k in zip(self.dims, sizes, ks):
             if k is None:
-                raise ValueError(f"{self.name}: {d.name} = {n} fits no bucket ({', '.join(map(str, d.values))}"
-                                 f"{'' if d.pad else ': exact sizes only'})")
+                raise ArgumentError(f"{self.name}: {d.name} = {n} fits no bucket ({', '.join(map(str, d.values))}"
+                                    f"{'' if d.pad else ': exact sizes only'})")
         ks = tuple(ks)
         pads = [(j, i, self.dims[d].values[ks[d]]) for j, (f, x) in enumerate(zip(self.inputs, inputs))
                 for i, d in f.dims if x.shape[i] != self.dims[d].values[ks[d]]]
@@ -486,17 +507,6 @@ def export_name(out_dir, name=None):
         raise ExportError(f"{out_dir}: {'no' if not graphs else len(graphs)} .graph files"
                           + (f" ({', '.join(os.path.basename(g) for g in graphs)}): give name=" if graphs else ""))
     return os.path.basename(graphs[0])[:-len(".graph")]
-
-
-def flat_as_called(structure):
-    """Whether a recorded structure is what a flat call takes and gives already: tensors
-    and numbers as arguments, one tensor or a tuple of two or more returned (then calls
-    skip flattening: a program's host time is microseconds)."""
-    ins, outs = structure.get("inputs"), structure.get("outputs")
-    flat_in = ins is not None and ins[0] == "tuple" and all(s == ["leaf"] for s in ins[1])
-    flat_out = outs == ["leaf"] or (outs is not None and outs[0] == "tuple" and len(outs[1]) >= 2
-                                    and all(s == ["leaf"] for s in outs[1]))
-    return flat_in and flat_out
 
 
 def read_report(export_dir, name):

@@ -9,18 +9,43 @@ OrderedDict whose None fields are left out), None and Python numbers, nested.
 
 A spec is ["leaf"] (the next of the leaves: a tensor), ["none"], ["const", number] (an
 output that is a Python number: returned as it was), ["tuple" | "list", [spec...]],
-["dict", [[key, spec]...]] or ["class", "module.QualName", "mapping" | "namedtuple",
-[[key, spec]...]] (rebuilt by importing the class and calling it with the keys).  A
-run-side module (loader.py imports it); pure: no torch (is_leaf is given).
+["dict", [[key, spec]...]], ["class", "module.QualName", "mapping" | "namedtuple",
+[[key, spec]...]] (rebuilt by importing the class and calling it with the keys) or
+["object", "module.QualName", [[attribute, spec]...]]: a transformers cache (a class of
+transformers.cache_utils or one derived from it: DynamicCache, its layers,
+EncoderDecoderCache), flattened as its attributes -- the layers' keys and values
+tensors leaves, the rest kept as values: ["value", JSON value], ["type",
+"module.QualName"], ["dtype", "float32"], ["device", "cuda:0"], ["pairs", [[key, spec]...]]
+(a dict with keys other than str), ["list"]/["tuple"] of them -- and rebuilt as the same
+class with the same attributes (cls.__new__, no __init__: its constructor's arguments
+differ between transformers' versions).  A cache with an attribute of any other kind,
+or holding a cache or layer with one (an offloading cache's stream, a factory
+function), is given in transformers' legacy format instead, as its to_legacy_cache()
+gives it: a tuple of one tuple per layer of its tensors (keys, values; an
+EncoderDecoderCache's self-attention keys and values, then cross-attention's).
+leaf_paths(spec) names each leaf as Python reaches it
+(output['past_key_values'].layers[0].keys).  flat_as_called(structure) tells a
+structure a flat call gives already.  A run-side module (loader.py imports it); pure:
+no torch (is_leaf is given; torch is imported only to rebuild a cache's dtype or
+device).
 """
 import importlib
 from collections.abc import Mapping
 
 from .errors import ExportError
 
-__all__ = ["class_path", "flatten", "import_class", "unflatten"]
+__all__ = ["class_path", "flat_as_called", "flatten", "import_class", "is_cache", "leaf_paths", "unflatten"]
 
 NUMBERS = (bool, int, float)
+CACHE_MODULE = "transformers.cache_utils"  # (where transformers defines its caches and their layers)
+
+
+def is_cache(x):
+    """Whether x is a transformers cache or cache layer: an object of a class of
+    transformers.cache_utils, or of a class derived from one (found by module name:
+    transformers is not imported)."""
+    return not isinstance(x, type) and any(getattr(c, "__module__", None) == CACHE_MODULE
+                                           for c in type(x).__mro__)
 
 
 def class_path(cls):
@@ -47,11 +72,12 @@ def import_class(path):
     raise ImportError(f"no module for {path}")
 
 
-def flatten(obj, is_leaf, numbers="const", where="output"):
+def flatten(obj, is_leaf, numbers="const", where="output", caches=True):
     """(leaves, spec) of obj: leaves the objects is_leaf(x) is true of, in order (and,
     with numbers="leaf", Python numbers too: an input's scalars); spec as the module
     says.  Anything else is an ExportError naming where it is (where: "output",
-    "output['logits'][0]", ...)."""
+    "output['logits'][0]", ...); so is a transformers cache where caches is False (the
+    inputs: the callable would update a copy, not the caller's cache)."""
     leaves = []
 
     def walk(x, at):
@@ -79,17 +105,92 @@ def flatten(obj, is_leaf, numbers="const", where="output"):
             return ["class", path, "namedtuple", kids] if path else ["tuple", [s for _, s in kids]]
         if isinstance(x, (tuple, list)):
             return ["tuple" if isinstance(x, tuple) else "list", [walk(v, f"{at}[{i}]") for i, v in enumerate(x)]]
+        if is_cache(x) and not caches:
+            raise ExportError(f"{at} is a {type(x).__module__}.{type(x).__qualname__}: a transformers cache is "
+                              "exported among the outputs, not the inputs (the program would update a copy of it); "
+                              "pass its layers' tensors, or let the callable make the cache")
+        if is_cache(x):
+            n = len(leaves)
+            try:
+                return record(x, at)
+            except ExportError:
+                if not hasattr(type(x), "__iter__"):  # (a layer alone)
+                    raise
+                del leaves[n:]  # (the legacy format instead: a tuple of each layer's tensors)
+                return walk(tuple(tuple(layer) for layer in x), at)
         raise ExportError(f"{at} is a {type(x).__module__}.{type(x).__qualname__}: an export takes and returns "
                           "tensors, Python numbers, None, and tuples, lists, dicts and ModelOutput-like mappings of "
                           "them")
+
+    def record(x, at):
+        """The spec of a cache or layer as an object; ExportError where it cannot be."""
+        path, attrs = class_path(type(x)), getattr(x, "__dict__", None)
+        if path is None or attrs is None:
+            raise ExportError(f"{at} is a {type(x).__qualname__} that cannot be imported again by its name, or has "
+                              "no attributes of its own (__slots__)")
+        return ["object", path, [[k, attribute(v, f"{at}.{k}")] for k, v in attrs.items()]]
+
+    def attribute(v, at):
+        """The spec of a cache's attribute: a tensor, a cache or layer (an attribute it
+        cannot record fails the cache that holds it), or a plain value."""
+        if is_cache(v):
+            return record(v, at)
+        if is_leaf(v):
+            return walk(v, at)
+        if v is None or isinstance(v, (str,) + NUMBERS):
+            return ["value", v]
+        if isinstance(v, type):
+            path = class_path(v)
+            if path:
+                return ["type", path]
+        kind = f"{type(v).__module__}.{type(v).__qualname__}"
+        if kind in ("torch.dtype", "torch.device"):
+            return [kind[6:], str(v).replace("torch.", "") if kind == "torch.dtype" else str(v)]
+        if isinstance(v, (list, tuple)):
+            return ["tuple" if isinstance(v, tuple) else "list", [attribute(e, f"{at}[{i}]") for i, e in enumerate(v)]]
+        if type(v) is dict and all(isinstance(k, (str,) + NUMBERS) for k in v):  # (EncoderDecoderCache's is_updated)
+            return ["pairs", [[k, attribute(e, f"{at}[{k!r}]")] for k, e in v.items()]]
+        raise ExportError(f"{at} is a {kind}: a transformers cache is exported as its tensors and plain attributes "
+                          "(numbers, strings, dtypes, devices, classes, lists and dicts of them), not this")
     spec = walk(obj, where)
     return leaves, spec
+
+
+def leaf_paths(spec, root="output"):
+    """The name of each leaf of spec, in order, as Python reaches it from root
+    (output['logits'], output[1][0], output['past_key_values'].layers[0].keys)."""
+    out = []
+
+    def walk(s, at):
+        kind = s[0]
+        if kind == "leaf":
+            out.append(at)
+        elif kind in ("tuple", "list"):
+            for i, k in enumerate(s[1]):
+                walk(k, f"{at}[{i}]")
+        elif kind in ("dict", "pairs"):
+            for k, v in s[1]:
+                walk(v, f"{at}[{k!r}]")
+        elif kind == "class":
+            for k, v in s[3]:
+                walk(v, f"{at}.{k}" if s[2] == "namedtuple" else f"{at}[{k!r}]")
+        elif kind == "object":
+            for k, v in s[2]:
+                walk(v, f"{at}.{k}")
+    walk(spec, root)
+    return out
 
 
 def unflatten(spec, leaves):
     """The object spec describes, its leaves taken in order from leaves (a sequence);
     ExportError where their count is not the spec's."""
     it = iter(leaves)
+
+    def load(path, what):
+        try:
+            return import_class(path)
+        except (ImportError, AttributeError) as e:
+            raise ExportError(f"the outputs' {what} {path} cannot be imported here: {e}") from e
 
     def build(s):
         kind = s[0]
@@ -108,15 +209,36 @@ def unflatten(spec, leaves):
         if kind == "dict":
             return {k: build(v) for k, v in s[1]}
         if kind == "class":
-            try:
-                cls = import_class(s[1])
-            except (ImportError, AttributeError) as e:
-                raise ExportError(f"the outputs' class {s[1]} cannot be imported here: {e}") from e
+            cls = load(s[1], "class")
             kids = [(k, build(v)) for k, v in s[3]]
             return cls(**dict(kids)) if s[2] == "mapping" else cls(*[v for _, v in kids])
+        if kind == "object":  # (a transformers cache: its attributes set as they were, no __init__)
+            cls = load(s[1], "cache")
+            obj = cls.__new__(cls)
+            obj.__dict__.update((k, build(v)) for k, v in s[2])
+            return obj
+        if kind == "value":
+            return s[1]
+        if kind == "type":
+            return load(s[1], "class")
+        if kind == "pairs":
+            return {k: build(v) for k, v in s[1]}
+        if kind in ("dtype", "device"):
+            import torch
+            return getattr(torch, s[1]) if kind == "dtype" else torch.device(s[1])
         raise ExportError(f"an unknown structure {kind!r} in the export's record")
     out = build(spec)
     if next(it, it) is not it:
         raise ExportError("the program gave more values than the structure recorded holds")
     return out
 
+
+def flat_as_called(structure):
+    """Whether a recorded structure is what a flat call takes and gives already: tensors
+    and numbers as arguments, one tensor or a tuple of two or more returned (then calls
+    skip flattening: a program's host time is microseconds)."""
+    ins, outs = structure.get("inputs"), structure.get("outputs")
+    flat_in = ins is not None and ins[0] == "tuple" and all(s == ["leaf"] for s in ins[1])
+    flat_out = outs == ["leaf"] or (outs is not None and outs[0] == "tuple" and len(outs[1]) >= 2
+                                    and all(s == ["leaf"] for s in outs[1]))
+    return flat_in and flat_out

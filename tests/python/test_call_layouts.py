@@ -52,6 +52,9 @@ class T:
     def is_contiguous(self):
         return same_layout(self.shape, self._stride, None)
 
+    def dim(self):
+        return len(self.shape)
+
     def numel(self):
         n = 1
         for d in self.shape:

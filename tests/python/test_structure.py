@@ -8,8 +8,9 @@ from collections import OrderedDict, namedtuple
 
 import pytest
 
-from pgcc.errors import ExportError
-from pgcc.example_inputs import FlatCall, check_inputs, flat_inputs
+from pgcc.errors import ArgumentError, ExportError
+from pgcc.call_args import contiguous_strides
+from pgcc.example_inputs import FlatCall, as_exported, check_inputs, flat_inputs, overlapping
 from pgcc.structure import class_path, flatten, unflatten
 
 
@@ -30,6 +31,13 @@ class T:
 
     def storage_offset(self):
         return 0
+
+    def to(self, device):  # (a copy on another device, as torch's)
+        return T(self.name + "@" + str(device), device=str(device), shape=self.shape)
+
+    def contiguous(self):
+        return T(self.name + "+c", device=str(self.device), shape=self.shape,
+                 stride=tuple(contiguous_strides(self.shape)))
 
     def untyped_storage(self):  # (its own storage: no stand-in is a view of another)
         return type("S", (), {"data_ptr": lambda s, a=id(self): a})()
@@ -113,8 +121,9 @@ def test_what_is_not_a_pytree_is_refused_where_it_is():
 
 def test_inputs_are_checked_before_anything_runs():
     torch = FakeTorch
-    with pytest.raises(ExportError, match=r"example input 1 is a 0-dimensional cpu tensor .*Python number"):
-        check_inputs(torch, [T("a"), T("s", device="cpu", shape=())])
+    check_inputs(torch, [T("a"), T("s", device="cpu", shape=())])  # (a 0-d CPU tensor: as_exported moves it)
+    with pytest.raises(ExportError, match=r"example input 1 is on meta, shape \[\]"):
+        check_inputs(torch, [T("a"), T("s", device="meta", shape=())])
     with pytest.raises(ExportError, match=r"example input 0 is on cpu, shape \[2, 3\]"):
         check_inputs(torch, [T("a", device="cpu")])
     with pytest.raises(ExportError, match=r"example input 0 is a sparse_coo tensor"):
@@ -144,6 +153,8 @@ def test_nested_inputs_are_flattened_and_the_callable_gets_them_rebuilt():
                              [["logits", ["leaf"]], ["hidden", ["tuple", [["leaf"], ["const", 1.5]]]]]]
     assert st["input_layouts"] == [{"shape": [2, 3], "stride": [3, 1], "offset": 0}] * 3 + [None]
     assert st["output_layouts"] == [{"shape": [2, 3], "stride": [3, 1], "offset": 0}] * 2
+    assert st["input_paths"] == ["args[0]", "args[1]['mask']", "args[1]['extra'][0]", "args[1]['extra'][1]"]
+    assert st["output_paths"] == ["output['logits']", "output['hidden'][0]"]
     assert unflatten(st["outputs"], ["L", "H"]) == Output(logits="L", hidden=("H", 1.5))
     assert flat_inputs(torch, a) == ([a], ["tuple", [["leaf"]]])  # (one tensor: one argument)
 
@@ -161,7 +172,7 @@ def test_outputs_must_keep_their_structure_and_be_dense_cuda_tensors():
         FlatCall(torch, lambda: [T("a"), T("c", device="cpu")], ["tuple", []])()
 
 
-def test_export_refuses_a_0d_cpu_tensor_before_anything_runs_or_is_written(tmp_path, monkeypatch):
+def test_export_refuses_a_cpu_tensor_before_anything_runs_or_is_written(tmp_path, monkeypatch):
     """pgcc.export with a stand-in torch: the inputs are checked first -- nothing is
     called, no directory is made -- and the refusal is an ExportError that says what to
     pass instead."""
@@ -174,8 +185,8 @@ def test_export_refuses_a_0d_cpu_tensor_before_anything_runs_or_is_written(tmp_p
     monkeypatch.setitem(sys.modules, "torch", fake)
     called = []
     out = tmp_path / "out"
-    with pytest.raises(ExportError, match=r"example input 1 is a 0-dimensional cpu tensor .*Python number"):
-        pgcc.export(lambda *xs: called.append(xs), (T("x"), T("s", device="cpu", shape=())), out)
+    with pytest.raises(ExportError, match=r"example input 1 is on cpu, shape \[3\]: .*\(x\.cuda\(\)\)"):
+        pgcc.export(lambda *xs: called.append(xs), (T("x"), T("s", device="cpu", shape=(3,))), out)
     assert called == [] and not out.exists()
 
 
@@ -201,3 +212,31 @@ def test_a_loaded_program_takes_and_returns_the_recorded_structure():
     assert type(got) is Output and list(got) == ["logits", "n"] and got["n"] == 3 and got["logits"].name == "y"
     with pytest.raises(TypeError, match="takes arguments structured as"):
         p(x, m)
+    with pytest.raises(ArgumentError, match=r"m: the arguments\[1\] is a builtins\.str"):
+        p(x, "mask")
+
+
+def test_overlapping_layouts():
+    assert overlapping((16, 64), (0, 1))  # (a row expanded: the cg:expanded_input program)
+    assert overlapping((4, 3), (1, 1)) and overlapping((2, 2, 2), (4, 2, 3))
+    assert not overlapping((16, 64), (64, 1)) and not overlapping((64, 16), (1, 64))  # (contiguous, transposed)
+    assert not overlapping((1, 3, 4, 4), (48, 1, 12, 3))  # (channels_last)
+    assert not overlapping((4, 10), (20, 1))  # (rows sliced out of a wider buffer)
+    assert not overlapping((1, 64), (0, 1)) and not overlapping((0, 5), (0, 0)) and not overlapping((), ())
+
+
+def test_inputs_as_exported_a_0d_cpu_tensor_moved_an_expanded_one_copied():
+    """A 0-d CPU tensor (a temperature) becomes a CUDA tensor on the other inputs'
+    device; an expanded input a contiguous copy; the rest, numbers too, stay."""
+    torch = FakeTorch
+    x, t = T("x", device="cuda:1", shape=(4, 64), stride=(64, 1)), T("t", device="cpu", shape=())
+    e = T("bias", device="cuda:1", shape=(16, 64), stride=(0, 1))
+    w = T("w", device="cuda:1", shape=(64, 4), stride=(1, 64))
+    got = as_exported(torch, [x, t, 0.5, e, w])
+    assert got[0] is x and got[2] == 0.5 and got[4] is w
+    assert (got[1].name, str(got[1].device), got[1].shape) == ("t@cuda:1", "cuda:1", ())
+    assert (got[3].name, got[3].stride()) == ("bias+c", (64, 1))
+    assert as_exported(torch, [t])[0].name == "t@cuda"  # (no CUDA input: the current device)
+    leaves, spec = flat_inputs(torch, (x, {"temperature": t}))
+    assert [v.name for v in leaves] == ["x", "t@cuda:1"] and spec == ["tuple", [["leaf"], ["dict", [
+        ["temperature", ["leaf"]]]]]]

@@ -1,8 +1,12 @@
 """The wild suite on a GPU: each program of tests/wild (wild_programs.py lists them) run
 the way a user runs it -- built, called eagerly once, then `import pgcc`,
-pgcc.export(model, inputs, out) (which verifies by default), pgcc.load(out) and one call
--- and the loaded program's outputs compared with the eager call's.  A measurement, not
-a test: it exits 0 whatever the programs did, and writes a table.
+pgcc.export(model, inputs, out) (which verifies by default), pgcc.load(out) and one call,
+then the torch.compile'd callable once (as pgcc.export compiles it) -- and the loaded
+program's outputs compared with the compiled callable's: pgcc is judged against what
+it exported, torch.compile's program, not against eager PyTorch (whose algorithms
+differ: cuDNN's TF32, Inductor's fusions).  Both programs' errors against the eager
+call are measured and shown too.  A measurement, not a test: it exits 0 whatever the
+programs did, and writes a table.
 
     PYTHONPATH=python:. python3 -m tests.wild.run_wild [--jobs N] [--timeout S] [--out DIR] [PATTERN ...]
 
@@ -10,16 +14,21 @@ PATTERN: fnmatch patterns over the keys ("hf:*", "cg:alias*"; default: all).  Ea
 program runs in a child process of its own (`python3 -m tests.wild.run_wild --child
 KEY`, a fresh Inductor cache), N at a time, killed (with its process group) after S
 seconds.  The child prints one line `WILD {json}`: key, status, stage, seconds, max
-error, detail.  Statuses (STATUSES):
+error (the loaded program's against the compiled callable's), its and the compiled
+callable's errors against the eager call (pgcc_vs_eager, compiled_vs_eager), detail.
+Statuses (STATUSES):
 
   VERIFIED  exported, verified by pgcc, loaded, and its outputs (and inputs, which a
-            program may change in place) within tolerance of the eager call's
-  WRONG     exported and loaded, but the loaded program's outputs differ from the eager
-            call's (count, shape, dtype, or values beyond tolerance: fp32 1e-4, fp16 and
-            bf16 2e-2 of the largest value; integers and booleans exactly)
-  REFUSED   pgcc.ExportError: the reason's first line (a verification that failed, too)
-  ERROR     any other exception (in building, the eager call, the export, load or
-            call): its type, message, and the last traceback frame in pgcc or tests/wild
+            program may change in place) within tolerance of the compiled callable's
+  WRONG     exported and loaded, but the loaded program's outputs differ from the
+            compiled callable's (count, shape, dtype, or values beyond tolerance: fp32
+            1e-4, fp16 and bf16 2e-2 of the largest value; integers and booleans exactly)
+  REFUSED   pgcc.ExportError from the export or the load: the reason's first line (a
+            verification that failed, too)
+  ERROR     any other exception (in building, the eager call, the export, load,
+            call or the compiled call), and pgcc's own in the loaded program's call
+            (ArgumentError, RunError): its type, message, and the last traceback frame
+            in pgcc or tests/wild
   TIMEOUT   over S seconds
   CRASH     the child died without its line (a signal, a CUDA abort)
 
@@ -29,6 +38,7 @@ are removed after it ran (--keep keeps them).  Everything but child() imports
 without torch (tests/wild/test_runner.py tests it on the CPU).
 """
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
@@ -144,8 +154,8 @@ def parse_child(key, stdout, returncode, timed_out, timeout, seconds):
         rec = {"status": "CRASH", "detail": how + (": " + " | ".join(tail) if tail else "")}
     rec["key"] = key
     rec.setdefault("seconds", round(seconds, 1))
-    rec.setdefault("max_error", None)
-    rec.setdefault("stage", None)
+    for k in ("max_error", "pgcc_vs_eager", "compiled_vs_eager", "stage"):
+        rec.setdefault(k, None)
     if rec.get("status") not in STATUSES:
         rec = {**rec, "status": "CRASH", "detail": f"the child's line has status {rec.get('status')!r}"}
     return rec
@@ -161,10 +171,12 @@ def fmt_error(e):
 
 
 def text_table(recs):
-    lines = [f"{'program':34} {'status':9} {'stage':8} {'seconds':>7} {'max err':>8}  detail"]
+    lines = [f"{'program':34} {'status':9} {'stage':8} {'seconds':>7} {'vs comp':>8} {'pgcc/eag':>8} {'comp/eag':>8}"
+             "  detail"]
     for r in recs:
         lines.append(f"{r['key']:34} {r['status']:9} {str(r.get('stage') or '-'):8} {r['seconds']:7.1f} "
-                     f"{fmt_error(r.get('max_error')):>8}  {str(r.get('detail', ''))[:150]}")
+                     f"{fmt_error(r.get('max_error')):>8} {fmt_error(r.get('pgcc_vs_eager')):>8} "
+                     f"{fmt_error(r.get('compiled_vs_eager')):>8}  {str(r.get('detail', ''))[:150]}")
     c = counts(recs)
     lines.append(f"\nwild: {len(recs)} programs: " + ", ".join(f"{n} {s}" for s, n in c.items()))
     return "\n".join(lines)
@@ -175,17 +187,21 @@ def md_cell(text):
 
 
 def markdown(recs, header=""):
-    """The table as Markdown: counts per status, then one row per program."""
+    """The table as Markdown: counts per status, then one row per program (its errors:
+    the loaded program's against the compiled callable's, which judges, then the
+    loaded program's and the compiled callable's against the eager call's)."""
     c = counts(recs)
     out = ["# The wild suite", ""]
     if header:
         out += [header, ""]
     out += ["| " + " | ".join(STATUSES) + " | total |", "|" + "---|" * (len(STATUSES) + 1),
             "| " + " | ".join(str(c[s]) for s in STATUSES) + f" | {len(recs)} |", "",
-            "| program | status | stage | seconds | max error | detail |", "|---|---|---|---|---|---|"]
+            "| program | status | stage | seconds | vs compiled | pgcc vs eager | compiled vs eager | detail |",
+            "|---|---|---|---|---|---|---|---|"]
     for r in recs:
         out.append(f"| `{r['key']}` | {r['status']} | {r.get('stage') or '-'} | {r['seconds']:.1f} | "
-                   f"{fmt_error(r.get('max_error'))} | {md_cell(str(r.get('detail', ''))[:300])} |")
+                   f"{fmt_error(r.get('max_error'))} | {fmt_error(r.get('pgcc_vs_eager'))} | "
+                   f"{fmt_error(r.get('compiled_vs_eager'))} | {md_cell(str(r.get('detail', ''))[:300])} |")
     return "\n".join(out) + "\n"
 
 
@@ -230,26 +246,33 @@ def copy_inputs(torch, inputs):
 
 
 def leaves(torch, value):
-    """The tensors of a (nested) output, in pytree order (None, numbers and other
-    non-tensors dropped); a ModelOutput flattens as the pytree node transformers registers."""
-    import torch.utils._pytree as pytree
-    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+    """The tensors of a (nested) output, in order, as pgcc flattens them (structure.py:
+    ModelOutputs, transformers' caches), or where pgcc cannot, in pytree order (None,
+    numbers and other non-tensors dropped)."""
+    from pgcc.errors import ExportError
+    from pgcc.structure import flatten
+    try:
+        return flatten(value, lambda x: isinstance(x, torch.Tensor))[0]
+    except ExportError:
+        import torch.utils._pytree as pytree
+        return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
-def compare(torch, ref, got, ref_inputs, got_inputs):
-    """(max relative error, where, None) when the loaded program's outputs and inputs
-    after the call match the eager call's within tolerance, else (error, where, why)."""
+def compare(torch, ref, got, ref_inputs, got_inputs, what=("the loaded program", "the eager call")):
+    """(max relative error, where, None) when outputs got and the inputs after that call
+    match ref's within tolerance, else (the largest error, where, why: the first beyond
+    tolerance); what names the two calls."""
     ref_t, got_t = leaves(torch, ref), leaves(torch, got)
     if len(ref_t) != len(got_t):
-        return None, None, f"the loaded program gives {len(got_t)} tensors, the eager call {len(ref_t)}"
+        return None, None, f"{what[0]} gives {len(got_t)} tensors, {what[1]} {len(ref_t)}"
     pairs = [(f"out{i}", g, r) for i, (g, r) in enumerate(zip(got_t, ref_t))]
     pairs += [(f"in{i}", g, r) for i, (g, r) in enumerate(zip(got_inputs, ref_inputs))
               if isinstance(r, torch.Tensor) and isinstance(g, torch.Tensor)]
-    worst, where = 0.0, None
+    worst, where, why = 0.0, None, None
     for name, g, r in pairs:
         g, r = g.detach(), r.detach()
         if tuple(g.shape) != tuple(r.shape) or g.dtype != r.dtype:
-            return None, name, (f"{name}: the loaded program's is {g.dtype} {list(g.shape)}, the eager call's "
+            return None, name, (f"{name}: {what[0]}'s is {g.dtype} {list(g.shape)}, {what[1]}'s "
                                 f"{r.dtype} {list(r.shape)}")
         if r.numel() == 0:
             continue
@@ -266,9 +289,21 @@ def compare(torch, ref, got, ref_inputs, got_inputs):
             err = 0.0 if torch.equal(g, r) else float("inf")
         if where is None or err > worst:
             worst, where = err, name
-        if not err <= tol:
-            return err, name, f"{name} differs: max error {err:.3g} of its largest value, tolerance {tol:g}"
-    return worst, where, None
+        if not err <= tol and why is None:
+            why = f"{name} differs from {what[1]}'s: max error {err:.3g} of its largest value, tolerance {tol:g}"
+    return worst, where, why
+
+
+def judged(pc, pe, ce):
+    """(status, detail or None) of a program loaded and called, from compare()'s answers
+    for the loaded program against the compiled callable (pc), against the eager call
+    (pe) and the compiled callable against the eager call (ce): VERIFIED when pc found
+    nothing beyond tolerance, else WRONG with its reason; the errors against eager say
+    whose difference it is, and do not judge."""
+    if pc[2] is None:
+        return "VERIFIED", None
+    both = f" (against eager: pgcc {fmt_error(pe[0])}, compiled {fmt_error(ce[0])})"
+    return "WRONG", pc[2] + both
 
 
 def child(key, out_dir):
@@ -301,18 +336,27 @@ def child(key, out_dir):
         got_inputs = copy_inputs(torch, pristine)
         got = f(*got_inputs)
         torch.cuda.synchronize()
+        rec["stage"] = "compiled"  # (the callable as pgcc.export compiles it: in eval mode, under no_grad)
+        compiled = torch.compile(model)
+        comp_inputs = copy_inputs(torch, pristine)
+        inference = isinstance(model, torch.nn.Module) and not model.training
+        with torch.no_grad() if inference else contextlib.nullcontext():
+            comp = compiled(*comp_inputs)
+        torch.cuda.synchronize()
         rec["stage"] = "compare"
-        err, where, why = compare(torch, ref, got, ref_inputs, got_inputs)
-        rec.update(max_error=err, worst=where)
-        print(f"wild: {key}: max error {fmt_error(err)} (at {where}) against the eager call", flush=True)
-        if why is None:
-            rec.update(status="VERIFIED", detail=rec["pgcc_verified"])
-        else:
-            rec.update(status="WRONG", detail=why)
+        pc = compare(torch, comp, got, comp_inputs, got_inputs, ("the loaded program", "the compiled callable"))
+        pe = compare(torch, ref, got, ref_inputs, got_inputs, ("the loaded program", "the eager call"))
+        ce = compare(torch, ref, comp, ref_inputs, comp_inputs, ("the compiled callable", "the eager call"))
+        rec.update(max_error=pc[0], worst=pc[1], pgcc_vs_eager=pe[0], compiled_vs_eager=ce[0])
+        print(f"wild: {key}: max error {fmt_error(pc[0])} (at {pc[1]}) against the compiled callable; against the "
+              f"eager call: pgcc {fmt_error(pe[0])}, compiled {fmt_error(ce[0])}", flush=True)
+        status, why = judged(pc, pe, ce)
+        rec.update(status=status, detail=rec["pgcc_verified"] if why is None else why)
     except Exception as e:  # noqa: BLE001 -- the table reports every failure
         traceback.print_exc()
         frames = [(fr.filename, fr.lineno, fr.name) for fr in traceback.extract_tb(e.__traceback__)]
-        is_export_error = pgcc is not None and isinstance(e, pgcc.ExportError)
+        # (refused: by the export or the load; the loaded program's call failing is an error)
+        is_export_error = pgcc is not None and isinstance(e, pgcc.ExportError) and rec["stage"] in ("export", "load")
         rec["status"], rec["detail"] = classify(is_export_error, type(e).__name__, str(e), frames)
     rec["seconds"] = round(time.time() - t0, 1)
     rec["torch"] = torch.__version__
@@ -376,7 +420,7 @@ def run_one(key, args, work):
         f.write(stdout + "\n---- stderr ----\n" + stderr)
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)  # (an export's weights, an Inductor cache: 60 of them add up)
-    print(f"{rec['status']:9} {key:34} {rec['seconds']:7.1f} s  max err {fmt_error(rec.get('max_error')):>7}  "
+    print(f"{rec['status']:9} {key:34} {rec['seconds']:7.1f} s  vs compiled {fmt_error(rec.get('max_error')):>7}  "
           f"{str(rec.get('detail', ''))[:150]}", flush=True)
     return rec
 

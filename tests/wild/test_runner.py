@@ -96,6 +96,7 @@ def test_parse_child_takes_the_last_line():
                      line(status="VERIFIED", max_error=3e-7, stage="compare", seconds=4.5), "bye"])
     rec = run_wild.parse_child("hf:t5", out, 0, False, 60, 9.0)
     assert (rec["key"], rec["status"], rec["max_error"], rec["seconds"]) == ("hf:t5", "VERIFIED", 3e-7, 4.5)
+    assert rec["pgcc_vs_eager"] is None and rec["compiled_vs_eager"] is None  # (not in the line: None)
 
 
 def test_parse_child_timeout_and_crash():
@@ -113,7 +114,7 @@ def test_parse_child_timeout_and_crash():
 # ---- tables ----
 
 RECS = [{"key": "hf:a", "status": "VERIFIED", "stage": "compare", "seconds": 10.0, "max_error": 1.5e-6,
-         "detail": "PASS"},
+         "pgcc_vs_eager": 2.1e-3, "compiled_vs_eager": 2.1e-3, "detail": "PASS"},
         {"key": "cg:b", "status": "REFUSED", "stage": "export", "seconds": 3.25, "max_error": None,
          "detail": "a|b"},
         {"key": "cg:c", "status": "REFUSED", "stage": "export", "seconds": 1.0, "max_error": None, "detail": "x"},
@@ -135,8 +136,23 @@ def test_markdown():
     assert "torch 9.9" in lines
     rows = [l for l in lines if l.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == ["hf:a", "cg:b", "cg:c", "cg:d"]
-    assert "| `cg:b` | REFUSED | export | 3.2 | - | a\\|b |" in rows  # a pipe in a detail escaped
-    assert "1.5e-06" in rows[0]
+    assert "| `cg:b` | REFUSED | export | 3.2 | - | - | - | a\\|b |" in rows  # a pipe in a detail escaped
+    assert "| 10.0 | 1.5e-06 | 0.0021 | 0.0021 | PASS |" in rows[0]  # (vs compiled, then each against eager)
+    assert "| program | status | stage | seconds | vs compiled | pgcc vs eager | compiled vs eager | detail |" in lines
+
+
+def test_judged_against_the_compiled_callable_not_eager():
+    """pgcc is judged against the compiled callable: bit-identical to it but 2e-3 off
+    eager (a convnet under cuDNN's TF32) verifies; off the compiled callable is WRONG,
+    with both errors against eager in the reason."""
+    same, off_eager = (0.0, "out0", None), (2e-3, "out0", "out0 differs from the eager call's: ...")
+    assert run_wild.judged(same, off_eager, off_eager) == ("VERIFIED", None)
+    status, why = run_wild.judged((0.5, "out0", "out0 differs from the compiled callable's: max error 0.5"),
+                                  (0.5, "out0", "x"), (1e-7, "out0", None))
+    assert status == "WRONG" and why == ("out0 differs from the compiled callable's: max error 0.5 (against eager: "
+                                         "pgcc 0.5, compiled 1e-07)")
+    assert run_wild.judged((None, None, "the loaded program gives 1 tensors, the compiled callable 3"),
+                           (None, None, "n"), (0.0, None, None))[0] == "WRONG"
 
 
 def test_text_table():
