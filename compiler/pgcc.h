@@ -612,6 +612,7 @@ typedef struct {
   PgPlacement placement; /* the way kept */
   bool tried[PG_PLACE_COUNT];            /* each way run (memplan.c says when one is not) */
   uint64_t placed_bytes[PG_PLACE_COUNT]; /* the arena each way tried reached */
+  size_t dag_regions;    /* graph regions that are not chains, planned by what reaches what */
 } PgMemPlan;
 
 /* What schedule.c did to the root graph's order. */
