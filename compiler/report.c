@@ -248,10 +248,14 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   fputc('\n', f);
   char a[32], s[32], q[32], l[32];
   fprintf(f,
-          "memory: arena %s for %zu intermediates (at least %s live at once; placed %s); %s as separate "
+          "memory: arena %s for %zu intermediates (at least %s live at once; placed %s%s); %s as separate "
           "allocations; %s with one pool per graph\n",
           bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(l, sizeof l, p->mem.live_bytes),
-          PLACEMENT_TEXT[p->mem.placement], bytes(s, sizeof s, p->mem.sum_bytes),
+          PLACEMENT_TEXT[p->mem.placement],
+          !p->mem.dag_regions          ? ""
+          : p->mem.dag_regions == 1 ? ", bytes shared only along dependencies in the graph region that is no chain"
+                                    : ", bytes shared only along dependencies in the graph regions that are no chain",
+          bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
   if (p->sched.moved) {
     char b[32];
@@ -433,6 +437,7 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   }
   fprintf(f, "},\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
           (unsigned long long)p->mem.sum_bytes, (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
+  fprintf(f, ",\n  \"regions_planned_by_reach\": %zu", p->mem.dag_regions);
   fprintf(f, ",\n  \"schedule\": {\"moved\": %zu, \"live_bytes_captured\": %llu, \"why_not\": ", p->sched.moved,
           (unsigned long long)(p->sched.moved ? p->sched.live_before : p->mem.live_bytes)); /* (nothing moved: the same) */
   if (p->sched.why_not) jstr(f, p->sched.why_not);
