@@ -14,15 +14,17 @@
  * region's edges (happens before it).  Each node takes a position of its own, in a
  * topological order, so that live ranges that overlap still interfere; and two buffers
  * whose ranges do not overlap interfere too where some use of the earlier does not
- * reach some use of the later (they may run at once).  Reachability is a bitset per
- * node (n^2 bits per region).  The linear scan in time cannot see that second kind of
- * interference, so where such a region exists only the placements in an order run,
- * each testing, beside the buffers whose lives overlap its own, the placed buffers of
- * the same regions.  Past DAG_NODES nodes in one region, DAG_PAIRS pairs of buffers in
- * such regions, or in a region holding an exclusive conditional node (below), a use
- * keeps the buffer live for the whole region instead: nodes there may run at once and
- * nothing shares.
- *
+ * reach some use of the later (they may run at once).  Per node, bitsets of the nodes
+ * that reach it and that it reaches (2 n^2 bits per region).  The buffers a buffer B
+ * may run at once with are found through them: those used at a node before B's first
+ * use that does not reach all of B's uses, or after its last that not all of them
+ * reach -- a scan over bits, not over pairs of buffers.  The linear scan in time
+ * cannot see that second kind of interference, so where such a region exists only the
+ * placements in an order run, each taking into account, beside the buffers whose lives
+ * overlap its own, those it may run at once with.  Past DAG_NODES nodes in one region,
+ * or in a region holding an exclusive conditional node (below), a use keeps the buffer
+ * live for the whole region instead: nodes there may run at once and nothing shares.
+
  * Exclusive bodies: the bodies of a conditional node with two or more (if/else, a
  * switch: a shape bucket each) never run in one launch, so the node takes a schedule
  * position per body, one after another, and a use inside body k counts at the k-th.
@@ -59,8 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DAG_NODES 16384    /* a region's reachability bitsets: n * n bits */
-#define DAG_PAIRS 50000000 /* pairs of buffers used in regions that are not chains, at most */
+#define DAG_NODES 16384 /* a region's reachability bitsets: 2 n^2 bits */
 
 /* A use in a region that is not a chain: the region (an index into Dags) and the node's
  * topological index there. */
@@ -79,11 +80,12 @@ typedef struct {
 } Life;
 
 /* A graph region that is not a chain: anc[k * words ...] is the set of its nodes (by
- * topological index) that reach node k; members: the buffers (todo indices) it uses. */
+ * topological index) that reach node k, desc[k * words ...] those node k reaches;
+ * users[at[k]] to users[at[k + 1] - 1]: the buffers (todo indices) node k uses. */
 typedef struct {
   size_t n, words;
-  uint64_t *anc;
-  size_t *members, nmembers, cap;
+  uint64_t *anc, *desc;
+  size_t *at, *users;
   size_t stamp; /* the last query that walked it, + 1 */
 } Dag;
 
@@ -188,6 +190,7 @@ static bool make_dag(const PgRegion *r, size_t *rank, const PgNode **order, Dag 
   if (!(d->anc = calloc(n * d->words + 1, sizeof *d->anc))) PG_BUG("out of memory");
   for (size_t t = 0; t < n; t++) order[t] = r->nodes.v[queue[t]];
   for (size_t t = 0; t < n; t++) rank[order[t]->index] = t + 1; /* now: topological index + 1 */
+  if (!(d->desc = calloc(n * d->words + 1, sizeof *d->desc))) PG_BUG("out of memory");
   for (size_t t = 0; t < n; t++) {
     uint64_t *at = d->anc + t * d->words;
     for (size_t q = 0; q < order[t]->preds.n; q++) {
@@ -199,27 +202,89 @@ static bool make_dag(const PgRegion *r, size_t *rank, const PgNode **order, Dag 
       at[u / 64] |= (uint64_t)1 << (u % 64);
     }
   }
+  for (size_t t = n; t-- > 0;) {
+    uint64_t *dt = d->desc + t * d->words;
+    for (size_t q = 0; q < order[t]->succs.n; q++) {
+      const PgNode *sv = order[t]->succs.v[q];
+      if (!IN(sv)) continue;
+      size_t v = rank[sv->index] - 1;
+      const uint64_t *dv = d->desc + v * d->words;
+      for (size_t k = 0; k < d->words; k++) dt[k] |= dv[k];
+      dt[v / 64] |= (uint64_t)1 << (v % 64);
+    }
+  }
 #undef IN
   for (size_t k = 0; k < n; k++) rank[r->nodes.v[k]->index] = 0;
   free(indeg), free(queue);
   return true;
 }
 
-/* Two buffers whose lives do not overlap in positions: may a node using one run at once
- * with a node using the other (in a region that is not a chain, a use of the earlier
- * that does not reach a use of the later)? */
-static bool concurrent(const Life *a, const Life *b, const Dags *dags) {
-  if (a->lo > b->lo) {
-    const Life *t = a;
-    a = b, b = t;
+/* Where placed buffers sit: [off, end) each. */
+typedef struct {
+  uint64_t off, end;
+} Span;
+
+typedef struct {
+  Span *v;
+  size_t n, cap;
+} SpanVec;
+
+static void span_push(SpanVec *x, Span sp) {
+  if (x->n == x->cap) {
+    x->cap = x->cap ? 2 * x->cap : 64;
+    if (!(x->v = realloc(x->v, x->cap * sizeof *x->v))) PG_BUG("out of memory");
   }
-  for (size_t j = 0; j < b->nuses; j++) {
-    const Dag *d = &dags->v[b->uses[j].dag];
-    const uint64_t *anc = d->anc + b->uses[j].node * d->words;
-    for (size_t i = 0; i < a->nuses; i++)
-      if (a->uses[i].dag == b->uses[j].dag && !BIT(anc, a->uses[i].node)) return true;
+  x->v[x->n++] = sp;
+}
+
+/* What a placement asks of the regions that are not chains: the buffers (todo indices)
+ * placed that buffer l may run at once with, their spans appended to out once each
+ * (seen: per buffer, the last query that listed it).  For each such region l uses: the
+ * nodes before l's first use there that do not reach all of l's uses there (r: the
+ * nodes that reach them all), and those after its last that not all of them reach (d:
+ * the nodes they all reach); every buffer used at one of those nodes. */
+typedef struct {
+  Dags *dags;
+  const bool *placed;
+  size_t *seen;
+  uint64_t *r, *d; /* scratch: a region's words each */
+} DagQuery;
+
+static void dag_users(const DagQuery *q, const Dag *g, size_t node, size_t query, Life **todo, const uint64_t *at,
+                      SpanVec *out) {
+  for (size_t k = g->at[node]; k < g->at[node + 1]; k++) {
+    size_t i = g->users[k];
+    if (q->placed[i] && q->seen[i] != query)
+      q->seen[i] = query, span_push(out, (Span){at[i], at[i] + todo[i]->buf->size});
   }
-  return false;
+}
+
+static void dag_query(DagQuery *q, const Life *l, size_t query, Life **todo, const uint64_t *at, SpanVec *out) {
+  for (size_t u = 0; u < l->nuses; u++) {
+    Dag *g = &q->dags->v[l->uses[u].dag];
+    if (g->stamp == query + 1) continue;
+    g->stamp = query + 1;
+    size_t lo = SIZE_MAX, hi = 0;
+    memset(q->r, 0xff, g->words * sizeof *q->r), memset(q->d, 0xff, g->words * sizeof *q->d);
+    for (size_t v = 0; v < l->nuses; v++) {
+      if (l->uses[v].dag != l->uses[u].dag) continue;
+      size_t k = l->uses[v].node;
+      if (k < lo) lo = k;
+      if (k > hi) hi = k;
+      for (size_t w = 0; w < g->words; w++) q->r[w] &= g->anc[k * g->words + w], q->d[w] &= g->desc[k * g->words + w];
+    }
+    for (size_t w = 0; w * 64 < lo; w++) { /* before: [0, lo) not in r */
+      uint64_t bits = ~q->r[w];
+      if ((w + 1) * 64 > lo) bits &= ((uint64_t)1 << (lo % 64)) - 1;
+      for (; bits; bits &= bits - 1) dag_users(q, g, w * 64 + (size_t)__builtin_ctzll(bits), query, todo, at, out);
+    }
+    for (size_t w = (hi + 1) / 64; w < g->words; w++) { /* after: (hi, n) not in d */
+      uint64_t bits = ~q->d[w];
+      if (w == (hi + 1) / 64) bits &= ~(((uint64_t)1 << ((hi + 1) % 64)) - 1);
+      if ((w + 1) * 64 > g->n) bits &= g->n % 64 ? ((uint64_t)1 << (g->n % 64)) - 1 : ~(uint64_t)0;
+      for (; bits; bits &= bits - 1) dag_users(q, g, w * 64 + (size_t)__builtin_ctzll(bits), query, todo, at, out);
+    }
+  }
 }
 
 /* Allocation order: by first use, larger first among equals, then by name. */
@@ -375,24 +440,6 @@ static int by_life_first(const void *x, const void *y) {
   return by_size_first(x, y);
 }
 
-/* Where placed buffers sit: [off, end) each. */
-typedef struct {
-  uint64_t off, end;
-} Span;
-
-typedef struct {
-  Span *v;
-  size_t n, cap;
-} SpanVec;
-
-static void span_push(SpanVec *x, Span sp) {
-  if (x->n == x->cap) {
-    x->cap = x->cap ? 2 * x->cap : 64;
-    if (!(x->v = realloc(x->v, x->cap * sizeof *x->v))) PG_BUG("out of memory");
-  }
-  x->v[x->n++] = sp;
-}
-
 static int by_span_off(const void *x, const void *y) {
   uint64_t a = ((const Span *)x)->off, b = ((const Span *)y)->off;
   return a < b ? -1 : a > b;
@@ -488,8 +535,13 @@ static uint64_t place_ranked(Life **todo, size_t nt, const Times *tm, int (*orde
   Ranked *order = malloc((nt ? nt : 1) * sizeof *order);
   size_t *seen = malloc((nt ? nt : 1) * sizeof *seen), leaves = tm->leaves;
   bool *placed = calloc(nt ? nt : 1, sizeof *placed);
-  if (!order || !seen || !placed) PG_BUG("out of memory");
-  for (size_t r = 0; r < dags->n; r++) dags->v[r].stamp = 0;
+  size_t words = 1;
+  for (size_t r = 0; r < dags->n; r++) {
+    dags->v[r].stamp = 0;
+    if (dags->v[r].words > words) words = dags->v[r].words;
+  }
+  DagQuery dq = {dags, placed, seen, calloc(words, sizeof(uint64_t)), calloc(words, sizeof(uint64_t))};
+  if (!order || !seen || !placed || !dq.r || !dq.d) PG_BUG("out of memory");
   for (size_t t = 0; t < nt; t++) order[t] = (Ranked){todo[t], t}, seen[t] = SIZE_MAX;
   qsort(order, nt, sizeof *order, order_by);
   TimeTree tt = {.head = calloc(4 * leaves, sizeof *tt.head), .listed = calloc(4 * leaves, sizeof *tt.listed),
@@ -502,16 +554,7 @@ static uint64_t place_ranked(Life **todo, size_t nt, const Times *tm, int (*orde
     size_t lo = tm->lo[order[t].i], hi = tm->hi[order[t].i];
     beside.n = 0;
     tt_query(&tt, 1, 0, leaves - 1, lo, hi, t, seen, todo, at, &beside);
-    for (size_t u = 0; u < l->nuses; u++) { /* and those it may run at once with */
-      Dag *d = &dags->v[l->uses[u].dag];
-      if (d->stamp == t + 1) continue;
-      d->stamp = t + 1;
-      for (size_t m = 0; m < d->nmembers; m++) {
-        size_t i = d->members[m];
-        if (placed[i] && seen[i] != t && concurrent(l, todo[i], dags))
-          seen[i] = t, span_push(&beside, (Span){at[i], at[i] + todo[i]->buf->size});
-      }
-    }
+    dag_query(&dq, l, t, todo, at, &beside); /* and those it may run at once with */
     if (beside.n > 1) qsort(beside.v, beside.n, sizeof *beside.v, by_span_off);
     uint64_t size = l->buf->size, align = slot_align(l), reach = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
     for (size_t k = 0; k < beside.n; k++) { /* reach: the end of those below so far */
@@ -526,6 +569,7 @@ static uint64_t place_ranked(Life **todo, size_t nt, const Times *tm, int (*orde
     placed[order[t].i] = true;
   }
   free(tt.head), free(tt.listed), free(tt.pool), free(beside.v), free(order), free(seen), free(placed);
+  free(dq.r), free(dq.d);
   return top;
 }
 
@@ -567,9 +611,9 @@ static uint64_t lives(Life **todo, size_t nt, uint64_t *pairs) {
   return most;
 }
 
-/* Every buffer's live range, and, where refine, its uses in graph regions that are not
- * chains, each such region made a Dag (into dags); else a use there spans the region. */
-static void walk(PgProgram *p, Life *life, Walk *w, bool refine, Dags *dags) {
+/* Every buffer's live range, and its uses in graph regions that are not chains, each
+ * such region made a Dag (into dags) where it can be (else a use there spans it). */
+static void walk(PgProgram *p, Life *life, Walk *w, Dags *dags) {
   for (size_t i = 0; i < p->buffers.n; i++) {
     free(life[i].uses);
     life[i] = (Life){.buf = p->buffers.v[i]};
@@ -586,7 +630,7 @@ static void walk(PgProgram *p, Life *life, Walk *w, bool refine, Dags *dags) {
     bool whole = r->graph && !is_chain(r);
     size_t width = 0, exclusives = 0; /* positions: one per node, one per body of an exclusive node */
     for (size_t k = 0; k < r->nodes.n; k++) exclusives += exclusive(r->nodes.v[k]);
-    bool dag = whole && refine && !exclusives && make_dag(r, rank, order, &dags->v[dags->n]);
+    bool dag = whole && !exclusives && make_dag(r, rank, order, &dags->v[dags->n]);
     if (dag) whole = false, dags->n++;
     bool split = !whole || exclusives == 1;
     for (size_t k = 0; k < r->nodes.n; k++)
@@ -612,8 +656,11 @@ static void walk(PgProgram *p, Life *life, Walk *w, bool refine, Dags *dags) {
   free(rank), free(order);
 }
 
+static size_t nroot_of(const PgProgram *p) { return p->graphs.n ? p->graphs.v[0]->nodes.n : 0; }
+
 static void free_dags(Dags *dags) {
-  for (size_t r = 0; r < dags->n; r++) free(dags->v[r].anc), free(dags->v[r].members);
+  for (size_t r = 0; r < dags->n; r++)
+    free(dags->v[r].anc), free(dags->v[r].desc), free(dags->v[r].at), free(dags->v[r].users);
   free(dags->v);
   *dags = (Dags){0};
 }
@@ -631,35 +678,41 @@ void pg_memplan(PgProgram *p) {
     pg_map_put(w.lives, p->buffers.v[i]->name, &life[i]);
   }
 
-  size_t nt;
-  PgMemPlan plan;
+  PgMemPlan plan = {0};
   Dags dags = {0};
-  for (bool refine = true;; refine = false) {
-    walk(p, life, &w, refine, &dags);
-    nt = 0;
-    plan = (PgMemPlan){0};
-    for (size_t i = 0; i < nb; i++) {
-      if (!life[i].used) continue;
-      todo[nt++] = &life[i];
-      plan.sum_bytes += life[i].buf->size;
-      if (!life[i].in_graph) w.pools += life[i].buf->size;
-    }
-    qsort(todo, nt, sizeof *todo, by_start);
-    uint64_t dag_pairs = 0; /* each region's buffers, once each */
-    for (size_t t = 0; t < nt; t++)
-      for (size_t u = 0; u < todo[t]->nuses; u++) {
-        Dag *d = &dags.v[todo[t]->uses[u].dag];
-        if (d->nmembers && d->members[d->nmembers - 1] == t) continue;
-        if (d->nmembers == d->cap) {
-          d->cap = d->cap ? 2 * d->cap : 16;
-          if (!(d->members = realloc(d->members, d->cap * sizeof *d->members))) PG_BUG("out of memory");
-        }
-        d->members[d->nmembers++] = t;
-        dag_pairs += d->nmembers - 1;
-      }
-    if (!refine || dag_pairs <= DAG_PAIRS) break;
-    free_dags(&dags); /* too many to test: whole regions */
+  walk(p, life, &w, &dags);
+  size_t nt = 0;
+  for (size_t i = 0; i < nb; i++) {
+    if (!life[i].used) continue;
+    todo[nt++] = &life[i];
+    plan.sum_bytes += life[i].buf->size;
+    if (!life[i].in_graph) w.pools += life[i].buf->size;
   }
+  qsort(todo, nt, sizeof *todo, by_start);
+  for (size_t r = 0; r < dags.n; r++) { /* each region's node -> the buffers it uses */
+    Dag *g = &dags.v[r];
+    if (!(g->at = calloc(g->n + 1, sizeof *g->at))) PG_BUG("out of memory");
+  }
+  for (size_t t = 0; t < nt; t++)
+    for (size_t u = 0; u < todo[t]->nuses; u++) dags.v[todo[t]->uses[u].dag].at[todo[t]->uses[u].node + 1]++;
+  for (size_t r = 0; r < dags.n; r++) {
+    Dag *g = &dags.v[r];
+    for (size_t k = 0; k < g->n; k++) g->at[k + 1] += g->at[k];
+    if (!(g->users = calloc(g->at[g->n] + 1, sizeof *g->users))) PG_BUG("out of memory");
+  }
+  size_t *fill = calloc(nroot_of(p) + 1, sizeof *fill);
+  if (!fill) PG_BUG("out of memory");
+  for (size_t r = 0; r < dags.n; r++) {
+    Dag *g = &dags.v[r];
+    memset(fill, 0, (g->n + 1) * sizeof *fill);
+    for (size_t t = 0; t < nt; t++)
+      for (size_t u = 0; u < todo[t]->nuses; u++)
+        if (todo[t]->uses[u].dag == r) {
+          size_t k = todo[t]->uses[u].node;
+          g->users[g->at[k] + fill[k]++] = t;
+        }
+  }
+  free(fill);
   uint64_t pairs;
   plan.live_bytes = lives(todo, nt, &pairs);
   /* Every way; the smallest arena wins (the earlier way on a tie).  The ways in an order

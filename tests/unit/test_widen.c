@@ -217,6 +217,68 @@ START_TEST(memplan_by_reachability) {
 }
 END_TEST
 
+/* memplan.c on random DAGs as read (one graph region each, no chain): two buffers on
+ * common arena bytes are used only by nodes that reach one another, every use of one
+ * before every use of the other; and the plan shares bytes, often. */
+START_TEST(memplan_random_dags_share_only_along_dependencies) {
+  unsigned seed = 4242;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  static char text[1 << 16];
+  int shared = 0, rounds = 0;
+  for (int round = 0; round < 120; round++) {
+    int n = 4 + (int)(RND() % 60), nbuf = 4 + (int)(RND() % 28), use[64][2];
+    int len = snprintf(text, sizeof text, "pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n");
+    for (int b = 0; b < nbuf; b++)
+      len += snprintf(text + len, sizeof text - (size_t)len, "buffer t%d size %u role intermediate;\n", b,
+                      256 * (1 + (unsigned)(RND() % 16)));
+    len += snprintf(text + len, sizeof text - (size_t)len, "graph g {\n");
+    static bool r[64][64];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < n; i++) {
+      for (int a = 0; a < 2; a++) use[i][a] = (i * nbuf / n + (int)(RND() % 4)) % nbuf; /* short lives, mostly */
+      len += snprintf(text + len, sizeof text - (size_t)len, " node n%d kernel k args [t%d, t%d];\n", i, use[i][0],
+                      use[i][1]);
+      for (int j = (i > 6 ? i - 6 : 0); j < i; j++) /* a few edges from recent nodes */
+        if (RND() % 3 == 0) {
+          len += snprintf(text + len, sizeof text - (size_t)len, " n%d -> n%d;\n", j, i);
+          r[j][i] = true;
+        }
+    }
+    snprintf(text + len, sizeof text - (size_t)len, "}\n");
+    for (int k = 0; k < n; k++) /* the closure: r[a][b], a reaches b */
+      for (int a = 0; a < n; a++)
+        if (r[a][k])
+          for (int b = 0; b < n; b++) r[a][b] |= r[k][b];
+    Parsed *p = widened(text, NULL);
+    const PgProgram *g = p->prog;
+    if (g->regions.n != 1 || !g->mem.dag_regions) { /* (a chain after all, or a node too few) */
+      parsed_free(p);
+      continue;
+    }
+    rounds++;
+    ck_assert(!g->mem.tried[PG_PLACE_TIME]);
+    for (int x = 0; x < nbuf; x++)
+      for (int y = x + 1; y < nbuf; y++) {
+        const PgBuffer *X = g->buffers.v[x], *Y = g->buffers.v[y];
+        if (!X->planned || !Y->planned || X->offset >= Y->offset + Y->size || Y->offset >= X->offset + X->size)
+          continue;
+        shared++;
+        bool xy = true, yx = true; /* every use of x reaches every use of y, or the other way */
+        for (int a = 0; a < n; a++)
+          for (int b = 0; b < n; b++) {
+            bool ua = use[a][0] == x || use[a][1] == x, ub = use[b][0] == y || use[b][1] == y;
+            if (ua && ub) xy &= r[a][b], yx &= r[b][a];
+          }
+        ck_assert_msg(xy || yx, "round %d: t%d and t%d share bytes, their uses unordered\n%s", round, x, y, text);
+      }
+    parsed_free(p);
+  }
+#undef RND
+  ck_assert_int_gt(rounds, 100);
+  ck_assert_int_gt(shared, 200);
+}
+END_TEST
+
 START_TEST(runs_only_where_it_may) {
   static const struct {
     const char *text, *why;
@@ -615,6 +677,7 @@ Suite *widen_suite(void) {
   tcase_add_test(t, barriers);
   tcase_add_test(t, arena_reuse_is_an_edge);
   tcase_add_test(t, memplan_by_reachability);
+  tcase_add_test(t, memplan_random_dags_share_only_along_dependencies);
   tcase_add_test(t, runs_only_where_it_may);
   tcase_add_test(t, the_cost_model_decides);
   tcase_add_test(t, random_chains_keep_exactly_the_implied_order);
