@@ -120,3 +120,20 @@ def test_written_on_the_param_lines_and_widened(tmp_path, pgcc_bin):
     assert r.returncode == 0, r.stderr
     widen = json.loads(r.stdout)["widen"]
     assert widen["ran"] and widen["kept"] and widen["width"] == 2
+
+
+def test_the_layouts_are_weighed_on_the_serial_plan(tmp_path, pgcc_bin):
+    """slot_layout.arena_bytes: the arena of the plan on the captured order, where widening
+    kept a plan of its own (two branches side by side on bytes the serial plan shared)."""
+    from pgcc.slot_layout import arena_bytes
+    nodes = "".join(f"  node {n} kernel k grid [2] block [64] args [{a}, {b}] gpu_us 10;\n"
+                    for n, a, b in (("a", "x", "t0"), ("b", "t0", "y"), ("c", "x", "t1"), ("d", "t1", "z")))
+    text = ("pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr access r; param 8 8 ptr access w; }\n"
+            "buffer x size 4096 role input;\nbuffer y size 4096 role output;\nbuffer z size 4096 role output;\n"
+            "buffer t0 size 4096 role intermediate;\nbuffer t1 size 4096 role intermediate;\n"
+            "graph g {\n" + nodes + "  a -> b;\n  b -> c;\n  c -> d;\n}\n")
+    path = tmp_path / "two.graph"
+    path.write_text(text)
+    rep = json.loads(subprocess.run([pgcc_bin, "--report=json", str(path)], capture_output=True, text=True).stdout)
+    assert rep["widen"]["own_plan"] and rep["arena_bytes"] == 8192  # the branches apart
+    assert arena_bytes(str(path)) == 4096
