@@ -43,9 +43,10 @@
  *    access sets allow, for more arena.
  *
  * The own plan's graph is kept where it beats the chain by more than the cost model's
- * error, is predicted faster than the serial plan's graph, and either its arena is at most PG_WIDEN_ARENA_SLACK (10%) above the serial
- * plan's or it also beats the serial plan's graph by more than that error: memory is
- * spent only for time the model can see.  Else the serial plan's graph, where it beats
+ * error, is predicted faster than the serial plan's graph, and either its arena is at
+ * most PG_WIDEN_ARENA_SLACK (10%) above the serial plan's or it also beats the serial
+ * plan's graph by more than that error: memory is spent only for time the model can
+ * see.  Else the serial plan's graph, where it beats
  * the chain by more than the error; else the chain (and the serial plan).  A program
  * where widening buys nothing so keeps its arena; one where it pays keeps its width.
  * Other memories (inputs, outputs, weights, host buffers) are each its own, distinct
@@ -401,7 +402,8 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
     if (nk) memcpy(kinds, g->edge_kinds.v, nk);
     uint64_t *offset = xcalloc(p->buffers.n, sizeof *offset);
     bool *planned = xcalloc(p->buffers.n, sizeof *planned);
-    for (size_t b = 0; b < p->buffers.n; b++) offset[b] = p->buffers.v[b]->offset, planned[b] = p->buffers.v[b]->planned;
+    for (size_t b = 0; b < p->buffers.n; b++)
+      offset[b] = p->buffers.v[b]->offset, planned[b] = p->buffers.v[b]->planned;
     PgMemPlan serial = p->mem;
     set_edges(p, g, &own_d);
     pg_memplan(p);
@@ -414,7 +416,8 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
       if (nk) memcpy(g->edge_kinds.v, kinds, nk);
       g->edge_kinds.n = nk;
       pg_program_link(p);
-      for (size_t b = 0; b < p->buffers.n; b++) p->buffers.v[b]->offset = offset[b], p->buffers.v[b]->planned = planned[b];
+      for (size_t b = 0; b < p->buffers.n; b++)
+        p->buffers.v[b]->offset = offset[b], p->buffers.v[b]->planned = planned[b];
       p->mem = serial;
       if (!is_chain(&d, n) && shared_gain > error) kept = &d;
       else

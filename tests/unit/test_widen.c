@@ -122,11 +122,15 @@ END_TEST
  * plan, the second's writer waits for the first's last reader, though they share no
  * buffer; with a plan of its own the two branches run side by side on bytes of their
  * own, kept where that is worth the arena. */
-#define TWO_BRANCHES(c, d, e)                                                                                    \
-  KERNELS "buffer t0 size 4096 role intermediate;\nbuffer t1 size 4096 role intermediate;\nbuffer u size 4096 role output;\n" \
-          "graph g {\n node a kernel rw args [x, t0] grid [2] block [64] gpu_us 10;\n node b kernel rw args [t0, y] grid [2] block [64] gpu_us 10;\n"   \
-          " node c kernel rw args [x, t1] grid [2] block [64] gpu_us " c ";\n node d kernel rw args [t1, z] grid [2] block [64] gpu_us " d ";\n"          \
-          " node e kernel rw args [w, u] grid [2] block [64] gpu_us " e ";\n a -> b;\n b -> c;\n c -> d;\n d -> e;\n}\n"
+#define TWO_BRANCHES(c, d, e)                                                                           \
+  KERNELS "buffer t0 size 4096 role intermediate;\nbuffer t1 size 4096 role intermediate;\n"               \
+          "buffer u size 4096 role output;\ngraph g {\n"                                                    \
+          " node a kernel rw args [x, t0] grid [2] block [64] gpu_us 10;\n"                                 \
+          " node b kernel rw args [t0, y] grid [2] block [64] gpu_us 10;\n"                                 \
+          " node c kernel rw args [x, t1] grid [2] block [64] gpu_us " c ";\n"                              \
+          " node d kernel rw args [t1, z] grid [2] block [64] gpu_us " d ";\n"                              \
+          " node e kernel rw args [w, u] grid [2] block [64] gpu_us " e ";\n a -> b;\n b -> c;\n c -> d;\n" \
+          " d -> e;\n}\n"
 
 START_TEST(arena_reuse_is_an_edge) {
   /* e takes no time: the own plan's graph halves the path, at twice the arena */
