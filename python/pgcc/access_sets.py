@@ -2,7 +2,7 @@
 into, read ("r"), written ("w") or both ("rw"), written on the .graph's `param` lines
 (docs/graph-format.md, "Access sets") so that pgcc may rebuild a chain from its true
 dependencies (compiler/widen.c).  Only where it is known for sure: a Triton kernel that
-Inductor generated names its arguments by what it does with them -- `in_ptr` is only
+Inductor generated (named `triton_...`) names its arguments by what it does with them -- `in_ptr` is only
 read, `out_ptr` written, `in_out_ptr` both -- and its `triton_meta` gives the signature
 in order (name -> type; "constexpr" arguments are compiled in, not passed).  Every other
 pointer (a library's kernel, a Triton template's `arg_A`, a kernel written by hand) gets
@@ -133,11 +133,14 @@ def triton_signatures():
 
 def mark_access(kernels, signatures, log=None):
     """Sets each model.Kernel's access ({parameter offset: access}) in kernels ({function
-    handle: Kernel}) whose handle signatures ({handle: (signature, constants)}) knows;
-    returns how many kernels got some."""
+    handle: Kernel}) whose handle signatures ({handle: (signature, constants)}) knows and
+    whose name is one Inductor gives the kernels it generates (`triton_poi_...`,
+    `triton_red_...`: a user's own Triton kernel, launched through Inductor too, keeps its
+    own name and its argument names say nothing for sure); returns how many kernels got
+    some."""
     marked = 0
     for func, k in kernels.items():
-        if func in signatures:
+        if func in signatures and k.symbol.startswith("triton_"):
             sig, consts = signatures[func]
             k.access = access_of(sig, k.layout, consts)
             marked += bool(k.access)

@@ -89,12 +89,13 @@ def test_the_handles_of_inductors_kernel_objects():
     assert sigs[0x7001] == sigs[0x7002] == ({"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32"}, ())
     assert sigs[0x7003] == ({"in_out_ptr0": "*fp16", "n": "i32"}, ())
     assert 0x7004 not in sigs
-    kernels = {0x7001: Kernel(symbol="k", layout=[(0, 8), (8, 8), (16, 4), (24, 8), (32, 8)]),
-               0x7003: Kernel(symbol="j", layout=[(0, 8)]),  # its i32 missing: no match
-               0x7005: Kernel(symbol="lib", layout=[(0, 152)])}
+    kernels = {0x7001: Kernel(symbol="triton_poi_fused_add_0", layout=[(0, 8), (8, 8), (16, 4), (24, 8), (32, 8)]),
+               0x7002: Kernel(symbol="add_kernel", layout=[(0, 8), (8, 8), (16, 4)]),  # a user's: not Inductor's names
+               0x7003: Kernel(symbol="triton_poi_fused_relu_1", layout=[(0, 8)]),  # its i32 missing: no match
+               0x7005: Kernel(symbol="gemv", layout=[(0, 152)])}
     assert mark_access(kernels, sigs) == 1
     assert kernels[0x7001].access == {0: "r", 8: "w"}
-    assert kernels[0x7003].access == {} and kernels[0x7005].access == {}
+    assert kernels[0x7002].access == {} and kernels[0x7003].access == {} and kernels[0x7005].access == {}
     del a, b, c, d
 
 
