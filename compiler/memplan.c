@@ -5,10 +5,26 @@
  * Each buffer is live from its first use to its last in the schedule (regions in
  * order, nodes in region order; a use inside a child or conditional body counts at
  * its owner).  Nodes of an eager region run one after another, and so do the nodes
- * of a graph region that is a chain; in any other graph region nodes may run
- * concurrently, so a use there keeps the buffer live for the whole region.  Two
- * buffers whose live ranges are disjoint may share bytes.
+ * of a graph region that is a chain.  Two buffers whose live ranges are disjoint may
+ * share bytes.
  *
+ * Graph regions that are not chains (a root graph widened from its dependencies,
+ * widen.c, or read so): there nodes may run at once, and two buffers may share bytes
+ * only where every node using one *reaches* every node using the other through the
+ * region's edges (happens before it).  Each node takes a position of its own, in a
+ * topological order, so that live ranges that overlap still interfere; and two buffers
+ * whose ranges do not overlap interfere too where some use of the earlier does not
+ * reach some use of the later (they may run at once).  Per node, bitsets of the nodes
+ * that reach it and that it reaches (2 n^2 bits per region).  The buffers a buffer B
+ * may run at once with are found through them: those used at a node before B's first
+ * use that does not reach all of B's uses, or after its last that not all of them
+ * reach -- a scan over bits, not over pairs of buffers.  The linear scan in time
+ * cannot see that second kind of interference, so where such a region exists only the
+ * placements in an order run, each taking into account, beside the buffers whose lives
+ * overlap its own, those it may run at once with.  Past DAG_NODES nodes in one region,
+ * or in a region holding an exclusive conditional node (below), a use keeps the buffer
+ * live for the whole region instead: nodes there may run at once and nothing shares.
+
  * Exclusive bodies: the bodies of a conditional node with two or more (if/else, a
  * switch: a shape bucket each) never run in one launch, so the node takes a schedule
  * position per body, one after another, and a use inside body k counts at the k-th.
@@ -45,13 +61,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define DAG_NODES 16384 /* a region's reachability bitsets: 2 n^2 bits */
+
+/* A use in a region that is not a chain: the region (an index into Dags) and the node's
+ * topological index there. */
+typedef struct {
+  uint32_t dag, node;
+} DagUse;
+
 typedef struct {
   PgBuffer *buf;
   size_t lo, hi;       /* live range in schedule positions */
   bool used;
   bool in_graph;       /* some graph region uses it */
   size_t pooled_in;    /* the last graph region that counted it for pools, +1 */
+  DagUse *uses;        /* its uses in regions that are not chains */
+  size_t nuses, cap;
 } Life;
+
+/* A graph region that is not a chain: anc[k * words ...] is the set of its nodes (by
+ * topological index) that reach node k, desc[k * words ...] those node k reaches;
+ * users[at[k]] to users[at[k + 1] - 1]: the buffers (todo indices) node k uses. */
+typedef struct {
+  size_t n, words;
+  uint64_t *anc, *desc;
+  size_t *at, *users;
+  size_t stamp; /* the last query that walked it, + 1 */
+} Dag;
+
+typedef struct {
+  Dag *v;
+  size_t n;
+} Dags;
 
 typedef struct {
   PgMap *lives;        /* buffer name -> Life */
@@ -59,6 +100,8 @@ typedef struct {
   bool region_graph;   /* the current region is a graph */
   size_t region;
   uint64_t pools;
+  long dag;            /* the current region's Dag, or -1 */
+  uint32_t node;       /* the current node's topological index there */
 } Walk;
 
 static void use(Walk *w, PgBuffer *b) {
@@ -67,6 +110,13 @@ static void use(Walk *w, PgBuffer *b) {
   if (!l->used || w->lo < l->lo) l->lo = w->lo;
   if (!l->used || w->hi > l->hi) l->hi = w->hi;
   l->used = true;
+  if (w->dag >= 0) {
+    if (l->nuses == l->cap) {
+      l->cap = l->cap ? 2 * l->cap : 4;
+      if (!(l->uses = realloc(l->uses, l->cap * sizeof *l->uses))) PG_BUG("out of memory");
+    }
+    l->uses[l->nuses++] = (DagUse){(uint32_t)w->dag, w->node};
+  }
   if (w->region_graph) {
     l->in_graph = true;
     if (l->pooled_in != w->region + 1) { /* once per graph region */
@@ -110,6 +160,131 @@ static bool is_chain(const PgRegion *r) {
     if (!linked) return false;
   }
   return true;
+}
+
+#define BIT(set, i) (((set)[(i) / 64] >> ((i) % 64)) & 1)
+
+/* Region r's nodes (of the root graph, whose size is nroot) in a topological order
+ * (Kahn's, ties in region order) into order[], and the Dag of what reaches what; false
+ * (nothing made) past DAG_NODES nodes.  rank[]: per root node index, scratch. */
+static bool make_dag(const PgRegion *r, size_t *rank, const PgNode **order, Dag *d) {
+  size_t n = r->nodes.n;
+  if (n > DAG_NODES) return false;
+  size_t *indeg = calloc(n ? n : 1, sizeof *indeg), *queue = calloc(n ? n : 1, sizeof *queue), head = 0, tail = 0;
+  if (!indeg || !queue) PG_BUG("out of memory");
+  for (size_t k = 0; k < n; k++) rank[r->nodes.v[k]->index] = k + 1; /* in the region: position + 1 */
+#define IN(x_) ((x_)->graph == r->nodes.v[0]->graph && rank[(x_)->index])
+  for (size_t k = 0; k < n; k++)
+    for (size_t q = 0; q < r->nodes.v[k]->preds.n; q++) indeg[k] += IN(r->nodes.v[k]->preds.v[q]);
+  for (size_t k = 0; k < n; k++)
+    if (!indeg[k]) queue[tail++] = k;
+  while (head < tail) {
+    const PgNode *v = r->nodes.v[queue[head++]];
+    for (size_t q = 0; q < v->succs.n; q++) {
+      const PgNode *s = v->succs.v[q];
+      if (IN(s) && !--indeg[rank[s->index] - 1]) queue[tail++] = rank[s->index] - 1;
+    }
+  }
+  if (tail != n) PG_BUG("memplan: region %d has a cycle", r->id);
+  *d = (Dag){.n = n, .words = (n + 63) / 64};
+  if (!(d->anc = calloc(n * d->words + 1, sizeof *d->anc))) PG_BUG("out of memory");
+  for (size_t t = 0; t < n; t++) order[t] = r->nodes.v[queue[t]];
+  for (size_t t = 0; t < n; t++) rank[order[t]->index] = t + 1; /* now: topological index + 1 */
+  if (!(d->desc = calloc(n * d->words + 1, sizeof *d->desc))) PG_BUG("out of memory");
+  for (size_t t = 0; t < n; t++) {
+    uint64_t *at = d->anc + t * d->words;
+    for (size_t q = 0; q < order[t]->preds.n; q++) {
+      const PgNode *pu = order[t]->preds.v[q];
+      if (!IN(pu)) continue;
+      size_t u = rank[pu->index] - 1;
+      const uint64_t *au = d->anc + u * d->words;
+      for (size_t k = 0; k < d->words; k++) at[k] |= au[k];
+      at[u / 64] |= (uint64_t)1 << (u % 64);
+    }
+  }
+  for (size_t t = n; t-- > 0;) {
+    uint64_t *dt = d->desc + t * d->words;
+    for (size_t q = 0; q < order[t]->succs.n; q++) {
+      const PgNode *sv = order[t]->succs.v[q];
+      if (!IN(sv)) continue;
+      size_t v = rank[sv->index] - 1;
+      const uint64_t *dv = d->desc + v * d->words;
+      for (size_t k = 0; k < d->words; k++) dt[k] |= dv[k];
+      dt[v / 64] |= (uint64_t)1 << (v % 64);
+    }
+  }
+#undef IN
+  for (size_t k = 0; k < n; k++) rank[r->nodes.v[k]->index] = 0;
+  free(indeg), free(queue);
+  return true;
+}
+
+/* Where placed buffers sit: [off, end) each. */
+typedef struct {
+  uint64_t off, end;
+} Span;
+
+typedef struct {
+  Span *v;
+  size_t n, cap;
+} SpanVec;
+
+static void span_push(SpanVec *x, Span sp) {
+  if (x->n == x->cap) {
+    x->cap = x->cap ? 2 * x->cap : 64;
+    if (!(x->v = realloc(x->v, x->cap * sizeof *x->v))) PG_BUG("out of memory");
+  }
+  x->v[x->n++] = sp;
+}
+
+/* What a placement asks of the regions that are not chains: the buffers (todo indices)
+ * placed that buffer l may run at once with, their spans appended to out once each
+ * (seen: per buffer, the last query that listed it).  For each such region l uses: the
+ * nodes before l's first use there that do not reach all of l's uses there (r: the
+ * nodes that reach them all), and those after its last that not all of them reach (d:
+ * the nodes they all reach); every buffer used at one of those nodes. */
+typedef struct {
+  Dags *dags;
+  const bool *placed;
+  size_t *seen;
+  uint64_t *r, *d; /* scratch: a region's words each */
+} DagQuery;
+
+static void dag_users(const DagQuery *q, const Dag *g, size_t node, size_t query, Life **todo, const uint64_t *at,
+                      SpanVec *out) {
+  for (size_t k = g->at[node]; k < g->at[node + 1]; k++) {
+    size_t i = g->users[k];
+    if (q->placed[i] && q->seen[i] != query)
+      q->seen[i] = query, span_push(out, (Span){at[i], at[i] + todo[i]->buf->size});
+  }
+}
+
+static void dag_query(DagQuery *q, const Life *l, size_t query, Life **todo, const uint64_t *at, SpanVec *out) {
+  for (size_t u = 0; u < l->nuses; u++) {
+    Dag *g = &q->dags->v[l->uses[u].dag];
+    if (g->stamp == query + 1) continue;
+    g->stamp = query + 1;
+    size_t lo = SIZE_MAX, hi = 0;
+    memset(q->r, 0xff, g->words * sizeof *q->r), memset(q->d, 0xff, g->words * sizeof *q->d);
+    for (size_t v = 0; v < l->nuses; v++) {
+      if (l->uses[v].dag != l->uses[u].dag) continue;
+      size_t k = l->uses[v].node;
+      if (k < lo) lo = k;
+      if (k > hi) hi = k;
+      for (size_t w = 0; w < g->words; w++) q->r[w] &= g->anc[k * g->words + w], q->d[w] &= g->desc[k * g->words + w];
+    }
+    for (size_t w = 0; w * 64 < lo; w++) { /* before: [0, lo) not in r */
+      uint64_t bits = ~q->r[w];
+      if ((w + 1) * 64 > lo) bits &= ((uint64_t)1 << (lo % 64)) - 1;
+      for (; bits; bits &= bits - 1) dag_users(q, g, w * 64 + (size_t)__builtin_ctzll(bits), query, todo, at, out);
+    }
+    for (size_t w = (hi + 1) / 64; w < g->words; w++) { /* after: (hi, n) not in d */
+      uint64_t bits = ~q->d[w];
+      if (w == (hi + 1) / 64) bits &= ~(((uint64_t)1 << ((hi + 1) % 64)) - 1);
+      if ((w + 1) * 64 > g->n) bits &= g->n % 64 ? ((uint64_t)1 << (g->n % 64)) - 1 : ~(uint64_t)0;
+      for (; bits; bits &= bits - 1) dag_users(q, g, w * 64 + (size_t)__builtin_ctzll(bits), query, todo, at, out);
+    }
+  }
 }
 
 /* Allocation order: by first use, larger first among equals, then by name. */
@@ -265,24 +440,6 @@ static int by_life_first(const void *x, const void *y) {
   return by_size_first(x, y);
 }
 
-/* Where placed buffers sit: [off, end) each. */
-typedef struct {
-  uint64_t off, end;
-} Span;
-
-typedef struct {
-  Span *v;
-  size_t n, cap;
-} SpanVec;
-
-static void span_push(SpanVec *x, Span sp) {
-  if (x->n == x->cap) {
-    x->cap = x->cap ? 2 * x->cap : 64;
-    if (!(x->v = realloc(x->v, x->cap * sizeof *x->v))) PG_BUG("out of memory");
-  }
-  x->v[x->n++] = sp;
-}
-
 static int by_span_off(const void *x, const void *y) {
   uint64_t a = ((const Span *)x)->off, b = ((const Span *)y)->off;
   return a < b ? -1 : a > b;
@@ -374,10 +531,17 @@ static Times compress_times(Life **todo, size_t nt) {
 }
 
 static uint64_t place_ranked(Life **todo, size_t nt, const Times *tm, int (*order_by)(const void *, const void *),
-                             uint64_t *at) {
+                             Dags *dags, uint64_t *at) {
   Ranked *order = malloc((nt ? nt : 1) * sizeof *order);
   size_t *seen = malloc((nt ? nt : 1) * sizeof *seen), leaves = tm->leaves;
-  if (!order || !seen) PG_BUG("out of memory");
+  bool *placed = calloc(nt ? nt : 1, sizeof *placed);
+  size_t words = 1;
+  for (size_t r = 0; r < dags->n; r++) {
+    dags->v[r].stamp = 0;
+    if (dags->v[r].words > words) words = dags->v[r].words;
+  }
+  DagQuery dq = {dags, placed, seen, calloc(words, sizeof(uint64_t)), calloc(words, sizeof(uint64_t))};
+  if (!order || !seen || !placed || !dq.r || !dq.d) PG_BUG("out of memory");
   for (size_t t = 0; t < nt; t++) order[t] = (Ranked){todo[t], t}, seen[t] = SIZE_MAX;
   qsort(order, nt, sizeof *order, order_by);
   TimeTree tt = {.head = calloc(4 * leaves, sizeof *tt.head), .listed = calloc(4 * leaves, sizeof *tt.listed),
@@ -390,6 +554,7 @@ static uint64_t place_ranked(Life **todo, size_t nt, const Times *tm, int (*orde
     size_t lo = tm->lo[order[t].i], hi = tm->hi[order[t].i];
     beside.n = 0;
     tt_query(&tt, 1, 0, leaves - 1, lo, hi, t, seen, todo, at, &beside);
+    dag_query(&dq, l, t, todo, at, &beside); /* and those it may run at once with */
     if (beside.n > 1) qsort(beside.v, beside.n, sizeof *beside.v, by_span_off);
     uint64_t size = l->buf->size, align = slot_align(l), reach = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
     for (size_t k = 0; k < beside.n; k++) { /* reach: the end of those below so far */
@@ -401,8 +566,10 @@ static uint64_t place_ranked(Life **todo, size_t nt, const Times *tm, int (*orde
     at[order[t].i] = best != UINT64_MAX ? best : align_up(reach, align);
     if (at[order[t].i] + size > top) top = at[order[t].i] + size;
     tt_insert(&tt, 1, 0, leaves - 1, lo, hi, order[t].i);
+    placed[order[t].i] = true;
   }
-  free(tt.head), free(tt.listed), free(tt.pool), free(beside.v), free(order), free(seen);
+  free(tt.head), free(tt.listed), free(tt.pool), free(beside.v), free(order), free(seen), free(placed);
+  free(dq.r), free(dq.d);
   return top;
 }
 
@@ -444,49 +611,77 @@ static uint64_t lives(Life **todo, size_t nt, uint64_t *pairs) {
   return most;
 }
 
-void pg_memplan(PgProgram *p) {
-  size_t nb = p->buffers.n;
-  Walk w = {0};
-  Life *life = calloc(nb ? nb : 1, sizeof *life);
-  if (!life) PG_BUG("out of memory");
-  w.lives = pg_map_new(p->arena);
-  for (size_t i = 0; i < nb; i++) {
-    p->buffers.v[i]->planned = false;
-    p->buffers.v[i]->offset = 0;
-    life[i].buf = p->buffers.v[i];
-    pg_map_put(w.lives, p->buffers.v[i]->name, &life[i]);
+/* Every buffer's live range, and its uses in graph regions that are not chains, each
+ * such region made a Dag (into dags) where it can be (else a use there spans it). */
+static void walk(PgProgram *p, Life *life, Walk *w, Dags *dags) {
+  for (size_t i = 0; i < p->buffers.n; i++) {
+    free(life[i].uses);
+    life[i] = (Life){.buf = p->buffers.v[i]};
   }
-
-  size_t pos = 0;
+  w->pools = 0;
+  size_t nroot = p->graphs.n ? p->graphs.v[0]->nodes.n : 0, pos = 0;
+  size_t *rank = calloc(nroot + 1, sizeof *rank);
+  const PgNode **order = calloc(nroot + 1, sizeof *order);
+  dags->v = calloc(p->regions.n + 1, sizeof *dags->v);
+  dags->n = 0;
+  if (!rank || !order || !dags->v) PG_BUG("out of memory");
   for (size_t ri = 0; ri < p->regions.n; ri++) {
     const PgRegion *r = p->regions.v[ri];
     bool whole = r->graph && !is_chain(r);
     size_t width = 0, exclusives = 0; /* positions: one per node, one per body of an exclusive node */
     for (size_t k = 0; k < r->nodes.n; k++) exclusives += exclusive(r->nodes.v[k]);
+    bool dag = whole && !exclusives && make_dag(r, rank, order, &dags->v[dags->n]);
+    if (dag) whole = false, dags->n++;
     bool split = !whole || exclusives == 1;
     for (size_t k = 0; k < r->nodes.n; k++)
       width += split && exclusive(r->nodes.v[k]) ? r->nodes.v[k]->u.cond.bodies.n : 1;
     size_t start = pos, end = pos + width - 1;
-    w.region = ri;
-    w.region_graph = r->graph;
+    w->region = ri;
+    w->region_graph = r->graph;
+    w->dag = dag ? (long)dags->n - 1 : -1;
     for (size_t k = 0; k < r->nodes.n; k++) {
-      const PgNode *n = r->nodes.v[k];
+      const PgNode *n = dag ? order[k] : r->nodes.v[k];
+      w->node = (uint32_t)k;
       if (split && exclusive(n)) {
-        use_bodies(&w, n, pos);
+        use_bodies(w, n, pos);
         pos += n->u.cond.bodies.n;
         continue;
       }
-      w.lo = whole ? start : pos;
-      w.hi = whole ? end : pos;
-      use_node(&w, n);
+      w->lo = whole ? start : pos;
+      w->hi = whole ? end : pos;
+      use_node(w, n);
       pos++;
     }
   }
+  free(rank), free(order);
+}
 
+static size_t nroot_of(const PgProgram *p) { return p->graphs.n ? p->graphs.v[0]->nodes.n : 0; }
+
+static void free_dags(Dags *dags) {
+  for (size_t r = 0; r < dags->n; r++)
+    free(dags->v[r].anc), free(dags->v[r].desc), free(dags->v[r].at), free(dags->v[r].users);
+  free(dags->v);
+  *dags = (Dags){0};
+}
+
+void pg_memplan(PgProgram *p) {
+  size_t nb = p->buffers.n;
+  Walk w = {0};
+  Life *life = calloc(nb ? nb : 1, sizeof *life);
   Life **todo = calloc(nb ? nb : 1, sizeof *todo);
-  if (!todo) PG_BUG("out of memory");
-  size_t nt = 0;
+  if (!life || !todo) PG_BUG("out of memory");
+  w.lives = pg_map_new(p->arena);
+  for (size_t i = 0; i < nb; i++) {
+    p->buffers.v[i]->planned = false;
+    p->buffers.v[i]->offset = 0;
+    pg_map_put(w.lives, p->buffers.v[i]->name, &life[i]);
+  }
+
   PgMemPlan plan = {0};
+  Dags dags = {0};
+  walk(p, life, &w, &dags);
+  size_t nt = 0;
   for (size_t i = 0; i < nb; i++) {
     if (!life[i].used) continue;
     todo[nt++] = &life[i];
@@ -494,31 +689,59 @@ void pg_memplan(PgProgram *p) {
     if (!life[i].in_graph) w.pools += life[i].buf->size;
   }
   qsort(todo, nt, sizeof *todo, by_start);
+  for (size_t r = 0; r < dags.n; r++) { /* each region's node -> the buffers it uses */
+    Dag *g = &dags.v[r];
+    if (!(g->at = calloc(g->n + 1, sizeof *g->at))) PG_BUG("out of memory");
+  }
+  for (size_t t = 0; t < nt; t++)
+    for (size_t u = 0; u < todo[t]->nuses; u++) dags.v[todo[t]->uses[u].dag].at[todo[t]->uses[u].node + 1]++;
+  for (size_t r = 0; r < dags.n; r++) {
+    Dag *g = &dags.v[r];
+    for (size_t k = 0; k < g->n; k++) g->at[k + 1] += g->at[k];
+    if (!(g->users = calloc(g->at[g->n] + 1, sizeof *g->users))) PG_BUG("out of memory");
+  }
+  size_t *fill = calloc(nroot_of(p) + 1, sizeof *fill);
+  if (!fill) PG_BUG("out of memory");
+  for (size_t r = 0; r < dags.n; r++) {
+    Dag *g = &dags.v[r];
+    memset(fill, 0, (g->n + 1) * sizeof *fill);
+    for (size_t t = 0; t < nt; t++)
+      for (size_t u = 0; u < todo[t]->nuses; u++)
+        if (todo[t]->uses[u].dag == r) {
+          size_t k = todo[t]->uses[u].node;
+          g->users[g->at[k] + fill[k]++] = t;
+        }
+  }
+  free(fill);
   uint64_t pairs;
   plan.live_bytes = lives(todo, nt, &pairs);
   /* Every way; the smallest arena wins (the earlier way on a tie).  The ways in an order
    * cost O(log B) per pair of buffers that live together: past PLACE_PAIRS (buffers
    * alive all at once by the thousand, as in a wide graph region, where the scan
-   * reuses nothing anyway) only the scan runs. */
+   * reuses nothing anyway) only the scan runs.  Where a region is a Dag, the scan would
+   * miss what may run at once: only the ways in an order run. */
   uint64_t *at[PG_PLACE_COUNT];
   for (int k = 0; k < PG_PLACE_COUNT; k++)
     if (!(at[k] = calloc(nt ? nt : 1, sizeof *at[k]))) PG_BUG("out of memory");
-  plan.placed_bytes[PG_PLACE_TIME] = place_scan(todo, nt, at[PG_PLACE_TIME]);
-  plan.tried[PG_PLACE_TIME] = true;
+  if (!dags.n) {
+    plan.placed_bytes[PG_PLACE_TIME] = place_scan(todo, nt, at[PG_PLACE_TIME]);
+    plan.tried[PG_PLACE_TIME] = true;
+  }
   /* a way that reaches the floor cannot be beaten: the later ones are not tried */
-  if (pairs <= PLACE_PAIRS && plan.placed_bytes[PG_PLACE_TIME] > plan.live_bytes) {
+  if (dags.n || (pairs <= PLACE_PAIRS && plan.placed_bytes[PG_PLACE_TIME] > plan.live_bytes)) {
     Times tm = compress_times(todo, nt);
-    plan.placed_bytes[PG_PLACE_SIZE] = place_ranked(todo, nt, &tm, by_size_first, at[PG_PLACE_SIZE]);
+    plan.placed_bytes[PG_PLACE_SIZE] = place_ranked(todo, nt, &tm, by_size_first, &dags, at[PG_PLACE_SIZE]);
     plan.tried[PG_PLACE_SIZE] = true;
     if (plan.placed_bytes[PG_PLACE_SIZE] > plan.live_bytes) {
-      plan.placed_bytes[PG_PLACE_LIFE] = place_ranked(todo, nt, &tm, by_life_first, at[PG_PLACE_LIFE]);
+      plan.placed_bytes[PG_PLACE_LIFE] = place_ranked(todo, nt, &tm, by_life_first, &dags, at[PG_PLACE_LIFE]);
       plan.tried[PG_PLACE_LIFE] = true;
     }
     free(tm.lo), free(tm.hi);
   }
-  for (int k = 1; k < PG_PLACE_COUNT; k++)
-    if (plan.tried[k] && plan.placed_bytes[k] < plan.placed_bytes[plan.placement])
-      plan.placement = (PgPlacement)k;
+  int best = -1;
+  for (int k = 0; k < PG_PLACE_COUNT; k++)
+    if (plan.tried[k] && (best < 0 || plan.placed_bytes[k] < plan.placed_bytes[best])) best = k;
+  plan.placement = (PgPlacement)best;
   for (size_t t = 0; t < nt; t++) {
     todo[t]->buf->offset = at[plan.placement][t];
     todo[t]->buf->planned = true;
@@ -527,7 +750,10 @@ void pg_memplan(PgProgram *p) {
   for (int k = 0; k < PG_PLACE_COUNT; k++) free(at[k]);
   plan.buffers = nt;
   plan.pools_bytes = w.pools;
+  plan.dag_regions = dags.n;
   p->mem = plan;
+  for (size_t i = 0; i < nb; i++) free(life[i].uses);
+  free_dags(&dags);
   free(todo), free(life);
 }
 

@@ -617,6 +617,7 @@ typedef struct {
   PgPlacement placement; /* the way kept */
   bool tried[PG_PLACE_COUNT];            /* each way run (memplan.c says when one is not) */
   uint64_t placed_bytes[PG_PLACE_COUNT]; /* the arena each way tried reached */
+  size_t dag_regions;    /* graph regions that are not chains, planned by what reaches what */
 } PgMemPlan;
 
 /* What schedule.c did to the root graph's order. */
@@ -627,25 +628,43 @@ typedef struct {
 } PgSchedule;
 
 /* What widen.c did to the root graph: its chain's edges replaced by true dependencies
- * (or not, and why).  Times are cost.c's in-graph estimates, microseconds. */
+ * (or not, and why).  Two widened graphs are weighed: over the serial plan's arena
+ * (its reuse of bytes orders nodes too; the arena stays) and over the buffers alone,
+ * with a plan of its own (memplan.c on the widened graph: more arena, more width).
+ * Times are cost.c's in-graph estimates, microseconds. */
+typedef struct {
+  size_t width;         /* the most nodes that may run at once (a largest antichain) */
+  bool width_exact;     /* false: a lower bound (a segment too large to match exactly) */
+  size_t edges;         /* edges after transitive reduction */
+  double path_us;       /* the critical path */
+  double predicted_us;  /* max(path_us, the GPU's work) */
+  uint64_t arena_bytes; /* its arena (the own plan's: 0 where it was not made) */
+} PgWidened;
+
 typedef struct {
   bool ran;             /* the dependencies were computed (else why_not says why not) */
-  bool kept;            /* the widened graph replaced the chain (else why_not says why not) */
+  bool kept;            /* a widened graph replaced the chain (else why_not says why not) */
+  bool own_plan;        /* the one kept is the own plan's */
   const char *why_not;  /* NULL when kept */
   size_t nodes;         /* nodes of the root graph */
   size_t edges_before;  /* the chain's edges */
-  size_t edges_after;   /* the widened graph's edges (after transitive reduction) */
-  size_t width;         /* the most nodes that may run at once (a largest antichain) */
-  bool width_exact;     /* false: a lower bound (a segment too large to match exactly) */
   double serial_us;     /* every node one after another: the chain's GPU time */
-  double path_us;       /* the critical path of the widened graph */
   double work_us;       /* the GPU's work: each node's time times the share of the SMs it fills */
-  double predicted_us;  /* max(path_us, work_us): the widened graph's predicted GPU time */
-  uint64_t arena_bytes; /* the arena (the plan on the serial order, which the edges respect) */
-  size_t unshared_width;     /* width and critical path were the arena to share no bytes: what */
-  double unshared_path_us;   /* the serial plan's reuse of bytes costs in concurrency */
-  PG_VEC(PgEdge) edges; /* the widened graph's edges, kept or not (each node's in chain order) */
+  uint64_t serial_arena_bytes; /* the plan on the serial order */
+  PgWidened shared;     /* over the serial plan's arena bytes */
+  PgWidened own;        /* over the buffers alone, with a plan of its own */
+  /* the graph kept (where none: the own one, the most the access sets allow) */
+  size_t edges_after, width;
+  bool width_exact;
+  double path_us, predicted_us;
+  uint64_t arena_bytes; /* the arena the program runs with */
+  PG_VEC(PgEdge) edges; /* that graph's edges, kept or not (each node's in chain order) */
 } PgWiden;
+
+/* The arena a widened graph's own plan may take beyond the serial plan's, as a share of
+ * it, without a gain beyond the cost model's error over the graph that keeps the serial
+ * plan (widen.c). */
+#define PG_WIDEN_ARENA_SLACK 0.10
 
 typedef struct {
   PgArena *arena;
@@ -896,7 +915,8 @@ double pg_cost_occupancy(const PgProfile *pr, const PgNode *n);
 /* widen.c: where the root graph is one chain and the program's kernels carry access sets,
  * the chain's edges become the true dependencies (read-after-write, write-after-read,
  * write-after-write on overlapping bytes; fixed nodes are barriers), transitively reduced,
- * kept where the cost model predicts a gain beyond its error.  Runs after memplan. */
+ * kept where the cost model predicts a gain beyond its error.  Runs after memplan, and
+ * plans the arena again (pg_memplan) for a widened graph over the buffers alone. */
 void pg_widen(PgProgram *p, const PgProfile *prof);
 
 /* memplan.c: intermediates into one arena */

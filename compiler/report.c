@@ -194,21 +194,29 @@ static void collectives_text(const PgProgram *p, const PgProfile *pr, FILE *f) {
   }
 }
 
-/* widen.c's result, where it ran (a program without access sets says nothing). */
+/* widen.c's result, where it ran (a program without access sets says nothing): serial,
+ * and each widened graph, and which was kept. */
 static void widen_text(const PgProgram *p, FILE *f) {
   const PgWiden *w = &p->widen;
   if (!w->ran) return;
-  char a[32];
-  fprintf(f,
-          "dependencies: %zu %s rebuilt from access sets: width %zu%s, critical path %.1f us of %.1f us in "
-          "order (GPU work %.1f us), edges %zu -> %zu, arena %s; ",
-          w->nodes, plural(w->nodes, "node", "nodes"), w->width, w->width_exact ? "" : " (at least)", w->path_us,
-          w->serial_us, w->work_us, w->edges_before, w->edges_after, bytes(a, sizeof a, w->arena_bytes));
-  if (w->kept) fprintf(f, "kept (predicted %.1f us)\n", w->predicted_us);
-  else fprintf(f, "the chain kept: %s\n", w->why_not);
-  if (w->unshared_path_us < w->path_us)
-    fprintf(f, "  (the arena's reuse of bytes orders nodes: sharing none, width %zu, critical path %.1f us)\n",
-            w->unshared_width, w->unshared_path_us);
+  char a[32], b[32];
+  fprintf(f, "dependencies: %zu %s rebuilt from access sets (GPU work %.1f us)\n", w->nodes,
+          plural(w->nodes, "node", "nodes"), w->work_us);
+  fprintf(f, "  %-24s width 1, critical path %.1f us, edges %zu, arena %s\n", "in order:", w->serial_us,
+          w->edges_before, bytes(a, sizeof a, w->serial_arena_bytes));
+  const PgWidened *x[2] = {&w->shared, &w->own};
+  const char *what[2] = {"over the serial plan:", "with a plan of its own:"};
+  for (int k = 0; k < 2; k++)
+    fprintf(f, "  %-24s width %zu%s, critical path %.1f us, edges %zu, arena %s (predicted %.1f us)\n", what[k],
+            x[k]->width, x[k]->width_exact ? "" : " (at least)", x[k]->path_us, x[k]->edges,
+            k == 1 && !x[k]->arena_bytes ? "not planned" : bytes(b, sizeof b, x[k]->arena_bytes),
+            x[k]->predicted_us);
+  if (w->kept)
+    fprintf(f, "  kept: %s (predicted %.1f us of %.1f us in order; arena %s)\n",
+            w->own_plan ? "the graph with a plan of its own" : "the graph over the serial plan", w->predicted_us,
+            w->serial_us, bytes(a, sizeof a, w->arena_bytes));
+  else
+    fprintf(f, "  the chain kept: %s\n", w->why_not);
 }
 
 void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
@@ -240,10 +248,14 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   fputc('\n', f);
   char a[32], s[32], q[32], l[32];
   fprintf(f,
-          "memory: arena %s for %zu intermediates (at least %s live at once; placed %s); %s as separate "
+          "memory: arena %s for %zu intermediates (at least %s live at once; placed %s%s); %s as separate "
           "allocations; %s with one pool per graph\n",
           bytes(a, sizeof a, p->mem.arena_bytes), p->mem.buffers, bytes(l, sizeof l, p->mem.live_bytes),
-          PLACEMENT_TEXT[p->mem.placement], bytes(s, sizeof s, p->mem.sum_bytes),
+          PLACEMENT_TEXT[p->mem.placement],
+          !p->mem.dag_regions          ? ""
+          : p->mem.dag_regions == 1 ? ", bytes shared only along dependencies in the graph region that is no chain"
+                                    : ", bytes shared only along dependencies in the graph regions that are no chain",
+          bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
   if (p->sched.moved) {
     char b[32];
@@ -425,6 +437,7 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   }
   fprintf(f, "},\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
           (unsigned long long)p->mem.sum_bytes, (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
+  fprintf(f, ",\n  \"regions_planned_by_reach\": %zu", p->mem.dag_regions);
   fprintf(f, ",\n  \"schedule\": {\"moved\": %zu, \"live_bytes_captured\": %llu, \"why_not\": ", p->sched.moved,
           (unsigned long long)(p->sched.moved ? p->sched.live_before : p->mem.live_bytes)); /* (nothing moved: the same) */
   if (p->sched.why_not) jstr(f, p->sched.why_not);
@@ -436,15 +449,24 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   if (w->why_not) jstr(f, w->why_not);
   else fputs("null", f);
   if (w->ran) {
+    fprintf(f, ", \"own_plan\": %s", w->own_plan ? "true" : "false");
     fprintf(f, ", \"nodes\": %zu, \"edges_before\": %zu, \"edges_after\": %zu, \"width\": %zu, \"width_exact\": %s",
             w->nodes, w->edges_before, w->edges_after, w->width, w->width_exact ? "true" : "false");
     fputs(", \"serial_us\": ", f), jnum(f, w->serial_us);
     fputs(", \"path_us\": ", f), jnum(f, w->path_us);
     fputs(", \"work_us\": ", f), jnum(f, w->work_us);
     fputs(", \"predicted_us\": ", f), jnum(f, w->predicted_us);
-    fprintf(f, ", \"arena_bytes\": %llu, \"unshared_width\": %zu, \"unshared_path_us\": ",
-            (unsigned long long)w->arena_bytes, w->unshared_width);
-    jnum(f, w->unshared_path_us);
+    fprintf(f, ", \"arena_bytes\": %llu, \"serial_arena_bytes\": %llu", (unsigned long long)w->arena_bytes,
+            (unsigned long long)w->serial_arena_bytes);
+    const PgWidened *x[2] = {&w->shared, &w->own};
+    for (int k = 0; k < 2; k++) {
+      fprintf(f, ", \"%s\": {\"width\": %zu, \"width_exact\": %s, \"edges\": %zu, \"path_us\": ",
+              k ? "own_plan_graph" : "serial_plan_graph", x[k]->width, x[k]->width_exact ? "true" : "false",
+              x[k]->edges);
+      jnum(f, x[k]->path_us);
+      fputs(", \"predicted_us\": ", f), jnum(f, x[k]->predicted_us);
+      fprintf(f, ", \"arena_bytes\": %llu}", (unsigned long long)x[k]->arena_bytes);
+    }
   }
   fputc('}', f);
   fputs(",\n  \"collectives\": [", f);

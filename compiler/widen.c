@@ -26,21 +26,32 @@
  * same order.
  *
  * Memory.  Two nodes that may run at once must never share arena bytes that either
- * writes.  The simplest sound design, chosen here: memplan.c first plans the arena on
- * the serial order (the chain, where each region is a chain, so buffers whose lives are
- * disjoint share bytes), and this pass runs after it and computes the dependencies over
- * *planned addresses*: an intermediate's bytes are arena bytes, at its offset.  A buffer
- * placed on bytes another used earlier is then, to this pass, the same bytes written
- * again: its first writer conflicts (write-after-read or write-after-write) with every
- * earlier node that touched the other buffer there, and waits for them.  So the plan
- * stays as it is, the arena does not grow, and the edges the reuse needs are kept.  Two
- * nodes left unordered touch common bytes only where both only read them.  (The other
- * way, planning on the widened graph with interference from reachability, would give
- * every intermediate of a wide region its own bytes; memplan.c already does that, more
- * crudely, for a graph region that is not a chain: a program that pgcc wrote widened
- * and reads back is planned so.)  Other memories (inputs, outputs, weights, host
- * buffers) are each its own, distinct from every other buffer, as schedule.c assumes:
- * the pass does not run where a buffer's role is unknown (it may alias another).
+ * writes.  memplan.c first plans the arena on the serial order (the chain: buffers
+ * whose lives are disjoint share bytes).  Two widened graphs are then built and
+ * weighed:
+ *
+ *  - *over the serial plan*: the dependencies over planned addresses, an
+ *    intermediate's bytes being arena bytes at its offset.  A buffer placed on bytes
+ *    another used earlier is then the same bytes written again: its first writer waits
+ *    (write-after-read, write-after-write) for every earlier node that touched the
+ *    other buffer there.  The plan stays and the arena does not grow, but the reuse
+ *    orders nodes: an MoE layer's experts, each reusing the bytes the one before it
+ *    freed, stay one after another.
+ *  - *with a plan of its own*: the dependencies over buffers alone (every buffer its
+ *    own memory), then memplan.c again on that graph, where two buffers share bytes only
+ *    where every node using one reaches every node using the other.  All the width the
+ *    access sets allow, for more arena.
+ *
+ * The own plan's graph is kept where it beats the chain by more than the cost model's
+ * error, is predicted faster than the serial plan's graph, and either its arena is at
+ * most PG_WIDEN_ARENA_SLACK (10%) above the serial plan's or it also beats the serial
+ * plan's graph by more than that error: memory is spent only for time the model can
+ * see.  Else the serial plan's graph, where it beats
+ * the chain by more than the error; else the chain (and the serial plan).  A program
+ * where widening buys nothing so keeps its arena; one where it pays keeps its width.
+ * Other memories (inputs, outputs, weights, host buffers) are each its own, distinct
+ * from every other buffer, as schedule.c assumes: the pass does not run where a
+ * buffer's role is unknown (it may alias another).
  *
  * Regions.  Partitioning ran on the chain, so each region is a run of the chain, and
  * region boundaries lie at fixed nodes (nodes that cannot be in a graph), which are
@@ -48,21 +59,18 @@
  * after another, and every path between two nodes of one region stays inside it.  An
  * eager region runs its nodes one after another whatever the edges say.
  *
- * The decision (cost.c's estimates).  Each node's in-graph GPU time t (pg_cost_node_us)
- * gives the chain's time, the sum, and the widened graph's critical path (an eager
- * region's nodes counted one after another).  Kernels running side by side share the
- * GPU: a kernel whose grid has as many blocks as the GPU has SMs fills it and gains
- * nothing from a neighbour, so the GPU's work, the sum of t times the share of the SMs
- * each node fills (pg_cost_occupancy), bounds the time too.  The widened graph's
- * predicted time is max(path, work); it is kept only where the predicted gain over the
- * chain exceeds the model's error (PG_COST_ERROR of the chain's time), else the chain
- * stays and the report says why.  The report gives width (the most nodes that may run
- * at once: a largest antichain, by Dilworth's theorem the nodes less a maximum matching
- * of the reachability relation, matched per stretch between barriers), the critical
- * path, the arena, and the edges before and after; and the width and critical path the
- * dependencies over buffers alone would give (no arena bytes shared), which is what the
- * serial plan's reuse costs.  Where that is much, the next step is the other design
- * above, a plan on the widened graph, trading arena bytes for concurrency.
+ * The estimates (cost.c's).  Each node's in-graph GPU time t (pg_cost_node_us) gives
+ * the chain's time, the sum, and a widened graph's critical path (an eager region's
+ * nodes counted one after another).  Kernels running side by side share the GPU: a
+ * kernel whose grid has as many blocks as the GPU has SMs fills it and gains nothing
+ * from a neighbour, so the GPU's work, the sum of t times the share of the SMs each
+ * node fills (pg_cost_occupancy), bounds the time too.  A widened graph's predicted
+ * time is max(path, work); a gain counts only beyond the model's error (PG_COST_ERROR
+ * of the chain's time).  The report gives, serial and for both widened graphs, the
+ * width (the most nodes that may run at once: a largest antichain, by Dilworth's
+ * theorem the nodes less a maximum matching of the reachability relation, matched per
+ * stretch between barriers), the critical path, the arena and the edges, and which was
+ * kept or why the chain stayed.
  *
  * It runs only where some kernel of the program carries an access annotation (today's
  * exports carry none, and keep their chain), where the root graph is one chain in node
@@ -302,11 +310,38 @@ static size_t width(const Deps *d, const bool *fixed, size_t n, const size_t *de
   return most;
 }
 
+/* The root graph's edges replaced by d's (each node's in chain order), linked. */
+static void set_edges(PgProgram *p, PgGraph *g, const Deps *d) {
+  g->edges.n = 0, g->edge_kinds.n = 0;
+  for (size_t j = 0; j < g->nodes.n; j++)
+    for (size_t q = d->at[j + 1]; q-- > d->at[j];)
+      pg_edge_add(p, g, g->nodes.v[d->from[q]], g->nodes.v[j], PG_EDGE_FULL, g->nodes.v[j]->loc);
+  pg_program_link(p);
+}
+
+/* Does d order every node after the one before it, and only after it? */
+static bool is_chain(const Deps *d, size_t n) {
+  for (size_t j = 1; j < n; j++)
+    if (d->at[j + 1] - d->at[j] != 1 || d->from[d->at[j]] != j - 1) return false;
+  return true;
+}
+
+/* A widened graph's numbers (depth: scratch). */
+static PgWidened weigh(const PgProgram *p, const PgGraph *g, const Deps *d, const bool *fixed, const double *t,
+                       double work, size_t *depth) {
+  PgWidened x = {.edges = d->n};
+  x.path_us = critical_path(p, g, d, t, depth);
+  x.width = width(d, fixed, g->nodes.n, depth, &x.width_exact);
+  x.predicted_us = x.path_us > work ? x.path_us : work;
+  return x;
+}
+
 void pg_widen(PgProgram *p, const PgProfile *prof) {
   PgGraph *g = p->graphs.v[0];
   size_t n = g->nodes.n;
   PgWiden *w = &p->widen;
-  *w = (PgWiden){.nodes = n, .edges_before = g->edges.n, .arena_bytes = p->mem.arena_bytes};
+  *w = (PgWiden){.nodes = n, .edges_before = g->edges.n, .arena_bytes = p->mem.arena_bytes,
+                 .serial_arena_bytes = p->mem.arena_bytes};
   if (!annotated(p)) {
     w->why_not = "no kernel carries access sets (`access` on its pointer parameters)";
     return;
@@ -326,18 +361,17 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
       return;
     }
 
-  /* what each node touches, over the planned arena and as if it shared nothing; the barriers */
+  /* what each node touches, over the serial plan's arena and over buffers alone; the barriers */
   Accesses *acc = xcalloc(n, sizeof *acc), *own = xcalloc(n, sizeof *own);
   bool *fixed = xcalloc(n, sizeof *fixed);
   for (size_t i = 0; i < n; i++) {
     fixed[i] = !pg_node_movable(g->nodes.v[i]);
     if (!fixed[i]) accesses(p, g->nodes.v[i], &acc[i]), accesses(NULL, g->nodes.v[i], &own[i]);
   }
-  Deps d = dependencies(n, acc, fixed), free_d = dependencies(n, own, fixed);
+  Deps d = dependencies(n, acc, fixed), own_d = dependencies(n, own, fixed);
   w->ran = true;
-  w->edges_after = d.n;
 
-  /* the estimates: chain, critical path, work; width */
+  /* the estimates: chain, work; each widened graph's path and width */
   double *t = xcalloc(n, sizeof *t);
   size_t *depth = xcalloc(n, sizeof *depth);
   for (size_t j = 0; j < n; j++) {
@@ -345,34 +379,71 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
     w->serial_us += t[j];
     w->work_us += t[j] * pg_cost_occupancy(prof, g->nodes.v[j]);
   }
-  w->unshared_path_us = critical_path(p, g, &free_d, t, depth);
-  bool exact;
-  w->unshared_width = width(&free_d, fixed, n, depth, &exact);
-  w->path_us = critical_path(p, g, &d, t, depth);
-  w->width = width(&d, fixed, n, depth, &w->width_exact);
-  w->predicted_us = w->path_us > w->work_us ? w->path_us : w->work_us;
+  w->shared = weigh(p, g, &d, fixed, t, w->work_us, depth);
+  w->shared.arena_bytes = w->serial_arena_bytes;
+  w->own = weigh(p, g, &own_d, fixed, t, w->work_us, depth);
 
-  double gain = w->serial_us - w->predicted_us;
-  bool chain = true; /* each node waits for the one before it, and only for it */
-  for (size_t j = 1; j < n && chain; j++) chain = d.at[j + 1] - d.at[j] == 1 && d.from[d.at[j]] == j - 1;
-  if (chain)
+  /* the decision: the own plan's graph, the serial plan's, or the chain */
+  double error = PG_COST_ERROR * w->serial_us, own_gain = w->serial_us - w->own.predicted_us,
+         shared_gain = w->serial_us - w->shared.predicted_us;
+  const Deps *kept = NULL;
+  if (is_chain(&own_d, n)) {
     w->why_not = "every node depends on the one before it";
-  else if (!(gain > PG_COST_ERROR * w->serial_us))
+  } else if (!(own_gain > error)) {
     w->why_not = pg_arena_printf(p->arena,
                                  "the predicted gain, %.1f us of %.1f us, is within the cost model's error (%.0f%%)",
-                                 gain > 0 ? gain : 0, w->serial_us, PG_COST_ERROR * 100);
-  else
-    w->kept = true;
-  for (size_t j = 0; j < n; j++) /* each node's dependencies in chain order */
-    for (size_t q = d.at[j + 1]; q-- > d.at[j];)
-      pg_vec_push(p->arena, w->edges, ((PgEdge){g->nodes.v[d.from[q]], g->nodes.v[j], g->nodes.v[j]->loc}));
-  if (w->kept) {
-    g->edges.n = 0;
-    for (size_t e = 0; e < w->edges.n; e++)
-      pg_edge_add(p, g, w->edges.v[e].from, w->edges.v[e].to, PG_EDGE_FULL, w->edges.v[e].loc);
-    pg_program_link(p);
+                                 own_gain > 0 ? own_gain : 0, w->serial_us, PG_COST_ERROR * 100);
+  } else if (w->own.predicted_us < w->shared.predicted_us) {
+    /* the own plan: the graph over buffers, planned; put back unless kept */
+    PgEdge *edges = xcalloc(g->edges.n, sizeof *edges);
+    uint8_t *kinds = xcalloc(g->edge_kinds.n, 1);
+    size_t ne = g->edges.n, nk = g->edge_kinds.n;
+    if (ne) memcpy(edges, g->edges.v, ne * sizeof *edges);
+    if (nk) memcpy(kinds, g->edge_kinds.v, nk);
+    uint64_t *offset = xcalloc(p->buffers.n, sizeof *offset);
+    bool *planned = xcalloc(p->buffers.n, sizeof *planned);
+    for (size_t b = 0; b < p->buffers.n; b++)
+      offset[b] = p->buffers.v[b]->offset, planned[b] = p->buffers.v[b]->planned;
+    PgMemPlan serial = p->mem;
+    set_edges(p, g, &own_d);
+    pg_memplan(p);
+    w->own.arena_bytes = p->mem.arena_bytes;
+    if (w->own.arena_bytes <= (1 + PG_WIDEN_ARENA_SLACK) * (double)w->serial_arena_bytes ||
+        w->shared.predicted_us - w->own.predicted_us > error) {
+      kept = &own_d, w->own_plan = true;
+    } else {
+      memcpy(g->edges.v, edges, ne * sizeof *edges), g->edges.n = ne;
+      if (nk) memcpy(g->edge_kinds.v, kinds, nk);
+      g->edge_kinds.n = nk;
+      pg_program_link(p);
+      for (size_t b = 0; b < p->buffers.n; b++)
+        p->buffers.v[b]->offset = offset[b], p->buffers.v[b]->planned = planned[b];
+      p->mem = serial;
+      if (!is_chain(&d, n) && shared_gain > error) kept = &d;
+      else
+        w->why_not = pg_arena_printf(
+            p->arena,
+            "with a plan of its own the arena grows %.0f%% and the gain over the serial plan's graph is within the "
+            "cost model's error (%.0f%%); over the serial plan's bytes the predicted gain, %.1f us of %.1f us, is "
+            "within it too",
+            100.0 * ((double)w->own.arena_bytes / (double)(w->serial_arena_bytes ? w->serial_arena_bytes : 1) - 1),
+            PG_COST_ERROR * 100, shared_gain > 0 ? shared_gain : 0, w->serial_us);
+    }
+    free(edges), free(kinds), free(offset), free(planned);
+  } else {
+    kept = &d; /* as fast as the own plan's graph, on the serial plan's arena */
   }
+  if (kept == &d) set_edges(p, g, &d);
+  w->kept = kept != NULL;
+  const Deps *shown = kept ? kept : &own_d;
+  const PgWidened *x = shown == &d ? &w->shared : &w->own;
+  w->edges_after = x->edges, w->width = x->width, w->width_exact = x->width_exact;
+  w->path_us = x->path_us, w->predicted_us = x->predicted_us;
+  w->arena_bytes = p->mem.arena_bytes;
+  for (size_t j = 0; j < n; j++) /* each node's dependencies in chain order */
+    for (size_t q = shown->at[j + 1]; q-- > shown->at[j];)
+      pg_vec_push(p->arena, w->edges, ((PgEdge){g->nodes.v[shown->from[q]], g->nodes.v[j], g->nodes.v[j]->loc}));
   for (size_t i = 0; i < n; i++) free(acc[i].v), free(own[i].v);
   free(acc), free(own), free(fixed), free(t), free(depth);
-  free(d.from), free(d.at), free(d.anc), free(free_d.from), free(free_d.at), free(free_d.anc);
+  free(d.from), free(d.at), free(d.anc), free(own_d.from), free(own_d.at), free(own_d.anc);
 }

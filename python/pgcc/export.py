@@ -2,7 +2,8 @@
 callable up (warmup.py), capture it four times (capture_set.py: one thrown away, A on
 the example inputs, B on copies at other addresses, C on copies in memory far away),
 map every pointer word to a (buffer, offset) with a relocation kind (node_mapping.py,
-relocate.py), find each kernel's code (kernel_code.py), prove by replay which changing
+relocate.py), find each kernel's code (kernel_code.py) and, for Inductor's Triton kernels, what
+it reads and writes through each pointer (access_sets.py), prove by replay which changing
 bytes do not matter (host_words.py, replay.py) and which blocks are workspaces, lay the
 intermediates out (slot_layout.py) -- all of it in memory, a model.Analysis -- and
 write NAME.graph, kernels/, NAME.safetensors, NAME.io.safetensors and NAME.export.json
@@ -25,6 +26,7 @@ docs/e2e.md explains each step and why.
 import os
 
 from . import verify_export
+from .access_sets import mark_access, triton_signatures
 from .branches import branch_to_export, join, warm_other_path
 from .capture import host_maps
 from .capture_set import outputs_of, take_captures
@@ -376,6 +378,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, 
     scalars = host_values(capA, caps.capD, nodes, kernels, suspects, computed, prog.warn, log) if split else []
     edges = copy_aliased_outputs(caps, rel, bufs, nodes, log)
     find_kernel_code(torch, kernels, out_dir, name, prog, watch, problems)
+    mark_access(kernels, triton_signatures(), log)
     report = analysis_report(caps, spread, paired, suspects, scalars, kernels, problems)
     if philox:
         report["random"] = {"increment": rng.increment}

@@ -243,10 +243,11 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         for off, size in k.layout:
             inner = relocations(k, off)
             care = dontcare(k, off, inner)
+            acc = f" access {k.access[off]}" if off in k.access else ""  # (a pointer's: access_sets.py)
             if off in k.scalar_types:
                 out.append(f"  param {off} {size} {k.scalar_types[off]};")
             elif size == 8 and inner == [(0, "abs64")] and not care and off not in k.valued:
-                out.append(f"  param {off} 8 ptr;")
+                out.append(f"  param {off} 8 ptr{acc};")
             elif inner or care:
                 line = f"  param {off} {size} bytes"
                 if inner:
@@ -254,7 +255,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
                                                   for at, kind in inner) + "]"
                 if care:
                     line += " dontcare [" + ", ".join(f"{a}:{n}" for a, n in care) + "]"
-                out.append(line + ";")
+                out.append(line + (acc if inner else "") + ";")
             else:
                 out.append(f"  param {off} {size} {ctype_of(size)};")
         out.append("}")

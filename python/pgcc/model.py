@@ -110,7 +110,9 @@ class Kernel:
     dontcare: {(parameter offset, offset inside, length)} of bytes no launch depends on
     (replay.mark_dontcare); scalar_types: {parameter offset: type} of parameters that take
     scalars (hostvalues.py); name: its name in the .graph and valued: the parameter
-    offsets some launch passes a value in (both set by graphfile.graph_text)."""
+    offsets some launch passes a value in (both set by graphfile.graph_text); access:
+    {parameter offset: "r" | "w" | "rw"}, what it does with the memory a pointer
+    parameter points into, where that is known (access_sets.py; none: read and written)."""
     symbol: str
     layout: list
     attrs: object = None
@@ -124,6 +126,7 @@ class Kernel:
     scalar_types: dict = field(default_factory=dict)
     name: str = None
     valued: set = field(default_factory=set)
+    access: dict = field(default_factory=dict)
 
 
 @dataclass

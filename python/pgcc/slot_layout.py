@@ -144,12 +144,14 @@ def _split_regions(bufs, nodes, capA, regions):
 
 
 def arena_bytes(graph):
-    """The arena pgcc's memory plan gives a .graph (pgcc --report=json), or None where pgcc
-    does not read it."""
+    """The arena pgcc's memory plan gives a .graph on its serial order (pgcc --report=json;
+    a widened graph's plan of its own is widening's choice, not the layout's), or None
+    where pgcc does not read it."""
     r = subprocess.run([find_pgcc(), "--report=json", graph], capture_output=True, text=True)
     if r.returncode != 0:
         return None
-    return json.loads(r.stdout).get("arena_bytes")
+    rep = json.loads(r.stdout)
+    return (rep.get("widen") or {}).get("serial_arena_bytes", rep.get("arena_bytes"))
 
 
 def keep_smaller_layout(a, out_dir, name, log, write=graph_of, arena=arena_bytes):

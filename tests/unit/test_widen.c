@@ -33,17 +33,19 @@ static bool has_edge(const PgProgram *p, const char *a, const char *b) {
 
 /* Reachability over the widened edges: r[i * n + j] when node i reaches node j (indices
  * in the root graph's order). */
-static bool *reach(const PgProgram *p) {
+static bool *reach_over(const PgProgram *p, const PgEdge *edges, size_t ne) {
   const PgGraph *g = p->graphs.v[0];
   size_t n = g->nodes.n;
   bool *r = calloc(n * n + 1, 1);
-  for (size_t e = 0; e < p->widen.edges.n; e++) r[p->widen.edges.v[e].from->index * n + p->widen.edges.v[e].to->index] = true;
+  for (size_t e = 0; e < ne; e++) r[edges[e].from->index * n + edges[e].to->index] = true;
   for (size_t k = 0; k < n; k++)
     for (size_t i = 0; i < n; i++)
       if (r[i * n + k])
         for (size_t j = 0; j < n; j++) r[i * n + j] |= r[k * n + j];
   return r;
 }
+
+static bool *reach(const PgProgram *p) { return reach_over(p, p->widen.edges.v, p->widen.edges.n); }
 
 #define KERNELS                                                                                     \
   "pgcc 1;\n"                                                                                       \
@@ -116,25 +118,73 @@ START_TEST(barriers) {
 }
 END_TEST
 
-/* Two intermediates on the same arena bytes (the plan on the chain): the second's writer
- * waits for the first's last reader, though they share no buffer. */
+/* Two intermediates on the same arena bytes (the plan on the chain): over the serial
+ * plan, the second's writer waits for the first's last reader, though they share no
+ * buffer; with a plan of its own the two branches run side by side on bytes of their
+ * own, kept where that is worth the arena. */
+#define TWO_BRANCHES(c, d, e)                                                                           \
+  KERNELS "buffer t0 size 4096 role intermediate;\nbuffer t1 size 4096 role intermediate;\n"               \
+          "buffer u size 4096 role output;\ngraph g {\n"                                                    \
+          " node a kernel rw args [x, t0] grid [2] block [64] gpu_us 10;\n"                                 \
+          " node b kernel rw args [t0, y] grid [2] block [64] gpu_us 10;\n"                                 \
+          " node c kernel rw args [x, t1] grid [2] block [64] gpu_us " c ";\n"                              \
+          " node d kernel rw args [t1, z] grid [2] block [64] gpu_us " d ";\n"                              \
+          " node e kernel rw args [w, u] grid [2] block [64] gpu_us " e ";\n a -> b;\n b -> c;\n c -> d;\n" \
+          " d -> e;\n}\n"
+
 START_TEST(arena_reuse_is_an_edge) {
-  Parsed *p = widened(KERNELS "buffer t0 size 4096 role intermediate;\nbuffer t1 size 4096 role intermediate;\n"
-                              "graph g {\n node a kernel rw args [x, t0] gpu_us 10;\n node b kernel rw args [t0, y] gpu_us 10;\n"
-                              " node c kernel rw args [x, t1] gpu_us 10;\n node d kernel rw args [t1, z] gpu_us 10;\n"
-                              " a -> b;\n b -> c;\n c -> d;\n}\n",
-                      NULL);
+  /* e takes no time: the own plan's graph halves the path, at twice the arena */
+  Parsed *p = widened(TWO_BRANCHES("10", "10", "0.001"), NULL);
   const PgProgram *g = p->prog;
   const PgBuffer *t0 = g->buffers.v[4], *t1 = g->buffers.v[5];
-  ck_assert(t0->planned && t1->planned);
-  ck_assert_uint_eq(t0->offset, t1->offset); /* they share bytes */
-  ck_assert_uint_eq(g->widen.arena_bytes, 4096);
-  ck_assert(has_edge(g, "a", "b") && has_edge(g, "b", "c") && has_edge(g, "c", "d"));
-  ck_assert_uint_eq(g->widen.edges.n, 3);
-  ck_assert_uint_eq(g->widen.width, 1); /* what the reuse costs, reported: two branches of two */
-  ck_assert_uint_eq(g->widen.unshared_width, 2);
-  ck_assert_double_eq_tol(g->widen.path_us, 40, 1e-9);
-  ck_assert_double_eq_tol(g->widen.unshared_path_us, 20, 1e-9);
+  const PgWiden *w = &g->widen;
+  ck_assert_uint_eq(w->serial_arena_bytes, 4096); /* on the chain they shared bytes */
+  ck_assert_uint_eq(w->shared.arena_bytes, 4096);
+  ck_assert_uint_eq(w->shared.width, 2);          /* e beside the rest; a..d in one line */
+  ck_assert_double_eq_tol(w->shared.path_us, 40, 1e-6);
+  ck_assert_uint_eq(w->own.width, 3);
+  ck_assert_double_eq_tol(w->own.path_us, 20, 1e-6);
+  ck_assert_uint_eq(w->own.arena_bytes, 8192);
+  ck_assert(w->kept && w->own_plan);
+  ck_assert_uint_eq(w->arena_bytes, 8192);
+  ck_assert_uint_eq(g->mem.arena_bytes, 8192);
+  ck_assert_uint_eq(g->mem.dag_regions, 1);
+  ck_assert(t0->planned && t1->planned && t0->offset != t1->offset); /* side by side: bytes of their own */
+  ck_assert(has_edge(g, "a", "b") && has_edge(g, "c", "d") && !has_edge(g, "b", "c"));
+  ck_assert_uint_eq(w->edges.n, 2);
+  ck_assert_uint_eq(g->graphs.v[0]->edges.n, 2);
+  parsed_free(p);
+  /* e as long as a..d over the serial plan: the own plan's graph is no faster, so the
+   * serial plan's is kept, and its arena */
+  p = widened(TWO_BRANCHES("10", "10", "40"), NULL);
+  w = &p->prog->widen;
+  ck_assert(w->kept && !w->own_plan);
+  ck_assert_uint_eq(w->own.arena_bytes, 0); /* not planned */
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 4096);
+  ck_assert(has_edge(p->prog, "b", "c") && has_edge(p->prog, "a", "b") && has_edge(p->prog, "c", "d"));
+  ck_assert_uint_eq(p->prog->buffers.v[4]->offset, p->prog->buffers.v[5]->offset);
+  parsed_free(p);
+  /* e of 35 us: the own plan's graph is 5 us faster (within the error of 18.75 us) for
+   * twice the arena: the serial plan's graph is kept, its gain (35 us) beyond the error */
+  p = widened(TWO_BRANCHES("10", "10", "35"), NULL);
+  w = &p->prog->widen;
+  ck_assert(w->kept && !w->own_plan);
+  ck_assert_uint_eq(w->own.arena_bytes, 8192); /* planned, and put back */
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 4096);
+  ck_assert_uint_eq(p->prog->mem.dag_regions, 0);
+  ck_assert_uint_eq(p->prog->buffers.v[4]->offset, p->prog->buffers.v[5]->offset);
+  ck_assert_uint_eq(w->width, 2);
+  ck_assert(has_edge(p->prog, "b", "c"));
+  parsed_free(p);
+  /* c, d of 5 us, e of 10: over the serial plan 10 us of 40 (not beyond the error), with
+   * its own plan 20 us, only 10 more, for twice the arena: the chain stays */
+  p = widened(TWO_BRANCHES("5", "5", "10"), NULL);
+  w = &p->prog->widen;
+  ck_assert(w->ran && !w->kept);
+  ck_assert_ptr_nonnull(strstr(w->why_not, "with a plan of its own the arena grows 100%"));
+  ck_assert_uint_eq(p->prog->mem.arena_bytes, 4096);
+  ck_assert_uint_eq(p->prog->graphs.v[0]->edges.n, 4); /* the chain, as it was */
+  ck_assert_uint_eq(p->prog->buffers.v[4]->offset, p->prog->buffers.v[5]->offset);
   parsed_free(p);
   /* on buffers of their own (an input and an output), the two halves are independent */
   p = widened(KERNELS "graph g {\n node a kernel rw args [x, y] gpu_us 10;\n node b kernel rw args [y, z] gpu_us 10;\n"
@@ -142,6 +192,94 @@ START_TEST(arena_reuse_is_an_edge) {
               NULL);
   ck_assert(has_edge(p->prog, "a", "b") && !has_edge(p->prog, "b", "c") && !has_edge(p->prog, "a", "c"));
   parsed_free(p);
+}
+END_TEST
+
+/* memplan.c on a graph region that is not a chain (a diamond, as read): two buffers
+ * share bytes only where every node using one reaches every node using the other. */
+START_TEST(memplan_by_reachability) {
+  const char *text = KERNELS "buffer t0 size 1048576 role intermediate;\nbuffer t1 size 1048576 role intermediate;\n"
+                             "buffer t2 size 1048576 role intermediate;\nbuffer t3 size 1048576 role intermediate;\n"
+                             "graph g {\n node a kernel rw args [x, t0];\n node b kernel rw args [t0, t1];\n"
+                             " node c kernel rw args [x, t2];\n node d kernel rw args [t1, t3];\n"
+                             " node e kernel rw args [t2, t3];\n node f kernel rw args [t3, y];\n"
+                             " a -> b;\n a -> c;\n b -> d;\n c -> e;\n d -> e;\n e -> f;\n}\n";
+  Parsed *p = widened(text, NULL);
+  const PgProgram *g = p->prog;
+  ck_assert_uint_eq(g->regions.n, 1);
+  ck_assert_uint_eq(g->mem.dag_regions, 1);
+  ck_assert(!g->mem.tried[PG_PLACE_TIME]); /* the scan cannot see what runs at once */
+  const PgBuffer *t0 = g->buffers.v[4], *t1 = g->buffers.v[5], *t2 = g->buffers.v[6], *t3 = g->buffers.v[7];
+  /* t2 (c, e) may be written while t0 (a, b) and t1 (b, d) are in use: apart from both;
+   * t3 (d, e, f) comes after every use of t0: it may take t0's bytes */
+  ck_assert_uint_ne(t2->offset, t0->offset);
+  ck_assert_uint_ne(t2->offset, t1->offset);
+  ck_assert_uint_ne(t0->offset, t1->offset);
+  ck_assert_uint_ne(t3->offset, t2->offset);
+  ck_assert_uint_eq(g->mem.arena_bytes, 3 << 20); /* every use spanning the region: 4 MiB */
+  parsed_free(p);
+}
+END_TEST
+
+/* memplan.c on random DAGs as read (one graph region each, no chain): two buffers on
+ * common arena bytes are used only by nodes that reach one another, every use of one
+ * before every use of the other; and the plan shares bytes, often. */
+START_TEST(memplan_random_dags_share_only_along_dependencies) {
+  unsigned seed = 4242;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  static char text[1 << 16];
+  int shared = 0, rounds = 0;
+  for (int round = 0; round < 120; round++) {
+    int n = 4 + (int)(RND() % 60), nbuf = 4 + (int)(RND() % 28), use[64][2];
+    int len = snprintf(text, sizeof text, "pgcc 1;\nkernel k symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n");
+    for (int b = 0; b < nbuf; b++)
+      len += snprintf(text + len, sizeof text - (size_t)len, "buffer t%d size %u role intermediate;\n", b,
+                      256 * (1 + (unsigned)(RND() % 16)));
+    len += snprintf(text + len, sizeof text - (size_t)len, "graph g {\n");
+    static bool r[64][64];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < n; i++) {
+      for (int a = 0; a < 2; a++) use[i][a] = (i * nbuf / n + (int)(RND() % 4)) % nbuf; /* short lives, mostly */
+      len += snprintf(text + len, sizeof text - (size_t)len, " node n%d kernel k args [t%d, t%d];\n", i, use[i][0],
+                      use[i][1]);
+      for (int j = (i > 6 ? i - 6 : 0); j < i; j++) /* a few edges from recent nodes */
+        if (RND() % 3 == 0) {
+          len += snprintf(text + len, sizeof text - (size_t)len, " n%d -> n%d;\n", j, i);
+          r[j][i] = true;
+        }
+    }
+    snprintf(text + len, sizeof text - (size_t)len, "}\n");
+    for (int k = 0; k < n; k++) /* the closure: r[a][b], a reaches b */
+      for (int a = 0; a < n; a++)
+        if (r[a][k])
+          for (int b = 0; b < n; b++) r[a][b] |= r[k][b];
+    Parsed *p = widened(text, NULL);
+    const PgProgram *g = p->prog;
+    if (g->regions.n != 1 || !g->mem.dag_regions) { /* (a chain after all, or a node too few) */
+      parsed_free(p);
+      continue;
+    }
+    rounds++;
+    ck_assert(!g->mem.tried[PG_PLACE_TIME]);
+    for (int x = 0; x < nbuf; x++)
+      for (int y = x + 1; y < nbuf; y++) {
+        const PgBuffer *X = g->buffers.v[x], *Y = g->buffers.v[y];
+        if (!X->planned || !Y->planned || X->offset >= Y->offset + Y->size || Y->offset >= X->offset + X->size)
+          continue;
+        shared++;
+        bool xy = true, yx = true; /* every use of x reaches every use of y, or the other way */
+        for (int a = 0; a < n; a++)
+          for (int b = 0; b < n; b++) {
+            bool ua = use[a][0] == x || use[a][1] == x, ub = use[b][0] == y || use[b][1] == y;
+            if (ua && ub) xy &= r[a][b], yx &= r[b][a];
+          }
+        ck_assert_msg(xy || yx, "round %d: t%d and t%d share bytes, their uses unordered\n%s", round, x, y, text);
+      }
+    parsed_free(p);
+  }
+#undef RND
+  ck_assert_int_gt(rounds, 100);
+  ck_assert_int_gt(shared, 200);
 }
 END_TEST
 
@@ -231,24 +369,33 @@ typedef struct {
   } acc[4];
 } Model;
 
-/* Do bytes [alo, ahi) of buffer a and [blo, bhi) of buffer b meet?  An intermediate's
- * bytes are the arena's, at its planned offset; any other buffer is its own memory. */
-static bool overlap(const PgProgram *p, int a, uint64_t alo, uint64_t ahi, int b, uint64_t blo, uint64_t bhi) {
+/* Do bytes [alo, ahi) of buffer a and [blo, bhi) of buffer b meet?  With `arena`, an
+ * intermediate's bytes are the arena's, at its planned offset; else, as any other
+ * buffer, its own memory. */
+static bool overlap(const PgProgram *p, bool arena, int a, uint64_t alo, uint64_t ahi, int b, uint64_t blo,
+                    uint64_t bhi) {
   const PgBuffer *A = p->buffers.v[a], *B = p->buffers.v[b];
-  bool aa = A->role == PG_ROLE_INTERMEDIATE, ba = B->role == PG_ROLE_INTERMEDIATE;
+  bool aa = arena && A->role == PG_ROLE_INTERMEDIATE, ba = arena && B->role == PG_ROLE_INTERMEDIATE;
   if (aa != ba || (!aa && a != b)) return false;
   if (aa) alo += A->offset, ahi += A->offset, blo += B->offset, bhi += B->offset;
   return alo < bhi && blo < ahi;
 }
 
 /* The dependency the sets imply between two nodes (either order). */
-static bool implied(const PgProgram *p, const Model *x, const Model *y) {
+static bool implied(const PgProgram *p, bool arena, const Model *x, const Model *y) {
   if (x->barrier || y->barrier) return true;
   for (int i = 0; i < x->nacc; i++)
     for (int k = 0; k < y->nacc; k++)
       if ((x->acc[i].write || y->acc[k].write) &&
-          overlap(p, x->acc[i].buf, x->acc[i].lo, x->acc[i].hi, y->acc[k].buf, y->acc[k].lo, y->acc[k].hi))
+          overlap(p, arena, x->acc[i].buf, x->acc[i].lo, x->acc[i].hi, y->acc[k].buf, y->acc[k].lo, y->acc[k].hi))
         return true;
+  return false;
+}
+
+/* Does node x touch buffer b? */
+static bool touches(const Model *x, int b) {
+  for (int i = 0; i < x->nacc; i++)
+    if (x->acc[i].buf == b) return true;
   return false;
 }
 
@@ -261,8 +408,10 @@ static void add_acc(Model *x, int buf, uint64_t lo, uint64_t hi, bool write) {
 static const char *const ACC[3] = {"r", "w", "rw"};
 
 /* Random buffers and nodes: kernels with every access pair (and none), copies and memsets
- * on random byte ranges, host synchronizations.  `arena`: some buffers are intermediates. */
-static int random_nodes(unsigned *seed, bool arena, char *head, size_t cap, Model *m) {
+ * on random byte ranges, host synchronizations.  `arena`: some buffers are intermediates.
+ * `local`: kernels only, on more buffers, each used by nodes near one another (short
+ * lives, as in a forward pass: a plan on the chain reuses bytes, which orders nodes). */
+static int random_nodes(unsigned *seed, bool arena, bool local, char *head, size_t cap, Model *m) {
 #define RND() (*seed = *seed * 1103515245u + 12345u, (*seed >> 16) & 0x7fff)
   int len = snprintf(head, cap, "pgcc 1;\n");
   for (int a = 0; a < 3; a++)
@@ -271,11 +420,11 @@ static int random_nodes(unsigned *seed, bool arena, char *head, size_t cap, Mode
                       "kernel k_%s_%s symbol \"k\" { param 0 8 ptr access %s; param 8 8 ptr access %s; }\n", ACC[a],
                       ACC[b], ACC[a], ACC[b]);
   len += snprintf(head + len, cap - (size_t)len, "kernel k_u symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n");
-  int nbuf = 2 + (int)(RND() % 6);
-  uint64_t size[8];
+  int nbuf = local ? 8 + (int)(RND() % 9) : 2 + (int)(RND() % 6);
+  uint64_t size[16];
   for (int b = 0; b < nbuf; b++) {
     size[b] = 256 * (1 + RND() % 8);
-    const char *role = arena && RND() % 2 ? "intermediate" : RND() % 2 ? "input" : "output";
+    const char *role = arena && RND() % (local ? 4 : 2) ? "intermediate" : RND() % 2 ? "input" : "output";
     len += snprintf(head + len, cap - (size_t)len, "buffer t%d size %llu role %s;\n", b, (unsigned long long)size[b], role);
   }
   int n = 2 + (int)(RND() % (MAXN - 2));
@@ -283,7 +432,9 @@ static int random_nodes(unsigned *seed, bool arena, char *head, size_t cap, Mode
     Model *x = &m[i];
     memset(x, 0, sizeof *x);
     int kind = (int)(RND() % 12);
+    if (local) kind = RND() % 4 ? 4 + (int)(RND() % 8) : 0 == RND() % 6 ? 0 : 4;
     int b0 = (int)(RND() % (unsigned)nbuf), b1 = (int)(RND() % (unsigned)nbuf);
+    if (local) b0 = (i * nbuf / n + (int)(RND() % 3)) % nbuf, b1 = (i * nbuf / n + (int)(RND() % 3)) % nbuf;
     if (kind == 0) {
       x->barrier = true;
       snprintf(x->text, sizeof x->text, "hostop op sync reason \"r\"");
@@ -346,18 +497,22 @@ static char *edge_names(const PgProgram *p) {
 
 /* Random chains: the widened graph orders exactly what the access sets imply, closed
  * under transitivity (reachability equals the closure: every dependency kept, nothing
- * else ordered, so no two unordered nodes share bytes that either writes, arena bytes
- * included); every edge left is an implied one (a barrier's included), and none is
- * implied by two others; swapping two adjacent nodes the sets leave free gives the same
- * edges. */
+ * else ordered), over the serial plan's arena bytes for the graph that keeps it, over
+ * buffers alone for the one with a plan of its own; every edge left is an implied one
+ * (a barrier's included), and none is implied by two others; swapping two adjacent
+ * nodes the sets leave free gives the same edges.  And the program as it runs (the
+ * root graph's edges, widened or the chain, with the plan kept): every dependency the
+ * sets imply over its arena is ordered, so no two nodes that may run at once touch
+ * common bytes, arena bytes included, that either writes; and with a plan of its own,
+ * no two such nodes touch two buffers that share arena bytes at all. */
 START_TEST(random_chains_keep_exactly_the_implied_order) {
   unsigned seed = 20261127;
   static char head[1 << 14], text[1 << 16];
   Model m[MAXN];
-  int order[MAXN], widened_rounds = 0, swapped = 0, shared_arena = 0;
+  int order[MAXN], widened_rounds = 0, swapped = 0, shared_arena = 0, own_kept = 0, shared_kept = 0;
   for (int round = 0; round < 160; round++) {
     bool arena = round % 2;
-    int n = random_nodes(&seed, arena, head, sizeof head, m);
+    int n = random_nodes(&seed, arena, round % 4 != 3, head, sizeof head, m);
     for (int i = 0; i < n; i++) order[i] = i;
     chain_text(text, sizeof text, head, m, n, order);
     Parsed *p = widened(text, NULL);
@@ -367,9 +522,10 @@ START_TEST(random_chains_keep_exactly_the_implied_order) {
     ck_assert_uint_eq(root->nodes.n, (size_t)n);
     int id[MAXN]; /* position (after schedule.c) -> node number */
     for (int k = 0; k < n; k++) id[k] = atoi(root->nodes.v[k]->name + 1);
+    bool over_arena = g->widen.kept && !g->widen.own_plan; /* the graph the edges show */
     static bool c[MAXN][MAXN];
     for (int a = 0; a < n; a++)
-      for (int b = 0; b < n; b++) c[a][b] = a < b && implied(g, &m[id[a]], &m[id[b]]);
+      for (int b = 0; b < n; b++) c[a][b] = a < b && implied(g, over_arena, &m[id[a]], &m[id[b]]);
     for (int k = 0; k < n; k++)
       for (int a = 0; a < n; a++)
         if (c[a][k])
@@ -383,7 +539,7 @@ START_TEST(random_chains_keep_exactly_the_implied_order) {
       }
     for (size_t e = 0; e < g->widen.edges.n; e++) {
       int a = (int)g->widen.edges.v[e].from->index, b = (int)g->widen.edges.v[e].to->index;
-      ck_assert_msg(implied(g, &m[id[a]], &m[id[b]]), "round %d: edge n%d -> n%d implied by nothing", round, id[a], id[b]);
+      ck_assert_msg(implied(g, over_arena, &m[id[a]], &m[id[b]]), "round %d: edge n%d -> n%d implied by nothing", round, id[a], id[b]);
       for (int k = a + 1; k < b; k++)
         ck_assert_msg(!(r[a * n + k] && r[k * n + b]), "round %d: edge n%d -> n%d implied through n%d", round, id[a],
                       id[b], id[k]);
@@ -399,12 +555,32 @@ START_TEST(random_chains_keep_exactly_the_implied_order) {
         shared_arena += X->planned && Y->planned && X->offset < Y->offset + Y->size && Y->offset < X->offset + X->size;
       }
     free(r);
+    /* the program as it runs */
+    own_kept += g->widen.kept && g->widen.own_plan, shared_kept += over_arena;
+    ck_assert_uint_eq(root->edges.n, g->widen.kept ? g->widen.edges.n : (size_t)n - 1);
+    r = reach_over(g, root->edges.v, root->edges.n);
+    for (int a = 0; a < n; a++)
+      for (int b = a + 1; b < n; b++)
+        ck_assert_msg(r[a * n + b] || !implied(g, true, &m[id[a]], &m[id[b]]),
+                      "round %d: n%d and n%d may run at once on common bytes, one writing", round, id[a], id[b]);
+    for (int x = 0; x < (int)g->buffers.n && g->widen.own_plan; x++) /* the own plan: whole buffers apart */
+      for (int y = 0; y < (int)g->buffers.n; y++) {
+        const PgBuffer *X = g->buffers.v[x], *Y = g->buffers.v[y];
+        if (x == y || !X->planned || !Y->planned || X->offset >= Y->offset + Y->size || Y->offset >= X->offset + X->size)
+          continue;
+        for (int a = 0; a < n; a++)
+          for (int b = 0; b < n; b++)
+            if (a != b && touches(&m[id[a]], x) && touches(&m[id[b]], y))
+              ck_assert_msg(r[a * n + b] || r[b * n + a], "round %d: n%d (%s) and n%d (%s) may run at once on shared "
+                            "arena bytes\n%s", round, id[a], X->name, id[b], Y->name, text);
+      }
+    free(r);
     /* order independence: swap free neighbours (no arena: the plan would move with the order) */
     if (!arena) {
       char *want = edge_names(g);
       for (int k = 0; k + 1 < n; k++) order[k] = id[k];
       for (int k = 0; k + 1 < n; k++)
-        if (!implied(g, &m[order[k]], &m[order[k + 1]])) {
+        if (!implied(g, false, &m[order[k]], &m[order[k + 1]])) {
           int t = order[k];
           order[k] = order[k + 1], order[k + 1] = t;
           k++;
@@ -423,6 +599,8 @@ START_TEST(random_chains_keep_exactly_the_implied_order) {
   ck_assert_int_gt(widened_rounds, 80); /* (the generator makes wide graphs) */
   ck_assert_int_gt(swapped, 100);
   ck_assert_int_gt(shared_arena, 10); /* and plans that reuse bytes */
+  ck_assert_int_gt(own_kept, 10); /* both widened graphs kept, often */
+  ck_assert_int_gt(shared_kept, 20);
 }
 END_TEST
 
@@ -442,15 +620,27 @@ START_TEST(golden_qkv) {
   free(want);
   r = run_pgcc("--report=json", "tests/golden/qkv.graph", NULL);
   ck_assert_int_eq(r.status, 0);
-  ck_assert_ptr_nonnull(strstr(r.out, "\"widen\": {\"ran\": true, \"kept\": true, \"why_not\": null, \"nodes\": 5, "
-                                      "\"edges_before\": 4, \"edges_after\": 4, \"width\": 3, \"width_exact\": true, "
-                                      "\"serial_us\": 60.000, \"path_us\": 40.000"));
+  ck_assert_ptr_nonnull(strstr(r.out, "\"widen\": {\"ran\": true, \"kept\": true, \"why_not\": null, \"own_plan\": false, "
+                                      "\"nodes\": 5, \"edges_before\": 4, \"edges_after\": 4, \"width\": 3, "
+                                      "\"width_exact\": true, \"serial_us\": 60.000, \"path_us\": 40.000"));
+  /* the own plan's graph is no faster (q, k and v live together on the chain): not planned */
+  ck_assert_ptr_nonnull(strstr(r.out, "\"own_plan_graph\": {\"width\": 3, \"width_exact\": true, \"edges\": 4, "
+                                      "\"path_us\": 40.000, \"predicted_us\": 40.000, \"arena_bytes\": 0}"));
   run_free(&r);
   r = run_pgcc("--report", "tests/golden/qkv.graph", NULL);
   ck_assert_int_eq(r.status, 0);
-  ck_assert_ptr_nonnull(strstr(r.out, "dependencies: 5 nodes rebuilt from access sets: width 3, critical path 40.0 us "
-                                      "of 60.0 us in order"));
-  ck_assert_ptr_nonnull(strstr(r.out, "kept (predicted 40.0 us)"));
+  ck_assert_ptr_nonnull(strstr(r.out, "dependencies: 5 nodes rebuilt from access sets (GPU work 9.7 us)\n"
+                                      "  in order:                width 1, critical path 60.0 us, edges 4, arena 256.00 KiB\n"
+                                      "  over the serial plan:    width 3, critical path 40.0 us, edges 4, arena 256.00 KiB "
+                                      "(predicted 40.0 us)\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "  kept: the graph over the serial plan (predicted 40.0 us of 60.0 us in order; "
+                                      "arena 256.00 KiB)\n"));
+  run_free(&r);
+  /* the widened program read back: its graph region is no chain, planned by what
+   * reaches what, in the same arena (q, k, v live together in any order) */
+  r = run_pgcc("--report", "tests/golden/qkv_widened.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "memory: arena 256.00 KiB for 4 intermediates"));
   run_free(&r);
   /* a program without access sets: no word about it, its chain as it was */
   r = run_pgcc("--report", "tests/golden/relocs_v2.graph", NULL);
@@ -490,6 +680,8 @@ Suite *widen_suite(void) {
   tcase_add_test(t, each_hazard_kind);
   tcase_add_test(t, barriers);
   tcase_add_test(t, arena_reuse_is_an_edge);
+  tcase_add_test(t, memplan_by_reachability);
+  tcase_add_test(t, memplan_random_dags_share_only_along_dependencies);
   tcase_add_test(t, runs_only_where_it_may);
   tcase_add_test(t, the_cost_model_decides);
   tcase_add_test(t, random_chains_keep_exactly_the_implied_order);

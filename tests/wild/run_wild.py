@@ -334,12 +334,14 @@ def child(key, out_dir):
         f = pgcc.load(export_dir)
         rec["stage"] = "call"
         got_inputs = copy_inputs(torch, pristine)
+        torch.manual_seed(1)  # (a program that draws random numbers: the same draws as the compiled call's below)
         got = f(*got_inputs)
         torch.cuda.synchronize()
         rec["stage"] = "compiled"  # (the callable as pgcc.export compiles it: in eval mode, under no_grad)
         compiled = torch.compile(model)
         comp_inputs = copy_inputs(torch, pristine)
         inference = isinstance(model, torch.nn.Module) and not model.training
+        torch.manual_seed(1)
         with torch.no_grad() if inference else contextlib.nullcontext():
             comp = compiled(*comp_inputs)
         torch.cuda.synchronize()

@@ -1,0 +1,134 @@
+"""Programs with parallel branches at batch 1, where a capture's one chain orders kernels
+that need not wait for each other (bench/widen_timing.py), and two without branches,
+where rebuilding the chain from its dependencies should buy nothing.
+
+Every entry is a builder returning (fn, inputs, weights) as pgcc.export takes them
+(fn(*inputs) gives the output; weights names every tensor fn reads besides its
+inputs), built from random weights with a fixed seed -- nothing is downloaded:
+
+- llama_layer: one Llama decoder layer from a transformers LlamaConfig (width 256, 4
+  heads, separate q, k and v projections), batch 1 x 8 tokens;
+- moe: a mixture-of-experts layer whose 8 experts are Linear modules of their own, each
+  run densely on every token (a loop over the experts, the gate's weights combining
+  them: no shape depends on the data), batch 1 x 4 tokens;
+- inception: torchvision's GoogLeNet Inception block (four branches of convolutions
+  concatenated), batch 1 at 28 x 28;
+- mlp: a stack of Linear and GELU layers, batch 1 (no branches);
+- convnet: a stack of 3x3 convolutions, batch norms and ReLUs, batch 1 at 32 x 32 (no
+  branches).
+
+BRANCHY names the first three, CHAINS the last two; MODELS maps every name to its
+builder.  Needs PyTorch with CUDA, transformers (llama_layer) and torchvision
+(inception), imported when a builder runs.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["BRANCHY", "CHAINS", "MODELS", "build"]
+
+
+def _weights(model):
+    """Parameters and buffers by name, each tensor once."""
+    out, seen = {}, set()
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        if t.data_ptr() not in seen:
+            seen.add(t.data_ptr())
+            out[name] = t
+    return out
+
+
+def _inference(model, inputs, call=None):
+    model = model.cuda().eval()
+    inputs = [x.cuda() for x in inputs]
+    call = call or (lambda m, *xs: m(*xs))
+
+    @torch.no_grad()
+    def fn(*xs):
+        return call(model, *xs)
+
+    fn.model = model
+    return fn, inputs, _weights(model)
+
+
+class _LlamaLayer(nn.Module):
+    """A decoder layer with the rotary embedding computed in the program, as LlamaModel
+    does before its layers."""
+
+    def __init__(self, config):
+        super().__init__()
+        from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+        self.layer = LlamaDecoderLayer(config, layer_idx=0)
+        self.rotary = LlamaRotaryEmbedding(config=config)
+
+    def forward(self, x, positions):
+        cos_sin = self.rotary(x, positions)
+        out = self.layer(x, position_ids=positions, position_embeddings=cos_sin)
+        return out[0] if isinstance(out, tuple) else out
+
+
+def llama_layer():
+    from transformers import LlamaConfig
+    torch.manual_seed(31)
+    config = LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=1, num_attention_heads=4,
+                         num_key_value_heads=4, vocab_size=1000, max_position_embeddings=64,
+                         attn_implementation="sdpa")
+    model = _LlamaLayer(config)
+    return _inference(model, [torch.randn(1, 8, 256), torch.arange(8).unsqueeze(0)])
+
+
+class _MoE(nn.Module):
+    """A gate and `experts` MLP experts (Linear, SiLU, Linear), every expert run on every
+    token and weighted by the gate's softmax."""
+
+    def __init__(self, width=256, hidden=512, experts=8):
+        super().__init__()
+        self.gate = nn.Linear(width, experts, bias=False)
+        self.experts = nn.ModuleList(nn.Sequential(nn.Linear(width, hidden), nn.SiLU(), nn.Linear(hidden, width))
+                                     for _ in range(experts))
+
+    def forward(self, x):
+        w = F.softmax(self.gate(x), dim=-1)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            out = out + w[..., e:e + 1] * expert(x)
+        return out
+
+
+def moe():
+    torch.manual_seed(32)
+    return _inference(_MoE(), [torch.randn(1, 4, 256)])
+
+
+def inception():
+    from torchvision.models.googlenet import Inception
+    torch.manual_seed(33)
+    block = Inception(192, 64, 96, 128, 16, 32, 32)  # GoogLeNet's inception 3a
+    return _inference(block, [torch.randn(1, 192, 28, 28)])
+
+
+def mlp():
+    torch.manual_seed(34)
+    layers = []
+    for _ in range(6):
+        layers += [nn.Linear(512, 512), nn.GELU()]
+    return _inference(nn.Sequential(*layers), [torch.randn(1, 512)])
+
+
+def convnet():
+    torch.manual_seed(35)
+    layers, c = [], 3
+    for width in (32, 32, 64, 64, 128):
+        layers += [nn.Conv2d(c, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU()]
+        c = width
+    return _inference(nn.Sequential(*layers), [torch.randn(1, 3, 32, 32)])
+
+
+BRANCHY = ("llama_layer", "moe", "inception")
+CHAINS = ("mlp", "convnet")
+MODELS = {"llama_layer": llama_layer, "moe": moe, "inception": inception, "mlp": mlp, "convnet": convnet}
+
+
+def build(name):
+    """fn, inputs, weights of the model of that name."""
+    return MODELS[name]()
