@@ -99,8 +99,8 @@ def child(key, out, steps):
         rec["state_tensors"] = len(names)
         state_worst = {"compiled": 0.0, "eager": 0.0}
         for n in names:
-            if n not in theirs_c:
-                continue
+            if n not in theirs_c or n not in theirs_e:
+                continue  # (an eager twin's optimizer keeps its step counts on the host: not compared)
             try:
                 mine_t = prog.weight(n, like=theirs_c[n])
             except KeyError:
@@ -120,7 +120,7 @@ def child(key, out, steps):
         traceback.print_exc()
         refused = type(e).__name__ == "ExportError"
         rec.update(status="REFUSED" if refused else "ERROR",
-                   detail=(f"{type(e).__name__}: " if not refused else "") + str(e).strip().splitlines()[0][:400]
+                   detail=(f"{type(e).__name__}: " if not refused else "") + " ".join(str(e).split())[:600]
                    if str(e).strip() else type(e).__name__)
     rec["seconds"] = round(time.time() - t_all, 1)
     print(TAG + json.dumps(rec), flush=True)
