@@ -91,6 +91,25 @@ def copies(torch, xs):
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
+# Each call's floating inputs scaled by these, in turn: the first call takes the example
+# inputs as given, later ones other values too (a program that kept reading the example's
+# memory, not the call's, would pass on copies of the same values; seen: a ResNet-18
+# training step, right on the example batch and wrong on any other).
+SCALES = (1.0, 1.25, 1.0, 0.8)
+TRAINING_SCALES = (1.0, 1.25, 0.8)  # (a training step's steps)
+
+
+def other_values(torch, xs, scale):
+    """Copies of xs (strides kept), floating tensors scaled by `scale`; the others as they
+    are (token ids, masks, labels: other values could change what the program does)."""
+    out = copies(torch, xs)
+    if scale != 1.0:
+        for x in out:
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                x.mul_(scale)
+    return out
+
+
 def judge_call(name, torch, got, ref, xs, refs, identical, worst, where):
     """judge() of a call's outputs, then of its inputs after it: an input the callable
     changes in place must be changed by the program the same way."""
@@ -111,12 +130,16 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
     p = load(out_dir, name=name, build_dir=build_dir, callbacks=callbacks)
     name = p.name
     worst, identical, keep, far_high = 0.0, True, [], False
+    reads = (getattr(result, "report", None) or {}).get("host_reads") or []
     try:
         for call in range(calls + 1):
             prog.status(f"verify: call {call + 1}/{calls + 1}")
             where = far(torch) if call == calls else contextlib.nullcontext()
+            # new addresses after the first call, and other values (but where values read back choose a path:
+            # those calls come below)
+            scale = 1.0 if reads else SCALES[call % len(SCALES)]
             with where as memory:  # the last call's inputs and outputs far away: other high address bits
-                xs = list(inputs) if call == 0 else copies(torch, inputs)  # new addresses after the first
+                xs = list(inputs) if call == 0 else other_values(torch, inputs, scale)
                 refs = copies(torch, xs)  # (the callable's: taken before the program may change xs in place)
                 p.fill_arena(0xFF)
                 with rewound(p):  # (the callable then draws the numbers the program drew)
@@ -130,11 +153,11 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
             keep += got
             identical, worst = judge_call(name, torch, got, ref, xs, refs, identical, worst, f"on call {call} (inputs "
                                           f"{'as given' if call == 0 else 'copied to new addresses'}"
+                                          f"{f', scaled by {scale:g}' if scale != 1.0 else ''}"
                                           f"{', far away: other high address bits' if call == calls else ''}, arena "
                                           "poisoned)")
         # A program that reads values back: calls on other input values too, whose reads
         # the C makes at run time (a guarded read stops the call: PGRT_ERR_GUARD)
-        reads = (getattr(result, "report", None) or {}).get("host_reads") or []
         others, stopped = 0, 0
         for scale in (1.5, 0.75) if reads else ():
             xs = perturbed(torch, inputs, scale)
@@ -157,7 +180,8 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
     finally:
         prog.done()
         p.close()
-    line = (f"PASS {name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; {calls + 1} calls, "
+    line = (f"PASS {name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; {calls + 1} calls"
+            f"{'' if reads else ', two on other input values'}, "
             f"the last {'at addresses with other high 32 bits' if far_high else 'NOT far away (high bits the same)'}"
             + (f"; {others} on other input values, {stopped} stopped by a guard" if reads else "") + ")")
     prog.log(line)
@@ -202,7 +226,7 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
                 check(f"weight {w_name} before the first step", p.weight(w_name, w), w.detach())
         for step in range(steps):
             prog.status(f"verify: training step {step + 1}/{steps}")
-            xs = [x.clone() for x in inputs]
+            xs = other_values(torch, inputs, TRAINING_SCALES[step % 3])  # (fresh batches: other values too)
             p.fill_arena(0xFF)
             with rewound(p):
                 mine = p(*xs)
@@ -220,7 +244,7 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
         prog.done()
         p.close()
     line = (f"PASS {name}: max error {worst:.3g} ({'bit-identical' if identical else 'within tol'}; {steps} training "
-            f"steps on fresh batches at new addresses, the outputs of each and {len(held)} state tensors after the "
+            f"steps on fresh batches (other values) at new addresses, the outputs of each and {len(held)} state tensors after the "
             "last)")
     prog.log(line)
     return line
