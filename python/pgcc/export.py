@@ -47,7 +47,7 @@ from .replay import Replayer, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
 from .train_state import capturable, discover, kind_of, needs_first_step, state_objects, state_weights
-from .warmup import restore_state, saved_state, training_step, warm_up
+from .warmup import on_capture_stream, restore_state, saved_state, training_step, warm_up
 
 __all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured", "in_grad_mode",
            "join_other_path"]
@@ -178,7 +178,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                 prog.log(f"  {', '.join(made)}: made capturable (its step counts on the GPU, as CUDA graphs need)")
             if needs_first_step(torch, objs):
                 prog.status(f"{name}: the first training step (the optimizer makes its state)")
-                run(*inputs)
+                with on_capture_stream(torch):
+                    run(*inputs)
             weights.update(state_weights(torch, objs))
             original = saved_state(torch, weights, device="cpu")
             prog.log(f"  {len(weights)} state tensors: {', '.join(list(weights)[:6])}"

@@ -12,12 +12,13 @@ training step's weights as they were; training_step() tells a training step.
 
 Assumes PyTorch (passed in as `torch`: importing this module needs none).
 """
+import contextlib
 import threading
 
 from .hostreads import HostReads, perturbed
 from .random_state import philox_generator
 
-__all__ = ["in_fresh_thread", "restore_state", "saved_state", "training_step", "warm_up"]
+__all__ = ["in_fresh_thread", "on_capture_stream", "restore_state", "saved_state", "training_step", "warm_up"]
 
 
 def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original, fresh_thread=False):
@@ -30,7 +31,7 @@ def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original, 
     the GPU; random_state.py)."""
     gen = philox_generator(torch)
     drawn = 0
-    with HostReads() as reads:
+    with HostReads() as reads, on_capture_stream(torch):
         before = 0
         for i in range(warmup):
             prog.status(f"{name}: warm-up call {i + 1}/{warmup}" + (" (compiling)" if compile and i == 0 else ""))
@@ -66,6 +67,27 @@ def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original, 
     return per_call, drawn
 
 
+@contextlib.contextmanager
+def on_capture_stream(torch):
+    """The block runs on the stream torch.cuda.graph captures on (made here where it has
+    none yet), after the current stream's work and before what follows on it.  PyTorch's
+    CUDA graphs want the calls before a capture there: a training step's gradient
+    accumulators keep the stream of the backward that made them, and one made on the
+    default stream fails a later capture ("operation would make the legacy stream depend
+    on a capturing blocking stream"); libraries make their per-stream workspaces there
+    once, as the captures then find them."""
+    cls = torch.cuda.graphs.graph
+    if getattr(cls, "default_capture_stream", None) is None:
+        cls.default_capture_stream = torch.cuda.Stream()
+    side, current = cls.default_capture_stream, torch.cuda.current_stream()
+    side.wait_stream(current)
+    try:
+        with torch.cuda.stream(side):
+            yield
+    finally:
+        current.wait_stream(side)
+
+
 def in_fresh_thread(torch, run, inputs):
     """run(*inputs) in a new thread with the caller's grad mode, autocast and CUDA device
     (thread-local state that the call's results depend on); its exception is raised here."""
@@ -77,7 +99,7 @@ def in_fresh_thread(torch, run, inputs):
     def call():
         try:
             with torch.cuda.device(device), torch.set_grad_enabled(grad), \
-                    torch.autocast("cuda", dtype=dtype, enabled=autocast):
+                    torch.autocast("cuda", dtype=dtype, enabled=autocast), on_capture_stream(torch):
                 run(*inputs)
                 torch.cuda.current_stream().synchronize()
         except BaseException as e:  # noqa: BLE001 -- raised again in the caller's thread
