@@ -332,11 +332,6 @@ def capture_failed(torch, graphs, pool, e, stream=None):
                "tensor; not at .tolist(), .cpu(), a print or a data-dependent shape) or a synchronisation")
     else:
         why = f"capturing the callable failed{where}: {text}"
-        if "legacy stream depend on a capturing" in why and ".backward()" in where:
-            # (seen on PyTorch 2.11: a compiled step that returns its loss as it is; returning loss.detach()
-            # captured, tests/training)
-            why += (": a backward inside the callable whose loss is also returned with its autograd graph -- "
-                    "return loss.detach() from the step")
     if not healthy:
         why += (" (and PyTorch's CUDA state could not be put back: this process should not run more CUDA work)")
     return ExportError(f"cannot export: {why}")

@@ -91,21 +91,26 @@ def copies(torch, xs):
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
-# Each call's floating inputs scaled by these, in turn: the first call takes the example
-# inputs as given, later ones other values too (a program that kept reading the example's
-# memory, not the call's, would pass on copies of the same values; seen: a ResNet-18
-# training step, right on the example batch and wrong on any other).
+# Each call's floating inputs scaled by these, in turn, where not 1 also mirrored along
+# their last dimension: the first call takes the example inputs as given, later ones
+# other values too (a program that kept reading the example's memory, not the call's,
+# would pass on copies of the same values; seen: a ResNet-18 training step, right on the
+# example batch and wrong on any other -- and right on the example scaled, which its
+# batch normalisation cannot tell from the example: hence the mirror).
 SCALES = (1.0, 1.25, 1.0, 0.8)
 TRAINING_SCALES = (1.0, 1.25, 0.8)  # (a training step's steps)
 
 
 def other_values(torch, xs, scale):
-    """Copies of xs (strides kept), floating tensors scaled by `scale`; the others as they
-    are (token ids, masks, labels: other values could change what the program does)."""
+    """Copies of xs (strides kept), floating tensors mirrored along their last dimension and
+    scaled by `scale` where it is not 1; the others as they are (token ids, masks, labels:
+    other values could change what the program does)."""
     out = copies(torch, xs)
     if scale != 1.0:
         for x in out:
             if isinstance(x, torch.Tensor) and x.is_floating_point():
+                if x.dim() and x.shape[-1] > 1:
+                    x.copy_(x.flip(-1))
                 x.mul_(scale)
     return out
 

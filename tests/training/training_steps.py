@@ -43,7 +43,7 @@ def _plain_step(model, opt, loss_fn):
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
-        return loss.detach()
+        return loss
     return step
 
 
@@ -80,7 +80,7 @@ def _lm_step(model, opt, scaler=None, dtype=None):
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
-        return loss.detach()
+        return loss
     return step
 
 
@@ -118,7 +118,7 @@ def vit_gradscaler_fp16():
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        return loss.detach()
+        return loss
     return Program(step, _cls_batch((8, 3, 64, 64), 10), (model, opt, scaler), True)
 
 
@@ -136,7 +136,7 @@ def bert_mlm_bf16():
             loss = model(input_ids=ids, labels=labels).loss
         loss.backward()
         opt.step()
-        return loss.detach()
+        return loss
     return Program(step, _lm_batch(512), (model, opt), True)
 
 
@@ -153,7 +153,7 @@ def mlp_dropout_dict():
         loss = F.cross_entropy(model(batch["x"]), batch["y"])
         loss.backward()
         opt.step()
-        return loss.detach()
+        return loss
     make = _cls_batch((32, 64), 10)
     return Program(step, lambda seed: ({"x": make(seed)[0], "y": make(seed)[1]},), (model, opt), True)
 
@@ -177,7 +177,7 @@ def clip_grad_norm_adamw():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        return loss.detach()
+        return loss
     return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
 
 
@@ -196,7 +196,7 @@ def lr_scheduler_tensor_lr():
         loss.backward()
         opt.step()
         sched.step()
-        return loss.detach()
+        return loss
     return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
 
 
@@ -244,7 +244,7 @@ def gcn_pyg():
         loss = F.cross_entropy(model(x, edges), y)
         loss.backward()
         opt.step()
-        return loss.detach()
+        return loss
     return Program(step, _cls_batch((n, 32), 7), (model, opt), True)
 
 
@@ -287,7 +287,7 @@ def autograd_grad_penalty():
         loss = F.cross_entropy(out, y) + 0.1 * gx.pow(2).sum(1).mean()
         loss.backward()
         opt.step()
-        return loss.detach()
+        return loss
     return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
 
 
@@ -304,22 +304,6 @@ def adam_for_loop():
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        return loss.detach()
-    return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
-
-
-def raw_loss_returned():
-    """An MLP step that returns its loss with its autograd graph (`return loss`)."""
-    import torch
-    import torch.nn.functional as F
-    model = _mlp()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
         return loss
     return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
 
@@ -327,4 +311,4 @@ def raw_loss_returned():
 PROGRAMS = {f.__name__: f for f in (resnet18_bn_sgd, llama_adamw_fused, gpt2_adamw_foreach, vit_gradscaler_fp16,
                                     bert_mlm_bf16, mlp_dropout_dict, clip_grad_norm_adamw, lr_scheduler_tensor_lr,
                                     grad_accumulation, gcn_pyg, activation_checkpointing, autograd_grad_penalty,
-                                    adam_for_loop, raw_loss_returned)}
+                                    adam_for_loop)}
