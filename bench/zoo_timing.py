@@ -7,7 +7,8 @@ nothing moving: the floor), and as pgcc's export run from C through libpgrt.
 
 PATTERN "breaks:*" takes the programs with host reads of tests/models/breaks_models.py (no manual
 capture for those: they cannot be captured whole; reduce-overhead runs them as several
-graphs with the read between).
+graphs with the read between); "wild:timm:*" and the like, programs of the wild suite
+(tests/wild; those whose inputs are tensors).
 
 Each model runs in a child process of its own, one after another (never two timings
 at once).  In a child: the ways are set up (set-up time: the first three calls, the
@@ -300,8 +301,25 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
 
 
 def build(key):
-    """fn, inputs, weights of a zoo model, or of a program with host reads
-    ("breaks:NAME", tests/models/breaks_models.py)."""
+    """fn, inputs, weights of a zoo model, of a program with host reads
+    ("breaks:NAME", tests/models/breaks_models.py), or of a wild program ("wild:KEY",
+    tests/wild: a module in eval mode run under no_grad, as pgcc.export runs it; its
+    inputs must be tensors)."""
+    if key.startswith("wild:"):
+        import torch
+
+        from tests.wild import wild_programs
+        torch.manual_seed(0)
+        model, inputs = wild_programs.builder(key[len("wild:"):])()
+        weights, fn = {}, model
+        if isinstance(model, torch.nn.Module):
+            weights = dict(model.named_parameters())
+            weights.update(model.named_buffers())
+            if not model.training:
+                def fn(*xs):
+                    with torch.no_grad():
+                        return model(*xs)
+        return fn, list(inputs), weights
     if key.startswith("breaks:"):
         from tests.models import breaks_models
         fn, inputs, weights, _ = breaks_models.PROGRAMS[key[len("breaks:"):]]()
@@ -433,10 +451,12 @@ def main():
     import fnmatch
 
     from tests.models import breaks_models, zoo_models
-    keys = zoo_models.select([p for p in args.patterns if not p.startswith("breaks:")]) if any(
-        not p.startswith("breaks:") for p in args.patterns) or not args.patterns else []
+    from tests.wild import wild_programs
+    mine = [p for p in args.patterns if not p.startswith(("breaks:", "wild:"))]
+    keys = zoo_models.select(mine) if mine or not args.patterns else []
     keys += [f"breaks:{n}" for n in breaks_models.PROGRAMS
              if any(fnmatch.fnmatch(f"breaks:{n}", p) for p in args.patterns)]
+    keys += [f"wild:{k}" for k in wild_programs.keys() if any(fnmatch.fnmatch(f"wild:{k}", p) for p in args.patterns)]
     work = tempfile.mkdtemp(prefix="pgcc-bench-")
     recs = []
     for key in keys:
