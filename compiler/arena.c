@@ -24,7 +24,10 @@
  *  - pg_arena_map_file() maps a large input file instead of copying it, so its
  *    text is the page cache's own pages; the mapping is the arena's until it is
  *    freed.  (As for any compiler that maps its input, truncating the file while
- *    pgcc reads it is not supported.)
+ *    pgcc reads it is not supported.)  Once a frontend has built the IR it lets
+ *    those pages go (pg_arena_release_file): the passes after it hold the IR, not
+ *    the text, and a diagnostic that quotes a line maps its page back from the
+ *    file.
  */
 #include "pgcc.h"
 
@@ -236,4 +239,13 @@ const char *pg_arena_map_file(PgArena *a, int fd, size_t len) {
   *m = (Mapping){a->mappings, at, bytes};
   a->mappings = m;
   return at;
+}
+
+/* The frontend is done with text, a file mapped by pg_arena_map_file: its pages
+ * leave this process's memory (they stay in the page cache); reading the text
+ * again (a diagnostic quoting its line) maps them back, unchanged.  Text that is
+ * not mapped is left alone. */
+void pg_arena_release_file(PgArena *a, const char *text) {
+  for (Mapping *m = a->mappings; m; m = m->next)
+    if (m->at == text) madvise(m->at, m->bytes, MADV_DONTNEED);
 }

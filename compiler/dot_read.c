@@ -834,6 +834,7 @@ PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->d = d;
   PgProgram *p = read_program(c, src);
   pg_arena_free(c->s);
+  pg_arena_release_file(a, src->text); /* the IR holds what the passes need */
   return p;
 }
 

@@ -1566,7 +1566,9 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
     pg_map_reserve(c->nodes, nodes);
   }
   int errors = d->errors;
-  if (gf_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
+  int parsed = gf_parse(c, src, a, d);
+  pg_arena_release_file(a, src->text); /* the IR holds what the passes need */
+  if (parsed != 0 || d->errors > errors) return NULL;
   PgProgram *p = c->p;
   if (!c->seen_header || p->graphs.n == 0) { /* reported at the end of the file */
     PgLoc end = pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len);
