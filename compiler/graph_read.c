@@ -39,6 +39,7 @@ typedef enum { IN_TOP, IN_GRAPH, IN_KERNEL, IN_SKIPPED } Block;
 
 struct GfCtx {
   PgArena *a;
+  PgArena *parse; /* what only parsing needs (the node name table), freed after it */
   PgDiag *d;
   const PgSource *src;
   PgProgram *p;
@@ -1136,10 +1137,21 @@ static void libcall_collective(GfCtx *c, PgNode *n, const GfWord *const *f, PgLo
   n->u.libcall.coll = co;
 }
 
+/* The node kind a name word names (as pg_kind_from_name, with no copy of the word:
+ * it is asked once per node). */
+static bool kind_of(const GfWord *w, PgNodeKind *out) {
+  for (int k = 0; k < PG_NODE_KIND_COUNT; k++)
+    if (pg_str_eq(w->text, pg_kinds[k].name)) {
+      *out = (PgNodeKind)k;
+      return true;
+    }
+  return false;
+}
+
 static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   const GfWord *kw = W(c, name->next);
   PgNodeKind kind;
-  if (!kw || kw->kind != GF_NAME || !pg_kind_from_name(name_of(c, kw), &kind)) {
+  if (!kw || kw->kind != GF_NAME || !kind_of(kw, &kind)) {
     pg_error(c->d, kw ? kw->loc : name->loc, "node needs a kind (kernel, memcpy, memset, host, empty, child, "
                                              "event_record, event_wait, mem_alloc, mem_free, conditional, "
                                              "libcall, hostop or opaque)");
@@ -1557,7 +1569,8 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->is_comm = pg_map_new(a);
   c->events = pg_map_new(a);
   c->graphs = pg_map_new(a);
-  c->nodes = pg_map_new(a);
+  c->parse = pg_arena_new();
+  c->nodes = pg_map_new(c->parse);
   { /* "node" once per node statement (and maybe elsewhere): an upper bound, cheap to count */
     size_t nodes = 0;
     for (const char *q = src->text, *end = src->text + src->len;
@@ -1567,7 +1580,9 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   }
   int errors = d->errors;
   int parsed = gf_parse(c, src, a, d);
-  pg_arena_release_file(a, src->text); /* the IR holds what the passes need */
+  pg_arena_free(c->parse); /* the IR holds what the passes need */
+  c->parse = NULL, c->nodes = NULL;
+  pg_arena_release_file(a, src->text);
   if (parsed != 0 || d->errors > errors) return NULL;
   PgProgram *p = c->p;
   if (!c->seen_header || p->graphs.n == 0) { /* reported at the end of the file */

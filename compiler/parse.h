@@ -26,6 +26,7 @@ typedef struct {
   PgDiag *diag;
   const PgSource *src;
   size_t in_pos;  /* how far YY_INPUT has read */
+  size_t released; /* the text before this offset is let go (pg_lex_read) */
   size_t off;     /* byte offset of the next token */
   int line, col;  /* location of the next token */
   bool lex_error; /* the scanner reported an error (suppresses the parser's echo) */
@@ -37,12 +38,23 @@ static inline void pg_lex_init(PgLexState *x, PgArena *a, PgDiag *d, const PgSou
   x->line = x->col = 1;
 }
 
-/* YY_INPUT: copy the next chunk of the source into flex's buffer. */
+/* How far behind the .graph scanner a large mapped input is let go, and in what
+ * steps: the words of the statement being read point into the text (the pages
+ * would come back if read, but need not). */
+#define PG_LEX_RELEASE_BEHIND (4u << 20)
+
+/* YY_INPUT: copy the next chunk of the source into flex's buffer (the .graph
+ * scanner: it lets the text it has read go, as the IR keeps copies of what it
+ * needs). */
 static inline size_t pg_lex_read(PgLexState *x, char *buf, size_t max) {
   size_t n = x->src->len - x->in_pos;
   if (n > max) n = max;
   memcpy(buf, x->src->text + x->in_pos, n);
   x->in_pos += n;
+  if (x->in_pos >= x->released + 2 * PG_LEX_RELEASE_BEHIND) {
+    pg_arena_release_range(x->arena, x->src->text, x->released, x->in_pos - PG_LEX_RELEASE_BEHIND);
+    x->released = x->in_pos - PG_LEX_RELEASE_BEHIND;
+  }
   return n;
 }
 

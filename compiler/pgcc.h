@@ -685,6 +685,7 @@ char *pg_arena_cat(PgArena *a, const char *s1, const char *s2, const char *s3);
 void pg_arena_reset(PgArena *a);
 const char *pg_arena_map_file(PgArena *a, int fd, size_t len); /* read-only, two NULs after; NULL: read it */
 void pg_arena_release_file(PgArena *a, const char *text); /* a frontend is done with it (it reads back) */
+void pg_arena_release_range(PgArena *a, const char *text, size_t from, size_t to); /* whole pages inside */
 
 /* map.c: an open-addressing hash map from string to pointer */
 PgMap *pg_map_new(PgArena *a);
