@@ -697,6 +697,126 @@ static const char *node_name(DotCtx *c, const char *id) {
   return unique(c, pg_ident(c->a, "", id));
 }
 
+/* ---- the verbose kernel record, read directly ----
+ *
+ * Most nodes of a verbose dump are kernels, and CUDA writes each kernel's record the
+ * same way:
+ *
+ *   {KERNEL | {ID | N (topoId: T) | SYMBOL\<\<\<GRID,BLOCK,SMEM\>\>\>}
+ *    | {{node handle | func handle} | {H | F}}
+ *    | {accessPolicyWindow | {base_ptr | num_bytes | hitRatio | hitProp | missProp} | {V | V | V | V | V}}
+ *    | {cooperative | C} | {priority | P}}
+ *
+ * kernel_record() matches a label against exactly that shape, field by field with
+ * record.c's rules (whitespace, escapes, trimming), without building the record
+ * tree: on a match it gives the kind word and the same pairs, in the same order,
+ * with the same texts and locations, as pg_record_parse_n and pg_record_pairs would.
+ * Anything else -- another CUDA's fields, a port, an empty field -- is no match, and
+ * the label goes the general way (which reports any error). */
+
+/* The shape, item by item: "{", "|" and "}" stand for themselves; "@KEY" for a
+ * text, the value of the pair KEY (as record.c's table rules name it); any other
+ * item for exactly that text (the kind word, the keys).  No text may be empty. */
+static const char *const KERNEL_RECORD[] = {
+    "{", "KERNEL", "|", "{", "ID", "|", "@ID", "|", "@ID.1", "}", "|",
+    "{", "{", "node handle", "|", "func handle", "}", "|", "{", "@node handle", "|", "@func handle", "}", "}", "|",
+    "{", "accessPolicyWindow", "|", "{", "base_ptr", "|", "num_bytes", "|", "hitRatio", "|", "hitProp", "|",
+    "missProp", "}", "|", "{", "@accessPolicyWindow.base_ptr", "|", "@accessPolicyWindow.num_bytes", "|",
+    "@accessPolicyWindow.hitRatio", "|", "@accessPolicyWindow.hitProp", "|", "@accessPolicyWindow.missProp", "}", "}",
+    "|", "{", "cooperative", "|", "@cooperative", "}", "|", "{", "priority", "|", "@priority", "}", "}"};
+enum { KERNEL_RECORD_PAIRS = 11 };
+
+typedef struct {
+  const char *s;
+  size_t i, n;
+  PgLoc loc;   /* where s[at] is */
+  size_t at;
+  char *buf;   /* decoded texts, one after another */
+} FastRec;
+
+static bool rec_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+
+/* The location of s[i] (i only grows): as record.c's loc_at. */
+static PgLoc fast_loc(FastRec *r) {
+  const char *p = r->s + r->at, *end = r->s + r->i, *nl;
+  while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) r->loc.line++, r->loc.col = 1, p = nl + 1;
+  r->loc.col += (int)(end - p);
+  r->at = r->i;
+  return r->loc;
+}
+
+/* The text field at s[i] (spaces skipped), decoded as record.c's parse_text does
+ * (plain runs copied at once): its text, NUL-ended in buf, and where it starts.
+ * False: a port, which this path leaves to the general one. */
+static bool fast_text(FastRec *r, const char **text, PgLoc *loc) {
+  static const bool special[256] = {['|'] = 1, ['{'] = 1, ['}'] = 1, ['\\'] = 1, ['<'] = 1};
+  *loc = fast_loc(r);
+  const char *s = r->s;
+  char *out = r->buf;
+  size_t len = 0, i = r->i, n = r->n;
+  while (i < n) {
+    size_t j = i;
+    while (j < n && !special[(unsigned char)s[j]]) j++;
+    memcpy(out + len, s + i, j - i);
+    len += j - i;
+    if ((i = j) >= n) break;
+    char ch = s[i];
+    if (ch == '|' || ch == '{' || ch == '}') break;
+    if (ch == '<') return false;
+    if (i + 1 < n) { /* a backslash escape */
+      ch = s[++i];
+      i++;
+      if (ch == '\n') continue;
+      if (ch == 'n' || ch == 'l' || ch == 'r') ch = '\n';
+      out[len++] = ch;
+      continue;
+    }
+    out[len++] = ch; /* a backslash at the very end */
+    i++;
+  }
+  r->i = i;
+  while (len > 0 && rec_space(out[len - 1])) len--;
+  size_t lead = 0;
+  while (lead < len && rec_space(out[lead])) lead++;
+  out[len] = 0;
+  *text = out + lead;
+  r->buf = out + len + 1;
+  return true;
+}
+
+static bool kernel_record(DotCtx *c, PgStr raw, PgLoc lloc, Label *l, const char **word, PgLoc *word_loc) {
+  FastRec r = {raw.s, 0, raw.len, lloc, 0, pg_arena_alloc(c->s, raw.len + 1)};
+  PgRecField *vals = pg_arena_alloc(c->s, KERNEL_RECORD_PAIRS * sizeof *vals);
+  PgRecPair pairs[KERNEL_RECORD_PAIRS];
+  int npairs = 0;
+  bool first = true;
+  for (size_t k = 0; k < sizeof KERNEL_RECORD / sizeof *KERNEL_RECORD; k++) {
+    const char *p = KERNEL_RECORD[k];
+    while (r.i < r.n && rec_space(r.s[r.i])) r.i++;
+    if (p[1] == 0 && (*p == '{' || *p == '|' || *p == '}')) {
+      if (r.i == r.n || r.s[r.i] != *p) return false;
+      r.i++;
+      continue;
+    }
+    if (r.i < r.n && r.s[r.i] == '{') return false; /* a group where the shape has a text */
+    const char *text;
+    PgLoc loc;
+    if (!fast_text(&r, &text, &loc) || !*text) return false;
+    if (first) *word = text, *word_loc = loc, first = false;
+    if (*p == '@') {
+      vals[npairs] = (PgRecField){.text = text, .loc = loc};
+      pairs[npairs] = (PgRecPair){p + 1, &vals[npairs]};
+      npairs++;
+    } else if (strcmp(text, p) != 0) {
+      return false;
+    }
+  }
+  while (r.i < r.n && rec_space(r.s[r.i])) r.i++;
+  if (r.i != r.n || npairs != KERNEL_RECORD_PAIRS) return false;
+  for (int k = 0; k < npairs; k++) pg_vec_push(c->s, l->pairs, pairs[k]);
+  return true;
+}
+
 static void read_node(DotCtx *c, DotNodeStmt *s) {
   const char *id = pg_label_unescape(c->a, s->id.s, s->id.len);
   if (!s->cluster) {
@@ -722,9 +842,11 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
                 (s->shape.s && (pg_str_eq(s->shape, "record") || pg_str_eq(s->shape, "Mrecord")));
 
   Label l = {.c = c, .record = record};
-  const char *word; /* the kind word, kernel name or child graph name */
+  const char *word = NULL; /* the kind word, kernel name or child graph name */
   PgLoc word_loc;
-  if (record) {
+  if (record && kernel_record(c, raw, lloc, &l, &word, &word_loc)) {
+    /* (the usual kernel record: its kind word and pairs, read directly) */
+  } else if (record) {
     const PgRecField *rec = pg_record_parse_n(c->s, c->d, raw.s, raw.len, lloc);
     if (!rec) return;
     if (rec->kids.n == 1 && rec->kids.v[0]->is_group) rec = rec->kids.v[0];

@@ -59,6 +59,50 @@ START_TEST(long_mangled_names_and_short_names) {
 }
 END_TEST
 
+/* CUDA's kernel record is read without building the record (dot_read.c,
+ * kernel_record); the same record with one more field goes the general way.  Both
+ * give the same node, kernel and diagnostics, locations included. */
+#define KERNEL_RECORD(coop, extra)                                                                       \
+  "\"graph_1_node_0\"[style=\"bold\" shape=\"record\" label=\"{KERNEL\n"                                 \
+  "| {ID | 0 (topoId: 1) |  tmpl\\<int\\>\\ x\\<\\<\\<\\{2,1\\},\\{128,4\\},16\\>\\>\\>}\n"               \
+  "| {{node handle | func handle} | {0x00005583510FF230 | 0x00005583510CC870}}\n"                         \
+  "| {accessPolicyWindow | {base_ptr | num_bytes | hitRatio | hitProp | missProp} | "                    \
+  "{0x0000000000000000 | 0 | 0.000000 | N | N}}\n" extra "|   {cooperative |\n  " coop "}\n| {priority | 3}\n}\"];\n"
+
+START_TEST(kernel_records_read_directly_as_in_general) {
+  Parsed *fast = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, KERNEL_RECORD("1", "")) "}\n");
+  Parsed *slow = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, KERNEL_RECORD("1", "| {clusterDim | 1}\n")) "}\n");
+  ck_assert_msg(fast->prog, "%s", fast->diags);
+  ck_assert_msg(slow->prog, "%s", slow->diags);
+  const PgNode *a = find_node(fast->prog, "g1.n0"), *b = find_node(slow->prog, "g1.n0");
+  ck_assert_str_eq(a->u.kernel.kernel->symbol, "tmpl<int> x");
+  ck_assert_str_eq(a->u.kernel.kernel->symbol, b->u.kernel.kernel->symbol);
+  ck_assert_str_eq(a->u.kernel.kernel->name, b->u.kernel.kernel->name);
+  ck_assert_int_eq(a->u.kernel.kernel->loc.line, b->u.kernel.kernel->loc.line);
+  ck_assert_int_eq(a->u.kernel.kernel->loc.col, 26); /* the symbol, past the spaces */
+  ck_assert_int_eq(a->u.kernel.kernel->loc.col, b->u.kernel.kernel->loc.col);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_uint_eq(a->u.kernel.grid[i], b->u.kernel.grid[i]);
+    ck_assert_uint_eq(a->u.kernel.block[i], b->u.kernel.block[i]);
+  }
+  ck_assert_uint_eq(a->u.kernel.grid[0], 2);
+  ck_assert_uint_eq(a->u.kernel.smem, 16);
+  ck_assert(a->u.kernel.cooperative && b->u.kernel.cooperative);
+  ck_assert_int_eq(a->u.kernel.priority, 3);
+  ck_assert_int_eq(b->u.kernel.priority, 3);
+  parsed_free(fast);
+  parsed_free(slow);
+  /* a bad value: the same error at the same place (the next line, past the spaces) */
+  fast = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, KERNEL_RECORD("x1", "")) "}\n");
+  slow = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, KERNEL_RECORD("x1", "| {clusterDim | 1}\n")) "}\n");
+  ck_assert(!fast->prog && !slow->prog);
+  ck_assert_ptr_nonnull(strstr(fast->diags, ":9:3: error: expected a number for 'cooperative', found 'x1'"));
+  ck_assert_ptr_nonnull(strstr(slow->diags, ":10:3: error: expected a number for 'cooperative', found 'x1'"));
+  parsed_free(fast);
+  parsed_free(slow);
+}
+END_TEST
+
 START_TEST(graph_numbers_need_not_start_at_1) {
   Parsed *p = parse_text("t.dot", "digraph dot {\n" CLUSTER(9,
       "\"graph_9_node_0\"[shape=\"rectangle\" label=\"0\ngraph_12\n\"];\n") CLUSTER(12,
@@ -183,6 +227,7 @@ Suite *dot_suite(void) {
   tcase_add_test(t, attributes_without_spaces_and_repeated);
   tcase_add_test(t, launch_dimensions_with_escaped_braces);
   tcase_add_test(t, long_mangled_names_and_short_names);
+  tcase_add_test(t, kernel_records_read_directly_as_in_general);
   tcase_add_test(t, graph_numbers_need_not_start_at_1);
   tcase_add_test(t, root_is_the_graph_nobody_owns_even_if_later);
   tcase_add_test(t, conditional_with_two_bodies);
