@@ -71,7 +71,25 @@ static inline size_t pg_lex_read_dot(PgLexState *x, char *buf, size_t max) {
   return n;
 }
 
-/* YY_USER_ACTION: the token just matched starts here; advance past it. */
+/* YY_USER_ACTION: the token just matched starts here; advance past it, a token with
+ * no newline in it: the only rules that can match one (whitespace, DOT's block
+ * comments) call pg_lex_lines after it. */
+static inline void pg_lex_token(PgLexState *x, size_t len, PgLoc *loc, PgStr *val) {
+  *loc = (PgLoc){x->src, x->line, x->col};
+  val->s = x->src->text + x->off;
+  val->len = len;
+  x->off += len;
+  x->col += (int)len;
+}
+
+/* After pg_lex_token, for a token that may hold newlines: the lines it ends. */
+static inline void pg_lex_lines(PgLexState *x, const char *text, size_t len) {
+  const char *last = NULL, *end = text + len;
+  for (const char *q = text; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) x->line++, last = q;
+  if (last) x->col = (int)(end - last);
+}
+
+/* The same in one step, for text scanned outside the scanner (pg_lex_string). */
 static inline void pg_lex_step(PgLexState *x, const char *text, size_t len, PgLoc *loc, PgStr *val) {
   *loc = (PgLoc){x->src, x->line, x->col};
   val->s = x->src->text + x->off;
