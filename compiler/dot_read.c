@@ -697,26 +697,27 @@ static const char *node_name(DotCtx *c, const char *id) {
   return unique(c, pg_ident(c->a, "", id));
 }
 
-/* ---- the verbose kernel record, read directly ----
+/* ---- CUDA's usual records, read directly ----
  *
  * Most nodes of a verbose dump are kernels, and CUDA writes each kernel's record the
- * same way:
+ * same way (and each memset's):
  *
  *   {KERNEL | {ID | N (topoId: T) | SYMBOL\<\<\<GRID,BLOCK,SMEM\>\>\>}
  *    | {{node handle | func handle} | {H | F}}
  *    | {accessPolicyWindow | {base_ptr | num_bytes | hitRatio | hitProp | missProp} | {V | V | V | V | V}}
  *    | {cooperative | C} | {priority | P}}
+ *   {MEMSET | {{ID | node handle | dptr | pitch | value | elementSize | width | height} | {V | ... | V}}}
  *
- * kernel_record() matches a label against exactly that shape, field by field with
+ * usual_record() matches a label against exactly these shapes, field by field with
  * record.c's rules (whitespace, escapes, trimming), without building the record
  * tree: on a match it gives the kind word and the same pairs, in the same order,
  * with the same texts and locations, as pg_record_parse_n and pg_record_pairs would.
  * Anything else -- another CUDA's fields, a port, an empty field -- is no match, and
  * the label goes the general way (which reports any error). */
 
-/* The shape, item by item: "{", "|" and "}" stand for themselves; "@KEY" for a
- * text, the value of the pair KEY (as record.c's table rules name it); any other
- * item for exactly that text (the kind word, the keys).  No text may be empty. */
+/* A shape, item by item: "{", "|" and "}" stand for themselves; "@KEY" for a text,
+ * the value of the pair KEY (as record.c's table rules name it); any other item for
+ * exactly that text (the kind word, the keys).  No text may be empty. */
 static const char *const KERNEL_RECORD[] = {
     "{", "KERNEL", "|", "{", "ID", "|", "@ID", "|", "@ID.1", "}", "|",
     "{", "{", "node handle", "|", "func handle", "}", "|", "{", "@node handle", "|", "@func handle", "}", "}", "|",
@@ -724,7 +725,17 @@ static const char *const KERNEL_RECORD[] = {
     "missProp", "}", "|", "{", "@accessPolicyWindow.base_ptr", "|", "@accessPolicyWindow.num_bytes", "|",
     "@accessPolicyWindow.hitRatio", "|", "@accessPolicyWindow.hitProp", "|", "@accessPolicyWindow.missProp", "}", "}",
     "|", "{", "cooperative", "|", "@cooperative", "}", "|", "{", "priority", "|", "@priority", "}", "}"};
-enum { KERNEL_RECORD_PAIRS = 11 };
+static const char *const MEMSET_RECORD[] = {
+    "{", "MEMSET", "|", "{", "{", "ID", "|", "node handle", "|", "dptr", "|", "pitch", "|", "value", "|",
+    "elementSize", "|", "width", "|", "height", "}", "|", "{", "@ID", "|", "@node handle", "|", "@dptr", "|",
+    "@pitch", "|", "@value", "|", "@elementSize", "|", "@width", "|", "@height", "}", "}", "}"};
+#define SHAPE(items) {items, sizeof items / sizeof *items}
+static const struct {
+  const char *const *items;
+  size_t n;
+} USUAL_RECORDS[] = {SHAPE(KERNEL_RECORD), SHAPE(MEMSET_RECORD)};
+#undef SHAPE
+enum { MAX_USUAL_PAIRS = 11 };
 
 typedef struct {
   const char *s;
@@ -784,14 +795,16 @@ static bool fast_text(FastRec *r, const char **text, PgLoc *loc) {
   return true;
 }
 
-static bool kernel_record(DotCtx *c, PgStr raw, PgLoc lloc, Label *l, const char **word, PgLoc *word_loc) {
+static bool record_shape(DotCtx *c, PgStr raw, PgLoc lloc, const char *const *shape, size_t items, Label *l,
+                         const char **word, PgLoc *word_loc) {
   FastRec r = {raw.s, 0, raw.len, lloc, 0, pg_arena_alloc(c->s, raw.len + 1)};
-  PgRecField *vals = pg_arena_alloc(c->s, KERNEL_RECORD_PAIRS * sizeof *vals);
-  PgRecPair pairs[KERNEL_RECORD_PAIRS];
+  PgRecField vals[MAX_USUAL_PAIRS];
+  PgRecPair pairs[MAX_USUAL_PAIRS];
   int npairs = 0;
-  bool first = true;
-  for (size_t k = 0; k < sizeof KERNEL_RECORD / sizeof *KERNEL_RECORD; k++) {
-    const char *p = KERNEL_RECORD[k];
+  const char *first = NULL;
+  PgLoc first_loc = lloc;
+  for (size_t k = 0; k < items; k++) {
+    const char *p = shape[k];
     while (r.i < r.n && rec_space(r.s[r.i])) r.i++;
     if (p[1] == 0 && (*p == '{' || *p == '|' || *p == '}')) {
       if (r.i == r.n || r.s[r.i] != *p) return false;
@@ -802,19 +815,32 @@ static bool kernel_record(DotCtx *c, PgStr raw, PgLoc lloc, Label *l, const char
     const char *text;
     PgLoc loc;
     if (!fast_text(&r, &text, &loc) || !*text) return false;
-    if (first) *word = text, *word_loc = loc, first = false;
+    if (!first) first = text, first_loc = loc;
     if (*p == '@') {
+      if (npairs == MAX_USUAL_PAIRS) PG_BUG("a record shape with more than %d pairs", MAX_USUAL_PAIRS);
       vals[npairs] = (PgRecField){.text = text, .loc = loc};
-      pairs[npairs] = (PgRecPair){p + 1, &vals[npairs]};
+      pairs[npairs] = (PgRecPair){p + 1, NULL};
       npairs++;
     } else if (strcmp(text, p) != 0) {
       return false;
     }
   }
   while (r.i < r.n && rec_space(r.s[r.i])) r.i++;
-  if (r.i != r.n || npairs != KERNEL_RECORD_PAIRS) return false;
-  for (int k = 0; k < npairs; k++) pg_vec_push(c->s, l->pairs, pairs[k]);
+  if (r.i != r.n) return false;
+  PgRecField *kept = pg_arena_alloc(c->s, (size_t)npairs * sizeof *kept);
+  for (int k = 0; k < npairs; k++) {
+    kept[k] = vals[k];
+    pairs[k].val = &kept[k];
+    pg_vec_push(c->s, l->pairs, pairs[k]);
+  }
+  *word = first, *word_loc = first_loc;
   return true;
+}
+
+static bool usual_record(DotCtx *c, PgStr raw, PgLoc lloc, Label *l, const char **word, PgLoc *word_loc) {
+  for (size_t i = 0; i < sizeof USUAL_RECORDS / sizeof *USUAL_RECORDS; i++)
+    if (record_shape(c, raw, lloc, USUAL_RECORDS[i].items, USUAL_RECORDS[i].n, l, word, word_loc)) return true;
+  return false;
 }
 
 static void read_node(DotCtx *c, DotNodeStmt *s) {
@@ -844,8 +870,8 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
   Label l = {.c = c, .record = record};
   const char *word = NULL; /* the kind word, kernel name or child graph name */
   PgLoc word_loc;
-  if (record && kernel_record(c, raw, lloc, &l, &word, &word_loc)) {
-    /* (the usual kernel record: its kind word and pairs, read directly) */
+  if (record && usual_record(c, raw, lloc, &l, &word, &word_loc)) {
+    /* (a usual kernel or memset record: its kind word and pairs, read directly) */
   } else if (record) {
     const PgRecField *rec = pg_record_parse_n(c->s, c->d, raw.s, raw.len, lloc);
     if (!rec) return;

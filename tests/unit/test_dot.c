@@ -59,8 +59,8 @@ START_TEST(long_mangled_names_and_short_names) {
 }
 END_TEST
 
-/* CUDA's kernel record is read without building the record (dot_read.c,
- * kernel_record); the same record with one more field goes the general way.  Both
+/* CUDA's kernel and memset records are read without building the record (dot_read.c,
+ * usual_record); the same record with one more field goes the general way.  Both
  * give the same node, kernel and diagnostics, locations included. */
 #define KERNEL_RECORD(coop, extra)                                                                       \
   "\"graph_1_node_0\"[style=\"bold\" shape=\"record\" label=\"{KERNEL\n"                                 \
@@ -98,6 +98,38 @@ START_TEST(kernel_records_read_directly_as_in_general) {
   ck_assert(!fast->prog && !slow->prog);
   ck_assert_ptr_nonnull(strstr(fast->diags, ":9:3: error: expected a number for 'cooperative', found 'x1'"));
   ck_assert_ptr_nonnull(strstr(slow->diags, ":10:3: error: expected a number for 'cooperative', found 'x1'"));
+  parsed_free(fast);
+  parsed_free(slow);
+}
+END_TEST
+
+#define MEMSET_RECORD(extra)                                                                              \
+  "\"graph_1_node_0\"[style=\"solid\" style=\"solid\" shape=\"record\" label=\"{MEMSET\n"                \
+  "| {{ID | node handle | dptr | pitch | value | elementSize | width | height} | "                      \
+  "{0 (topoId: 1) | 0x00005583510FEAC8 | 0x00007F134BE08000 | 16384 | 7 | 4 | 4096 | 3}}" extra "}\"];\n"
+
+START_TEST(memset_records_read_directly_as_in_general) {
+  Parsed *fast = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, MEMSET_RECORD("")) "}\n");
+  Parsed *slow = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, MEMSET_RECORD("\n| {x | 1}")) "}\n");
+  ck_assert_msg(fast->prog, "%s", fast->diags);
+  ck_assert_msg(slow->prog, "%s", slow->diags);
+  const PgNode *a = find_node(fast->prog, "g1.n0"), *b = find_node(slow->prog, "g1.n0");
+  ck_assert_int_eq(a->kind, PG_MEMSET);
+  ck_assert_int_eq(b->kind, PG_MEMSET);
+  ck_assert_uint_eq(a->u.memset.value, 7);
+  ck_assert_uint_eq(a->u.memset.elem, 4);
+  ck_assert_uint_eq(a->u.memset.width, 4096);
+  ck_assert_uint_eq(a->u.memset.height, 3);
+  ck_assert_uint_eq(a->u.memset.pitch, 16384);
+  ck_assert_uint_eq(a->u.memset.value, b->u.memset.value);
+  ck_assert_uint_eq(a->u.memset.elem, b->u.memset.elem);
+  ck_assert_uint_eq(a->u.memset.width, b->u.memset.width);
+  ck_assert_uint_eq(a->u.memset.height, b->u.memset.height);
+  ck_assert_uint_eq(a->u.memset.pitch, b->u.memset.pitch);
+  ck_assert(a->u.memset.has_dst && b->u.memset.has_dst);
+  ck_assert_str_eq(a->u.memset.dst.buf->name, "p7f134be08000");
+  ck_assert_str_eq(a->u.memset.dst.buf->name, b->u.memset.dst.buf->name);
+  ck_assert_uint_eq(a->u.memset.dst.buf->size, b->u.memset.dst.buf->size);
   parsed_free(fast);
   parsed_free(slow);
 }
@@ -228,6 +260,7 @@ Suite *dot_suite(void) {
   tcase_add_test(t, launch_dimensions_with_escaped_braces);
   tcase_add_test(t, long_mangled_names_and_short_names);
   tcase_add_test(t, kernel_records_read_directly_as_in_general);
+  tcase_add_test(t, memset_records_read_directly_as_in_general);
   tcase_add_test(t, graph_numbers_need_not_start_at_1);
   tcase_add_test(t, root_is_the_graph_nobody_owns_even_if_later);
   tcase_add_test(t, conditional_with_two_bodies);
