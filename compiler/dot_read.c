@@ -700,13 +700,16 @@ static const char *node_name(DotCtx *c, const char *id) {
 /* ---- CUDA's usual records, read directly ----
  *
  * Most nodes of a verbose dump are kernels, and CUDA writes each kernel's record the
- * same way (and each memset's):
+ * same way (and each memset's, and each memcpy's of the runtime API):
  *
  *   {KERNEL | {ID | N (topoId: T) | SYMBOL\<\<\<GRID,BLOCK,SMEM\>\>\>}
  *    | {{node handle | func handle} | {H | F}}
  *    | {accessPolicyWindow | {base_ptr | num_bytes | hitRatio | hitProp | missProp} | {V | V | V | V | V}}
  *    | {cooperative | C} | {priority | P}}
  *   {MEMSET | {{ID | node handle | dptr | pitch | value | elementSize | width | height} | {V | ... | V}}}
+ *   {MEMCPY | {{ID | node handle} | {N (topoId: T) | H}} | {kind | K}
+ *    | {{srcPtr | dstPtr} | {pitch | ptr | xsize | ysize | pitch | ptr | xsize | ysize} | {V | ... | V}}
+ *    | {{srcPos | {{x | X} | {y | Y} | {z | Z}}} | {dstPos | {...}} | {Extent | {{Width | W} | {Height | H} | {Depth | D}}}}}
  *
  * usual_record() matches a label against exactly these shapes, field by field with
  * record.c's rules (whitespace, escapes, trimming), without building the record
@@ -729,13 +732,25 @@ static const char *const MEMSET_RECORD[] = {
     "{", "MEMSET", "|", "{", "{", "ID", "|", "node handle", "|", "dptr", "|", "pitch", "|", "value", "|",
     "elementSize", "|", "width", "|", "height", "}", "|", "{", "@ID", "|", "@node handle", "|", "@dptr", "|",
     "@pitch", "|", "@value", "|", "@elementSize", "|", "@width", "|", "@height", "}", "}", "}"};
+static const char *const MEMCPY_RECORD[] = {
+    "{", "MEMCPY", "|", "{", "{", "ID", "|", "node handle", "}", "|", "{", "@ID", "|", "@node handle", "}", "}", "|",
+    "{", "kind", "|", "@kind", "}", "|",
+    "{", "{", "srcPtr", "|", "dstPtr", "}", "|", "{", "pitch", "|", "ptr", "|", "xsize", "|", "ysize", "|", "pitch",
+    "|", "ptr", "|", "xsize", "|", "ysize", "}", "|", "{", "@srcPtr.pitch", "|", "@srcPtr.ptr", "|", "@srcPtr.xsize",
+    "|", "@srcPtr.ysize", "|", "@dstPtr.pitch", "|", "@dstPtr.ptr", "|", "@dstPtr.xsize", "|", "@dstPtr.ysize", "}",
+    "}", "|",
+    "{", "{", "srcPos", "|", "{", "{", "x", "|", "@srcPos.x", "}", "|", "{", "y", "|", "@srcPos.y", "}", "|", "{", "z",
+    "|", "@srcPos.z", "}", "}", "}", "|", "{", "dstPos", "|", "{", "{", "x", "|", "@dstPos.x", "}", "|", "{", "y", "|",
+    "@dstPos.y", "}", "|", "{", "z", "|", "@dstPos.z", "}", "}", "}", "|", "{", "Extent", "|", "{", "{", "Width", "|",
+    "@Extent.Width", "}", "|", "{", "Height", "|", "@Extent.Height", "}", "|", "{", "Depth", "|", "@Extent.Depth", "}",
+    "}", "}", "}", "}"};
 #define SHAPE(items) {items, sizeof items / sizeof *items}
 static const struct {
   const char *const *items;
   size_t n;
-} USUAL_RECORDS[] = {SHAPE(KERNEL_RECORD), SHAPE(MEMSET_RECORD)};
+} USUAL_RECORDS[] = {SHAPE(KERNEL_RECORD), SHAPE(MEMCPY_RECORD), SHAPE(MEMSET_RECORD)};
 #undef SHAPE
-enum { MAX_USUAL_PAIRS = 11 };
+enum { MAX_USUAL_PAIRS = 20 };
 
 typedef struct {
   const char *s;

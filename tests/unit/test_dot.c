@@ -59,7 +59,7 @@ START_TEST(long_mangled_names_and_short_names) {
 }
 END_TEST
 
-/* CUDA's kernel and memset records are read without building the record (dot_read.c,
+/* CUDA's kernel, memset and memcpy records are read without building the record (dot_read.c,
  * usual_record); the same record with one more field goes the general way.  Both
  * give the same node, kernel and diagnostics, locations included. */
 #define KERNEL_RECORD(coop, extra)                                                                       \
@@ -130,6 +130,48 @@ START_TEST(memset_records_read_directly_as_in_general) {
   ck_assert_str_eq(a->u.memset.dst.buf->name, "p7f134be08000");
   ck_assert_str_eq(a->u.memset.dst.buf->name, b->u.memset.dst.buf->name);
   ck_assert_uint_eq(a->u.memset.dst.buf->size, b->u.memset.dst.buf->size);
+  parsed_free(fast);
+  parsed_free(slow);
+}
+END_TEST
+
+#define MEMCPY_RECORD(extra)                                                                              \
+  "\"graph_1_node_0\"[style=\"solid\" shape=\"record\" label=\"{\nMEMCPY\n"                              \
+  "| {{ID | node handle} | {1 (topoId: 11) | 0x000055F11775FF18}}\n| {kind | DtoH (DEVICE to HOST PAGEABLE)}\n" \
+  "| {{srcPtr | dstPtr} | {pitch | ptr | xsize | ysize | pitch | ptr | xsize | ysize} | "              \
+  "{512 | 0x00007F9399E00000 | 0 | 0 | 0 | 0x00007F9399E01000 | 0 | 0}}\n"                              \
+  "| {{srcPos | {{x | 16} | {y | 0} | {z | 0}}} | {dstPos | {{x | 8} | {y | 0} | {z | 0}}} | "          \
+  "{Extent | {{Width | 256} | {Height | 2} | {Depth | 1}}}}" extra "\n}\"];\n"
+
+START_TEST(memcpy_records_read_directly_as_in_general) {
+  Parsed *fast = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, MEMCPY_RECORD("")) "}\n");
+  Parsed *slow = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, MEMCPY_RECORD("\n| {x | 1}")) "}\n");
+  ck_assert_msg(fast->prog, "%s", fast->diags);
+  ck_assert_msg(slow->prog, "%s", slow->diags);
+  const PgNode *a = find_node(fast->prog, "g1.n0"), *b = find_node(slow->prog, "g1.n0");
+  ck_assert_int_eq(a->kind, PG_MEMCPY);
+  ck_assert_int_eq(a->u.memcpy.dir, PG_DIR_DTOH);
+  ck_assert(a->u.memcpy.pageable);
+  ck_assert_uint_eq(a->u.memcpy.width, 256);
+  ck_assert_uint_eq(a->u.memcpy.height, 2);
+  ck_assert_uint_eq(a->u.memcpy.src_pitch, 512);
+  ck_assert_uint_eq(a->u.memcpy.src.offset, 16);
+  ck_assert_uint_eq(a->u.memcpy.dst.offset, 8);
+  ck_assert_int_eq(a->u.memcpy.dir, b->u.memcpy.dir);
+  ck_assert_int_eq(a->u.memcpy.pageable, b->u.memcpy.pageable);
+  ck_assert_uint_eq(a->u.memcpy.width, b->u.memcpy.width);
+  ck_assert_uint_eq(a->u.memcpy.height, b->u.memcpy.height);
+  ck_assert_uint_eq(a->u.memcpy.depth, b->u.memcpy.depth);
+  ck_assert_uint_eq(a->u.memcpy.src_pitch, b->u.memcpy.src_pitch);
+  ck_assert_uint_eq(a->u.memcpy.dst_pitch, b->u.memcpy.dst_pitch);
+  ck_assert_uint_eq(a->u.memcpy.src.offset, b->u.memcpy.src.offset);
+  ck_assert_uint_eq(a->u.memcpy.dst.offset, b->u.memcpy.dst.offset);
+  ck_assert(a->u.memcpy.has_ptrs && b->u.memcpy.has_ptrs);
+  ck_assert_str_eq(a->u.memcpy.src.buf->name, b->u.memcpy.src.buf->name);
+  ck_assert_str_eq(a->u.memcpy.dst.buf->name, "p7f9399e01000");
+  ck_assert_str_eq(a->u.memcpy.dst.buf->name, b->u.memcpy.dst.buf->name);
+  ck_assert_uint_eq(a->u.memcpy.src.buf->size, b->u.memcpy.src.buf->size);
+  ck_assert_uint_eq(a->u.memcpy.dst.buf->size, b->u.memcpy.dst.buf->size);
   parsed_free(fast);
   parsed_free(slow);
 }
@@ -261,6 +303,7 @@ Suite *dot_suite(void) {
   tcase_add_test(t, long_mangled_names_and_short_names);
   tcase_add_test(t, kernel_records_read_directly_as_in_general);
   tcase_add_test(t, memset_records_read_directly_as_in_general);
+  tcase_add_test(t, memcpy_records_read_directly_as_in_general);
   tcase_add_test(t, graph_numbers_need_not_start_at_1);
   tcase_add_test(t, root_is_the_graph_nobody_owns_even_if_later);
   tcase_add_test(t, conditional_with_two_bodies);
