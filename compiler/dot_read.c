@@ -171,13 +171,37 @@ void dot_edge_stmt(DotCtx *c) {
 
 static char *str_dup(DotCtx *c, PgStr s) { return pg_arena_strndup(c->a, s.s, s.len); }
 
-/* Parses all of `s` as an unsigned number (decimal or 0x hex). */
+/* The digits of base `base` (8, 10 or 16) at *s, past them, into *v: false if their
+ * value does not fit (as strtoull, without its locale, signs and spaces). */
+static bool digits_u64(const char **s, unsigned base, uint64_t *v) {
+  uint64_t x = 0;
+  bool fits = true;
+  const char *p = *s;
+  for (;; p++) {
+    unsigned d = (unsigned char)*p;
+    d = d - '0' < 10 ? d - '0' : (d | 0x20) - 'a' < 6 ? (d | 0x20) - 'a' + 10 : 99;
+    if (d >= base) break;
+    if (x > (UINT64_MAX - d) / base) fits = false;
+    x = x * base + d;
+  }
+  *s = p, *v = x;
+  return fits;
+}
+
+/* Parses all of `s` as an unsigned number, as strtoull(s, &end, 0) with *end == 0
+ * and no overflow: an optional '+', then decimal, 0x hex or 0 octal.  A million of
+ * them in a verbose dump: no strtoull. */
 static bool parse_u64(const char *s, uint64_t *out) {
   if (!s || !*s || *s == '-' || isspace((unsigned char)*s)) return false;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end) return false;
+  if (*s == '+') s++;
+  unsigned base = 10;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2]))
+    s += 2, base = 16;
+  else if (s[0] == '0')
+    base = 8;
+  if (!isxdigit((unsigned char)*s) || (base != 16 && !isdigit((unsigned char)*s))) return false;
+  uint64_t v;
+  if (!digits_u64(&s, base, &v) || *s) return false;
   *out = v;
   return true;
 }
@@ -345,11 +369,9 @@ static const char *parse_dim(const char *s, uint32_t d[3]) {
   if (brace) s++;
   for (int i = 0; i < 3; i++) {
     if (!isdigit((unsigned char)*s)) return NULL;
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (v == 0 || v > UINT32_MAX) return NULL;
+    uint64_t v;
+    if (!digits_u64(&s, 10, &v) || v == 0 || v > UINT32_MAX) return NULL;
     d[i] = (uint32_t)v;
-    s = end;
     if (!brace || *s != ',') break;
     s++;
   }
@@ -365,9 +387,8 @@ static bool parse_launch(const char *s, PgNode *n) {
   s = parse_dim(s, n->u.kernel.block);
   if (!s || *s++ != ',') return false;
   if (!isdigit((unsigned char)*s)) return false;
-  char *end;
-  unsigned long smem = strtoul(s, &end, 10);
-  if (smem > UINT32_MAX || strcmp(end, ">>>") != 0) return false;
+  uint64_t smem;
+  if (!digits_u64(&s, 10, &smem) || smem > UINT32_MAX || strcmp(s, ">>>") != 0) return false;
   n->u.kernel.smem = (uint32_t)smem;
   return true;
 }
