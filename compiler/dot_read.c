@@ -171,23 +171,6 @@ void dot_edge_stmt(DotCtx *c) {
 
 static char *str_dup(DotCtx *c, PgStr s) { return pg_arena_strndup(c->a, s.s, s.len); }
 
-/* The digits of base `base` (8, 10 or 16) at *s, past them, into *v: false if their
- * value does not fit (as strtoull, without its locale, signs and spaces). */
-static bool digits_u64(const char **s, unsigned base, uint64_t *v) {
-  uint64_t x = 0;
-  bool fits = true;
-  const char *p = *s;
-  for (;; p++) {
-    unsigned d = (unsigned char)*p;
-    d = d - '0' < 10 ? d - '0' : (d | 0x20) - 'a' < 6 ? (d | 0x20) - 'a' + 10 : 99;
-    if (d >= base) break;
-    if (x > (UINT64_MAX - d) / base) fits = false;
-    x = x * base + d;
-  }
-  *s = p, *v = x;
-  return fits;
-}
-
 /* Parses all of `s` as an unsigned number, as strtoull(s, &end, 0) with *end == 0
  * and no overflow: an optional '+', then decimal, 0x hex or 0 octal.  A million of
  * them in a verbose dump: no strtoull. */
@@ -201,7 +184,7 @@ static bool parse_u64(const char *s, uint64_t *out) {
     base = 8;
   if (!isxdigit((unsigned char)*s) || (base != 16 && !isdigit((unsigned char)*s))) return false;
   uint64_t v;
-  if (!digits_u64(&s, base, &v) || *s) return false;
+  if (!pg_digits_u64(&s, base, &v) || *s) return false;
   *out = v;
   return true;
 }
@@ -370,7 +353,7 @@ static const char *parse_dim(const char *s, uint32_t d[3]) {
   for (int i = 0; i < 3; i++) {
     if (!isdigit((unsigned char)*s)) return NULL;
     uint64_t v;
-    if (!digits_u64(&s, 10, &v) || v == 0 || v > UINT32_MAX) return NULL;
+    if (!pg_digits_u64(&s, 10, &v) || v == 0 || v > UINT32_MAX) return NULL;
     d[i] = (uint32_t)v;
     if (!brace || *s != ',') break;
     s++;
@@ -388,7 +371,7 @@ static bool parse_launch(const char *s, PgNode *n) {
   if (!s || *s++ != ',') return false;
   if (!isdigit((unsigned char)*s)) return false;
   uint64_t smem;
-  if (!digits_u64(&s, 10, &smem) || smem > UINT32_MAX || strcmp(s, ">>>") != 0) return false;
+  if (!pg_digits_u64(&s, 10, &smem) || smem > UINT32_MAX || strcmp(s, ">>>") != 0) return false;
   n->u.kernel.smem = (uint32_t)smem;
   return true;
 }

@@ -151,14 +151,14 @@ static bool u64_of(GfCtx *c, const GfWord *w, const char *what, uint64_t *out) {
     memcpy(buf, t.s, t.len);
     buf[t.len] = 0;
     bool hex = t.len > 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(buf, &end, hex ? 16 : 10);
-    if (!errno && !*end) {
+    const char *end = hex ? buf + 2 : buf; /* (as strtoull with base 16 or 10 reads it) */
+    uint64_t v;
+    bool fits = pg_digits_u64(&end, hex ? 16 : 10, &v);
+    if (fits && !*end) {
       *out = v;
       return true;
     }
-    if (errno == ERANGE) {
+    if (!fits) {
       pg_error(c->d, w->loc, "%s: %s is out of range (at most 2^64-1)", what, buf);
       return false;
     }

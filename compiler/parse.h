@@ -133,6 +133,24 @@ static inline bool pg_lex_string(PgLexState *x, PgStr *val) {
   return true;
 }
 
+/* The digits of base `base` (8, 10 or 16) at *s, past them, into *v: false if their
+ * value does not fit 64 bits (as strtoull reads them, without its locale, signs and
+ * spaces: the frontends read millions of numbers). */
+static inline bool pg_digits_u64(const char **s, unsigned base, uint64_t *v) {
+  uint64_t x = 0;
+  bool fits = true;
+  const char *p = *s;
+  for (;; p++) {
+    unsigned d = (unsigned char)*p;
+    d = d - '0' < 10 ? d - '0' : (d | 0x20) - 'a' < 6 ? (d | 0x20) - 'a' + 10 : 99;
+    if (d >= base) break;
+    if (x > (UINT64_MAX - d) / base) fits = false;
+    x = x * base + d;
+  }
+  *s = p, *v = x;
+  return fits;
+}
+
 static inline bool pg_str_eq(PgStr a, const char *b) {
   return a.len == strlen(b) && memcmp(a.s, b, a.len) == 0;
 }
