@@ -16,6 +16,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /* graph.y */
 
@@ -1553,6 +1556,25 @@ void gf_block_end(GfCtx *c) {
   c->kernel = NULL;
 }
 
+/* "node" once per node statement (and maybe elsewhere): an upper bound on the nodes,
+ * cheap to count -- sixteen places at a time where the compiler has SSE2 (an 'n' is
+ * every few bytes of a large file: a memchr call per 'n' cost more than the rest). */
+static size_t count_node_words(const char *text, size_t len) {
+  size_t nodes = 0, i = 0;
+#ifdef __SSE2__
+  for (; i + 19 <= len; i += 16) {
+    const __m128i *at = (const __m128i *)(const void *)(text + i);
+    __m128i n = _mm_cmpeq_epi8(_mm_loadu_si128(at), _mm_set1_epi8('n'));
+    __m128i o = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(text + i + 1)), _mm_set1_epi8('o'));
+    __m128i dd = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(text + i + 2)), _mm_set1_epi8('d'));
+    __m128i e = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(text + i + 3)), _mm_set1_epi8('e'));
+    nodes += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_and_si128(n, o), _mm_and_si128(dd, e))));
+  }
+#endif
+  for (; i + 4 <= len; i++) nodes += text[i] == 'n' && text[i + 1] == 'o' && text[i + 2] == 'd' && text[i + 3] == 'e';
+  return nodes;
+}
+
 PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   GfCtx *c = pg_arena_alloc(a, sizeof *c);
   c->a = a;
@@ -1571,13 +1593,7 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->graphs = pg_map_new(a);
   c->parse = pg_arena_new();
   c->nodes = pg_map_new(c->parse);
-  { /* "node" once per node statement (and maybe elsewhere): an upper bound, cheap to count */
-    size_t nodes = 0;
-    for (const char *q = src->text, *end = src->text + src->len;
-         (q = memchr(q, 'n', (size_t)(end - q))) != NULL; q++)
-      nodes += end - q >= 4 && q[1] == 'o' && q[2] == 'd' && q[3] == 'e'; /* no call per 'n' */
-    pg_map_reserve(c->nodes, nodes);
-  }
+  pg_map_reserve(c->nodes, count_node_words(src->text, src->len));
   int errors = d->errors;
   int parsed = gf_parse(c, src, a, d);
   pg_arena_free(c->parse); /* the IR holds what the passes need */
