@@ -207,11 +207,15 @@ typedef struct {
 
 /* "key" from a record table, or "key: value" from a plain label's lines. */
 static bool label_get(Label *l, const char *key, Field *out) {
-  if (l->record) {
-    const PgRecField *f = pg_record_get(&l->pairs, key);
-    if (!f) return false;
-    *out = (Field){f->text, f->loc};
-    return true;
+  if (l->record) { /* as pg_record_get (the first pair of that key), the first bytes compared inline */
+    for (size_t i = 0; i < l->pairs.n; i++) {
+      const PgRecPair *p = &l->pairs.v[i];
+      if (p->key[0] == key[0] && strcmp(p->key, key) == 0) {
+        *out = (Field){p->val->text, p->val->loc};
+        return true;
+      }
+    }
+    return false;
   }
   size_t kl = strlen(key);
   for (size_t i = 0; i < l->lines.n; i++) {
