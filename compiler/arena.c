@@ -24,7 +24,11 @@
  *  - pg_arena_map_file() maps a large input file instead of copying it, so its
  *    text is the page cache's own pages; the mapping is the arena's until it is
  *    freed.  (As for any compiler that maps its input, truncating the file while
- *    pgcc reads it is not supported.)
+ *    pgcc reads it is not supported.)  Once a frontend has built the IR it lets
+ *    those pages go (pg_arena_release_file), and the .graph scanner lets go of
+ *    what it has read as it goes (pg_arena_release_range): the passes hold the
+ *    IR, not the text, and a diagnostic that quotes a line maps its page back
+ *    from the file.
  */
 #include "pgcc.h"
 
@@ -236,4 +240,26 @@ const char *pg_arena_map_file(PgArena *a, int fd, size_t len) {
   *m = (Mapping){a->mappings, at, bytes};
   a->mappings = m;
   return at;
+}
+
+/* As pg_arena_release_file, for the whole pages of text[from, to) only: a scanner
+ * lets go of what lies behind it. */
+void pg_arena_release_range(PgArena *a, const char *text, size_t from, size_t to) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return;
+  for (Mapping *m = a->mappings; m; m = m->next) {
+    if (m->at != text) continue;
+    size_t lo = (from + (size_t)page - 1) / (size_t)page * (size_t)page, hi = to / (size_t)page * (size_t)page;
+    if (hi > m->bytes) hi = m->bytes;
+    if (lo < hi) madvise((char *)m->at + lo, hi - lo, MADV_DONTNEED);
+  }
+}
+
+/* The frontend is done with text, a file mapped by pg_arena_map_file: its pages
+ * leave this process's memory (they stay in the page cache); reading the text
+ * again (a diagnostic quoting its line) maps them back, unchanged.  Text that is
+ * not mapped is left alone. */
+void pg_arena_release_file(PgArena *a, const char *text) {
+  for (Mapping *m = a->mappings; m; m = m->next)
+    if (m->at == text) madvise(m->at, m->bytes, MADV_DONTNEED);
 }

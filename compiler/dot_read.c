@@ -171,13 +171,20 @@ void dot_edge_stmt(DotCtx *c) {
 
 static char *str_dup(DotCtx *c, PgStr s) { return pg_arena_strndup(c->a, s.s, s.len); }
 
-/* Parses all of `s` as an unsigned number (decimal or 0x hex). */
+/* Parses all of `s` as an unsigned number, as strtoull(s, &end, 0) with *end == 0
+ * and no overflow: an optional '+', then decimal, 0x hex or 0 octal.  A million of
+ * them in a verbose dump: no strtoull. */
 static bool parse_u64(const char *s, uint64_t *out) {
   if (!s || !*s || *s == '-' || isspace((unsigned char)*s)) return false;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end) return false;
+  if (*s == '+') s++;
+  unsigned base = 10;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2]))
+    s += 2, base = 16;
+  else if (s[0] == '0')
+    base = 8;
+  if (!isxdigit((unsigned char)*s) || (base != 16 && !isdigit((unsigned char)*s))) return false;
+  uint64_t v;
+  if (!pg_digits_u64(&s, base, &v) || *s) return false;
   *out = v;
   return true;
 }
@@ -200,11 +207,15 @@ typedef struct {
 
 /* "key" from a record table, or "key: value" from a plain label's lines. */
 static bool label_get(Label *l, const char *key, Field *out) {
-  if (l->record) {
-    const PgRecField *f = pg_record_get(&l->pairs, key);
-    if (!f) return false;
-    *out = (Field){f->text, f->loc};
-    return true;
+  if (l->record) { /* as pg_record_get (the first pair of that key), the first bytes compared inline */
+    for (size_t i = 0; i < l->pairs.n; i++) {
+      const PgRecPair *p = &l->pairs.v[i];
+      if (p->key[0] == key[0] && strcmp(p->key, key) == 0) {
+        *out = (Field){p->val->text, p->val->loc};
+        return true;
+      }
+    }
+    return false;
   }
   size_t kl = strlen(key);
   for (size_t i = 0; i < l->lines.n; i++) {
@@ -345,11 +356,9 @@ static const char *parse_dim(const char *s, uint32_t d[3]) {
   if (brace) s++;
   for (int i = 0; i < 3; i++) {
     if (!isdigit((unsigned char)*s)) return NULL;
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (v == 0 || v > UINT32_MAX) return NULL;
+    uint64_t v;
+    if (!pg_digits_u64(&s, 10, &v) || v == 0 || v > UINT32_MAX) return NULL;
     d[i] = (uint32_t)v;
-    s = end;
     if (!brace || *s != ',') break;
     s++;
   }
@@ -365,9 +374,8 @@ static bool parse_launch(const char *s, PgNode *n) {
   s = parse_dim(s, n->u.kernel.block);
   if (!s || *s++ != ',') return false;
   if (!isdigit((unsigned char)*s)) return false;
-  char *end;
-  unsigned long smem = strtoul(s, &end, 10);
-  if (smem > UINT32_MAX || strcmp(end, ">>>") != 0) return false;
+  uint64_t smem;
+  if (!pg_digits_u64(&s, 10, &smem) || smem > UINT32_MAX || strcmp(s, ">>>") != 0) return false;
   n->u.kernel.smem = (uint32_t)smem;
   return true;
 }
@@ -697,6 +705,175 @@ static const char *node_name(DotCtx *c, const char *id) {
   return unique(c, pg_ident(c->a, "", id));
 }
 
+/* ---- CUDA's usual records, read directly ----
+ *
+ * Most nodes of a verbose dump are kernels, and CUDA writes each kernel's record the
+ * same way (and each memset's, and each memcpy's of the runtime API):
+ *
+ *   {KERNEL | {ID | N (topoId: T) | SYMBOL\<\<\<GRID,BLOCK,SMEM\>\>\>}
+ *    | {{node handle | func handle} | {H | F}}
+ *    | {accessPolicyWindow | {base_ptr | num_bytes | hitRatio | hitProp | missProp} | {V | V | V | V | V}}
+ *    | {cooperative | C} | {priority | P}}
+ *   {MEMSET | {{ID | node handle | dptr | pitch | value | elementSize | width | height} | {V | ... | V}}}
+ *   {MEMCPY | {{ID | node handle} | {N (topoId: T) | H}} | {kind | K}
+ *    | {{srcPtr | dstPtr} | {pitch | ptr | xsize | ysize | pitch | ptr | xsize | ysize} | {V | ... | V}}
+ *    | {{srcPos | {{x | X} | {y | Y} | {z | Z}}} | {dstPos | {...}} | {Extent | {{Width | W} | {Height | H} | {Depth | D}}}}}
+ *
+ * usual_record() matches a label against exactly these shapes, field by field with
+ * record.c's rules (whitespace, escapes, trimming), without building the record
+ * tree: on a match it gives the kind word and the same pairs, in the same order,
+ * with the same texts and locations, as pg_record_parse_n and pg_record_pairs would.
+ * Anything else -- another CUDA's fields, a port, an empty field -- is no match, and
+ * the label goes the general way (which reports any error). */
+
+/* A shape, item by item: "{", "|" and "}" stand for themselves; "@KEY" for a text,
+ * the value of the pair KEY (as record.c's table rules name it); any other item for
+ * exactly that text (the kind word, the keys).  No text may be empty. */
+static const char *const KERNEL_RECORD[] = {
+    "{", "KERNEL", "|", "{", "ID", "|", "@ID", "|", "@ID.1", "}", "|",
+    "{", "{", "node handle", "|", "func handle", "}", "|", "{", "@node handle", "|", "@func handle", "}", "}", "|",
+    "{", "accessPolicyWindow", "|", "{", "base_ptr", "|", "num_bytes", "|", "hitRatio", "|", "hitProp", "|",
+    "missProp", "}", "|", "{", "@accessPolicyWindow.base_ptr", "|", "@accessPolicyWindow.num_bytes", "|",
+    "@accessPolicyWindow.hitRatio", "|", "@accessPolicyWindow.hitProp", "|", "@accessPolicyWindow.missProp", "}", "}",
+    "|", "{", "cooperative", "|", "@cooperative", "}", "|", "{", "priority", "|", "@priority", "}", "}"};
+static const char *const MEMSET_RECORD[] = {
+    "{", "MEMSET", "|", "{", "{", "ID", "|", "node handle", "|", "dptr", "|", "pitch", "|", "value", "|",
+    "elementSize", "|", "width", "|", "height", "}", "|", "{", "@ID", "|", "@node handle", "|", "@dptr", "|",
+    "@pitch", "|", "@value", "|", "@elementSize", "|", "@width", "|", "@height", "}", "}", "}"};
+static const char *const MEMCPY_RECORD[] = {
+    "{", "MEMCPY", "|", "{", "{", "ID", "|", "node handle", "}", "|", "{", "@ID", "|", "@node handle", "}", "}", "|",
+    "{", "kind", "|", "@kind", "}", "|",
+    "{", "{", "srcPtr", "|", "dstPtr", "}", "|", "{", "pitch", "|", "ptr", "|", "xsize", "|", "ysize", "|", "pitch",
+    "|", "ptr", "|", "xsize", "|", "ysize", "}", "|", "{", "@srcPtr.pitch", "|", "@srcPtr.ptr", "|", "@srcPtr.xsize",
+    "|", "@srcPtr.ysize", "|", "@dstPtr.pitch", "|", "@dstPtr.ptr", "|", "@dstPtr.xsize", "|", "@dstPtr.ysize", "}",
+    "}", "|",
+    "{", "{", "srcPos", "|", "{", "{", "x", "|", "@srcPos.x", "}", "|", "{", "y", "|", "@srcPos.y", "}", "|", "{", "z",
+    "|", "@srcPos.z", "}", "}", "}", "|", "{", "dstPos", "|", "{", "{", "x", "|", "@dstPos.x", "}", "|", "{", "y", "|",
+    "@dstPos.y", "}", "|", "{", "z", "|", "@dstPos.z", "}", "}", "}", "|", "{", "Extent", "|", "{", "{", "Width", "|",
+    "@Extent.Width", "}", "|", "{", "Height", "|", "@Extent.Height", "}", "|", "{", "Depth", "|", "@Extent.Depth", "}",
+    "}", "}", "}", "}"};
+#define SHAPE(items) {items, sizeof items / sizeof *items}
+static const struct {
+  const char *const *items;
+  size_t n;
+} USUAL_RECORDS[] = {SHAPE(KERNEL_RECORD), SHAPE(MEMCPY_RECORD), SHAPE(MEMSET_RECORD)};
+#undef SHAPE
+enum { MAX_USUAL_PAIRS = 20 };
+
+typedef struct {
+  const char *s;
+  size_t i, n;
+  PgLoc loc;   /* where s[at] is */
+  size_t at;
+  char *buf;   /* decoded texts, one after another */
+} FastRec;
+
+static bool rec_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+
+/* The location of s[i] (i only grows): as record.c's loc_at. */
+static PgLoc fast_loc(FastRec *r) {
+  const char *p = r->s + r->at, *end = r->s + r->i, *nl;
+  while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) r->loc.line++, r->loc.col = 1, p = nl + 1;
+  r->loc.col += (int)(end - p);
+  r->at = r->i;
+  return r->loc;
+}
+
+/* The text field at s[i] (spaces skipped), decoded as record.c's parse_text does
+ * (plain runs copied at once): its text, NUL-ended in buf, and where it starts.
+ * False: a port, which this path leaves to the general one. */
+static bool fast_text(FastRec *r, const char **text, PgLoc *loc) {
+  static const bool special[256] = {['|'] = 1, ['{'] = 1, ['}'] = 1, ['\\'] = 1, ['<'] = 1};
+  *loc = fast_loc(r);
+  const char *s = r->s;
+  char *out = r->buf;
+  size_t len = 0, i = r->i, n = r->n;
+  while (i < n) {
+    size_t j = i;
+    while (j < n && !special[(unsigned char)s[j]]) j++;
+    memcpy(out + len, s + i, j - i);
+    len += j - i;
+    if ((i = j) >= n) break;
+    char ch = s[i];
+    if (ch == '|' || ch == '{' || ch == '}') break;
+    if (ch == '<') return false;
+    if (i + 1 < n) { /* a backslash escape */
+      ch = s[++i];
+      i++;
+      if (ch == '\n') continue;
+      if (ch == 'n' || ch == 'l' || ch == 'r') ch = '\n';
+      out[len++] = ch;
+      continue;
+    }
+    out[len++] = ch; /* a backslash at the very end */
+    i++;
+  }
+  r->i = i;
+  while (len > 0 && rec_space(out[len - 1])) len--;
+  size_t lead = 0;
+  while (lead < len && rec_space(out[lead])) lead++;
+  out[len] = 0;
+  *text = out + lead;
+  r->buf = out + len + 1;
+  return true;
+}
+
+static bool record_shape(DotCtx *c, PgStr raw, PgLoc lloc, const char *const *shape, size_t items, Label *l,
+                         const char **word, PgLoc *word_loc) {
+  FastRec r = {raw.s, 0, raw.len, lloc, 0, pg_arena_alloc(c->s, raw.len + 1)};
+  PgRecField vals[MAX_USUAL_PAIRS];
+  PgRecPair pairs[MAX_USUAL_PAIRS];
+  int npairs = 0;
+  const char *first = NULL;
+  PgLoc first_loc = lloc;
+  for (size_t k = 0; k < items; k++) {
+    const char *p = shape[k];
+    while (r.i < r.n && rec_space(r.s[r.i])) r.i++;
+    if (p[1] == 0 && (*p == '{' || *p == '|' || *p == '}')) {
+      if (r.i == r.n || r.s[r.i] != *p) return false;
+      r.i++;
+      continue;
+    }
+    if (r.i < r.n && r.s[r.i] == '{') return false; /* a group where the shape has a text */
+    if (*p != '@' && first) { /* a key: compared in place (one with escapes in it goes the general way) */
+      size_t len = strlen(p), j = r.i + len;
+      if (r.n - r.i < len || memcmp(r.s + r.i, p, len) != 0) return false;
+      while (j < r.n && rec_space(r.s[j])) j++;
+      if (j == r.n || (r.s[j] != '|' && r.s[j] != '}')) return false;
+      r.i = j;
+      continue;
+    }
+    const char *text;
+    PgLoc loc;
+    if (!fast_text(&r, &text, &loc) || !*text) return false;
+    if (!first) first = text, first_loc = loc;
+    if (*p == '@') {
+      if (npairs == MAX_USUAL_PAIRS) PG_BUG("a record shape with more than %d pairs", MAX_USUAL_PAIRS);
+      vals[npairs] = (PgRecField){.text = text, .loc = loc};
+      pairs[npairs] = (PgRecPair){p + 1, NULL};
+      npairs++;
+    } else if (strcmp(text, p) != 0) {
+      return false;
+    }
+  }
+  while (r.i < r.n && rec_space(r.s[r.i])) r.i++;
+  if (r.i != r.n) return false;
+  PgRecField *kept = pg_arena_alloc(c->s, (size_t)npairs * sizeof *kept);
+  for (int k = 0; k < npairs; k++) {
+    kept[k] = vals[k];
+    pairs[k].val = &kept[k];
+    pg_vec_push(c->s, l->pairs, pairs[k]);
+  }
+  *word = first, *word_loc = first_loc;
+  return true;
+}
+
+static bool usual_record(DotCtx *c, PgStr raw, PgLoc lloc, Label *l, const char **word, PgLoc *word_loc) {
+  for (size_t i = 0; i < sizeof USUAL_RECORDS / sizeof *USUAL_RECORDS; i++)
+    if (record_shape(c, raw, lloc, USUAL_RECORDS[i].items, USUAL_RECORDS[i].n, l, word, word_loc)) return true;
+  return false;
+}
+
 static void read_node(DotCtx *c, DotNodeStmt *s) {
   const char *id = pg_label_unescape(c->a, s->id.s, s->id.len);
   if (!s->cluster) {
@@ -722,9 +899,11 @@ static void read_node(DotCtx *c, DotNodeStmt *s) {
                 (s->shape.s && (pg_str_eq(s->shape, "record") || pg_str_eq(s->shape, "Mrecord")));
 
   Label l = {.c = c, .record = record};
-  const char *word; /* the kind word, kernel name or child graph name */
+  const char *word = NULL; /* the kind word, kernel name or child graph name */
   PgLoc word_loc;
-  if (record) {
+  if (record && usual_record(c, raw, lloc, &l, &word, &word_loc)) {
+    /* (a usual kernel or memset record: its kind word and pairs, read directly) */
+  } else if (record) {
     const PgRecField *rec = pg_record_parse_n(c->s, c->d, raw.s, raw.len, lloc);
     if (!rec) return;
     if (rec->kids.n == 1 && rec->kids.v[0]->is_group) rec = rec->kids.v[0];
@@ -834,6 +1013,7 @@ PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->d = d;
   PgProgram *p = read_program(c, src);
   pg_arena_free(c->s);
+  pg_arena_release_file(a, src->text); /* the IR holds what the passes need */
   return p;
 }
 

@@ -258,8 +258,15 @@ static void lgrow(W *w, size_t n) {
   w->line = nl, w->line_cap = cap;
 }
 static void lnum(W *w, uint64_t v) {
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
   char d[24], *e = d + sizeof d, *q = e;
-  do *--q = (char)('0' + v % 10); while (v /= 10);
+  for (; v >= 100; v /= 100) q -= 2, memcpy(q, pairs + 2 * (v % 100), 2); /* two digits a division */
+  if (v >= 10)
+    q -= 2, memcpy(q, pairs + 2 * v, 2);
+  else
+    *--q = (char)('0' + v);
   lputn(w, q, (size_t)(e - q));
 }
 static void lint(W *w, int64_t v) {

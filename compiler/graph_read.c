@@ -16,6 +16,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 int gf_parse(GfCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /* graph.y */
 
@@ -39,6 +42,7 @@ typedef enum { IN_TOP, IN_GRAPH, IN_KERNEL, IN_SKIPPED } Block;
 
 struct GfCtx {
   PgArena *a;
+  PgArena *parse; /* what only parsing needs (the node name table), freed after it */
   PgDiag *d;
   const PgSource *src;
   PgProgram *p;
@@ -150,14 +154,14 @@ static bool u64_of(GfCtx *c, const GfWord *w, const char *what, uint64_t *out) {
     memcpy(buf, t.s, t.len);
     buf[t.len] = 0;
     bool hex = t.len > 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(buf, &end, hex ? 16 : 10);
-    if (!errno && !*end) {
+    const char *end = hex ? buf + 2 : buf; /* (as strtoull with base 16 or 10 reads it) */
+    uint64_t v;
+    bool fits = pg_digits_u64(&end, hex ? 16 : 10, &v);
+    if (fits && !*end) {
       *out = v;
       return true;
     }
-    if (errno == ERANGE) {
+    if (!fits) {
       pg_error(c->d, w->loc, "%s: %s is out of range (at most 2^64-1)", what, buf);
       return false;
     }
@@ -1142,10 +1146,21 @@ static void libcall_collective(GfCtx *c, PgNode *n, const GfWord *const *f, PgLo
   n->u.libcall.coll = co;
 }
 
+/* The node kind a name word names (as pg_kind_from_name, with no copy of the word:
+ * it is asked once per node). */
+static bool kind_of(const GfWord *w, PgNodeKind *out) {
+  for (int k = 0; k < PG_NODE_KIND_COUNT; k++)
+    if (pg_str_eq(w->text, pg_kinds[k].name)) {
+      *out = (PgNodeKind)k;
+      return true;
+    }
+  return false;
+}
+
 static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
   const GfWord *kw = W(c, name->next);
   PgNodeKind kind;
-  if (!kw || kw->kind != GF_NAME || !pg_kind_from_name(name_of(c, kw), &kind)) {
+  if (!kw || kw->kind != GF_NAME || !kind_of(kw, &kind)) {
     pg_error(c->d, kw ? kw->loc : name->loc, "node needs a kind (kernel, memcpy, memset, host, empty, child, "
                                              "event_record, event_wait, mem_alloc, mem_free, conditional, "
                                              "libcall, hostop or opaque)");
@@ -1547,6 +1562,25 @@ void gf_block_end(GfCtx *c) {
   c->kernel = NULL;
 }
 
+/* "node" once per node statement (and maybe elsewhere): an upper bound on the nodes,
+ * cheap to count -- sixteen places at a time where the compiler has SSE2 (an 'n' is
+ * every few bytes of a large file: a memchr call per 'n' cost more than the rest). */
+static size_t count_node_words(const char *text, size_t len) {
+  size_t nodes = 0, i = 0;
+#ifdef __SSE2__
+  for (; i + 19 <= len; i += 16) {
+    const __m128i *at = (const __m128i *)(const void *)(text + i);
+    __m128i n = _mm_cmpeq_epi8(_mm_loadu_si128(at), _mm_set1_epi8('n'));
+    __m128i o = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(text + i + 1)), _mm_set1_epi8('o'));
+    __m128i dd = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(text + i + 2)), _mm_set1_epi8('d'));
+    __m128i e = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(text + i + 3)), _mm_set1_epi8('e'));
+    nodes += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_and_si128(n, o), _mm_and_si128(dd, e))));
+  }
+#endif
+  for (; i + 4 <= len; i++) nodes += text[i] == 'n' && text[i + 1] == 'o' && text[i + 2] == 'd' && text[i + 3] == 'e';
+  return nodes;
+}
+
 PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   GfCtx *c = pg_arena_alloc(a, sizeof *c);
   c->a = a;
@@ -1563,16 +1597,15 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->is_comm = pg_map_new(a);
   c->events = pg_map_new(a);
   c->graphs = pg_map_new(a);
-  c->nodes = pg_map_new(a);
-  { /* "node" once per node statement (and maybe elsewhere): an upper bound, cheap to count */
-    size_t nodes = 0;
-    for (const char *q = src->text, *end = src->text + src->len;
-         (q = memchr(q, 'n', (size_t)(end - q))) != NULL; q++)
-      nodes += end - q >= 4 && q[1] == 'o' && q[2] == 'd' && q[3] == 'e'; /* no call per 'n' */
-    pg_map_reserve(c->nodes, nodes);
-  }
+  c->parse = pg_arena_new();
+  c->nodes = pg_map_new(c->parse);
+  pg_map_reserve(c->nodes, count_node_words(src->text, src->len));
   int errors = d->errors;
-  if (gf_parse(c, src, a, d) != 0 || d->errors > errors) return NULL;
+  int parsed = gf_parse(c, src, a, d);
+  pg_arena_free(c->parse); /* the IR holds what the passes need */
+  c->parse = NULL, c->nodes = NULL;
+  pg_arena_release_file(a, src->text);
+  if (parsed != 0 || d->errors > errors) return NULL;
   PgProgram *p = c->p;
   if (!c->seen_header || p->graphs.n == 0) { /* reported at the end of the file */
     PgLoc end = pg_loc_advance((PgLoc){src, 1, 1}, src->text, src->len);

@@ -13,6 +13,9 @@ const PgKindInfo pg_kinds[PG_NODE_KIND_COUNT] = {
 #undef X
 };
 _Static_assert(PG_NODE_KIND_COUNT == 14, "node kinds: update docs/graph-format.md and the writers");
+/* a million of them are most of a large program's memory: keep new fields off the
+ * node (in its kind's payload, or on the side) */
+_Static_assert(sizeof(PgNode) <= 192, "PgNode grew");
 
 const char *const pg_type_names[PG_TYPE_COUNT] = {
 #define X(e, name, size) [PG_T_##e] = name,
@@ -64,8 +67,6 @@ uint64_t pg_coll_bytes(const PgCollective *c, bool recv) {
   if (c->count && (size > UINT64_MAX / c->count || m > UINT64_MAX / (c->count * size))) return UINT64_MAX;
   return c->count * size * m;
 }
-
-bool pg_is_hostop(const PgNode *n, const char *op) { return n->kind == PG_HOSTOP && strcmp(n->u.hostop.op, op) == 0; }
 
 bool pg_per_call(const PgBuffer *b) {
   return b->role != PG_ROLE_WEIGHT && b->role != PG_ROLE_INTERMEDIATE && b->role != PG_ROLE_WORKSPACE &&

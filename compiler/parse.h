@@ -26,6 +26,7 @@ typedef struct {
   PgDiag *diag;
   const PgSource *src;
   size_t in_pos;  /* how far YY_INPUT has read */
+  size_t released; /* the text before this offset is let go (pg_lex_read) */
   size_t off;     /* byte offset of the next token */
   int line, col;  /* location of the next token */
   bool lex_error; /* the scanner reported an error (suppresses the parser's echo) */
@@ -37,12 +38,23 @@ static inline void pg_lex_init(PgLexState *x, PgArena *a, PgDiag *d, const PgSou
   x->line = x->col = 1;
 }
 
-/* YY_INPUT: copy the next chunk of the source into flex's buffer. */
+/* How far behind the .graph scanner a large mapped input is let go, and in what
+ * steps: the words of the statement being read point into the text (the pages
+ * would come back if read, but need not). */
+#define PG_LEX_RELEASE_BEHIND (4u << 20)
+
+/* YY_INPUT: copy the next chunk of the source into flex's buffer (the .graph
+ * scanner: it lets the text it has read go, as the IR keeps copies of what it
+ * needs). */
 static inline size_t pg_lex_read(PgLexState *x, char *buf, size_t max) {
   size_t n = x->src->len - x->in_pos;
   if (n > max) n = max;
   memcpy(buf, x->src->text + x->in_pos, n);
   x->in_pos += n;
+  if (x->in_pos >= x->released + 2 * PG_LEX_RELEASE_BEHIND) {
+    pg_arena_release_range(x->arena, x->src->text, x->released, x->in_pos - PG_LEX_RELEASE_BEHIND);
+    x->released = x->in_pos - PG_LEX_RELEASE_BEHIND;
+  }
   return n;
 }
 
@@ -59,7 +71,25 @@ static inline size_t pg_lex_read_dot(PgLexState *x, char *buf, size_t max) {
   return n;
 }
 
-/* YY_USER_ACTION: the token just matched starts here; advance past it. */
+/* YY_USER_ACTION: the token just matched starts here; advance past it, a token with
+ * no newline in it: the only rules that can match one (whitespace, DOT's block
+ * comments) call pg_lex_lines after it. */
+static inline void pg_lex_token(PgLexState *x, size_t len, PgLoc *loc, PgStr *val) {
+  *loc = (PgLoc){x->src, x->line, x->col};
+  val->s = x->src->text + x->off;
+  val->len = len;
+  x->off += len;
+  x->col += (int)len;
+}
+
+/* After pg_lex_token, for a token that may hold newlines: the lines it ends. */
+static inline void pg_lex_lines(PgLexState *x, const char *text, size_t len) {
+  const char *last = NULL, *end = text + len;
+  for (const char *q = text; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) x->line++, last = q;
+  if (last) x->col = (int)(end - last);
+}
+
+/* The same in one step, for text scanned outside the scanner (pg_lex_string). */
 static inline void pg_lex_step(PgLexState *x, const char *text, size_t len, PgLoc *loc, PgStr *val) {
   *loc = (PgLoc){x->src, x->line, x->col};
   val->s = x->src->text + x->off;
@@ -101,6 +131,24 @@ static inline bool pg_lex_string(PgLexState *x, PgStr *val) {
   pg_lex_step(x, body, val->len + 1, &ignored, &rest);
   x->in_pos = x->off;
   return true;
+}
+
+/* The digits of base `base` (8, 10 or 16) at *s, past them, into *v: false if their
+ * value does not fit 64 bits (as strtoull reads them, without its locale, signs and
+ * spaces: the frontends read millions of numbers). */
+static inline bool pg_digits_u64(const char **s, unsigned base, uint64_t *v) {
+  uint64_t x = 0;
+  bool fits = true;
+  const char *p = *s;
+  for (;; p++) {
+    unsigned d = (unsigned char)*p;
+    d = d - '0' < 10 ? d - '0' : (d | 0x20) - 'a' < 6 ? (d | 0x20) - 'a' + 10 : 99;
+    if (d >= base) break;
+    if (x > (UINT64_MAX - d) / base) fits = false;
+    x = x * base + d;
+  }
+  *s = p, *v = x;
+  return fits;
 }
 
 static inline bool pg_str_eq(PgStr a, const char *b) {

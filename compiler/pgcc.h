@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define PGCC_VERSION "0.1.0"
 #define PG_GRAPH_FORMAT_VERSION 3 /* the newest .graph format this pgcc reads (it reads 1 and 2 too) */
@@ -462,6 +463,13 @@ extern const char *const pg_dir_names[PG_DIR_COUNT];
 typedef enum { PG_COND_IF, PG_COND_WHILE, PG_COND_SWITCH, PG_COND_COUNT } PgCondType;
 extern const char *const pg_cond_names[PG_COND_COUNT];
 
+/* A node's predecessors or successors: a slice of its graph's link_slots, carved at
+ * its exact size by pg_program_link (32-bit counts: it is in every node). */
+typedef struct {
+  PgNode **v;
+  uint32_t n, cap;
+} PgNodeList;
+
 struct PgNode { /* fields ordered without padding: a million of them is the bulk of the IR */
   PgNodeKind kind;
   uint32_t index;     /* position in graph->nodes */
@@ -474,17 +482,17 @@ struct PgNode { /* fields ordered without padding: a million of them is the bulk
   const char *eager;  /* input says: run eagerly, for this reason (`eager "..."`) */
   double gpu_us;      /* measured GPU time of one execution, 0: unknown (`gpu_us N`) */
   const char *why;    /* classify.c: why it cannot be in a graph */
-  PG_VEC(PgNode *) succs; /* filled by pg_graph_link() */
-  PG_VEC(PgNode *) preds;
+  PgNodeList succs; /* filled by pg_program_link() */
+  PgNodeList preds;
   union { /* the member named after `kind` is valid; EMPTY and OPAQUE use none */
     struct {
       PgKernel *kernel;
       uint32_t grid[3], block[3], smem;
       uint32_t cluster[3]; /* thread block cluster dimensions; all 0: no cluster attribute */
       bool has_args; /* false: arguments supplied by the caller at init */
-      PgArgs args;
       bool cooperative;
       int priority;
+      PgArgs args;
     } kernel;
     struct {
       PgCopyDir dir;
@@ -700,6 +708,8 @@ size_t pg_arena_used(const PgArena *a);
 char *pg_arena_cat(PgArena *a, const char *s1, const char *s2, const char *s3);
 void pg_arena_reset(PgArena *a);
 const char *pg_arena_map_file(PgArena *a, int fd, size_t len); /* read-only, two NULs after; NULL: read it */
+void pg_arena_release_file(PgArena *a, const char *text); /* a frontend is done with it (it reads back) */
+void pg_arena_release_range(PgArena *a, const char *text, size_t from, size_t to); /* whole pages inside */
 
 /* map.c: an open-addressing hash map from string to pointer */
 PgMap *pg_map_new(PgArena *a);
@@ -758,8 +768,11 @@ void pg_program_link(PgProgram *p);
 /* Every edge goes from an earlier node to a later one: the node order is topological. */
 bool pg_graph_in_order(const PgGraph *g);
 bool pg_kind_from_name(const char *name, PgNodeKind *out);
-/* n is a host operation of this op (`hostop op sync`, `op guard`). */
-bool pg_is_hostop(const PgNode *n, const char *op);
+/* n is a host operation of this op (`hostop op sync`, `op guard`).  Inline: passes ask
+ * it of every node, and almost every node is no host operation. */
+static inline bool pg_is_hostop(const PgNode *n, const char *op) {
+  return n->kind == PG_HOSTOP && strcmp(n->u.hostop.op, op) == 0;
+}
 /* A buffer bound on every call (a member of NAME_args, its address new on each): not a
  * weight, not in the arena (intermediate, workspace), not a host buffer (libpgrt's own
  * pinned memory).  Roles input, output and unknown. */

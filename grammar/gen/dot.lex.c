@@ -2699,8 +2699,8 @@ static void yynoreturn yy_fatal_error ( const char* msg , yyscan_t yyscanner );
 	yyg->yy_hold_char = *yy_cp; \
 	*yy_cp = '\0'; \
 	yyg->yy_c_buf_p = yy_cp;
-#define YY_NUM_RULES 20
-#define YY_END_OF_BUFFER 21
+#define YY_NUM_RULES 21
+#define YY_END_OF_BUFFER 22
 /* This struct is not used in this scanner,
    but its presence is necessary. */
 struct yy_trans_info
@@ -2710,13 +2710,13 @@ struct yy_trans_info
 	};
 static const flex_int16_t yy_accept[67] =
     {   0,
-        0,    0,    0,    0,   21,   19,    1,    1,   15,   18,
-       19,   19,   19,   14,   17,   14,   14,   14,   14,   14,
-       14,    3,    6,    6,    1,   13,   16,   14,   14,    4,
-        2,   14,   14,   14,   14,   14,   14,   14,   14,    3,
-        6,    5,    2,   14,   14,   14,   14,   14,   14,   14,
-       14,   12,   14,   11,   14,   14,   14,    9,   14,   14,
-       14,    7,   14,    8,   14,   10
+        0,    0,    0,    0,   22,   20,    1,    1,   16,   19,
+       20,   20,   20,   15,   18,   15,   15,   15,   15,   15,
+       15,    3,    6,    7,    1,   14,   17,   15,   15,    4,
+        2,   15,   15,   15,   15,   15,   15,   15,   15,    3,
+        6,    5,    2,   15,   15,   15,   15,   15,   15,   15,
+       15,   13,   15,   12,   15,   15,   15,   10,   15,   15,
+       15,    8,   15,    9,   15,   11
     } ;
 
 static const yy_state_type yy_NUL_trans[67] =
@@ -2753,7 +2753,7 @@ static const yy_state_type yy_NUL_trans[67] =
 #include <stdlib.h>
 
 #define YY_INPUT(buf, result, max) ((result) = pg_lex_read_dot(yyextra, (buf), (size_t)(max)))
-#define YY_USER_ACTION pg_lex_step(yyextra, yytext, (size_t)yyleng, yylloc, yylval);
+#define YY_USER_ACTION pg_lex_token(yyextra, (size_t)yyleng, yylloc, yylval);
 #define YY_FATAL_ERROR(msg) PG_BUG("DOT scanner: %s", msg)
 #line 2759 "grammar/gen/dot.lex.c"
 
@@ -3063,7 +3063,7 @@ case 1:
 /* rule 1 can match eol */
 YY_RULE_SETUP
 #line 40 "grammar/dot.l"
-;
+pg_lex_lines(yyextra, yytext, (size_t)yyleng);
 	YY_BREAK
 case 2:
 YY_RULE_SETUP
@@ -3089,59 +3089,64 @@ case 6:
 /* rule 6 can match eol */
 YY_RULE_SETUP
 #line 45 "grammar/dot.l"
+pg_lex_lines(yyextra, yytext, (size_t)yyleng);
+	YY_BREAK
+case 7:
+YY_RULE_SETUP
+#line 46 "grammar/dot.l"
 ;
 	YY_BREAK
 case YY_STATE_EOF(COMMENT):
-#line 46 "grammar/dot.l"
+#line 47 "grammar/dot.l"
 {
                           pg_error(yyextra->diag, *yylloc, "unterminated comment");
                           yyextra->lex_error = true;
                           return 0;
                         }
 	YY_BREAK
-case 7:
-YY_RULE_SETUP
-#line 52 "grammar/dot.l"
-return STRICT;
-	YY_BREAK
 case 8:
 YY_RULE_SETUP
 #line 53 "grammar/dot.l"
-return DIGRAPH;
+return STRICT;
 	YY_BREAK
 case 9:
 YY_RULE_SETUP
 #line 54 "grammar/dot.l"
-return GRAPH;
+return DIGRAPH;
 	YY_BREAK
 case 10:
 YY_RULE_SETUP
 #line 55 "grammar/dot.l"
-return SUBGRAPH;
+return GRAPH;
 	YY_BREAK
 case 11:
 YY_RULE_SETUP
 #line 56 "grammar/dot.l"
-return NODE;
+return SUBGRAPH;
 	YY_BREAK
 case 12:
 YY_RULE_SETUP
 #line 57 "grammar/dot.l"
-return EDGE;
+return NODE;
 	YY_BREAK
 case 13:
 YY_RULE_SETUP
 #line 58 "grammar/dot.l"
-return ARROW;
+return EDGE;
 	YY_BREAK
 case 14:
 YY_RULE_SETUP
-#line 60 "grammar/dot.l"
-return ID;
+#line 59 "grammar/dot.l"
+return ARROW;
 	YY_BREAK
 case 15:
 YY_RULE_SETUP
-#line 62 "grammar/dot.l"
+#line 61 "grammar/dot.l"
+return ID;
+	YY_BREAK
+case 16:
+YY_RULE_SETUP
+#line 63 "grammar/dot.l"
 { /* the body is scanned from the source (pg_lex_string), which
                              YY_INPUT reads on from after it: flex's buffer goes */
                           if (!pg_lex_string(yyextra, yylval)) {
@@ -3154,32 +3159,32 @@ YY_RULE_SETUP
                           return STRING;
                         }
 	YY_BREAK
-case 16:
+case 17:
 YY_RULE_SETUP
-#line 73 "grammar/dot.l"
+#line 74 "grammar/dot.l"
 { /* no digits after it: a rule of its own, so that the scanner never backs up */
                           pg_error(yyextra->diag, *yylloc, "malformed number '-.'");
                           yyextra->lex_error = true;
                           return 0;
                         }
 	YY_BREAK
-case 17:
+case 18:
 YY_RULE_SETUP
-#line 78 "grammar/dot.l"
+#line 79 "grammar/dot.l"
 {
                           pg_error(yyextra->diag, *yylloc, "HTML-like labels are not supported");
                           yyextra->lex_error = true;
                           return 0;
                         }
 	YY_BREAK
-case 18:
-YY_RULE_SETUP
-#line 84 "grammar/dot.l"
-return yytext[0];
-	YY_BREAK
 case 19:
 YY_RULE_SETUP
-#line 86 "grammar/dot.l"
+#line 85 "grammar/dot.l"
+return yytext[0];
+	YY_BREAK
+case 20:
+YY_RULE_SETUP
+#line 87 "grammar/dot.l"
 {
                           unsigned char c = (unsigned char)yytext[0];
                           if (c >= 0x20 && c < 0x7f)
@@ -3190,12 +3195,12 @@ YY_RULE_SETUP
                           return 0;
                         }
 	YY_BREAK
-case 20:
+case 21:
 YY_RULE_SETUP
-#line 96 "grammar/dot.l"
+#line 97 "grammar/dot.l"
 YY_FATAL_ERROR( "flex scanner jammed" );
 	YY_BREAK
-#line 3199 "grammar/gen/dot.lex.c"
+#line 3204 "grammar/gen/dot.lex.c"
 			case YY_STATE_EOF(INITIAL):
 				yyterminate();
 
@@ -4304,7 +4309,7 @@ static int yy_flex_strlen (const char * s , yyscan_t yyscanner)
 
 #define YYTABLES_NAME "yytables"
 
-#line 96 "grammar/dot.l"
+#line 97 "grammar/dot.l"
 
 
 /* flex allocates its own state and buffers through the compilation's arena. Each

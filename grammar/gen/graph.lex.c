@@ -1826,7 +1826,7 @@ static const yy_state_type yy_NUL_trans[38] =
 #define YYSTYPE GFSTYPE
 
 #define YY_INPUT(buf, result, max) ((result) = pg_lex_read(yyextra, (buf), (size_t)(max)))
-#define YY_USER_ACTION pg_lex_step(yyextra, yytext, (size_t)yyleng, yylloc, &yylval->str);
+#define YY_USER_ACTION pg_lex_token(yyextra, (size_t)yyleng, yylloc, &yylval->str);
 #define YY_FATAL_ERROR(msg) PG_BUG(".graph scanner: %s", msg)
 #line 1832 "grammar/gen/graph.lex.c"
 #line 1833 "grammar/gen/graph.lex.c"
@@ -2130,7 +2130,7 @@ case 1:
 /* rule 1 can match eol */
 YY_RULE_SETUP
 #line 36 "grammar/graph.l"
-;
+pg_lex_lines(yyextra, yytext, (size_t)yyleng);
 	YY_BREAK
 case 2:
 YY_RULE_SETUP

@@ -59,6 +59,124 @@ START_TEST(long_mangled_names_and_short_names) {
 }
 END_TEST
 
+/* CUDA's kernel, memset and memcpy records are read without building the record (dot_read.c,
+ * usual_record); the same record with one more field goes the general way.  Both
+ * give the same node, kernel and diagnostics, locations included. */
+#define KERNEL_RECORD(coop, extra)                                                                       \
+  "\"graph_1_node_0\"[style=\"bold\" shape=\"record\" label=\"{KERNEL\n"                                 \
+  "| {ID | 0 (topoId: 1) |  tmpl\\<int\\>\\ x\\<\\<\\<\\{2,1\\},\\{128,4\\},16\\>\\>\\>}\n"               \
+  "| {{node handle | func handle} | {0x00005583510FF230 | 0x00005583510CC870}}\n"                         \
+  "| {accessPolicyWindow | {base_ptr | num_bytes | hitRatio | hitProp | missProp} | "                    \
+  "{0x0000000000000000 | 0 | 0.000000 | N | N}}\n" extra "|   {cooperative |\n  " coop "}\n| {priority | 3}\n}\"];\n"
+
+START_TEST(kernel_records_read_directly_as_in_general) {
+  Parsed *fast = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, KERNEL_RECORD("1", "")) "}\n");
+  Parsed *slow = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, KERNEL_RECORD("1", "| {clusterDim | 1}\n")) "}\n");
+  ck_assert_msg(fast->prog, "%s", fast->diags);
+  ck_assert_msg(slow->prog, "%s", slow->diags);
+  const PgNode *a = find_node(fast->prog, "g1.n0"), *b = find_node(slow->prog, "g1.n0");
+  ck_assert_str_eq(a->u.kernel.kernel->symbol, "tmpl<int> x");
+  ck_assert_str_eq(a->u.kernel.kernel->symbol, b->u.kernel.kernel->symbol);
+  ck_assert_str_eq(a->u.kernel.kernel->name, b->u.kernel.kernel->name);
+  ck_assert_int_eq(a->u.kernel.kernel->loc.line, b->u.kernel.kernel->loc.line);
+  ck_assert_int_eq(a->u.kernel.kernel->loc.col, 26); /* the symbol, past the spaces */
+  ck_assert_int_eq(a->u.kernel.kernel->loc.col, b->u.kernel.kernel->loc.col);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_uint_eq(a->u.kernel.grid[i], b->u.kernel.grid[i]);
+    ck_assert_uint_eq(a->u.kernel.block[i], b->u.kernel.block[i]);
+  }
+  ck_assert_uint_eq(a->u.kernel.grid[0], 2);
+  ck_assert_uint_eq(a->u.kernel.smem, 16);
+  ck_assert(a->u.kernel.cooperative && b->u.kernel.cooperative);
+  ck_assert_int_eq(a->u.kernel.priority, 3);
+  ck_assert_int_eq(b->u.kernel.priority, 3);
+  parsed_free(fast);
+  parsed_free(slow);
+  /* a bad value: the same error at the same place (the next line, past the spaces) */
+  fast = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, KERNEL_RECORD("x1", "")) "}\n");
+  slow = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, KERNEL_RECORD("x1", "| {clusterDim | 1}\n")) "}\n");
+  ck_assert(!fast->prog && !slow->prog);
+  ck_assert_ptr_nonnull(strstr(fast->diags, ":9:3: error: expected a number for 'cooperative', found 'x1'"));
+  ck_assert_ptr_nonnull(strstr(slow->diags, ":10:3: error: expected a number for 'cooperative', found 'x1'"));
+  parsed_free(fast);
+  parsed_free(slow);
+}
+END_TEST
+
+#define MEMSET_RECORD(extra)                                                                              \
+  "\"graph_1_node_0\"[style=\"solid\" style=\"solid\" shape=\"record\" label=\"{MEMSET\n"                \
+  "| {{ID | node handle | dptr | pitch | value | elementSize | width | height} | "                      \
+  "{0 (topoId: 1) | 0x00005583510FEAC8 | 0x00007F134BE08000 | 16384 | 7 | 4 | 4096 | 3}}" extra "}\"];\n"
+
+START_TEST(memset_records_read_directly_as_in_general) {
+  Parsed *fast = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, MEMSET_RECORD("")) "}\n");
+  Parsed *slow = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, MEMSET_RECORD("\n| {x | 1}")) "}\n");
+  ck_assert_msg(fast->prog, "%s", fast->diags);
+  ck_assert_msg(slow->prog, "%s", slow->diags);
+  const PgNode *a = find_node(fast->prog, "g1.n0"), *b = find_node(slow->prog, "g1.n0");
+  ck_assert_int_eq(a->kind, PG_MEMSET);
+  ck_assert_int_eq(b->kind, PG_MEMSET);
+  ck_assert_uint_eq(a->u.memset.value, 7);
+  ck_assert_uint_eq(a->u.memset.elem, 4);
+  ck_assert_uint_eq(a->u.memset.width, 4096);
+  ck_assert_uint_eq(a->u.memset.height, 3);
+  ck_assert_uint_eq(a->u.memset.pitch, 16384);
+  ck_assert_uint_eq(a->u.memset.value, b->u.memset.value);
+  ck_assert_uint_eq(a->u.memset.elem, b->u.memset.elem);
+  ck_assert_uint_eq(a->u.memset.width, b->u.memset.width);
+  ck_assert_uint_eq(a->u.memset.height, b->u.memset.height);
+  ck_assert_uint_eq(a->u.memset.pitch, b->u.memset.pitch);
+  ck_assert(a->u.memset.has_dst && b->u.memset.has_dst);
+  ck_assert_str_eq(a->u.memset.dst.buf->name, "p7f134be08000");
+  ck_assert_str_eq(a->u.memset.dst.buf->name, b->u.memset.dst.buf->name);
+  ck_assert_uint_eq(a->u.memset.dst.buf->size, b->u.memset.dst.buf->size);
+  parsed_free(fast);
+  parsed_free(slow);
+}
+END_TEST
+
+#define MEMCPY_RECORD(extra)                                                                              \
+  "\"graph_1_node_0\"[style=\"solid\" shape=\"record\" label=\"{\nMEMCPY\n"                              \
+  "| {{ID | node handle} | {1 (topoId: 11) | 0x000055F11775FF18}}\n| {kind | DtoH (DEVICE to HOST PAGEABLE)}\n" \
+  "| {{srcPtr | dstPtr} | {pitch | ptr | xsize | ysize | pitch | ptr | xsize | ysize} | "              \
+  "{512 | 0x00007F9399E00000 | 0 | 0 | 0 | 0x00007F9399E01000 | 0 | 0}}\n"                              \
+  "| {{srcPos | {{x | 16} | {y | 0} | {z | 0}}} | {dstPos | {{x | 8} | {y | 0} | {z | 0}}} | "          \
+  "{Extent | {{Width | 256} | {Height | 2} | {Depth | 1}}}}" extra "\n}\"];\n"
+
+START_TEST(memcpy_records_read_directly_as_in_general) {
+  Parsed *fast = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, MEMCPY_RECORD("")) "}\n");
+  Parsed *slow = parse_text("t.dot", "digraph dot {\n" CLUSTER(1, MEMCPY_RECORD("\n| {x | 1}")) "}\n");
+  ck_assert_msg(fast->prog, "%s", fast->diags);
+  ck_assert_msg(slow->prog, "%s", slow->diags);
+  const PgNode *a = find_node(fast->prog, "g1.n0"), *b = find_node(slow->prog, "g1.n0");
+  ck_assert_int_eq(a->kind, PG_MEMCPY);
+  ck_assert_int_eq(a->u.memcpy.dir, PG_DIR_DTOH);
+  ck_assert(a->u.memcpy.pageable);
+  ck_assert_uint_eq(a->u.memcpy.width, 256);
+  ck_assert_uint_eq(a->u.memcpy.height, 2);
+  ck_assert_uint_eq(a->u.memcpy.src_pitch, 512);
+  ck_assert_uint_eq(a->u.memcpy.src.offset, 16);
+  ck_assert_uint_eq(a->u.memcpy.dst.offset, 8);
+  ck_assert_int_eq(a->u.memcpy.dir, b->u.memcpy.dir);
+  ck_assert_int_eq(a->u.memcpy.pageable, b->u.memcpy.pageable);
+  ck_assert_uint_eq(a->u.memcpy.width, b->u.memcpy.width);
+  ck_assert_uint_eq(a->u.memcpy.height, b->u.memcpy.height);
+  ck_assert_uint_eq(a->u.memcpy.depth, b->u.memcpy.depth);
+  ck_assert_uint_eq(a->u.memcpy.src_pitch, b->u.memcpy.src_pitch);
+  ck_assert_uint_eq(a->u.memcpy.dst_pitch, b->u.memcpy.dst_pitch);
+  ck_assert_uint_eq(a->u.memcpy.src.offset, b->u.memcpy.src.offset);
+  ck_assert_uint_eq(a->u.memcpy.dst.offset, b->u.memcpy.dst.offset);
+  ck_assert(a->u.memcpy.has_ptrs && b->u.memcpy.has_ptrs);
+  ck_assert_str_eq(a->u.memcpy.src.buf->name, b->u.memcpy.src.buf->name);
+  ck_assert_str_eq(a->u.memcpy.dst.buf->name, "p7f9399e01000");
+  ck_assert_str_eq(a->u.memcpy.dst.buf->name, b->u.memcpy.dst.buf->name);
+  ck_assert_uint_eq(a->u.memcpy.src.buf->size, b->u.memcpy.src.buf->size);
+  ck_assert_uint_eq(a->u.memcpy.dst.buf->size, b->u.memcpy.dst.buf->size);
+  parsed_free(fast);
+  parsed_free(slow);
+}
+END_TEST
+
 START_TEST(graph_numbers_need_not_start_at_1) {
   Parsed *p = parse_text("t.dot", "digraph dot {\n" CLUSTER(9,
       "\"graph_9_node_0\"[shape=\"rectangle\" label=\"0\ngraph_12\n\"];\n") CLUSTER(12,
@@ -183,6 +301,9 @@ Suite *dot_suite(void) {
   tcase_add_test(t, attributes_without_spaces_and_repeated);
   tcase_add_test(t, launch_dimensions_with_escaped_braces);
   tcase_add_test(t, long_mangled_names_and_short_names);
+  tcase_add_test(t, kernel_records_read_directly_as_in_general);
+  tcase_add_test(t, memset_records_read_directly_as_in_general);
+  tcase_add_test(t, memcpy_records_read_directly_as_in_general);
   tcase_add_test(t, graph_numbers_need_not_start_at_1);
   tcase_add_test(t, root_is_the_graph_nobody_owns_even_if_later);
   tcase_add_test(t, conditional_with_two_bodies);
