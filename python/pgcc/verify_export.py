@@ -94,9 +94,8 @@ def copies(torch, xs):
 # Each call's floating inputs scaled by these, in turn, where not 1 also mirrored along
 # their last dimension: the first call takes the example inputs as given, later ones
 # other values too (a program that kept reading the example's memory, not the call's,
-# would pass on copies of the same values; seen: a ResNet-18 training step, right on the
-# example batch and wrong on any other -- and right on the example scaled, which its
-# batch normalisation cannot tell from the example: hence the mirror).
+# would pass on copies of the same values; a scale alone, batch normalisation cannot
+# tell from the example: hence the mirror).
 SCALES = (1.0, 1.25, 1.0, 0.8)
 TRAINING_SCALES = (1.0, 1.25, 0.8)  # (a training step's steps)
 
