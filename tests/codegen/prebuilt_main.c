@@ -22,7 +22,7 @@ static int failures;
 
 /* what each source must define, written here apart from own_kernels.h's table (which
  * modules.c looks its functions up by): a kernel renamed in one place only fails */
-static const char *const kernels[PGRT_OWN_COUNT][3] = {{"pgrt_update"}, {"pgrt_copy", "pgrt_set"}};
+static const char *const kernels[PGRT_OWN_COUNT][3] = {{"pgrt_update"}, {"pgrt_copy", "pgrt_set"}, {"pgrt_rng"}};
 
 static const pgrt_prebuilt *find(int own, int sm) {
   const pgrt_prebuilt *hit = NULL;
