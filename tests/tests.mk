@@ -189,16 +189,25 @@ fuzz-c: build/fuzz/fuzz_c build/fuzz/c_seeds.stamp
 	@mkdir -p build/fuzz/corpus/fuzz_c build/fuzz/pgrt_cache
 	@echo "== fuzz_c for $(FUZZ_SECONDS) s"
 	@PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
-	  build/fuzz/fuzz_c -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  build/fuzz/fuzz_c -max_total_time=$(FUZZ_SECONDS) -dict=fuzz/graph.dict -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/artifacts/fuzz_c- build/fuzz/corpus/fuzz_c build/fuzz/c_seeds 2>&1 \
 	    | grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|Done|==[0-9]+==ERROR|SUMMARY|fuzz_c:)" || true
-# every input fuzz_c was broken with (tests/fuzz/c_*), replayed through it (part of make check)
-check-fuzz-c: build/fuzz/fuzz_c
+# the code-generation programs and the example, which must generate, compile, init and
+# run both calls (FUZZ_C_EXPECT_OK), and every input fuzz_c was broken with
+# (tests/fuzz/c_*), replayed through it (part of make check)
+FUZZ_C_RUN = $(patsubst %,build/fuzz/c_seeds/tests_gpu_codegen_%.graph,chain buckets globals pdl relocs shapes) \
+	build/fuzz/c_seeds/examples_saxpy.graph
+check-fuzz-c: build/fuzz/fuzz_c build/fuzz/c_seeds.stamp
 	@mkdir -p build/fuzz/pgrt_cache
-	@PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
-	  build/fuzz/fuzz_c tests/fuzz/c_* >build/fuzz/c_replay.log 2>&1 \
+	@FUZZ_C_EXPECT_OK=1 PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
+	  build/fuzz/fuzz_c $(FUZZ_C_RUN) >build/fuzz/c_run.log 2>&1 \
+	  || { cat build/fuzz/c_run.log; echo "FAIL: fuzz_c on the programs that must run"; exit 1; }
+	@awk '/^fuzz_c: [0-9]+ inputs generated C/ { ok = $$2 >= $(words $(FUZZ_C_RUN)) && $$2 == $$8 && $$2 == $$12 && $$2 == $$14 } END { exit !ok }' build/fuzz/c_run.log \
+	  || { cat build/fuzz/c_run.log; echo "FAIL: fuzz_c: not every program that must run ran"; exit 1; }
+	@set -- $(wildcard tests/fuzz/c_*); [ $$# -eq 0 ] || PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 \
+	  PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache build/fuzz/fuzz_c "$$@" >build/fuzz/c_replay.log 2>&1 \
 	  || { cat build/fuzz/c_replay.log; echo "FAIL: fuzz_c on tests/fuzz/c_*"; exit 1; }
-	@n=$$(ls tests/fuzz/c_* | wc -l); echo "fuzz_c: $$n kept inputs replayed, no finding"
+	@echo "fuzz_c: $(words $(FUZZ_C_RUN)) programs generated, compiled, inited and run; $(words $(wildcard tests/fuzz/c_*)) kept inputs replayed, no finding"
 
 fuzz: $(FUZZ_TARGETS) build/fuzz/seeds.stamp fuzz-pgrt fuzz-c
 	@for t in $(FUZZ_TARGETS); do \
