@@ -9,10 +9,11 @@
 #   clang, libclang-rt-14-dev  the clang build check, sanitizers and libFuzzer
 #   valgrind           make check runs pgcc under memcheck
 #   graphviz           renders --emit=dot pictures (dot -Tsvg)
+#   libtcc-dev, tcc    fuzz_c compiles the generated C in process (libtcc, and tcc's runtime and headers)
 #   libzstd1           the exporter decompresses libraries' zstd cubins (tests/python/test_embedded.py)
 set -euo pipefail
 
-packages=(flex bison check pkg-config libjansson-dev libclang-dev clang libclang-rt-14-dev valgrind graphviz libzstd1)
+packages=(flex bison check pkg-config libjansson-dev libclang-dev clang libclang-rt-14-dev valgrind graphviz libzstd1 libtcc-dev tcc)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -80,6 +80,7 @@ check: deps
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-ubsan
 	@$(MAKE) --no-print-directory check-fuzz-pgrt
+	@$(MAKE) --no-print-directory check-fuzz-c
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-python
 	@$(MAKE) --no-print-directory check-layers
@@ -165,7 +166,50 @@ check-fuzz-pgrt: build/fuzz/fuzz_pgrt
 	  || { cat build/fuzz/pgrt_replay.log; echo "FAIL: fuzz_pgrt on tests/fuzz/pgrt_*"; exit 1; }
 	@n=$$(ls tests/fuzz/pgrt_* | wc -l); echo "fuzz_pgrt: $$n kept inputs replayed, no finding"
 
-fuzz: $(FUZZ_TARGETS) build/fuzz/seeds.stamp fuzz-pgrt
+# fuzz_c (fuzz/fuzz_c.c): .graph text through pgcc's C path, the C compiled in process by
+# libtcc (Debian's libtcc-dev and tcc), then init, two calls and destroy in libpgrt over
+# the CPU double of the driver running only libpgrt's own kernels (docs/fuzzing.md)
+.PHONY: fuzz-c check-fuzz-c
+build/fuzz/fuzz_c: fuzz/fuzz_c.c build/fuzz/libcuda.so.1 $(FUZZ_LIB_SRCS) $(FUZZ_RT_SRCS) $(HEADERS) $(RT_HEADERS) $(GEN_SRCS)
+	@mkdir -p build/fuzz
+	@$(if $(Q),echo "FUZZ $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $(CUDA_INC) -Iruntime -DFUZZ_RUNTIME_INCLUDE='"$(abspath runtime)"' \
+	  -DFUZZ_CUDA_INCLUDE='"$(CUDA_HOME)/include"' -o $@ fuzz/fuzz_c.c $(FUZZ_LIB_SRCS) $(FUZZ_RT_SRCS) \
+	  -Lbuild/fuzz -Wl,-rpath,'$$ORIGIN' -ltcc -lcuda $(LDLIBS) -ldl -lm -pthread
+# its seeds: every .graph that has a C program in it, its module paths made relative to
+# the repository root (where the target reads them from), and every input it broke on
+FUZZ_C_SEEDS = $(wildcard tests/gpu/codegen/*.graph tests/partition/*.graph examples/*.graph tests/golden/*.graph)
+build/fuzz/c_seeds.stamp: $(FUZZ_C_SEEDS) $(wildcard tests/fuzz/c_* tests/fuzz/graph_*)
+	@rm -rf build/fuzz/c_seeds && mkdir -p build/fuzz/c_seeds build/fuzz/artifacts
+	@for f in $(FUZZ_C_SEEDS); do d=$$(dirname $$f); \
+	  sed -E 's#( file ")([^/"][^"]*")#\1'"$$d"'/\2#' $$f >build/fuzz/c_seeds/$$(echo $$f | tr / _); done
+	@cp tests/fuzz/graph_* build/fuzz/c_seeds/ && for f in $(wildcard tests/fuzz/c_*); do cp $$f build/fuzz/c_seeds/; done
+	@touch $@
+fuzz-c: build/fuzz/fuzz_c build/fuzz/c_seeds.stamp
+	@mkdir -p build/fuzz/corpus/fuzz_c build/fuzz/pgrt_cache
+	@echo "== fuzz_c for $(FUZZ_SECONDS) s"
+	@PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
+	  build/fuzz/fuzz_c -max_total_time=$(FUZZ_SECONDS) -dict=fuzz/graph.dict -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/artifacts/fuzz_c- build/fuzz/corpus/fuzz_c build/fuzz/c_seeds 2>&1 \
+	    | grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|Done|==[0-9]+==ERROR|SUMMARY|fuzz_c:)" || true
+# the code-generation programs and the example, which must generate, compile, init and
+# run both calls (FUZZ_C_EXPECT_OK), and every input fuzz_c was broken with
+# (tests/fuzz/c_*), replayed through it (part of make check)
+FUZZ_C_RUN = $(patsubst %,build/fuzz/c_seeds/tests_gpu_codegen_%.graph,chain buckets globals pdl relocs shapes) \
+	build/fuzz/c_seeds/examples_saxpy.graph
+check-fuzz-c: build/fuzz/fuzz_c build/fuzz/c_seeds.stamp
+	@mkdir -p build/fuzz/pgrt_cache
+	@FUZZ_C_EXPECT_OK=1 PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
+	  build/fuzz/fuzz_c $(FUZZ_C_RUN) >build/fuzz/c_run.log 2>&1 \
+	  || { cat build/fuzz/c_run.log; echo "FAIL: fuzz_c on the programs that must run"; exit 1; }
+	@awk '/^fuzz_c: [0-9]+ inputs generated C/ { ok = $$2 >= $(words $(FUZZ_C_RUN)) && $$2 == $$8 && $$2 == $$12 && $$2 == $$14 } END { exit !ok }' build/fuzz/c_run.log \
+	  || { cat build/fuzz/c_run.log; echo "FAIL: fuzz_c: not every program that must run ran"; exit 1; }
+	@set -- $(wildcard tests/fuzz/c_*); [ $$# -eq 0 ] || PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 \
+	  PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache build/fuzz/fuzz_c "$$@" >build/fuzz/c_replay.log 2>&1 \
+	  || { cat build/fuzz/c_replay.log; echo "FAIL: fuzz_c on tests/fuzz/c_*"; exit 1; }
+	@echo "fuzz_c: $(words $(FUZZ_C_RUN)) programs generated, compiled, inited and run; $(words $(wildcard tests/fuzz/c_*)) kept inputs replayed, no finding"
+
+fuzz: $(FUZZ_TARGETS) build/fuzz/seeds.stamp fuzz-pgrt fuzz-c
 	@for t in $(FUZZ_TARGETS); do \
 	  name=$$(basename $$t); mkdir -p build/fuzz/corpus/$$name; \
 	  echo "== $$name for $(FUZZ_SECONDS) s"; \

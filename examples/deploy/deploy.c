@@ -41,17 +41,39 @@
  * libcuda, so it starts, and --dry-run runs, on a machine without the driver. */
 static const pgrt_driver *drv;
 
+/* What deploy holds of the GPU (the weights' block, the program, the buffers, the
+ * stream, the context), released on every way out, the failures' too. */
+static struct {
+  CUdeviceptr block, *dptr;
+  int n;
+  pgrt_ctx *ctx;
+  CUstream stream;
+  CUcontext cu;
+  CUdevice dev;
+} held;
+static void release(void) {
+  if (!drv) return; /* the driver never loaded: nothing was had */
+  API(_destroy)(&held.ctx);
+  for (int i = 0; held.dptr && i < held.n; i++)
+    if (held.dptr[i]) drv->cuMemFree(held.dptr[i]), held.dptr[i] = 0;
+  if (held.block) drv->cuMemFree(held.block), held.block = 0;
+  if (held.stream) drv->cuStreamDestroy(held.stream), held.stream = NULL;
+  if (held.cu) drv->cuDevicePrimaryCtxRelease(held.dev), held.cu = NULL;
+}
+
 /* The one check: a CUDA call or a libpgrt call, the call's text, where, and why. */
 static void check_cu(CUresult r, const char *call, int line) {
   if (r == CUDA_SUCCESS) return;
   const char *s = "unknown error";
   drv->cuGetErrorString(r, &s);
   fprintf(stderr, "deploy: %s failed (deploy.c:%d): CUresult %d, %s\n", call, line, (int)r, s);
+  release();
   exit(1);
 }
 static void check_pg(pgrt_status st, const char *call, int line) {
   if (st == PGRT_OK) return;
   fprintf(stderr, "deploy: %s failed (deploy.c:%d): status %d: %s\n", call, line, (int)st, pgrt_error());
+  release();
   exit(1);
 }
 #define CHECK(call) _Generic((call), CUresult: check_cu, pgrt_status: check_pg)((call), #call, __LINE__)
@@ -60,6 +82,7 @@ static void die(const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "deploy: ");
   fprintf(stderr, fmt, a, b);
   fputc('\n', stderr);
+  release();
   exit(1);
 }
 
@@ -215,10 +238,8 @@ int main(int argc, char **argv) {
     }
   }
 
-  CUcontext cu = NULL;
-  CUdevice dev = 0;
-  CUdeviceptr block = 0, *dptr = calloc((size_t)n + 1, sizeof *dptr);
-  pgrt_ctx *ctx = NULL;
+  CUdeviceptr *dptr = held.dptr = calloc((size_t)n + 1, sizeof *dptr);
+  held.n = n;
   if (!dptr) die("%s%s", "out of memory", "");
   if (dry) {
     for (int i = 0; i < n; i++) /* the file handling without a GPU: outputs as expected */
@@ -228,17 +249,16 @@ int main(int argc, char **argv) {
   } else {
     CHECK(pgrt_cuda(&drv)); /* loads the driver: PGRT_LIBCUDA, else libcuda.so.1 */
     CHECK(drv->cuInit(0));
-    CHECK(drv->cuDeviceGet(&dev, 0));
-    CHECK(drv->cuDevicePrimaryCtxRetain(&cu, dev));
-    CHECK(drv->cuCtxSetCurrent(cu));
+    CHECK(drv->cuDeviceGet(&held.dev, 0));
+    CHECK(drv->cuDevicePrimaryCtxRetain(&held.cu, held.dev));
+    CHECK(drv->cuCtxSetCurrent(held.cu));
     API(_weights) weights;
     memset(&weights, 0, sizeof weights);
 #ifdef PGRT_WEIGHTS
-    CHECK(CAT(API(_load_), PGRT_WEIGHTS)(wpath, &weights, &block));
+    CHECK(CAT(API(_load_), PGRT_WEIGHTS)(wpath, &weights, &held.block));
 #endif
-    CHECK(API(_init)(&ctx, &weights, NULL, 0));
-    CUstream stream;
-    CHECK(drv->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CHECK(API(_init)(&held.ctx, &weights, NULL, 0));
+    CHECK(drv->cuStreamCreate(&held.stream, CU_STREAM_NON_BLOCKING));
     for (int call = 0; call < calls; call++) {
       for (int i = 0; i < n; i++) {
         const pgrt_field *f = &info->args[i];
@@ -250,8 +270,8 @@ int main(int argc, char **argv) {
         else CHECK(drv->cuMemsetD8(dptr[i], 0xff, f->size)); /* NaN: an output never written shows */
         memcpy((char *)&args + f->offset, &dptr[i], sizeof dptr[i]);
       }
-      CHECK(API(_run)(ctx, &args, stream));
-      CHECK(drv->cuStreamSynchronize(stream));
+      CHECK(API(_run)(held.ctx, &args, held.stream));
+      CHECK(drv->cuStreamSynchronize(held.stream));
     }
     for (int i = 0; i < n; i++) {
       const pgrt_field *f = &info->args[i];
@@ -260,7 +280,8 @@ int main(int argc, char **argv) {
       if (!(got[i].data = malloc(f->size ? f->size : 1))) die("%s%s", "out of memory", "");
       CHECK(drv->cuMemcpyDtoH(got[i].data, dptr[i], f->size));
     }
-    CHECK(drv->cuStreamDestroy(stream));
+    CHECK(drv->cuStreamDestroy(held.stream));
+    held.stream = NULL;
   }
 
   /* the outputs, named as their fields, with the dtype and shape the program gives */
@@ -300,13 +321,9 @@ int main(int argc, char **argv) {
   }
   if (expect) printf("%s\n", failed ? "FAIL" : "PASS");
 
-  API(_destroy)(&ctx);
-  for (int i = 0; i < n; i++) {
-    if (dptr[i]) drv->cuMemFree(dptr[i]);
+  release();
+  for (int i = 0; i < n; i++)
     pgrt_host_tensor_free(&in[i]), pgrt_host_tensor_free(&want[i]), pgrt_host_tensor_free(&got[i]);
-  }
-  if (block) drv->cuMemFree(block);
-  if (cu) drv->cuDevicePrimaryCtxRelease(dev);
   free(in), free(want), free(got), free(have_want), free(dptr), free(outs);
   return failed;
 }

@@ -35,7 +35,9 @@
  *   its addresses are not handed out again): a pointer libpgrt failed to replace.
  *   With FAKECUDA_KERNELS=skip, a kernel without a host version runs as nothing (its
  *   parameters still audited): a real export's kernels run through libpgrt so, with
- *   no result to check but the audit.  A refusal prints
+ *   no result to check but the audit.  FAKECUDA_KERNELS=own runs only libpgrt's own
+ *   kernels (pgrt_*) and every other kernel as nothing: the fuzzer's programs, whose
+ *   kernels' arguments need not fit what their code reaches.  A refusal prints
  *   "fakecuda: " and why on stderr.  A kernel that touches memory nobody mapped stops
  *   the process, naming the kernel.
  *   Threads: each call holds one lock for its whole length (a host function it runs
@@ -78,6 +80,7 @@ static int initialized;
 static int loads_without_context; /* cuLibraryLoadData calls from a thread with no current context (atomic) */
 static CUresult sticky; /* a fault in a kernel: every later call returns it, as on a GPU */
 static int skip_unknown; /* FAKECUDA_KERNELS=skip: a kernel without a host version does nothing */
+static int own_only;     /* FAKECUDA_KERNELS=own: as skip, and only libpgrt's own kernels (pgrt_*) have one */
 static long skipped;     /* launches so skipped */
 static const char *running_kernel;
 
@@ -132,7 +135,8 @@ CUresult cuInit(unsigned int flags) {
   LOCK();
   if (flags) return CUDA_ERROR_INVALID_VALUE;
   const char *k = getenv("FAKECUDA_KERNELS");
-  skip_unknown = k && strcmp(k, "skip") == 0;
+  own_only = k && strcmp(k, "own") == 0;
+  skip_unknown = own_only || (k && strcmp(k, "skip") == 0);
   initialized = 1;
   return CUDA_SUCCESS;
 }
@@ -364,7 +368,8 @@ __attribute__((destructor)) static void fake_exit(void) {
     quarantine = a->next;
     free(a->p), free(a);
   }
-  if (skipped) fprintf(stderr, "fakecuda: %ld launches of kernels without a host version skipped (FAKECUDA_KERNELS=skip)\n", skipped);
+  if (skipped) fprintf(stderr, "fakecuda: %ld launches of kernels without a host version skipped (FAKECUDA_KERNELS=%s)\n", skipped,
+                       own_only ? "own" : "skip");
   if (loads_without_context)
     fprintf(stderr, "fakecuda: %d libraries loaded on threads with no current context\n", loads_without_context);
   if (!n) return;
@@ -873,7 +878,7 @@ CUresult cuLibraryGetKernel(CUkernel *out, CUlibrary lib, const char *name) {
     free(k->name), free(k);
     return refuse(CUDA_ERROR_INVALID_IMAGE, "cuLibraryGetKernel", "kernel '%s': its parameter table does not read", name);
   }
-  k->lib = lib, k->fn = fake_kernel(name), k->func.kernel = k;
+  k->lib = lib, k->fn = own_only && strncmp(name, "pgrt_", 5) != 0 ? NULL : fake_kernel(name), k->func.kernel = k;
   k->next = lib->kernels, lib->kernels = k;
   *out = k;
   return CUDA_SUCCESS;

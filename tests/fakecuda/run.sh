@@ -189,6 +189,21 @@ for how in host device; do
   echo "fake: llama_tiny_bf16 export, 4 calls at new addresses, PGRT_UPDATE=$how: no launch points into freed memory" \
     >>"$F/fake.log"
 done
+# init failing after the weights are loaded (mlp_small's cuBLASLt library not found):
+# deploy says so and exits 1 having freed the weights' block and all else it held; a
+# block left allocated fails the process at exit (status 4, the double's leak check)
+E=tests/corpus/export/mlp_small
+rm -rf "$F/deploy_mlp" && mkdir -p "$F/deploy_mlp" && cp examples/deploy/deploy.c examples/deploy/Makefile "$F/deploy_mlp/"
+make -s -C "$F/deploy_mlp" EXPORT="$PWD/$E" NAME=mlp_small PGCC="$PWD/$B/pgcc" CC=gcc PKG_CONFIG=true \
+  PGRT_CFLAGS="-I$PWD/runtime -I$CUDA_HOME/include" EXTRA_CFLAGS="-Werror -pedantic ${SAN_FLAGS:-}" LDFLAGS="${SAN_FLAGS:-}" \
+  PGRT_LIBS="$PWD/$B/libpgrt.a -ldl -pthread" \
+  deploy >/dev/null
+st=0
+PGRT_LIB_CUBLASLT=/nonexistent/libcublasLt.so.13 "$F/deploy_mlp/deploy" $E/mlp_small.safetensors \
+  $E/mlp_small.io.safetensors "$F/deploy_mlp/out.safetensors" >"$F/run.log" 2>&1 || st=$?
+[ $st -eq 1 ] && grep -q "^deploy: API(_init).* failed .*libcublasLt.so.13" "$F/run.log" ||
+  { cat "$F/run.log"; echo "FAIL: examples/deploy on a failed init: exit status $st, not 1 with the init's failure"; exit 1; }
+echo "fake: examples/deploy, init failing after the weights loaded: exits 1, nothing left allocated" >>"$F/fake.log"
 # the driver missing, or lacking a function libpgrt calls: init fails, saying which
 # (runtime/cuda_driver.c), before anything else is touched
 fails() { # label, expected message, command...
