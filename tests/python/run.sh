@@ -17,4 +17,4 @@ if ! "$PY" -c "import wheel" 2>/dev/null && ! "$PY" -c "import setuptools.comman
 fi
 # the package of this tree, imported as a deployment would (no sys.path edits in the tests)
 export PYTHONPATH="$PWD/python:$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the package; the tree's tests/ and bench/ packages
-exec "$PY" -m pytest -q -p no:cacheprovider tests/python tests/wild/test_runner.py "$@"
+exec "$PY" -m pytest -q -p no:cacheprovider tests/python tests/wild/test_runner.py tests/training/test_training_runner.py "$@"
