@@ -17,6 +17,7 @@
  * and why: docs/fuzzing.md.  Module paths resolve from the working directory (the
  * repository root); FUZZ_C_EXPECT_OK=1 (seeds) makes every step's failure a finding.
  */
+#include "fuzz_passes.h"
 #include "pgcc.h"
 #include "pgrt.h"
 
@@ -78,17 +79,7 @@ static char *generate(const char *text, size_t *len) {
   if (p && d.errors == 0 && pg_verify(p, &d) == 0 && pg_check_signatures(p, &d) == 0 && d.errors == 0 &&
       pg_check_arch(p, &d) == 0) {
     /* the passes as pgcc_main runs them, with its defaults */
-    pg_stage_collectives(p);
-    pg_classify(p);
-    pg_schedule(p);
-    if (pg_verify(p, &d) > 0) PG_BUG("schedule broke a verified program");
-    pg_partition(p);
-    pg_verify_regions(p, &d);
-    pg_cost(p, &pg_profile_h200, 1000, false);
-    pg_memplan(p);
-    if (pg_verify(p, &d) > 0) PG_BUG("a pass broke a verified program");
-    pg_widen(p, &pg_profile_h200);
-    if (pg_verify(p, &d) > 0) PG_BUG("widen broke a verified program");
+    fuzz_passes(p, &d, false);
     if (pg_c_check(p, &d) == 0) {
       FILE *f = open_memstream(&c, len);
       pg_emit_c(p, "fuzz", "fuzz.graph", f);

@@ -8,6 +8,7 @@
  * pgcc accepts, it writes as .graph text that reads back to the same text.  The C
  * emitter runs too, on whatever its check accepts.
  */
+#include "fuzz_passes.h"
 #include "pgcc.h"
 
 #include <stdlib.h>
@@ -54,17 +55,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   PgSource *src = pg_source_from_string(a, "fuzz", text);
   PgProgram *p = read_any(a, &d, src);
   if (p && d.errors == 0 && pg_verify(p, &d) == 0) {
-    pg_stage_collectives(p);
-    pg_classify(p);
-    pg_schedule(p);
-    if (pg_verify(p, &d) > 0) PG_BUG("schedule broke a verified program");
-    pg_partition(p);
-    pg_verify_regions(p, &d);
-    pg_cost(p, &pg_profile_h200, 1000, true);
-    pg_memplan(p);
-    if (pg_verify(p, &d) > 0) PG_BUG("a pass broke a verified program");
-    pg_widen(p, &pg_profile_h200);
-    if (pg_verify(p, &d) > 0) PG_BUG("widen broke a verified program");
+    fuzz_passes(p, &d, true);
     PgReportInfo info = {"fuzz", &pg_profile_h200, 1000};
     pg_report_text(p, &info, devnull);
     pg_report_json(p, &info, devnull);

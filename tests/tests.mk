@@ -22,7 +22,7 @@ TEST_SRCS = tests/check_suites.c tests/helpers.c \
 TEST_LIBS = $(shell pkg-config --libs check jansson 2>/dev/null || echo -lcheck -ljansson)
 TEST_CFLAGS = $(shell pkg-config --cflags check jansson 2>/dev/null)
 
-$(B)/tests/run: $(TEST_SRCS) tests/helpers.h $(B)/libpgcc.a $(HEADERS)
+$(B)/tests/run: $(TEST_SRCS) fuzz/fuzz_passes.h tests/helpers.h $(B)/libpgcc.a $(HEADERS)
 	@mkdir -p $(B)/tests
 	@$(if $(Q),echo "LD $@")
 	$(Q)$(CC) $(CPPFLAGS) $(TEST_CFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $(TEST_SRCS) $(B)/libpgcc.a $(TEST_LIBS) $(LDLIBS) $(LDFLAGS)
@@ -118,7 +118,7 @@ FUZZ_SEEDS = $(wildcard tests/corpus/*/*.dot tests/malformed/*.dot tests/malform
 build/fuzz/fuzz_dot: FUZZ_DIALECT = 1
 build/fuzz/fuzz_graph: FUZZ_DIALECT = 2
 build/fuzz/fuzz_pipeline: FUZZ_DIALECT = 0
-$(FUZZ_TARGETS): fuzz/fuzz_pipeline.c $(FUZZ_LIB_SRCS) $(HEADERS) $(GEN_SRCS)
+$(FUZZ_TARGETS): fuzz/fuzz_pipeline.c fuzz/fuzz_passes.h $(FUZZ_LIB_SRCS) $(HEADERS) $(GEN_SRCS)
 	@mkdir -p build/fuzz
 	@$(if $(Q),echo "FUZZ $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -DFUZZ_DIALECT=$(FUZZ_DIALECT) -o $@ fuzz/fuzz_pipeline.c $(FUZZ_LIB_SRCS) $(LDLIBS)
@@ -170,7 +170,7 @@ check-fuzz-pgrt: build/fuzz/fuzz_pgrt
 # libtcc (Debian's libtcc-dev and tcc), then init, two calls and destroy in libpgrt over
 # the CPU double of the driver running only libpgrt's own kernels (docs/fuzzing.md)
 .PHONY: fuzz-c check-fuzz-c
-build/fuzz/fuzz_c: fuzz/fuzz_c.c build/fuzz/libcuda.so.1 $(FUZZ_LIB_SRCS) $(FUZZ_RT_SRCS) $(HEADERS) $(RT_HEADERS) $(GEN_SRCS)
+build/fuzz/fuzz_c: fuzz/fuzz_c.c fuzz/fuzz_passes.h build/fuzz/libcuda.so.1 $(FUZZ_LIB_SRCS) $(FUZZ_RT_SRCS) $(HEADERS) $(RT_HEADERS) $(GEN_SRCS)
 	@mkdir -p build/fuzz
 	@$(if $(Q),echo "FUZZ $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $(CUDA_INC) -Iruntime -DFUZZ_RUNTIME_INCLUDE='"$(abspath runtime)"' \

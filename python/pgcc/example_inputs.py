@@ -126,10 +126,10 @@ class FlatCall:
         args = unflatten(self.in_spec, leaves)
         out = self.fn(*args)
         tensors, spec = record(self.torch, out)
-        # (detached: a loss returned as it is holds its autograd graph, whose gradient
-        # accumulators the parameters keep while it lives -- each with the stream it was
-        # made on, where the next call's backward then runs them, which a capture refuses:
-        # "operation would make the legacy stream depend on a capturing blocking stream")
+        # (detached, the same storage: a loss returned as it is holds its autograd graph,
+        # which a capture keeping its outputs would keep alive, gradient accumulators and
+        # all; what made such steps capture was the warm-up on the capture stream,
+        # warmup.on_capture_stream)
         tensors = [t.detach() if t.requires_grad else t for t in tensors]
         if self.spec is not None and spec != self.spec:
             raise ExportError(f"the callable's output changed its structure between calls: {self.spec} then {spec} "

@@ -66,7 +66,7 @@ def find_philox(torch, captures):
             if n["type"] != NODE_KERNEL or "bytes" not in n:
                 continue
             for s, o in candidates(n["bytes"], n["layout"]):
-                if s in pairs or (s, o) in pairs:
+                if (s, o) in pairs:
                     continue
                 try:
                     held = struct.unpack("<Q", read_device(s, 8))[0]
