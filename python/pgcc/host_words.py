@@ -20,7 +20,8 @@ from .model import PtrWord, Relocation, write_report
 from .relocate import u64
 from .replay import mark_dontcare, prove_irrelevant
 
-__all__ = ["FILLS", "HOST_WINDOW", "host_copy_check", "prove_suspects", "read_host", "words_hex"]
+__all__ = ["FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "host_copy_check", "library_hint", "prove_suspects",
+           "read_host", "words_hex"]
 
 
 def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, report, report_path, problems, prog,
@@ -71,6 +72,29 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
     log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
         "captures or hold this process's addresses, and replays with them zeroed and poisoned give the same "
         "results bit for bit: written as don't-care")
+
+
+# What a library kernel that reads stale host bytes is, and the settings that avoid it,
+# by a piece of its symbol.  Found on an H200 with PyTorch 2.11 and CUDA 13.0: cuBLASLt's
+# split-K reduction takes pointers to the matmul's alpha and beta where the caller keeps
+# them (PyTorch: locals of the call), read when the kernel runs; in a CUDA graph, at every
+# replay, long after the call.  PyTorch's own capture of a GPT-2 step with foreach AdamW
+# replayed to states 0.61 (relative) from the compiled step's after one step
+# (docs/training.md); DISABLE_ADDMM_CUDA_LT=1 made that
+# step export bit-identical, and cuBLAS without a workspace a Llama step's.
+LIBRARY_HINTS = (
+    ("splitKreduce", "; it is cuBLASLt's split-K reduction of a matmul, which reads alpha and beta through "
+                     "pointers to the caller's host memory, valid only during the call (a CUDA graph of it, "
+                     "PyTorch's own too, replays with whatever lies there later).  Settings that kept cuBLAS "
+                     "from splitting, in the environment before the process first uses it: "
+                     "DISABLE_ADDMM_CUDA_LT=1 (linear layers with a bias), or CUBLASLT_WORKSPACE_SIZE=0 with "
+                     "CUBLAS_WORKSPACE_CONFIG=:0:0 (no workspace, no split-K)"),
+)
+
+
+def library_hint(symbol):
+    """What LIBRARY_HINTS says of a kernel of this symbol (with its leading "; "), or ""."""
+    return next((hint for piece, hint in LIBRARY_HINTS if piece in symbol), "")
 
 
 HOST_WINDOW = 256  # bytes of host memory copied where a kernel reads through a host address
@@ -141,7 +165,8 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
         problems.append(f"node {i} ({cap.nodes[i]['name'][:80]}): " + ", ".join(
             f"bytes {a}..{a + 8} (0x{addr:x}, host memory of this process)" for a, addr, _ in found) +
             ": replaying with them pointed at device copies of the bytes there, at addresses with the same low 32 "
-            "bits, changes the results: the kernel takes them neither as addresses of what is there nor as values")
+            "bits, changes the results: the kernel takes them neither as addresses of what is there nor as values"
+            + library_hint(cap.nodes[i]["name"]))
     elif what == "value":
         for a, addr, _ in found:
             for p, (off, size_) in enumerate(k.layout):

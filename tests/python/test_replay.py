@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pgcc.host_words import HOST_WINDOW, read_host, words_hex
+from pgcc.host_words import HOST_WINDOW, library_hint, read_host, words_hex
 from pgcc.model import Kernel, Node
 from pgcc.relocate import Buffers
 from pgcc.replay import POISON, narrow, prove_irrelevant
@@ -169,3 +169,18 @@ def test_a_word_outside_host_memory_is_not_a_host_word():
     assert not read_host(0, [(8, 8, "changes")], cap, [(0, 4096, "x")], Buffers(), [node], {7: kernel}, {},
                          lambda i, found: "read", [], [])
     assert node.args[1] == ("value", struct.pack("<Q", addr))
+
+
+def test_a_host_word_neither_read_nor_a_value_is_a_problem_with_the_librarys_settings():
+    alpha, addr, cap, node, kernel, maps = host_word_node()
+    cap.nodes[0]["name"] = "_ZN8cublasLt19splitKreduce_kernelILi32ELi16EiffffLb0E"
+    problems = []
+    assert read_host(0, [(8, 8, "changes")], cap, maps, Buffers(), [node], {7: kernel}, {},
+                     lambda i, found: None, [], problems)
+    (p,) = problems
+    assert f"0x{addr:x}, host memory of this process" in p and "split-K" in p and "DISABLE_ADDMM_CUDA_LT=1" in p
+    cap.nodes[0]["name"] = "gemm"
+    problems = []
+    read_host(0, [(8, 8, "changes")], cap, maps, Buffers(), [node], {7: kernel}, {}, lambda i, found: None, [],
+              problems)
+    assert len(problems) == 1 and "split-K" not in problems[0] and library_hint("gemm") == ""
