@@ -8,7 +8,8 @@ nothing moving: the floor), and as pgcc's export run from C through libpgrt.
 PATTERN "breaks:*" takes the programs with host reads of tests/models/breaks_models.py (no manual
 capture for those: they cannot be captured whole; reduce-overhead runs them as several
 graphs with the read between); "wild:timm:*" and the like, programs of the wild suite
-(tests/wild; those whose inputs are tensors).
+(tests/wild; those whose inputs are tensors); "training:*", steps of the training suite
+(tests/training, SuiteStep: their optimizers made capturable in every way).
 
 Each model runs in a child process of its own, one after another (never two timings
 at once).  In a child: the ways are set up (set-up time: the first three calls, the
@@ -133,8 +134,9 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
     def make_pgcc():
         exp = os.path.join(out_dir, key.replace(":", "_"))
         t0 = time.perf_counter()
-        res = pgcc.export(compiled, tuple(inputs), exp, name=key.replace(":", "_"), weights=weights, compile=False,
-                          quiet=True, watch=watch, warmup=1)
+        given = {"state": fn.state} if isinstance(fn, SuiteStep) else {"weights": weights}
+        res = pgcc.export(compiled, tuple(inputs), exp, name=key.replace(":", "_"), compile=False,
+                          quiet=True, watch=watch, warmup=1, **given)
         rec["pgcc_export_s"] = round(time.perf_counter() - t0, 2)
         rec["pgcc_verified"] = str(res.verified)
         # init, INIT_ROUNDS rounds of every INIT_WAYS way in turn: the first cold init's
@@ -300,11 +302,52 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
             steps[k].close()
 
 
+class SuiteStep:
+    """A step of the training suite (tests/training/training_steps.py) as the bench times
+    it: built from its seed, stepped once eagerly (its optimizer makes its state), its
+    optimizers made capturable (their step counts on the GPU: without that neither a
+    manual capture nor reduce-overhead graphs the update, and pgcc's export makes them so
+    anyway), so that every way runs the same update.  `state`: the objects for
+    pgcc.export's state=; `weights`: every state tensor; fresh(): another at the state
+    this one was built with."""
+
+    train = True
+
+    def __init__(self, name):
+        import torch
+
+        from pgcc.train_state import capturable, discover, state_objects, state_weights
+        from tests.training.training_steps import PROGRAMS
+        self.name = name
+        torch.manual_seed(0)
+        self.program = PROGRAMS[name]()
+        self.inputs = self.program.batch(1000)
+        if not isinstance(self.inputs, tuple) or not all(isinstance(x, torch.Tensor) for x in self.inputs):
+            raise TypeError(f"training:{name}: the bench takes steps whose arguments are tensors")
+        torch.manual_seed(1)
+        self.program.step(*self.program.batch(1000))
+        objs = (state_objects(torch, self.program.state) if self.program.state is not None
+                else discover(torch, self.program.step))
+        capturable(torch, objs)
+        self.state = tuple(o for _, o in objs)
+        self.weights = state_weights(torch, objs)
+        torch.cuda.synchronize()
+
+    def __call__(self, *xs):
+        return self.program.step(*xs)
+
+    def fresh(self):
+        return SuiteStep(self.name)
+
+
 def build(key):
     """fn, inputs, weights of a zoo model, of a program with host reads
-    ("breaks:NAME", tests/models/breaks_models.py), or of a wild program ("wild:KEY",
+    ("breaks:NAME", tests/models/breaks_models.py), of a wild program ("wild:KEY",
     tests/wild: a module in eval mode run under no_grad, as pgcc.export runs it; its
-    inputs must be tensors)."""
+    inputs must be tensors), or of a training step ("training:KEY", SuiteStep)."""
+    if key.startswith("training:"):
+        step = SuiteStep(key[len("training:"):])
+        return step, list(step.inputs), step.weights
     if key.startswith("wild:"):
         import torch
 
@@ -452,11 +495,13 @@ def main():
 
     from tests.models import breaks_models, zoo_models
     from tests.wild import wild_programs
-    mine = [p for p in args.patterns if not p.startswith(("breaks:", "wild:"))]
+    from tests.training.training_steps import PROGRAMS as TRAINING
+    mine = [p for p in args.patterns if not p.startswith(("breaks:", "wild:", "training:"))]
     keys = zoo_models.select(mine) if mine or not args.patterns else []
     keys += [f"breaks:{n}" for n in breaks_models.PROGRAMS
              if any(fnmatch.fnmatch(f"breaks:{n}", p) for p in args.patterns)]
     keys += [f"wild:{k}" for k in wild_programs.keys() if any(fnmatch.fnmatch(f"wild:{k}", p) for p in args.patterns)]
+    keys += [f"training:{k}" for k in TRAINING if any(fnmatch.fnmatch(f"training:{k}", p) for p in args.patterns)]
     work = tempfile.mkdtemp(prefix="pgcc-bench-")
     recs = []
     for key in keys:
