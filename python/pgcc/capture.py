@@ -52,7 +52,7 @@ class Capture:
         traced = record_allocations(torch, True)
         counts = allocator_counts(torch)
         at_start = counts()
-        clocked = watch.node_clock(counts) if watch is not None and traced and not split else None
+        clocked = watch.node_clock(counts, host_maps()) if watch is not None and traced and not split else None
         pool = torch.cuda.graph_pool_handle()  # (a pool of its own, as by default, but known if the capture fails)
         try:
             with far() if far else contextlib.nullcontext(), clocked or contextlib.nullcontext() as seen:
@@ -72,6 +72,9 @@ class Capture:
         self.allocs = None if self.trace is None else [(a, s) for act, a, s in self.trace if act == "alloc"]
         self.node_clock = None if seen is None else [(a - at_start[0], f - at_start[1]) for (a, f), _ in seen]
         self.node_clock_kinds = None if seen is None else [kind for _, kind in seen]
+        # the host bytes the kernels' parameter words pointed at as each was launched
+        # (ModuleWatch.node_clock): {address: [bytes, per launch]}
+        self.host_seen = dict(watch.host_seen) if seen is not None else {}
         self.outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         self.inputs = inputs
         self.snapshot = torch.cuda.memory_snapshot()

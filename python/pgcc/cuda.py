@@ -44,6 +44,10 @@ def cu():
     n.MemcpyNodeGetParams = fn("cuGraphMemcpyNodeGetParams", P, P)
     n.FuncGetName = fn("cuFuncGetName", C.POINTER(C.c_char_p), P)
     n.FuncGetParamInfo = fn("cuFuncGetParamInfo", P, S, C.POINTER(S), C.POINTER(S))
+    try:  # (CUDA 12.4 or later, as cuFuncGetParamInfo)
+        n.KernelGetParamInfo = fn("cuKernelGetParamInfo", P, S, C.POINTER(S), C.POINTER(S))
+    except AttributeError:
+        n.KernelGetParamInfo = None
     n.FuncGetAttribute = fn("cuFuncGetAttribute", C.POINTER(I), I, P)
     n.FuncSetAttribute = fn("cuFuncSetAttribute", P, I, I)
     n.ModuleLoadData = fn("cuModuleLoadData", C.POINTER(P), P)

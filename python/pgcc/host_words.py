@@ -17,11 +17,12 @@ import struct
 from .cuda import placed
 from .errors import ExportError
 from .model import PtrWord, Relocation, write_report
+from .module_watch import HOST_WINDOW  # bytes of host memory copied where a kernel reads through a host address
 from .relocate import u64
 from .replay import mark_dontcare, prove_irrelevant
 
-__all__ = ["FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "host_copy_check", "library_hint", "prove_suspects",
-           "read_host", "words_hex"]
+__all__ = ["FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "holds_word", "host_copy_check", "launch_time_bytes",
+           "library_hint", "prove_suspects", "read_host", "words_hex"]
 
 
 def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, report, report_path, problems, prog,
@@ -42,24 +43,37 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
     # kernel fault.  The exported bytes hold the other suspects zeroed (relocate.py
     # never writes this process's addresses), so those are proven irrelevant by
     # replays with them zeroed and poisoned.
-    rescued, kept, check = {}, [], host_copy_check(replayer)
+    rescued, kept, check, launched = {}, [], host_copy_check(replayer), []
     for i in list(suspects):
+        first = len(launched)
         suspects[i] = [r for r in suspects[i] if not read_host(i, [r], capA, maps, bufs, nodes, kernels,
-                                                                rescued, check, kept, problems)]
+                                                                rescued, check, kept, problems, launched)]
+        if len(launched) > first:  # later replays read what the launch read, not what lies there now
+            blob = bytearray(replayer.base(i))
+            for _, at, addr, data in launched[first:]:
+                struct.pack_into("<Q", blob, at, replayer.hold(placed(data, addr & 0xFFFFFFFF)))
+            replayer.fix(i, bytes(blob))
+            check.forget()
         if not suspects[i]:
             del suspects[i]
     problems += prove_irrelevant(replayer, suspects, lambda i: capA.nodes[i]["name"][:80],
                                  words=lambda i, at, n: " ".join(
                                      f"{'ABC'[c]} {words_hex(cap.nodes[i]['bytes'], at, n)}"
                                      for c, cap in enumerate(caps)))
-    report["host_memory_read"] = [f"0x{a:x}" for a in rescued]
+    at_launch = [a[0] for a in rescued if isinstance(a, tuple)]  # (read_host: bytes as the capture launched them)
+    report["host_memory_read"] = [f"0x{a:x}" for a in rescued if not isinstance(a, tuple)]
+    report["host_memory_read_at_launch"] = [f"0x{a:x}" for a in at_launch]
     report["host_like_values"] = [{"node": i, "at": at, "word": f"0x{w:x}"} for i, at, w in kept]
     write_report(report_path, report)
     if problems:
         raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))
-    if rescued:
-        log(f"  {len(rescued)} parameter words in host memory that kernels read (through the GPU's access "
-            "to host memory): their bytes copied into the weights, the words pointed at the copies")
+    if len(rescued) > len(at_launch):
+        log(f"  {len(rescued) - len(at_launch)} parameter words in host memory that kernels read (through the GPU's "
+            "access to host memory): their bytes copied into the weights, the words pointed at the copies")
+    if at_launch:
+        log(f"  {len(at_launch)} parameter words in host memory whose bytes there changed after the launch (a "
+            "library's locals, as cuBLASLt's split-K alpha and beta): the bytes as the capture launched the kernels "
+            "copied into the weights, the words pointed at the copies; the verification judges them")
     if kept:
         at = sorted({i for i, _, _ in kept})
         log(f"  {len(kept)} parameter words in {len(at)} nodes point into this process's host memory but are "
@@ -97,7 +111,6 @@ def library_hint(symbol):
     return next((hint for piece, hint in LIBRARY_HINTS if piece in symbol), "")
 
 
-HOST_WINDOW = 256  # bytes of host memory copied where a kernel reads through a host address
 
 
 FILLS = (0x00, 0xA5)  # what the copies hold instead of the host bytes, to tell a word read through
@@ -118,7 +131,7 @@ def host_copy_check(replayer):
 
     def replay_with(i, found, fill):
         with contextlib.ExitStack() as stack:
-            blob = bytearray(replayer.cap.nodes[i]["bytes"])
+            blob = bytearray(replayer.base(i))
             for at, addr, size in found:
                 data = C.string_at(addr, size) if fill is None else bytes([fill]) * size
                 struct.pack_into("<Q", blob, at, stack.enter_context(placed(data, addr & 0xFFFFFFFF)))
@@ -136,10 +149,11 @@ def host_copy_check(replayer):
                 f"bytes {at}..{at + 8} (0x{addr:x}, host memory of this process)" for at, addr, _ in found) +
                 f" pointed at device copies of the bytes there failed ({e}): the kernel reads memory it was not "
                 "given (this process's CUDA context may now be unusable)") from e
+    check.forget = state.clear  # (the replays' bytes changed: a new reference)
     return check
 
 
-def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, problems):
+def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, problems, launched=None):
     """A node whose parameters hold words that point into this process's host memory
     (the GPU reaches host memory: cuBLAS and CUTLASS epilogues read alpha and beta where
     the caller left them).  Returns False unless every one of ranges is such a word;
@@ -149,7 +163,10 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
     export, right for constants, which is what a captured graph can rely on anyway;
     words it takes as values (MobileNet's CUTLASS SGEMM: a NaN float beside 4 bytes of
     stale stack, together 0x7f..7fc00000) are kept as captured and listed in kept
-    [(node, offset, word)]; words neither explains add a problem.  Returns True."""
+    [(node, offset, word)]; words neither explains get the bytes there as capture A
+    launched the node, where it read them (launch_time_bytes), as a copy the same way
+    (each listed in launched [(node, offset, address, bytes)]), else add a problem.
+    Returns True."""
     blob = cap.nodes[i]["bytes"]
     found = []
     for a, n, _ in ranges:
@@ -161,6 +178,12 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
     node = next(n for n in nodes if n.index == i)
     k = kernels[cap.nodes[i]["func"]]
     what = check(i, found)
+    at_launch = launch_time_bytes(cap, i, found) if what is None else None
+    if at_launch is not None:
+        # No replay explains the bytes there now, but the capture read them as the kernel
+        # was launched: the library's locals then (cuBLASLt's split-K alpha and beta).
+        # Those become the copy; the verification, against the callable, judges them.
+        what = "read"
     if what is None:
         problems.append(f"node {i} ({cap.nodes[i]['name'][:80]}): " + ", ".join(
             f"bytes {a}..{a + 8} (0x{addr:x}, host memory of this process)" for a, addr, _ in found) +
@@ -178,11 +201,15 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
             kept.append((i, a, addr))
     else:
         for a, addr, size in found:
-            b = done.get(addr)
+            data = at_launch[addr] if at_launch is not None else C.string_at(addr, size)
+            if at_launch is not None and launched is not None:
+                launched.append((i, a, addr, data))
+            key = (addr, data) if at_launch is not None else addr  # (one address, other bytes at each launch)
+            b = done.get(key)
             if b is None:
-                b = done[addr] = bufs.add(name=f"h{len(done)}", size=size, role="weight", static=True,
-                                          host=C.string_at(addr, size), tensor=f"__host_{len(done)}",
-                                          ranges={c: addr for c in range(3)})
+                b = done[key] = bufs.add(name=f"h{len(done)}", size=len(data), role="weight", static=True,
+                                         host=data, tensor=f"__host_{len(done)}",
+                                         ranges={c: addr for c in range(3)})
             for p, (off, size_) in enumerate(k.layout):
                 if off <= a < off + size_:
                     arg = node.args[p]
@@ -195,6 +222,34 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
                                                                 key=lambda r: r[0]))
                     k.ptr_words.add(PtrWord(off, a - off, "abs64"))
     return True
+
+
+def launch_time_bytes(cap, i, found):
+    """{address: bytes} that node i's host words found [(offset, address, size)] pointed
+    at when capture A launched it (cap.host_seen: {address: [bytes per launch]}), or None
+    where any is unknown.  Bytes that were the same at every launch of the capture are
+    the node's; otherwise the k-th node that holds the address gets the k-th launch's,
+    where the launches and the nodes are as many."""
+    seen = getattr(cap, "host_seen", None) or {}
+    out = {}
+    for _, addr, _ in found:
+        got = seen.get(addr)
+        if not got:
+            return None
+        if all(g == got[0] for g in got):
+            out[addr] = got[0]
+            continue
+        holders = [j for j, n in enumerate(cap.nodes) if "bytes" in n and holds_word(n["bytes"], addr)]
+        if len(holders) != len(got) or i not in holders:
+            return None
+        out[addr] = got[holders.index(i)]
+    return out
+
+
+def holds_word(blob, addr):
+    """Whether blob has addr as an 8-byte-aligned little-endian word."""
+    w = addr.to_bytes(8, "little")
+    return any(blob[at:at + 8] == w for at in range(0, len(blob) - 7, 8))
 
 
 def words_hex(blob, at, n):

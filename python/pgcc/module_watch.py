@@ -12,6 +12,7 @@ a library kernel that is in no fatbin of its library (kernel_search.py is the fi
 Assumes libcupti and the driver, found when a ModuleWatch is made (torch is imported
 then only to find CUPTI beside it: importing this module needs neither).
 """
+import bisect
 import contextlib
 import ctypes as C
 import hashlib
@@ -22,7 +23,8 @@ from .errors import ExportError
 from .fatbin import FATBIN_MAGIC, elf_data_objects, elf_sections
 from .kernel_search import func_attrs
 
-__all__ = ["CALL_NODE_KINDS", "ModuleFingerprints", "ModuleWatch", "image_at", "image_size", "node_made_by"]
+__all__ = ["CALL_NODE_KINDS", "HOST_WINDOW", "HostMaps", "ModuleFingerprints", "ModuleWatch", "host_words_in",
+           "image_at", "image_size", "launch_host_words", "node_made_by"]
 
 
 # CUPTI: callback domains, the resource callback for a module's loading, and the
@@ -52,6 +54,84 @@ def node_made_by(name):
     if "Async" in name:
         return "memset" if name.startswith("cuMemset") else "memcpy" if name.startswith("cuMemcpy") else None
     return None
+
+
+HOST_WINDOW = 256  # bytes of host memory read at a launch behind a word that points there (host_words.py's)
+
+
+class HostMaps:
+    """Readable host mappings [(start, end, name)], searchable: end_of(addr) is the end
+    of the mapping holding addr, or None."""
+
+    def __init__(self, maps):
+        self.maps = sorted((lo, hi) for lo, hi, *_ in maps)
+        self.starts = [lo for lo, _ in self.maps]
+
+    def end_of(self, addr):
+        k = bisect.bisect_right(self.starts, addr) - 1
+        return self.maps[k][1] if k >= 0 and addr < self.maps[k][1] else None
+
+
+def host_words_in(blob, maps):
+    """[(offset, address, bytes to read)] for every 8-byte-aligned word of blob (a
+    kernel's parameters, laid out) that points into maps (HostMaps)."""
+    out = []
+    for at in range(0, len(blob) - 7, 8):
+        w = int.from_bytes(blob[at:at + 8], "little")
+        end = maps.end_of(w) if w else None
+        if end is not None:
+            out.append((at, w, min(HOST_WINDOW, end - w)))
+    return out
+
+
+# The parameters of the driver's launch calls, as CUPTI passes them (generated_cuda_meta.h):
+# where the function and the array of argument pointers are
+LAUNCH_PARAMS = {"cuLaunchKernel": (0, 48), "cuLaunchKernel_ptsz": (0, 48), "cuLaunchCooperativeKernel": (0, 48),
+                 "cuLaunchCooperativeKernel_ptsz": (0, 48), "cuLaunchKernelEx": (8, 16), "cuLaunchKernelEx_ptsz": (8, 16)}
+
+
+def param_layout(f, layouts):
+    """[(offset, size)] of function (or library kernel) f's parameters, cached in layouts."""
+    got = layouts.get(f)
+    if got is None:
+        got, d = [], cu()
+        for query in (d.FuncGetParamInfo, d.KernelGetParamInfo):  # (a launch may name a library's kernel)
+            if query is None:
+                continue
+            i = 0
+            while True:
+                off, size = C.c_size_t(), C.c_size_t()
+                if query(f, i, C.byref(off), C.byref(size)) != 0:
+                    break
+                got.append((off.value, size.value))
+                i += 1
+            if got:
+                break
+        layouts[f] = got
+    return got
+
+
+def launch_host_words(fname, params, maps, layouts):
+    """[(address, bytes there now)] for the words of a launch's arguments (a driver launch
+    call's CUPTI parameters) that point into host memory (maps: HostMaps); [] where the
+    call or its arguments cannot be read (extra-packed arguments)."""
+    where = LAUNCH_PARAMS.get(fname)
+    if where is None:
+        return []
+    P = C.POINTER(C.c_void_p)
+    f = C.cast(params + where[0], P)[0]
+    argv = C.cast(params + where[1], P)[0]
+    if not f or not argv:
+        return []
+    layout = param_layout(f, layouts)
+    if not layout:
+        return []
+    argv = C.cast(argv, P)
+    blob = bytearray(max(o + s for o, s in layout))
+    for k, (o, s) in enumerate(layout):
+        if argv[k]:
+            blob[o:o + s] = C.string_at(argv[k], s)
+    return [(w, C.string_at(w, n)) for _, w, n in host_words_in(bytes(blob), maps)]
 
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1  # what nvcc's registration passes: magic, version, the fatbin's address
@@ -115,6 +195,7 @@ class ModuleWatch:
         """trace: also count every driver and runtime API call by name (self.calls: a
         diagnosis of how a library loads its code; slow)."""
         self.images, self.paused, self.sub = {}, False, None
+        self.host_seen, self._maps, self._layouts = {}, None, {}  # (node_clock)
         self._clock, self._clocked, self._pending = None, [], None  # (node_clock)
         self._detach = self._detached = False
         self.calls = {} if trace else None
@@ -177,13 +258,20 @@ class ModuleWatch:
             lib.cuptiEnableDomain(1, sub, DOMAIN_RUNTIME_API)
 
     @contextlib.contextmanager
-    def node_clock(self, clock):
+    def node_clock(self, clock, maps=None):
         """While in it, clock() is read as each driver call that makes a graph node begins
         (node_made_by), and kept with the kind of node, in order, for the calls that
         succeed: the list of (clock, kind) it yields.
         Capture A reads the caching allocator's counts so (Capture.node_clock), to place
-        each node in the allocator's trace.  Works while paused."""
+        each node in the allocator's trace.  Works while paused.
+        maps: this process's readable host mappings (capture.host_maps); with them, each
+        kernel launch's parameter words that point into them get the bytes there read
+        as the launch begins (host_seen: {address: [bytes, one per launch]}).  A library
+        may hand a kernel pointers to its caller's locals, valid only during the call
+        (cuBLASLt's split-K reduction: alpha and beta); what lies there later is not
+        what the kernel read."""
         self._clock, self._clocked, self._pending = clock, [], None
+        self.host_seen, self._maps = {}, HostMaps(maps) if maps else None
         self.lib.cuptiEnableDomain(1, self.sub, DOMAIN_DRIVER_API)
         try:
             yield self._clocked
@@ -195,11 +283,15 @@ class ModuleWatch:
                     self.lib.cuptiEnableCallback(1, self.sub, DOMAIN_DRIVER_API, cbid)
 
     def _tick(self, cd):
-        kind = node_made_by(cd.functionName.decode()) if cd.functionName else None
+        fname = cd.functionName.decode() if cd.functionName else ""
+        kind = node_made_by(fname) if fname else None
         if kind is None:
             return
         if cd.site == 0:
             self._pending = self._clock(), kind
+            if kind == "kernel" and self._maps is not None and cd.params:
+                for addr, data in launch_host_words(fname, cd.params, self._maps, self._layouts):
+                    self.host_seen.setdefault(addr, []).append(data)
         elif self._pending is not None:
             if not cd.result or C.cast(cd.result, C.POINTER(C.c_int))[0] == 0:
                 self._clocked.append(self._pending)

@@ -25,6 +25,7 @@ that looked like an address in one capture only, host addresses -- so a kernel t
 faults on them reads memory it was never consistently given; the export then fails
 saying so, and says that the process's CUDA context may be unusable.
 """
+import contextlib
 import ctypes as C
 
 from .capture import tensor_span
@@ -50,6 +51,25 @@ class Replayer:
         self.labels += [f"weight {b.tensor if b.tensor is not None else b.name}" for b in bufs.list
                         if b.role == "weight" and not b.static]
         self.execs = None
+        # {node index: parameter bytes} every replay of our own executable runs with
+        # (fix): host words pointed at copies of what the kernel read at its launch
+        self.fixed = {}
+        self._held = contextlib.ExitStack()  # (hold: what fixed bytes point at, until close)
+
+    def hold(self, context):
+        """Enters context (cuda.placed: a device copy) until close; returns what it gives."""
+        return self._held.enter_context(context)
+
+    def base(self, i):
+        """Node i's parameter bytes as our replays run it: fixed, or capture A's."""
+        return self.fixed.get(i, self.cap.nodes[i]["bytes"])
+
+    def fix(self, i, blob):
+        """Node i runs with these parameter bytes in every later replay (ours: replay too
+        then runs our executable, not torch's)."""
+        self.fixed[i] = blob
+        if self.execs is not None:
+            self.set_params(self.execs[self.cap.segment_of[i]], i, blob)
 
     def restore(self):
         for a, data in self.saved:
@@ -60,7 +80,10 @@ class Replayer:
         return [read_device(a, n) for a, n in self.watched]
 
     def replay(self, before=None):
-        """Replays torch's own executable graph after before() (a change to make first)."""
+        """Replays torch's own executable graph (ours where nodes are fixed) after before()
+        (a change to make first)."""
+        if self.fixed:
+            return self.replay_params({}, before)
         self.restore()
         if before:
             before()
@@ -77,13 +100,17 @@ class Replayer:
                 check(cu().GraphInstantiate(C.byref(e), C.c_void_p(g.raw_cuda_graph()), 0),
                       "cuGraphInstantiateWithFlags")
                 self.execs.append(e)
+            for i, blob in self.fixed.items():
+                self.set_params(self.execs[self.cap.segment_of[i]], i, blob)
         return self.execs
 
-    def replay_params(self, changed):
+    def replay_params(self, changed, before=None):
         """Replays our executable with the kernel nodes in changed ({node index: parameter
-        bytes}) set to those bytes, then sets them back to capture A's."""
+        bytes}) set to those bytes, then sets them back to capture A's (or fixed)."""
         execs, stream = self.own_execs(), C.c_void_p(self.torch.cuda.current_stream().cuda_stream)
         self.restore()
+        if before:
+            before()
         try:
             for i, blob in changed.items():
                 self.set_params(execs[self.cap.segment_of[i]], i, blob)
@@ -93,7 +120,7 @@ class Replayer:
             return self.results()
         finally:
             for i in changed:
-                self.set_params(execs[self.cap.segment_of[i]], i, self.cap.nodes[i]["bytes"])
+                self.set_params(execs[self.cap.segment_of[i]], i, self.base(i))
 
     def set_params(self, e, i, blob):
         n = self.cap.nodes[i]
@@ -109,6 +136,14 @@ class Replayer:
         for e in self.execs or []:
             check(cu().GraphExecDestroy(e), "cuGraphExecDestroy")
         self.execs = None
+        self._held.close()
+
+
+def base_bytes(replayer, i):
+    """Node i's parameter bytes as the replayer runs it (Replayer.base; capture A's for a
+    stand-in without one)."""
+    base = getattr(replayer, "base", None)
+    return base(i) if base else replayer.cap.nodes[i]["bytes"]
 
 
 def _filled(blob, ranges, fill):
@@ -122,7 +157,7 @@ def narrow(replayer, i, ranges, fill, reference):
     """The fewest of node i's ranges whose filling with fill alone changes the results,
     found by halving (what a message names: of 200 stale words in a multi-tensor table,
     the two a kernel reads).  Where neither half alone changes them, both are kept."""
-    blob = replayer.cap.nodes[i]["bytes"]
+    blob = base_bytes(replayer, i)
 
     def differs(rs):
         return replayer.replay_params({i: _filled(blob, rs, fill)}) != reference
@@ -156,7 +191,7 @@ def prove_irrelevant(replayer, suspects, name_of, words=None):
                     "deterministic): they cannot be proven irrelevant"]
         bad = []
         for fill, how in ((0x00, "zeroed"), (POISON, "poisoned")):
-            together = {i: _filled(nodes[i]["bytes"], r, fill) for i, r in suspects.items()}
+            together = {i: _filled(base_bytes(replayer, i), r, fill) for i, r in suspects.items()}
             if replayer.replay_params(together) == reference:
                 continue
             for i, r in suspects.items():  # which nodes: one at a time

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pgcc.host_words import HOST_WINDOW, library_hint, read_host, words_hex
+from pgcc.host_words import HOST_WINDOW, holds_word, launch_time_bytes, library_hint, read_host, words_hex
 from pgcc.model import Kernel, Node
 from pgcc.relocate import Buffers
 from pgcc.replay import POISON, narrow, prove_irrelevant
@@ -184,3 +184,29 @@ def test_a_host_word_neither_read_nor_a_value_is_a_problem_with_the_librarys_set
     read_host(0, [(8, 8, "changes")], cap, maps, Buffers(), [node], {7: kernel}, {}, lambda i, found: None, [],
               problems)
     assert len(problems) == 1 and "split-K" not in problems[0] and library_hint("gemm") == ""
+
+
+def test_a_host_word_no_replay_explains_gets_the_bytes_as_launched():
+    alpha, addr, cap, node, kernel, maps = host_word_node()
+    launched = struct.pack("<ff", 1.0, 0.0) + bytes(8)
+    cap.host_seen = {addr: [launched, launched]}  # (two launches, the same bytes: this node's)
+    bufs, done, problems = Buffers(), {}, []
+    assert read_host(0, [(8, 8, "changes")], cap, maps, bufs, [node], {7: kernel}, done, lambda i, found: None,
+                     [], problems)
+    (copy,) = bufs.list
+    assert problems == [] and copy.host == launched and copy.host != C.string_at(addr, len(launched))
+    assert node.args[1] == ("ptr", copy, 0) and done == {(addr, launched): copy}
+
+
+def test_bytes_as_launched_by_node_where_the_launches_differ():
+    alpha, addr, cap, node, kernel, maps = host_word_node()
+    word = struct.pack("<Q", addr)
+    cap.nodes = [{"name": "a", "func": 7, "bytes": bytes(8) + word}, {"name": "b", "func": 7, "bytes": word},
+                 {"name": "c", "func": 7, "bytes": bytes(16)}]
+    cap.host_seen = {addr: [b"first", b"second"]}
+    assert launch_time_bytes(cap, 0, [(8, addr, 16)]) == {addr: b"first"}
+    assert launch_time_bytes(cap, 1, [(0, addr, 16)]) == {addr: b"second"}
+    cap.host_seen = {addr: [b"first", b"second", b"third"]}  # (more launches than nodes: which is whose?)
+    assert launch_time_bytes(cap, 0, [(8, addr, 16)]) is None
+    assert launch_time_bytes(cap, 0, [(8, addr + 8, 16)]) is None  # (never seen at a launch)
+    assert holds_word(word, addr) and not holds_word(b"x" + word[:-1], addr)
