@@ -29,7 +29,6 @@ structure a flat call gives already.  A run-side module (loader.py imports it); 
 no torch (is_leaf is given; torch is imported only to rebuild a cache's dtype or
 device).
 """
-import functools
 import importlib
 from collections.abc import Mapping
 
@@ -59,11 +58,8 @@ def class_path(cls):
         return None
 
 
-@functools.lru_cache(maxsize=None)
 def import_class(path):
-    """The class at `module.QualName` (the longest importable module prefix).  Kept once
-    found: a loaded program rebuilds its outputs on every call, and each longer prefix
-    tried is a failed import."""
+    """The class at `module.QualName` (the longest importable module prefix)."""
     parts = path.split(".")
     for i in range(len(parts) - 1, 0, -1):
         try:
