@@ -625,6 +625,24 @@ typedef struct {
                                 Philox offset by this much (pgrt_rng_set) */
 } pgrt_program_info;
 
+/* ---- a program's weights saved and restored: a training step's state, a checkpoint ---- */
+
+/* Writes every weight of a program (info: NAME_info(); weights: its NAME_weights, the
+ * device buffers the program updates in place) as one safetensors file at `path`, each
+ * under its tensor's name in the export's weights file (a field without one, under the
+ * field's name), with its dtype and shape (bytes, U8, where the .graph gives none):
+ * a file pgcc.load's weights and pgrt_weights_restore read.  Waits for the context's
+ * work first (cuCtxSynchronize); the file is written whole, then renamed into place.
+ * PGRT_ERR_ARGUMENT for a null pointer or a failed write; PGRT_ERR_CUDA. */
+pgrt_status pgrt_weights_save(const char *path, const pgrt_program_info *info, const void *weights);
+
+/* Reads every weight of a program from the safetensors file at `path` (by the names
+ * pgrt_weights_save writes) into the device buffers of `weights`.  Every tensor is read
+ * and checked first -- present, of the weight's size and dtype -- so a file that does not
+ * fit changes nothing (PGRT_ERR_ARGUMENT, pgrt_error() says which); then copied, after
+ * the context's work.  Between calls, never during one. */
+pgrt_status pgrt_weights_restore(const char *path, const pgrt_program_info *info, const void *weights);
+
 /* ---- the calls ---- */
 
 typedef struct pgrt_ctx pgrt_ctx;

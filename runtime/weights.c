@@ -252,3 +252,111 @@ pgrt_status pgrt_tensors_write(const char *path, const pgrt_host_tensor *t, int 
   free(h);
   return st;
 }
+
+/* A .graph dtype ("f32", "bf16", "bool") as safetensors spells it ("F32", "BF16",
+ * "BOOL") into out; 0 where it is none libpgrt knows the size of. */
+static int st_dtype(const char *d, char out[16]) {
+  size_t n = d ? strlen(d) : 0;
+  if (!n || n >= 16) return 0;
+  for (size_t i = 0; i <= n; i++) out[i] = (char)(d[i] >= 'a' && d[i] <= 'z' ? d[i] - 'a' + 'A' : d[i]);
+  return dtype_bytes(out) != 0;
+}
+
+/* The device address of weight field f in a program's NAME_weights. */
+static CUdeviceptr weight_at(const void *weights, const pgrt_field *f) {
+  CUdeviceptr p;
+  memcpy(&p, (const char *)weights + f->offset, sizeof p);
+  return p;
+}
+
+/* The tensor a weight field is saved as: its name in the weights file (else its field's
+ * name), dtype and shape as the .graph gives them; bytes (U8, one dimension) where they
+ * do not describe its size. */
+static void weight_tensor(const pgrt_field *f, pgrt_host_tensor *t) {
+  t->name = f->tensor ? f->tensor : f->name;
+  uint64_t elems = 1;
+  int known = st_dtype(f->dtype, t->dtype) && f->ndim >= 0 && f->ndim <= PGRT_MAX_DIMS;
+  for (int d = 0; known && d < f->ndim; d++) elems *= f->shape[d] < 0 ? 0 : (uint64_t)f->shape[d];
+  if (known && elems * dtype_bytes(t->dtype) == f->size) {
+    t->ndim = f->ndim;
+    for (int d = 0; d < f->ndim; d++) t->shape[d] = f->shape[d];
+  } else {
+    strcpy(t->dtype, "U8");
+    t->ndim = 1, t->shape[0] = (int64_t)f->size;
+  }
+  t->size = f->size;
+}
+
+pgrt_status pgrt_weights_save(const char *path, const pgrt_program_info *info, const void *weights) {
+  if (!path || !info || (info->n_weights && !weights))
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_weights_save: null path, program info or weights");
+  const char *why = pgrt_driver_open();
+  if (why) return pgrt_fail(PGRT_ERR_DRIVER, "%s", why);
+  int n = info->n_weights;
+  pgrt_status st = PGRT_OK;
+  char *tmp = malloc(strlen(path) + 32);
+  pgrt_host_tensor *t = calloc(n ? (size_t)n : 1, sizeof *t);
+  if (!tmp || !t) {
+    st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+    goto out;
+  }
+  CU(pgrt_cu.cuCtxSynchronize(), "the calls before pgrt_weights_save");
+  for (int i = 0; i < n; i++) {
+    const pgrt_field *f = &info->weights[i];
+    weight_tensor(f, &t[i]);
+    CUdeviceptr p = weight_at(weights, f);
+    if (f->size && !p) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_weights_save: weight '%s' is a null pointer", f->name);
+      goto out;
+    }
+    if (!(t[i].data = malloc(f->size ? f->size : 1))) {
+      st = pgrt_fail(PGRT_ERR_MEMORY, "out of host memory for weight '%s' (%zu bytes)", f->name, f->size);
+      goto out;
+    }
+    if (f->size) CU(pgrt_cu.cuMemcpyDtoH(t[i].data, p, f->size), f->name);
+  }
+  /* written whole, then renamed over path: a checkpoint is never half a file */
+  snprintf(tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
+  st = pgrt_tensors_write(tmp, t, n);
+  if (st == PGRT_OK && rename(tmp, path) != 0)
+    st = pgrt_fail(PGRT_ERR_ARGUMENT, "cannot write '%s': %s", path, strerror(errno));
+  if (st != PGRT_OK) unlink(tmp);
+out:
+  for (int i = 0; t && i < n; i++) free(t[i].data);
+  free(t), free(tmp);
+  return st;
+}
+
+pgrt_status pgrt_weights_restore(const char *path, const pgrt_program_info *info, const void *weights) {
+  if (!path || !info || (info->n_weights && !weights))
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_weights_restore: null path, program info or weights");
+  const char *why = pgrt_driver_open();
+  if (why) return pgrt_fail(PGRT_ERR_DRIVER, "%s", why);
+  int n = info->n_weights;
+  pgrt_status st = PGRT_OK;
+  pgrt_host_tensor *t = calloc(n ? (size_t)n : 1, sizeof *t);
+  if (!t) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
+  /* every tensor read and checked first: a file that does not fit changes nothing */
+  for (int i = 0; i < n; i++) {
+    const pgrt_field *f = &info->weights[i];
+    pgrt_host_tensor want;
+    weight_tensor(f, &want);
+    if ((st = pgrt_tensor_read(path, want.name, &t[i])) != PGRT_OK) goto out;
+    if (t[i].size != f->size || (strcmp(t[i].dtype, want.dtype) != 0 && strcmp(t[i].dtype, "U8") != 0)) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' is %llu bytes of %s, the program's weight %zu bytes of %s",
+                     path, want.name, (unsigned long long)t[i].size, t[i].dtype, f->size, want.dtype);
+      goto out;
+    }
+    if (f->size && !weight_at(weights, f)) {
+      st = pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_weights_restore: weight '%s' is a null pointer", f->name);
+      goto out;
+    }
+  }
+  CU(pgrt_cu.cuCtxSynchronize(), "the calls before pgrt_weights_restore");
+  for (int i = 0; i < n; i++)
+    if (t[i].size) CU(pgrt_cu.cuMemcpyHtoD(weight_at(weights, &info->weights[i]), t[i].data, t[i].size), t[i].name);
+out:
+  for (int i = 0; i < n; i++) pgrt_host_tensor_free(&t[i]);
+  free(t);
+  return st;
+}

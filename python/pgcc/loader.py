@@ -63,6 +63,7 @@ class Program:
         self.torch, self.name, self.export_dir, self.so_path = torch, name, export_dir, so_path
         self.lib = C.CDLL(so_path)
         info, self.fields, self.weight_fields, self.dims = read_info(self.lib, name)
+        self.info = info  # (over the generated C's own table: pgrt_weights_save and _restore take it)
         self.comms = [(info.comms[i].name.decode(), info.comms[i].ranks) for i in range(info.n_comms)]
         self.args_size, self.weights_size, self.arena_bytes = info.args_size, info.weights_size, info.arena_bytes
         self.rng_increment = info.rng_increment
@@ -128,6 +129,24 @@ class Program:
         program with .generator None; a call with a generator sets them from it)."""
         if self.lib.pgrt_rng_set(self.ctx, seed, offset) != 0:
             raise ArgumentError(f"{self.name}: {self.err()}")
+
+    def save_weights(self, path):
+        """Writes the program's weights as they are now -- a training step's state after
+        its calls -- as one safetensors file (libpgrt's pgrt_weights_save: the names of
+        the export's weights file), which restore_weights and C read back."""
+        self._weights_file("pgrt_weights_save", path)
+
+    def restore_weights(self, path):
+        """Reads the program's weights from a file save_weights (or pgrt_weights_save)
+        wrote; a file that does not fit changes nothing (ArgumentError)."""
+        self._weights_file("pgrt_weights_restore", path)
+
+    def _weights_file(self, fn_name, path):
+        fn = getattr(self.lib, fn_name)
+        fn.argtypes = [C.c_char_p, C.c_void_p, C.c_void_p]
+        with self.torch.cuda.device(self.device):
+            if fn(os.fsencode(path), C.byref(self.info), self._weights) != 0:
+                raise ArgumentError(f"{self.name}: {self.err()}")
 
     def rng_state(self):
         """(seed, offset) the next call draws from, as libpgrt holds them."""

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define N 4096
 #define CALLS 7 /* the last repeats the one before */
@@ -88,6 +89,33 @@ int main(int argc, char **argv) {
            args.a, err, st.graphs_launched, st.nodes_patched, st.device_updated, st.eager_nodes);
     if (err > 1e-5) failed = 1;
     if (err > worst) worst = err;
+  }
+  { /* the weights saved and restored from C (pgrt_weights_save/restore: a checkpoint) */
+    static float w2[N], b2[N];
+    char path[512], other[512];
+    snprintf(path, sizeof path, "%s/chain_state.safetensors", out);
+    snprintf(other, sizeof other, "%s/chain_other.safetensors", out);
+    PGRT(pgrt_weights_save(path, chain_info(), &weights));
+    CHECK(cuMemsetD8(weights.w, 0, sizeof w));
+    CHECK(cuMemsetD8(weights.b, 0xff, sizeof b));
+    PGRT(pgrt_weights_restore(path, chain_info(), &weights));
+    CHECK(cuMemcpyDtoH(w2, weights.w, sizeof w));
+    CHECK(cuMemcpyDtoH(b2, weights.b, sizeof b));
+    pgrt_host_tensor t;
+    PGRT(pgrt_tensor_read(path, "b", &t));
+    int same = !memcmp(w2, w, sizeof w) && !memcmp(b2, b, sizeof b) && !strcmp(t.dtype, "F32") && t.ndim == 1 &&
+               t.shape[0] == N && !memcmp(t.data, b, sizeof b);
+    /* a file without every weight changes nothing and says which is missing */
+    pgrt_host_tensor only_w = {.name = "w", .dtype = "F32", .ndim = 1, .shape = {N}, .size = sizeof w, .data = b};
+    PGRT(pgrt_tensors_write(other, &only_w, 1));
+    pgrt_status bad = pgrt_weights_restore(other, chain_info(), &weights);
+    const char *why = pgrt_error();
+    CHECK(cuMemcpyDtoH(w2, weights.w, sizeof w));
+    int refused = bad == PGRT_ERR_ARGUMENT && strstr(why, "'b'") && !memcmp(w2, w, sizeof w);
+    printf("weights saved to %s and restored: %s; a file without 'b' %s (%s)\n", path, same ? "the same" : "DIFFERENT",
+           refused ? "changes nothing" : "WAS NOT REFUSED", why);
+    pgrt_host_tensor_free(&t);
+    if (!same || !refused) failed = 1;
   }
   for (int r = 0; r < 8; r++) {
     char path[512];
