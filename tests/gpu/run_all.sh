@@ -14,6 +14,8 @@
 #   decode   tests/gpu/decode_export.py: a KV-cache decode step with batch buckets, 128-token generations from C
 #   module   tests/gpu/module_state.py: module data objects a library set, found and carried
 #   state    tests/gpu/export_state.py $STATE: a training step's state as it was after its export, the step runs on
+#   checkpoint tests/gpu/checkpoint.py: a training step's state saved and restored, the steps after repeated
+#   random   tests/gpu/random_export.py: programs that draw random numbers, bit for bit the compiled callable's
 #   zoo      tests/gpu/zoo_export.py $ZOO (default: every zoo model), for at most $ZOO_SECONDS
 #   wild     tests/wild/run_wild.py $WILD (default: every program), $WILD_JOBS at a time: a measurement
 #            (it passes whatever the programs did); its table $OUT/wild.md and wild.json
@@ -27,7 +29,7 @@ export PYTHONPATH="$PWD/python:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export OUT=${OUT:-build/gpu}
 mkdir -p "$OUT"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(codegen deploy e2e capture breaks buckets decode module state zoo)
+[ ${#steps[@]} -gt 0 ] || steps=(codegen deploy e2e capture breaks buckets decode module state checkpoint random zoo)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)' \
   | tee -a "$OUT/gpu.txt"
@@ -46,6 +48,8 @@ for s in "${steps[@]}"; do
     decode) python3 tests/gpu/decode_export.py >"$OUT/decode.log" 2>&1 ;;
     module) python3 tests/gpu/module_state.py >"$OUT/module.log" 2>&1 ;;
     state) python3 tests/gpu/export_state.py ${STATE:-} >"$OUT/state.log" 2>&1 ;;
+    checkpoint) python3 tests/gpu/checkpoint.py >"$OUT/checkpoint.log" 2>&1 ;;
+    random) python3 tests/gpu/random_export.py >"$OUT/random.log" 2>&1 ;;
     zoo) timeout "${ZOO_SECONDS:-420}" python3 tests/gpu/zoo_export.py --jobs "${ZOO_JOBS:-4}" --out "$OUT/zoo" ${ZOO:-} \
            >"$OUT/zoo.log" 2>&1 ;;
     wild) python3 -m tests.wild.run_wild --jobs "${WILD_JOBS:-8}" --timeout "${WILD_TIMEOUT:-600}" --out "$OUT/wild" \
