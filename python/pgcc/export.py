@@ -24,6 +24,7 @@ when this module is imported (the package's CPU tests import it without torch).
 docs/e2e.md explains each step and why.
 """
 import os
+import time
 
 from . import verify_export
 from .access_sets import mark_access, triton_signatures
@@ -121,6 +122,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     import torch
 
     prog = progress or Progress(quiet=quiet, prefix="pgcc-export")
+    started = time.monotonic()
     inputs, in_spec = flat_inputs(torch, example_inputs)  # (checked before anything runs)
     grad = torch.is_grad_enabled()  # (the captures run in the caller's grad mode: verify's reference too)
     for ex in buckets or ():
@@ -230,6 +232,10 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                           "written again with every region whole", str(e))
                 write_export(a, inputs, out_dir, name, prog, False)
                 result.verified = check(build_dir=os.path.join(out_dir, "build-whole"))
+        # where the export's time went, its longest steps (the status lines it showed)
+        report["time"] = {"total_s": round(time.monotonic() - started, 2),
+                          "steps": [[k, round(v, 2)] for k, v in getattr(prog, "time_by_step", list)()]}
+        write_report(result.report_path, report)
     finally:
         prog.flush()
     return result

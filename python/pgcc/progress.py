@@ -5,6 +5,7 @@ a few examples) instead of a line per kernel or word.
 
 Assumes nothing beyond the standard library; stream defaults to sys.stderr.
 """
+import re
 import sys
 import time
 
@@ -25,6 +26,7 @@ class Progress:
         self.tty = self.stream.isatty() if tty is None else tty
         self.warnings = {}  # kind -> [count, examples]
         self._line, self._last = False, None
+        self.steps = []  # (clock, status message): where the time goes (time_by_step), quiet or not
 
     def _clear(self):
         if self._line:
@@ -41,6 +43,7 @@ class Progress:
     __call__ = log
 
     def status(self, msg):
+        self.steps.append((self.clock(), msg))
         if self.quiet:
             return
         if self.tty:
@@ -57,6 +60,17 @@ class Progress:
 
     def done(self):
         self._clear()
+
+    def time_by_step(self, now=None, top=12):
+        """[(step, seconds)]: the time from each status message to the next (the last's to
+        now), summed over messages that differ only in their numbers ("verify: call N/N"),
+        the largest first, at most top of them."""
+        now = self.clock() if now is None else now
+        total = {}
+        for (t, msg), (t_next, _) in zip(self.steps, self.steps[1:] + [(now, None)]):
+            kind = re.sub(r"\d+", "N", msg)
+            total[kind] = total.get(kind, 0.0) + max(0.0, t_next - t)
+        return sorted(total.items(), key=lambda kv: -kv[1])[:top]
 
     def warn(self, kind, example=None):
         entry = self.warnings.setdefault(kind, [0, []])

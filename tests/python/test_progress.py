@@ -53,3 +53,18 @@ def test_status_off_a_tty_is_plain_and_rate_limited():
     now[0] += 0.1
     p.status("step 100")
     assert out.getvalue() == "x: step 0\nx: step 100\n"
+
+
+def test_time_by_step_sums_steps_that_differ_in_their_numbers():
+    now = [0.0]
+    p = Progress(quiet=True, clock=lambda: now[0])
+    for t, msg in ((0.0, "m: capture 1 of 3"), (2.0, "m: capture 2 of 3"), (5.0, "m: replaying 40 words"),
+                   (6.5, "verify: call 1/4"), (7.0, "verify: call 2/4")):
+        now[0] = t
+        p.status(msg)
+    got = dict(p.time_by_step(now=10.0))
+    assert got == {"m: capture N of N": 5.0, "verify: call N/N": 3.5, "m: replaying N words": 1.5}
+    assert [k for k, _ in p.time_by_step(now=10.0)] == ["m: capture N of N", "verify: call N/N",
+                                                         "m: replaying N words"]
+    assert p.time_by_step(now=10.0, top=1) == [("m: capture N of N", 5.0)]
+    assert Progress(quiet=True).time_by_step() == []
