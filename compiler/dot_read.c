@@ -24,7 +24,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
 int dot_parse(DotCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /* dot.y */
 
 typedef struct {
@@ -836,8 +835,9 @@ static bool record_shape(DotCtx *c, PgStr raw, PgLoc lloc, const char *const *sh
     }
     if (r.i < r.n && r.s[r.i] == '{') return false; /* a group where the shape has a text */
     if (*p != '@' && first) { /* a key: compared in place (one with escapes in it goes the general way) */
-      size_t len = strlen(p), j = r.i + len;
-      if (r.n - r.i < len || memcmp(r.s + r.i, p, len) != 0) return false;
+      size_t j = r.i;
+      for (; *p; p++, j++)
+        if (j == r.n || r.s[j] != *p) return false;
       while (j < r.n && rec_space(r.s[j])) j++;
       if (j == r.n || (r.s[j] != '|' && r.s[j] != '}')) return false;
       r.i = j;
@@ -859,10 +859,13 @@ static bool record_shape(DotCtx *c, PgStr raw, PgLoc lloc, const char *const *sh
   while (r.i < r.n && rec_space(r.s[r.i])) r.i++;
   if (r.i != r.n) return false;
   PgRecField *kept = pg_arena_alloc(c->s, (size_t)npairs * sizeof *kept);
+  if (l->pairs.n) PG_BUG("a usual record read after other pairs");
+  l->pairs.v = pg_arena_alloc(c->s, (size_t)npairs * sizeof *l->pairs.v); /* (at once, not by doubling) */
+  l->pairs.cap = (size_t)npairs;
   for (int k = 0; k < npairs; k++) {
     kept[k] = vals[k];
     pairs[k].val = &kept[k];
-    pg_vec_push(c->s, l->pairs, pairs[k]);
+    l->pairs.v[l->pairs.n++] = pairs[k];
   }
   *word = first, *word_loc = first_loc;
   return true;
