@@ -283,9 +283,20 @@ static const Field *label_line(Label *l, const char *prefix) {
 
 /* ---- buffers and events named by captured addresses ---- */
 
+/* v in lower-case hex, as "%" PRIx64 writes it (tens of thousands of addresses in a
+ * dump: no printf) */
+static void hex_key(uint64_t v, char key[17]) {
+  char digits[16];
+  size_t n = 0;
+  do digits[n++] = "0123456789abcdef"[v & 15];
+  while (v >>= 4);
+  for (size_t i = 0; i < n; i++) key[i] = digits[n - 1 - i];
+  key[n] = 0;
+}
+
 static PgBuffer *buffer_at(DotCtx *c, uint64_t addr, uint64_t extent, PgLoc loc) {
-  char key[32];
-  snprintf(key, sizeof key, "%" PRIx64, addr);
+  char key[17];
+  hex_key(addr, key);
   PgBuffer *b = pg_map_get(c->buffers, key);
   if (!b) {
     b = pg_arena_alloc(c->a, sizeof *b);
@@ -307,8 +318,8 @@ static PgPtr ptr_at(DotCtx *c, uint64_t addr, uint64_t extent, PgLoc loc) {
 }
 
 static PgEvent *event_at(DotCtx *c, uint64_t handle, PgLoc loc) {
-  char key[32];
-  snprintf(key, sizeof key, "%" PRIx64, handle);
+  char key[17];
+  hex_key(handle, key);
   PgEvent *e = pg_map_get(c->events, key);
   if (!e) {
     e = pg_arena_alloc(c->a, sizeof *e);
