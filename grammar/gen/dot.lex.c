@@ -4348,10 +4348,12 @@ int dotlex(PgStr *val, PgLoc *loc, yyscan_t yyscanner) {
     size_t at = x->off, e = at + 1;
     if (at >= n) return 0;
     unsigned char c = s[at];
-    if (dot_space(c)) {
-      while (e < n && dot_space(s[e])) e++;
+    if (dot_space(c)) { /* (its lines counted here: mostly a space or a newline or two) */
+      size_t nl = c == '\n', last = at;
+      for (; e < n && dot_space(s[e]); e++)
+        if (s[e] == '\n') nl++, last = e;
       pg_lex_token(x, e - at, loc, val);
-      pg_lex_lines(x, (const char *)s + at, e - at);
+      if (nl) x->line += (int)nl, x->col = (int)(e - last); /* as pg_lex_lines */
       continue;
     }
     if (c == '"') {

@@ -3338,10 +3338,12 @@ int gflex(GFSTYPE *val, PgLoc *loc, yyscan_t yyscanner) {
     size_t at = x->off, e = at + 1;
     if (at >= n) return 0;
     unsigned char c = s[at];
-    if (gf_space(c)) {
-      while (e < n && gf_space(s[e])) e++;
+    if (gf_space(c)) { /* (its lines counted here: mostly a space or a newline or two) */
+      size_t nl = c == '\n', last = at;
+      for (; e < n && gf_space(s[e]); e++)
+        if (s[e] == '\n') nl++, last = e;
       pg_lex_token(x, e - at, loc, &val->str);
-      pg_lex_lines(x, (const char *)s + at, e - at);
+      if (nl) x->line += (int)nl, x->col = (int)(e - last); /* as pg_lex_lines */
       continue;
     }
     if (c == '#') {
