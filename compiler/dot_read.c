@@ -866,9 +866,8 @@ static bool record_shape(DotCtx *c, PgStr raw, PgLoc lloc, const char *const *sh
     }
     if (r.i < r.n && r.s[r.i] == '{') return false; /* a group where the shape has a text */
     if (*p != '@' && first) { /* a key: compared in place (one with escapes in it goes the general way) */
-      size_t j = r.i;
-      for (; *p; p++, j++)
-        if (j == r.n || r.s[j] != *p) return false;
+      size_t len = strlen(p), j = r.i + len;
+      if (r.n - r.i < len || memcmp(r.s + r.i, p, len) != 0) return false;
       while (j < r.n && rec_space(r.s[j])) j++;
       if (j == r.n || (r.s[j] != '|' && r.s[j] != '}')) return false;
       r.i = j;
