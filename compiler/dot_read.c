@@ -24,7 +24,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
 int dot_parse(DotCtx *ctx, const PgSource *src, PgArena *arena, PgDiag *diag); /* dot.y */
 
 typedef struct {
@@ -39,9 +38,20 @@ typedef struct {
 } Field;
 typedef PG_VEC(Field) Fields;
 
+/* A slice of the source as its offset and length, a place in it as its line and
+ * column: the statements below are kept, a million of each, until the IR is built,
+ * and at half the size of a PgStr and a PgLoc they are half the pages to zero. */
 typedef struct {
-  PgStr id;
-  PgLoc loc;
+  uint32_t off, len; /* off NONE: not given (a source is at most 2 GiB) */
+} Slice;
+typedef struct {
+  int line, col;
+} Place;
+#define NONE UINT32_MAX
+
+typedef struct {
+  Slice id;
+  Place loc;
 } DotPoint;
 
 typedef struct DotCluster DotCluster;
@@ -59,13 +69,13 @@ struct DotCluster {
 };
 
 /* A node statement as parsed: slices of the source, a million of them in a large
- * dump, so only what read_node() needs.  label.s, shape.s NULL: not given. */
+ * dump, so only what read_node() needs.  label, shape off NONE: not given. */
 typedef struct {
-  PgStr id;
-  PgLoc loc;
+  Slice id;
+  Place loc;
   DotCluster *cluster;
-  PgStr label, shape; /* the values */
-  PgLoc label_loc;    /* where the label's value starts */
+  Slice label, shape; /* the values */
+  Place label_loc;    /* where the label's value starts */
 } DotNodeStmt;
 
 typedef struct {
@@ -79,6 +89,7 @@ typedef struct {
 } BodyRefs;
 
 struct DotCtx {
+  const PgSource *src;
   PgArena *a; /* the compilation's arena: what the IR keeps */
   PgArena *s; /* scratch, rewound after each node: labels, records, lines */
   PgDiag *d;
@@ -100,6 +111,13 @@ struct DotCtx {
 };
 
 PgDiag *dot_diag(DotCtx *c) { return c->d; }
+
+static Slice slice_of(const DotCtx *c, PgStr s) { return (Slice){(uint32_t)(s.s - c->src->text), (uint32_t)s.len}; }
+static PgStr str_of(const DotCtx *c, Slice s) {
+  return s.off == NONE ? (PgStr){NULL, 0} : (PgStr){c->src->text + s.off, s.len};
+}
+static Place place_of(PgLoc l) { return (Place){l.line, l.col}; }
+static PgLoc loc_of(const DotCtx *c, Place p) { return (PgLoc){c->src, p.line, p.col}; }
 
 /* ---- parser hooks ---- */
 
@@ -139,22 +157,23 @@ void dot_set(DotCtx *c, PgStr key, PgStr val) {
 void dot_attr_stmt(DotCtx *c) { c->attrs.n = 0; }
 
 void dot_node_stmt(DotCtx *c, PgStr id, PgLoc loc) {
-  DotNodeStmt n = {.id = id, .loc = loc, .cluster = current(c)};
+  DotNodeStmt n = {.id = slice_of(c, id), .loc = place_of(loc), .cluster = current(c), .label = {NONE, 0},
+                   .shape = {NONE, 0}};
   const DotAttr *label = NULL;
   for (size_t i = 0; i < c->attrs.n; i++) { /* a repeated attribute: the last one counts */
     if (pg_str_eq(c->attrs.v[i].key, "label")) label = &c->attrs.v[i];
-    if (pg_str_eq(c->attrs.v[i].key, "shape")) n.shape = c->attrs.v[i].val;
+    if (pg_str_eq(c->attrs.v[i].key, "shape")) n.shape = slice_of(c, c->attrs.v[i].val);
   }
   if (label) {
-    n.label = label->val;
-    n.label_loc = pg_loc_advance(label->loc, label->key.s, (size_t)(label->val.s - label->key.s));
+    n.label = slice_of(c, label->val);
+    n.label_loc = place_of(pg_loc_advance(label->loc, label->key.s, (size_t)(label->val.s - label->key.s)));
   }
   c->attrs.n = 0;
   pg_vec_push(c->a, c->nodes, n);
 }
 
 void dot_edge_point(DotCtx *c, PgStr id, PgLoc loc) {
-  DotPoint pt = {id, loc};
+  DotPoint pt = {slice_of(c, id), place_of(loc)};
   pg_vec_push(c->a, c->chain, pt);
 }
 
@@ -264,9 +283,20 @@ static const Field *label_line(Label *l, const char *prefix) {
 
 /* ---- buffers and events named by captured addresses ---- */
 
+/* v in lower-case hex, as "%" PRIx64 writes it (tens of thousands of addresses in a
+ * dump: no printf) */
+static void hex_key(uint64_t v, char key[17]) {
+  char digits[16];
+  size_t n = 0;
+  do digits[n++] = "0123456789abcdef"[v & 15];
+  while (v >>= 4);
+  for (size_t i = 0; i < n; i++) key[i] = digits[n - 1 - i];
+  key[n] = 0;
+}
+
 static PgBuffer *buffer_at(DotCtx *c, uint64_t addr, uint64_t extent, PgLoc loc) {
-  char key[32];
-  snprintf(key, sizeof key, "%" PRIx64, addr);
+  char key[17];
+  hex_key(addr, key);
   PgBuffer *b = pg_map_get(c->buffers, key);
   if (!b) {
     b = pg_arena_alloc(c->a, sizeof *b);
@@ -288,8 +318,8 @@ static PgPtr ptr_at(DotCtx *c, uint64_t addr, uint64_t extent, PgLoc loc) {
 }
 
 static PgEvent *event_at(DotCtx *c, uint64_t handle, PgLoc loc) {
-  char key[32];
-  snprintf(key, sizeof key, "%" PRIx64, handle);
+  char key[17];
+  hex_key(handle, key);
   PgEvent *e = pg_map_get(c->events, key);
   if (!e) {
     e = pg_arena_alloc(c->a, sizeof *e);
@@ -859,10 +889,13 @@ static bool record_shape(DotCtx *c, PgStr raw, PgLoc lloc, const char *const *sh
   while (r.i < r.n && rec_space(r.s[r.i])) r.i++;
   if (r.i != r.n) return false;
   PgRecField *kept = pg_arena_alloc(c->s, (size_t)npairs * sizeof *kept);
+  if (l->pairs.n) PG_BUG("a usual record read after other pairs");
+  l->pairs.v = pg_arena_alloc(c->s, (size_t)npairs * sizeof *l->pairs.v); /* (at once, not by doubling) */
+  l->pairs.cap = (size_t)npairs;
   for (int k = 0; k < npairs; k++) {
     kept[k] = vals[k];
     pairs[k].val = &kept[k];
-    pg_vec_push(c->s, l->pairs, pairs[k]);
+    l->pairs.v[l->pairs.n++] = pairs[k];
   }
   *word = first, *word_loc = first_loc;
   return true;
@@ -874,7 +907,14 @@ static bool usual_record(DotCtx *c, PgStr raw, PgLoc lloc, Label *l, const char 
   return false;
 }
 
-static void read_node(DotCtx *c, DotNodeStmt *s) {
+static void read_node(DotCtx *c, const DotNodeStmt *st) {
+  struct {
+    PgStr id, label, shape;
+    PgLoc loc, label_loc;
+    DotCluster *cluster;
+  } stmt = {str_of(c, st->id),    str_of(c, st->label),        str_of(c, st->shape),
+            loc_of(c, st->loc), loc_of(c, st->label_loc), st->cluster},
+    *s = &stmt;
   const char *id = pg_label_unescape(c->a, s->id.s, s->id.len);
   if (!s->cluster) {
     pg_error(c->d, s->loc, "node '%s' is outside any graph cluster (subgraph cluster_N)", id);
@@ -1008,6 +1048,7 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src);
 
 PgProgram *pg_dot_read(PgArena *a, PgDiag *d, const PgSource *src) {
   DotCtx *c = pg_arena_alloc(a, sizeof *c);
+  c->src = src;
   c->a = a;
   c->s = pg_arena_new();
   c->d = d;
@@ -1078,12 +1119,19 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
     return NULL;
   }
 
+  if (p->graphs.n == 1) { /* (a large dump's usual case) every node and edge is the one graph's: its vectors
+                            carved at their sizes once, not by doubling, which leaves copies behind */
+    PgGraph *g = p->graphs.v[0];
+    g->nodes.v = pg_arena_alloc(a, (c->nodes.n ? c->nodes.n : 1) * sizeof *g->nodes.v), g->nodes.cap = c->nodes.n;
+    g->edges.v = pg_arena_alloc(a, (c->edges.n ? c->edges.n : 1) * sizeof *g->edges.v), g->edges.cap = c->edges.n;
+  }
+
   /* 2. nodes; the table slots that node i + AHEAD will take are asked for ahead, so
    * that their cache misses overlap (an id with escapes is left to miss) */
   enum { AHEAD = 16 };
   for (size_t i = 0; i < c->nodes.n && !pg_too_many_errors(d); i++) {
     if (i + AHEAD < c->nodes.n) {
-      PgStr id = c->nodes.v[i + AHEAD].id;
+      PgStr id = str_of(c, c->nodes.v[i + AHEAD].id);
       char buf[24];
       size_t len;
       if (!memchr(id.s, '\\', id.len)) {
@@ -1105,7 +1153,7 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
     void *vals[2 * EDGE_BATCH];
     for (size_t i = 0; i < 2 * nb; i++) {
       const DotEdgeStmt *e = &c->edges.v[at + i / 2];
-      PgStr id = i % 2 ? e->to.id : e->from.id;
+      PgStr id = str_of(c, i % 2 ? e->to.id : e->from.id);
       if (memchr(id.s, '\\', id.len)) id.s = pg_label_unescape(c->s, id.s, id.len), id.len = strlen(id.s);
       keys[i] = id.s, lens[i] = id.len;
     }
@@ -1117,14 +1165,14 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
       for (int k = 0; k < 2; k++) {
         ends[k] = vals[2 * i + k];
         if (!ends[k])
-          pg_error(d, pts[k]->loc, "edge endpoint '%.*s' has no node statement", (int)lens[2 * i + k], keys[2 * i + k]);
+          pg_error(d, loc_of(c, pts[k]->loc), "edge endpoint '%.*s' has no node statement", (int)lens[2 * i + k], keys[2 * i + k]);
       }
       if (!ends[0] || !ends[1]) continue;
       if (ends[0]->graph != ends[1]->graph) {
-        pg_error(d, e->from.loc, "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
+        pg_error(d, loc_of(c, e->from.loc), "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
         continue;
       }
-      pg_edge_add(p, ends[0]->graph, ends[0], ends[1], PG_EDGE_FULL, e->from.loc);
+      pg_edge_add(p, ends[0]->graph, ends[0], ends[1], PG_EDGE_FULL, loc_of(c, e->from.loc));
     }
     pg_arena_reset(c->s);
   }

@@ -15,6 +15,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +505,13 @@ static PgProgram *read_input(PgArena *a, PgDiag *d, const char *path) {
 }
 
 int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
+#ifdef __GLIBC__
+  /* The passes' large temporary arrays (tens of MiB at a million nodes) from mmap
+   * and back to the system when freed: glibc otherwise raises its mmap threshold
+   * after the first such free, serves the next ones from the heap and keeps their
+   * pages for the rest of the run (the peak of a million-node .graph to C). */
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   Options o;
   int status = parse_options(argc, argv, &o, out, err);
   if (status >= 0) return status;

@@ -432,9 +432,9 @@ static void check_acyclic(V *v, const PgGraph *g) {
   free(queue);
 }
 
-static void check_edges(V *v, const PgGraph *g) {
-  uint32_t *stamp = calloc(g->nodes.n ? g->nodes.n : 1, sizeof *stamp);
-  if (!stamp) PG_BUG("out of memory");
+/* The edges; duplicates (dups: the node sweep saw one) reported node by node, stamp
+ * (a zeroed uint32 per node) marking each successor with its source. */
+static void check_edges(V *v, const PgGraph *g, bool dups, uint32_t *stamp) {
   bool forward = true; /* every edge from an earlier node to a later one: no cycle (pg_graph_in_order) */
   for (size_t i = 0; i < g->edges.n; i++) {
     const PgEdge *e = &g->edges.v[i];
@@ -447,7 +447,7 @@ static void check_edges(V *v, const PgGraph *g) {
            pg_kinds[e->to->kind].name);
     forward = forward && e->from->index < e->to->index;
   }
-  for (size_t i = 0; i < g->nodes.n; i++) { /* duplicates: stamp each successor with its source */
+  for (size_t i = 0; i < g->nodes.n && dups; i++) {
     const PgNode *u = g->nodes.v[i];
     for (size_t s = 0; s < u->succs.n; s++) {
       uint32_t t = u->succs.v[s]->index;
@@ -455,7 +455,6 @@ static void check_edges(V *v, const PgGraph *g) {
       stamp[t] = (uint32_t)i + 1;
     }
   }
-  free(stamp);
   if (!forward) check_acyclic(v, g);
 }
 
@@ -511,13 +510,12 @@ static void check_read_args(V *v, const HostSets *h, const PgNode *n, const PgAr
   }
 }
 
-static void check_host_reads(V *v) {
+/* guards: the node sweep saw a guard (pg_verify's sweep of every node) */
+static void check_host_reads(V *v, bool guards) {
   const PgProgram *p = v->p;
   const PgGraph *root = p->graphs.v[0];
-  bool any = false;
+  bool any = guards;
   for (size_t i = 0; i < p->scalars.n && !any; i++) any = pg_scalar_is_read(p->scalars.v[i]);
-  for (size_t gi = 0; gi < p->graphs.n && !any; gi++)
-    for (size_t i = 0; i < p->graphs.v[gi]->nodes.n && !any; i++) any = pg_is_hostop(p->graphs.v[gi]->nodes.v[i], "guard");
   if (!any) return;
   HostSets h = {0};
   size_t n = root->nodes.n, head = 0, tail = 0;
@@ -567,6 +565,7 @@ static void check_host_reads(V *v) {
 
 int pg_verify(const PgProgram *p, PgDiag *d) {
   V v = {p, d, 0};
+  bool guards = false;
   if (p->graphs.n == 0) PG_BUG("a program without graphs");
   if (p->graphs.v[0]->owner) PG_BUG("the root graph has an owner");
   for (size_t i = 0; i < p->modules.n; i++) check_globals(&v, p->modules.v[i]);
@@ -592,10 +591,29 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
         FAIL(&v, g->loc, "graph '%s' is nested more than %d bodies deep", g->name, PG_MAX_NESTING);
         break;
       }
-    for (size_t i = 0; i < g->nodes.n && !pg_too_many_errors(d); i++) check_node(&v, g, g->nodes.v[i], i);
-    check_edges(&v, g);
+    /* one sweep over the nodes (a million of them are 192 MB: a sweep is most of
+     * this pass's time): each checked, and whether any has a duplicate successor (then
+     * reported with the edges, in the order they always were) or is a guard */
+    uint32_t *stamp = calloc(g->nodes.n ? g->nodes.n : 1, sizeof *stamp);
+    if (!stamp) PG_BUG("out of memory");
+    bool dups = false;
+    size_t i = 0;
+    for (; i < g->nodes.n && !pg_too_many_errors(d); i++) {
+      const PgNode *n = g->nodes.v[i];
+      check_node(&v, g, n, i);
+      for (size_t s = 0; s < n->succs.n; s++) {
+        uint32_t t = n->succs.v[s]->index;
+        dups |= stamp[t] == i + 1;
+        stamp[t] = (uint32_t)i + 1;
+      }
+      guards |= pg_is_hostop(n, "guard");
+    }
+    if (i < g->nodes.n) dups = true; /* (not all seen: let the edges' check look) */
+    if (dups) memset(stamp, 0, (g->nodes.n ? g->nodes.n : 1) * sizeof *stamp);
+    check_edges(&v, g, dups, stamp);
+    free(stamp);
   }
-  if (!pg_too_many_errors(d)) check_host_reads(&v);
+  if (!pg_too_many_errors(d)) check_host_reads(&v, guards);
   return v.errors;
 }
 

@@ -144,8 +144,11 @@ static inline bool pg_digits_u64(const char **s, unsigned base, uint64_t *v) {
     unsigned d = (unsigned char)*p;
     d = d - '0' < 10 ? d - '0' : (d | 0x20) - 'a' < 6 ? (d | 0x20) - 'a' + 10 : 99;
     if (d >= base) break;
-    if (x > (UINT64_MAX - d) / base) fits = false;
-    x = x * base + d;
+    /* x * base + d, wrapping as unsigned arithmetic does; fits no more once it wraps
+     * (no division per digit) */
+    bool wrapped = __builtin_mul_overflow(x, (uint64_t)base, &x);
+    wrapped |= __builtin_add_overflow(x, (uint64_t)d, &x);
+    if (wrapped) fits = false;
   }
   *s = p, *v = x;
   return fits;

@@ -35,50 +35,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- what a node touches ---- */
-
-typedef struct {
-  size_t *v; /* indices in p->buffers */
-  size_t n, cap;
-} Bufs;
+/* ---- what a node touches ----
+ *
+ * Each node's buffers (their indices in p->buffers) are one run of a flat array,
+ * node after node: uses[use_at[i] .. use_at[i + 1]).  At a million nodes a small
+ * vector per node was most of the pass's memory (and the program's peak). */
 
 typedef struct {
   PgProgram *p;
-  PgNode **nodes; /* the chain */
+  PgNode **nodes;    /* the chain */
   size_t n;
-  Bufs *uses;     /* per node (by original index): the buffers it and its bodies touch */
-  PgMap *ids;     /* buffer name -> 1 + its index in p->buffers */
+  uint32_t *use_at;  /* per node (by original index), n + 1 of them: where its run starts */
+  uint32_t *uses;    /* the buffers each node and its bodies touch, run after run */
+  size_t nuses, cap;
+  size_t run;        /* where the run being built starts */
+  PgMap *ids;        /* buffer name -> 1 + its index in p->buffers */
 } Ctx;
 
-typedef struct {
-  const Ctx *c;
-  Bufs *s;
-} Adding;
-
-/* Adds b's index to the set (once). */
+/* Adds b's index to the last node's run (once). */
 static void add(void *arg, PgBuffer *b) {
-  const Adding *a = arg;
+  Ctx *c = arg;
   if (!b) return;
-  size_t id = (size_t)(uintptr_t)pg_map_get(a->c->ids, b->name) - 1;
-  Bufs *s = a->s;
-  for (size_t i = 0; i < s->n; i++)
-    if (s->v[i] == id) return;
-  if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 8;
-    s->v = realloc(s->v, s->cap * sizeof *s->v);
-    if (!s->v) PG_BUG("out of memory");
+  uint32_t id = (uint32_t)((uintptr_t)pg_map_get(c->ids, b->name) - 1);
+  for (size_t i = c->run; i < c->nuses; i++)
+    if (c->uses[i] == id) return;
+  if (c->nuses == c->cap) {
+    c->cap = c->cap ? 2 * c->cap : 1024;
+    c->uses = realloc(c->uses, c->cap * sizeof *c->uses);
+    if (!c->uses) PG_BUG("out of memory");
   }
-  s->v[s->n++] = id;
+  c->uses[c->nuses++] = id;
 }
 
-/* Every buffer a node or its bodies use. */
-static void touches(const Ctx *c, const PgNode *n, Bufs *s) {
-  pg_node_uses(n, add, &(Adding){c, s});
+/* Every buffer a node or its bodies use, into the run being built. */
+static void touches(Ctx *c, const PgNode *n) {
+  pg_node_uses(n, add, c);
   if (n->kind == PG_CHILD)
-    for (size_t i = 0; i < n->u.child.body->nodes.n; i++) touches(c, n->u.child.body->nodes.v[i], s);
+    for (size_t i = 0; i < n->u.child.body->nodes.n; i++) touches(c, n->u.child.body->nodes.v[i]);
   if (n->kind == PG_CONDITIONAL)
     for (size_t b = 0; b < n->u.cond.bodies.n; b++)
-      for (size_t i = 0; i < n->u.cond.bodies.v[b]->nodes.n; i++) touches(c, n->u.cond.bodies.v[b]->nodes.v[i], s);
+      for (size_t i = 0; i < n->u.cond.bodies.v[b]->nodes.n; i++) touches(c, n->u.cond.bodies.v[b]->nodes.v[i]);
 }
 
 /* A node that may move: its memory is the buffers its arguments name, and nothing
@@ -109,9 +105,9 @@ typedef struct {
 static void ranges(const Ctx *c, PgNode *const *order, Range *r) {
   memset(r, 0, c->p->buffers.n * sizeof *r);
   for (size_t i = 0; i < c->n; i++) {
-    const Bufs *u = &c->uses[order[i]->index];
-    for (size_t k = 0; k < u->n; k++) {
-      Range *x = &r[u->v[k]];
+    uint32_t at = order[i]->index;
+    for (size_t k = c->use_at[at]; k < c->use_at[at + 1]; k++) {
+      Range *x = &r[c->uses[k]];
       if (!x->used) x->first = i, x->used = true;
       x->last = i;
     }
@@ -137,23 +133,28 @@ static uint64_t peak(const Ctx *c, PgNode *const *order) {
 
 /* ---- the pass ---- */
 
+/* The dependencies, as pairs in the order found (every pair into node `to` comes
+ * while `to` is the node being looked at), then as successor lists: after[at[u] ..
+ * at[u + 1]) are the nodes that wait for u. */
 typedef struct {
-  size_t *v;
+  uint32_t (*pair)[2]; /* {from, to} */
   size_t n, cap;
-} Succs;
+  uint32_t *seen;      /* per node: 1 + the last `to` it was paired with */
+  uint32_t *waits;     /* per node: how many it waits for */
+} Deps;
 
 /* Node `to` waits for node `from` (SIZE_MAX: nothing); a pair once. */
-static void depend(Succs *after, size_t *waits, size_t from, size_t to) {
-  if (from == SIZE_MAX) return;
-  Succs *s = &after[from];
-  if (s->n && s->v[s->n - 1] == to) return; /* (the pairs of one node come together) */
-  if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 4;
-    s->v = realloc(s->v, s->cap * sizeof *s->v);
-    if (!s->v) PG_BUG("out of memory");
+static void depend(Deps *d, size_t from, size_t to) {
+  if (from == SIZE_MAX || d->seen[from] == to + 1) return;
+  d->seen[from] = (uint32_t)to + 1;
+  if (d->n == d->cap) {
+    d->cap = d->cap ? 2 * d->cap : 1024;
+    d->pair = realloc(d->pair, d->cap * sizeof *d->pair);
+    if (!d->pair) PG_BUG("out of memory");
   }
-  s->v[s->n++] = to;
-  waits[to]++;
+  d->pair[d->n][0] = (uint32_t)from, d->pair[d->n][1] = (uint32_t)to;
+  d->n++;
+  d->waits[to]++;
 }
 
 static int descending(const void *x, const void *y) {
@@ -180,13 +181,20 @@ void pg_schedule(PgProgram *p) {
       return;
     }
 
-  Ctx c = {p, g->nodes.v, g->nodes.n, calloc(g->nodes.n, sizeof(Bufs)), pg_map_new(p->arena)};
-  if (!c.uses) PG_BUG("out of memory");
+  if (g->nodes.n >= UINT32_MAX || p->buffers.n >= UINT32_MAX) PG_BUG("schedule: too many nodes or buffers");
+  Ctx c = {.p = p, .nodes = g->nodes.v, .n = g->nodes.n, .use_at = malloc((g->nodes.n + 1) * sizeof *c.use_at),
+           .ids = pg_map_new(p->arena)};
+  if (!c.use_at) PG_BUG("out of memory");
   for (size_t b = 0; b < p->buffers.n; b++) pg_map_put(c.ids, p->buffers.v[b]->name, (void *)(uintptr_t)(b + 1));
-  for (size_t i = 0; i < c.n; i++) touches(&c, c.nodes[i], &c.uses[i]);
+  for (size_t i = 0; i < c.n; i++) {
+    c.use_at[i] = (uint32_t)(c.run = c.nuses);
+    touches(&c, c.nodes[i]);
+    if (c.nuses >= UINT32_MAX) PG_BUG("schedule: too many buffer uses");
+  }
+  c.use_at[c.n] = (uint32_t)c.nuses;
 
   /* freeing nodes, from the original order's ranges */
-  size_t nb = p->buffers.n;
+  size_t nb = p->buffers.n, nfreeing = 0;
   Range *r = malloc((nb + 1) * sizeof *r);
   bool *freeing = calloc(c.n, sizeof *freeing);
   if (!r || !freeing) PG_BUG("out of memory");
@@ -194,41 +202,56 @@ void pg_schedule(PgProgram *p) {
   for (size_t i = 0; i < c.n; i++) {
     if (!pg_node_movable(c.nodes[i])) continue;
     bool frees = false, makes = false;
-    for (size_t k = 0; k < c.uses[i].n; k++) {
-      const PgBuffer *b = p->buffers.v[c.uses[i].v[k]];
-      const Range *x = &r[c.uses[i].v[k]];
+    for (size_t k = c.use_at[i]; k < c.use_at[i + 1]; k++) {
+      const PgBuffer *b = p->buffers.v[c.uses[k]];
+      const Range *x = &r[c.uses[k]];
       if (!pg_in_arena(b)) continue;
       frees |= x->last == i && x->first != i;
       makes |= x->first == i;
     }
     freeing[i] = frees && !makes;
+    nfreeing += freeing[i];
+  }
+  p->sched.live_before = peak(&c, c.nodes);
+  if (!nfreeing) { /* nothing moves: the walk below would give the captured order */
+    free(c.use_at), free(c.uses), free(r), free(freeing);
+    return;
   }
 
-  /* dependencies, as successor lists: the last earlier user of each buffer, the last
-   * earlier kernel of a module with globals, the last fixed node (and a fixed node
-   * waits for everything since the fixed node before it) */
-  size_t *last_user = malloc((nb + 1) * sizeof *last_user), *waits = calloc(c.n, sizeof *waits);
-  Succs *after = calloc(c.n, sizeof *after);
+  /* dependencies: the last earlier user of each buffer, the last earlier kernel of a
+   * module with globals, the last fixed node (and a fixed node waits for everything
+   * since the fixed node before it) */
+  size_t *last_user = malloc((nb + 1) * sizeof *last_user);
+  Deps d = {.seen = calloc(c.n, sizeof *d.seen), .waits = calloc(c.n, sizeof *d.waits)};
   PgMap *module_last = pg_map_new(p->arena);
-  if (!last_user || !waits || !after) PG_BUG("out of memory");
+  if (!last_user || !d.seen || !d.waits) PG_BUG("out of memory");
   for (size_t b = 0; b < nb; b++) last_user[b] = SIZE_MAX;
   size_t last_fixed = SIZE_MAX;
   for (size_t i = 0; i < c.n; i++) {
     PgNode *n = c.nodes[i];
     if (!pg_node_movable(n)) {
-      for (size_t j = last_fixed == SIZE_MAX ? 0 : last_fixed; j < i; j++) depend(after, waits, j, i);
+      for (size_t j = last_fixed == SIZE_MAX ? 0 : last_fixed; j < i; j++) depend(&d, j, i);
       last_fixed = i;
     } else {
-      depend(after, waits, last_fixed, i);
-      for (size_t k = 0; k < c.uses[i].n; k++) depend(after, waits, last_user[c.uses[i].v[k]], i);
+      depend(&d, last_fixed, i);
+      for (size_t k = c.use_at[i]; k < c.use_at[i + 1]; k++) depend(&d, last_user[c.uses[k]], i);
       if (n->kind == PG_KERNEL && n->u.kernel.kernel->module && n->u.kernel.kernel->module->globals.n) {
         void **at = pg_map_slot(module_last, n->u.kernel.kernel->module->name);
-        if (*at) depend(after, waits, (size_t)(uintptr_t)*at - 1, i);
+        if (*at) depend(&d, (size_t)(uintptr_t)*at - 1, i);
         *at = (void *)(uintptr_t)(i + 1);
       }
     }
-    for (size_t k = 0; k < c.uses[i].n; k++) last_user[c.uses[i].v[k]] = i;
+    for (size_t k = c.use_at[i]; k < c.use_at[i + 1]; k++) last_user[c.uses[k]] = i;
   }
+  /* the pairs as successor lists, each in the order found (a counting sort) */
+  uint32_t *at = calloc(c.n + 1, sizeof *at), *after = malloc((d.n ? d.n : 1) * sizeof *after);
+  if (!at || !after) PG_BUG("out of memory");
+  for (size_t e = 0; e < d.n; e++) at[d.pair[e][0] + 1]++;
+  for (size_t i = 0; i < c.n; i++) at[i + 1] += at[i];
+  uint32_t *fill = d.seen; /* (done with it) */
+  memcpy(fill, at, c.n * sizeof *fill);
+  for (size_t e = 0; e < d.n; e++) after[fill[d.pair[e][0]]++] = d.pair[e][1];
+  free(d.pair);
 
   /* the walk: every node in its order, and a freeing node as soon as nothing it waits
    * for is left (those released at once run lowest index first) */
@@ -244,16 +267,15 @@ void pg_schedule(PgProgram *p) {
       placed[u] = true;
       order[k++] = c.nodes[u];
       size_t mark = on;
-      for (size_t s = 0; s < after[u].n; s++) {
-        size_t v = after[u].v[s];
-        if (--waits[v] == 0 && freeing[v] && v > i) stack[on++] = v;
+      for (size_t s = at[u]; s < at[u + 1]; s++) {
+        size_t v = after[s];
+        if (--d.waits[v] == 0 && freeing[v] && v > i) stack[on++] = v;
       }
       qsort(stack + mark, on - mark, sizeof *stack, descending); /* the top of the stack: the lowest */
     }
   }
   if (k != c.n) PG_BUG("schedule: %zu of %zu nodes placed", k, c.n);
 
-  p->sched.live_before = peak(&c, c.nodes);
   uint64_t live_after = peak(&c, order);
   size_t moved = 0; /* nodes that now run earlier than they were captured */
   for (size_t i = 0; i < c.n; i++) moved += order[i]->index > i;
@@ -264,6 +286,6 @@ void pg_schedule(PgProgram *p) {
     pg_program_link(p);
     p->sched.moved = moved;
   }
-  for (size_t i = 0; i < c.n; i++) free(c.uses[i].v), free(after[i].v);
-  free(c.uses), free(after), free(r), free(freeing), free(last_user), free(waits), free(order), free(placed), free(stack);
+  free(c.use_at), free(c.uses), free(r), free(freeing), free(last_user), free(d.seen), free(d.waits), free(at), free(after);
+  free(order), free(placed), free(stack);
 }

@@ -2745,19 +2745,26 @@ static const yy_state_type yy_NUL_trans[67] =
  * DOT): keywords are case-insensitive, quoted strings may span lines and keep
  * their backslash escapes for the label interpreter (dot_read.c, record.c),
  * attributes may follow one another with no space between them.
+ *
+ * The rules below define the tokens.  dotlex() (at the end) reads the classes that
+ * make up nearly all of a dump -- whitespace, quoted strings, punctuation, arrows,
+ * identifiers and keywords -- straight from the source, exactly as these rules match
+ * them, and hands anything else to the rules (dot_rules): at a million nodes the
+ * automaton and its buffer refills were a quarter of pgcc's instructions.
  */
 #define YY_NO_INPUT 1
 
-#line 25 "grammar/dot.l"
+#line 31 "grammar/dot.l"
 #include "dot.tab.h"
 #include <stdlib.h>
 
 #define YY_INPUT(buf, result, max) ((result) = pg_lex_read_dot(yyextra, (buf), (size_t)(max)))
 #define YY_USER_ACTION pg_lex_token(yyextra, (size_t)yyleng, yylloc, yylval);
 #define YY_FATAL_ERROR(msg) PG_BUG("DOT scanner: %s", msg)
-#line 2759 "grammar/gen/dot.lex.c"
+#define YY_DECL static int dot_rules(PgStr *yylval_param, PgLoc *yylloc_param, yyscan_t yyscanner)
+#line 2766 "grammar/gen/dot.lex.c"
 
-#line 2761 "grammar/gen/dot.lex.c"
+#line 2768 "grammar/gen/dot.lex.c"
 
 #define INITIAL 0
 #define COMMENT 1
@@ -3025,10 +3032,10 @@ YY_DECL
 		}
 
 	{
-#line 38 "grammar/dot.l"
+#line 45 "grammar/dot.l"
 
 
-#line 3032 "grammar/gen/dot.lex.c"
+#line 3039 "grammar/gen/dot.lex.c"
 
 	while ( /*CONSTCOND*/1 )		/* loops until end-of-file is reached */
 		{
@@ -3062,42 +3069,42 @@ do_action:	/* This label is used only to access EOF actions. */
 case 1:
 /* rule 1 can match eol */
 YY_RULE_SETUP
-#line 40 "grammar/dot.l"
+#line 47 "grammar/dot.l"
 pg_lex_lines(yyextra, yytext, (size_t)yyleng);
 	YY_BREAK
 case 2:
 YY_RULE_SETUP
-#line 41 "grammar/dot.l"
+#line 48 "grammar/dot.l"
 ;
 	YY_BREAK
 case 3:
 YY_RULE_SETUP
-#line 42 "grammar/dot.l"
+#line 49 "grammar/dot.l"
 ;
 	YY_BREAK
 case 4:
 YY_RULE_SETUP
-#line 43 "grammar/dot.l"
+#line 50 "grammar/dot.l"
 { BEGIN(COMMENT); yyextra->lex_error = false; }
 	YY_BREAK
 case 5:
 YY_RULE_SETUP
-#line 44 "grammar/dot.l"
+#line 51 "grammar/dot.l"
 { BEGIN(INITIAL); }
 	YY_BREAK
 case 6:
 /* rule 6 can match eol */
 YY_RULE_SETUP
-#line 45 "grammar/dot.l"
+#line 52 "grammar/dot.l"
 pg_lex_lines(yyextra, yytext, (size_t)yyleng);
 	YY_BREAK
 case 7:
 YY_RULE_SETUP
-#line 46 "grammar/dot.l"
+#line 53 "grammar/dot.l"
 ;
 	YY_BREAK
 case YY_STATE_EOF(COMMENT):
-#line 47 "grammar/dot.l"
+#line 54 "grammar/dot.l"
 {
                           pg_error(yyextra->diag, *yylloc, "unterminated comment");
                           yyextra->lex_error = true;
@@ -3106,47 +3113,47 @@ case YY_STATE_EOF(COMMENT):
 	YY_BREAK
 case 8:
 YY_RULE_SETUP
-#line 53 "grammar/dot.l"
+#line 60 "grammar/dot.l"
 return STRICT;
 	YY_BREAK
 case 9:
 YY_RULE_SETUP
-#line 54 "grammar/dot.l"
+#line 61 "grammar/dot.l"
 return DIGRAPH;
 	YY_BREAK
 case 10:
 YY_RULE_SETUP
-#line 55 "grammar/dot.l"
+#line 62 "grammar/dot.l"
 return GRAPH;
 	YY_BREAK
 case 11:
 YY_RULE_SETUP
-#line 56 "grammar/dot.l"
+#line 63 "grammar/dot.l"
 return SUBGRAPH;
 	YY_BREAK
 case 12:
 YY_RULE_SETUP
-#line 57 "grammar/dot.l"
+#line 64 "grammar/dot.l"
 return NODE;
 	YY_BREAK
 case 13:
 YY_RULE_SETUP
-#line 58 "grammar/dot.l"
+#line 65 "grammar/dot.l"
 return EDGE;
 	YY_BREAK
 case 14:
 YY_RULE_SETUP
-#line 59 "grammar/dot.l"
+#line 66 "grammar/dot.l"
 return ARROW;
 	YY_BREAK
 case 15:
 YY_RULE_SETUP
-#line 61 "grammar/dot.l"
+#line 68 "grammar/dot.l"
 return ID;
 	YY_BREAK
 case 16:
 YY_RULE_SETUP
-#line 63 "grammar/dot.l"
+#line 70 "grammar/dot.l"
 { /* the body is scanned from the source (pg_lex_string), which
                              YY_INPUT reads on from after it: flex's buffer goes */
                           if (!pg_lex_string(yyextra, yylval)) {
@@ -3161,7 +3168,7 @@ YY_RULE_SETUP
 	YY_BREAK
 case 17:
 YY_RULE_SETUP
-#line 74 "grammar/dot.l"
+#line 81 "grammar/dot.l"
 { /* no digits after it: a rule of its own, so that the scanner never backs up */
                           pg_error(yyextra->diag, *yylloc, "malformed number '-.'");
                           yyextra->lex_error = true;
@@ -3170,7 +3177,7 @@ YY_RULE_SETUP
 	YY_BREAK
 case 18:
 YY_RULE_SETUP
-#line 79 "grammar/dot.l"
+#line 86 "grammar/dot.l"
 {
                           pg_error(yyextra->diag, *yylloc, "HTML-like labels are not supported");
                           yyextra->lex_error = true;
@@ -3179,12 +3186,12 @@ YY_RULE_SETUP
 	YY_BREAK
 case 19:
 YY_RULE_SETUP
-#line 85 "grammar/dot.l"
+#line 92 "grammar/dot.l"
 return yytext[0];
 	YY_BREAK
 case 20:
 YY_RULE_SETUP
-#line 87 "grammar/dot.l"
+#line 94 "grammar/dot.l"
 {
                           unsigned char c = (unsigned char)yytext[0];
                           if (c >= 0x20 && c < 0x7f)
@@ -3197,10 +3204,10 @@ YY_RULE_SETUP
 	YY_BREAK
 case 21:
 YY_RULE_SETUP
-#line 97 "grammar/dot.l"
+#line 104 "grammar/dot.l"
 YY_FATAL_ERROR( "flex scanner jammed" );
 	YY_BREAK
-#line 3204 "grammar/gen/dot.lex.c"
+#line 3211 "grammar/gen/dot.lex.c"
 			case YY_STATE_EOF(INITIAL):
 				yyterminate();
 
@@ -4309,8 +4316,90 @@ static int yy_flex_strlen (const char * s , yyscan_t yyscanner)
 
 #define YYTABLES_NAME "yytables"
 
-#line 97 "grammar/dot.l"
+#line 104 "grammar/dot.l"
 
+
+static bool dot_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+static bool dot_id_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
+}
+
+/* The len bytes at s, if they are keyword kw (lower case) in any case. */
+static bool dot_keyword(const unsigned char *s, size_t len, const char *kw) {
+  size_t i = 0;
+  for (; i < len && kw[i]; i++)
+    if ((s[i] | 0x20) != (unsigned char)kw[i]) return false; /* (an id's bytes: only letters fold) */
+  return i == len && !kw[i];
+}
+
+/* The scanner bison calls.  The hot token classes are matched here, each as its rule
+ * above matches it (longest match; a keyword before ID on a tie), with the same
+ * location and value (pg_lex_token, as YY_USER_ACTION) and the same effect on the
+ * location of end of input (which keeps the last token's).  Anything else goes to the
+ * rules: flex's buffer is dropped and its reading starts at the next token, at the
+ * start of a line or not as flex would know it (the '#' rule). */
+int dotlex(PgStr *val, PgLoc *loc, yyscan_t yyscanner) {
+  struct yyguts_t *yyg = (struct yyguts_t *)yyscanner;
+  PgLexState *x = yyextra;
+  const unsigned char *s = (const unsigned char *)x->src->text; /* two NULs after the end */
+  size_t n = x->src->len;
+  for (;;) {
+    size_t at = x->off, e = at + 1;
+    if (at >= n) return 0;
+    unsigned char c = s[at];
+    if (dot_space(c)) { /* (its lines counted here: mostly a space or a newline or two) */
+      size_t nl = c == '\n', last = at;
+      for (; e < n && dot_space(s[e]); e++)
+        if (s[e] == '\n') nl++, last = e;
+      pg_lex_token(x, e - at, loc, val);
+      if (nl) x->line += (int)nl, x->col = (int)(e - last); /* as pg_lex_lines */
+      continue;
+    }
+    if (c == '"') {
+      pg_lex_token(x, 1, loc, val);
+      if (!pg_lex_string(x, val)) {
+        pg_error(x->diag, *loc, "unterminated string");
+        x->lex_error = true;
+        return 0;
+      }
+      return STRING;
+    }
+    if (c == '{' || c == '}' || c == '[' || c == ']' || c == ';' || c == ',' || c == '=' || c == ':') {
+      pg_lex_token(x, 1, loc, val);
+      return c;
+    }
+    if (c == '-' && (s[at + 1] == '>' || s[at + 1] == '-')) {
+      pg_lex_token(x, 2, loc, val);
+      return ARROW;
+    }
+    if (c >= '0' && c <= '9') { /* a numeral: digits, then maybe '.' and digits */
+      while (s[e] >= '0' && s[e] <= '9') e++;
+      if (s[e] == '.')
+        for (e++; s[e] >= '0' && s[e] <= '9';) e++;
+      pg_lex_token(x, e - at, loc, val);
+      return ID;
+    }
+    if (dot_id_char(c)) {
+      while (e < n && dot_id_char(s[e])) e++;
+      size_t len = e - at;
+      pg_lex_token(x, len, loc, val);
+      const unsigned char *w = s + at;
+      switch (len) {
+      case 4: return dot_keyword(w, len, "node") ? NODE : dot_keyword(w, len, "edge") ? EDGE : ID;
+      case 5: return dot_keyword(w, len, "graph") ? GRAPH : ID;
+      case 6: return dot_keyword(w, len, "strict") ? STRICT : ID;
+      case 7: return dot_keyword(w, len, "digraph") ? DIGRAPH : ID;
+      case 8: return dot_keyword(w, len, "subgraph") ? SUBGRAPH : ID;
+      default: return ID;
+      }
+    }
+    YY_FLUSH_BUFFER;
+    x->in_pos = at;
+    yy_set_bol(at == 0 || s[at - 1] == '\n');
+    return dot_rules(val, loc, yyscanner);
+  }
+}
 
 /* flex allocates its own state and buffers through the compilation's arena. Each
  * block carries its size so that realloc can copy it; free is a no-op (the arena

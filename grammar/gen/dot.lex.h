@@ -732,7 +732,7 @@ extern int yylex \
 #undef yyTABLES_NAME
 #endif
 
-#line 97 "grammar/dot.l"
+#line 104 "grammar/dot.l"
 
 
 #line 739 "grammar/gen/dot.lex.h"

@@ -1818,18 +1818,24 @@ static const yy_state_type yy_NUL_trans[38] =
 /*
  * graph.l -- the scanner for pgcc's .graph format (docs/graph-format.md).
  * Reentrant, bison-bridge, locations; prefix "gf" so that it links beside dot.l.
+ *
+ * The rules below define the tokens.  gflex() (at the end) reads the classes that
+ * make up nearly all of a large file -- whitespace, comments, names, decimal
+ * integers, punctuation and arrows -- straight from the source, exactly as these
+ * rules match them, and hands anything else to the rules (gf_rules), as dot.l does.
  */
 #define YY_NO_INPUT 1
 
-#line 21 "grammar/graph.l"
+#line 26 "grammar/graph.l"
 #include "graph.tab.h"
 #define YYSTYPE GFSTYPE
 
 #define YY_INPUT(buf, result, max) ((result) = pg_lex_read(yyextra, (buf), (size_t)(max)))
 #define YY_USER_ACTION pg_lex_token(yyextra, (size_t)yyleng, yylloc, &yylval->str);
 #define YY_FATAL_ERROR(msg) PG_BUG(".graph scanner: %s", msg)
-#line 1832 "grammar/gen/graph.lex.c"
-#line 1833 "grammar/gen/graph.lex.c"
+#define YY_DECL static int gf_rules(GFSTYPE *yylval_param, PgLoc *yylloc_param, yyscan_t yyscanner)
+#line 1838 "grammar/gen/graph.lex.c"
+#line 1839 "grammar/gen/graph.lex.c"
 
 #define INITIAL 0
 
@@ -2093,10 +2099,10 @@ YY_DECL
 		}
 
 	{
-#line 34 "grammar/graph.l"
+#line 40 "grammar/graph.l"
 
 
-#line 2100 "grammar/gen/graph.lex.c"
+#line 2106 "grammar/gen/graph.lex.c"
 
 	while ( /*CONSTCOND*/1 )		/* loops until end-of-file is reached */
 		{
@@ -2129,34 +2135,34 @@ do_action:	/* This label is used only to access EOF actions. */
 case 1:
 /* rule 1 can match eol */
 YY_RULE_SETUP
-#line 36 "grammar/graph.l"
+#line 42 "grammar/graph.l"
 pg_lex_lines(yyextra, yytext, (size_t)yyleng);
 	YY_BREAK
 case 2:
 YY_RULE_SETUP
-#line 37 "grammar/graph.l"
+#line 43 "grammar/graph.l"
 ;
 	YY_BREAK
 case 3:
 YY_RULE_SETUP
-#line 38 "grammar/graph.l"
+#line 44 "grammar/graph.l"
 return ARROW;
 	YY_BREAK
 case 4:
 YY_RULE_SETUP
-#line 39 "grammar/graph.l"
+#line 45 "grammar/graph.l"
 return NAME;
 	YY_BREAK
 case 5:
 YY_RULE_SETUP
-#line 40 "grammar/graph.l"
+#line 46 "grammar/graph.l"
 return NUMBER;
 	YY_BREAK
 case 6:
-#line 42 "grammar/graph.l"
+#line 48 "grammar/graph.l"
 case 7:
 YY_RULE_SETUP
-#line 42 "grammar/graph.l"
+#line 48 "grammar/graph.l"
 { /* a number's start with no digits to end it ("1e+", "-."): a rule
                              * of its own, so that the scanner never backs up (flex -b) */
                               pg_error(yyextra->diag, *yylloc, "malformed number '%s'", yytext);
@@ -2166,12 +2172,12 @@ YY_RULE_SETUP
 	YY_BREAK
 case 8:
 YY_RULE_SETUP
-#line 48 "grammar/graph.l"
+#line 54 "grammar/graph.l"
 return STRING;
 	YY_BREAK
 case 9:
 YY_RULE_SETUP
-#line 49 "grammar/graph.l"
+#line 55 "grammar/graph.l"
 {
                               pg_error(yyextra->diag, *yylloc, "unterminated string");
                               yyextra->lex_error = true;
@@ -2180,12 +2186,12 @@ YY_RULE_SETUP
 	YY_BREAK
 case 10:
 YY_RULE_SETUP
-#line 54 "grammar/graph.l"
+#line 60 "grammar/graph.l"
 return yytext[0];
 	YY_BREAK
 case 11:
 YY_RULE_SETUP
-#line 55 "grammar/graph.l"
+#line 61 "grammar/graph.l"
 {
                               unsigned char c = (unsigned char)yytext[0];
                               if (c >= 0x20 && c < 0x7f)
@@ -2198,10 +2204,10 @@ YY_RULE_SETUP
 	YY_BREAK
 case 12:
 YY_RULE_SETUP
-#line 65 "grammar/graph.l"
+#line 71 "grammar/graph.l"
 YY_FATAL_ERROR( "flex scanner jammed" );
 	YY_BREAK
-#line 2205 "grammar/gen/graph.lex.c"
+#line 2211 "grammar/gen/graph.lex.c"
 			case YY_STATE_EOF(INITIAL):
 				yyterminate();
 
@@ -3307,8 +3313,71 @@ static int yy_flex_strlen (const char * s , yyscan_t yyscanner)
 
 #define YYTABLES_NAME "yytables"
 
-#line 65 "grammar/graph.l"
+#line 71 "grammar/graph.l"
 
+
+static bool gf_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static bool gf_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+static bool gf_letter(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+
+/* The scanner bison calls: the hot token classes matched here, each as its rule above
+ * matches it (longest match), with the same location and value (pg_lex_token, as
+ * YY_USER_ACTION), letting the text behind go as pg_lex_read does; anything else --
+ * strings, signed, hex, fractional or malformed numbers, errors -- goes to the rules,
+ * whose buffer is dropped and whose reading starts at the next token. */
+int gflex(GFSTYPE *val, PgLoc *loc, yyscan_t yyscanner) {
+  struct yyguts_t *yyg = (struct yyguts_t *)yyscanner;
+  PgLexState *x = yyextra;
+  const unsigned char *s = (const unsigned char *)x->src->text; /* two NULs after the end */
+  size_t n = x->src->len;
+  if (x->off >= x->released + 2 * PG_LEX_RELEASE_BEHIND) {
+    pg_arena_release_range(x->arena, x->src->text, x->released, x->off - PG_LEX_RELEASE_BEHIND);
+    x->released = x->off - PG_LEX_RELEASE_BEHIND;
+  }
+  for (;;) {
+    size_t at = x->off, e = at + 1;
+    if (at >= n) return 0;
+    unsigned char c = s[at];
+    if (gf_space(c)) { /* (its lines counted here: mostly a space or a newline or two) */
+      size_t nl = c == '\n', last = at;
+      for (; e < n && gf_space(s[e]); e++)
+        if (s[e] == '\n') nl++, last = e;
+      pg_lex_token(x, e - at, loc, &val->str);
+      if (nl) x->line += (int)nl, x->col = (int)(e - last); /* as pg_lex_lines */
+      continue;
+    }
+    if (c == '#') {
+      while (e < n && s[e] != '\n') e++;
+      pg_lex_token(x, e - at, loc, &val->str);
+      continue;
+    }
+    if (gf_letter(c)) {
+      while (gf_letter(s[e]) || gf_digit(s[e]) || s[e] == '.') e++;
+      pg_lex_token(x, e - at, loc, &val->str);
+      return NAME;
+    }
+    if (gf_digit(c) && c != '0') { /* digits, and nothing after them that a number rule goes on with */
+      while (gf_digit(s[e])) e++;
+      unsigned char d = s[e];
+      if (d != '.' && !gf_letter(d)) {
+        pg_lex_token(x, e - at, loc, &val->str);
+        return NUMBER;
+      }
+    } else if (c == '0' && s[e] != '.' && s[e] != 'x' && s[e] != 'X' && !gf_letter(s[e]) && !gf_digit(s[e])) {
+      pg_lex_token(x, 1, loc, &val->str); /* 0 alone */
+      return NUMBER;
+    } else if (c == '-' && s[e] == '>') {
+      pg_lex_token(x, 2, loc, &val->str);
+      return ARROW;
+    } else if (c == '{' || c == '}' || c == '[' || c == ']' || c == ';' || c == ',' || c == '+' || c == ':') {
+      pg_lex_token(x, 1, loc, &val->str);
+      return c;
+    }
+    YY_FLUSH_BUFFER;
+    x->in_pos = at;
+    return gf_rules(val, loc, yyscanner);
+  }
+}
 
 /* Allocation through the arena, as in dot.l. */
 void *gfalloc(yy_size_t n, yyscan_t s) {

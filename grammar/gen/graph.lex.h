@@ -731,7 +731,7 @@ extern int yylex \
 #undef yyTABLES_NAME
 #endif
 
-#line 65 "grammar/graph.l"
+#line 71 "grammar/graph.l"
 
 
 #line 738 "grammar/gen/graph.lex.h"
