@@ -188,7 +188,9 @@ def prove_irrelevant(replayer, suspects, name_of, words=None):
         if replayer.replay_params({}) != reference:
             return [f"{len(suspects)} kernel nodes have parameter bytes that change between the captures and are no "
                     "address, but two plain replays of the graph already differ (a kernel that is not "
-                    "deterministic): they cannot be proven irrelevant"]
+                    "deterministic: atomic adds, as scatter_add and index_add make, or a library's reduction): "
+                    "they cannot be proven irrelevant; torch.use_deterministic_algorithms(True) before the "
+                    "callable first runs may make its replays agree (not tried by pgcc)"]
         bad = []
         for fill, how in ((0x00, "zeroed"), (POISON, "poisoned")):
             together = {i: _filled(base_bytes(replayer, i), r, fill) for i, r in suspects.items()}

@@ -210,3 +210,14 @@ def test_bytes_as_launched_by_node_where_the_launches_differ():
     assert launch_time_bytes(cap, 0, [(8, addr, 16)]) is None
     assert launch_time_bytes(cap, 0, [(8, addr + 8, 16)]) is None  # (never seen at a launch)
     assert holds_word(word, addr) and not holds_word(b"x" + word[:-1], addr)
+
+
+def test_replays_that_already_differ_cannot_prove_bytes_irrelevant():
+    class Noisy(FakeReplayer):
+        def replay_params(self, changed):
+            got = super().replay_params(changed)
+            return got + [bytes([self.calls % 256])]  # (an atomic add's order: another result each replay)
+    r = Noisy({0: [0]})
+    (problem,) = prove_irrelevant(r, {1: ranges(8)}, lambda i: f"k{i}")
+    assert "two plain replays of the graph already differ" in problem
+    assert "use_deterministic_algorithms(True)" in problem
