@@ -41,14 +41,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   if (size > 1 << 20) return 0;
   static FILE *devnull;
   if (!devnull) devnull = fopen("/dev/null", "w");
-  /* text only, as pg_source_load insists: the same checks, on the bytes */
-  for (size_t i = 0; i < size; i++) {
-    unsigned char c = data[i];
-    if (c == 0 || (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') || c == 0x7f) return 0;
-  }
-  char *text = malloc(size + 1);
-  memcpy(text, data, size);
-  text[size] = 0;
+  char *text = fuzz_text(data, size);
+  if (!text) return 0;
 
   PgArena *a = pg_arena_new();
   PgDiag d = {.out = devnull, .max_errors = 20};

@@ -287,13 +287,19 @@ static void weight_tensor(const pgrt_field *f, pgrt_host_tensor *t) {
   t->size = f->size;
 }
 
-pgrt_status pgrt_weights_save(const char *path, const pgrt_program_info *info, const void *weights) {
+/* What pgrt_weights_save and _restore check first: their arguments, and the driver. */
+static pgrt_status weights_file_args(const char *who, const char *path, const pgrt_program_info *info,
+                                     const void *weights) {
   if (!path || !info || (info->n_weights && !weights))
-    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_weights_save: null path, program info or weights");
+    return pgrt_fail(PGRT_ERR_ARGUMENT, "%s: null path, program info or weights", who);
   const char *why = pgrt_driver_open();
-  if (why) return pgrt_fail(PGRT_ERR_DRIVER, "%s", why);
+  return why ? pgrt_fail(PGRT_ERR_DRIVER, "%s", why) : PGRT_OK;
+}
+
+pgrt_status pgrt_weights_save(const char *path, const pgrt_program_info *info, const void *weights) {
+  pgrt_status st = weights_file_args("pgrt_weights_save", path, info, weights);
+  if (st != PGRT_OK) return st;
   int n = info->n_weights;
-  pgrt_status st = PGRT_OK;
   char *tmp = malloc(strlen(path) + 32);
   pgrt_host_tensor *t = calloc(n ? (size_t)n : 1, sizeof *t);
   if (!tmp || !t) {
@@ -328,12 +334,9 @@ out:
 }
 
 pgrt_status pgrt_weights_restore(const char *path, const pgrt_program_info *info, const void *weights) {
-  if (!path || !info || (info->n_weights && !weights))
-    return pgrt_fail(PGRT_ERR_ARGUMENT, "pgrt_weights_restore: null path, program info or weights");
-  const char *why = pgrt_driver_open();
-  if (why) return pgrt_fail(PGRT_ERR_DRIVER, "%s", why);
+  pgrt_status st = weights_file_args("pgrt_weights_restore", path, info, weights);
+  if (st != PGRT_OK) return st;
   int n = info->n_weights;
-  pgrt_status st = PGRT_OK;
   pgrt_host_tensor *t = calloc(n ? (size_t)n : 1, sizeof *t);
   if (!t) return pgrt_fail(PGRT_ERR_MEMORY, "out of host memory");
   /* every tensor read and checked first: a file that does not fit changes nothing */
@@ -342,7 +345,7 @@ pgrt_status pgrt_weights_restore(const char *path, const pgrt_program_info *info
     pgrt_host_tensor want;
     weight_tensor(f, &want);
     if ((st = pgrt_tensor_read(path, want.name, &t[i])) != PGRT_OK) goto out;
-    if (t[i].size != f->size || (strcmp(t[i].dtype, want.dtype) != 0 && strcmp(t[i].dtype, "U8") != 0)) {
+    if (t[i].size != f->size || strcmp(t[i].dtype, want.dtype) != 0) { /* (as pgrt_weights_save writes it) */
       st = pgrt_fail(PGRT_ERR_ARGUMENT, "'%s': tensor '%s' is %llu bytes of %s, the program's weight %zu bytes of %s",
                      path, want.name, (unsigned long long)t[i].size, t[i].dtype, f->size, want.dtype);
       goto out;

@@ -94,8 +94,9 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
 # them (PyTorch: locals of the call), read when the kernel runs; in a CUDA graph, at every
 # replay, long after the call.  PyTorch's own capture of a GPT-2 step with foreach AdamW
 # replayed to states 0.61 (relative) from the compiled step's after one step
-# (docs/training.md); DISABLE_ADDMM_CUDA_LT=1 made that
-# step export bit-identical, and cuBLAS without a workspace a Llama step's.
+# (docs/training.md).  Before pgcc read these bytes at launch (module_watch.py),
+# DISABLE_ADDMM_CUDA_LT=1 made that step export bit-identical, and cuBLAS without a
+# workspace a Llama step's: the hint is for what the launch-time bytes cannot mend.
 LIBRARY_HINTS = (
     ("splitKreduce", "; it is cuBLASLt's split-K reduction of a matmul, which reads alpha and beta through "
                      "pointers to the caller's host memory, valid only during the call (a CUDA graph of it, "
@@ -109,8 +110,6 @@ LIBRARY_HINTS = (
 def library_hint(symbol):
     """What LIBRARY_HINTS says of a kernel of this symbol (with its leading "; "), or ""."""
     return next((hint for piece, hint in LIBRARY_HINTS if piece in symbol), "")
-
-
 
 
 FILLS = (0x00, 0xA5)  # what the copies hold instead of the host bytes, to tell a word read through

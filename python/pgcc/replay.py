@@ -139,13 +139,6 @@ class Replayer:
         self._held.close()
 
 
-def base_bytes(replayer, i):
-    """Node i's parameter bytes as the replayer runs it (Replayer.base; capture A's for a
-    stand-in without one)."""
-    base = getattr(replayer, "base", None)
-    return base(i) if base else replayer.cap.nodes[i]["bytes"]
-
-
 def _filled(blob, ranges, fill):
     out = bytearray(blob)
     for at, n, _ in ranges:
@@ -157,7 +150,7 @@ def narrow(replayer, i, ranges, fill, reference):
     """The fewest of node i's ranges whose filling with fill alone changes the results,
     found by halving (what a message names: of 200 stale words in a multi-tensor table,
     the two a kernel reads).  Where neither half alone changes them, both are kept."""
-    blob = base_bytes(replayer, i)
+    blob = replayer.base(i)
 
     def differs(rs):
         return replayer.replay_params({i: _filled(blob, rs, fill)}) != reference
@@ -181,7 +174,6 @@ def prove_irrelevant(replayer, suspects, name_of, words=None):
     the fewest ranges that change the results (narrow)."""
     if not suspects:
         return []
-    nodes = replayer.cap.nodes
     shown = (lambda i, at, n: f" [{words(i, at, n)}]") if words else (lambda i, at, n: "")
     try:
         reference = replayer.replay_params({})
@@ -193,7 +185,7 @@ def prove_irrelevant(replayer, suspects, name_of, words=None):
                     "callable first runs may make its replays agree (not tried by pgcc)"]
         bad = []
         for fill, how in ((0x00, "zeroed"), (POISON, "poisoned")):
-            together = {i: _filled(base_bytes(replayer, i), r, fill) for i, r in suspects.items()}
+            together = {i: _filled(replayer.base(i), r, fill) for i, r in suspects.items()}
             if replayer.replay_params(together) == reference:
                 continue
             for i, r in suspects.items():  # which nodes: one at a time

@@ -170,12 +170,13 @@ done
 # ways.  No kernel of it has a host version (FAKECUDA_KERNELS=skip: none runs), so its
 # results are not checked here; what is, is every launch's parameters: none may point
 # into freed memory, as one libpgrt failed to patch would.
+deploy_build() { # dir, export, name: examples/deploy built for the export in $F/dir, against libpgrt.a
+  rm -rf "$F/$1" && mkdir -p "$F/$1" && cp examples/deploy/deploy.c examples/deploy/Makefile "$F/$1/"
+  make -s -C "$F/$1" EXPORT="$PWD/$2" NAME="$3" PGCC="$PWD/$B/pgcc" CC=gcc PKG_CONFIG=true \
+    PGRT_CFLAGS="-I$PWD/runtime -I$CUDA_HOME/include" EXTRA_CFLAGS="-Werror -pedantic ${SAN_FLAGS:-}" \
+    LDFLAGS="${SAN_FLAGS:-}" PGRT_LIBS="$PWD/$B/libpgrt.a -ldl -pthread" deploy >/dev/null; }
 E=tests/corpus/export/llama_tiny_bf16
-rm -rf "$F/deploy" && mkdir -p "$F/deploy" && cp examples/deploy/deploy.c examples/deploy/Makefile "$F/deploy/"
-make -s -C "$F/deploy" EXPORT="$PWD/$E" NAME=llama_tiny_bf16 PGCC="$PWD/$B/pgcc" CC=gcc PKG_CONFIG=true \
-  PGRT_CFLAGS="-I$PWD/runtime -I$CUDA_HOME/include" EXTRA_CFLAGS="-Werror -pedantic ${SAN_FLAGS:-}" LDFLAGS="${SAN_FLAGS:-}" \
-  PGRT_LIBS="$PWD/$B/libpgrt.a -ldl -pthread" \
-  deploy >/dev/null
+deploy_build deploy $E llama_tiny_bf16
 # deploy calls the driver through libpgrt's table (pgrt_cuda): it does not link libcuda,
 # and reaches the double through PGRT_LIBCUDA alone
 ! ldd "$F/deploy/deploy" | grep -q libcuda || { ldd "$F/deploy/deploy"; echo "FAIL: examples/deploy links libcuda"; exit 1; }
@@ -193,11 +194,7 @@ done
 # deploy says so and exits 1 having freed the weights' block and all else it held; a
 # block left allocated fails the process at exit (status 4, the double's leak check)
 E=tests/corpus/export/mlp_small
-rm -rf "$F/deploy_mlp" && mkdir -p "$F/deploy_mlp" && cp examples/deploy/deploy.c examples/deploy/Makefile "$F/deploy_mlp/"
-make -s -C "$F/deploy_mlp" EXPORT="$PWD/$E" NAME=mlp_small PGCC="$PWD/$B/pgcc" CC=gcc PKG_CONFIG=true \
-  PGRT_CFLAGS="-I$PWD/runtime -I$CUDA_HOME/include" EXTRA_CFLAGS="-Werror -pedantic ${SAN_FLAGS:-}" LDFLAGS="${SAN_FLAGS:-}" \
-  PGRT_LIBS="$PWD/$B/libpgrt.a -ldl -pthread" \
-  deploy >/dev/null
+deploy_build deploy_mlp $E mlp_small
 st=0
 PGRT_LIB_CUBLASLT=/nonexistent/libcublasLt.so.13 "$F/deploy_mlp/deploy" $E/mlp_small.safetensors \
   $E/mlp_small.io.safetensors "$F/deploy_mlp/out.safetensors" >"$F/run.log" 2>&1 || st=$?

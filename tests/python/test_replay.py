@@ -25,6 +25,9 @@ class FakeReplayer:
         self.reads, self.together, self.calls = reads, together, 0
         self.labels = ["output 0", "weight w"]
 
+    def base(self, i):
+        return self.cap.nodes[i]["bytes"]
+
     def replay_params(self, changed):
         self.calls += 1
         blob = {i: changed.get(i, n["bytes"]) for i, n in enumerate(self.cap.nodes)}

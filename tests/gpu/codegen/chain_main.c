@@ -114,6 +114,16 @@ int main(int argc, char **argv) {
     int refused = bad == PGRT_ERR_ARGUMENT && strstr(why, "'b'") && !memcmp(w2, w, sizeof w);
     printf("weights saved to %s and restored: %s; a file without 'b' %s (%s)\n", path, same ? "the same" : "DIFFERENT",
            refused ? "changes nothing" : "WAS NOT REFUSED", why);
+    /* nor does one whose 'b' has the size but another dtype */
+    pgrt_host_tensor both[2] = {only_w, {.name = "b", .dtype = "I32", .ndim = 1, .shape = {N}, .size = sizeof b,
+                                          .data = w}};
+    PGRT(pgrt_tensors_write(other, both, 2));
+    bad = pgrt_weights_restore(other, chain_info(), &weights);
+    why = pgrt_error();
+    CHECK(cuMemcpyDtoH(w2, weights.w, sizeof w));
+    int refused_dtype = bad == PGRT_ERR_ARGUMENT && strstr(why, "I32") && !memcmp(w2, w, sizeof w);
+    printf("a file whose 'b' is I32 %s (%s)\n", refused_dtype ? "changes nothing" : "WAS NOT REFUSED", why);
+    refused = refused && refused_dtype;
     pgrt_host_tensor_free(&t);
     if (!same || !refused) failed = 1;
   }
