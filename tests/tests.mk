@@ -131,7 +131,9 @@ build/fuzz/seeds.stamp: $(FUZZ_SEEDS) $(B)/pgcc
 
 # fuzz_pgrt (fuzz/fuzz_pgrt.c): libpgrt's host side, built with the sanitizers, over the
 # tables of chain.graph's generated C, edited as each input says, run against the CPU
-# double of the driver (tests/fakecuda), which it loads through PGRT_LIBCUDA
+# double of the driver (tests/fakecuda), which it loads through PGRT_LIBCUDA; campaigns
+# give the double a 16 MiB device, so that a table's huge size fails at once instead of
+# being allocated and poisoned (the kept inputs replay on the usual 80 GiB)
 .PHONY: fuzz-pgrt check-fuzz-pgrt
 FUZZ_RT_SRCS = $(patsubst $(B)/rt/%.o,runtime/%.c,$(filter-out $(B)/rt/own_cubins.o,$(RT_OBJS))) $(B)/rt/own_cubins.c
 build/fuzz/chain.c: tests/gpu/codegen/chain.graph tests/gpu/codegen/chain.cu $(B)/pgcc
@@ -153,7 +155,7 @@ build/fuzz/pgrt_seeds.stamp: $(wildcard tests/fuzz/pgrt_*)
 fuzz-pgrt: build/fuzz/fuzz_pgrt build/fuzz/pgrt_seeds.stamp
 	@mkdir -p build/fuzz/corpus/fuzz_pgrt build/fuzz/pgrt_cache
 	@echo "== fuzz_pgrt for $(FUZZ_SECONDS) s"
-	@PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
+	@FAKECUDA_DEVICE_MEMORY=16777216 PGRT_LIBCUDA=$$PWD/build/fuzz/libcuda.so.1 PGRT_CACHE=$$PWD/build/fuzz/pgrt_cache \
 	  build/fuzz/fuzz_pgrt -max_total_time=$(FUZZ_SECONDS) -max_len=512 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/artifacts/fuzz_pgrt- build/fuzz/corpus/fuzz_pgrt build/fuzz/pgrt_seeds 2>&1 \
 	    | grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|Done|==[0-9]+==ERROR|SUMMARY)" || true

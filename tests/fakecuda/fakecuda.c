@@ -28,7 +28,7 @@
  *   in the executable graph; copies and memsets patched in a graph only when one-
  *   dimensional; the node kinds conditional bodies may hold; a device-side parameter
  *   update only on a device-updatable node, inside its parameters; memory: 80 GiB
- *   of device memory (cuMemGetInfo counts it), and none left allocated (or a
+ *   of device memory, or FAKECUDA_DEVICE_MEMORY bytes (cuMemGetInfo counts it), and none left allocated (or a
  *   virtual memory handle unreleased) at exit
  *   (the process then exits with status 4, saying how much); no launch with a
  *   parameter that points into freed memory (freed memory waits in a quarantine, so
@@ -131,12 +131,25 @@ static void on_segv(int sig) {
   _exit(3);
 }
 
+/* the double's device: 80 GiB, as an H100's, or FAKECUDA_DEVICE_MEMORY bytes (the fuzz
+ * target's smaller device, where a table's huge size fails at once instead of being
+ * allocated and poisoned) */
+static unsigned long long device_memory = 80ull << 30;
+#define DEVICE_MEMORY device_memory
+
 CUresult cuInit(unsigned int flags) {
   LOCK();
   if (flags) return CUDA_ERROR_INVALID_VALUE;
   const char *k = getenv("FAKECUDA_KERNELS");
   own_only = k && strcmp(k, "own") == 0;
   skip_unknown = own_only || (k && strcmp(k, "skip") == 0);
+  const char *m = getenv("FAKECUDA_DEVICE_MEMORY");
+  if (m && *m) {
+    char *end;
+    unsigned long long bytes = strtoull(m, &end, 0);
+    if (*end || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    device_memory = bytes;
+  }
   initialized = 1;
   return CUDA_SUCCESS;
 }
@@ -264,7 +277,29 @@ typedef struct Phys { /* a handle of the virtual memory calls (below) */
   struct Phys *next;
 } Phys;
 static Phys *handles; /* cuMemCreate's, not yet released */
-#define DEVICE_MEMORY (80ull << 30) /* the double's device: 80 GiB, as an H100's */
+
+/* An allocation's bytes.  Device memory is mapped from the system, its last byte
+ * against a page that faults (a kernel reaching past its buffer stops there); pinned
+ * host memory, which host code touches, comes from malloc, whose redzones ASan
+ * checks.  Neither device blocks nor the quarantine's records below are malloc'd: the
+ * fuzz targets' leak check runs after every input that kept more blocks than it freed,
+ * and scanned the whole heap (NVRTC's among it) each time. */
+static size_t page_bytes(size_t n) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  return (n + page - 1) / page * page;
+}
+static void *block_alloc(size_t n, int host) {
+  if (host) return aligned_alloc(256, n);
+  size_t mapped = page_bytes(n) + page_bytes(1);
+  char *p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  if (mprotect(p + page_bytes(n), page_bytes(1), PROT_NONE)) return munmap(p, mapped), NULL;
+  return p + page_bytes(n) - n; /* n is a multiple of 256: so is this */
+}
+static void block_free(void *p, size_t n, int host) {
+  if (host) free(p);
+  else munmap((char *)p + n - page_bytes(n), page_bytes(n) + page_bytes(1));
+}
 
 static CUresult alloc(void **p, size_t size, int host) {
   if (!host && size > DEVICE_MEMORY - device_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -272,8 +307,9 @@ static CUresult alloc(void **p, size_t size, int host) {
                                                                          no wrap to a small block below) */
   Alloc *a = calloc(1, sizeof *a);
   size_t rounded = (size + 255) / 256 * 256;
-  if (!a || !(a->p = aligned_alloc(256, rounded ? rounded : 256))) return free(a), CUDA_ERROR_OUT_OF_MEMORY;
-  memset(a->p, 0xff, rounded ? rounded : 256);
+  if (!rounded) rounded = 256;
+  if (!a || !(a->p = block_alloc(rounded, host))) return free(a), CUDA_ERROR_OUT_OF_MEMORY;
+  memset(a->p, 0xff, rounded);
   a->size = size, a->host = host, a->next = allocs, allocs = a;
   if (!host) device_bytes += size;
   *p = a->p;
@@ -282,10 +318,28 @@ static CUresult alloc(void **p, size_t size, int host) {
 
 /* Freed memory waits in a quarantine (its bytes 0xfe) before it goes back to the host,
  * so that a later allocation does not get its addresses: a kernel parameter that
- * still points into it is a pointer libpgrt failed to replace (audit, below). */
-#define QUARANTINE_BYTES (256u << 20)
-static Alloc *quarantine;
+ * still points into it is a pointer libpgrt failed to replace (audit, below).  The
+ * quarantine is a ring of the last QUARANTINE_COUNT blocks freed, at most
+ * QUARANTINE_BYTES of them (a smaller device's, less). */
+typedef struct Freed {
+  void *p;
+  size_t size; /* as asked */
+  int host;
+} Freed;
+enum { QUARANTINE_COUNT = 1024 };
+#define QUARANTINE_BYTES (device_memory < (1ull << 30) ? device_memory / 4 : 256u << 20)
+static Freed quarantine[QUARANTINE_COUNT];
+static unsigned quarantine_first, quarantine_count; /* the oldest, and how many */
 static size_t quarantined;
+
+static size_t rounded_bytes(size_t size) { return size ? (size + 255) / 256 * 256 : 256; }
+
+static void quarantine_drop_oldest(void) {
+  Freed *f = &quarantine[quarantine_first];
+  block_free(f->p, rounded_bytes(f->size), f->host);
+  quarantined -= f->size;
+  quarantine_first = (quarantine_first + 1) % QUARANTINE_COUNT, quarantine_count--;
+}
 
 static CUresult release(void *p, int host, const char *call) {
   for (Alloc **a = &allocs; *a; a = &(*a)->next)
@@ -294,22 +348,22 @@ static CUresult release(void *p, int host, const char *call) {
       *a = dead->next;
       if (!host) device_bytes -= dead->size;
       memset(dead->p, 0xfe, dead->size);
-      dead->next = quarantine, quarantine = dead, quarantined += dead->size;
-      while (quarantined > QUARANTINE_BYTES) { /* the oldest go back */
-        Alloc **last = &quarantine;
-        while ((*last)->next) last = &(*last)->next;
-        quarantined -= (*last)->size;
-        free((*last)->p), free(*last), *last = NULL;
-      }
+      if (quarantine_count == QUARANTINE_COUNT) quarantine_drop_oldest();
+      quarantine[(quarantine_first + quarantine_count++) % QUARANTINE_COUNT] = (Freed){dead->p, dead->size, host};
+      quarantined += dead->size;
+      free(dead);
+      while (quarantined > QUARANTINE_BYTES && quarantine_count > 1) quarantine_drop_oldest();
       return CUDA_SUCCESS;
     }
   return refuse(CUDA_ERROR_INVALID_VALUE, call, "%p was not allocated so", p);
 }
 
-/* The freed allocation holding address v, NULL if none. */
-static const Alloc *freed_at(uint64_t v) {
-  for (const Alloc *a = quarantine; a; a = a->next)
-    if (v >= (uintptr_t)a->p && v - (uintptr_t)a->p < a->size) return a;
+/* The freed block holding address v, NULL if none. */
+static const Freed *freed_at(uint64_t v) {
+  for (unsigned i = 0; i < quarantine_count; i++) {
+    const Freed *f = &quarantine[(quarantine_first + i) % QUARANTINE_COUNT];
+    if (v >= (uintptr_t)f->p && v - (uintptr_t)f->p < f->size) return f;
+  }
   return NULL;
 }
 
@@ -363,11 +417,7 @@ __attribute__((destructor)) static void fake_exit(void) {
   size_t n = 0, bytes = 0;
   for (Alloc *a = allocs; a; a = a->next) n++, bytes += a->size;
   for (Phys *ph = handles; ph; ph = ph->next) n++, bytes += ph->size;
-  while (quarantine) {
-    Alloc *a = quarantine;
-    quarantine = a->next;
-    free(a->p), free(a);
-  }
+  while (quarantine_count) quarantine_drop_oldest();
   if (skipped) fprintf(stderr, "fakecuda: %ld launches of kernels without a host version skipped (FAKECUDA_KERNELS=%s)\n", skipped,
                        own_only ? "own" : "skip");
   if (loads_without_context)
@@ -960,7 +1010,7 @@ static int audit(const struct CUkern_st *k, const unsigned char *params) {
   for (uint32_t at = 0; at + 8 <= k->bytes; at += 4) {
     uint64_t v;
     memcpy(&v, params + at, 8);
-    const Alloc *a = freed_at(v);
+    const Freed *a = freed_at(v);
     if (a) {
       fprintf(stderr, "fakecuda: kernel '%s': parameter bytes %u..%u hold %#llx, inside %zu bytes at %p that were freed "
               "(an address from an earlier call, not replaced)\n", k->name, at, at + 8, (unsigned long long)v, a->size, a->p);
