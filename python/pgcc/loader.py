@@ -23,7 +23,7 @@ from .errors import ArgumentError, ExportError, RunError
 from .program_info import (PGRT_FIELD_HOST_FN, PGRT_FIELD_INOUT, PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_SCALAR,
                            PGRT_FIELD_WEIGHT, ROLE_NAMES, Dim, Field, PgrtComm, PgrtDim, PgrtField, PgrtInitStats,
                            PgrtProgramInfo, PgrtRunStats, read_info)
-from .structure import flat_as_called, flatten, unflatten
+from .structure import builder, flat_as_called, flatten
 from .toolchain import build_program
 
 __all__ = ["Dim", "export_name", "Field", "flat_as_called", "load", "read_report", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
@@ -82,8 +82,9 @@ class Program:
         # outputs that are an input, an earlier output or a weight, or views of them: returned so
         self.aliases = None if self.dims else recorded(report.get("structure"), len(self.outputs))
         st = (report.get("structure") or None) if structured else None
-        self.structure = None if st is None or flat_as_called(st) else st
+        self.use_structure(st)
         self._plans = {}  # (bucket calls: _plan's answer per set of input shapes)
+        self._makers = None  # (new_outputs without buckets: how each output is made)
         self.size_fields = [f for f in self.fields if f.role == "size"]
         self.device = torch.device(device if device is not None else "cuda")
         if self.device.index is None:
@@ -123,6 +124,12 @@ class Program:
             self.lib.pgrt_rng_get.argtypes = [C.c_void_p, C.POINTER(C.c_uint64), C.POINTER(C.c_uint64)]
             torch.cuda.init()  # (the default generators exist once CUDA is)
             self.generator = torch.cuda.default_generators[self.device.index]
+
+    def use_structure(self, st):
+        """Calls take and return structure st (an export's recorded "structure"; None or a
+        flat one: flat tensors), its outputs' builder made once (structure.builder)."""
+        self.structure = None if st is None or flat_as_called(st) else st
+        self._outputs_of = builder(self.structure["outputs"]) if self.structure else None
 
     def set_rng_state(self, seed, offset):
         """Sets the seed and Philox offset the next call draws from, in libpgrt (for a
@@ -238,6 +245,10 @@ class Program:
         """Fresh tensors for the outputs, as the export recorded them (at buckets ks, one
         index per bucket dimension, where the program has them)."""
         torch = self.torch
+        if not self.dims:  # (the same every call: how each is made, worked out once)
+            if self._makers is None:
+                self._makers = [self._maker(f) for f in self.outputs]
+            return [make(*a, **kw) for make, a, kw in self._makers]
         outs = []
         for f in self.outputs:
             dt = torch_dtype(f.dtype) if f.dtype else None
@@ -249,6 +260,16 @@ class Program:
                 outs.append(torch.empty(f.shape_at(self.dims, ks) if f.dims else f.shape, dtype=dt,
                                         device=self.device))
         return outs
+
+    def _maker(self, f):
+        """(function, arguments, keywords) making a fresh tensor for output f (no buckets)."""
+        torch = self.torch
+        dt = torch_dtype(f.dtype) if f.dtype else None
+        if dt is None or f.shape is None:
+            return torch.empty, (f.size,), {"dtype": torch.uint8, "device": self.device}
+        if f.stride is not None:
+            return torch.empty_strided, (tuple(f.shape), tuple(f.stride)), {"dtype": dt, "device": self.device}
+        return torch.empty, (tuple(f.shape),), {"dtype": dt, "device": self.device}
 
     def buckets(self, inputs):
         """For a program with bucket dimensions: (the size of each, as the inputs' shapes
@@ -266,9 +287,10 @@ class Program:
                                         f"{x.shape[i]}, another input's is {sizes[d]}")
         return sizes, [choose(d.values, n, d.pad) for d, n in zip(self.dims, sizes)]
 
-    def args(self, inputs, outputs, sizes=(), ks=None):
-        """NAME_args for these inputs and outputs (checked; at buckets ks, where the
-        program has them, and sizes its bucket dimensions' sizes), as a ctypes buffer."""
+    def args(self, inputs, outputs, sizes=(), ks=None, made=False):
+        """NAME_args for these inputs and outputs (checked, but for outputs new_outputs
+        made: made; at buckets ks, where the program has them, and sizes its bucket
+        dimensions' sizes), as a ctypes buffer."""
         if len(inputs) != len(self.inputs):
             raise ArgumentError(f"{self.name}: takes {len(self.inputs)} inputs "
                                 f"({', '.join(f.name for f in self.inputs)}), got {len(inputs)}")
@@ -289,12 +311,9 @@ class Program:
             else:  # (no elements: no address; the arena's stands in, its kernels read nothing there)
                 struct.pack_into("<Q", buf, f.offset, x.data_ptr() or self.arena.data_ptr())
         for i, (f, o) in enumerate(zip(self.outputs, outputs)):
-            if f.dims:
-                shape = f.shape_at(self.dims, ks)
-                if not self._fine(f, o, shape):
-                    self._check(f, o, f"out[{i}]", shape)
-            elif not self._fine(f, o):
-                self._check(f, o, f"out[{i}]")
+            shape = f.shape_at(self.dims, ks) if f.dims else None
+            if not made and not self._fine(f, o, shape):
+                self._check(f, o, f"out[{i}]", shape)
             struct.pack_into("<Q", buf, f.offset, o.data_ptr() or self.arena.data_ptr())
         for f, n in zip(self.size_fields, sizes):
             struct.pack_into("<q", buf, f.offset, n)
@@ -395,7 +414,7 @@ class Program:
                 raise ArgumentError(f"{self.name}: takes arguments structured as {self.structure['inputs']}, "
                                 f"got {spec}")
             got = self._call(leaves, out)
-            return unflatten(self.structure["outputs"], list(got) if isinstance(got, tuple) else [got])
+            return self._outputs_of(got if isinstance(got, tuple) else (got,))
         return self._call(inputs, out)
 
     def _call(self, inputs, out=None):
@@ -405,7 +424,7 @@ class Program:
             outs = self.new_outputs()
         else:
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        self.run(self.args(list(inputs), outs))
+        self.run(self.args(list(inputs), outs, made=out is None))
         if self.aliases:
             outs = self._aliased(inputs, outs)
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -3,6 +3,7 @@ ModelOutput-like OrderedDict subclass, dicts, namedtuples, nested tuples and lis
 Python numbers) flattened to their tensors and a JSON spec, rebuilt from the spec alone
 (after a JSON round trip: no pickle); the example inputs checked before anything runs,
 with stand-ins for torch's tensors."""
+import dataclasses
 import json
 from collections import OrderedDict, namedtuple
 
@@ -11,7 +12,7 @@ import pytest
 from pgcc.errors import ArgumentError, ExportError
 from pgcc.call_args import contiguous_strides
 from pgcc.example_inputs import FlatCall, as_exported, check_inputs, flat_inputs, overlapping
-from pgcc.structure import class_path, flatten, unflatten
+from pgcc.structure import builder, class_path, flatten, unflatten
 
 
 class T:
@@ -199,7 +200,7 @@ def test_a_loaded_program_takes_and_returns_the_recorded_structure():
     p.torch, p.name = FakeTorch, "m"
     args_spec = flatten((T("x"), {"mask": T("m")}), is_t, numbers="leaf")[1]
     out_spec = flatten(Output(logits=T("a"), hidden=None, n=3), is_t)[1]
-    p.structure = json.loads(json.dumps({"inputs": args_spec, "outputs": out_spec}))
+    p.use_structure(json.loads(json.dumps({"inputs": args_spec, "outputs": out_spec})))
     seen = []
 
     def flat_call(inputs, out=None):
@@ -240,3 +241,62 @@ def test_inputs_as_exported_a_0d_cpu_tensor_moved_an_expanded_one_copied():
     leaves, spec = flat_inputs(torch, (x, {"temperature": t}))
     assert [v.name for v in leaves] == ["x", "t@cuda:1"] and spec == ["tuple", [["leaf"], ["dict", [
         ["temperature", ["leaf"]]]]]]
+
+
+@dataclasses.dataclass
+class DataOutput(OrderedDict):
+    """Like transformers' ModelOutput to the letter: a dataclass over an OrderedDict whose
+    __post_init__ makes its fields that are not None its items, and whose item and
+    attribute writes go to both.  made: how many times its constructor ran."""
+    logits: object = None
+    past_key_values: object = None
+    hidden_states: object = None
+    made = 0
+
+    def __post_init__(self):
+        type(self).made += 1
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+
+@dataclasses.dataclass
+class OddOutput(DataOutput):
+    """One whose constructor does more than fill its fields: an extra item."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self["extra"] = 1
+
+
+def test_a_dataclass_mapping_is_filled_in_once_shown_the_same_as_its_constructor():
+    spec = json.loads(json.dumps(flatten(DataOutput(logits=T("l"), past_key_values=(T("k"), T("v"))), is_t)[1]))
+    build = builder(spec)
+    DataOutput.made = 0
+    leaves = [[T(f"l{i}"), T(f"k{i}"), T(f"v{i}")] for i in range(3)]
+    got = [build(ls) for ls in leaves]
+    assert DataOutput.made == 1  # (the first call, compared with the filled-in one; then no constructor)
+    for (l, k, v), o in zip(leaves, got):
+        assert type(o) is DataOutput and list(o.keys()) == ["logits", "past_key_values"]
+        assert o.logits is l and o["logits"] is l and o.past_key_values == (k, v) and o["past_key_values"] == (k, v)
+        assert o.hidden_states is None and "hidden_states" not in o
+
+
+def test_a_mapping_whose_constructor_differs_keeps_its_constructor():
+    build = builder(["class", f"{__name__}.OddOutput", "mapping", [["logits", ["leaf"]]]])
+    got = [build([T(str(i))]) for i in range(3)]
+    assert all(list(o.keys()) == ["logits", "extra"] for o in got)
+
+
+def test_a_builder_counts_its_leaves():
+    build = builder(["tuple", [["leaf"], ["none"], ["list", [["leaf"]]]]])
+    assert build("ab") == ("a", None, ["b"])
+    with pytest.raises(ExportError, match="more values than the program gave"):
+        build("a")
+    with pytest.raises(ExportError, match="the program gave more values"):
+        build("abc")
