@@ -3,7 +3,8 @@ torch.compile, under torch.compile(mode="reduce-overhead") (CUDA Graph Trees), a
 manual capture of the compiled program replayed (the same kernels in one graph with
 nothing moving: the floor), and as pgcc's export run from C through libpgrt.
 
-    PYTHONPATH=python:. python3 bench/zoo_timing.py [--rounds 5] [--iters 50] [--out DIR] [--cache DIR] PATTERN ...
+    PYTHONPATH=python:. python3 bench/zoo_timing.py [--rounds 5] [--iters 50] [--out DIR] [--cache DIR]
+        [--setup-jobs N] PATTERN ...
 
 PATTERN "breaks:*" takes the programs with host reads of tests/models/breaks_models.py (no manual
 capture for those: they cannot be captured whole; reduce-overhead runs them as several
@@ -49,7 +50,11 @@ time each way's kernels, copies and memsets take, side by side per name.  One JS
 on stdout (BENCH {...}), the table at the end, zoo_bench.json under --out.  --cache
 keeps each model's Inductor cache under DIR/MODEL (tests/gpu/zoo_export.py --cache fills the
 same folders): a later run skips Triton's compiling and autotuning, which is most of a
-model's set-up; the set-up times in the table are then a warm cache's.  --pdl builds
+model's set-up; the set-up times in the table are then a warm cache's.  --setup-jobs N
+sets every model up first, N at a time and untimed (the compile, reduce-overhead's, the
+export from a cold cache: its time is the table's export time, beside N-1 other set-ups,
+the timed child's from the warm cache in brackets), so that the timed children, one
+after another, start from warm caches.  --pdl builds
 Inductor's Triton kernels for programmatic dependent launch in every way
 (torch._inductor.config.triton.enable_pdl: the captures of reduce-overhead, the manual
 capture and pgcc's export hold programmatic edges), and times the same pgcc export a
@@ -92,7 +97,7 @@ def load_with(pgcc, exp, env):
                 os.environ[k] = v
 
 
-def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
+def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=False):
     import torch
 
     import pgcc
@@ -139,6 +144,8 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
                           quiet=True, watch=watch, warmup=1, **given)
         rec["pgcc_export_s"] = round(time.perf_counter() - t0, 2)
         rec["pgcc_verified"] = str(res.verified)
+        if setup_only:
+            return None
         # init, INIT_ROUNDS rounds of every INIT_WAYS way in turn: the first cold init's
         # program is the one timed below
         p, inits = None, {w: [] for w in INIT_WAYS}
@@ -185,6 +192,16 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False):
         traceback.print_exc()  # (into the model's .bench.log)
         rec["pgcc_failed"] = f"{type(e).__name__}: {e}"[:300]
     watch.close()
+    if setup_only:  # (the caches warmed: reduce-overhead's compile too; nothing timed)
+        ro = torch.compile(fn, mode="reduce-overhead")
+        for _ in range(3):
+            if train:
+                torch.compiler.cudagraph_mark_step_begin()
+            ro(*inputs)
+        torch.cuda.synchronize()
+        rec["setup_s"] = {k: round(v, 3) for k, v in setup.items()}
+        print("SETUP " + json.dumps(rec), flush=True)
+        return
 
     # A training step's ways each get a copy of their own (TrainStep.fresh), at the state
     # it had before pgcc's export: a capture bakes the addresses of the state it updates,
@@ -464,7 +481,7 @@ def table(recs):
             f"{ratio('pgcc', 'reduce-overhead')} | {ratio('pgcc', 'manual capture')} | "
             f"{p.get('host_us', '—')} ({ro.get('host_us', '—')}; {fl.get('host_us', '—')}), {p.get('loop_us', '—')} "
             f"({ro.get('loop_us', '—')}; {fl.get('loop_us', '—')}) | {p.get('spread', '—')} ({ro.get('spread', '—')}) | "
-            f"{r.get('pgcc_export_s', '—')} s, {r.get('pgcc_init_ms', '—')} ms ({r.get('pgcc_init_warm_ms', '—')}; "
+            f"{export_cell(r)}, {r.get('pgcc_init_ms', '—')} ms ({r.get('pgcc_init_warm_ms', '—')}; "
             f"{r.get('pgcc_init_serial_ms', '—')}; {r.get('pgcc_init_copied_ms', '—')}; "
             f"{r.get('pgcc_init_unbuilt_ms', '—')} ms) | "
             f"{mib(r.get('weights_bytes'))}, {mib(r.get('eager_peak_bytes'))} ({mib(r.get('eager_kept_bytes'))}), "
@@ -486,11 +503,15 @@ def main():
                          "(torch._inductor.config.triton.enable_pdl), and pgcc also timed with full edges")
     ap.add_argument("--kernels", action="store_true",
                     help="also profile one step of reduce-overhead, the manual capture and pgcc kernel by kernel")
+    ap.add_argument("--setup-jobs", type=int, default=0, metavar="N",
+                    help="first set every model up (compiles, export) N at a time, untimed, then time them one "
+                         "by one from the caches that filled")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    ap.add_argument("--setup-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        return child(args.child, args.rounds, args.iters, args.child_out, args.kernels, args.pdl)
+        return child(args.child, args.rounds, args.iters, args.child_out, args.kernels, args.pdl, args.setup_only)
     import fnmatch
 
     from tests.models import breaks_models, zoo_models
@@ -503,11 +524,14 @@ def main():
     keys += [f"wild:{k}" for k in wild_programs.keys() if any(fnmatch.fnmatch(f"wild:{k}", p) for p in args.patterns)]
     keys += [f"training:{k}" for k in TRAINING if any(fnmatch.fnmatch(f"training:{k}", p) for p in args.patterns)]
     work = tempfile.mkdtemp(prefix="pgcc-bench-")
+
+    def env_of(key):
+        return dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(
+            os.path.abspath(args.cache) if args.cache else os.path.join(work, "inductor"), key.replace(":", "_")))
+    setups = set_up(keys, args, env_of, work) if args.setup_jobs > 0 else {}
     recs = []
     for key in keys:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(os.path.abspath(args.cache) if args.cache else
-                                                                    os.path.join(work, "inductor"),
-                                                                    key.replace(":", "_")))
+        env = env_of(key)
         try:
             p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", work, "--rounds",
                                 str(args.rounds), "--iters", str(args.iters)] + (["--kernels"] if args.kernels else [])
@@ -522,6 +546,8 @@ def main():
         except subprocess.TimeoutExpired as e:
             log = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
             rec = {"model": key, "failed": f"over {args.timeout} s"}
+        if key in setups:  # (the export from a cold cache, beside N-1 other set-ups)
+            rec["setup_pass"] = setups[key]
         recs.append(rec)
         print(json.dumps(rec), flush=True)
         if args.out:  # after every model: a run cut short keeps what it measured
@@ -538,6 +564,41 @@ def main():
     if args.kernels:
         print()
         print(kernel_table(recs))
+
+
+def export_cell(r):
+    """The export's time: from the cold cache of the set-up pass where there was one (and
+    the timed child's, from the cache that pass filled, in brackets)."""
+    cold = (r.get("setup_pass") or {}).get("pgcc_export_s")
+    warm = r.get("pgcc_export_s", "—")
+    return f"{cold} s (warm cache {warm} s)" if cold is not None else f"{warm} s"
+
+
+def set_up(keys, args, env_of, work):
+    """The untimed set-up pass (--setup-jobs N): every model's child with --setup-only, N at
+    a time, each filling its Inductor cache (the compile, reduce-overhead's) and exporting
+    from it cold; {key: what it printed (its export time, verification, set-up times) or
+    "failed"}.  The timed children then start from those caches."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(key):
+        cmd = [sys.executable, __file__, "--child", key, "--child-out", os.path.join(work, "setup"), "--setup-only"]
+        cmd += ["--pdl"] if args.pdl else []
+        try:
+            p = subprocess.run(cmd, env=env_of(key), capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return key, {"failed": f"over {args.timeout} s"}
+        got = [json.loads(line[6:]) for line in p.stdout.splitlines() if line.startswith("SETUP ")]
+        if not got:
+            return key, {"failed": " | ".join((p.stdout + p.stderr).strip().splitlines()[-2:])[:300]}
+        rec = got[-1]
+        return key, {k: rec[k] for k in ("pgcc_export_s", "pgcc_verified", "pgcc_failed", "setup_s") if k in rec}
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(args.setup_jobs) as pool:
+        done = dict(pool.map(one, keys))
+    print(f"set-up pass: {len(keys)} models, {args.setup_jobs} at a time, {time.perf_counter() - t0:.0f} s",
+          flush=True)
+    return done
 
 
 if __name__ == "__main__":
