@@ -52,9 +52,9 @@ keeps each model's Inductor cache under DIR/MODEL (tests/gpu/zoo_export.py --cac
 same folders): a later run skips Triton's compiling and autotuning, which is most of a
 model's set-up; the set-up times in the table are then a warm cache's.  --setup-jobs N
 sets every model up first, N at a time and untimed (the compile, reduce-overhead's, the
-export from a cold cache: its time is the table's export time, beside N-1 other set-ups,
-the timed child's from the warm cache in brackets), so that the timed children, one
-after another, start from warm caches.  --pdl builds
+export from a cold cache: its time is the table's export time, beside N-1 other set-ups),
+so that the timed children, one after another, start from warm caches and load the
+export that pass made and verified instead of exporting again.  --pdl builds
 Inductor's Triton kernels for programmatic dependent launch in every way
 (torch._inductor.config.triton.enable_pdl: the captures of reduce-overhead, the manual
 capture and pgcc's export hold programmatic edges), and times the same pgcc export a
@@ -97,7 +97,7 @@ def load_with(pgcc, exp, env):
                 os.environ[k] = v
 
 
-def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=False):
+def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=False, reuse=None):
     import torch
 
     import pgcc
@@ -138,12 +138,17 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
 
     def make_pgcc():
         exp = os.path.join(out_dir, key.replace(":", "_"))
-        t0 = time.perf_counter()
-        given = {"state": fn.state} if isinstance(fn, SuiteStep) else {"weights": weights}
-        res = pgcc.export(compiled, tuple(inputs), exp, name=key.replace(":", "_"), compile=False,
-                          quiet=True, watch=watch, warmup=1, **given)
-        rec["pgcc_export_s"] = round(time.perf_counter() - t0, 2)
-        rec["pgcc_verified"] = str(res.verified)
+        report = {}
+        if reuse and os.path.exists(os.path.join(reuse, key.replace(":", "_"))):
+            exp = os.path.join(reuse, key.replace(":", "_"))  # (the set-up pass's export, verified there)
+        else:
+            t0 = time.perf_counter()
+            given = {"state": fn.state} if isinstance(fn, SuiteStep) else {"weights": weights}
+            res = pgcc.export(compiled, tuple(inputs), exp, name=key.replace(":", "_"), compile=False,
+                              quiet=True, watch=watch, warmup=1, **given)
+            rec["pgcc_export_s"] = round(time.perf_counter() - t0, 2)
+            rec["pgcc_verified"] = str(res.verified)
+            report = res.report or {}
         if setup_only:
             return None
         # init, INIT_ROUNDS rounds of every INIT_WAYS way in turn: the first cold init's
@@ -170,7 +175,7 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
             rec[name + "_parts"] = sorted(got, key=lambda g: g[0])[len(got) // 2][1]  # the median init's
         rec["pgcc_load_ms"] = round(p.load_s * 1e3, 2)
         rec["pgcc_arena_bytes"] = p.arena_bytes
-        rec["pgcc_programmatic_edges"] = (res.report or {}).get("programmatic_edges", 0)
+        rec["pgcc_programmatic_edges"] = report.get("programmatic_edges", 0)
         outs = p.new_outputs()
         steps["_program"] = p
         if pdl:  # the same export with every dependency a full one (libpgrt reads PGRT_PDL at init)
@@ -509,9 +514,11 @@ def main():
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--setup-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--reuse", help=argparse.SUPPRESS)  # (a folder of the set-up pass's exports)
     args = ap.parse_args()
     if args.child:
-        return child(args.child, args.rounds, args.iters, args.child_out, args.kernels, args.pdl, args.setup_only)
+        return child(args.child, args.rounds, args.iters, args.child_out, args.kernels, args.pdl, args.setup_only,
+                     args.reuse)
     import fnmatch
 
     from tests.models import breaks_models, zoo_models
@@ -535,7 +542,9 @@ def main():
         try:
             p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", work, "--rounds",
                                 str(args.rounds), "--iters", str(args.iters)] + (["--kernels"] if args.kernels else [])
-                              + (["--pdl"] if args.pdl else []),
+                               + (["--pdl"] if args.pdl else [])
+                               + (["--reuse", os.path.join(work, "setup")]
+                                  if str(setups.get(key, {}).get("pgcc_verified", "")).startswith("PASS") else []),
                                env=env, capture_output=True,
                                text=True, timeout=args.timeout)
             log = p.stdout + p.stderr
@@ -567,11 +576,9 @@ def main():
 
 
 def export_cell(r):
-    """The export's time: from the cold cache of the set-up pass where there was one (and
-    the timed child's, from the cache that pass filled, in brackets)."""
+    """The export's time: the set-up pass's, from a cold cache, where there was one."""
     cold = (r.get("setup_pass") or {}).get("pgcc_export_s")
-    warm = r.get("pgcc_export_s", "—")
-    return f"{cold} s (warm cache {warm} s)" if cold is not None else f"{warm} s"
+    return f"{cold} s" if cold is not None else f"{r.get('pgcc_export_s', '—')} s"
 
 
 def set_up(keys, args, env_of, work):
