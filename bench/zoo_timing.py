@@ -530,6 +530,10 @@ def main():
              if any(fnmatch.fnmatch(f"breaks:{n}", p) for p in args.patterns)]
     keys += [f"wild:{k}" for k in wild_programs.keys() if any(fnmatch.fnmatch(f"wild:{k}", p) for p in args.patterns)]
     keys += [f"training:{k}" for k in TRAINING if any(fnmatch.fnmatch(f"training:{k}", p) for p in args.patterns)]
+    # (in the order of the patterns that name them: a run cut short has timed the first named)
+    first = {k: min([i for i, p in enumerate(args.patterns) if fnmatch.fnmatch(k, p)] or [len(args.patterns)])
+             for k in keys}
+    keys.sort(key=lambda k: first[k])
     work = tempfile.mkdtemp(prefix="pgcc-bench-")
 
     def env_of(key):
