@@ -12,13 +12,13 @@
 static const char *body_blocker(const PgGraph *g, PgArena *a) {
   for (size_t i = 0; i < g->nodes.n; i++) {
     const PgNode *m = g->nodes.v[i];
-    if (!m->graphable) return pg_arena_printf(a, "its body graph '%s' holds node '%s': %s", g->name, m->name, m->why);
+    if (!m->graphable) return pg_arena_printf(a, "its body graph '%s' holds node '%s': %s", g->name, m->name, pg_node_why(m));
   }
   return NULL;
 }
 
 static const char *why_not(const PgNode *n, PgArena *a) {
-  if (n->eager) return n->eager;
+  if (pg_node_eager(n)) return pg_node_eager(n);
   if (!pg_kinds[n->kind].graphable) {
     if (pg_is_hostop(n, "guard"))
       return pg_arena_printf(a, "host operation 'guard' (host buffer '%s' must start with %s): %s",
@@ -59,7 +59,7 @@ void pg_classify(PgProgram *p) {
         const char *why = why_not(n, p->arena);
         if (why) {
           n->graphable = false;
-          n->why = why;
+          pg_node_notes(p->arena, n)->why = why;
           changed = true;
         }
       }

@@ -190,7 +190,7 @@ double pg_cost_collective_us(const PgProfile *pr, const PgCollective *c) {
 }
 
 static double gpu_time(const PgProfile *pr, const PgNode *n) {
-  if (n->gpu_us > 0) return n->gpu_us;
+  if (pg_node_gpu_us(n) > 0) return pg_node_gpu_us(n);
   if (n->kind == PG_LIBCALL && n->u.libcall.coll) return pg_cost_collective_us(pr, n->u.libcall.coll);
   return n->kind == PG_MEMCPY || n->kind == PG_MEMSET ? pr->copy_us : pr->kernel_us;
 }
@@ -260,8 +260,8 @@ static void add_node(Sum *s, const PgNode *n) {
     s->graph += fmax(pr->graph_node_us, gpu_time(pr, n));
     break;
   case PG_COST_HOST:
-    submit(s, pr->eager_host_us, pr->eager_host_us + n->gpu_us);
-    s->graph += pr->host_node_us + n->gpu_us;
+    submit(s, pr->eager_host_us, pr->eager_host_us + pg_node_gpu_us(n));
+    s->graph += pr->host_node_us + pg_node_gpu_us(n);
     break;
   case PG_COST_BODY:
     if (n->kind == PG_CHILD) {
@@ -293,8 +293,8 @@ static void add_node(Sum *s, const PgNode *n) {
     }
     break;
   case PG_COST_HOSTOP:
-    host_wait(s, pr->hostop_us + n->gpu_us);
-    s->graph += pr->hostop_us + n->gpu_us; /* never in a graph; kept for the sums */
+    host_wait(s, pr->hostop_us + pg_node_gpu_us(n));
+    s->graph += pr->hostop_us + pg_node_gpu_us(n); /* never in a graph; kept for the sums */
     break;
   }
 }
@@ -397,12 +397,12 @@ static void paths(PgProgram *p, PgRegion *r, const PgProfile *pr, double calls) 
 /* The distinct reasons why a region's nodes cannot be in a graph, with counts. */
 static void eager_reasons(PgProgram *p, PgRegion *r) {
   for (size_t i = 0; i < r->nodes.n; i++) {
-    const char *why = r->nodes.v[i]->why;
+    const char *why = pg_node_why(r->nodes.v[i]);
     bool seen = false;
-    for (size_t k = 0; k < i && !seen; k++) seen = strcmp(r->nodes.v[k]->why, why) == 0;
+    for (size_t k = 0; k < i && !seen; k++) seen = strcmp(pg_node_why(r->nodes.v[k]), why) == 0;
     if (seen) continue;
     size_t count = 0;
-    for (size_t k = i; k < r->nodes.n; k++) count += strcmp(r->nodes.v[k]->why, why) == 0;
+    for (size_t k = i; k < r->nodes.n; k++) count += strcmp(pg_node_why(r->nodes.v[k]), why) == 0;
     reason(p, r, count > 1 ? pg_arena_printf(p->arena, "%s (%zu nodes)", why, count) : why);
   }
 }

@@ -976,7 +976,7 @@ static void read_node(DotCtx *c, const DotNodeStmt *st) {
   }
   PgGraph *g = s->cluster->owner->graph;
   PgNode *n = pg_node_new(c->p, g, kind, node_name(c, id), s->loc);
-  n->origin = id;
+  pg_node_notes(c->p->arena, n)->origin = id;
   l.node = n;
   *slot = n;
 
@@ -1169,7 +1169,7 @@ static PgProgram *read_program(DotCtx *c, const PgSource *src) {
       }
       if (!ends[0] || !ends[1]) continue;
       if (ends[0]->graph != ends[1]->graph) {
-        pg_error(d, loc_of(c, e->from.loc), "edge from '%s' to '%s' crosses graphs", ends[0]->origin, ends[1]->origin);
+        pg_error(d, loc_of(c, e->from.loc), "edge from '%s' to '%s' crosses graphs", pg_node_origin(ends[0]), pg_node_origin(ends[1]));
         continue;
       }
       pg_edge_add(p, ends[0]->graph, ends[0], ends[1], PG_EDGE_FULL, loc_of(c, e->from.loc));

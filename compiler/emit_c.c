@@ -288,36 +288,40 @@ static int body_at(const W *w, const PgGraph *g) { return w->body_at[g->id]; }
 static void push_body(W *w, const PgGraph *g) {
   PgArena *a = w->p->arena;
   size_t n = g->nodes.n, head = 0;
-  uint32_t *indeg = pg_arena_alloc(a, (n ? n : 1) * sizeof *indeg);
+  uint32_t *indeg = pg_xcalloc(n ? n : 1, sizeof *indeg);
   w->body_at[g->id] = (int)w->bodies.n;
   pg_vec_push(a, w->bodies, g);
   pg_vec_push(a, w->body_first, (int)w->order.n);
   size_t start = w->order.n;
-  for (size_t i = 0; i < n; i++) indeg[i] = (uint32_t)g->nodes.v[i]->preds.n;
+  for (size_t i = 0; i < n; i++) indeg[i] = (uint32_t)g->nodes.v[i]->npred;
   for (size_t i = 0; i < n; i++)
     if (!indeg[i]) pg_vec_push(a, w->order, g->nodes.v[i]);
   for (head = start; head < w->order.n; head++) {
     const PgNode *u = w->order.v[head];
-    for (size_t s = 0; s < u->succs.n; s++)
-      if (--indeg[u->succs.v[s]->index] == 0) pg_vec_push(a, w->order, u->succs.v[s]);
+    for (size_t s = 0; s < u->nsucc; s++)
+      if (--indeg[pg_succs(u)[s]->index] == 0) pg_vec_push(a, w->order, pg_succs(u)[s]);
   }
   if (w->order.n - start != n) PG_BUG("body graph '%s' has a cycle after verification", g->name);
   for (size_t i = start; i < w->order.n; i++) w->pos[g->id][w->order.v[i]->index] = (int)i;
+  free(indeg);
 }
 
 /* The node table: the root's nodes region by region, then every body after the
- * node that owns it (a conditional's bodies one after another). */
+ * node that owns it (a conditional's bodies one after another).  Its order and
+ * positions are malloc'd and given back by free_tables at the end of the file they
+ * serve: the .h and the .c each plan them, and at a million nodes two arena copies
+ * were 23 MiB of the compiler's peak. */
 static void plan_tables(W *w) {
   const PgProgram *p = w->p;
   PgArena *a = p->arena;
-  w->pos = pg_arena_alloc(a, p->graphs.n * sizeof *w->pos);
+  w->pos = pg_xcalloc(p->graphs.n, sizeof *w->pos);
   w->body_at = pg_arena_alloc(a, p->graphs.n * sizeof *w->body_at);
   size_t all = 0;
   for (size_t g = 0; g < p->graphs.n; g++) {
-    w->pos[g] = pg_arena_alloc(a, (p->graphs.v[g]->nodes.n + 1) * sizeof **w->pos);
+    w->pos[g] = pg_xcalloc(p->graphs.v[g]->nodes.n + 1, sizeof **w->pos);
     all += p->graphs.v[g]->nodes.n;
   }
-  w->order.v = pg_arena_alloc(a, (all ? all : 1) * sizeof *w->order.v); /* every node, once */
+  w->order.v = pg_xcalloc(all ? all : 1, sizeof *w->order.v); /* every node, once */
   w->order.cap = all ? all : 1;
   for (size_t r = 0; r < p->regions.n; r++)
     for (size_t k = 0; k < p->regions.v[r]->nodes.n; k++) {
@@ -333,6 +337,13 @@ static void plan_tables(W *w) {
     if (n->kind == PG_CONDITIONAL)
       for (size_t b = 0; b < n->u.cond.bodies.n; b++) push_body(w, n->u.cond.bodies.v[b]);
   }
+}
+
+/* What plan_tables malloc'd. */
+static void free_tables(W *w) {
+  for (size_t g = 0; g < w->p->graphs.n; g++) free(w->pos[g]);
+  free(w->pos);
+  free(w->order.v);
 }
 
 typedef PG_VEC(char *) Strs;
@@ -571,14 +582,14 @@ static bool dep_kept(const W *w, const PgNode *pred, const PgNode *n) {
 
 static size_t deps_kept(const W *w, const PgNode *n) {
   size_t k = 0;
-  for (size_t q = 0; q < n->preds.n; q++) k += dep_kept(w, n->preds.v[q], n);
+  for (size_t q = 0; q < n->npred; q++) k += dep_kept(w, pg_preds(n)[q], n);
   return k;
 }
 
 /* Whether a dependency the tables keep is not a full one (programmatic dependent launch). */
 static bool kinded_deps(const W *w, const PgNode *n) {
-  for (size_t q = 0; n->graph->pred_kinds && q < n->preds.n; q++)
-    if (pg_pred_kind(n->graph, n, q) != PG_EDGE_FULL && dep_kept(w, n->preds.v[q], n)) return true;
+  for (size_t q = 0; n->graph->pred_kinds && q < n->npred; q++)
+    if (pg_pred_kind(n->graph, n, q) != PG_EDGE_FULL && dep_kept(w, pg_preds(n)[q], n)) return true;
   return false;
 }
 
@@ -586,7 +597,7 @@ static bool kinded_deps(const W *w, const PgNode *n) {
  * at the top.  (Its name is the entry's .origin.) */
 static void lorigin(W *w, const PgNode *n, int at) {
   lput(w, "    /* "), lint(w, at);
-  if (n->origin) lput(w, " (from "), lput(w, n->origin), lput(w, ")");
+  if (pg_node_origin(n)) lput(w, " (from "), lput(w, pg_node_origin(n)), lput(w, ")");
   if (n->loc.src) {
     if (w->input && (n->loc.src->name == w->input || strcmp(n->loc.src->name, w->input) == 0))
       lput(w, ", line ");
@@ -1230,6 +1241,7 @@ void pg_emit_h(const PgProgram *p, const char *name, FILE *f) {
   emit_api(&w, true);
   fputs("\n#endif\n", f);
   free(w.line);
+  free_tables(&w);
 }
 
 void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f) {
@@ -1338,9 +1350,9 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     size_t k = 0;
     for (size_t i = 0; i < w.order.n; i++) {
       const PgNode *n = w.order.v[i];
-      for (size_t q = 0; q < n->preds.n; q++)
-        if (dep_kept(&w, n->preds.v[q], n)) {
-          lput(&w, !k ? "\n    " : k % 16 ? ", " : ",\n    "), lint(&w, node_at(&w, n->preds.v[q]));
+      for (size_t q = 0; q < n->npred; q++)
+        if (dep_kept(&w, pg_preds(n)[q], n)) {
+          lput(&w, !k ? "\n    " : k % 16 ? ", " : ",\n    "), lint(&w, node_at(&w, pg_preds(n)[q]));
           k++;
           if (w.line_len > 65536) lflush(&w);
         }
@@ -1355,8 +1367,8 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
     size_t k = 0;
     for (size_t i = 0; i < w.order.n; i++) {
       const PgNode *n = w.order.v[i];
-      for (size_t q = 0; q < n->preds.n; q++)
-        if (dep_kept(&w, n->preds.v[q], n)) {
+      for (size_t q = 0; q < n->npred; q++)
+        if (dep_kept(&w, pg_preds(n)[q], n)) {
           lput(&w, !k ? "\n    " : k % 32 ? ", " : ",\n    "), lint(&w, pg_pred_kind(n->graph, n, q));
           k++;
           if (w.line_len > 65536) lflush(&w);
@@ -1512,7 +1524,7 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
       const PgNode *n = w.order.v[i];
       if (n->kind != PG_KERNEL || n->u.kernel.has_args) continue;
       lput(&w, k == 0 ? "\n    " : k % 4 ? ", " : ",\n    "), k++;
-      lquoted(&w, n->origin ? n->origin : n->name);
+      lquoted(&w, pg_node_origin(n) ? pg_node_origin(n) : n->name);
     }
     lput(&w, "\n};\n\n"), lflush(&w);
   }
@@ -1562,4 +1574,5 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
   fprintf(f, "void %s_destroy(pgrt_ctx **ctx) { pgrt_destroy(ctx); }\n\n", name);
   emit_info(&w);
   free(w.line);
+  free_tables(&w);
 }

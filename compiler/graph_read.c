@@ -1230,12 +1230,12 @@ static void stmt_node(GfCtx *c, const GfWord *name, PgLoc loc) {
     return;
   }
   PgNode *n = *slot = pg_node_new(c->p, c->graph, kind, nm, name->loc);
-  if (f[ns - 1]) n->origin = string_of(c, f[ns - 1]);
-  if (f[ns - 2]) n->eager = string_of(c, f[ns - 2]);
+  if (f[ns - 1]) pg_node_notes(c->p->arena, n)->origin = string_of(c, f[ns - 1]);
+  if (f[ns - 2]) pg_node_notes(c->p->arena, n)->eager = string_of(c, f[ns - 2]);
   if (f[ns - 3]) {
     char *t = name_of(c, f[ns - 3]), *end;
-    n->gpu_us = strtod(t, &end);
-    if (*end || !(n->gpu_us >= 0) || n->gpu_us > 1e9)
+    double us = pg_node_notes(c->p->arena, n)->gpu_us = strtod(t, &end);
+    if (*end || !(us >= 0) || us > 1e9)
       pg_error(c->d, f[ns - 3]->loc, "gpu_us: expected a time in microseconds, found '%s'", t);
   }
 

@@ -173,14 +173,14 @@ static void put_node(FILE *f, const PgNode *n) {
   case PG_EMPTY: break;
   case PG_NODE_KIND_COUNT: PG_BUG("bad node kind");
   }
-  if (n->gpu_us > 0) fprintf(f, " gpu_us %.9g", n->gpu_us);
-  if (n->eager) {
+  if (pg_node_gpu_us(n) > 0) fprintf(f, " gpu_us %.9g", pg_node_gpu_us(n));
+  if (pg_node_eager(n)) {
     fputs(" eager ", f);
-    put_string(f, n->eager);
+    put_string(f, pg_node_eager(n));
   }
-  if (n->origin) {
+  if (pg_node_origin(n)) {
     fputs(" origin ", f);
-    put_string(f, n->origin);
+    put_string(f, pg_node_origin(n));
   }
   fputs(";\n", f);
 }

@@ -15,7 +15,7 @@ const PgKindInfo pg_kinds[PG_NODE_KIND_COUNT] = {
 _Static_assert(PG_NODE_KIND_COUNT == 14, "node kinds: update docs/graph-format.md and the writers");
 /* a million of them are most of a large program's memory: keep new fields off the
  * node (in its kind's payload, or on the side) */
-_Static_assert(sizeof(PgNode) <= 192, "PgNode grew");
+_Static_assert(sizeof(PgNode) <= 152, "PgNode grew: a million of them are the IR's bulk (docs/benchmarks.md)");
 
 const char *const pg_type_names[PG_TYPE_COUNT] = {
 #define X(e, name, size) [PG_T_##e] = name,
@@ -124,7 +124,7 @@ PgGraph *pg_graph_new(PgProgram *p, const char *name, PgLoc loc) {
 }
 
 PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name, PgLoc loc) {
-  PgNode *n = pg_arena_alloc(p->arena, sizeof *n);
+  PgNode *n = pg_arena_alloc8(p->arena, sizeof *n);
   n->kind = kind;
   n->name = name;
   n->graph = g;
@@ -133,6 +133,11 @@ PgNode *pg_node_new(PgProgram *p, PgGraph *g, PgNodeKind kind, const char *name,
   n->loc = loc;
   pg_vec_push(p->arena, g->nodes, n);
   return n;
+}
+
+PgNodeNotes *pg_node_notes(PgArena *a, PgNode *n) {
+  if (!n->notes) n->notes = pg_arena_alloc(a, sizeof *n->notes);
+  return n->notes;
 }
 
 const char *const pg_edge_kinds[PG_EDGE_KIND_COUNT] = {"", "programmatic", "launch_order"};
@@ -152,7 +157,7 @@ PgEdgeKind pg_edge_kind(const PgGraph *g, size_t i) {
 }
 
 PgEdgeKind pg_pred_kind(const PgGraph *g, const PgNode *n, size_t q) {
-  return g->pred_kinds ? (PgEdgeKind)g->pred_kinds[n->preds.v + q - g->link_slots] : PG_EDGE_FULL;
+  return g->pred_kinds ? (PgEdgeKind)g->pred_kinds[pg_preds(n) + q - g->link_slots] : PG_EDGE_FULL;
 }
 
 /* Each node's preds and succs, in edge order.  Counted first, then carved from one
@@ -162,35 +167,30 @@ void pg_program_link(PgProgram *p) {
   for (size_t gi = 0; gi < p->graphs.n; gi++) {
     PgGraph *g = p->graphs.v[gi];
     g->link_slots = NULL, g->pred_kinds = NULL;
-    for (size_t i = 0; i < g->nodes.n; i++) {
-      g->nodes.v[i]->succs.n = 0;
-      g->nodes.v[i]->preds.n = 0;
-    }
+    for (size_t i = 0; i < g->nodes.n; i++) g->nodes.v[i]->nsucc = g->nodes.v[i]->npred = 0;
     for (size_t i = 0; i < g->edges.n; i++) {
-      g->edges.v[i].from->succs.n++;
-      g->edges.v[i].to->preds.n++;
+      g->edges.v[i].from->nsucc++;
+      g->edges.v[i].to->npred++;
     }
     if (!g->edges.n) { /* nothing to carve (and no pointer arithmetic on NULL) */
-      for (size_t i = 0; i < g->nodes.n; i++) {
-        PgNode *n = g->nodes.v[i];
-        n->succs.v = n->preds.v = NULL;
-        n->succs.cap = n->preds.cap = 0;
-      }
+      for (size_t i = 0; i < g->nodes.n; i++) g->nodes.v[i]->links = NULL;
       continue;
     }
     PgNode **slots = pg_arena_alloc(p->arena, 2 * g->edges.n * sizeof *slots);
     g->link_slots = slots;
     if (g->edge_kinds.n) g->pred_kinds = pg_arena_alloc(p->arena, 2 * g->edges.n);
+    /* each node's succs, then its preds; npred counts the succs placed first, then the preds */
     for (size_t i = 0; i < g->nodes.n; i++) {
       PgNode *n = g->nodes.v[i];
-      n->succs.v = slots, n->succs.cap = n->succs.n, slots += n->succs.n, n->succs.n = 0;
-      n->preds.v = slots, n->preds.cap = n->preds.n, slots += n->preds.n, n->preds.n = 0;
+      n->links = slots, slots += n->nsucc + n->npred, n->npred = 0;
     }
+    for (size_t i = 0; i < g->edges.n; i++) g->edges.v[i].from->links[g->edges.v[i].from->npred++] = g->edges.v[i].to;
+    for (size_t i = 0; i < g->nodes.n; i++) g->nodes.v[i]->npred = 0;
     for (size_t i = 0; i < g->edges.n; i++) {
       PgEdge *e = &g->edges.v[i];
-      e->from->succs.v[e->from->succs.n++] = e->to;
-      if (g->pred_kinds) g->pred_kinds[e->to->preds.v + e->to->preds.n - g->link_slots] = (uint8_t)pg_edge_kind(g, i);
-      e->to->preds.v[e->to->preds.n++] = e->from;
+      PgNode **pred = e->to->links + e->to->nsucc + e->to->npred++;
+      if (g->pred_kinds) g->pred_kinds[pred - g->link_slots] = (uint8_t)pg_edge_kind(g, i);
+      *pred = e->from;
     }
   }
 }

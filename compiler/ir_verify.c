@@ -390,8 +390,8 @@ static void check_acyclic(V *v, const PgGraph *g) {
     if (!indeg[i]) queue[tail++] = (uint32_t)i;
   while (head < tail) {
     const PgNode *u = g->nodes.v[queue[head++]];
-    for (size_t s = 0; s < u->succs.n; s++)
-      if (--indeg[u->succs.v[s]->index] == 0) queue[tail++] = u->succs.v[s]->index;
+    for (size_t s = 0; s < u->nsucc; s++)
+      if (--indeg[pg_succs(u)[s]->index] == 0) queue[tail++] = pg_succs(u)[s]->index;
   }
   if (tail < n) {
     /* Every node left has a predecessor that is left too, so walking predecessors
@@ -408,8 +408,8 @@ static void check_acyclic(V *v, const PgGraph *g) {
       at[u->index] = (uint32_t)len;
       walk[len++] = u->index;
       const PgNode *pred = NULL;
-      for (size_t q = 0; q < u->preds.n && !pred; q++)
-        if (indeg[u->preds.v[q]->index]) pred = u->preds.v[q];
+      for (size_t q = 0; q < u->npred && !pred; q++)
+        if (indeg[pg_preds(u)[q]->index]) pred = pg_preds(u)[q];
       u = pred;
     }
     /* walk[a] is u and walk[k+1] a predecessor of walk[k], so the cycle runs
@@ -449,9 +449,9 @@ static void check_edges(V *v, const PgGraph *g, bool dups, uint32_t *stamp) {
   }
   for (size_t i = 0; i < g->nodes.n && dups; i++) {
     const PgNode *u = g->nodes.v[i];
-    for (size_t s = 0; s < u->succs.n; s++) {
-      uint32_t t = u->succs.v[s]->index;
-      if (stamp[t] == i + 1) FAIL(v, u->loc, "duplicate edge '%s' -> '%s'", u->name, u->succs.v[s]->name);
+    for (size_t s = 0; s < u->nsucc; s++) {
+      uint32_t t = pg_succs(u)[s]->index;
+      if (stamp[t] == i + 1) FAIL(v, u->loc, "duplicate edge '%s' -> '%s'", u->name, pg_succs(u)[s]->name);
       stamp[t] = (uint32_t)i + 1;
     }
   }
@@ -536,19 +536,19 @@ static void check_host_reads(V *v, bool guards) {
       if (bit < h.nh) h.written[top_of(m)->index * h.words + bit / 64] |= 1ull << (bit % 64);
     }
   for (size_t i = 0; i < n; i++) /* Kahn: a cycle is reported elsewhere */
-    if (!(indeg[i] = (uint32_t)root->nodes.v[i]->preds.n)) order[tail++] = (uint32_t)i;
+    if (!(indeg[i] = (uint32_t)root->nodes.v[i]->npred)) order[tail++] = (uint32_t)i;
   while (head < tail) {
     const PgNode *u = root->nodes.v[order[head++]];
     uint64_t *w = h.written + u->index * h.words, *sy = h.synced + u->index * h.words;
-    for (size_t q = 0; q < u->preds.n; q++)
+    for (size_t q = 0; q < u->npred; q++)
       for (size_t k = 0; k < h.words; k++)
-        w[k] |= h.written[u->preds.v[q]->index * h.words + k], sy[k] |= h.synced[u->preds.v[q]->index * h.words + k];
+        w[k] |= h.written[pg_preds(u)[q]->index * h.words + k], sy[k] |= h.synced[pg_preds(u)[q]->index * h.words + k];
     if (pg_is_hostop(u, "sync")) {
       for (size_t k = 0; k < h.words; k++) sy[k] |= w[k];
       sy[h.nh / 64] |= 1ull << (h.nh % 64);
     }
-    for (size_t s = 0; s < u->succs.n; s++)
-      if (--indeg[u->succs.v[s]->index] == 0) order[tail++] = u->succs.v[s]->index;
+    for (size_t s = 0; s < u->nsucc; s++)
+      if (--indeg[pg_succs(u)[s]->index] == 0) order[tail++] = pg_succs(u)[s]->index;
   }
   for (size_t gi = 0; gi < p->graphs.n && tail == n; gi++)
     for (size_t i = 0; i < p->graphs.v[gi]->nodes.n; i++) {
@@ -601,8 +601,8 @@ int pg_verify(const PgProgram *p, PgDiag *d) {
     for (; i < g->nodes.n && !pg_too_many_errors(d); i++) {
       const PgNode *n = g->nodes.v[i];
       check_node(&v, g, n, i);
-      for (size_t s = 0; s < n->succs.n; s++) {
-        uint32_t t = n->succs.v[s]->index;
+      for (size_t s = 0; s < n->nsucc; s++) {
+        uint32_t t = pg_succs(n)[s]->index;
         dups |= stamp[t] == i + 1;
         stamp[t] = (uint32_t)i + 1;
       }

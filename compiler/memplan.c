@@ -156,7 +156,7 @@ static bool is_chain(const PgRegion *r) {
   for (size_t k = 0; k + 1 < r->nodes.n; k++) {
     const PgNode *a = r->nodes.v[k], *b = r->nodes.v[k + 1];
     bool linked = false;
-    for (size_t s = 0; s < a->succs.n && !linked; s++) linked = a->succs.v[s] == b;
+    for (size_t s = 0; s < a->nsucc && !linked; s++) linked = pg_succs(a)[s] == b;
     if (!linked) return false;
   }
   return true;
@@ -175,13 +175,13 @@ static bool make_dag(const PgRegion *r, size_t *rank, const PgNode **order, Dag 
   for (size_t k = 0; k < n; k++) rank[r->nodes.v[k]->index] = k + 1; /* in the region: position + 1 */
 #define IN(x_) ((x_)->graph == r->nodes.v[0]->graph && rank[(x_)->index])
   for (size_t k = 0; k < n; k++)
-    for (size_t q = 0; q < r->nodes.v[k]->preds.n; q++) indeg[k] += IN(r->nodes.v[k]->preds.v[q]);
+    for (size_t q = 0; q < r->nodes.v[k]->npred; q++) indeg[k] += IN(pg_preds(r->nodes.v[k])[q]);
   for (size_t k = 0; k < n; k++)
     if (!indeg[k]) queue[tail++] = k;
   while (head < tail) {
     const PgNode *v = r->nodes.v[queue[head++]];
-    for (size_t q = 0; q < v->succs.n; q++) {
-      const PgNode *s = v->succs.v[q];
+    for (size_t q = 0; q < v->nsucc; q++) {
+      const PgNode *s = pg_succs(v)[q];
       if (IN(s) && !--indeg[rank[s->index] - 1]) queue[tail++] = rank[s->index] - 1;
     }
   }
@@ -193,8 +193,8 @@ static bool make_dag(const PgRegion *r, size_t *rank, const PgNode **order, Dag 
   if (!(d->desc = calloc(n * d->words + 1, sizeof *d->desc))) PG_BUG("out of memory");
   for (size_t t = 0; t < n; t++) {
     uint64_t *at = d->anc + t * d->words;
-    for (size_t q = 0; q < order[t]->preds.n; q++) {
-      const PgNode *pu = order[t]->preds.v[q];
+    for (size_t q = 0; q < order[t]->npred; q++) {
+      const PgNode *pu = pg_preds(order[t])[q];
       if (!IN(pu)) continue;
       size_t u = rank[pu->index] - 1;
       const uint64_t *au = d->anc + u * d->words;
@@ -204,8 +204,8 @@ static bool make_dag(const PgRegion *r, size_t *rank, const PgNode **order, Dag 
   }
   for (size_t t = n; t-- > 0;) {
     uint64_t *dt = d->desc + t * d->words;
-    for (size_t q = 0; q < order[t]->succs.n; q++) {
-      const PgNode *sv = order[t]->succs.v[q];
+    for (size_t q = 0; q < order[t]->nsucc; q++) {
+      const PgNode *sv = pg_succs(order[t])[q];
       if (!IN(sv)) continue;
       size_t v = rank[sv->index] - 1;
       const uint64_t *dv = d->desc + v * d->words;

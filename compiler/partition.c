@@ -77,8 +77,8 @@ static void topo_order(const PgGraph *g, uint32_t *order) {
     }
     order[k++] = top;
     const PgNode *u = g->nodes.v[top];
-    for (size_t s = 0; s < u->succs.n; s++)
-      if (--indeg[u->succs.v[s]->index] == 0) PUSH(u->succs.v[s]->index);
+    for (size_t s = 0; s < u->nsucc; s++)
+      if (--indeg[pg_succs(u)[s]->index] == 0) PUSH(pg_succs(u)[s]->index);
   }
 #undef PUSH
   if (k != n) PG_BUG("partition: graph '%s' has a cycle the verifier missed", g->name);
@@ -116,8 +116,8 @@ void pg_partition(PgProgram *p) {
   for (size_t k = 0, prev_eager = SIZE_MAX; k < n; k++) {
     const PgNode *v = g->nodes.v[order[k]];
     uint32_t ph = 0;
-    for (size_t q = 0; q < v->preds.n; q++) {
-      const PgNode *u = v->preds.v[q];
+    for (size_t q = 0; q < v->npred; q++) {
+      const PgNode *u = pg_preds(v)[q];
       uint32_t c = asap[u->index] + eager[u->index];
       if (c > ph) ph = c;
     }
@@ -136,8 +136,8 @@ void pg_partition(PgProgram *p) {
     if (eager[order[k]]) continue;
     const PgNode *v = g->nodes.v[order[k]];
     uint32_t ph = max_phase;
-    for (size_t s = 0; s < v->succs.n; s++) {
-      uint32_t w = v->succs.v[s]->index;
+    for (size_t s = 0; s < v->nsucc; s++) {
+      uint32_t w = pg_succs(v)[s]->index;
       uint32_t c = eager[w] ? asap[w] : alap[w];
       if (c < ph) ph = c;
     }

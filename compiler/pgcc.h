@@ -465,25 +465,27 @@ extern const char *const pg_cond_names[PG_COND_COUNT];
 
 /* A node's predecessors or successors: a slice of its graph's link_slots, carved at
  * its exact size by pg_program_link (32-bit counts: it is in every node). */
-typedef struct {
-  PgNode **v;
-  uint32_t n, cap;
-} PgNodeList;
 
-struct PgNode { /* fields ordered without padding: a million of them is the bulk of the IR */
-  PgNodeKind kind;
-  uint32_t index;     /* position in graph->nodes */
-  int region;         /* partition region, -1 before partitioning */
-  bool graphable;     /* set by classify.c */
-  const char *name;   /* unique within the program */
+/* What few nodes carry, kept out of PgNode (pg_node_notes() makes them on first use;
+ * pg_node_origin() and the like read them): a million nodes are the bulk of the IR. */
+typedef struct {
   const char *origin; /* where it came from (a DOT node id), or NULL */
-  PgGraph *graph;     /* the graph it belongs to */
-  PgLoc loc;
   const char *eager;  /* input says: run eagerly, for this reason (`eager "..."`) */
-  double gpu_us;      /* measured GPU time of one execution, 0: unknown (`gpu_us N`) */
   const char *why;    /* classify.c: why it cannot be in a graph */
-  PgNodeList succs; /* filled by pg_program_link() */
-  PgNodeList preds;
+  double gpu_us;      /* measured GPU time of one execution, 0: unknown (`gpu_us N`) */
+} PgNodeNotes;
+
+struct PgNode { /* 152 bytes, 8-aligned (pg_node_new): a million of them are the bulk of the IR */
+  PgNodeKind kind;
+  uint32_t index;         /* position in graph->nodes */
+  int region;             /* partition region, -1 before partitioning */
+  uint32_t nsucc, npred;  /* pg_program_link(): how many successors and predecessors (pg_succs(), pg_preds()) */
+  bool graphable;         /* set by classify.c */
+  const char *name;       /* unique within the program */
+  PgGraph *graph;         /* the graph it belongs to */
+  PgLoc loc;
+  PgNodeNotes *notes;     /* NULL: none */
+  PgNode **links;         /* pg_program_link(): its successors then its predecessors, in edge order */
   union { /* the member named after `kind` is valid; EMPTY and OPAQUE use none */
     struct {
       PgKernel *kernel;
@@ -700,6 +702,8 @@ typedef struct {
 PgArena *pg_arena_new(void);
 void pg_arena_free(PgArena *a);
 void *pg_arena_alloc(PgArena *a, size_t size); /* zeroed, 16-byte aligned */
+void *pg_arena_alloc8(PgArena *a, size_t size); /* zeroed, 8-byte aligned: objects needing no more */
+void *pg_xcalloc(size_t n, size_t size); /* zeroed, outside the arena: the caller frees it */
 char *pg_arena_strdup(PgArena *a, const char *s);
 char *pg_arena_strndup(PgArena *a, const char *s, size_t n);
 char *pg_arena_printf(PgArena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -763,8 +767,17 @@ void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgEdgeKind 
 /* The kind of g's edge i; the kind of the edge from node n's q-th pred (after pg_program_link). */
 PgEdgeKind pg_edge_kind(const PgGraph *g, size_t i);
 PgEdgeKind pg_pred_kind(const PgGraph *g, const PgNode *n, size_t q);
-/* Fills succs/preds of every node from the edge lists (and the graphs' pred_kinds). */
+/* Fills every node's links (its succs and preds) from the edge lists (and the graphs' pred_kinds). */
 void pg_program_link(PgProgram *p);
+/* n's notes, made (zeroed) on first use; what they say, NULL or 0 where n has none. */
+PgNodeNotes *pg_node_notes(PgArena *a, PgNode *n);
+static inline const char *pg_node_origin(const PgNode *n) { return n->notes ? n->notes->origin : NULL; }
+static inline const char *pg_node_eager(const PgNode *n) { return n->notes ? n->notes->eager : NULL; }
+static inline const char *pg_node_why(const PgNode *n) { return n->notes ? n->notes->why : NULL; }
+static inline double pg_node_gpu_us(const PgNode *n) { return n->notes ? n->notes->gpu_us : 0; }
+/* A linked node's successors and predecessors (nsucc and npred of them). */
+static inline PgNode *const *pg_succs(const PgNode *n) { return n->links; }
+static inline PgNode *const *pg_preds(const PgNode *n) { return n->links + n->nsucc; }
 /* Every edge goes from an earlier node to a later one: the node order is topological. */
 bool pg_graph_in_order(const PgGraph *g);
 bool pg_kind_from_name(const char *name, PgNodeKind *out);

@@ -177,7 +177,7 @@ static void collectives_text(const PgProgram *p, const PgProfile *pr, FILE *f) {
     fprintf(f, "collective %s: %s on comm %s (%" PRIu32 " %s), %" PRIu64 " %s per rank, %s sent, predicted %.1f us "
             "(region %d)", n->name, pg_colls[c->kind].fn, c->comm->name, c->comm->ranks,
             plural(c->comm->ranks, "rank", "ranks"), c->count, pg_type_names[c->dtype],
-            bytes(b, sizeof b, pg_coll_bytes(c, false)), n->gpu_us > 0 ? n->gpu_us : pg_cost_collective_us(pr, c),
+            bytes(b, sizeof b, pg_coll_bytes(c, false)), pg_node_gpu_us(n) > 0 ? pg_node_gpu_us(n) : pg_cost_collective_us(pr, c),
             n->region);
     if (c->stage_in || c->stage_out) {
       const PgBuffer *send = c->stage_in ? c->stage_in->u.memcpy.src.buf : NULL;
@@ -341,7 +341,7 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
     fprintf(f, "%s\n    {\"node\": ", first ? "" : ",");
     jstr(f, n->name);
     fprintf(f, ", \"kind\": \"%s\", \"reason\": ", pg_kinds[n->kind].name);
-    jstr(f, n->why);
+    jstr(f, pg_node_why(n));
     fputc('}', f);
     first = false;
   }
@@ -483,7 +483,7 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
             ", \"recv_bytes\": %" PRIu64 ", \"region\": %d, \"staged\": %s, \"stage_bytes\": %" PRIu64
             ", \"est_us\": ", c->comm->ranks, c->count, pg_type_names[c->dtype], pg_coll_bytes(c, false),
             pg_coll_bytes(c, true), n->region, c->stage_in || c->stage_out ? "true" : "false", stage_bytes(c));
-    jnum(f, n->gpu_us > 0 ? n->gpu_us : pg_cost_collective_us(info->profile, c));
+    jnum(f, pg_node_gpu_us(n) > 0 ? pg_node_gpu_us(n) : pg_cost_collective_us(info->profile, c));
     fputc('}', f);
     first = false;
   }

@@ -80,7 +80,7 @@ static void touches(Ctx *c, const PgNode *n) {
 /* A node that may move: its memory is the buffers its arguments name, and nothing
  * else orders it. */
 bool pg_node_movable(const PgNode *n) {
-  if (!n->graphable || n->eager) return false;
+  if (!n->graphable || pg_node_eager(n)) return false;
   switch (n->kind) {
   case PG_KERNEL:
     if (!n->u.kernel.has_args || !n->u.kernel.kernel->has_layout) return false;
@@ -167,7 +167,7 @@ const char *pg_not_a_chain(const PgGraph *g) {
   if (g->edge_kinds.n) return "it has programmatic edges";
   if (g->edges.n + 1 != g->nodes.n && g->nodes.n) return "it is not one chain";
   for (size_t i = 0; i + 1 < g->nodes.n; i++)
-    if (g->nodes.v[i]->succs.n != 1 || g->nodes.v[i]->succs.v[0] != g->nodes.v[i + 1]) return "it is not one chain";
+    if (g->nodes.v[i]->nsucc != 1 || pg_succs(g->nodes.v[i])[0] != g->nodes.v[i + 1]) return "it is not one chain";
   return NULL;
 }
 

@@ -579,16 +579,16 @@ START_TEST(staged_collectives) {
     /* the chain, in the node order and by the edges */
     ck_assert_uint_eq(in->index + 1, n->index);
     ck_assert_uint_eq(n->index + 1, out->index);
-    ck_assert_uint_eq(in->succs.n, 1);
-    ck_assert_ptr_eq(in->succs.v[0], n);
-    ck_assert_uint_eq(n->preds.n, 1);
-    ck_assert_uint_eq(n->succs.n, 1);
-    ck_assert_ptr_eq(n->succs.v[0], out);
-    ck_assert_uint_eq(out->preds.n, 1);
-    ck_assert_uint_eq(in->preds.n, sc->pred ? 1 : 0);
-    if (sc->pred) ck_assert_str_eq(in->preds.v[0]->name, sc->pred);
-    ck_assert_uint_eq(out->succs.n, 1);
-    ck_assert_str_eq(out->succs.v[0]->name, sc->succ);
+    ck_assert_uint_eq(in->nsucc, 1);
+    ck_assert_ptr_eq(pg_succs(in)[0], n);
+    ck_assert_uint_eq(n->npred, 1);
+    ck_assert_uint_eq(n->nsucc, 1);
+    ck_assert_ptr_eq(pg_succs(n)[0], out);
+    ck_assert_uint_eq(out->npred, 1);
+    ck_assert_uint_eq(in->npred, sc->pred ? 1 : 0);
+    if (sc->pred) ck_assert_str_eq(pg_preds(in)[0]->name, sc->pred);
+    ck_assert_uint_eq(out->nsucc, 1);
+    ck_assert_str_eq(pg_succs(out)[0]->name, sc->succ);
     ck_assert(pg_graph_in_order(g));
     ck_assert_uint_eq(pg_stage_collectives(p->prog), 0); /* on the arena now: nothing more to stage */
     run_free(&r);

@@ -66,7 +66,7 @@ START_TEST(reads_every_statement) {
   ck_assert_int_eq(n->u.kernel.args.v[1].kind, PG_ARG_SCALAR);
   ck_assert_int_eq(n->u.kernel.args.v[3].kind, PG_ARG_BYTES);
   ck_assert_ptr_null(n->u.kernel.args.v[3].ptrs.v[1].buf);
-  ck_assert_str_eq(n->origin, "graph_1_node_0");
+  ck_assert_str_eq(pg_node_origin(n), "graph_1_node_0");
   ck_assert_ptr_eq(find_node(prog, "node")->u.memcpy.dst.buf, prog->buffers.v[1]);
   ck_assert_ptr_eq(find_node(prog, "c")->u.child.body, prog->graphs.v[1]);
   ck_assert_int_eq(find_node(prog, "q")->u.cond.type, PG_COND_WHILE);

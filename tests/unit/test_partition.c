@@ -71,7 +71,7 @@ START_TEST(classification_reasons) {
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     const PgNode *n = find_node(p->prog, want[i].node);
     ck_assert_msg(n->graphable == (want[i].why == NULL), "%s", want[i].node);
-    if (want[i].why) ck_assert_str_eq(n->why, want[i].why);
+    if (want[i].why) ck_assert_str_eq(pg_node_why(n), want[i].why);
   }
   parsed_free(p);
 }
@@ -884,18 +884,18 @@ START_TEST(stage_collectives_one_end_names_and_limits) {
     ck_assert_uint_eq(g->nodes.v[i]->index, i);
   }
   ck_assert(pg_graph_in_order(g));
-  ck_assert_uint_eq(sin->preds.n, 2);
-  ck_assert_str_eq(sin->preds.v[0]->name, "a");
-  ck_assert_str_eq(sin->preds.v[1]->name, "b");
-  ck_assert_uint_eq(s->preds.n, 1);
-  ck_assert_ptr_eq(s->preds.v[0], sin);
-  ck_assert_uint_eq(s->succs.n, 2); /* nothing staged after s: its successors are its own */
-  ck_assert_ptr_eq(s->succs.v[0], r);
-  ck_assert_uint_eq(r->succs.n, 1);
-  ck_assert_ptr_eq(r->succs.v[0], rout);
-  ck_assert_uint_eq(rout->succs.n, 1);
-  ck_assert_str_eq(rout->succs.v[0]->name, "z");
-  ck_assert_uint_eq(find_node(prog, "z")->preds.n, 2); /* s and r_out */
+  ck_assert_uint_eq(sin->npred, 2);
+  ck_assert_str_eq(pg_preds(sin)[0]->name, "a");
+  ck_assert_str_eq(pg_preds(sin)[1]->name, "b");
+  ck_assert_uint_eq(s->npred, 1);
+  ck_assert_ptr_eq(pg_preds(s)[0], sin);
+  ck_assert_uint_eq(s->nsucc, 2); /* nothing staged after s: its successors are its own */
+  ck_assert_ptr_eq(pg_succs(s)[0], r);
+  ck_assert_uint_eq(r->nsucc, 1);
+  ck_assert_ptr_eq(pg_succs(r)[0], rout);
+  ck_assert_uint_eq(rout->nsucc, 1);
+  ck_assert_str_eq(pg_succs(rout)[0]->name, "z");
+  ck_assert_uint_eq(find_node(prog, "z")->npred, 2); /* s and r_out */
   ck_assert_int_eq(pg_verify(prog, &p->diag), 0);
   ck_assert_uint_eq(pg_stage_collectives(prog), 0);
   ck_assert_uint_eq(g->nodes.n, 10);
@@ -948,8 +948,8 @@ START_TEST(schedule_frees_gradients_early) {
   const PgGraph *g = p->prog->graphs.v[0]; /* the edges are the new chain's */
   ck_assert_uint_eq(g->edges.n, 5);
   for (size_t i = 0; i + 1 < g->nodes.n; i++) {
-    ck_assert_uint_eq(g->nodes.v[i]->succs.n, 1);
-    ck_assert_ptr_eq(g->nodes.v[i]->succs.v[0], g->nodes.v[i + 1]);
+    ck_assert_uint_eq(g->nodes.v[i]->nsucc, 1);
+    ck_assert_ptr_eq(pg_succs(g->nodes.v[i])[0], g->nodes.v[i + 1]);
   }
   ck_assert_uint_eq(p->prog->regions.n, 1);
   ck_assert_ptr_eq(p->prog->regions.v[0]->nodes.v[1], find_node(p->prog, "a0"));
