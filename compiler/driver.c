@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,10 +61,13 @@ typedef struct {
 static void mark(Timer *t, const char *pass) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  if (t->on && pass)
-    fprintf(t->err, "pgcc: time: %-9s %8.3f s  (arena %zu MiB)\n", pass,
+  if (t->on && pass) {
+    struct rusage ru; /* the peak so far: a pass's own tables come and go between two marks */
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(t->err, "pgcc: time: %-9s %8.3f s  (arena %zu MiB, peak %ld MiB)\n", pass,
             (double)(now.tv_sec - t->last.tv_sec) + (double)(now.tv_nsec - t->last.tv_nsec) * 1e-9,
-            pg_arena_used(t->arena) >> 20);
+            pg_arena_used(t->arena) >> 20, ru.ru_maxrss >> 10);
+  }
   t->last = now;
 }
 

@@ -53,6 +53,7 @@ struct GfCtx {
   PgGraph *graph;
   PgKernel *kernel;
   PgMap *modules, *kernels, *values, *events, *graphs, *nodes, *weights; /* values: buffers and scalars */
+  size_t node_words; /* "node" words in the file: at most its node count (count_node_words) */
   PgMap *is_scalar, *is_cond, *is_dim, *is_comm; /* which of `values` are scalars, conditions, dims, comms */
   PG_VEC(PendingEdge) edges;   /* deferred to the block's end: an endpoint was not declared yet */
   PendingEdge batch[EDGE_BATCH]; /* edges not looked up yet (flush_edges) */
@@ -1005,6 +1006,10 @@ static void stmt_graph(GfCtx *c, const GfWord *name, bool block) {
     c->p->graphs.n--;
     return;
   }
+  if (c->p->graphs.n == 1 && c->node_words) { /* the root, most of the nodes: its vector at once, not grown */
+    g->nodes.v = pg_arena_alloc(c->p->arena, c->node_words * sizeof *g->nodes.v);
+    g->nodes.cap = c->node_words;
+  }
   c->block = IN_GRAPH;
   c->graph = g;
   c->edges.n = 0;
@@ -1604,7 +1609,8 @@ PgProgram *pg_graph_read(PgArena *a, PgDiag *d, const PgSource *src) {
   c->graphs = pg_map_new(a);
   c->parse = pg_arena_new();
   c->nodes = pg_map_new(c->parse);
-  pg_map_reserve(c->nodes, count_node_words(src->text, src->len));
+  c->node_words = count_node_words(src->text, src->len);
+  pg_map_reserve(c->nodes, c->node_words);
   int errors = d->errors;
   int parsed = gf_parse(c, src, a, d);
   pg_arena_free(c->parse); /* the IR holds what the passes need */

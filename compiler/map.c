@@ -4,7 +4,7 @@
  * parsing stays linear.
  *
  * The table holds 8-byte slots: 32 bits of the key's hash and the position of its
- * entry (key, length, value) in an array kept in insertion order, and is at most
+ * entry (key, value) in an array kept in insertion order, and is at most
  * three quarters full (linear probing's runs stay short with 8 slots to a cache
  * line).  A million names then need a 16 MiB table, and a probe that misses the
  * cache costs one line; a name looked up soon after it was added (an edge after its
@@ -19,9 +19,8 @@ typedef struct {
   uint32_t item; /* 1 + the entry's position; 0: empty */
 } Slot;
 
-typedef struct {
+typedef struct { /* 16 bytes: a million names' entries are 16 MiB, not 24 (no length kept) */
   const char *key;
-  size_t len;
   void *val;
 } Entry;
 
@@ -74,7 +73,7 @@ static Slot *find(const PgMap *m, const char *key, size_t len, uint64_t h) {
     if (!s->item) return s;
     if (s->tag != tag) continue;
     const Entry *e = &m->entries.v[s->item - 1];
-    if (e->len == len && memcmp(e->key, key, len) == 0) return s;
+    if (strncmp(e->key, key, len) == 0 && e->key[len] == 0) return s;
   }
 }
 
@@ -123,7 +122,7 @@ static void rehash(PgMap *m, size_t cap) {
   size_t mask = cap - 1;
   for (size_t k = 0; k < m->entries.n; k++) {
     const Entry *e = &m->entries.v[k];
-    uint64_t h = hash(e->key, e->len); /* all keys differ: the first empty slot is theirs */
+    uint64_t h = hash(e->key, strlen(e->key)); /* all keys differ: the first empty slot is theirs */
     size_t i = h & mask;
     while (m->slots[i].item) i = (i + 1) & mask;
     m->slots[i] = (Slot){(uint32_t)(h >> 32), (uint32_t)k + 1};
@@ -152,7 +151,7 @@ void **pg_map_slot(PgMap *m, const char *key) {
   Slot *s = find(m, key, len, h);
   if (!s->item) {
     if (m->entries.n >= UINT32_MAX - 1) PG_BUG("a map of more than 4 billion names");
-    pg_vec_push(m->arena, m->entries, ((Entry){key, len, NULL}));
+    pg_vec_push(m->arena, m->entries, ((Entry){key, NULL}));
     *s = (Slot){(uint32_t)(h >> 32), (uint32_t)m->entries.n};
   }
   return &m->entries.v[s->item - 1].val;

@@ -159,6 +159,7 @@ void pg_partition(PgProgram *p) {
     uint32_t i = by_alap[k];
     if (point < (int64_t)asap[i]) chosen[point = alap[i]] = true;
   }
+  free(bucket), free(by_alap); /* (each table given back once used: at a million nodes they are MiBs each) */
   /* next_chosen[ph]: the first chosen phase >= ph */
   uint32_t *next_chosen = xcalloc((size_t)max_phase + 2, sizeof *next_chosen);
   next_chosen[max_phase + 1] = UINT32_MAX;
@@ -168,6 +169,7 @@ void pg_partition(PgProgram *p) {
     if (phase[i] == UINT32_MAX || (!eager[i] && phase[i] > alap[i]))
       PG_BUG("partition: node '%s' has no phase", g->nodes.v[i]->name);
   }
+  free(asap), free(alap), free(chosen), free(next_chosen);
 
   /* 5. regions: per phase, its graph region then its eager nodes; nodes in T order */
   /* a stable counting sort of T by the key 2*phase + eager */
@@ -196,6 +198,5 @@ void pg_partition(PgProgram *p) {
     r->nodes.cap = k - first;
     for (size_t q = first; q < k; q++) add(r, g->nodes.v[sorted[q]]);
   }
-  free(order), free(asap), free(alap), free(phase), free(bucket), free(by_alap), free(chosen), free(next_chosen);
-  free(sorted), free(start), free(eager);
+  free(order), free(phase), free(sorted), free(start), free(eager);
 }
