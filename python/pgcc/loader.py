@@ -23,7 +23,7 @@ from .errors import ArgumentError, ExportError, RunError
 from .program_info import (PGRT_FIELD_HOST_FN, PGRT_FIELD_INOUT, PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_SCALAR,
                            PGRT_FIELD_WEIGHT, ROLE_NAMES, Dim, Field, PgrtComm, PgrtDim, PgrtField, PgrtInitStats,
                            PgrtProgramInfo, PgrtRunStats, read_info)
-from .structure import builder, flat_as_called, flatten
+from .structure import NUMBERS as LEAVES, builder, flat_as_called, flatten
 from .toolchain import build_program
 
 __all__ = ["Dim", "export_name", "Field", "flat_as_called", "load", "read_report", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT",
@@ -130,6 +130,9 @@ class Program:
         flat one: flat tensors), its outputs' builder made once (structure.builder)."""
         self.structure = None if st is None or flat_as_called(st) else st
         self._outputs_of = builder(self.structure["outputs"]) if self.structure else None
+        ins = (self.structure or {}).get("inputs")  # (flat arguments: checked leaf by leaf, not flattened)
+        self._flat_in = (len(ins[1]) if ins and ins[0] == "tuple" and all(s == ["leaf"] for s in ins[1])
+                         else None)
 
     def set_rng_state(self, seed, offset):
         """Sets the seed and Philox offset the next call draws from, in libpgrt (for a
@@ -405,6 +408,10 @@ class Program:
 
     def __call__(self, *inputs, out=None):
         if self.structure:  # (pgcc.load: the structure the export recorded)
+            if self._flat_in == len(inputs) and all(isinstance(x, LEAVES) or isinstance(x, self.torch.Tensor)
+                                                    for x in inputs):
+                got = self._call(inputs, out)  # (the arguments as recorded: tensors and numbers, flat)
+                return self._outputs_of(got if isinstance(got, tuple) else (got,))
             try:
                 leaves, spec = flatten(inputs, lambda x: isinstance(x, self.torch.Tensor), numbers="leaf",
                                        where="the arguments", caches=False)

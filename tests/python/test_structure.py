@@ -217,6 +217,31 @@ def test_a_loaded_program_takes_and_returns_the_recorded_structure():
         p(x, "mask")
 
 
+def test_flat_arguments_go_straight_to_the_flat_call():
+    """Arguments recorded as a flat tuple of tensors and numbers are passed as they are
+    (no flattening per call); anything else still gets the structured check's error."""
+    from pgcc.loader import Program
+    p = Program.__new__(Program)
+    p.torch, p.name = FakeTorch, "m"
+    args_spec = flatten((T("x"), 2.0), is_t, numbers="leaf")[1]
+    out_spec = flatten({"a": T("a"), "b": [T("b")]}, is_t)[1]
+    p.use_structure(json.loads(json.dumps({"inputs": args_spec, "outputs": out_spec})))
+    seen = []
+
+    def flat_call(inputs, out=None):
+        seen.append(inputs)
+        return T("y"), T("z")
+    p._call = flat_call
+    x = T("x2")
+    got = p(x, 3)
+    assert seen == [(x, 3)] and got["a"].name == "y" and got["b"][0].name == "z"
+    with pytest.raises(ArgumentError, match="takes arguments structured as"):
+        p(x, (3,))  # (a tuple where a number was recorded)
+    with pytest.raises(ArgumentError, match="takes arguments structured as"):
+        p(x)
+    assert len(seen) == 1
+
+
 def test_overlapping_layouts():
     assert overlapping((16, 64), (0, 1))  # (a row expanded: the cg:expanded_input program)
     assert overlapping((4, 3), (1, 1)) and overlapping((2, 2, 2), (4, 2, 3))
