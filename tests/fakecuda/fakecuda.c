@@ -450,7 +450,7 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
 }
 
 static void set2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width, size_t height) {
-  for (size_t y = 0; y < height; y++) {
+  for (size_t y = 0; y < height && width; y++) { /* (no elements: nothing, however many rows) */
     unsigned char *row = (unsigned char *)DEV(dst) + y * pitch;
     for (size_t x = 0; x < width; x++) memcpy(row + x * elem, &value, elem); /* little-endian: its low bytes */
   }
@@ -505,6 +505,7 @@ static CUresult copy3d(const CUDA_MEMCPY3D *m, const char *call) {
     return refuse(CUDA_ERROR_INVALID_VALUE, call, "a pitch below the width");
   if (d > 1 && (m->srcHeight < h || m->dstHeight < h))
     return refuse(CUDA_ERROR_INVALID_VALUE, call, "a slice height below the copy's");
+  if (!m->WidthInBytes) return CUDA_SUCCESS; /* no bytes, however many rows (a billion took the fuzzer 50 s) */
   for (size_t z = 0; z < d; z++)
     for (size_t y = 0; y < h; y++)
       memmove(dst + ((z + m->dstZ) * m->dstHeight + y + m->dstY) * m->dstPitch + m->dstXInBytes,
