@@ -19,7 +19,9 @@ system: what the program itself spent, less sensitive than wall time to other wo
 the machine) and the peak resident memory of pgcc, also as a multiple of the input
 file's size (and the same for each OTHER_PGCC, a build to compare against, run in the
 same rounds), against `wc -l` and Graphviz's `gc -n` on the same file in the same
-rounds: this machine's speed wanders, the ratios less.  gc reads DOT only.
+rounds: this machine's speed wanders, the ratios less.  gc reads DOT only.  The C
+written by the run before is removed before each run: the kernel freeing its pages,
+when a run's rename replaced it, went into that run's system time.
 """
 import argparse
 import os
@@ -94,6 +96,9 @@ def goals(nodes, others):
         runs = {name: [] for name, _ in ways}
         for _ in range(3):
             for name, argv in ways:
+                for f in (out_c, out_c[:-2] + '.h'):  # (the last run's output freed outside the timing)
+                    if os.path.exists(f):
+                        os.remove(f)
                 runs[name].append(timed(argv))
         med = {name: statistics.median(r[0] for r in rs) for name, rs in runs.items()}
         for name, rs in runs.items():
