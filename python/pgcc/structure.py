@@ -269,10 +269,10 @@ def _mapping(cls, names, kids):
     over a dict, filled in directly once shown the same as its constructor (builder)."""
     def values(it):
         return {k: b(it) for k, b in zip(names, kids)}
-    fields = getattr(cls, "__dataclass_fields__", None)
     base = next((c for c in cls.__mro__ if c is dict or (c.__module__, c.__name__) == ("collections", "OrderedDict")),
                 None)
-    if not isinstance(fields, dict) or base is None or not set(names) <= set(fields):
+    fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else None
+    if fields is None or base is None or not set(names) <= set(fields):
         return lambda it: cls(**values(it))
     defaults = {}
     for f, field in fields.items():
@@ -280,7 +280,7 @@ def _mapping(cls, names, kids):
             defaults[f] = field.default
         elif f not in names:
             return lambda it: cls(**values(it))  # (a field with no default the record does not give)
-    order = list(fields)
+    order = list(fields)  # (dataclasses.fields: the instance fields, in order; no ClassVar)
     setitem, set_attribute = base.__setitem__, object.__setattr__
 
     def filled(vals):
