@@ -28,8 +28,8 @@
  *   in the executable graph; copies and memsets patched in a graph only when one-
  *   dimensional; the node kinds conditional bodies may hold; a device-side parameter
  *   update only on a device-updatable node, inside its parameters; memory: 80 GiB
- *   of device memory, or FAKECUDA_DEVICE_MEMORY bytes (cuMemGetInfo counts it), and none left allocated (or a
- *   virtual memory handle unreleased) at exit
+ *   of device memory, or FAKECUDA_DEVICE_MEMORY bytes (cuMemGetInfo counts it), and
+ *   none left allocated (or a virtual memory handle unreleased) at exit
  *   (the process then exits with status 4, saying how much); no launch with a
  *   parameter that points into freed memory (freed memory waits in a quarantine, so
  *   its addresses are not handed out again): a pointer libpgrt failed to replace.
@@ -278,8 +278,8 @@ typedef struct Phys { /* a handle of the virtual memory calls (below) */
 } Phys;
 static Phys *handles; /* cuMemCreate's, not yet released */
 
-/* An allocation's bytes.  Device memory is mapped from the system, its last byte
- * against a page that faults (a kernel reaching past its buffer stops there); pinned
+/* An allocation's bytes.  Device memory is mapped from the system, its end (rounded
+ * up to 256 bytes) against a page that faults: a kernel reaching past it stops there; pinned
  * host memory, which host code touches, comes from malloc, whose redzones ASan
  * checks.  Neither device blocks nor the quarantine's records below are malloc'd: the
  * fuzz targets' leak check runs after every input that kept more blocks than it freed,
