@@ -239,7 +239,14 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
         torch.cuda.synchronize()
         return g.replay
     if not key.startswith("breaks:"):  # (a program with host reads cannot be captured whole)
-        timed_setup("manual capture", make_manual)
+        try:
+            timed_setup("manual capture", make_manual)
+        except Exception as e:  # noqa: BLE001 -- a wild program that reads values back, or uses a side stream:
+            import traceback  # no floor for it, the other ways still timed (the JSON says why)
+            traceback.print_exc()
+            rec["manual_failed"] = f"{type(e).__name__}: {e}"[:300]
+            steps.pop("manual capture", None)
+            torch.cuda.synchronize()
 
     ro = torch.compile(own(), mode="reduce-overhead")
     pools_before = pool_segments(torch)
