@@ -32,12 +32,6 @@
 
 const char *const pg_update_names[3] = {"none", "host", "device"};
 
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p) PG_BUG("out of memory");
-  return p;
-}
-
 /* Kahn's algorithm with a binary min-heap on the node index.  When every edge
  * already runs forward, that order is the nodes' own (the lowest index left is
  * always ready), so it is taken as it is. */
@@ -47,7 +41,7 @@ static void topo_order(const PgGraph *g, uint32_t *order) {
     for (size_t i = 0; i < n; i++) order[i] = (uint32_t)i;
     return;
   }
-  uint32_t *indeg = xcalloc(n, sizeof *indeg), *heap = xcalloc(n, sizeof *heap);
+  uint32_t *indeg = pg_xcalloc(n, sizeof *indeg), *heap = pg_xcalloc(n, sizeof *heap);
   for (size_t i = 0; i < g->edges.n; i++) indeg[g->edges.v[i].to->index]++;
 #define PUSH(x)                                                     \
   do {                                                              \
@@ -104,9 +98,9 @@ void pg_partition(PgProgram *p) {
   PgGraph *g = p->graphs.v[0];
   size_t n = g->nodes.n;
   p->regions.n = 0;
-  uint32_t *order = xcalloc(n, sizeof *order), *asap = xcalloc(n, sizeof *asap),
-           *alap = xcalloc(n, sizeof *alap), *phase = xcalloc(n, sizeof *phase);
-  bool *eager = xcalloc(n, sizeof *eager); /* !graphable, read once: the passes below stay out of the nodes */
+  uint32_t *order = pg_xcalloc(n, sizeof *order), *asap = pg_xcalloc(n, sizeof *asap),
+           *alap = pg_xcalloc(n, sizeof *alap), *phase = pg_xcalloc(n, sizeof *phase);
+  bool *eager = pg_xcalloc(n, sizeof *eager); /* !graphable, read once: the passes below stay out of the nodes */
   for (size_t i = 0; i < n; i++) eager[i] = !g->nodes.v[i]->graphable;
   topo_order(g, order);
 
@@ -145,15 +139,15 @@ void pg_partition(PgProgram *p) {
   }
 
   /* 4. the fewest phases meeting every [asap, alap]: bucket by right end */
-  size_t *bucket = xcalloc((size_t)max_phase + 2, sizeof *bucket); /* counting sort by alap */
-  uint32_t *by_alap = xcalloc(n, sizeof *by_alap);
+  size_t *bucket = pg_xcalloc((size_t)max_phase + 2, sizeof *bucket); /* counting sort by alap */
+  uint32_t *by_alap = pg_xcalloc(n, sizeof *by_alap);
   size_t ng = 0;
   for (size_t i = 0; i < n; i++)
     if (!eager[i]) bucket[alap[i] + 1]++, ng++;
   for (uint32_t ph = 0; ph <= max_phase; ph++) bucket[ph + 1] += bucket[ph];
   for (size_t i = 0; i < n; i++)
     if (!eager[i]) by_alap[bucket[alap[i]]++] = (uint32_t)i;
-  bool *chosen = xcalloc((size_t)max_phase + 1, sizeof *chosen);
+  bool *chosen = pg_xcalloc((size_t)max_phase + 1, sizeof *chosen);
   int64_t point = -1;
   for (size_t k = 0; k < ng; k++) {
     uint32_t i = by_alap[k];
@@ -161,7 +155,7 @@ void pg_partition(PgProgram *p) {
   }
   free(bucket), free(by_alap); /* (each table given back once used: at a million nodes they are MiBs each) */
   /* next_chosen[ph]: the first chosen phase >= ph */
-  uint32_t *next_chosen = xcalloc((size_t)max_phase + 2, sizeof *next_chosen);
+  uint32_t *next_chosen = pg_xcalloc((size_t)max_phase + 2, sizeof *next_chosen);
   next_chosen[max_phase + 1] = UINT32_MAX;
   for (uint32_t ph = max_phase + 1; ph-- > 0;) next_chosen[ph] = chosen[ph] ? ph : next_chosen[ph + 1];
   for (size_t i = 0; i < n; i++) {
@@ -173,8 +167,8 @@ void pg_partition(PgProgram *p) {
 
   /* 5. regions: per phase, its graph region then its eager nodes; nodes in T order */
   /* a stable counting sort of T by the key 2*phase + eager */
-  uint32_t *sorted = xcalloc(n, sizeof *sorted);
-  size_t *start = xcalloc(2 * (size_t)max_phase + 3, sizeof *start);
+  uint32_t *sorted = pg_xcalloc(n, sizeof *sorted);
+  size_t *start = pg_xcalloc(2 * (size_t)max_phase + 3, sizeof *start);
   for (size_t k = 0; k < n; k++) {
     uint32_t i = order[k];
     start[2 * (size_t)phase[i] + eager[i] + 1]++;

@@ -95,12 +95,6 @@ typedef struct {
   size_t n, cap;
 } Accesses;
 
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p) PG_BUG("out of memory");
-  return p;
-}
-
 static void push(Accesses *s, Access a) {
   if (s->n == s->cap) {
     s->cap = s->cap ? 2 * s->cap : 4;
@@ -218,13 +212,13 @@ static size_t stretch_width(const uint64_t *anc, size_t words, size_t lo, size_t
   if (m <= 1) return m;
   if (m > MATCH_MAX) {
     *exact = false;
-    size_t *count = xcalloc(m + 1, sizeof *count), most = 0;
+    size_t *count = pg_xcalloc(m + 1, sizeof *count), most = 0;
     for (size_t v = lo; v < hi; v++)
       if (++count[depth[v] < m ? depth[v] : m] > most) most = count[depth[v] < m ? depth[v] : m];
     free(count);
     return most;
   }
-  Matching mt = {anc, words, lo, hi, xcalloc(m, sizeof(long)), xcalloc(m, sizeof(bool))};
+  Matching mt = {anc, words, lo, hi, pg_xcalloc(m, sizeof(long)), pg_xcalloc(m, sizeof(bool))};
   for (size_t v = 0; v < m; v++) mt.match[v] = -1;
   size_t matched = 0;
   for (size_t u = lo; u < hi; u++) {
@@ -246,8 +240,8 @@ typedef struct {
 
 /* Candidates for j in descending order, each kept only if no kept one reaches it. */
 static Deps dependencies(size_t n, const Accesses *acc, const bool *fixed) {
-  Deps d = {NULL, xcalloc(n + 1, sizeof(size_t)), 0, (n + 63) / 64, NULL};
-  d.anc = xcalloc(n * d.words, sizeof *d.anc);
+  Deps d = {NULL, pg_xcalloc(n + 1, sizeof(size_t)), 0, (n + 63) / 64, NULL};
+  d.anc = pg_xcalloc(n * d.words, sizeof *d.anc);
   size_t cap = 0, last_fixed = SIZE_MAX;
   for (size_t j = 0; j < n; j++) {
     uint64_t *aj = d.anc + j * d.words;
@@ -273,7 +267,7 @@ static Deps dependencies(size_t n, const Accesses *acc, const bool *fixed) {
 /* The critical path (an eager region's nodes one after another), and each node's depth. */
 static double critical_path(const PgProgram *p, const PgGraph *g, const Deps *d, const double *t, size_t *depth) {
   size_t n = g->nodes.n;
-  double *finish = xcalloc(n, sizeof *finish), path = 0;
+  double *finish = pg_xcalloc(n, sizeof *finish), path = 0;
   for (size_t j = 0; j < n; j++) {
     const PgNode *v = g->nodes.v[j];
     double start = 0;
@@ -362,8 +356,8 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
     }
 
   /* what each node touches, over the serial plan's arena and over buffers alone; the barriers */
-  Accesses *acc = xcalloc(n, sizeof *acc), *own = xcalloc(n, sizeof *own);
-  bool *fixed = xcalloc(n, sizeof *fixed);
+  Accesses *acc = pg_xcalloc(n, sizeof *acc), *own = pg_xcalloc(n, sizeof *own);
+  bool *fixed = pg_xcalloc(n, sizeof *fixed);
   for (size_t i = 0; i < n; i++) {
     fixed[i] = !pg_node_movable(g->nodes.v[i]);
     if (!fixed[i]) accesses(p, g->nodes.v[i], &acc[i]), accesses(NULL, g->nodes.v[i], &own[i]);
@@ -372,8 +366,8 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
   w->ran = true;
 
   /* the estimates: chain, work; each widened graph's path and width */
-  double *t = xcalloc(n, sizeof *t);
-  size_t *depth = xcalloc(n, sizeof *depth);
+  double *t = pg_xcalloc(n, sizeof *t);
+  size_t *depth = pg_xcalloc(n, sizeof *depth);
   for (size_t j = 0; j < n; j++) {
     t[j] = pg_cost_node_us(prof, g->nodes.v[j]);
     w->serial_us += t[j];
@@ -395,13 +389,13 @@ void pg_widen(PgProgram *p, const PgProfile *prof) {
                                  own_gain > 0 ? own_gain : 0, w->serial_us, PG_COST_ERROR * 100);
   } else if (w->own.predicted_us < w->shared.predicted_us) {
     /* the own plan: the graph over buffers, planned; put back unless kept */
-    PgEdge *edges = xcalloc(g->edges.n, sizeof *edges);
-    uint8_t *kinds = xcalloc(g->edge_kinds.n, 1);
+    PgEdge *edges = pg_xcalloc(g->edges.n, sizeof *edges);
+    uint8_t *kinds = pg_xcalloc(g->edge_kinds.n, 1);
     size_t ne = g->edges.n, nk = g->edge_kinds.n;
     if (ne) memcpy(edges, g->edges.v, ne * sizeof *edges);
     if (nk) memcpy(kinds, g->edge_kinds.v, nk);
-    uint64_t *offset = xcalloc(p->buffers.n, sizeof *offset);
-    bool *planned = xcalloc(p->buffers.n, sizeof *planned);
+    uint64_t *offset = pg_xcalloc(p->buffers.n, sizeof *offset);
+    bool *planned = pg_xcalloc(p->buffers.n, sizeof *planned);
     for (size_t b = 0; b < p->buffers.n; b++)
       offset[b] = p->buffers.v[b]->offset, planned[b] = p->buffers.v[b]->planned;
     PgMemPlan serial = p->mem;
