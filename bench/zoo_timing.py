@@ -101,6 +101,7 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
     import torch
 
     import pgcc
+    from pgcc.loader import read_report
     if pdl:  # Inductor's Triton kernels built and launched for programmatic dependent launch, in every way
         torch._inductor.config.triton.enable_pdl = True
 
@@ -137,14 +138,15 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
     timed_setup("compile", make_compiled)
 
     def make_pgcc():
-        exp = os.path.join(out_dir, key.replace(":", "_"))
-        report = {}
-        if reuse and os.path.exists(os.path.join(reuse, key.replace(":", "_"))):
-            exp = os.path.join(reuse, key.replace(":", "_"))  # (the set-up pass's export, verified there)
+        name = key.replace(":", "_")
+        exp = os.path.join(out_dir, name)
+        if reuse and os.path.exists(os.path.join(reuse, name)):
+            exp = os.path.join(reuse, name)  # (the set-up pass's export, verified there)
+            report = read_report(exp, name)
         else:
             t0 = time.perf_counter()
             given = {"state": fn.state} if isinstance(fn, SuiteStep) else {"weights": weights}
-            res = pgcc.export(compiled, tuple(inputs), exp, name=key.replace(":", "_"), compile=False,
+            res = pgcc.export(compiled, tuple(inputs), exp, name=name, compile=False,
                               quiet=True, watch=watch, warmup=1, **given)
             rec["pgcc_export_s"] = round(time.perf_counter() - t0, 2)
             rec["pgcc_verified"] = str(res.verified)
