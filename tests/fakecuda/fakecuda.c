@@ -1004,19 +1004,33 @@ static CUresult pack(const struct CUkern_st *k, void **params, void **extra, uns
   return CUDA_SUCCESS;
 }
 
-/* Every launch's parameters are audited: no 8 bytes at a 4-byte-aligned offset may
- * hold an address in freed memory.  (A scalar that happens to equal one is not
- * impossible, only unlikely: heap addresses are 47-bit numbers.) */
+/* Every launch's parameters are audited: no 8 bytes that can hold an address may hold
+ * one in freed memory.  Those are the 8 bytes at each 4-byte-aligned offset inside one
+ * parameter (a pointer, or one inside a struct, whole or split in two 32-bit halves, as
+ * cuDNN's are), and two 4-byte parameters side by side (a pointer passed as its halves).
+ * Never 8 bytes across a parameter's end: those join the high half of one pointer, or a
+ * padding, to the low half of the next -- numbers no kernel reads, which can equal a
+ * freed address (fuzz_c's campaign 6: heap addresses are 0x6000_0000_0000 up under
+ * AddressSanitizer, so a pointer whose low half is 0x6100 made one with the next's
+ * high half).  (A scalar that happens to equal a freed address is not impossible, only
+ * unlikely: heap addresses are 47-bit numbers.) */
+static int audit_at(const struct CUkern_st *k, const unsigned char *params, uint32_t at) {
+  uint64_t v;
+  memcpy(&v, params + at, 8);
+  const Freed *a = freed_at(v);
+  if (!a) return 0;
+  fprintf(stderr, "fakecuda: kernel '%s': parameter bytes %u..%u hold %#llx, inside %zu bytes at %p that were freed "
+          "(an address from an earlier call, not replaced)\n", k->name, at, at + 8, (unsigned long long)v, a->size, a->p);
+  return 1;
+}
 static int audit(const struct CUkern_st *k, const unsigned char *params) {
-  for (uint32_t at = 0; at + 8 <= k->bytes; at += 4) {
-    uint64_t v;
-    memcpy(&v, params + at, 8);
-    const Freed *a = freed_at(v);
-    if (a) {
-      fprintf(stderr, "fakecuda: kernel '%s': parameter bytes %u..%u hold %#llx, inside %zu bytes at %p that were freed "
-              "(an address from an earlier call, not replaced)\n", k->name, at, at + 8, (unsigned long long)v, a->size, a->p);
+  for (int p = 0; p < k->nparams; p++) {
+    uint32_t off = k->offset[p], size = k->size[p];
+    for (uint32_t at = off; at + 8 <= off + size; at += 4)
+      if (audit_at(k, params, at)) return 1;
+    if (size == 4 && p + 1 < k->nparams && k->size[p + 1] == 4 && k->offset[p + 1] == off + 4 && off % 4 == 0 &&
+        audit_at(k, params, off))
       return 1;
-    }
   }
   return 0;
 }

@@ -46,6 +46,15 @@ rm -rf "$PGRT_CACHE"
 run() { LD_LIBRARY_PATH="$F" "$@" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: $label: $*"; exit 1; }
         grep -q '^PASS' "$F/run.log" || { cat "$F/run.log"; echo "FAIL (no PASS line): $label: $*"; exit 1; }
         grep '^PASS' "$F/run.log" | sed "s|^|fake: ${label}: |" >>"$F/fake.log"; }
+# the double's own audit of launch parameters (audit_main.c): an address in freed memory
+# in a pointer, two 32-bit halves or a struct faults; 8 bytes straddling two parameters
+# do not
+gcc -std=c11 -O1 -g ${SAN_FLAGS:-} -Wall -Wextra -Werror -I"$CUDA_HOME/include" tests/fakecuda/audit_main.c \
+  -L"$F" -lcuda -L"$CUDA_HOME/lib64" -lnvrtc -Wl,-rpath,"$CUDA_HOME/lib64" -o "$F/audit"
+for c in pointer halves struct straddle; do
+  LD_LIBRARY_PATH="$F" FAKECUDA_KERNELS=skip "$F/audit" $c >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo "FAIL: audit $c"; exit 1; }
+  sed -n 's/^audit: /fake: the double'"'"'s audit: /p' "$F/run.log" >>"$F/fake.log"
+done
 for t in chain loops shapes relocs hostread buckets globals pdl philox; do
   "$B/pgcc" tests/gpu/codegen/$t.graph -o "$F/$t.c"
   gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
@@ -230,4 +239,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: 9 code-generation test programs, chain from a library's fatbins, chain widened, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: the double's audit, 9 code-generation test programs, chain from a library's fatbins, chain widened, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
