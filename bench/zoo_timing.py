@@ -212,8 +212,11 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
 
     # A training step's ways each get a copy of their own (TrainStep.fresh), at the state
     # it had before pgcc's export: a capture bakes the addresses of the state it updates,
-    # and ways sharing one model and optimizer would update each other's state
-    own = (lambda: fn.fresh()) if train else (lambda: fn)
+    # and ways sharing one model and optimizer would update each other's state.  A step
+    # marked as the guide marks one (a function with .train = True, a wild program) has no
+    # copy to give: its ways share its state (its gradients accumulate across them, which
+    # changes the values, not the work)
+    own = (lambda: fn.fresh()) if train and hasattr(fn, "fresh") else (lambda: fn)
     compiled_m = torch.compile(own()) if train else compiled
 
     def make_manual():  # (before reduce-overhead, whose trees keep a training step's autograd nodes alive)
