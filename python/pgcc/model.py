@@ -71,7 +71,9 @@ class Buffer:
     of host memory a kernel reads through a pointer (host_words.py); aliased: an output
     whose memory held other tensors earlier in capture A, or that lies in an input's, a
     weight's or an earlier output's memory (view_of names that buffer: an output that is
-    an input, a view of a parameter, a result returned twice; node_mapping.py); places:
+    an input, a view of a parameter, a result returned twice; node_mapping.py); in_place:
+    an aliased output that is no view, written in place after all (its slot is its own
+    memory: slot_layout.outputs_in_place), not copied out at the end; places:
     {capture number: {address: offset}} for a buffer whose bytes lie apart in the captures
     (role "rng", the random-number state: PyTorch's generator's seed and offset tensors,
     random_state.py), then no ranges; increment: role "rng", how far a call advances the
@@ -90,6 +92,7 @@ class Buffer:
     host: bytes = None
     aliased: bool = False
     view_of: str = None
+    in_place: bool = False
     places: dict = None
     increment: int = 0
 

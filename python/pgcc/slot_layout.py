@@ -58,6 +58,11 @@ def place_intermediates(bufs, nodes, capA, log, split=True):
         if used < b.size:
             report["cut"][b.name] = [b.size, used]
             b.size = used
+    placed = [b.name for b in bufs.list if b.role == "output" and b.in_place]
+    if placed:
+        report["in_place"] = placed
+        log(f"  written in place, not copied out at the end: {', '.join(placed)} (the only allocations in their "
+            "slots are theirs and, before them, tensors the allocator gave the same bytes and no more)")
     if report["split"]:
         before, after = (sum(x[i] for x in report["split"].values()) for i in (0, 2))
         log(f"  {len(report['split'])} intermediates split into the {sum(x[1] for x in report['split'].values())} "
@@ -81,6 +86,8 @@ def whole_regions(a, why):
     if done.get("split"):  # (only analyses that join no other path are split: a.nodes are still theirs)
         a.nodes = list(a.whole.nodes)
         a.bufs.list[:] = a.whole.bufs
+        for b in a.bufs.list:  # (the copies out at the end are back among the nodes)
+            b.in_place = False
     for b in a.bufs.list:
         if id(b) in a.whole.sizes:
             b.size = a.whole.sizes[id(b)]
@@ -112,9 +119,10 @@ def _split_regions(bufs, nodes, capA, regions):
     times = None
     if by_rank is not None:
         times = [by_rank[rank[nodes[k].index]] if nodes[k].index in rank else None for k in timed]
+    members, lives = {}, slots.lifetimes(capA.trace)
     found, at, whole, how = slots.split({key: (b.ranges[0], b.size) for key, b in regions.items()},
-                                        slots.lifetimes(capA.trace), uses, len(capA.trace),
-                                        [nodes[k].index for k in timed], times)
+                                        lives, uses, len(capA.trace),
+                                        [nodes[k].index for k in timed], times, made_of=members)
     if seen is not None and len(seen) != len(order):
         how += (f" for {sum(t is not None for t in by_rank)} of {len(order)} nodes ({len(seen)} node-making calls "
                 f"seen, matched by kind)" if by_rank is not None and how == "seen" else
@@ -138,9 +146,49 @@ def _split_regions(bufs, nodes, capA, regions):
             n, o = at[pos, j]
             return made[id(b)][n], o
         out[k] = map_places(nodes[k], place)
+    slot_members = {id(made[key][n]): m for key, ms in members.items() for n, m in enumerate(ms)}
+    out = outputs_in_place(bufs, out, slot_members, lives, len(capA.trace))
     split = {regions[key].name: [regions[key].size, len(parts), sum(size for _, size in parts)]
              for key, parts in found.items()}
     return out, split, {regions[key].name: w for key, w in whole.items()}, how
+
+
+def outputs_in_place(bufs, nodes, slot_members, lives, end):
+    """The nodes with each output that capture A made in memory its earlier tensors had
+    held (an "aliased" output that is no view: node_mapping.py) written in place where the
+    slots tell its allocation apart: the copy the export appended (a slot to the output,
+    at the end) is dropped and the slot's places become the output's, where every
+    allocation of the slot (slots.split's members, lives() indices) begins where the
+    output does and asked for no more bytes than the output has, and one of them is never
+    freed (the output's own).  Those allocations, the output's and any earlier tensor's
+    the allocator gave the same bytes, are then the output's bytes, as capture A had
+    them.  slot_members: {id(slot buffer): [allocation, ...]}; lives: slots.lifetimes of
+    capture A's trace, whose length is end.  Marks each such output in_place (for the
+    report) and drops its slot from bufs."""
+    merged = {}
+    for k, n in enumerate(nodes):
+        if n.kind != "memcpy" or not n.dst or n.dst[1] != 0 or not n.src or n.src[1] != 0:
+            continue
+        b, slot = n.dst[0], n.src[0]
+        mine = slot_members.get(id(slot))
+        if (b.role != "output" or not b.aliased or b.view_of or 0 not in b.ranges or not mine or
+                n.width != b.size or id(slot) in merged):
+            continue
+        if all(lives[i][0] == b.ranges[0] and lives[i][1] <= b.size for i in mine) and \
+                any(lives[i][3] == end for i in mine):
+            merged[id(slot)] = (b, k)
+    if not merged:
+        return nodes
+    drop = {k for _, k in merged.values()}
+
+    def place(buf, off, width):
+        hit = merged.get(id(buf))
+        return (hit[0], off) if hit else (buf, off)
+    out = [map_places(n, place) for k, n in enumerate(nodes) if k not in drop]
+    bufs.list[:] = [x for x in bufs.list if id(x) not in merged]
+    for b, _ in merged.values():
+        b.in_place = True
+    return out
 
 
 def arena_bytes(graph):
@@ -169,6 +217,7 @@ def keep_smaller_layout(a, out_dir, name, log, write=graph_of, arena=arena_bytes
     graph, trial = os.path.join(out_dir, name + ".graph"), os.path.join(out_dir, name + ".whole.graph")
     split_bytes = arena(graph)
     saved = list(a.nodes), list(a.bufs.list), {id(b): b.size for b in a.bufs.list}, done
+    in_place = [b for b in a.bufs.list if b.in_place]
     whole_regions(a, None)
     try:
         write(a, trial, name)
@@ -188,6 +237,8 @@ def keep_smaller_layout(a, out_dir, name, log, write=graph_of, arena=arena_bytes
     a.bufs.list[:] = saved[1]
     for b in a.bufs.list:
         b.size = saved[2].get(id(b), b.size)
+    for b in in_place:
+        b.in_place = True
     a.report["intermediates"] = saved[3]
     a.write_report()
     return False

@@ -250,7 +250,7 @@ def _latest(places, t):
             return t
 
 
-def split(regions, lives, uses, end, labels=None, times=None):
+def split(regions, lives, uses, end, labels=None, times=None, made_of=None):
     """The slots of each region.  regions: {key: (base, size)} of the intermediates, in
     capture A's addresses; lives: lifetimes() of capture A's trace; uses: for each node
     in the order captured, its places in the regions, [(key, offset, width)] (width: the
@@ -264,7 +264,9 @@ def split(regions, lives, uses, end, labels=None, times=None):
     by start; at {(node, j): (slot index, offset in the slot)} for place j of node (its
     position in uses) in such a region; whole {key: why} of the regions left whole, which
     names node k as labels[k] (default: k); how: "seen" where the times given were used,
-    else "inferred" (with why the times were not used, where some were given)."""
+    else "inferred" (with why the times were not used, where some were given).  made_of,
+    a dict, gets {key: [[allocation, ...] of each slot]}: the lives() indices each slot
+    of a region split is made of, in the slots' order."""
     label = (lambda k: labels[k]) if labels else (lambda k: k)
     idx = {key: _Region(base, size, lives) for key, (base, size) in regions.items()}
     whole = {}
@@ -295,7 +297,7 @@ def split(regions, lives, uses, end, labels=None, times=None):
     early, t = [], 0
     for k, places in enumerate(mine):
         if seen(k) is not None and seen(k) < t:  # (a node inferred later than the next one seen)
-            return split(regions, lives, uses, end, labels)[:3] + (
+            return split(regions, lives, uses, end, labels, made_of=made_of)[:3] + (
                 f"inferred: node {label(k)} was seen captured before the nodes before it could have been",)
         t = seen(k) if seen(k) is not None else _earliest(places, t)
         if t is None:
@@ -346,6 +348,8 @@ def split(regions, lives, uses, end, labels=None, times=None):
     for key, parts in slots.items():
         parts.sort()
         slot_of.update({root: (n, lo) for n, (lo, _, root) in enumerate(parts)})
+        if made_of is not None:
+            made_of[key] = [sorted(groups[root]) for _, _, root in parts]
         slots[key] = [(lo, size) for lo, size, _ in parts]
     at = {}
     for (k, j), i in held.items():

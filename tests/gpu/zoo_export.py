@@ -71,8 +71,8 @@ def memory(pgcc, res, export_dir, name):
     """The export's arena (bytes), and what became of capture A's regions
     (export.place_intermediates): split into how many slots, of how many bytes against
     the regions' own, which were kept whole and why, whether a failed verification
-    undid it all, and where the nodes were placed in the allocator's trace from (seen or
-    inferred)."""
+    undid it all, where the nodes were placed in the allocator's trace from (seen or
+    inferred), and which outputs are written in place instead of copied out at the end."""
     done = (res.report or {}).get("intermediates") or {}
     # (after an undone split, the program verified is the one built apart: the first is loaded)
     p = pgcc.load(export_dir, name=name, build_dir=os.path.join(export_dir, "build-whole") if done.get("undone") else None)
@@ -92,7 +92,8 @@ def memory(pgcc, res, export_dir, name):
             "regions_split": len(split), "slots": sum(x[1] for x in split.values()),
             "region_bytes": sum(x[0] for x in split.values()), "slot_bytes": sum(x[2] for x in split.values()),
             "regions_whole": done.get("whole", {}), "regions_cut": done.get("cut", {}),
-            "regions_undone": done.get("undone"), "regions_timed": done.get("timed")}
+            "regions_undone": done.get("undone"), "regions_timed": done.get("timed"),
+            "outputs_in_place": done.get("in_place", [])}
 
 
 def node_kinds(path):

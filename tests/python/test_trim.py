@@ -269,3 +269,60 @@ def test_the_regions_are_kept_whole_where_pgcc_packs_them_smaller(tmp_path):
     # nothing split: nothing written
     a.report["intermediates"] = {"split": {}, "whole": {}, "cut": {}}
     assert not slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=None, arena=None)
+
+
+def reused_output(out_bytes=4096, earlier_bytes=4096, view_of=None, freed=False):
+    """Capture A where the program's output lies where an earlier tensor was: X made at
+    BASE and freed, then the output made there (its allocation never freed, unless
+    freed); node 0 writes X, node 1 reads X into the output, and the export copies the
+    output's slot out at the end (node_mapping.copy_aliased_outputs)."""
+    t0 = Buffer(name="t0", size=8192, role="intermediate", ranges={0: BASE, 1: BASE + (1 << 32)})
+    out0 = Buffer(name="out0", size=out_bytes, role="output", aliased=True, view_of=view_of,
+                  ranges={0: BASE, 1: BASE + (1 << 32)})
+    trace = [("alloc", BASE, earlier_bytes), ("alloc", BASE + 4096, 4096), ("free_requested", BASE, earlier_bytes),
+             ("alloc", BASE, out_bytes)] + ([("free_requested", BASE, out_bytes)] if freed else [])
+    cap = SimpleNamespace(allocs=[(a, s) for act, a, s in trace if act == "alloc"], trace=trace,
+                          nodes=[None, None], edges=[(0, 1)], node_clock=[(2, 0), (3, 1)])
+    nodes = [Node(kind="kernel", args=[("ptr", t0, 0), ("ptr", t0, 4096)], index=0),
+             Node(kind="kernel", args=[("ptr", t0, 4096), ("ptr", t0, 0)], index=1),
+             Node(kind="memcpy", src=(t0, 0), dst=(out0, 0), width=out_bytes, index=2)]
+    return Bufs((t0, out0)), nodes, cap, out0
+
+
+def test_an_output_in_memory_reused_is_written_in_place_not_copied_out():
+    bufs, nodes, cap, out0 = reused_output()
+    said = []
+    out, report = slot_layout.place_intermediates(bufs, nodes, cap, said.append)
+    assert report["in_place"] == ["out0"] and out0.in_place
+    assert [n.index for n in out] == [0, 1]  # (the copy out at the end is gone)
+    assert out[1].args[1] == ("ptr", out0, 0)  # node 1 writes the output itself
+    x = out[0].args[0][1]
+    assert x.role == "intermediate" and x is not out0 and x in bufs.list  # X, before it, stays the arena's
+    assert all(b is not out0 or b.role == "output" for b in bufs.list) and out0 in bufs.list
+    assert any("written in place" in s for s in said)
+
+
+def test_an_output_is_copied_out_where_its_slot_could_reach_past_it():
+    # an earlier tensor the allocator gave the output's bytes and more, in one slot with it
+    bufs, nodes, cap, out0 = reused_output(out_bytes=2048)
+    cap.node_clock = None  # (no times seen: node 1's pointer may be X or the output, one slot)
+    out, report = slot_layout.place_intermediates(bufs, nodes, cap, lambda s: None)
+    assert "in_place" not in report and not out0.in_place
+    assert out[-1].kind == "memcpy" and out[-1].dst == (out0, 0)
+    # an allocation that is freed is not the output's; an output that is a view is its buffer's
+    for kw in ({"freed": True}, {"view_of": "in0"}):
+        bufs, nodes, cap, out0 = reused_output(**kw)
+        out, report = slot_layout.place_intermediates(bufs, nodes, cap, lambda s: None)
+        assert "in_place" not in report and out[-1].kind == "memcpy", kw
+
+
+def test_an_output_written_in_place_is_copied_out_again_with_the_regions_whole():
+    bufs, nodes, cap, out0 = reused_output()
+    whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b.size for b in bufs.list})
+    out, report = slot_layout.place_intermediates(bufs, nodes, cap, lambda s: None)
+    assert out0.in_place
+    a = Analysis(capA=cap, bufs=bufs, nodes=out, edges=[(0, 1), (1, 2)], kernels={}, scalars=[],
+                 report={"intermediates": report}, outputs=[], whole=whole)
+    a.write_report = lambda: None
+    assert slot_layout.whole_regions(a, "verification failed")
+    assert not out0.in_place and a.nodes[-1].kind == "memcpy" and a.nodes[-1].dst == (out0, 0)
