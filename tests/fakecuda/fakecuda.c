@@ -1010,10 +1010,11 @@ static CUresult pack(const struct CUkern_st *k, void **params, void **extra, uns
  * cuDNN's are), and two 4-byte parameters side by side (a pointer passed as its halves).
  * Never 8 bytes across a parameter's end: those join the high half of one pointer, or a
  * padding, to the low half of the next -- numbers no kernel reads, which can equal a
- * freed address (fuzz_c's campaign 6: heap addresses are 0x6000_0000_0000 up under
- * AddressSanitizer, so a pointer whose low half is 0x6100 made one with the next's
- * high half).  (A scalar that happens to equal a freed address is not impossible, only
- * unlikely: heap addresses are 47-bit numbers.) */
+ * freed address (the likeliest cause of fuzz_c's campaign-6 report, docs/fuzzing.md:
+ * under AddressSanitizer heap addresses are 0x6000_0000_0000 up, so a pointer whose low
+ * half is 0x61xx spells one with the high half before it).  (A scalar that happens to
+ * equal a freed address is not impossible, only unlikely: heap addresses are 47-bit
+ * numbers.) */
 static int audit_at(const struct CUkern_st *k, const unsigned char *params, uint32_t at) {
   uint64_t v;
   memcpy(&v, params + at, 8);
