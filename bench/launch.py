@@ -1,4 +1,5 @@
-"""Where a graph launch's host time goes, on the zoo (issue 18's host-time target).
+"""Where a graph launch's host time goes, on the zoo (issue 18's host-time target) and on
+wild programs ("wild:KEY", tests/wild, built as bench/zoo_timing.py builds them).
 
     PYTHONPATH=python:. python3 bench/launch.py [--rounds 7] [--timeout 240] [--out DIR] [--no-pgcc [--watch]]
         PATTERN ...
@@ -231,7 +232,11 @@ def child(key, rounds, with_pgcc, watch):
 
     d = driver()
     watch = pgcc.ModuleWatch() if watch else None  # (CUPTI: the export's; --no-pgcc without --watch has none)
-    fn, inputs, weights = zoo_models.ZOO[key]()
+    if key.startswith("wild:"):  # (a wild program, built as bench/zoo_timing.py builds it)
+        from bench.zoo_timing import build
+        fn, inputs, weights = build(key)
+    else:
+        fn, inputs, weights = zoo_models.ZOO[key]()
     compiled = torch.compile(fn)
     rec = {"model": key, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     ways = GRAPH_WAYS + (PGCC_WAYS if with_pgcc else [])
@@ -383,7 +388,12 @@ def main():
         return child(args.child, args.rounds, not args.no_pgcc, args.watch or not args.no_pgcc)
     from bench import children
     from tests.models import zoo_models
-    keys = [k for k in zoo_models.select(args.patterns) if not k.startswith("train_")]
+    import fnmatch
+
+    from tests.wild import wild_programs
+    zoo = [p for p in args.patterns if not p.startswith("wild:")]
+    keys = [k for k in zoo_models.select(zoo) if not k.startswith("train_")] if zoo or not args.patterns else []
+    keys += [f"wild:{k}" for k in wild_programs.keys() if any(fnmatch.fnmatch(f"wild:{k}", p) for p in args.patterns)]
     recs = children.run(__file__, keys, ["--rounds", str(args.rounds)] + (["--no-pgcc"] if args.no_pgcc else [])
                         + (["--watch"] if args.watch else []), "LAUNCH", args.timeout, args.out, "launch")
     print()
