@@ -2,8 +2,9 @@
 with the export side: the .graph's dtype names and torch's, one scalar element's bytes
 (decode, encode), a number given as one or as a 0-d CPU tensor (as_number), the
 strides a call's tensor must have (same_layout, layouts: as the export recorded them,
-contiguous where it did not), and which shape bucket runs a size (choose) and how its
-inputs are padded to it (pad_to).
+contiguous where it did not), which shape bucket runs a size (choose) and how its
+inputs are padded to it (pad_to), and NAME_args packed in one step where it holds only
+addresses (packed_layout).
 
     choose([1, 2, 4, 8], 3, pad=True)   # 2: the bucket of size 4
     encode(1.5, "f32")                  # b'\\x00\\x00\\xc0?'
@@ -15,8 +16,8 @@ imports without torch.
 import math
 import struct
 
-__all__ = ["DTYPES", "FORMATS", "as_number", "choose", "contiguous_strides", "decode", "encode", "layouts", "pad_to",
-           "same_layout", "torch_dtype"]
+__all__ = ["DTYPES", "FORMATS", "as_number", "choose", "contiguous_strides", "decode", "encode", "layouts",
+           "packed_layout", "pad_to", "same_layout", "torch_dtype"]
 
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
           "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
@@ -122,3 +123,26 @@ def layouts(report, n_inputs, n_outputs):
         out = [tuple(g["stride"]) if isinstance(g, dict) and "stride" in g else None for g in got]
         return out if len(out) == n else [None] * n  # (positions only where the counts agree)
     return strides("input_layouts", n_inputs), strides("output_layouts", n_outputs)
+
+
+def packed_layout(p):
+    """How Program.args packs NAME_args in one step where every field of it is a tensor's
+    address (no scalars, sizes, host callbacks or buckets): (struct.Struct.pack over the
+    fields in offset order, the padding between them zero; for each field in that order
+    its place in inputs + outputs; the address a tensor without elements gets: the
+    arena's, whose kernels read nothing there), or None."""
+    fields = p.inputs + p.outputs
+    if p.dims or any(f.role not in ("input", "inout", "output") for f in p.fields) or len(fields) != len(p.fields):
+        return None
+    order = sorted(range(len(fields)), key=lambda i: fields[i].offset)
+    fmt, at = "<", 0
+    for i in order:
+        if fields[i].offset < at:
+            return None
+        fmt += f"{fields[i].offset - at}xQ" if fields[i].offset > at else "Q"
+        at = fields[i].offset + 8  # (a buffer's field is its CUdeviceptr)
+    end = max(p.args_size, 1)
+    if end < at:
+        return None
+    fmt += f"{end - at}x" if end > at else ""
+    return struct.Struct(fmt).pack, order, p.arena.data_ptr()

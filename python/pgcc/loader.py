@@ -8,21 +8,19 @@ Assumes PyTorch with CUDA (imported when load() is called) and a generated C tha
 has NAME_info; the structures below must match runtime/pgrt.h field for field.
 """
 import ctypes as C
-import glob
-import json
 import os
 import re
 import struct
 import time
 
 from .aliases import rebuild, recorded
-from .call_args import (FORMATS, as_number, choose, contiguous_strides, decode, encode, layouts, pad_to, same_layout,
-                        torch_dtype)
+from .call_args import (FORMATS, as_number, choose, contiguous_strides, decode, encode, layouts, packed_layout, pad_to,
+                        same_layout, torch_dtype)
 from .cuda import cu, device_bytes
 from .errors import ArgumentError, ExportError, RunError
 from .program_info import (PGRT_FIELD_HOST_FN, PGRT_FIELD_INOUT, PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_SCALAR,
                            PGRT_FIELD_WEIGHT, ROLE_NAMES, Dim, Field, PgrtComm, PgrtDim, PgrtField, PgrtInitStats,
-                           PgrtProgramInfo, PgrtRunStats, read_info)
+                           PgrtProgramInfo, PgrtRunStats, export_name, read_info, read_report)
 from .structure import NUMBERS as LEAVES, builder, flat_as_called, flatten
 from .toolchain import build_program
 
@@ -57,6 +55,7 @@ class Program:
     own state in libpgrt (pgrt_rng_set, pgrt_rng_get: rng_state())."""
 
     rng_increment, generator = 0, None  # (a program that draws no random numbers; __init__ reads its own)
+    _packed = None  # (packed_layout: NAME_args packed in one step; __init__ works it out)
 
     def __init__(self, so_path, name, export_dir, device=None, callbacks=None, structured=False):
         import torch
@@ -85,6 +84,7 @@ class Program:
         self.use_structure(st)
         self._plans = {}  # (bucket calls: _plan's answer per set of input shapes)
         self._makers = None  # (new_outputs without buckets: how each output is made)
+        self._weight_views = {}  # (_aliased: a weight's memory as a tensor, made once per weight)
         self.size_fields = [f for f in self.fields if f.role == "size"]
         self.device = torch.device(device if device is not None else "cuda")
         if self.device.index is None:
@@ -117,6 +117,7 @@ class Program:
             self.init_s = time.perf_counter() - t1
         self.run_fn = getattr(self.lib, f"{name}_run")
         self.run_fn.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]  # (ctypes converts the stream's int)
+        self._packed = packed_layout(self)
         self._destroy = getattr(self.lib, f"{name}_destroy")
         self.generator = None
         if self.rng_increment:
@@ -251,6 +252,9 @@ class Program:
         if not self.dims:  # (the same every call: how each is made, worked out once)
             if self._makers is None:
                 self._makers = [self._maker(f) for f in self.outputs]
+                for i in [i for i, e in enumerate(self.aliases or ()) if e is not None]:
+                    make, a, kw = self._makers[i]  # (a copy the call replaces: one tensor for every call)
+                    self._makers[i] = (lambda t: t, (make(*a, **kw),), {})
             return [make(*a, **kw) for make, a, kw in self._makers]
         outs = []
         for f in self.outputs:
@@ -293,7 +297,14 @@ class Program:
     def args(self, inputs, outputs, sizes=(), ks=None, made=False):
         """NAME_args for these inputs and outputs (checked, but for outputs new_outputs
         made: made; at buckets ks, where the program has them, and sizes its bucket
-        dimensions' sizes), as a ctypes buffer."""
+        dimensions' sizes), as a ctypes buffer, or as bytes where every field is an
+        address and every tensor is as the export recorded it (packed_layout)."""
+        fast = self._packed
+        if (fast is not None and len(inputs) == len(self.inputs) and len(outputs) == len(self.outputs)
+                and all(self._fine(f, x) for f, x in zip(self.inputs, inputs))
+                and (made or all(self._fine(f, o) for f, o in zip(self.outputs, outputs)))):
+            ts = list(inputs) + list(outputs)
+            return fast[0](*[ts[i].data_ptr() or fast[2] for i in fast[1]])
         if len(inputs) != len(self.inputs):
             raise ArgumentError(f"{self.name}: takes {len(self.inputs)} inputs "
                                 f"({', '.join(f.name for f in self.inputs)}), got {len(inputs)}")
@@ -433,14 +444,16 @@ class Program:
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
         self.run(self.args(list(inputs), outs, made=out is None))
         if self.aliases:
-            outs = self._aliased(inputs, outs)
+            outs = self._aliased(inputs, outs, made=out is None)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _aliased(self, inputs, outs):
+    def _aliased(self, inputs, outs, made=True):
         """The outputs, those the export recorded as an input, an earlier output or a view of
         a weight (aliases.py) as that object or its view -- the caller's input itself, where
         the callable returned its input -- instead of the program's copy of it.  A weight's
-        view is over the program's memory: alive while the Program is."""
+        view is over the program's memory: alive while the Program is.  made: outs are
+        new_outputs', whose aliased ones are one tensor for every call: where no alias can
+        be made (a number given, no such weight), that copy is cloned."""
         outs = list(outs)
         for i, e in enumerate(self.aliases):
             if e is None:
@@ -449,15 +462,22 @@ class Program:
                 outs[i] = rebuild(e, inputs[e["index"]])
             elif e["of"] == "output":
                 outs[i] = rebuild(e, outs[e["index"]])
-            elif e["of"] == "weight":
-                try:
-                    raw = self.weight(e["name"])
-                except KeyError:
-                    continue  # (the program's copy stands)
-                dt = outs[i].dtype
-                n = raw.numel() - raw.numel() % max(dt.itemsize, 1)
-                outs[i] = rebuild(e, raw[:n].view(dt), flat=True)
+            elif e["of"] == "weight" and self._weight_view(e["name"], outs[i].dtype) is not None:
+                outs[i] = rebuild(e, self._weight_view(e["name"], outs[i].dtype), flat=True)
+            elif made:
+                outs[i] = outs[i].clone()  # (the program's copy stands, in memory of its own)
         return outs
+
+    def _weight_view(self, name, dtype):
+        """A weight's memory as a flat tensor of dtype (made once); None where there is no such weight."""
+        key = (name, dtype)
+        if key not in self._weight_views:
+            try:
+                raw = self.weight(name)
+                self._weight_views[key] = raw[:raw.numel() - raw.numel() % max(dtype.itemsize, 1)].view(dtype)
+            except KeyError:
+                self._weight_views[key] = None
+        return self._weight_views[key]
 
     def _call_buckets(self, inputs, out):
         """A call of a program with bucket dimensions: inputs smaller than their bucket are
@@ -541,28 +561,6 @@ class Program:
             self.close()
         except Exception:
             pass
-
-
-def export_name(out_dir, name=None):
-    """The program name of the export in out_dir: name, or that of its only .graph."""
-    if name:
-        return name
-    graphs = sorted(glob.glob(os.path.join(out_dir, "*.graph")))
-    if len(graphs) != 1:
-        raise ExportError(f"{out_dir}: {'no' if not graphs else len(graphs)} .graph files"
-                          + (f" ({', '.join(os.path.basename(g) for g in graphs)}): give name=" if graphs else ""))
-    return os.path.basename(graphs[0])[:-len(".graph")]
-
-
-def read_report(export_dir, name):
-    """NAME.export.json of the export in export_dir as a dict ({} where there is none)."""
-    try:
-        with open(os.path.join(export_dir, name + ".export.json")) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        raise ExportError(f"{export_dir}/{name}.export.json cannot be read: {e}") from e
 
 
 def load(out_dir, *, name=None, device=None, build_dir=None, extra_sources=(), extra_flags=(), callbacks=None,

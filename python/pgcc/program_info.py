@@ -1,16 +1,20 @@
 """libpgrt's C structures as ctypes sees them (runtime/pgrt.h: pgrt_field, pgrt_dim,
 pgrt_comm, pgrt_program_info, pgrt_run_stats, pgrt_init_stats), which must match the
-header field for field (tests/python/test_loader_structs.py checks), and a program's
-fields read through the generated NAME_info() (read_info).  The run side's; needs no
-torch.
+header field for field (tests/python/test_loader_structs.py checks), a program's
+fields read through the generated NAME_info() (read_info), and what an export's
+folder names (export_name: its program; read_report: its NAME.export.json).  The run
+side's; needs no torch.
 """
 import ctypes as C
+import glob
+import json
+import os
 
 from .errors import ExportError
 
 __all__ = ["Dim", "Field", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT", "PGRT_FIELD_OUTPUT",
            "PGRT_FIELD_SCALAR", "PGRT_FIELD_WEIGHT", "PgrtComm", "PgrtDim", "PgrtField", "PgrtInitStats",
-           "PgrtProgramInfo", "PgrtRunStats", "read_info", "ROLE_NAMES"]
+           "PgrtProgramInfo", "PgrtRunStats", "export_name", "read_info", "read_report", "ROLE_NAMES"]
 
 # pgrt_field_role
 PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN = \
@@ -110,3 +114,25 @@ def read_info(lib, name):
     weights = [Field(info.weights[i]) for i in range(info.n_weights)]
     dims = [Dim(info.dims[i]) for i in range(info.n_dims)]
     return info, args, weights, dims
+
+
+def export_name(out_dir, name=None):
+    """The program name of the export in out_dir: name, or that of its only .graph."""
+    if name:
+        return name
+    graphs = sorted(glob.glob(os.path.join(out_dir, "*.graph")))
+    if len(graphs) != 1:
+        raise ExportError(f"{out_dir}: {'no' if not graphs else len(graphs)} .graph files"
+                          + (f" ({', '.join(os.path.basename(g) for g in graphs)}): give name=" if graphs else ""))
+    return os.path.basename(graphs[0])[:-len(".graph")]
+
+
+def read_report(export_dir, name):
+    """NAME.export.json of the export in export_dir as a dict ({} where there is none)."""
+    try:
+        with open(os.path.join(export_dir, name + ".export.json")) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise ExportError(f"{export_dir}/{name}.export.json cannot be read: {e}") from e

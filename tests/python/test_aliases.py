@@ -66,6 +66,11 @@ class V:
     def flat(self):
         return V(self.st, self.off, (int(np.prod(self.shape)),), (1,))
 
+    def clone(self):
+        c = V.new(*self.shape)
+        c.values()[...] = self.values()
+        return c
+
 
 def recorded_again(entries):
     return json.loads(json.dumps(entries))  # (as NAME.export.json holds them)
@@ -151,3 +156,38 @@ def test_the_loaded_program_returns_the_callers_input_and_views_instead_of_its_c
     assert got[0] is x2 and got[2] is copies[2]
     assert got[1].st is y2.st and np.array_equal(got[1].values(), y2.values()[:, :4])
     assert got[3].st is copies[2].st and np.array_equal(got[3].values(), copies[2].values().T)
+
+
+def test_the_programs_copies_of_aliased_outputs_are_one_tensor_for_every_call():
+    """Program.new_outputs: an output the call replaces by an alias (its copy unused) is
+    made once, the others fresh every call."""
+    from types import SimpleNamespace
+
+    from pgcc.loader import Program
+    made = []
+
+    def maker(f):
+        return (lambda shape: made.append(V.new(*shape)) or made[-1]), (f.shape,), {}
+    fields = [SimpleNamespace(shape=(4, 4)), SimpleNamespace(shape=(4, 4))]
+    program = SimpleNamespace(dims=None, _makers=None, outputs=fields, _maker=maker, torch=None,
+                              aliases=[None, {"of": "output", "index": 0}])
+    a, b = Program.new_outputs(program), Program.new_outputs(program)
+    assert a[0] is not b[0] and a[1] is b[1] and len(made) == 3
+
+
+def test_an_alias_that_cannot_be_made_returns_the_programs_copy_in_memory_of_its_own():
+    """Program._aliased: the export saw output 0 as input 0 itself; a later call gives a
+    number there, so the program's copy stands -- cloned, since new_outputs made that copy
+    one tensor for every call; with out= given, the caller's tensor itself."""
+    from types import SimpleNamespace
+
+    from pgcc.loader import Program
+    x = V.new(4, 4)
+    program = SimpleNamespace(aliases=recorded_again(find([describe(x)], [describe(x)], [])),
+                              torch=SimpleNamespace(Tensor=V))
+    copy = V.new(4, 4)
+    got = Program._aliased(program, [2.0], [copy])
+    assert got[0] is not copy and got[0].st is not copy.st and np.array_equal(got[0].values(), copy.values())
+    assert Program._aliased(program, [2.0], [copy], made=False)[0] is copy
+    y = V.new(4, 4)
+    assert Program._aliased(program, [y], [copy])[0] is y

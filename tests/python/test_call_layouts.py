@@ -155,3 +155,31 @@ def test_a_structure_a_flat_call_gives_already_is_skipped():
     assert not flat_as_called({"inputs": ["tuple", [leaf]], "outputs": ["list", [leaf, leaf]]})
     assert not flat_as_called({"inputs": ["tuple", [["dict", [["a", leaf]]]]], "outputs": leaf})
     assert not flat_as_called({"inputs": ["tuple", [leaf]], "outputs": ["tuple", [leaf, ["const", 2]]]})
+
+
+def test_arguments_of_addresses_only_are_packed_in_one_step_as_field_by_field():
+    """packed_layout: a program whose NAME_args holds addresses only (fields out of offset
+    order, padding between them) packs them in one step, the same bytes as args' field by
+    field; a tensor not as recorded (strides) still goes field by field (and is copied);
+    a program with a scalar field has no such packing."""
+    from pgcc.call_args import packed_layout
+    ins = [F("in1", 16, (2, 3)), F("in0", 0, (4,))]
+    outs = [F("out0", 32, (4,), role="output")]
+    p = program(ins, outs)
+    p.fields, p.args_size = ins + outs, 48
+    fast = packed_layout(p)
+    assert fast is not None and fast[1] == [1, 0, 2]
+    xs, o = [T((2, 3), ptr=0x1000), T((4,), ptr=0x2000)], T((4,), ptr=0x3000)
+    slow = bytes(p.args(xs, [o]))
+    p._packed = fast
+    got = p.args(xs, [o], made=True)
+    assert isinstance(got, bytes) and got == slow and len(got) == 48
+    assert [struct.unpack_from("<Q", got, at)[0] for at in (0, 16, 32)] == [0x2000, 0x1000, 0x3000]
+    assert struct.unpack_from("<Q", p.args([xs[0], T((4,), ptr=0)], [o]), 0)[0] == 0xA000  # (no address: the arena's)
+    T.made.clear()
+    strided = p.args([T((2, 3), (1, 2), ptr=0x1000), xs[1]], [o])
+    assert not isinstance(strided, bytes) and struct.unpack_from("<Q", strided, 16)[0] == 0x9000 and T.made
+    q = program([F("s", 0, ()), F("in0", 8, (4,))], [])
+    q.inputs[0].role = "scalar"
+    q.fields = q.inputs
+    assert packed_layout(q) is None
