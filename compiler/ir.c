@@ -179,13 +179,14 @@ void pg_program_link(PgProgram *p) {
     PgNode **slots = pg_arena_alloc(p->arena, 2 * g->edges.n * sizeof *slots);
     g->link_slots = slots;
     if (g->edge_kinds.n) g->pred_kinds = pg_arena_alloc(p->arena, 2 * g->edges.n);
-    /* each node's succs, then its preds; npred counts the succs placed first, then the preds */
+    /* each node's succs, then its preds.  npred counts down the succs still to place
+     * (the edges taken from the last, so the succs stay in edge order), which leaves it
+     * 0 for counting up the preds: one sweep of the nodes fewer */
     for (size_t i = 0; i < g->nodes.n; i++) {
       PgNode *n = g->nodes.v[i];
-      n->links = slots, slots += n->nsucc + n->npred, n->npred = 0;
+      n->links = slots, slots += n->nsucc + n->npred, n->npred = n->nsucc;
     }
-    for (size_t i = 0; i < g->edges.n; i++) g->edges.v[i].from->links[g->edges.v[i].from->npred++] = g->edges.v[i].to;
-    for (size_t i = 0; i < g->nodes.n; i++) g->nodes.v[i]->npred = 0;
+    for (size_t i = g->edges.n; i-- > 0;) g->edges.v[i].from->links[--g->edges.v[i].from->npred] = g->edges.v[i].to;
     for (size_t i = 0; i < g->edges.n; i++) {
       PgEdge *e = &g->edges.v[i];
       PgNode **pred = e->to->links + e->to->nsucc + e->to->npred++;

