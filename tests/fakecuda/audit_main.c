@@ -108,6 +108,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "audit: %s: the launch failed otherwise (%d)\n", c, (int)r);
     return 1;
   }
+  if (!faulted) CHECK(cuLibraryUnload(lib)); /* (after a fault the context is sticky: nothing more can be freed) */
   free(image);
   if (faulted != expect_fault) {
     printf("audit: %s: the launch %s; it should have %s\n", c, faulted ? "faulted" : "run",
