@@ -17,7 +17,9 @@ fresh child process per check:
   torch-first  the other order: eager and torch.compile first, then the export;
   cycles       N (default 100) load / call / close cycles of the export after one warm-up
                cycle: the device's free memory (cuMemGetInfo, after emptying PyTorch's
-               cache) is back where it started, to the byte.
+               cache) is back where it started, to the byte;
+  two          a second export (the model at batch 2) loaded beside the first, the two
+               called in turn three times, each against PyTorch's eager output.
 
 Each of the first two checks that every output agrees with PyTorch's eager output on the
 same inputs (fp32, TF32 off: relative max error at most 1e-4; the export, eager and
@@ -27,7 +29,7 @@ library), and that each library module of the export (its .graph's `library "SON
 is mapped from the directory PyTorch's copy of its family is.  Exit status 1 on the first
 failure, naming it; a line "pytorch_beside: PASS ..." at the end otherwise.  Needs a GPU,
 PyTorch with CUDA from its pip wheels, and pgcc's build dependencies (pgcc.load builds the
-export).  Written for the lead to run; not run by `make check`.
+export).  Run on a GPU (docs/codegen.md has its result); not run by `make check`.
 """
 import argparse
 import ctypes
@@ -42,7 +44,7 @@ FAMILIES = re.compile(r"^lib(cudnn|cublas|nccl)[\w]*\.so")
 NAME = "beside"
 
 
-def model():
+def model(batch=8):
     import torch
 
     class Net(torch.nn.Module):
@@ -59,7 +61,7 @@ def model():
 
     torch.manual_seed(0)
     net = Net().cuda().eval()
-    x = torch.randn(8, 3, 16, 16, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    x = torch.randn(batch, 3, 16, 16, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
     return net, x
 
 
@@ -112,9 +114,9 @@ def compare(got, want, what):
     assert err / scale <= 1e-4, f"{what}: relative max error {err / scale:.3g} over 1e-4"
 
 
-def child_export(out):
+def child_export(out, batch=8):
     import pgcc
-    net, x = model()
+    net, x = model(batch)
     strict_fp32()
     pgcc.export(net, (x,), out, name=NAME, verify=True, quiet=True)
     libs = export_libraries(out)
@@ -157,6 +159,26 @@ def child_order(out, load_first):
     compare(again, eager, "the export's last call against eager")
     check_mapping(out, f"{when}, at the end")
     program.close()
+
+
+def child_two(out, out2):
+    """Two exports loaded together (the model at batch 8 and at batch 2: two programs, one
+    libpgrt, the same libraries), called in turn, each against eager, then PyTorch again."""
+    import torch
+    import pgcc
+    strict_fp32()
+    (net, x), (_, x2) = model(8), model(2)
+    a, b = pgcc.load(out), pgcc.load(out2)
+    got = [(a(x.clone()), b(x2.clone())) for _ in range(3)]
+    torch.cuda.synchronize()
+    eager, _ = run_torch(net, x)
+    eager2, _ = run_torch(net, x2)
+    print("two exports:")
+    for k, (ya, yb) in enumerate(got):
+        compare(ya, eager, f"call {k} of the batch-8 export against eager")
+        compare(yb, eager2, f"call {k} of the batch-2 export against eager")
+    check_mapping(out, "two exports, at the end")
+    a.close(), b.close()
 
 
 def free_memory():
@@ -210,9 +232,13 @@ def main():
     ap.add_argument("--keep", help="export into this directory (kept) instead of a temporary one")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--out2", help=argparse.SUPPRESS)
+    ap.add_argument("--batch", type=int, default=8, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child == "export":
-        return child_export(a.out)
+        return child_export(a.out, a.batch)
+    if a.child == "two":
+        return child_two(a.out, a.out2)
     if a.child in ("load-first", "torch-first"):
         return child_order(a.out, a.child == "load-first")
     if a.child == "cycles":
@@ -224,8 +250,12 @@ def main():
         run_child("--child", "load-first", "--out", out)
         run_child("--child", "torch-first", "--out", out)
         run_child("--child", "cycles", "--out", out, "--cycles", str(a.cycles))
+        out2 = os.path.join(a.keep or tmp, "export2")
+        os.makedirs(out2, exist_ok=True)
+        run_child("--child", "export", "--out", out2, "--batch", "2")
+        run_child("--child", "two", "--out", out, "--out2", out2)
     print(f"pytorch_beside: PASS (export then PyTorch, PyTorch then export: one copy of each library, outputs "
-          f"agree; {a.cycles} load/close cycles give back their memory)")
+          f"agree; {a.cycles} load/close cycles give back their memory; two exports loaded together agree)")
 
 
 if __name__ == "__main__":
