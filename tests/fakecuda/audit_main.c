@@ -15,7 +15,8 @@
  *   straddle  A's halves as the high half of one pointer and the low half of the
  *             next (fuzz_c's campaign-6 report, likeliest cause) -> runs
  */
-#include <cuda.h>
+#include "gpu_check.h"
+
 #include <nvrtc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,15 +28,6 @@ static const char source[] =
     "extern \"C\" __global__ void four(int n, float *x, float *w, float *t) {}\n"
     "extern \"C\" __global__ void halves(unsigned lo, unsigned hi) {}\n"
     "extern \"C\" __global__ void in_struct(Pair s) {}\n";
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                                      \
-      fprintf(stderr, "audit: %s failed: %d\n", #call, (int)r_);                                   \
-      exit(2);                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 static void *cubin(size_t *size) {
   nvrtcProgram p;
@@ -57,12 +49,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *c = argv[1];
-  CUdevice d;
-  CUcontext ctx;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&d, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, d));
-  CHECK(cuCtxSetCurrent(ctx));
+  CUstream stream = gpu_start();
   size_t n;
   void *image = cubin(&n);
   CUlibrary lib;
@@ -83,13 +70,13 @@ int main(int argc, char **argv) {
     void *params[] = {&count, &x, &w, &t};
     CHECK(cuLibraryGetKernel(&k, lib, "four"));
     CHECK(cuKernelGetFunction(&f, k));
-    r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL);
+    r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL);
     expect_fault = strcmp(c, "pointer") == 0;
   } else if (strcmp(c, "halves") == 0) {
     void *params[] = {&lo, &hi};
     CHECK(cuLibraryGetKernel(&k, lib, "halves"));
     CHECK(cuKernelGetFunction(&f, k));
-    r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL);
+    r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL);
     expect_fault = 1;
   } else if (strcmp(c, "struct") == 0) {
     unsigned char s[24] = {0}; /* struct Pair: a at 0, p at 8, b at 16 */
@@ -97,7 +84,7 @@ int main(int argc, char **argv) {
     void *params[] = {s};
     CHECK(cuLibraryGetKernel(&k, lib, "in_struct"));
     CHECK(cuKernelGetFunction(&f, k));
-    r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL);
+    r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL);
     expect_fault = 1;
   } else {
     fprintf(stderr, "audit: no case '%s'\n", c);
@@ -108,7 +95,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "audit: %s: the launch failed otherwise (%d)\n", c, (int)r);
     return 1;
   }
-  if (!faulted) CHECK(cuLibraryUnload(lib)); /* (after a fault the context is sticky: nothing more can be freed) */
+  if (!faulted) { /* (after a fault the context is sticky: nothing more can be freed) */
+    CHECK(cuLibraryUnload(lib));
+    CHECK(cuStreamDestroy(stream));
+  }
   free(image);
   if (faulted != expect_fault) {
     printf("audit: %s: the launch %s; it should have %s\n", c, faulted ? "faulted" : "run",

@@ -49,7 +49,7 @@ run() { LD_LIBRARY_PATH="$F" "$@" >"$F/run.log" 2>&1 || { cat "$F/run.log"; echo
 # the double's own audit of launch parameters (audit_main.c): an address in freed memory
 # in a pointer, two 32-bit halves or a struct faults; 8 bytes straddling two parameters
 # do not
-gcc -std=c11 -O1 -g ${SAN_FLAGS:-} -Wall -Wextra -Werror -I"$CUDA_HOME/include" tests/fakecuda/audit_main.c \
+gcc -std=c11 -O1 -g ${SAN_FLAGS:-} -Wall -Wextra -Werror -Iruntime -Itests/gpu -I"$CUDA_HOME/include" tests/fakecuda/audit_main.c \
   -L"$F" -lcuda -L"$CUDA_HOME/lib64" -lnvrtc -Wl,-rpath,"$CUDA_HOME/lib64" -o "$F/audit"
 for c in pointer halves struct straddle; do # (a launch that faults leaves the context sticky, its library unfreeable)
   leaks=1 && [ $c != straddle ] && leaks=0
