@@ -72,7 +72,8 @@ def cases():
 
 def timed(argv, system=False):
     """Wall time, CPU time (user + system; system alone with system) and peak RSS (MiB) of
-    one run of argv, pinned to one core."""
+    one run of argv, pinned to one core.  (A child starts with this process's peak as its
+    own, about 15 MiB: the floor of the column, what `wc -l` shows.)"""
     t0 = time.perf_counter()
     p = subprocess.Popen(['taskset', '-c', '0'] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(p.pid, 0)
@@ -84,8 +85,8 @@ def timed(argv, system=False):
     return wall, ru.ru_stime if system else ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
-def cold_memory():
-    """Idles past the balloon's 2 s reporting delay: the host has taken the free memory back."""
+def idle():
+    """Idles past the balloon's 2 s reporting delay: the host may have taken the free memory back."""
     time.sleep(3)
 
 
@@ -94,7 +95,7 @@ def write_cost(mib=224):
     write: the balloon's effect alone."""
     path = os.path.join(WORK, 'write_cost.tmp')
     cost = []
-    for prepare in (cold_memory, lambda: None):
+    for prepare in (idle, lambda: None):
         prepare()
         _, cpu, _ = timed(['dd', 'if=/dev/zero', f'of={path}', 'bs=1M', f'count={mib}', 'status=none'], system=True)
         cost.append(cpu)
@@ -113,9 +114,9 @@ def goals(nodes, others):
                 subprocess.run([sys.executable, os.path.join(HERE, gen[0])] + gen[1:], stdout=f, check=True)
     out_c = os.path.join(WORK, 'goal_out.c')
     pgccs = [PGCC] + others
-    cold, warm = write_cost()
-    print(f'this machine\'s memory: writing 224 MiB to a file took {cold:.2f} s of system time after 3 s idle, '
-          f'{warm:.2f} s right after another such write')
+    after_idle, again = write_cost()
+    print(f'this machine\'s memory: writing 224 MiB to a file took {after_idle:.2f} s of system time after 3 s idle, '
+          f'{again:.2f} s right after another such write')
     print(f'{"input":28} {"MiB":>6} {"program":24} {"wall s":>7} {"CPU s":>6} {"idle CPU":>8} {"x wc -l":>8} '
           f'{"x gc -n":>8} {"peak MiB":>9} {"x input":>8}')
     for path, what in ((graph, ['-o', out_c]), (dot, ['--stats'])):  # (the .graph first: see above)
@@ -125,11 +126,11 @@ def goals(nodes, others):
             ways.append(('gc -n', ['gc', '-n', path]))
         ways += [((os.path.relpath(p, TOP) if p.startswith(TOP) else p) + ' ' + what[0], [p] + what + [path])
                  for p in pgccs]
-        runs = {name: [] for name, _ in ways}
-        cold = {name: [] for name, _ in ways}
+        runs = {name: [] for name, _ in ways}  # back to back
+        idle_runs = {name: [] for name, _ in ways}
         for _ in range(3):
             for name, argv in ways:
-                for prepare, into in ((cold_memory, cold), (lambda: None, runs)):  # (idle, then again at once)
+                for prepare, into in ((idle, idle_runs), (lambda: None, runs)):  # (idle, then again at once)
                     for f in (out_c, out_c[:-2] + '.h'):  # (the last run's output freed outside the timing)
                         if os.path.exists(f):
                             os.remove(f)
@@ -138,10 +139,10 @@ def goals(nodes, others):
         med = {name: statistics.median(r[0] for r in rs) for name, rs in runs.items()}
         for name, rs in runs.items():
             cpu = statistics.median(r[1] for r in rs)
-            cold_cpu = statistics.median(r[1] for r in cold[name])
+            idle_cpu = statistics.median(r[1] for r in idle_runs[name])
             peak = max(r[2] for r in rs)
             gc = f'{med[name] / med["gc -n"]:8.2f}' if 'gc -n' in med else f'{"-":>8}'
-            print(f'{os.path.basename(path):28} {mib:6.0f} {name:24} {med[name]:7.3f} {cpu:6.2f} {cold_cpu:8.2f} '
+            print(f'{os.path.basename(path):28} {mib:6.0f} {name:24} {med[name]:7.3f} {cpu:6.2f} {idle_cpu:8.2f} '
                   f'{med[name] / med["wc -l"]:8.1f} {gc} {peak:9.0f} {peak / mib:8.2f}', flush=True)
     print('goals (the issue, at 1M nodes on the 2-core VM): the DOT dump read in <= 3 s, the .graph to C in <= 2 s, '
           'peak memory <= 3x the input (wall and CPU s: back to back; idle CPU: after 3 s idle)')

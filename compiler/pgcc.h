@@ -463,9 +463,6 @@ extern const char *const pg_dir_names[PG_DIR_COUNT];
 typedef enum { PG_COND_IF, PG_COND_WHILE, PG_COND_SWITCH, PG_COND_COUNT } PgCondType;
 extern const char *const pg_cond_names[PG_COND_COUNT];
 
-/* A node's predecessors or successors: a slice of its graph's link_slots, carved at
- * its exact size by pg_program_link (32-bit counts: it is in every node). */
-
 /* What few nodes carry, kept out of PgNode (pg_node_notes() makes them on first use;
  * pg_node_origin() and the like read them): a million nodes are the bulk of the IR. */
 typedef struct {
@@ -485,7 +482,8 @@ struct PgNode { /* 152 bytes, 8-aligned (pg_node_new): a million of them are the
   PgGraph *graph;         /* the graph it belongs to */
   PgLoc loc;
   PgNodeNotes *notes;     /* NULL: none */
-  PgNode **links;         /* pg_program_link(): its successors then its predecessors, in edge order */
+  PgNode **links;         /* pg_program_link(): its successors then its predecessors, in edge order (a
+                             slice of its graph's link_slots, carved at its exact size) */
   union { /* the member named after `kind` is valid; EMPTY and OPAQUE use none */
     struct {
       PgKernel *kernel;

@@ -462,8 +462,8 @@ class Program:
                 outs[i] = rebuild(e, inputs[e["index"]])
             elif e["of"] == "output":
                 outs[i] = rebuild(e, outs[e["index"]])
-            elif e["of"] == "weight" and self._weight_view(e["name"], outs[i].dtype) is not None:
-                outs[i] = rebuild(e, self._weight_view(e["name"], outs[i].dtype), flat=True)
+            elif e["of"] == "weight" and (w := self._weight_view(e["name"], outs[i].dtype)) is not None:
+                outs[i] = rebuild(e, w, flat=True)
             elif made:
                 outs[i] = outs[i].clone()  # (the program's copy stands, in memory of its own)
         return outs
