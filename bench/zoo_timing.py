@@ -59,6 +59,8 @@ Inductor's Triton kernels for programmatic dependent launch in every way
 (torch._inductor.config.triton.enable_pdl: the captures of reduce-overhead, the manual
 capture and pgcc's export hold programmatic edges), and times the same pgcc export a
 second way, its programmatic edges made full ones (PGRT_PDL=off), with a table of the two.
+--ctypes-call times the same export a second way too, called through ctypes with its
+arguments checked in Python (fastcall.py's call in C turned off), with a table of the two.
 """
 import argparse
 import json
@@ -71,7 +73,7 @@ import tempfile
 import time
 
 HOST_CALLS = 8  # host time: calls per timing, from an idle GPU (well inside the launch queue)
-WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc", "pgcc, full edges")
+WAYS = ("eager", "compile", "reduce-overhead", "manual capture", "pgcc", "pgcc, full edges", "pgcc, ctypes call")
 INIT_ROUNDS = 3
 INIT_WAYS = {  # pgcc's init, in this order: way -> (environment, libpgrt's cache of compiled cubins: "cold", the
     # round's cache that the cold init starts empty; "new", an empty one of the way's own)
@@ -97,7 +99,7 @@ def load_with(pgcc, exp, env):
                 os.environ[k] = v
 
 
-def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=False, reuse=None):
+def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=False, reuse=None, ctypes_call=False):
     import torch
 
     import pgcc
@@ -191,6 +193,15 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
             steps["_program_full"] = q
             steps["pgcc, full edges"] = calls(lambda *xs: q(*xs, out=outs_q))
             setup["pgcc, full edges"] = time.perf_counter() - t0
+        rec["pgcc_call_in_c"] = p._caller is not None  # (fastcall.py: the call checked and made in C)
+        if ctypes_call:  # the same export called the way it was before the call in C: checks in Python, ctypes
+            t0 = time.perf_counter()
+            r = pgcc.load(exp)
+            r._caller = None
+            outs_r = r.new_outputs()
+            steps["_program_ctypes"] = r
+            steps["pgcc, ctypes call"] = calls(lambda *xs: r(*xs, out=outs_r))
+            setup["pgcc, ctypes call"] = time.perf_counter() - t0
         return calls(lambda *xs: p(*xs, out=outs))
     try:
         timed_setup("pgcc", make_pgcc)
@@ -331,7 +342,7 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
                                                if w in steps})
     rec["pdl"] = pdl
     print("BENCH " + json.dumps(rec), flush=True)
-    for k in ("_program", "_program_full"):
+    for k in ("_program", "_program_full", "_program_ctypes"):
         if k in steps:
             steps[k].close()
 
@@ -455,6 +466,24 @@ def kernel_table(recs):
     return "\n".join(lines)
 
 
+def ctypes_table(recs):
+    """With --ctypes-call: pgcc called through its call in C and through ctypes, beside the floor."""
+    lines = ["| model | manual capture (floor) | pgcc | pgcc, ctypes call | pgcc / floor | ctypes call / floor | "
+             "host µs/call from idle: pgcc (ctypes call; floor) |", "|---" * 7 + "|"]
+    for r in recs:
+        w = r.get("ways", {})
+        if "pgcc" not in w or "pgcc, ctypes call" not in w:
+            continue
+        g = {k: v["gpu_us"] for k, v in w.items()}
+        ratio = lambda a, b: f"{g[a] / g[b]:.2f}x" if a in g and b in g else "—"
+        fl = w.get("manual capture", {})
+        lines.append(f"| {r['model']} | {fl.get('gpu_us', '—')} µs | {g['pgcc']:.1f} µs | "
+                     f"{g['pgcc, ctypes call']:.1f} µs | {ratio('pgcc', 'manual capture')} | "
+                     f"{ratio('pgcc, ctypes call', 'manual capture')} | {w['pgcc']['host_us']} "
+                     f"({w['pgcc, ctypes call']['host_us']}; {fl.get('host_us', '—')}) |")
+    return "\n".join(lines)
+
+
 def pdl_table(recs):
     """With --pdl: pgcc's programmatic edges kept and made full (PGRT_PDL=off), side by side."""
     lines = ["| model | programmatic edges | pgcc | pgcc, full edges | PDL gain | pgcc / RO | pgcc / floor |",
@@ -518,6 +547,9 @@ def main():
     ap.add_argument("--pdl", action="store_true",
                     help="Inductor's Triton kernels built for programmatic dependent launch in every way "
                          "(torch._inductor.config.triton.enable_pdl), and pgcc also timed with full edges")
+    ap.add_argument("--ctypes-call", action="store_true",
+                    help="also time pgcc called through ctypes, its arguments checked in Python (the call before "
+                         "fastcall.py), with a table of the two")
     ap.add_argument("--kernels", action="store_true",
                     help="also profile one step of reduce-overhead, the manual capture and pgcc kernel by kernel")
     ap.add_argument("--setup-jobs", type=int, default=0, metavar="N",
@@ -530,7 +562,7 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.rounds, args.iters, args.child_out, args.kernels, args.pdl, args.setup_only,
-                     args.reuse)
+                     args.reuse, args.ctypes_call)
     import fnmatch
 
     from tests.models import breaks_models, zoo_models
@@ -559,6 +591,7 @@ def main():
             p = subprocess.run([sys.executable, __file__, "--child", key, "--child-out", work, "--rounds",
                                 str(args.rounds), "--iters", str(args.iters)] + (["--kernels"] if args.kernels else [])
                                + (["--pdl"] if args.pdl else [])
+                               + (["--ctypes-call"] if args.ctypes_call else [])
                                + (["--reuse", os.path.join(work, "setup")]
                                   if str(setups.get(key, {}).get("pgcc_verified", "")).startswith("PASS") else []),
                                env=env, capture_output=True,
@@ -586,6 +619,9 @@ def main():
     if args.pdl:
         print()
         print(pdl_table(recs))
+    if args.ctypes_call:
+        print()
+        print(ctypes_table(recs))
     if args.kernels:
         print()
         print(kernel_table(recs))

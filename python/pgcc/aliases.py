@@ -76,11 +76,13 @@ def find(outs, ins, weights):
 
 def recorded(structure, n_outputs):
     """The entries NAME.export.json's structure records for n_outputs outputs, or None
-    (none aliased, not recorded, or recorded for another count)."""
+    (none aliased, not recorded, or recorded for another count); their shapes and strides
+    as tuples, as a tensor gives its own (rebuild compares them)."""
     got = (structure or {}).get("output_aliases")
     if not got or len(got) != n_outputs or not any(got):
         return None
-    return got
+    lists = ("shape", "stride", "base_stride")
+    return [None if e is None else dict(e, **{k: tuple(e[k]) for k in lists if k in e}) for e in got]
 
 
 def rebuild(e, base, flat=False):
@@ -88,8 +90,10 @@ def rebuild(e, base, flat=False):
     the weight's memory from its first element, 1-dimensional): base itself where it is
     the same tensor, else its view -- over a copy of base in the layout the export saw,
     where the caller's tensor has other strides (its view would be other elements)."""
-    if e["same"] and not flat and tuple(base.shape) == tuple(e["shape"]):
+    shape, stride, base_stride = e["shape"], e["stride"], e["base_stride"]  # (tuples from recorded: compared as they are)
+    if e["same"] and not flat and base.shape == shape:
         return base
-    if not flat and not same_layout(tuple(base.shape), tuple(base.stride()), tuple(e["base_stride"])):
-        base = base.new_empty_strided(tuple(base.shape), tuple(e["base_stride"])).copy_(base)
-    return base.as_strided(tuple(e["shape"]), tuple(e["stride"]), base.storage_offset() + e["offset"])
+    if (not flat and base.stride() != base_stride
+            and not same_layout(tuple(base.shape), tuple(base.stride()), tuple(base_stride))):
+        base = base.new_empty_strided(tuple(base.shape), tuple(base_stride)).copy_(base)
+    return base.as_strided(shape, stride, base.storage_offset() + e["offset"])

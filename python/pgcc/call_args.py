@@ -3,8 +3,8 @@ with the export side: the .graph's dtype names and torch's, one scalar element's
 (decode, encode), a number given as one or as a 0-d CPU tensor (as_number), the
 strides a call's tensor must have (same_layout, layouts: as the export recorded them,
 contiguous where it did not), which shape bucket runs a size (choose) and how its
-inputs are padded to it (pad_to), and NAME_args packed in one step where it holds only
-addresses (packed_layout).
+inputs are padded to it (pad_to), NAME_args packed in one step where it holds only
+addresses (packed_layout), and a call's callback scalars as C functions (scalar_callbacks).
 
     choose([1, 2, 4, 8], 3, pad=True)   # 2: the bucket of size 4
     encode(1.5, "f32")                  # b'\\x00\\x00\\xc0?'
@@ -13,11 +13,15 @@ A run-side module (loader.py imports it): it imports nothing from the export sid
 torch only inside the functions that take tensors (torch_dtype), so that the package
 imports without torch.
 """
+import ctypes as C
 import math
+import re
 import struct
 
+from .errors import ExportError
+
 __all__ = ["DTYPES", "FORMATS", "as_number", "choose", "contiguous_strides", "decode", "encode", "layouts",
-           "packed_layout", "pad_to", "same_layout", "torch_dtype"]
+           "packed_layout", "pad_to", "same_layout", "scalar_callbacks", "torch_dtype"]
 
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
           "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
@@ -146,3 +150,31 @@ def packed_layout(p):
         return None
     fmt += f"{end - at}x" if end > at else ""
     return struct.Struct(fmt).pack, order, p.arena.data_ptr()
+
+
+def scalar_callbacks(name, fields, graph, given):
+    """[(field, C function, its address)] for program name's callback scalars (of fields;
+    the .graph at path graph says its host buffers), from given {scalar name: Python
+    function}: called with the values the call read back so far (one number per host
+    buffer, in the .graph's order), it returns the scalar's value."""
+    wanted = [f for f in fields if f.role == "scalar callback"]
+    missing = [f.name for f in wanted if f.name not in given]
+    if missing:
+        raise ExportError(f"{name}: callback scalars {missing} need a function each: "
+                          "pgcc.load(..., callbacks={name: function of the values read})")
+    with open(graph) as fh:
+        host = re.findall(r"^buffer \w+ size (\d+) role host dtype (\w+)", fh.read(), re.M)
+    proto = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_void_p), C.POINTER(C.c_uint64))
+    out = []
+    for f in wanted:
+        def call(data, buffers, value, fn=given[f.name], dtype=f.dtype):
+            try:
+                vals = [decode(C.string_at(buffers[j], int(size)), t) for j, (size, t) in enumerate(host)]
+                raw = encode(fn(*vals), dtype)
+                value[0] = int.from_bytes(raw + bytes(8 - len(raw)), "little")
+                return 0
+            except Exception:  # noqa: BLE001 -- any failure is the call's, said by libpgrt
+                return 1
+        fn = proto(call)
+        out.append((f, fn, C.cast(fn, C.c_void_p).value))
+    return out

@@ -9,18 +9,18 @@ has NAME_info; the structures below must match runtime/pgrt.h field for field.
 """
 import ctypes as C
 import os
-import re
 import struct
 import time
 
 from .aliases import rebuild, recorded
-from .call_args import (FORMATS, as_number, choose, contiguous_strides, decode, encode, layouts, packed_layout, pad_to,
-                        same_layout, torch_dtype)
+from .call_args import (FORMATS, as_number, choose, contiguous_strides, layouts, packed_layout, pad_to, same_layout,
+                        scalar_callbacks, torch_dtype)
 from .cuda import cu, device_bytes
 from .errors import ArgumentError, ExportError, RunError
+from .fastcall import caller_for
 from .program_info import (PGRT_FIELD_HOST_FN, PGRT_FIELD_INOUT, PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_SCALAR,
                            PGRT_FIELD_WEIGHT, ROLE_NAMES, Dim, Field, PgrtComm, PgrtDim, PgrtField, PgrtInitStats,
-                           PgrtProgramInfo, PgrtRunStats, export_name, read_info, read_report)
+                           PgrtProgramInfo, PgrtRunStats, export_name, read_info, read_report, stats)
 from .structure import NUMBERS as LEAVES, builder, flat_as_called, flatten
 from .toolchain import build_program
 
@@ -56,6 +56,7 @@ class Program:
 
     rng_increment, generator = 0, None  # (a program that draws no random numbers; __init__ reads its own)
     _packed = None  # (packed_layout: NAME_args packed in one step; __init__ works it out)
+    _caller, _n_fast = None, -1  # (fastcall.py: the call in C, for calls of _n_fast flat arguments)
 
     def __init__(self, so_path, name, export_dir, device=None, callbacks=None, structured=False):
         import torch
@@ -69,7 +70,7 @@ class Program:
         host = [f.name for f in self.fields + self.weight_fields if f.role == "host function"]
         if host:
             raise ExportError(f"{name}: fields {host} are host functions, which a Program cannot give from Python")
-        self.callbacks = self._callbacks(callbacks or {})
+        self.callbacks = scalar_callbacks(name, self.fields, os.path.join(export_dir, name + ".graph"), callbacks or {})
         for f in self.fields:  # (looked up once: every call checks its tensors against them)
             f.torch_dtype = torch_dtype(f.dtype) if f.dtype else None
         self.inputs = [f for f in self.fields if f.role in ("input", "inout", "scalar")]
@@ -85,6 +86,9 @@ class Program:
         self._plans = {}  # (bucket calls: _plan's answer per set of input shapes)
         self._makers = None  # (new_outputs without buckets: how each output is made)
         self._weight_views = {}  # (_aliased: a weight's memory as a tensor, made once per weight)
+        self._numbers = {}  # (_on_device: {input: (number, its 0-d CUDA tensor)})
+        self._numbers_at = [i for i, f in enumerate(self.inputs) if f.role == "input" and f.shape == ()
+                            and f.torch_dtype is not None]
         self.size_fields = [f for f in self.fields if f.role == "size"]
         self.device = torch.device(device if device is not None else "cuda")
         if self.device.index is None:
@@ -118,6 +122,7 @@ class Program:
         self.run_fn = getattr(self.lib, f"{name}_run")
         self.run_fn.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]  # (ctypes converts the stream's int)
         self._packed = packed_layout(self)
+        self._caller = caller_for(self)
         self._destroy = getattr(self.lib, f"{name}_destroy")
         self.generator = None
         if self.rng_increment:
@@ -134,6 +139,7 @@ class Program:
         ins = (self.structure or {}).get("inputs")  # (flat arguments: checked leaf by leaf, not flattened)
         self._flat_in = (len(ins[1]) if ins and ins[0] == "tuple" and all(s == ["leaf"] for s in ins[1])
                          else None)
+        self._n_fast = (self._flat_in or -1) if self.structure else len(self.inputs)
 
     def set_rng_state(self, seed, offset):
         """Sets the seed and Philox offset the next call draws from, in libpgrt (for a
@@ -184,32 +190,6 @@ class Program:
         dist.broadcast_object_list(box, src=0)
         self._id = C.create_string_buffer(box[0], 128)
         return (C.addressof(self._id),)
-
-    def _callbacks(self, given):
-        """[(field, C function, its address)] for the program's callback scalars, from given {scalar name:
-        Python function}: called with the values the call read back so far (one number per
-        host buffer, in the .graph's order), it returns the scalar's value."""
-        wanted = [f for f in self.fields if f.role == "scalar callback"]
-        missing = [f.name for f in wanted if f.name not in given]
-        if missing:
-            raise ExportError(f"{self.name}: callback scalars {missing} need a function each: "
-                              "pgcc.load(..., callbacks={name: function of the values read})")
-        with open(os.path.join(self.export_dir, self.name + ".graph")) as fh:
-            host = re.findall(r"^buffer \w+ size (\d+) role host dtype (\w+)", fh.read(), re.M)
-        proto = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_void_p), C.POINTER(C.c_uint64))
-        out = []
-        for f in wanted:
-            def call(data, buffers, value, fn=given[f.name], dtype=f.dtype):
-                try:
-                    vals = [decode(C.string_at(buffers[j], int(size)), t) for j, (size, t) in enumerate(host)]
-                    raw = encode(fn(*vals), dtype)
-                    value[0] = int.from_bytes(raw + bytes(8 - len(raw)), "little")
-                    return 0
-                except Exception:  # noqa: BLE001 -- any failure is the call's, said by libpgrt
-                    return 1
-            fn = proto(call)
-            out.append((f, fn, C.cast(fn, C.c_void_p).value))
-        return out
 
     def __repr__(self):
         return (f"<pgcc.Program {self.name}: inputs {[f.name for f in self.inputs]}, outputs "
@@ -364,9 +344,8 @@ class Program:
         0-dimensional input given as a number or a 0-d CPU tensor, a CUDA tensor of it."""
         torch = self.torch
         shape = f.shape if shape is None else shape
-        if shape == () and f.torch_dtype is not None and as_number(torch, t) is not None:
-            # (a 0-dimensional input given as a number or a CPU tensor: the export's own 0-d CPU tensor)
-            return torch.full((), as_number(torch, t), dtype=f.torch_dtype, device=self.device)
+        if shape == () and f.torch_dtype is not None and (v := as_number(torch, t)) is not None:
+            return self._on_device(f, v)  # (a 0-dimensional input given as a number or a CPU tensor)
         if not isinstance(t, torch.Tensor) or shape is None or tuple(t.shape) != tuple(shape) \
                 or t.layout != torch.strided or not t.is_cuda:
             return t
@@ -376,37 +355,46 @@ class Program:
         y = torch.empty_strided(tuple(shape), stride, dtype=t.dtype, device=t.device)
         return y.copy_(t)
 
+    def _on_device(self, f, v):
+        """A 0-dimensional CUDA tensor of number v for input f (the export's own 0-d CPU tensor,
+        a temperature or a learning rate): made once per value where the program only reads
+        it -- a new value gets a new tensor, so that a call still running keeps its own."""
+        got = self._numbers.get(f.name)
+        if got is not None and got[0] == v and type(got[0]) is type(v):
+            return got[1]
+        t = self.torch.full((), v, dtype=f.torch_dtype, device=self.device)
+        if f.role == "input":
+            self._numbers[f.name] = (v, t)
+        return t
+
     def run(self, args, stream=None):
         """One call with NAME_args already made (args()), on stream (default: the current one)."""
-        if stream is None:
-            stream = self._current_stream()
-        gen = self.generator if self.rng_increment else None
-        if gen is not None:  # (the state PyTorch's generator has, advanced as a replay of its graphs advances it)
-            offset = gen.get_offset()
-            self.set_rng_state(gen.initial_seed(), offset)
-        r = self.run_fn(self.ctx, args, stream)
+        offset = self._rng_begin()
+        r = self.run_fn(self.ctx, args, self._current_stream() if stream is None else stream)
         if r != 0:
             raise RunError(f"{self.name}_run: {self.err()}")
-        if gen is not None:
-            gen.set_offset(offset + self.rng_increment)
+        self._rng_end(offset)
+
+    def _rng_begin(self):
+        """Before a call: the state PyTorch's generator has given to libpgrt; its offset (None: no generator)."""
+        if not self.rng_increment or self.generator is None:
+            return None
+        offset = self.generator.get_offset()
+        self.set_rng_state(self.generator.initial_seed(), offset)
+        return offset
+
+    def _rng_end(self, offset):
+        """After a call that ran: the generator advanced as a replay of its graphs advances it."""
+        if offset is not None:
+            self.generator.set_offset(offset + self.rng_increment)
 
     def last_run(self):
-        """What libpgrt did in the last call (pgrt_last_run): a dict of pgrt_run_stats'
-        fields -- graphs launched, nodes patched from the host, the call's host time and
-        how much of it went to cuGraphLaunch and to what came before (ns)."""
-        st = PgrtRunStats()
-        self.lib.pgrt_last_run(self.ctx, C.byref(st))
-        return {k: getattr(st, k) for k, _ in PgrtRunStats._fields_}
+        """What libpgrt did in the last call (pgrt_last_run's fields: program_info.stats)."""
+        return stats(self.lib, self.ctx, "pgrt_last_run", PgrtRunStats)
 
     def init_stats(self):
-        """Where NAME_init's time went (pgrt_last_init): a dict of pgrt_init_stats' fields --
-        all of it, the modules and kernels (of which the libraries' fatbins), libpgrt's own
-        kernels, the graphs, CUDA sources made cubins (ns); how many NVRTC compiled, how
-        many the cache of compiled cubins gave, how many fatbins the libraries gave, how many
-        of libpgrt's own sources were loaded as the cubins its build compiled."""
-        st = PgrtInitStats()
-        self.lib.pgrt_last_init(self.ctx, C.byref(st))
-        return {k: getattr(st, k) for k, _ in PgrtInitStats._fields_}
+        """Where NAME_init's time went (pgrt_last_init's fields: program_info.stats)."""
+        return stats(self.lib, self.ctx, "pgrt_last_init", PgrtInitStats)
 
     def _current_stream(self):
         """The device's current stream handle: torch's raw getter where it has one (as
@@ -418,6 +406,10 @@ class Program:
         return self.torch.cuda.current_stream(self.device).cuda_stream
 
     def __call__(self, *inputs, out=None):
+        if len(inputs) == self._n_fast and self._caller is not None:
+            got = self._fast(inputs, out)
+            if got is not None:
+                return got
         if self.structure:  # (pgcc.load: the structure the export recorded)
             if self._flat_in == len(inputs) and all(isinstance(x, LEAVES) or isinstance(x, self.torch.Tensor)
                                                     for x in inputs):
@@ -434,6 +426,29 @@ class Program:
             got = self._call(leaves, out)
             return self._outputs_of(got if isinstance(got, tuple) else (got,))
         return self._call(inputs, out)
+
+    def _fast(self, inputs, out):
+        """The call through fastcall's Caller: its result, or None where an argument is not
+        what its field takes (nothing ran; the general path says why or makes it fit)."""
+        outs = self.new_outputs() if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
+        given = inputs
+        if self._numbers_at:  # (0-dimensional inputs given as numbers or 0-d CPU tensors)
+            inputs = list(inputs)
+            for i in self._numbers_at:
+                if (v := as_number(self.torch, inputs[i])) is not None:
+                    inputs[i] = self._on_device(self.inputs[i], v)
+        offset = self._rng_begin()
+        r = self._caller(inputs, outs)
+        if r < 0:
+            return None
+        if r:
+            raise RunError(f"{self.name}_run: {self.err()}")
+        self._rng_end(offset)
+        if self.aliases:
+            outs = self._aliased(given, outs, made=out is None)
+        if self.structure:
+            return self._outputs_of(tuple(outs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _call(self, inputs, out=None):
         if self.dims:
@@ -549,6 +564,7 @@ class Program:
         return raw[:f.size - f.size % like.element_size()].view(like.dtype).as_strided(like.shape, like.stride())
 
     def close(self):
+        self._caller = None  # (it holds the context's address)
         if self.ctx:
             self._destroy(C.byref(self.ctx))
             self.ctx = C.c_void_p()

@@ -1,7 +1,8 @@
 """libpgrt's C structures as ctypes sees them (runtime/pgrt.h: pgrt_field, pgrt_dim,
 pgrt_comm, pgrt_program_info, pgrt_run_stats, pgrt_init_stats), which must match the
 header field for field (tests/python/test_loader_structs.py checks), a program's
-fields read through the generated NAME_info() (read_info), and what an export's
+fields read through the generated NAME_info() (read_info), libpgrt's statistics of a
+call and an init (stats), and what an export's
 folder names (export_name: its program; read_report: its NAME.export.json).  The run
 side's; needs no torch.
 """
@@ -14,7 +15,7 @@ from .errors import ExportError
 
 __all__ = ["Dim", "Field", "PGRT_FIELD_HOST_FN", "PGRT_FIELD_INOUT", "PGRT_FIELD_INPUT", "PGRT_FIELD_OUTPUT",
            "PGRT_FIELD_SCALAR", "PGRT_FIELD_WEIGHT", "PgrtComm", "PgrtDim", "PgrtField", "PgrtInitStats",
-           "PgrtProgramInfo", "PgrtRunStats", "export_name", "read_info", "read_report", "ROLE_NAMES"]
+           "PgrtProgramInfo", "PgrtRunStats", "export_name", "read_info", "read_report", "ROLE_NAMES", "stats"]
 
 # pgrt_field_role
 PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_INOUT, PGRT_FIELD_SCALAR, PGRT_FIELD_WEIGHT, PGRT_FIELD_HOST_FN = \
@@ -114,6 +115,19 @@ def read_info(lib, name):
     weights = [Field(info.weights[i]) for i in range(info.n_weights)]
     dims = [Dim(info.dims[i]) for i in range(info.n_dims)]
     return info, args, weights, dims
+
+
+def stats(lib, ctx, fn, struct):
+    """A dict of a libpgrt statistics struct's fields, as fn (pgrt_last_run: the last call's --
+    graphs launched, nodes patched from the host, the call's host time and how much of it
+    went to cuGraphLaunch and to what came before; pgrt_last_init: where NAME_init's time
+    went -- all of it, the modules and kernels, of which the libraries' fatbins, libpgrt's
+    own kernels, the graphs, CUDA sources made cubins, in ns; how many NVRTC compiled, the
+    cache of compiled cubins gave, the libraries' fatbins gave, and how many of libpgrt's
+    own sources were loaded as the cubins its build compiled) fills it for context ctx."""
+    st = struct()
+    getattr(lib, fn)(ctx, C.byref(st))
+    return {k: getattr(st, k) for k, _ in struct._fields_}
 
 
 def export_name(out_dir, name=None):

@@ -59,7 +59,7 @@ def scalar(name, offset, dtype="f32", size=4):
     return f
 
 
-def test_a_0d_input_takes_a_number_or_a_cpu_tensor_copied_to_the_device():
+def test_a_0d_input_takes_a_number_or_a_cpu_tensor_copied_to_the_device_once_per_number():
     p = program([F("in0", 0, (4,)), F("in1", 8, ())], [])
     p.torch = Torch
     x = T((4,), ptr=0x1000)
@@ -69,6 +69,12 @@ def test_a_0d_input_takes_a_number_or_a_cpu_tensor_copied_to_the_device():
     assert buf.keep == [Torch.full_made[0]]  # (alive until the call is queued)
     p.args([x, 2.5], [])
     assert Torch.full_made[-1].value == 2.5 and Torch.full_made[-1].shape == ()
+    # the same number again: the tensor made for it (the program only reads it); another: a new one
+    assert ptrs(p.args([x, 2.5], []), 2)[1] == 0x7000 and len(Torch.full_made) == 2
+    p.args([x, Cpu0d(0.7)], [])
+    assert len(Torch.full_made) == 3 and Torch.full_made[-1].value == 0.7
+    p.args([x, 1], [])  # (1 == 1.0, but an int: made again, as full would make it of that number)
+    assert len(Torch.full_made) == 4
 
 
 def test_a_scalar_takes_a_number_or_a_cpu_tensor_and_refuses_the_rest():

@@ -101,7 +101,7 @@ def program(inputs, outputs):
     p = Program.__new__(Program)
     p.torch, p.name, p.device, p.arena = FakeTorch, "m", Dev(), Arena()
     p.inputs, p.outputs, p.size_fields, p.callbacks = inputs, outputs, [], []
-    p.args_size, p.dims = 8 * (len(inputs) + len(outputs)), []
+    p.args_size, p.dims, p._numbers = 8 * (len(inputs) + len(outputs)), [], {}
     return p
 
 

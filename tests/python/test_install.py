@@ -1,5 +1,5 @@
 """Packaging: `pip install --no-build-isolation .` into a temporary target carries the C
-sources (pgcc/_csrc), the pgcc-export command, and a package that imports without
+sources (pgcc/_csrc) and the call's (pgcc/_fastcall.c), the pgcc-export command, and a package that imports without
 torch; the shim tools/pgcc-export runs the same command from the tree."""
 import os
 import subprocess
@@ -21,6 +21,7 @@ def test_pip_install_target(tmp_path):
               "runtime/own_kernels.h", "runtime/tool/prebuild.c"):
         assert (csrc / f).is_file(), f
     assert (target / "bin" / "pgcc-export").is_file()
+    assert (target / "pgcc" / "_fastcall.c").is_file()  # (the call in C, built on first use)
     env = dict(os.environ, PYTHONPATH=str(target))
     code = ("import sys, pgcc, pgcc.toolchain as t; assert 'torch' not in sys.modules; "
             "print(t.csrc()); print(pgcc.export.__doc__ is not None)")

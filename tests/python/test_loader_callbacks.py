@@ -1,4 +1,4 @@
-"""loader.Program._callbacks on the CPU: a Python function of the values read back
+"""call_args.scalar_callbacks (a loaded Program's callback scalars) on the CPU: a Python function of the values read back
 becomes the pgrt_scalar_cb libpgrt calls after a sync.  Called here as libpgrt calls it
 (the host buffers' addresses, a pointer to the value), with no GPU and no torch: the
 value read is decoded by its host buffer's dtype, the result written as the scalar's
@@ -12,14 +12,15 @@ from types import SimpleNamespace
 import pytest
 
 from pgcc.errors import ExportError
-from pgcc.loader import Program
+from pgcc.call_args import scalar_callbacks
 
 
-def program(tmp_path, dtype="f64"):
+def callbacks(tmp_path, given, dtype="f64"):
+    """scalar_callbacks for a program p with host buffers f32 and bool and one callback scalar cb0."""
     (tmp_path / "p.graph").write_text("pgcc 1;\nbuffer r0 size 4 role host dtype f32 shape [];\n"
                                       "buffer r1 size 1 role host dtype bool shape [];\n")
     field = SimpleNamespace(name="cb0", role="scalar callback", dtype=dtype)
-    return SimpleNamespace(name="p", export_dir=str(tmp_path), fields=[field])
+    return scalar_callbacks("p", [field], str(tmp_path / "p.graph"), given)
 
 
 def call(fn, *host):
@@ -36,7 +37,7 @@ def test_the_function_gets_the_values_read_and_gives_the_scalar(tmp_path):
     def damping(m, flag):
         seen.append((m, flag))
         return math.exp(-m)
-    (f, fn, at), = Program._callbacks(program(tmp_path), {"cb0": damping})
+    (f, fn, at), = callbacks(tmp_path, {"cb0": damping})
     assert f.name == "cb0" and at == C.cast(fn, C.c_void_p).value
     status, value = call(fn, struct.pack("<f", 1.5), b"\x01")
     assert status == 0 and seen == [(1.5, True)]
@@ -44,16 +45,16 @@ def test_the_function_gets_the_values_read_and_gives_the_scalar(tmp_path):
 
 
 def test_a_narrow_scalar_fills_the_low_bytes(tmp_path):
-    (_, fn, _), = Program._callbacks(program(tmp_path, "i32"), {"cb0": lambda m, flag: -int(m * 4)})
+    (_, fn, _), = callbacks(tmp_path, {"cb0": lambda m, flag: -int(m * 4)}, "i32")
     status, value = call(fn, struct.pack("<f", 2.0), b"\x00")
     assert status == 0 and value == struct.unpack("<I", struct.pack("<i", -8))[0]
 
 
 def test_a_failing_function_fails_the_call(tmp_path):
-    (_, fn, _), = Program._callbacks(program(tmp_path), {"cb0": lambda m, flag: 1 / 0})
+    (_, fn, _), = callbacks(tmp_path, {"cb0": lambda m, flag: 1 / 0})
     assert call(fn, struct.pack("<f", 1.0), b"\x00")[0] != 0
 
 
 def test_a_callback_scalar_without_its_function_does_not_load(tmp_path):
     with pytest.raises(ExportError, match=r"callback scalars \['cb0'\] need a function"):
-        Program._callbacks(program(tmp_path), {})
+        callbacks(tmp_path, {})

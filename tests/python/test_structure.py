@@ -325,3 +325,38 @@ def test_a_builder_counts_its_leaves():
         build("a")
     with pytest.raises(ExportError, match="the program gave more values"):
         build("abc")
+
+
+@pytest.mark.parametrize("spec", [
+    ["leaf"],
+    ["tuple", []],
+    ["tuple", [["leaf"]]],
+    ["dict", [["hidden", ["leaf"]], ["stats", ["dict", [["mean", ["leaf"]], ["n", ["const", 3]]]]],
+              ["parts", ["tuple", [["leaf"], ["list", [["leaf"], ["none"], ["leaf"]]]]]]]],
+    ["pairs", [[0, ["leaf"]], [2.5, ["list", []]], ["k", ["value", "text"]]]],
+    ["list", [["tuple", [["leaf"], ["list", [["tuple", [["leaf"]]]]]]]]],
+])
+def test_a_plain_spec_is_built_as_part_by_part_and_as_unflatten(spec):
+    from pgcc.structure import _part, _plain
+    assert _plain(spec)
+    leaves = [T(f"t{i}") for i in range(8)]
+    n = json.dumps(spec).count('"leaf"')
+    want = unflatten(spec, leaves[:n])
+    got = builder(spec)(leaves[:n])
+    it = iter(leaves[:n])
+    assert got == want == _part(spec)(it) and type(got) is type(want)
+    with pytest.raises(ExportError):
+        builder(spec)(leaves[:n + 1])
+
+
+def test_a_spec_too_deep_or_with_a_class_is_built_part_by_part():
+    from pgcc.structure import _plain
+    deep = ["leaf"]
+    for _ in range(40):
+        deep = ["tuple", [deep]]
+    assert not _plain(deep) and not _plain(["tuple", [["type", "builtins.int"]]])
+    x = T("x")
+    got = builder(deep)([x])
+    for _ in range(40):
+        got, = got
+    assert got is x
