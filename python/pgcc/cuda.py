@@ -13,7 +13,7 @@ __all__ = ["ATTR_CLUSTER_DIMENSION", "ATTR_COOPERATIVE", "ATTR_PRIORITY", "ATTR_
            "FUNC_REQUIRED_CLUSTER_WIDTH", "kernel_argv", "KernelNodeParams", "LAUNCH_PARAM_BUFFER_POINTER",
            "LAUNCH_PARAM_BUFFER_SIZE", "LAUNCH_PARAM_END", "LaunchAttribute", "LaunchConfig", "Memcpy3D",
            "MemsetParams", "NODE_EMPTY", "NODE_KERNEL", "NODE_MEMCPY", "NODE_MEMSET", "NODE_NAMES", "placed",
-           "read_device", "write_device"]
+           "read_device", "stuck_error", "write_device"]
 
 _cu = None
 
@@ -95,11 +95,22 @@ def cu():
     return n
 
 
+def error_text(r):
+    s = C.c_char_p()
+    cu().GetErrorString(r, C.byref(s))
+    return f"CUDA error {r} ({(s.value or b'?').decode()})"
+
+
 def check(r, what):
     if r != 0:
-        s = C.c_char_p()
-        cu().GetErrorString(r, C.byref(s))
-        raise RuntimeError(f"{what}: CUDA error {r} ({(s.value or b'?').decode()})")
+        raise RuntimeError(f"{what}: {error_text(r)}")
+
+
+def stuck_error():
+    """The error the current CUDA context is stuck in, as text, or None: after a kernel faults
+    (an illegal address, a trap) every later call of the process on it fails so."""
+    r = cu().CtxSynchronize()
+    return None if r == 0 else error_text(r)
 
 
 def read_device(addr, size):

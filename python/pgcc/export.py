@@ -31,6 +31,7 @@ from .access_sets import mark_access, triton_signatures
 from .branches import branch_to_export, join, warm_other_path
 from .capture import host_maps
 from .capture_set import outputs_of, take_captures
+from .cuda import stuck_error
 from .errors import ExportError, entry_point
 from .example_inputs import FlatCall, flat_inputs
 from .export_files import write_export
@@ -44,7 +45,7 @@ from .module_watch import ModuleWatch
 from .node_mapping import address_spread, copy_aliased_outputs, map_nodes, relocation_counts, relocator, tensor_buffers
 from .progress import Progress
 from .random_state import find_philox, rng_buffer
-from .replay import Replayer, scratch_blocks
+from .replay import Replayer, close_unless_stuck, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
 from .train_state import capturable, discover, kind_of, needs_first_step, state_objects, state_weights
@@ -408,11 +409,16 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, 
             try:
                 prove_code(torch, capA, bufs, nodes, edges, kernels, replayer, log, prog.warn, out_dir, watch)
             except RuntimeError as e:  # a launch refused: the code stays as found, verify_export.py judges it
+                if stuck_error():  # (a fault, not a refusal: nothing runs in this process any more)
+                    raise ExportError(f"running the library kernels' code found, node by node, made the GPU fault "
+                                      f"({e}): a library kernel's code found, or another holding its name that was "
+                                      "tried, reads memory it was not given; this process's CUDA context is "
+                                      "unusable from here (restart it)") from e
                 prog.warn("the library kernels' code could not be run node by node", str(e))
         # the replay's updates to the weights (a training step's) are undone when the replayer closes
         outputs = outputs_of(torch, fn, inputs, capA, comms)
     finally:
-        replayer.close()
+        close_unless_stuck(replayer)  # (after a fault: the error that says where, not closing's)
     # (PGCC_SLOTS=off keeps every region whole, as exports before the seventh session had them)
     whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b.size for b in bufs.list})
     nodes, report["intermediates"] = place_intermediates(bufs, nodes, capA, log,

@@ -29,10 +29,10 @@ import contextlib
 import ctypes as C
 
 from .capture import tensor_span
-from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, write_device
+from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, stuck_error, write_device
 from .errors import ExportError
 
-__all__ = ["mark_dontcare", "narrow", "POISON", "prove_irrelevant", "Replayer", "scratch_blocks"]
+__all__ = ["close_unless_stuck", "mark_dontcare", "narrow", "POISON", "prove_irrelevant", "Replayer", "scratch_blocks"]
 
 POISON = 0xA5
 
@@ -137,6 +137,17 @@ class Replayer:
             check(cu().GraphExecDestroy(e), "cuGraphExecDestroy")
         self.execs = None
         self._held.close()
+
+
+def close_unless_stuck(replayer, stuck=stuck_error):
+    """Closes the replayer -- the caller's state written back -- unless the CUDA context is
+    stuck in an error (stuck(): a kernel faulted).  Then nothing can be written back, and
+    closing would only raise that error (at its first copy, "cuMemcpyHtoD: CUDA error 700")
+    in place of the exception that says what faulted.  Returns the stuck error, or None."""
+    err = stuck()
+    if err is None:
+        replayer.close()
+    return err
 
 
 def _filled(blob, ranges, fill):

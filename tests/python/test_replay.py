@@ -1,7 +1,8 @@
 """replay.prove_irrelevant and narrow over a stand-in replayer (no GPU): a "kernel" whose
 results depend on chosen parameter bytes of chosen nodes; and host_words.words_hex, and
 read_host on a word that points at this process's memory (its check, a replay, stood in
-for)."""
+for); close_unless_stuck, which writes the caller's state back only where the CUDA
+context is not stuck in a fault."""
 import ctypes as C
 import struct
 from types import SimpleNamespace
@@ -11,7 +12,7 @@ import pytest
 from pgcc.host_words import HOST_WINDOW, holds_word, launch_time_bytes, library_hint, read_host, words_hex
 from pgcc.model import Kernel, Node
 from pgcc.relocate import Buffers
-from pgcc.replay import POISON, narrow, prove_irrelevant
+from pgcc.replay import POISON, close_unless_stuck, narrow, prove_irrelevant
 
 
 class FakeReplayer:
@@ -224,3 +225,33 @@ def test_replays_that_already_differ_cannot_prove_bytes_irrelevant():
     (problem,) = prove_irrelevant(r, {1: ranges(8)}, lambda i: f"k{i}")
     assert "two plain replays of the graph already differ" in problem
     assert "use_deterministic_algorithms(True)" in problem
+
+
+class Closing:
+    """A replayer whose close writes back (closed) or, its context stuck, raises as the first copy would."""
+
+    def __init__(self, stuck):
+        self.stuck, self.closed = stuck, False
+
+    def close(self):
+        if self.stuck:
+            raise RuntimeError("cuMemcpyHtoD: CUDA error 700 (an illegal memory access was encountered)")
+        self.closed = True
+
+
+def test_a_replayer_is_closed_unless_the_context_is_stuck():
+    ok = Closing(False)
+    assert close_unless_stuck(ok, stuck=lambda: None) is None and ok.closed
+    stuck = Closing(True)
+    err = "CUDA error 700 (an illegal memory access was encountered)"
+    assert close_unless_stuck(stuck, stuck=lambda: err) == err and not stuck.closed
+
+
+def test_after_a_fault_the_error_that_says_where_is_the_one_raised():
+    from pgcc.errors import ExportError
+    r = Closing(True)
+    with pytest.raises(ExportError, match="a kernel reads memory it was not given"):
+        try:
+            raise ExportError("replaying ... failed: a kernel reads memory it was not given")
+        finally:
+            close_unless_stuck(r, stuck=lambda: "CUDA error 700")  # (a plain r.close() here raised its own)
