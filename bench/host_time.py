@@ -3,12 +3,15 @@
     PYTHONPATH=python:. python3 bench/host_time.py [--rounds 7] [--iters 200] [EXPORT_DIR ...]
 
 For each export (default: the committed CI fixtures mlp_small and llama_tiny_bf16),
-built and loaded with pgcc.load, the host time of one call is taken six ways, in
+built and loaded with pgcc.load, the host time of one call is taken seven ways, in
 interleaved rounds (each round times every way once, `iters` calls, wall clock;
 medians over rounds, and the spread max - min over the median):
 
-  call          prog(*xs, out=outs): checks the tensors, packs NAME_args, NAME_run
-  args+run      prog.args(...) then prog.run(args): the same, split
+  call          prog(*xs, out=outs): the call in C where the program has one
+                (fastcall.py: the tensors checked, NAME_args written, NAME_run, in C)
+  call, ctypes  the same call the general way: checks in Python, NAME_args packed, NAME_run
+                through ctypes (what a program without the call in C does)
+  args+run      prog.args(...) then prog.run(args): the general way, split
   run           prog.run(args) on arguments packed once
   run, moving   prog.run on 4 packed argument sets in turn (inputs at other addresses
                 every call: what libpgrt patches), the way bench/zoo_timing.py calls pgcc
@@ -64,6 +67,7 @@ def main():
             k["i"] = (k["i"] + 1) % 4
             p.run(packed[k["i"]])
         ways = {"call": lambda: p(*sets[0], out=outs),
+                "call, ctypes": lambda: p._call(sets[0], outs),
                 "args+run": lambda: p.run(p.args(sets[0], outs)),
                 "run": lambda: p.run(packed[0]),
                 "run, moving": moving,
@@ -82,7 +86,8 @@ def main():
                     f()
                 times[w].append((time.perf_counter() - t0) / args.iters * 1e6)
                 torch.cuda.synchronize()
-        print(f"\n{p.name}: {len(p.inputs)} inputs, {len(p.outputs)} outputs (median µs per call over {args.rounds} "
+        print(f"\n{p.name}: {len(p.inputs)} inputs, {len(p.outputs)} outputs, the call in C "
+              f"{'made' if p._caller is not None else 'not made'} (median µs per call over {args.rounds} "
               f"rounds of {args.iters}; spread)")
         for w, ts in times.items():
             m = statistics.median(ts)
