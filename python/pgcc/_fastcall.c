@@ -6,8 +6,8 @@
  * elements gets), the device's index, torch.Tensor, torch's raw current-stream getter, and
  * per field of NAME_args, in the order inputs then outputs, (offset, torch dtype, shape,
  * strides or None for contiguous): every field a tensor's address (fastcall.py makes a
- * Caller only then).  NAME_args is built
- * per call, on the stack where it fits, so that calls from two threads never share it.
+ * Caller only then).  NAME_args is built per call, on the stack where it fits, so that
+ * calls from two threads never share it.
  *
  * caller(inputs, outputs) checks each tensor as Program._fine does -- a torch.Tensor of the
  * field's dtype and shape, on the CUDA device, contiguous or of the field's strides (exactly:
@@ -199,8 +199,8 @@ static PyObject *caller_call(Caller *c, PyObject *a, PyObject *kw) {
   }
   Py_ssize_t n_in = PySequence_Fast_GET_SIZE(in), n_out = PySequence_Fast_GET_SIZE(out);
   long status = -1;
-  /* NAME_args of this call: its own, since another thread's call may be reading another
-     Caller's copy while the GIL is released (libpgrt answers it PGRT_ERR_BUSY) */
+  /* NAME_args of this call, its own: another thread's call of this Caller may be inside
+     NAME_run with its own while the GIL is released (libpgrt answers one of them PGRT_ERR_BUSY) */
   unsigned char small[512], *args = small;
   if (n_in + n_out == c->n_slots && c->args_size > (Py_ssize_t)sizeof small && !(args = PyMem_Malloc(c->args_size))) {
     Py_DECREF(in);
