@@ -11,14 +11,22 @@ CUDA error; also a RuntimeError); and the guard of the public entry points
     @entry_point("pgcc.export")
     def export(...): ...
 """
+import contextvars
 import functools
 import os
 import sysconfig
 import traceback
 
-__all__ = ["ArgumentError", "CallError", "ExportError", "RunError", "entry_point", "located", "where_raised"]
+__all__ = ["ArgumentError", "CallError", "ExportError", "RunError", "entry_point", "located", "step", "where_raised"]
 
 PKG = os.path.dirname(os.path.abspath(__file__))
+_step = contextvars.ContextVar("pgcc_step", default=None)  # (the step an entry point's work is in: step())
+
+
+def step(what):
+    """Says which step the current entry point's work is in (progress.Progress.status does,
+    for every step it shows): an exception entry_point turns into an ExportError names it."""
+    _step.set(what)
 
 
 class ExportError(Exception):
@@ -86,16 +94,21 @@ def located(what, e, frames=None, pkg=PKG, library=_library):
 
 def entry_point(what):
     """Decorates a public entry point: an ExportError passes as raised; any other Exception
-    becomes an ExportError (located()) chained to it; KeyboardInterrupt and SystemExit pass."""
+    becomes an ExportError (located()) chained to it, naming the step it was raised in
+    where one was said (step()); KeyboardInterrupt and SystemExit pass."""
     def wrap(f):
         @functools.wraps(f)
         def guarded(*args, **kw):
+            token = _step.set(None)  # (a step of this call's own: not one an earlier call left)
             try:
                 return f(*args, **kw)
             except ExportError:
                 raise
             except Exception as e:
-                raise ExportError(located(what, e)) from e
+                at = _step.get()
+                raise ExportError(located(what, e) + (f", in the step '{at}'" if at else "")) from e
+            finally:
+                _step.reset(token)
         return guarded
     return wrap
 

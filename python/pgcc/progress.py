@@ -9,6 +9,8 @@ import re
 import sys
 import time
 
+from .errors import step
+
 __all__ = ["Progress", "Quiet"]
 
 
@@ -44,6 +46,7 @@ class Progress:
 
     def status(self, msg):
         self.steps.append((self.clock(), msg))
+        step(msg)  # (an error the export did not foresee names it: errors.entry_point)
         if self.quiet:
             return
         if self.tty:

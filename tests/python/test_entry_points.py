@@ -55,6 +55,32 @@ def test_entry_point_wraps_and_chains():
     assert isinstance(e.value.__cause__, RuntimeError)
 
 
+def test_an_error_names_the_step_progress_said_and_only_its_own_calls():
+    from io import StringIO
+
+    from pgcc.progress import Progress
+
+    @entry_point("pgcc.thing")
+    def work(fail):
+        p = Progress(quiet=True, stream=StringIO())
+        p.status("m: replaying to tell workspaces from data")
+        if fail:
+            raise RuntimeError("cuMemcpyHtoD: CUDA error 700 (an illegal memory access was encountered)")
+
+    with pytest.raises(ExportError, match=r"CUDA error 700 .*\), in the step 'm: replaying to tell workspaces "
+                                          r"from data'$"):
+        work(True)
+
+    @entry_point("pgcc.other")
+    def other():
+        raise ValueError("no step said here")
+
+    work(False)  # (a call that said a step and returned: the next call does not inherit it)
+    with pytest.raises(ExportError) as e:
+        other()
+    assert "in the step" not in str(e.value)
+
+
 def test_entry_point_passes_export_errors_and_interrupts():
     mine = ExportError("kernel k8: ...")
 
