@@ -8,7 +8,8 @@
 - every `$ COMMAND` of README.md's tour runs, from a folder that sees the tree's build/,
   examples/, tests/ and runtime/, and prints what README shows (a line `...` stands for
   any lines);
-- every option `pgcc --help` lists is in docs/guide.md's table."""
+- every option `pgcc --help` lists is in docs/guide.md's table;
+- docs/python.md's table of the package names every module of it and no other."""
 import glob
 import os
 import re
@@ -142,3 +143,16 @@ def test_guide_lists_every_option(pgcc_bin):
         guide = f.read()
     missing = [o for o in sorted(options) if not re.search(rf"^\| `{re.escape(o)}[ =`\[]", guide, re.M)]
     assert not missing, f"docs/guide.md's option table lacks {missing}"
+
+
+def test_the_package_table_names_every_module_and_no_other():
+    """docs/python.md's table of the package names each module of python/pgcc (its .py
+    files and _fastcall.c), and none that is gone."""
+    with open(os.path.join(ROOT, "docs", "python.md")) as f:
+        text = f.read()
+    table = text[text.index("## The package"):]
+    table = table[:table.index("\n\n", table.index("| module |"))]
+    named = set(re.findall(r"`(\w+\.(?:py|c))`", table))
+    here = {os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "python", "pgcc", "*.py"))}
+    here |= {os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "python", "pgcc", "*.c"))}
+    assert named == here, f"not in the table: {sorted(here - named)}; in it, not in the package: {sorted(named - here)}"
