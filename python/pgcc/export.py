@@ -213,11 +213,19 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                   "values it read back; give pgcc.export(..., callbacks={name: function}) to verify it")
         result.verified = f"NOT VERIFIED {name}: callback scalars {needed} need their functions"
         verify = False
-    def check(build_dir=None):
+    def verify_once(build_dir=None):
         if training:
             return verify_export.verify_training(result, run, inputs, weights, progress=prog, build_dir=build_dir)
         return verify_export.verify(result, in_grad_mode(torch, run, grad), inputs, progress=prog,
                                     callbacks=callbacks, build_dir=build_dir)
+    def check(build_dir=None):
+        try:
+            return verify_once(build_dir)
+        except ExportError as e:  # (what to do: find the node)
+            if diagnose or not str(e).startswith("verify "):
+                raise
+            raise ExportError(f"{e}; to find the first node that differs, export again with diagnose=True "
+                              "(PGCC_DIAGNOSE=1): its report's diagnosis names it") from e
     try:
         if verify:
             try:
