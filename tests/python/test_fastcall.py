@@ -5,8 +5,8 @@ writes each tensor's address at its field's offset -- the arena's for a tensor w
 elements -- and returns NAME_run's status; it runs nothing and returns -1 for any
 argument its field does not take (another dtype, shape, device, a CPU or strided tensor,
 not a tensor, too few, an attribute that raises, other strides), and gives back every
-reference it takes; caller_for makes none
-where a program is not all tensors of known dtype and shape."""
+reference it takes; caller_for makes none where a program is not all tensors of known
+dtype and shape."""
 import ctypes as C
 import struct
 from types import SimpleNamespace
