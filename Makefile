@@ -49,7 +49,7 @@ GEN_SRCS = grammar/gen/dot.tab.c grammar/gen/dot.tab.h grammar/gen/dot.lex.c gra
 
 HEADERS = compiler/pgcc.h compiler/parse.h runtime/st_header.h runtime/pgrt_relocs.h runtime/half.h
 
-.PHONY: FORCE runtime install all deps demo check check-generated check-names check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen check-fake check-layers test bench clean regen calibrate fuzz
+.PHONY: FORCE runtime install all deps demo check check-generated check-names check-clang check-cuda check-asan check-ubsan check-valgrind check-codegen check-fake check-layers check-python check-python-asan test bench clean regen calibrate fuzz
 .DELETE_ON_ERROR:
 # The generated sources are committed: never delete them as intermediates.
 .SECONDARY: $(GEN_SRCS)

@@ -12,6 +12,7 @@
 #   check-fake        libpgrt and generated C run the GPU code-generation tests over a CPU double of the driver
 #   check-valgrind    pgcc under memcheck on every real dump and malformed input
 #   check-python      the Python package's CPU tests (pytest)
+#   check-python-asan pgcc.load's call in C (python/pgcc/_fastcall.c) under ASan and UBSan
 #   check-layers      libpgrt's files: at most 700 lines each, calls only down pgrt_impl.h's layers
 #   test              the Check suites (tests/check_suites.c): unit, golden, malformed, CLI
 
@@ -83,6 +84,7 @@ check: deps
 	@$(MAKE) --no-print-directory check-fuzz-c
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-python
+	@$(MAKE) --no-print-directory check-python-asan
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory test
 
@@ -97,6 +99,12 @@ check-names:
 # the run.
 check-python: $(B)/pgcc
 	@bash tests/python/run.sh
+
+# The Python extension of pgcc.load's call (python/pgcc/_fastcall.c), built with gcc's
+# ASan and UBSan, its CPU tests run with their runtimes preloaded (after check-python,
+# which installs pytest).
+check-python-asan:
+	@bash tests/python/asan_fastcall.sh
 
 # libpgrt's layout (tests/runtime_layers.py): no runtime C file over 700 lines, every call
 # between them down the layers runtime/pgrt_impl.h draws, no #include cycle; and, in a

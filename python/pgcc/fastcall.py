@@ -7,6 +7,8 @@ caller_for(program) makes one where NAME_args holds addresses only, every field 
 dtype and shape (a program that draws random numbers sets its generator's state around it); else None, and
 Program calls through ctypes as before.  So it does where the extension cannot be built
 (no Python.h, no C compiler) or PGCC_FASTCALL=0 is set: why_not() says which.
+PGCC_FASTCALL_SO names a build of the extension to import instead (one made with the
+sanitizers: tests/python/asan_fastcall.sh).
 """
 import ctypes as C
 import fcntl
@@ -61,12 +63,17 @@ def module():
     src = os.path.join(PKG, "_fastcall.c")
     include = sysconfig.get_paths().get("include") or ""
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    if not os.path.isfile(os.path.join(include, "Python.h")):
+    dest = os.environ.get("PGCC_FASTCALL_SO")  # (a build of its own: tests/python/asan_fastcall.sh's)
+    if dest and not os.path.isfile(dest):
+        _state["why"] = f"PGCC_FASTCALL_SO={dest}: no such file"
+        return None
+    if not dest and not os.path.isfile(os.path.join(include, "Python.h")):
         _state["why"] = f"no Python.h in {include or 'this Python'} (install Python's development headers)"
         return None
-    with open(src, "rb") as f:
-        h = hashlib.sha256(f.read() + f"\0{cc()}\0{include}\0{suffix}".encode()).hexdigest()[:16]
-    dest = os.path.join(cache_root(), f"fastcall-{h}", "_fastcall" + suffix)
+    if not dest:
+        with open(src, "rb") as f:
+            h = hashlib.sha256(f.read() + f"\0{cc()}\0{include}\0{suffix}".encode()).hexdigest()[:16]
+        dest = os.path.join(cache_root(), f"fastcall-{h}", "_fastcall" + suffix)
     try:
         if not os.path.isfile(dest):
             _build(src, dest, include)

@@ -176,3 +176,13 @@ def test_calls_take_and_give_back_every_reference(made):
         assert caller(ins, outs) == 0
         assert caller((bad,), outs) == -1
     assert [sys.getrefcount(o) for o in watched] == before and len(calls) == 1000
+
+
+def test_pgcc_fastcall_so_names_the_build_to_import(monkeypatch, tmp_path):
+    built = fastcall.module().__file__
+    monkeypatch.setattr(fastcall, "_state", {})
+    monkeypatch.setenv("PGCC_FASTCALL_SO", built)
+    assert fastcall.module().__file__ == built and fastcall.why_not() is None
+    monkeypatch.setattr(fastcall, "_state", {})
+    monkeypatch.setenv("PGCC_FASTCALL_SO", str(tmp_path / "none.so"))
+    assert fastcall.module() is None and "no such file" in fastcall.why_not()
