@@ -120,9 +120,9 @@ static int caller_init(Caller *c, PyObject *a, PyObject *kw) {
   return 0;
 }
 
-/* 1 where attribute name of t is the object want (identity), 0 where not, -1 on an error */
-static int attr_is(PyObject *t, PyObject *name, PyObject *want) {
-  PyObject *v = PyObject_GetAttr(t, name);
+/* Whether v -- a new reference, taken here; NULL where getting it raised -- is want
+   (identity: 1 or 0), or -1 on an error. */
+static int is(PyObject *v, PyObject *want) {
   if (!v)
     return -1;
   int same = v == want;
@@ -130,13 +130,11 @@ static int attr_is(PyObject *t, PyObject *name, PyObject *want) {
   return same;
 }
 
-/* 1 where method name of t, called without arguments, returns want (== for ints, identity
-   otherwise), 0 where not, -1 on an error */
-static int method_gives(PyObject *t, PyObject *name, PyObject *want) {
-  PyObject *v = PyObject_CallMethodNoArgs(t, name);
+/* The same, by ==: whether v equals want (1 or 0), or -1 on an error. */
+static int equals(PyObject *v, PyObject *want) {
   if (!v)
     return -1;
-  int same = PyLong_Check(want) ? PyObject_RichCompareBool(v, want, Py_EQ) : v == want;
+  int same = PyObject_RichCompareBool(v, want, Py_EQ);
   Py_DECREF(v);
   return same;
 }
@@ -145,30 +143,16 @@ static int method_gives(PyObject *t, PyObject *name, PyObject *want) {
 static int take(const Caller *c, const Slot *s, PyObject *t, unsigned char *args) {
   if (!PyObject_TypeCheck(t, c->tensor))
     return 0;
-  int ok = attr_is(t, s_dtype, s->dtype);
+  int ok;
+  if ((ok = is(PyObject_GetAttr(t, s_dtype), s->dtype)) != 1 ||
+      (ok = equals(PyObject_GetAttr(t, s_shape), s->shape)) != 1 ||
+      (ok = is(PyObject_GetAttr(t, s_is_cuda), Py_True)) != 1 ||
+      (ok = equals(PyObject_CallMethodNoArgs(t, s_get_device), c->device_obj)) != 1)
+    return ok;
+  ok = s->stride == Py_None ? is(PyObject_CallMethodNoArgs(t, s_is_contiguous), Py_True)
+                            : equals(PyObject_CallMethodNoArgs(t, s_stride), s->stride);
   if (ok != 1)
     return ok;
-  PyObject *shape = PyObject_GetAttr(t, s_shape);
-  if (!shape)
-    return -1;
-  ok = PyObject_RichCompareBool(shape, s->shape, Py_EQ);
-  Py_DECREF(shape);
-  if (ok != 1)
-    return ok;
-  if ((ok = attr_is(t, s_is_cuda, Py_True)) != 1 || (ok = method_gives(t, s_get_device, c->device_obj)) != 1)
-    return ok;
-  if (s->stride == Py_None) {
-    if ((ok = method_gives(t, s_is_contiguous, Py_True)) != 1)
-      return ok;
-  } else {
-    PyObject *stride = PyObject_CallMethodNoArgs(t, s_stride);
-    if (!stride)
-      return -1;
-    ok = PyObject_RichCompareBool(stride, s->stride, Py_EQ);
-    Py_DECREF(stride);
-    if (ok != 1)
-      return ok;
-  }
   PyObject *p = PyObject_CallMethodNoArgs(t, s_data_ptr);
   if (!p)
     return -1;

@@ -90,7 +90,7 @@ def rebuild(e, base, flat=False):
     the weight's memory from its first element, 1-dimensional): base itself where it is
     the same tensor, else its view -- over a copy of base in the layout the export saw,
     where the caller's tensor has other strides (its view would be other elements)."""
-    shape, stride, base_stride = e["shape"], e["stride"], e["base_stride"]  # (tuples from recorded: compared as they are)
+    shape, stride, base_stride = e["shape"], e["stride"], e["base_stride"]  # (recorded's tuples: compared as they are)
     if e["same"] and not flat and base.shape == shape:
         return base
     if (not flat and base.stride() != base_stride

@@ -213,19 +213,11 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                   "values it read back; give pgcc.export(..., callbacks={name: function}) to verify it")
         result.verified = f"NOT VERIFIED {name}: callback scalars {needed} need their functions"
         verify = False
-    def verify_once(build_dir=None):
+    def check(build_dir=None):
         if training:
             return verify_export.verify_training(result, run, inputs, weights, progress=prog, build_dir=build_dir)
         return verify_export.verify(result, in_grad_mode(torch, run, grad), inputs, progress=prog,
                                     callbacks=callbacks, build_dir=build_dir)
-    def check(build_dir=None):
-        try:
-            return verify_once(build_dir)
-        except ExportError as e:  # (what to do: find the node)
-            if diagnose or not str(e).startswith("verify "):
-                raise
-            raise ExportError(f"{e}; to find the first node that differs, export again with diagnose=True "
-                              "(PGCC_DIAGNOSE=1): its report's diagnosis names it") from e
     try:
         if verify:
             try:
@@ -245,6 +237,11 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         report["time"] = {"total_s": round(time.monotonic() - started, 2),
                           "steps": [[k, round(v, 2)] for k, v in getattr(prog, "time_by_step", list)()]}
         write_report(result.report_path, report)
+    except ExportError as e:  # (a verification that failed: what to do next is find the node)
+        if diagnose or not str(e).startswith("verify "):
+            raise
+        raise ExportError(f"{e}; to find the first node that differs, export again with diagnose=True "
+                          "(PGCC_DIAGNOSE=1): its report's diagnosis names it") from e
     finally:
         prog.flush()
     return result

@@ -89,11 +89,12 @@ def module():
 
 def caller_for(p):
     """A Caller for Program p's calls (None where p's fields are not all tensors of known
-    dtype and shape, or there is no extension)."""
+    dtype and shape -- packed_layout's condition, and theirs recorded --, torch has no raw
+    current-stream getter, or there is no extension)."""
     torch = p.torch
     stream_of = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     fields = p.inputs + p.outputs
-    if (p._packed is None or p.callbacks or p.dims or stream_of is None
+    if (p._packed is None or stream_of is None
             or any(f.torch_dtype is None or f.shape is None for f in fields)):
         return None
     mod = module()

@@ -129,25 +129,23 @@ def test_a_slot_outside_the_args_is_refused():
         mod.Caller(1, 0, 16, 0, 0, Tensor, lambda d: 0, [(0, F32, (1,), [1])])
 
 
-def program(**kw):
+def program():
     f = SimpleNamespace(offset=0, torch_dtype=F32, shape=(4,), stride=None)
     p = SimpleNamespace(torch=SimpleNamespace(_C=SimpleNamespace(_cuda_getCurrentRawStream=lambda d: 0),
                                               Tensor=Tensor),
-                        _packed=(None, [0], ARENA), rng_increment=0, callbacks=[], dims=[], inputs=[f], outputs=[],
+                        _packed=(None, [0], ARENA), inputs=[f], outputs=[],
                         args_size=8, device=SimpleNamespace(index=0), arena=Tensor(ARENA, (1,)), ctx=C.c_void_p(1),
                         run_fn=RUN(lambda *a: 0))
-    for k, v in kw.items():
-        setattr(p, k, v)
     return p
 
 
-@pytest.mark.parametrize("what", ["scalars", "callbacks", "unknown shape", "unknown dtype"])
+@pytest.mark.parametrize("what", ["scalars", "no raw stream getter", "unknown shape", "unknown dtype"])
 def test_no_caller_where_a_program_is_not_all_contiguous_tensors(what):
     p = program()
     if what == "scalars":
         p._packed = None
-    elif what == "callbacks":
-        p.callbacks = [("cb0", None, 0)]
+    elif what == "no raw stream getter":
+        p.torch = SimpleNamespace(_C=SimpleNamespace(), Tensor=Tensor)
     elif what == "unknown shape":
         p.inputs[0].shape = None
     else:
