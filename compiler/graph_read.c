@@ -192,7 +192,7 @@ static bool u32_of(GfCtx *c, const GfWord *w, const char *what, uint32_t *out) {
 
 /* ---- attributes ---- */
 
-typedef enum { A_U64, A_INT, A_REAL, A_NAME, A_STRING, A_REF, A_LIST, A_FLAG } AttrType;
+typedef enum { A_U64, A_INT, A_REAL, A_NAME, A_STRING, A_REF, A_LIST, A_FLAG, A_NAMES } AttrType; /* NAMES: a name or a list */
 
 typedef struct {
   const char *key;
@@ -245,10 +245,11 @@ static bool read_attrs(GfCtx *c, int w, const char *what, PgLoc loc, const Spec 
     case A_REF: fits = v->kind == GF_NAME || v->kind == GF_REF; break;
     case A_LIST: fits = v->kind == GF_LIST; break;
     case A_FLAG: fits = true; break;
+    case A_NAMES: fits = v->kind == GF_NAME || v->kind == GF_LIST; break;
     }
     if (!fits) {
       static const char *const want[] = {"a number", "an integer", "a number", "a name", "a string",
-                                         "a buffer reference", "a list", ""};
+                                         "a buffer reference", "a list", "", "a name or a list"};
       pg_error(c->d, v->loc, "%s: attribute '%s' expects %s, found %s", what, spec[i].key,
                want[spec[i].type], kind_text(v->kind));
       ok = false;
@@ -644,6 +645,23 @@ static bool reloc_of(GfCtx *c, const GfWord *w, PgParam *pa) {
   return true;
 }
 
+/* `r`, `w` or `rw` (an access word) into *out. */
+static bool access_of(GfCtx *c, const GfWord *w, PgAccess *out) {
+  int k = PG_ACCESS_COUNT;
+  if (w->kind == GF_NAME)
+    for (k = 1; k < PG_ACCESS_COUNT; k++)
+      if (pg_str_eq(w->text, pg_access_names[k])) break;
+  if (k == PG_ACCESS_COUNT) {
+    if (w->kind == GF_NAME)
+      pg_error(c->d, w->loc, "unknown access '%.*s' (expected r, w or rw)", (int)w->text.len, w->text.s);
+    else
+      pg_error(c->d, w->loc, "expected an access (r, w or rw), found %s", kind_text(w->kind));
+    return false;
+  }
+  *out = (PgAccess)k;
+  return true;
+}
+
 static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
   const GfWord *off = W(c, kw->next), *size = off ? W(c, off->next) : NULL, *type = size ? W(c, size->next) : NULL;
   if (!type || type->kind != GF_NAME) {
@@ -658,22 +676,15 @@ static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
     pg_error(c->d, type->loc, "unknown type '%s'", tn);
     return;
   }
-  static const Spec spec[] = {{"ptrs", A_LIST, false}, {"dontcare", A_LIST, false}, {"access", A_NAME, false}};
+  static const Spec spec[] = {{"ptrs", A_LIST, false}, {"dontcare", A_LIST, false}, {"access", A_NAMES, false}};
   const GfWord *f[3];
   if (!read_attrs(c, type->next, "param", loc, spec, 3, f)) return;
-  if (f[2]) { /* `access r|w|rw`: a pointer's, or every pointer's inside a struct */
-    int k;
-    for (k = 1; k < PG_ACCESS_COUNT; k++)
-      if (pg_str_eq(f[2]->text, pg_access_names[k])) break;
-    if (k == PG_ACCESS_COUNT) {
-      pg_error(c->d, f[2]->loc, "unknown access '%.*s' (expected r, w or rw)", (int)f[2]->text.len, f[2]->text.s);
-      return;
-    }
-    if (pa.type != PG_T_PTR && !(pa.type == PG_T_BYTES && f[0])) {
-      pg_error(c->d, f[2]->loc, "only a 'ptr' parameter or a 'bytes' parameter with inner pointers has an access");
-      return;
-    }
-    pa.access = (PgAccess)k;
+  if (f[2] && pa.type != PG_T_PTR && !(pa.type == PG_T_BYTES && f[0])) {
+    pg_error(c->d, f[2]->loc, "only a 'ptr' parameter or a 'bytes' parameter with inner pointers has an access");
+    return;
+  }
+  if (f[2] && f[2]->kind == GF_NAME) { /* `access r|w|rw`: a pointer's, or every pointer's inside a struct */
+    if (!access_of(c, f[2], &pa.access)) return;
     pa.access_loc = f[2]->loc;
   }
   for (int i = 0; i < 2; i++)
@@ -684,6 +695,23 @@ static void stmt_param(GfCtx *c, const GfWord *kw, PgLoc loc) {
   if (f[0])
     for (const GfWord *w = W(c, f[0]->first); w; w = W(c, w->next))
       if (!reloc_of(c, w, &pa)) return;
+  if (f[2] && f[2]->kind == GF_LIST) { /* `access [r, rw, ...]`: one per pointer of `ptrs`, in order */
+    if (pa.type != PG_T_BYTES) {
+      pg_error(c->d, f[2]->loc, "a list of accesses is a 'bytes' parameter's, one per inner pointer");
+      return;
+    }
+    size_t q = 0;
+    for (const GfWord *w = W(c, f[2]->first); w; w = W(c, w->next)) q++;
+    if (q != pa.ptrs.n) {
+      pg_error(c->d, f[2]->loc, "access: %zu access%s for %zu pointers in 'ptrs' (one each, in order)", q,
+               q == 1 ? "" : "es", pa.ptrs.n);
+      return;
+    }
+    q = 0;
+    for (const GfWord *w = W(c, f[2]->first); w; w = W(c, w->next))
+      if (!access_of(c, w, &pa.ptrs.v[q++].access)) return;
+    pa.access_loc = f[2]->loc;
+  }
   if (f[1] && c->p->version < 2) {
     pg_error(c->d, f[1]->loc, "don't-care bytes need .graph format version 2 ('pgcc 2;')");
     return;

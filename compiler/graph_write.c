@@ -305,6 +305,12 @@ void pg_graph_write(const PgProgram *p, FILE *f, const char *out_dir) {
         fputc(']', f);
       }
       if (pa->access) fprintf(f, " access %s", pg_access_names[pa->access]);
+      else if (pa->type == PG_T_BYTES && pg_param_accesses(pa)) { /* one per pointer (unknown: both) */
+        fputs(" access [", f);
+        for (size_t q = 0; q < pa->ptrs.n; q++)
+          fprintf(f, "%s%s", q ? ", " : "", pg_access_names[pa->ptrs.v[q].access ? pa->ptrs.v[q].access : PG_ACCESS_RW]);
+        fputc(']', f);
+      }
       fputs(";\n", f);
     }
     fputs("}\n", f);

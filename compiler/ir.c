@@ -143,6 +143,18 @@ PgNodeNotes *pg_node_notes(PgArena *a, PgNode *n) {
 const char *const pg_edge_kinds[PG_EDGE_KIND_COUNT] = {"", "programmatic", "launch_order"};
 const char *const pg_access_names[PG_ACCESS_COUNT] = {"", "r", "w", "rw"};
 
+bool pg_param_accesses(const PgParam *pa) {
+  if (pa->access) return true;
+  for (size_t q = 0; q < pa->ptrs.n; q++)
+    if (pa->ptrs.v[q].access) return true;
+  return false;
+}
+
+PgAccess pg_param_access(const PgParam *pa, long q) {
+  if (q >= 0 && (size_t)q < pa->ptrs.n && pa->ptrs.v[q].access) return pa->ptrs.v[q].access;
+  return pa->access ? pa->access : PG_ACCESS_RW;
+}
+
 void pg_edge_add(PgProgram *p, PgGraph *g, PgNode *from, PgNode *to, PgEdgeKind kind, PgLoc loc) {
   if (kind != PG_EDGE_FULL) { /* (the edges before it full, the kind its own) */
     while (g->edge_kinds.n < g->edges.n) pg_vec_push(p->arena, g->edge_kinds, (uint8_t)PG_EDGE_FULL);

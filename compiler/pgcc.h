@@ -193,11 +193,20 @@ typedef struct {
 
 extern const PgRelocInfo pg_relocs[PG_RELOC_KIND_COUNT];
 
+/* What a kernel does with the memory a pointer parameter points into (`access r`, `w`,
+ * `rw`; optional): read it, write it, or both.  UNKNOWN (no annotation) counts as both.
+ * A `bytes` parameter's access is that of every pointer inside it, or one per pointer
+ * (`access [r, rw, ...]`, PgReloc.access; widen.c). */
+typedef enum { PG_ACCESS_UNKNOWN, PG_ACCESS_READ, PG_ACCESS_WRITE, PG_ACCESS_RW, PG_ACCESS_COUNT } PgAccess;
+extern const char *const pg_access_names[PG_ACCESS_COUNT]; /* "", "r", "w", "rw" */
+
 /* A relocation inside a by-value parameter: pg_relocs[kind].size bytes at `offset`,
  * relative to the parameter's start (4-byte aligned; the verifier checks). */
 typedef struct {
   uint32_t offset;
   PgRelocKind kind;
+  PgAccess access; /* what the kernel does through this pointer (`access [...]`, one per
+                      relocation); UNKNOWN: the parameter's access, else read and written */
   PgLoc loc;
 } PgReloc;
 
@@ -208,11 +217,6 @@ typedef struct {
   PgLoc loc;
 } PgDontCare;
 
-/* What a kernel does with the memory a pointer parameter points into (`access r`, `w`,
- * `rw`; optional): read it, write it, or both.  UNKNOWN (no annotation) counts as both.
- * A `bytes` parameter's access is that of every pointer inside it (widen.c). */
-typedef enum { PG_ACCESS_UNKNOWN, PG_ACCESS_READ, PG_ACCESS_WRITE, PG_ACCESS_RW, PG_ACCESS_COUNT } PgAccess;
-extern const char *const pg_access_names[PG_ACCESS_COUNT]; /* "", "r", "w", "rw" */
 
 /* One kernel parameter: `size` bytes at `offset`.  A PTR parameter is one
  * relocatable pointer (a whole address, 8 bytes); a BYTES parameter is a by-value
@@ -227,6 +231,12 @@ typedef struct {
   PgLoc loc;
   PgLoc access_loc;
 } PgParam;
+/* Whether a parameter says what its kernel does through it: its own access, or one of its
+ * inner pointers' (ir.c). */
+bool pg_param_accesses(const PgParam *pa);
+/* What the kernel does through inner pointer q of a `bytes` parameter (q < 0: a `ptr`
+ * parameter's pointer): the pointer's access, else the parameter's, else read and written. */
+PgAccess pg_param_access(const PgParam *pa, long q);
 
 typedef struct {
   const char *name;   /* pgcc's name for it */

@@ -139,10 +139,11 @@ static void accesses(const PgProgram *p, const PgNode *n, Accesses *s) {
     const PgKernel *k = n->u.kernel.kernel;
     for (size_t i = 0; i < n->u.kernel.args.n && i < k->params.n; i++) {
       const PgArg *a = &n->u.kernel.args.v[i];
-      PgAccess how = k->params.v[i].access ? k->params.v[i].access : PG_ACCESS_RW;
-      if (a->kind == PG_ARG_PTR) touch(p, s, a->ptr.buf, 0, UINT64_MAX, how);
+      const PgParam *pa = &k->params.v[i];
+      if (a->kind == PG_ARG_PTR) touch(p, s, a->ptr.buf, 0, UINT64_MAX, pg_param_access(pa, -1));
       if (a->kind == PG_ARG_BYTES)
-        for (size_t q = 0; q < a->ptrs.n; q++) touch(p, s, a->ptrs.v[q].buf, 0, UINT64_MAX, how);
+        for (size_t q = 0; q < a->ptrs.n; q++)
+          touch(p, s, a->ptrs.v[q].buf, 0, UINT64_MAX, pg_param_access(pa, (long)q));
     }
     if (k->module && k->module->globals.n) push(s, (Access){k->module, 0, 1, true});
     break;
@@ -176,7 +177,7 @@ static bool conflict(const Accesses *x, const Accesses *y) {
 static bool annotated(const PgProgram *p) {
   for (size_t i = 0; i < p->kernels.n; i++)
     for (size_t j = 0; j < p->kernels.v[i]->params.n; j++)
-      if (p->kernels.v[i]->params.v[j].access) return true;
+      if (pg_param_accesses(&p->kernels.v[i]->params.v[j])) return true;
   return false;
 }
 

@@ -407,7 +407,8 @@ static void add_acc(Model *x, int buf, uint64_t lo, uint64_t hi, bool write) {
 #define MAXN 40
 static const char *const ACC[3] = {"r", "w", "rw"};
 
-/* Random buffers and nodes: kernels with every access pair (and none), copies and memsets
+/* Random buffers and nodes: kernels with every access pair (and none; and as a struct's
+ * two pointers, an access each), copies and memsets
  * on random byte ranges, host synchronizations.  `arena`: some buffers are intermediates.
  * `local`: kernels only, on more buffers, each used by nodes near one another (short
  * lives, as in a forward pass: a plan on the chain reuses bytes, which orders nodes). */
@@ -418,6 +419,11 @@ static int random_nodes(unsigned *seed, bool arena, bool local, char *head, size
     for (int b = 0; b < 3; b++)
       len += snprintf(head + len, cap - (size_t)len,
                       "kernel k_%s_%s symbol \"k\" { param 0 8 ptr access %s; param 8 8 ptr access %s; }\n", ACC[a],
+                      ACC[b], ACC[a], ACC[b]);
+  for (int a = 0; a < 3; a++) /* the same, the two pointers inside one struct, an access each */
+    for (int b = 0; b < 3; b++)
+      len += snprintf(head + len, cap - (size_t)len,
+                      "kernel s_%s_%s symbol \"k\" { param 0 16 bytes ptrs [0, 8] access [%s, %s]; }\n", ACC[a],
                       ACC[b], ACC[a], ACC[b]);
   len += snprintf(head + len, cap - (size_t)len, "kernel k_u symbol \"k\" { param 0 8 ptr; param 8 8 ptr; }\n");
   int nbuf = local ? 8 + (int)(RND() % 9) : 2 + (int)(RND() % 6);
@@ -457,6 +463,9 @@ static int random_nodes(unsigned *seed, bool arena, bool local, char *head, size
         if (as[q] != 0) add_acc(x, bs[q], 0, size[bs[q]], true);
       }
       if (kind == 11) snprintf(x->text, sizeof x->text, "kernel k_u args [t%d, t%d] gpu_us 5", b0, b1);
+      else if (kind == 10)
+        snprintf(x->text, sizeof x->text, "kernel s_%s_%s args [[\"%032d\", t%d, t%d]] gpu_us 5", ACC[as[0]], ACC[as[1]],
+                 0, b0, b1);
       else
         snprintf(x->text, sizeof x->text, "kernel k_%s_%s args [t%d, t%d] grid [2] block [64] gpu_us 5", ACC[as[0]], ACC[as[1]],
                  b0, b1);
@@ -673,6 +682,56 @@ START_TEST(access_on_a_struct_round_trips) {
 }
 END_TEST
 
+/* `access [...]`, one per pointer of a struct (a library GEMM's parameters: its operands'
+ * addresses in one by-value struct): q, k and v read x and their weights and write their
+ * own outputs, so they wait for nothing; a pointer the list says is written orders the
+ * nodes that touch its buffer.  Written back the same; a list of the wrong length, an
+ * unknown word, or a list on a `ptr` parameter is refused where it stands. */
+START_TEST(access_per_pointer) {
+  const char *text =
+      "pgcc 2;\nkernel gemm symbol \"nvjet\" {\n  param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, rw, rw];\n}\n"
+      "buffer x size 64 role input;\nbuffer wq size 64 role weight;\nbuffer wk size 64 role weight;\n"
+      "buffer q size 64 role output;\nbuffer k size 64 role output;\nbuffer y size 64 role output;\n"
+      "graph g {\n node a kernel gemm args [[\"%064d\", wq, x, q, q]] gpu_us 10;\n"
+      " node b kernel gemm args [[\"%064d\", wk, x, k, k]] gpu_us 10;\n"
+      " node c kernel gemm args [[\"%064d\", q, k, y, y]] gpu_us 10;\n"
+      " node d kernel gemm args [[\"%064d\", y, wk, x, x]] gpu_us 10;\n a -> b;\n b -> c;\n c -> d;\n}\n";
+  char prog[2048];
+  snprintf(prog, sizeof prog, text, 0, 0, 0, 0);
+  Parsed *p = widened(prog, NULL);
+  char *out = graph_text(p->prog);
+  ck_assert_ptr_nonnull(strstr(out, "  param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, rw, rw];\n"));
+  ck_assert(!has_edge(p->prog, "a", "b"));                                /* both read x, write their own */
+  ck_assert(has_edge(p->prog, "a", "c") && has_edge(p->prog, "b", "c")); /* c reads q and k */
+  ck_assert(has_edge(p->prog, "c", "d"));                                 /* d reads y, writes x */
+  ck_assert(!has_edge(p->prog, "a", "d") && !has_edge(p->prog, "b", "d")); /* (implied through c) */
+  Parsed *q = parse_text("t.graph", out);
+  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
+  char *again = graph_text(q->prog);
+  ck_assert_str_eq(again, out);
+  free(again), free(out);
+  parsed_free(q);
+  parsed_free(p);
+  /* refused where it stands */
+  static const struct {
+    const char *param, *error;
+  } bad[] = {
+      {"param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, rw]", "3:52: error: access: 3 accesses for 4 pointers"},
+      {"param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, rx, w]", "3:59: error: unknown access 'rx'"},
+      {"param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, 1, w]", "3:59: error: expected an access (r, w or rw), "
+                                                                      "found a number"},
+      {"param 0 8 ptr access [r]", "3:24: error: a list of accesses is a 'bytes' parameter's"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char t[512];
+    snprintf(t, sizeof t, "pgcc 2;\nkernel gemm symbol \"nvjet\" {\n  %s;\n}\n", bad[i].param);
+    Parsed *e = parse_text("t.graph", t);
+    ck_assert_msg(e->diag.errors > 0 && strstr(e->diags, bad[i].error), "%s: got %s", bad[i].param, e->diags);
+    parsed_free(e);
+  }
+}
+END_TEST
+
 Suite *widen_suite(void) {
   Suite *s = suite_create("widen");
   TCase *t = tcase_create("widen");
@@ -687,6 +746,7 @@ Suite *widen_suite(void) {
   tcase_add_test(t, random_chains_keep_exactly_the_implied_order);
   tcase_add_test(t, golden_qkv);
   tcase_add_test(t, access_on_a_struct_round_trips);
+  tcase_add_test(t, access_per_pointer);
   suite_add_tcase(s, t);
   return s;
 }
