@@ -83,6 +83,7 @@ def cu():
     n.GraphExecDestroy = fn("cuGraphExecDestroy", P)
     n.GraphExecKernelNodeSetParams = fn("cuGraphExecKernelNodeSetParams_v2", P, P, P)
     n.StreamSynchronize = fn("cuStreamSynchronize", P)
+    n.StreamQuery = fn("cuStreamQuery", P)
     n.GraphKernelNodeGetAttribute = fn("cuGraphKernelNodeGetAttribute", P, I, P)
     n.LaunchKernelEx = fn("cuLaunchKernelEx", P, P, P, P)
     n.MemsetD16 = fn("cuMemsetD16_v2", C.c_uint64, C.c_ushort, S)

@@ -5,7 +5,8 @@ map every pointer word to a (buffer, offset) with a relocation kind (node_mappin
 relocate.py), find each kernel's code (kernel_code.py) and, for Inductor's Triton kernels, what
 it reads and writes through each pointer (access_sets.py), prove by replay which changing
 bytes do not matter (host_words.py, replay.py) and which blocks are workspaces, lay the
-intermediates out (slot_layout.py) -- all of it in memory, a model.Analysis -- and
+intermediates out (slot_layout.py), learn which buffers the library GEMMs write by running
+each alone (access_probe.py) -- all of it in memory, a model.Analysis -- and
 write NAME.graph, kernels/, NAME.safetensors, NAME.io.safetensors and NAME.export.json
 (export_files.py); then, unless told not to, verify the result (verify_export.py).
 
@@ -27,6 +28,7 @@ import os
 import time
 
 from . import verify_export
+from .access_probe import Device, is_gemm, probe_access
 from .access_sets import mark_access, triton_signatures
 from .branches import branch_to_export, join, warm_other_path
 from .capture import host_maps
@@ -428,9 +430,27 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, 
     whole = WholeLayout(nodes=list(nodes), bufs=list(bufs.list), sizes={id(b): b.size for b in bufs.list})
     nodes, report["intermediates"] = place_intermediates(bufs, nodes, capA, log,
                                                          split=not split and os.environ.get("PGCC_SLOTS") != "off")
+    library_access(capA, nodes, kernels, set(replayer.fixed), prog, name)
     write_report(report_path, report)
     return Analysis(capA=capA, bufs=bufs, nodes=nodes, edges=edges, kernels=kernels, scalars=scalars, report=report,
                     report_path=report_path, outputs=outputs, comms=list(comms.values()), whole=whole)
+
+
+def library_access(capA, nodes, kernels, fixed, prog, name):
+    """Access sets for the library GEMMs, each run alone on its slots (access_probe.py:
+    after place_intermediates, so that one region's tensors are told apart); fixed: nodes
+    whose parameter bytes the replays fixed, not run.  PGCC_PROBE=off skips it."""
+    if os.environ.get("PGCC_PROBE") == "off" or not any(is_gemm(k.symbol) and not k.access for k in kernels.values()):
+        return
+    prog.status(f"{name}: running the library GEMMs alone, to learn which buffers each writes")
+    try:
+        probe_access(kernels, nodes, fixed, Device(capA), prog.log)
+    except RuntimeError as e:
+        if stuck_error():
+            raise ExportError(f"cannot export: a library GEMM run alone with its buffers filled made the GPU fault "
+                              f"({e}); this process's CUDA context is unusable from here (restart it; PGCC_PROBE=off "
+                              "skips this step)") from e
+        prog.warn("the library GEMMs could not be run alone: they keep no access sets (pgcc keeps their order)", str(e))
 
 
 def analysis_report(captures, spread, paired, suspects, scalars, kernels, problems):

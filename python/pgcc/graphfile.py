@@ -14,7 +14,7 @@ from .call_args import decode
 from .errors import ExportError
 from .model import PtrWord, Relocation
 
-__all__ = ["consistent_words", "ctype_of", "dontcare", "graph_text", "launch_relocations", "ident", "literal", "map_places", "node_buffers", "node_refs", "ref",
+__all__ = ["access_text", "consistent_words", "ctype_of", "dontcare", "graph_text", "launch_relocations", "ident", "literal", "map_places", "node_buffers", "node_refs", "ref",
            "relocations", "remap", "text", "value_of", "write_graph"]
 
 
@@ -149,6 +149,19 @@ def launch_relocations(k, off, relocs):
     return out
 
 
+def access_text(k, off, inner):
+    """Kernel k's parameter at off's ` access ...` (or ""): its access (k.access[off]), or one
+    per pointer inside it (k.access[(off, at)], "rw" where one has none)."""
+    if off in k.access:
+        return f" access {k.access[off]}"
+    each = [k.access.get((off, at)) for at, _kind in inner]
+    if not any(each):
+        return ""
+    if len(set(each)) == 1:
+        return f" access {each[0]}"
+    return " access [" + ", ".join(a or "rw" for a in each) + "]"
+
+
 def dontcare(k, off, inner):
     """The don't-care byte ranges of kernel k's parameter at off, (offset inside it, length),
     merged, less the bytes of its relocations (a word that is an address in one launch
@@ -243,7 +256,7 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
         for off, size in k.layout:
             inner = relocations(k, off)
             care = dontcare(k, off, inner)
-            acc = f" access {k.access[off]}" if off in k.access else ""  # (a pointer's: access_sets.py)
+            acc = access_text(k, off, inner)  # (access_sets.py, access_probe.py)
             if off in k.scalar_types:
                 out.append(f"  param {off} {size} {k.scalar_types[off]};")
             elif size == 8 and inner == [(0, "abs64")] and not care and off not in k.valued:

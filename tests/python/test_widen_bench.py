@@ -23,13 +23,15 @@ def test_the_floor_is_the_export_without_access_sets(tmp_path):
     (exp / "kernels" / "k.cubin").write_bytes(b"\x7fELF")
     (exp / "build" / "m.so").write_bytes(b"")
     graph = ("kernel k symbol \"k\" module m {\n  param 0 8 ptr access r;\n  param 8 8 ptr access rw;\n"
-             "  param 16 8 ptr access w;\n  param 24 16 bytes ptrs [0, 8] access r;\n  param 40 8 ptr;\n}\n")
+             "  param 16 8 ptr access w;\n  param 24 16 bytes ptrs [0, 8] access r;\n  param 40 8 ptr;\n"
+             "  param 48 24 bytes ptrs [0, 8, 16] access [r, rw, r];\n}\n")
     (exp / "m.graph").write_text(graph)
     n = widen_timing.floor_copy(str(exp), str(tmp_path / "m_floor"), "m")
-    assert n == 4
+    assert n == 5
     got = (tmp_path / "m_floor" / "m.graph").read_text()
     assert "access" not in got
-    assert got == graph.replace(" access r;", ";").replace(" access rw;", ";").replace(" access w;", ";")
+    assert got == graph.replace(" access r;", ";").replace(" access rw;", ";").replace(" access w;", ";").replace(
+        " access [r, rw, r];", ";")
     assert (tmp_path / "m_floor" / "kernels" / "k.cubin").exists() and not (tmp_path / "m_floor" / "build").exists()
     assert "access r;" in (exp / "m.graph").read_text()  # the export itself as it was
 

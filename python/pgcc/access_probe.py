@@ -1,0 +1,189 @@
+"""Access sets for library GEMMs, found by running each node alone on the GPU
+(docs/graph-format.md, "Access sets").
+
+A library's GEMM takes its operands' addresses in a by-value struct laid out as the
+library likes (cuBLASLt's nvjet kernels: 17 addresses of three tensors, inside TMA
+descriptors and out of them; CUTLASS's Params: four), so no signature says which it
+writes.  For the GEMM families of cuBLAS, cuBLASLt and CUTLASS (GEMM_NAMES) it is
+measured: the node is launched alone with capture A's parameter bytes, every buffer its
+pointers point into filled with one byte pattern, then with another (FILLS); a buffer
+whose bytes changed in either run is written -- every pointer into it gets "rw" -- and
+one unchanged in both is only read ("r").  Two fills, because a GEMM of filled operands
+can write its fill back (alpha * K * v * v equals v for at most one v).  Each buffer's
+bytes are saved first and written back after.
+
+Not probed, so read and written as before:
+- a kernel of another family, or a grouped or pointer-array GEMM (NOT_PROBED);
+- a node with a pointer into anything but the program's tensors (a library workspace, a
+  copy of host memory, the random-number state: a stream-K GEMM waits on counters in its
+  workspace, and a workspace filled with a pattern could keep it waiting for ever), or
+  whose parameter bytes the export fixed (host words: host_words.py);
+- a node whose buffers overlap one another, or hold a word that is an address of one of
+  them (an array of pointers: filled, it would send the kernel anywhere);
+- more than PROBE_BYTES of buffers.
+A kernel's code decides which of its pointers it writes through, not its operands, so
+one answer holds for every node of the kernel: up to NODES_PER_KERNEL of its nodes are
+probed and their answers joined (a pointer written in any is "rw"); a kernel none of
+whose nodes could be probed gets none.
+
+    probe_access(kernels, nodes, skip, Device(capA), log)   # {func: Kernel}: k.access set
+
+k.access keys: a parameter offset (a pointer parameter) or (offset, byte inside) (a
+pointer inside a struct: graphfile writes `access [..]`, one per pointer).  Pure but for
+Device, which launches on the GPU (tests pass a stand-in).
+"""
+import re
+import struct
+import time
+
+from .errors import ExportError
+
+__all__ = ["Device", "FILLS", "GEMM_NAMES", "is_gemm", "join", "pointers", "probe_access", "regions", "verdict"]
+
+GEMM_NAMES = re.compile(r"nvjet|gemm|gemv|cutlass|xmma", re.I)
+NOT_PROBED = re.compile(r"group|ptr_?array|array_of", re.I)
+FILLS = (0x3C, 0x41)  # (bf16 0x3c3c = 0.0115, fp16 1.06, fp32 0.0115; 0x4141: 12.1, 2.63, 12.1)
+NODES_PER_KERNEL = 4
+PROBE_BYTES = 1 << 30
+PROBED_ROLES = ("input", "output", "weight", "intermediate")
+
+
+def is_gemm(symbol):
+    """Whether a kernel of this (mangled) name is a dense GEMM of cuBLAS, cuBLASLt or CUTLASS."""
+    return bool(GEMM_NAMES.search(symbol)) and not NOT_PROBED.search(symbol)
+
+
+def pointers(node, layout):
+    """[(key, buffer, offset)]: each address in a kernel node's arguments, keyed by its
+    parameter's offset (a "ptr" argument) or (parameter offset, byte inside) (a relocation
+    of a "bytes" argument)."""
+    out = []
+    for (off, _size), a in zip(layout, node.args or ()):
+        if a[0] == "ptr" and a[1] is not None:
+            out.append((off, a[1], a[2]))
+        elif a[0] == "bytes":
+            out += [((off, r.at), r.buffer, r.offset) for r in a[2]]
+    return out
+
+
+def regions(ptrs):
+    """{id(buffer): (address in capture A, bytes)} of the buffers ptrs point into, or a
+    string saying why the node is not probed."""
+    out = {}
+    for _key, b, _off in ptrs:
+        if b.role not in PROBED_ROLES or b.host is not None or 0 not in (b.ranges or {}):
+            return f"a pointer into {b.name} ({b.role}{', host memory' if b.host is not None else ''})"
+        out[id(b)] = (b.ranges[0], b.size)
+    spans = sorted(out.values())
+    for (a, n), (c, _m) in zip(spans, spans[1:]):
+        if c < a + n:
+            return "two of its buffers overlap"
+    if sum(n for _a, n in spans) > PROBE_BYTES:
+        return f"its buffers are over {PROBE_BYTES >> 20} MiB"
+    return out
+
+
+def holds_addresses(data, spans):
+    """Whether bytes data hold an aligned 8-byte word inside one of spans [(address, bytes)]."""
+    words = struct.unpack_from(f"<{len(data) // 8}Q", data)
+    lo, hi = min(a for a, _n in spans), max(a + n for a, n in spans)
+    return any(lo <= w < hi and any(a <= w < a + n for a, n in spans) for w in words)
+
+
+def verdict(ptrs, written):
+    """{key: "rw" | "r"} for one node: a pointer into a buffer written (written: ids) is rw."""
+    out = {}
+    for key, b, _off in ptrs:
+        out[key] = "rw" if id(b) in written or out.get(key) == "rw" else "r"
+    return out
+
+
+def join(answers):
+    """One kernel's access from its nodes' answers: a pointer written in any is "rw"; one
+    some node did not have (a word that is an address in some launches only) is "rw"."""
+    keys = set().union(*answers) if answers else set()
+    return {k: "r" if all(a.get(k) == "r" for a in answers) else "rw" for k in keys}
+
+
+def probe_access(kernels, nodes, skip, device, log=None):
+    """Sets k.access for the GEMM kernels of kernels ({func: Kernel}) that carry none, from
+    up to NODES_PER_KERNEL of their nodes each (model.Node; skip: node indices not to
+    launch); returns how many kernels got one."""
+    by_func = {}
+    for n in nodes:
+        k = kernels.get(n.func) if n.kind == "kernel" else None
+        if k is not None and not k.access and is_gemm(k.symbol) and isinstance(n.index, int) and n.index not in skip:
+            by_func.setdefault(n.func, []).append(n)
+    marked, why_not = 0, {}
+    for func, ns in by_func.items():
+        k, answers = kernels[func], []
+        for n in ns:
+            if len(answers) == NODES_PER_KERNEL:
+                break
+            ptrs = pointers(n, k.layout)
+            spans = regions(ptrs)
+            if isinstance(spans, str):
+                why_not[k.symbol] = spans
+                continue
+            saved = {key: device.read(a, size) for key, (a, size) in spans.items()}
+            if any(holds_addresses(data, list(spans.values())) for data in saved.values()):
+                why_not[k.symbol] = "a buffer holds addresses of its buffers"
+                continue
+            written = set()
+            try:
+                for fill in FILLS:
+                    for a, size in spans.values():
+                        device.fill(a, fill, size)
+                    device.launch(n.index, k.symbol)
+                    written |= {key for key, (a, size) in spans.items()
+                                if key not in written and device.read(a, size) != bytes([fill]) * size}
+            finally:
+                for key, (a, _size) in spans.items():
+                    device.write(a, saved[key])
+            answers.append(verdict(ptrs, written))
+        if answers:
+            k.access = join(answers)
+            marked += 1
+            why_not.pop(k.symbol, None)
+    if log and by_func:
+        log(f"  access sets for {marked} of {len(by_func)} library GEMM kernels, each run alone with its buffers "
+            "filled" + "".join(f"; {s[:60]}: none ({w})" for s, w in list(why_not.items())[:3]))
+    return marked
+
+
+class Device:
+    """The GPU side of probe_access: capture A's nodes launched alone, on the legacy
+    default stream, each waited for at most TIMEOUT seconds."""
+    TIMEOUT = 20.0
+
+    def __init__(self, capA):
+        self.capA = capA
+
+    def launch(self, i, what):
+        from .cuda import check, cu, stuck_error
+        from .diagnose import launch
+        node = self.capA.nodes[i]
+        launch(node, node["bytes"])
+        end = time.monotonic() + self.TIMEOUT
+        while (r := cu().StreamQuery(None)) == 600:  # CUDA_ERROR_NOT_READY
+            if time.monotonic() > end:
+                raise ExportError(f"cannot export: node {i} ({what[:80]}), run alone with its buffers "
+                                  f"filled to learn which it writes, did not finish in {self.TIMEOUT:.0f} s; this "
+                                  "process's CUDA context may be unusable from here (restart it; PGCC_PROBE=off skips "
+                                  "this step)")
+            time.sleep(0.0005)
+        if r:
+            why = stuck_error()
+            check(r, f"node {i} ({what[:80]}) run alone" + (f" (the context is stuck: {why})" if why else ""))
+
+    def read(self, a, n):
+        from .cuda import read_device
+        return read_device(a, n)
+
+    def write(self, a, data):
+        from .cuda import write_device
+        write_device(a, data)
+
+    def fill(self, a, byte, n):
+        from .cuda import check, cu
+        check(cu().MemsetD8(a, byte, n), "cuMemsetD8")

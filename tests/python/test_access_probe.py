@@ -1,0 +1,164 @@
+"""access_probe: which buffers a library GEMM writes, from its nodes run alone with their
+buffers filled -- here over a stand-in device (a bytearray, and kernels written in
+Python), which is all the probe asks of the GPU -- and the answer on the param lines as
+one access per pointer, which pgcc reads and widens by."""
+import json
+import struct
+import subprocess
+
+import pytest
+
+from pgcc.access_probe import FILLS, NODES_PER_KERNEL, is_gemm, join, pointers, probe_access, regions
+from pgcc.graphfile import access_text
+from pgcc.model import Buffer, Kernel, Node, Relocation
+
+BASE = 0x7F00_0000_0000
+
+
+class Memory:
+    """Device memory from BASE on, and kernels as Python functions of it (node index -> f(mem))."""
+
+    def __init__(self, size=1 << 16):
+        self.mem = bytearray(size)
+        self.kernels, self.launched = {}, []
+
+    def read(self, a, n):
+        return bytes(self.mem[a - BASE:a - BASE + n])
+
+    def write(self, a, data):
+        self.mem[a - BASE:a - BASE + len(data)] = data
+
+    def fill(self, a, byte, n):
+        self.write(a, bytes([byte]) * n)
+
+    def launch(self, i, what):
+        self.launched.append(i)
+        self.kernels[i](self)
+
+
+def buf(name, at, size=256, role="intermediate", **kw):
+    return Buffer(name=name, size=size, role=role, ranges={0: BASE + at}, **kw)
+
+
+def gemm(dev, w, x, out):
+    """A GEMM's stand-in: out from w and x -- and, as a real one can, its fill back when both
+    operands hold the first fill (0.0 of 0.0)."""
+    a, b = dev.read(w.ranges[0], 1)[0], dev.read(x.ranges[0], 1)[0]
+    v = a if a == b == FILLS[0] else (a * 7 + b) & 0xFF
+    dev.fill(out.ranges[0], v, out.size)
+
+
+NVJET = "nvjet_sm90_tst_64x8_64x16_2x2_h_bz_TNT"
+# one 40-byte struct: w at 0, x at 8, out at 16, w again at 24 (as lo32 and hi32 halves), out at 32
+LAYOUT = [(0, 40)]
+
+
+def node(i, w, x, out):
+    relocs = [Relocation(0, w, 0, "abs64"), Relocation(8, x, 0, "abs64"), Relocation(16, out, 0, "abs64"),
+              Relocation(24, w, 0, "lo32"), Relocation(28, w, 0, "hi32"), Relocation(32, out, 64, "abs64")]
+    return Node(kind="kernel", index=i, func=0x1, args=[("bytes", bytes(40), relocs)])
+
+
+def program(dev, n=3):
+    """q, k, v projections: each reads x and its own weight, writes its own output."""
+    x = buf("x", 0, role="input")
+    ws = [buf(f"w{j}", 0x1000 * (j + 1), role="weight") for j in range(n)]
+    outs = [buf(f"o{j}", 0x8000 + 0x1000 * j) for j in range(n)]
+    nodes = []
+    for j in range(n):
+        nodes.append(node(j, ws[j], x, outs[j]))
+        dev.kernels[j] = lambda d, w=ws[j], o=outs[j]: gemm(d, w, x, o)
+    return {0x1: Kernel(symbol=NVJET, layout=LAYOUT)}, nodes, x, ws, outs
+
+
+def test_each_pointer_read_or_written_and_memory_as_it_was():
+    dev = Memory()
+    dev.mem[:] = bytes(range(256)) * (len(dev.mem) // 256)
+    before = bytes(dev.mem)
+    kernels, nodes, *_ = program(dev)
+    assert probe_access(kernels, nodes, set(), dev) == 1
+    assert kernels[0x1].access == {(0, 0): "r", (0, 8): "r", (0, 16): "rw", (0, 24): "r", (0, 28): "r",
+                                   (0, 32): "rw"}
+    assert dev.mem == before  # every buffer written back
+    assert dev.launched == [0, 0, 1, 1, 2, 2]  # each node once per fill
+    inner = [(0, "abs64"), (8, "abs64"), (16, "abs64"), (24, "lo32"), (28, "hi32"), (32, "abs64")]
+    assert access_text(kernels[0x1], 0, inner) == " access [r, r, rw, r, r, rw]"
+
+
+def test_the_second_fill_finds_a_gemm_that_wrote_its_fill_back():
+    dev = Memory()
+    kernels, nodes, x, ws, outs = program(dev, 1)
+    # written only where the operands differ from the first fill: the first run changes nothing
+    assert probe_access(kernels, nodes, set(), dev) == 1
+    assert kernels[0x1].access[(0, 16)] == "rw"
+
+
+def test_what_is_not_run():
+    dev = Memory()
+    kernels, nodes, x, ws, outs = program(dev, 1)
+    kernels[0x1].symbol = "vectorized_elementwise_kernel"
+    assert not is_gemm(kernels[0x1].symbol) and probe_access(kernels, nodes, set(), dev) == 0
+    assert not is_gemm("cutlass_grouped_gemm_ptr_array") and is_gemm("_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm")
+    kernels[0x1].symbol = NVJET
+    assert probe_access(kernels, nodes, {0}, dev) == 0  # a node whose bytes the export fixed
+    # a workspace, host memory, buffers that overlap, one holding addresses of them: not run
+    ws_block = buf("ws", 0x9000, role="workspace")
+    assert "a pointer into ws (workspace)" == regions(pointers(node(0, ws_block, x, outs[0]), LAYOUT))
+    host = buf("h", 0x9000, role="weight", host=b"\0" * 8)
+    assert "host memory" in regions(pointers(node(0, host, x, outs[0]), LAYOUT))
+    inside = buf("inside", 0x8000 + 128)
+    assert regions(pointers(node(0, ws[0], inside, outs[0]), LAYOUT)) == "two of its buffers overlap"
+    dev.write(ws[0].ranges[0] + 8, struct.pack("<Q", outs[0].ranges[0] + 16))
+    log = []
+    assert probe_access(kernels, nodes, set(), dev, log.append) == 0 and dev.launched == []
+    assert kernels[0x1].access == {} and "holds addresses" in log[0]
+
+
+def test_one_answer_for_every_node_of_a_kernel():
+    dev = Memory()
+    kernels, nodes, x, ws, outs = program(dev, NODES_PER_KERNEL + 2)
+    assert probe_access(kernels, nodes, set(), dev) == 1
+    assert sorted(set(dev.launched)) == list(range(NODES_PER_KERNEL))
+    # a pointer written by some node, or missing from one, is read and written
+    assert join([{1: "r", 2: "r"}, {1: "rw", 2: "r"}]) == {1: "rw", 2: "r"}
+    assert join([{1: "r", 2: "r"}, {1: "r"}]) == {1: "r", 2: "rw"}
+    k = Kernel(symbol=NVJET, layout=LAYOUT, access={(0, 0): "r", (0, 8): "r"})
+    assert access_text(k, 0, [(0, "abs64"), (8, "abs64")]) == " access r"
+    assert access_text(k, 0, [(0, "abs64"), (8, "abs64"), (16, "abs64")]) == " access [r, r, rw]"
+    assert access_text(Kernel(symbol="k", layout=[(0, 8)], access={0: "w"}), 0, [(0, "abs64")]) == " access w"
+
+
+def test_pgcc_widens_by_the_answer(tmp_path, pgcc_bin):
+    dev = Memory()
+    kernels, nodes, *_ = program(dev)
+    probe_access(kernels, nodes, set(), dev)
+    inner = [(0, "abs64"), (8, "abs64"), (16, "abs64"), (24, "lo32"), (28, "hi32"), (32, "abs64")]
+    ptrs = "0, 8, 16, lo32 24, hi32 28, 32"
+    head = (f"pgcc 2;\nkernel gemm symbol \"{NVJET}\" {{\n  param 0 40 bytes ptrs [{ptrs}]"
+            f"{access_text(kernels[0x1], 0, inner)};\n}}\n"
+            "buffer x size 256 role input;\n" + "".join(f"buffer w{j} size 256 role weight;\n" for j in range(3)) +
+            "".join(f"buffer o{j} size 256 role output;\n" for j in range(3)))
+    body = "".join(f"  node n{j} kernel gemm grid [1, 1, 1] block [128, 1, 1] smem 0 args [[\"{'0' * 80}\", w{j}, x, "
+                   f"o{j}, w{j}, w{j}, o{j}+64]] gpu_us 20;\n" for j in range(3))
+    path = tmp_path / "g.graph"
+    path.write_text(head + "graph main {\n" + body + "  n0 -> n1;\n  n1 -> n2;\n}\n")
+    r = subprocess.run([pgcc_bin, "--report=json", str(path)], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    widen = json.loads(r.stdout)["widen"]
+    assert widen["ran"] and widen["kept"] and widen["width"] == 3
+    # the old single access (every pointer read and written) keeps the chain
+    path.write_text((head + "graph main {\n" + body + "  n0 -> n1;\n  n1 -> n2;\n}\n").replace(
+        "access [r, r, rw, r, r, rw]", "access rw"))
+    r = subprocess.run([pgcc_bin, "--report=json", str(path)], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["widen"]["width"] == 1
+
+
+@pytest.mark.parametrize("fill", FILLS)
+def test_fills_are_finite_numbers(fill):
+    # (a fill must not be NaN in bf16, fp16 or fp32: a GEMM of NaNs writes NaN, maybe the fill's own bits)
+    import math
+    v16 = struct.unpack("<e", bytes([fill, fill]))[0]
+    v32 = struct.unpack("<f", bytes([fill] * 4))[0]
+    bf16 = struct.unpack("<f", bytes([0, 0, fill, fill]))[0]
+    assert all(math.isfinite(v) and v != 0 for v in (v16, v32, bf16))
