@@ -39,7 +39,7 @@ import time
 
 HOST_CALLS = 8  # host time: calls per timing, from an idle GPU (well inside the launch queue)
 WAYS = ("reduce-overhead", "pgcc floor", "pgcc widened")
-ACCESS = re.compile(r" access (?:rw|r|w|\[[rw, ]*\]);")  # (one access, or one per pointer of a struct)
+ACCESS = re.compile(r" access (?:rw|r|w|o|\[[rwo, ]*\]);")  # (one access, or one per pointer of a struct)
 
 
 def floor_copy(exp, dest, name):

@@ -551,6 +551,12 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   mark(&t, "stage");
   pg_classify(p);
   mark(&t, "classify");
+  if (!o.keep_order) {
+    size_t before = p->buffers.n;
+    pg_rename(p);
+    mark(&t, "rename");
+    if (p->buffers.n != before && pg_verify(p, &diag) > 0) PG_BUG("rename broke the program");
+  }
   if (o.keep_order) p->sched.why_not = "--keep-order";
   else pg_schedule(p);
   mark(&t, "schedule");

@@ -653,9 +653,9 @@ static bool access_of(GfCtx *c, const GfWord *w, PgAccess *out) {
       if (pg_str_eq(w->text, pg_access_names[k])) break;
   if (k == PG_ACCESS_COUNT) {
     if (w->kind == GF_NAME)
-      pg_error(c->d, w->loc, "unknown access '%.*s' (expected r, w or rw)", (int)w->text.len, w->text.s);
+      pg_error(c->d, w->loc, "unknown access '%.*s' (expected r, w, rw or o)", (int)w->text.len, w->text.s);
     else
-      pg_error(c->d, w->loc, "expected an access (r, w or rw), found %s", kind_text(w->kind));
+      pg_error(c->d, w->loc, "expected an access (r, w, rw or o), found %s", kind_text(w->kind));
     return false;
   }
   *out = (PgAccess)k;

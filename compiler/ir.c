@@ -141,7 +141,7 @@ PgNodeNotes *pg_node_notes(PgArena *a, PgNode *n) {
 }
 
 const char *const pg_edge_kinds[PG_EDGE_KIND_COUNT] = {"", "programmatic", "launch_order"};
-const char *const pg_access_names[PG_ACCESS_COUNT] = {"", "r", "w", "rw"};
+const char *const pg_access_names[PG_ACCESS_COUNT] = {"", "r", "w", "rw", "o"};
 
 bool pg_param_accesses(const PgParam *pa) {
   if (pa->access) return true;

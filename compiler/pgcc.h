@@ -194,11 +194,20 @@ typedef struct {
 extern const PgRelocInfo pg_relocs[PG_RELOC_KIND_COUNT];
 
 /* What a kernel does with the memory a pointer parameter points into (`access r`, `w`,
- * `rw`; optional): read it, write it, or both.  UNKNOWN (no annotation) counts as both.
- * A `bytes` parameter's access is that of every pointer inside it, or one per pointer
- * (`access [r, rw, ...]`, PgReloc.access; widen.c). */
-typedef enum { PG_ACCESS_UNKNOWN, PG_ACCESS_READ, PG_ACCESS_WRITE, PG_ACCESS_RW, PG_ACCESS_COUNT } PgAccess;
-extern const char *const pg_access_names[PG_ACCESS_COUNT]; /* "", "r", "w", "rw" */
+ * `rw`, `o`; optional): read it, write it, or both; `o` (overwrite) writes every byte of
+ * the buffer and reads none of it first, so the value it held is dead from there on
+ * (rename.c).  UNKNOWN (no annotation) counts as both.  A `bytes` parameter's access is
+ * that of every pointer inside it, or one per pointer (`access [r, rw, ...]`,
+ * PgReloc.access; widen.c). */
+typedef enum {
+  PG_ACCESS_UNKNOWN,
+  PG_ACCESS_READ,
+  PG_ACCESS_WRITE,
+  PG_ACCESS_RW,
+  PG_ACCESS_OVERWRITE,
+  PG_ACCESS_COUNT
+} PgAccess;
+extern const char *const pg_access_names[PG_ACCESS_COUNT]; /* "", "r", "w", "rw", "o" */
 
 /* A relocation inside a by-value parameter: pg_relocs[kind].size bytes at `offset`,
  * relative to the parameter's start (4-byte aligned; the verifier checks). */
@@ -645,6 +654,14 @@ typedef struct {
   const char *why_not;   /* why the order could not change at all, or NULL */
 } PgSchedule;
 
+/* What rename.c did: intermediates that hold several values one after another, split
+ * into a buffer per value. */
+typedef struct {
+  size_t buffers;       /* buffers split */
+  size_t values;        /* buffers made for their later values */
+  const char *why_not;  /* why it could not run, or NULL */
+} PgRename;
+
 /* What widen.c did to the root graph: its chain's edges replaced by true dependencies
  * (or not, and why).  Two widened graphs are weighed: over the serial plan's arena
  * (its reuse of bytes orders nodes too; the arena stays) and over the buffers alone,
@@ -700,6 +717,7 @@ typedef struct {
   PG_VEC(PgComm *) comms;
   PG_VEC(PgGraph *) graphs; /* graphs.v[0] is the root */
   PG_VEC(PgRegion *) regions;
+  PgRename rename;
   PgSchedule sched;
   PgMemPlan mem;
   PgWiden widen;
@@ -918,6 +936,9 @@ void pg_classify(PgProgram *p);
  * and makes none runs as soon as what it waits for has run (the order kept where that
  * does not lower the most bytes live at once) */
 void pg_schedule(PgProgram *p);
+/* rename.c: where a kernel overwrites an intermediate (`access o`), the nodes from it on
+ * point into a buffer of their own (the root graph one chain; not with --keep-order). */
+void pg_rename(PgProgram *p);
 /* Why the root graph is not one chain in node order, or NULL (schedule.c's test, shared
  * with widen.c). */
 const char *pg_not_a_chain(const PgGraph *g);

@@ -257,6 +257,10 @@ void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
                                     : ", bytes shared only along dependencies in the graph regions that are no chain",
           bytes(s, sizeof s, p->mem.sum_bytes),
           bytes(q, sizeof q, p->mem.pools_bytes));
+  if (p->rename.buffers)
+    fprintf(f, "values: %zu %s held several values one after another, split into %zu more %s (rename.c)\n",
+            p->rename.buffers, plural(p->rename.buffers, "intermediate", "intermediates"), p->rename.values,
+            plural(p->rename.values, "buffer", "buffers"));
   if (p->sched.moved) {
     char b[32];
     fprintf(f, "order: %zu %s moved up to free intermediates sooner (%s live at once in the captured order)\n",
@@ -438,6 +442,10 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
   fprintf(f, "},\n  \"sum_bytes\": %llu,\n  \"pools_bytes\": %llu,\n  \"planned_buffers\": %zu",
           (unsigned long long)p->mem.sum_bytes, (unsigned long long)p->mem.pools_bytes, p->mem.buffers);
   fprintf(f, ",\n  \"regions_planned_by_reach\": %zu", p->mem.dag_regions);
+  fprintf(f, ",\n  \"rename\": {\"buffers\": %zu, \"values\": %zu, \"why_not\": ", p->rename.buffers, p->rename.values);
+  if (p->rename.why_not) jstr(f, p->rename.why_not);
+  else fputs("null", f);
+  fputc('}', f);
   fprintf(f, ",\n  \"schedule\": {\"moved\": %zu, \"live_bytes_captured\": %llu, \"why_not\": ", p->sched.moved,
           (unsigned long long)(p->sched.moved ? p->sched.live_before : p->mem.live_bytes)); /* (nothing moved: the same) */
   if (p->sched.why_not) jstr(f, p->sched.why_not);

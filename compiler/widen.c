@@ -119,7 +119,7 @@ static void touch(const PgProgram *p, Accesses *s, const PgBuffer *b, uint64_t o
   Access a = {b, whole ? 0 : off, whole ? (b->size ? b->size : 1) : sat_add(off, len), false};
   if (p && pg_in_arena(b) && b->planned)
     a.space = p, a.lo = sat_add(a.lo, b->offset), a.hi = sat_add(a.hi, b->offset);
-  if (how != PG_ACCESS_WRITE) push(s, a);
+  if (how != PG_ACCESS_WRITE && how != PG_ACCESS_OVERWRITE) push(s, a);
   if (how != PG_ACCESS_READ) a.write = true, push(s, a);
 }
 

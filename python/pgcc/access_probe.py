@@ -4,16 +4,22 @@
 A library's GEMM takes its operands' addresses in a by-value struct laid out as the
 library likes (cuBLASLt's nvjet kernels: 17 addresses of three tensors, inside TMA
 descriptors and out of them; CUTLASS's Params: four), so no signature says which it
-writes.  For the GEMM families of cuBLAS, cuBLASLt and CUTLASS (GEMM_NAMES) it is
+writes.  For the dense GEMMs of cuBLAS, cuBLASLt and CUTLASS (GEMM_NAMES) it is
 measured: the node is launched alone with capture A's parameter bytes, every buffer its
 pointers point into filled with one byte pattern, then with another (FILLS); a buffer
 whose bytes changed in either run is written -- every pointer into it gets "rw" -- and
 one unchanged in both is only read ("r").  Two fills, because a GEMM of filled operands
-can write its fill back (alpha * K * v * v equals v for at most one v).  Each buffer's
-bytes are saved first and written back after.
+can write its fill back (alpha * K * v * v equals v for at most one v).  A third run
+repeats the second with the written buffers filled as in the first: a written buffer
+that comes out byte for byte as in the second run does not depend on what it held, so
+the node wrote every byte of it and read none first -- "o", an overwrite, after which
+the value the buffer held is dead (compiler/rename.c gives the next value a buffer of
+its own).  Each buffer's bytes are saved first and written back after.
 
 Not probed, so read and written as before:
-- a kernel of another family, or a grouped or pointer-array GEMM (NOT_PROBED);
+- a kernel of another family, or a GEMM that takes device arrays of addresses, sizes or
+  indices (grouped, pointer-array, gather and scatter GEMMs; CUTLASS's attention kernels:
+  NOT_PROBED), which a fill would send anywhere;
 - a node with a pointer into anything but the program's tensors (a library workspace, a
   copy of host memory, the random-number state: a stream-K GEMM waits on counters in its
   workspace, and a workspace filled with a pattern could keep it waiting for ever), or
@@ -23,8 +29,10 @@ Not probed, so read and written as before:
 - more than PROBE_BYTES of buffers.
 A kernel's code decides which of its pointers it writes through, not its operands, so
 one answer holds for every node of the kernel: up to NODES_PER_KERNEL of its nodes are
-probed and their answers joined (a pointer written in any is "rw"); a kernel none of
-whose nodes could be probed gets none.
+probed and their answers joined (a pointer only read in all is "r", overwritten in all
+"o", else "rw"); a kernel none of whose nodes could be probed gets none.  An overwrite is
+of the buffer as probed, a slot (slot_layout.whole_regions takes "o" back where the
+regions are made whole again).
 
     probe_access(kernels, nodes, skip, Device(capA), log)   # {func: Kernel}: k.access set
 
@@ -40,8 +48,10 @@ from .errors import ExportError
 
 __all__ = ["Device", "FILLS", "GEMM_NAMES", "is_gemm", "join", "pointers", "probe_access", "regions", "verdict"]
 
-GEMM_NAMES = re.compile(r"nvjet|gemm|gemv|cutlass|xmma", re.I)
-NOT_PROBED = re.compile(r"group|ptr_?array|array_of", re.I)
+GEMM_NAMES = re.compile(r"nvjet|gemm|gemv", re.I)
+# grouped and pointer-array GEMMs (device arrays of addresses or sizes), gather and scatter
+# GEMMs (device index arrays), attention kernels built on CUTLASS (sequence-length arrays)
+NOT_PROBED = re.compile(r"group|ptr_?array|array_of|gather|scatter|fmha|attention|flash|sdpa", re.I)
 FILLS = (0x3C, 0x41)  # (bf16 0x3c3c = 0.0115, fp16 1.06, fp32 0.0115; 0x4141: 12.1, 2.63, 12.1)
 NODES_PER_KERNEL = 4
 PROBE_BYTES = 1 << 30
@@ -90,19 +100,32 @@ def holds_addresses(data, spans):
     return any(lo <= w < hi and any(a <= w < a + n for a, n in spans) for w in words)
 
 
-def verdict(ptrs, written):
-    """{key: "rw" | "r"} for one node: a pointer into a buffer written (written: ids) is rw."""
+def run(device, i, what, spans, fills):
+    """Node i launched once with each buffer (spans: {key: (address, bytes)}) filled with
+    its byte of fills; {key: its bytes after}."""
+    for key, (a, size) in spans.items():
+        device.fill(a, fills[key], size)
+    device.launch(i, what)
+    return {key: device.read(a, size) for key, (a, size) in spans.items()}
+
+
+def verdict(ptrs, written, whole=()):
+    """{key: "o" | "rw" | "r"} for one node (written, whole: buffer ids): a pointer into a
+    buffer the node overwrote whole is "o", into one it wrote otherwise "rw", else "r"; a
+    key that points into two buffers takes the weaker of the two."""
     out = {}
     for key, b, _off in ptrs:
-        out[key] = "rw" if id(b) in written or out.get(key) == "rw" else "r"
+        how = "o" if id(b) in whole else "rw" if id(b) in written else "r"
+        out[key] = how if out.get(key, how) == how else "rw"
     return out
 
 
 def join(answers):
-    """One kernel's access from its nodes' answers: a pointer written in any is "rw"; one
-    some node did not have (a word that is an address in some launches only) is "rw"."""
+    """One kernel's access from its nodes' answers: a pointer every node read only is "r",
+    one every node overwrote is "o", any other "rw" (one some node did not have -- a word
+    that is an address in some launches only -- too)."""
     keys = set().union(*answers) if answers else set()
-    return {k: "r" if all(a.get(k) == "r" for a in answers) else "rw" for k in keys}
+    return {k: next((how for how in ("r", "o") if all(a.get(k) == how for a in answers)), "rw") for k in keys}
 
 
 def probe_access(kernels, nodes, skip, device, log=None):
@@ -129,18 +152,19 @@ def probe_access(kernels, nodes, skip, device, log=None):
             if any(holds_addresses(data, list(spans.values())) for data in saved.values()):
                 why_not[k.symbol] = "a buffer holds addresses of its buffers"
                 continue
-            written = set()
+            written, whole = set(), set()
             try:
                 for fill in FILLS:
-                    for a, size in spans.values():
-                        device.fill(a, fill, size)
-                    device.launch(n.index, k.symbol)
-                    written |= {key for key, (a, size) in spans.items()
-                                if key not in written and device.read(a, size) != bytes([fill]) * size}
+                    after = run(device, n.index, k.symbol, spans, {key: fill for key in spans})
+                    written |= {key for key, (a, size) in spans.items() if after[key] != bytes([fill]) * size}
+                if written:  # the last run again, the written buffers filled as the first: the same bytes?
+                    again = run(device, n.index, k.symbol, spans,
+                                {key: FILLS[0] if key in written else FILLS[-1] for key in spans})
+                    whole = {key for key in written if again[key] == after[key]}
             finally:
                 for key, (a, _size) in spans.items():
                     device.write(a, saved[key])
-            answers.append(verdict(ptrs, written))
+            answers.append(verdict(ptrs, written, whole))
         if answers:
             k.access = join(answers)
             marked += 1

@@ -91,6 +91,8 @@ def whole_regions(a, why):
     for b in a.bufs.list:
         if id(b) in a.whole.sizes:
             b.size = a.whole.sizes[id(b)]
+    for k in a.kernels.values():  # (an overwrite was measured on a slot, not on its whole region)
+        k.access = {key: "rw" if how == "o" else how for key, how in k.access.items()}
     a.report["intermediates"] = {"split": {}, "whole": {}, "cut": {}, "undone": why}
     a.write_report()
     return True
@@ -208,7 +210,9 @@ def keep_smaller_layout(a, out_dir, name, log, write=graph_of, arena=arena_bytes
     last, as the allocator's trace and the node clock place them; where those are
     inferred (more launches seen than the capture has nodes), a slot can span uses that
     the region's own reuse kept apart, and the split came out larger (vit bf16: a 3.64 MB
-    arena against a 1.98 MB region).  Written beside the export as NAME.whole.graph,
+    arena against a 1.98 MB region).  A region made whole takes back every kernel's `o`
+    (access_probe.py measured the overwrite on a slot): a pointer that overwrote a slot
+    writes part of its region.  Written beside the export as NAME.whole.graph,
     planned, and kept in its place where smaller; the report's intermediates then say
     why each region is whole.  Returns whether the regions were made whole."""
     done = a.report.get("intermediates") or {}
@@ -217,6 +221,7 @@ def keep_smaller_layout(a, out_dir, name, log, write=graph_of, arena=arena_bytes
     graph, trial = os.path.join(out_dir, name + ".graph"), os.path.join(out_dir, name + ".whole.graph")
     split_bytes = arena(graph)
     saved = list(a.nodes), list(a.bufs.list), {id(b): b.size for b in a.bufs.list}, done
+    access = {id(k): k.access for k in a.kernels.values()}
     in_place = [b for b in a.bufs.list if b.in_place]
     whole_regions(a, None)
     try:
@@ -239,6 +244,8 @@ def keep_smaller_layout(a, out_dir, name, log, write=graph_of, arena=arena_bytes
         b.size = saved[2].get(id(b), b.size)
     for b in in_place:
         b.in_place = True
+    for k in a.kernels.values():
+        k.access = access.get(id(k), k.access)
     a.report["intermediates"] = saved[3]
     a.write_report()
     return False

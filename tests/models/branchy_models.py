@@ -7,17 +7,20 @@ Every entry is a builder returning (fn, inputs, weights) as pgcc.export takes th
 inputs), built from random weights with a fixed seed -- nothing is downloaded:
 
 - llama_layer: one Llama decoder layer from a transformers LlamaConfig (width 256, 4
-  heads, separate q, k and v projections), batch 1 x 8 tokens;
+  heads, separate q, k and v projections), batch 1 x 8 tokens; llama_layer_bf16: the
+  same in bfloat16, as decoders are served (cuBLASLt's GEMMs then need no workspace;
+  in fp32 they split K through one shared workspace, which orders them);
 - moe: a mixture-of-experts layer whose 8 experts are Linear modules of their own, each
   run densely on every token (a loop over the experts, the gate's weights combining
-  them: no shape depends on the data), batch 1 x 4 tokens;
+  them: no shape depends on the data), batch 1 x 4 tokens; moe_bf16: the same in
+  bfloat16;
 - inception: torchvision's GoogLeNet Inception block (four branches of convolutions
   concatenated), batch 1 at 28 x 28;
 - mlp: a stack of Linear and GELU layers, batch 1 (no branches);
 - convnet: a stack of 3x3 convolutions, batch norms and ReLUs, batch 1 at 32 x 32 (no
   branches).
 
-BRANCHY names the first three, CHAINS the last two; MODELS maps every name to its
+BRANCHY names the branchy ones, CHAINS the last two; MODELS maps every name to its
 builder.  Needs PyTorch with CUDA, transformers (llama_layer) and torchvision
 (inception), imported when a builder runs.
 """
@@ -38,9 +41,12 @@ def _weights(model):
     return out
 
 
-def _inference(model, inputs, call=None):
+def _inference(model, inputs, call=None, dtype=None):
     model = model.cuda().eval()
     inputs = [x.cuda() for x in inputs]
+    if dtype is not None:  # (the model's weights and its floating inputs)
+        model = model.to(dtype)
+        inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
     call = call or (lambda m, *xs: m(*xs))
 
     @torch.no_grad()
@@ -67,14 +73,14 @@ class _LlamaLayer(nn.Module):
         return out[0] if isinstance(out, tuple) else out
 
 
-def llama_layer():
+def llama_layer(dtype=None):
     from transformers import LlamaConfig
     torch.manual_seed(31)
     config = LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=1, num_attention_heads=4,
                          num_key_value_heads=4, vocab_size=1000, max_position_embeddings=64,
                          attn_implementation="sdpa")
     model = _LlamaLayer(config)
-    return _inference(model, [torch.randn(1, 8, 256), torch.arange(8).unsqueeze(0)])
+    return _inference(model, [torch.randn(1, 8, 256), torch.arange(8).unsqueeze(0)], dtype=dtype)
 
 
 class _MoE(nn.Module):
@@ -95,9 +101,9 @@ class _MoE(nn.Module):
         return out
 
 
-def moe():
+def moe(dtype=None):
     torch.manual_seed(32)
-    return _inference(_MoE(), [torch.randn(1, 4, 256)])
+    return _inference(_MoE(), [torch.randn(1, 4, 256)], dtype=dtype)
 
 
 def inception():
@@ -124,9 +130,10 @@ def convnet():
     return _inference(nn.Sequential(*layers), [torch.randn(1, 3, 32, 32)])
 
 
-BRANCHY = ("llama_layer", "moe", "inception")
+BRANCHY = ("llama_layer", "llama_layer_bf16", "moe", "moe_bf16", "inception")
 CHAINS = ("mlp", "convnet")
-MODELS = {"llama_layer": llama_layer, "moe": moe, "inception": inception, "mlp": mlp, "convnet": convnet}
+MODELS = {"llama_layer": llama_layer, "llama_layer_bf16": lambda: llama_layer(torch.bfloat16), "moe": moe,
+          "moe_bf16": lambda: moe(torch.bfloat16), "inception": inception, "mlp": mlp, "convnet": convnet}
 
 
 def build(name):

@@ -77,12 +77,32 @@ def test_each_pointer_read_or_written_and_memory_as_it_was():
     before = bytes(dev.mem)
     kernels, nodes, *_ = program(dev)
     assert probe_access(kernels, nodes, set(), dev) == 1
-    assert kernels[0x1].access == {(0, 0): "r", (0, 8): "r", (0, 16): "rw", (0, 24): "r", (0, 28): "r",
-                                   (0, 32): "rw"}
+    # the output written whole, whatever it held: overwritten ("o")
+    assert kernels[0x1].access == {(0, 0): "r", (0, 8): "r", (0, 16): "o", (0, 24): "r", (0, 28): "r",
+                                   (0, 32): "o"}
     assert dev.mem == before  # every buffer written back
-    assert dev.launched == [0, 0, 1, 1, 2, 2]  # each node once per fill
+    assert dev.launched == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # each node once per fill, and once more
     inner = [(0, "abs64"), (8, "abs64"), (16, "abs64"), (24, "lo32"), (28, "hi32"), (32, "abs64")]
-    assert access_text(kernels[0x1], 0, inner) == " access [r, r, rw, r, r, rw]"
+    assert access_text(kernels[0x1], 0, inner) == " access [r, r, o, r, r, o]"
+
+
+def test_read_and_written_where_the_output_depends_on_what_it_held():
+    def accumulate(d, w, x, out):  # beta = 1: out += w x
+        old = d.read(out.ranges[0], out.size)
+        gemm(d, w, x, out)
+        d.write(out.ranges[0], bytes((a + b) & 0xFF for a, b in zip(old, d.read(out.ranges[0], out.size))))
+
+    def half(d, w, x, out):  # writes the first half of its buffer only
+        keep = d.read(out.ranges[0] + out.size // 2, out.size // 2)
+        gemm(d, w, x, out)
+        d.write(out.ranges[0] + out.size // 2, keep)
+
+    for kernel in (accumulate, half):
+        dev = Memory()
+        kernels, nodes, x, ws, outs = program(dev, 1)
+        dev.kernels[0] = lambda d, k=kernel: k(d, ws[0], x, outs[0])
+        assert probe_access(kernels, nodes, set(), dev) == 1
+        assert kernels[0x1].access[(0, 16)] == "rw" and kernels[0x1].access[(0, 8)] == "r", kernel.__name__
 
 
 def test_the_second_fill_finds_a_gemm_that_wrote_its_fill_back():
@@ -90,7 +110,7 @@ def test_the_second_fill_finds_a_gemm_that_wrote_its_fill_back():
     kernels, nodes, x, ws, outs = program(dev, 1)
     # written only where the operands differ from the first fill: the first run changes nothing
     assert probe_access(kernels, nodes, set(), dev) == 1
-    assert kernels[0x1].access[(0, 16)] == "rw"
+    assert kernels[0x1].access[(0, 16)] == "o"
 
 
 def test_what_is_not_run():
@@ -99,6 +119,8 @@ def test_what_is_not_run():
     kernels[0x1].symbol = "vectorized_elementwise_kernel"
     assert not is_gemm(kernels[0x1].symbol) and probe_access(kernels, nodes, set(), dev) == 0
     assert not is_gemm("cutlass_grouped_gemm_ptr_array") and is_gemm("_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm")
+    assert not is_gemm("_Z39fmha_cutlassF_f32_aligned_64x64_rf_sm80N22PyTorchMemEffAttention15AttentionKernel")
+    assert is_gemm("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x128x8_stage3_warpsize1x2x1_ffma_aligna4")
     kernels[0x1].symbol = NVJET
     assert probe_access(kernels, nodes, {0}, dev) == 0  # a node whose bytes the export fixed
     # a workspace, host memory, buffers that overlap, one holding addresses of them: not run
@@ -122,6 +144,7 @@ def test_one_answer_for_every_node_of_a_kernel():
     # a pointer written by some node, or missing from one, is read and written
     assert join([{1: "r", 2: "r"}, {1: "rw", 2: "r"}]) == {1: "rw", 2: "r"}
     assert join([{1: "r", 2: "r"}, {1: "r"}]) == {1: "r", 2: "rw"}
+    assert join([{1: "o", 2: "o"}, {1: "o", 2: "r"}]) == {1: "o", 2: "rw"}
     k = Kernel(symbol=NVJET, layout=LAYOUT, access={(0, 0): "r", (0, 8): "r"})
     assert access_text(k, 0, [(0, "abs64"), (8, "abs64")]) == " access r"
     assert access_text(k, 0, [(0, "abs64"), (8, "abs64"), (16, "abs64")]) == " access [r, r, rw]"
@@ -148,7 +171,7 @@ def test_pgcc_widens_by_the_answer(tmp_path, pgcc_bin):
     assert widen["ran"] and widen["kept"] and widen["width"] == 3
     # the old single access (every pointer read and written) keeps the chain
     path.write_text((head + "graph main {\n" + body + "  n0 -> n1;\n  n1 -> n2;\n}\n").replace(
-        "access [r, r, rw, r, r, rw]", "access rw"))
+        "access [r, r, o, r, r, o]", "access rw"))
     r = subprocess.run([pgcc_bin, "--report=json", str(path)], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["widen"]["width"] == 1

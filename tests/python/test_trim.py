@@ -6,7 +6,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from pgcc.graphfile import node_refs
-from pgcc.model import Analysis, Buffer, Node, WholeLayout
+from pgcc.model import Analysis, Buffer, Kernel, Node, WholeLayout
 
 from pgcc import slot_layout
 
@@ -189,7 +189,11 @@ def test_whole_regions_undoes_the_split_and_the_cut():
     bufs = a.bufs
     t0, t1, w = a.whole.bufs
     assert [b.name for b in bufs.list] == ["t0_0", "t1_0", "w_a"]
+    k = Kernel(symbol="nvjet", layout=[(0, 24)], access={(0, 0): "r", (0, 8): "o", (0, 16): "rw"})
+    a.kernels[0x1] = k
     assert slot_layout.whole_regions(a, "verify m: output 0 differs")
+    # an overwrite measured on a slot is no overwrite of its region
+    assert k.access == {(0, 0): "r", (0, 8): "rw", (0, 16): "rw"}
     assert a.nodes == nodes and bufs.list == [t0, t1, w] and t0.size == 8704 + (1 << 20)
     assert a.report["intermediates"]["undone"] == "verify m: output 0 differs" and written
     assert not slot_layout.whole_regions(a, "again")  # (nothing left to undo)
@@ -254,13 +258,14 @@ def test_the_regions_are_kept_whole_where_pgcc_packs_them_smaller(tmp_path):
     assert "2097152 bytes with the regions whole, 3145728 with them split" in rep["whole"]["t0"] and said
     # larger whole: the split stays, as it was
     a, _, written = split_analysis(tmp_path)
+    a.kernels[0x1] = k = Kernel(symbol="nvjet", layout=[(0, 8)], access={0: "o"})
     before = (list(a.nodes), [b.name for b in a.bufs.list], dict(a.report["intermediates"]))
     sizes = {"split\n": 2 << 20, "t0 t1 w_a\n": 3 << 20}
     assert not slot_layout.keep_smaller_layout(a, str(tmp_path), "m", said.append, write=layout,
                                           arena=lambda g: sizes[open(g).read()])
     assert (tmp_path / "m.graph").read_text() == "split\n" and not (tmp_path / "m.whole.graph").exists()
     assert (a.nodes, [b.name for b in a.bufs.list], a.report["intermediates"]) == before
-    assert [b.name for b in a.bufs.list] == split_names
+    assert [b.name for b in a.bufs.list] == split_names and k.access == {0: "o"}  # (the split's, as it was)
     assert all(b.size > 0 for b in a.bufs.list) and a.bufs.list[0].size != 8704 + (1 << 20)
     # pgcc does not read one of them: nothing changes
     a, _, _ = split_analysis(tmp_path)

@@ -2,7 +2,8 @@
  * kind and barriers by hand; random chains with random access sets against an
  * oracle written here (the dependencies the sets imply, their closure, the arena
  * bytes two unordered nodes may share); order independence; the cost decision; the
- * golden q/k/v program through --emit=graph and the report. */
+ * golden q/k/v program through --emit=graph and the report; rename.c's split of a
+ * reused intermediate into its values, which widening then runs side by side. */
 #include <string.h>
 
 #include "../helpers.h"
@@ -14,6 +15,7 @@ static Parsed *widened(const char *text, const PgProfile *prof) {
   if (!prof) prof = &pg_profile_h200;
   pg_stage_collectives(p->prog);
   pg_classify(p->prog);
+  pg_rename(p->prog);
   pg_schedule(p->prog);
   pg_partition(p->prog);
   pg_verify_regions(p->prog, &p->diag);
@@ -718,7 +720,7 @@ START_TEST(access_per_pointer) {
   } bad[] = {
       {"param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, rw]", "3:52: error: access: 3 accesses for 4 pointers"},
       {"param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, rx, w]", "3:59: error: unknown access 'rx'"},
-      {"param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, 1, w]", "3:59: error: expected an access (r, w or rw), "
+      {"param 0 32 bytes ptrs [0, 8, hi32 20, 24] access [r, r, 1, w]", "3:59: error: expected an access (r, w, rw or o), "
                                                                       "found a number"},
       {"param 0 8 ptr access [r]", "3:24: error: a list of accesses is a 'bytes' parameter's"},
   };
@@ -729,6 +731,100 @@ START_TEST(access_per_pointer) {
     ck_assert_msg(e->diag.errors > 0 && strstr(e->diags, bad[i].error), "%s: got %s", bad[i].param, e->diags);
     parsed_free(e);
   }
+}
+END_TEST
+
+/* A mixture of experts as Inductor captures it: every expert's hidden activation in one
+ * reused buffer h.  Each expert's first GEMM overwrites h (`o`), its SiLU reads and
+ * writes it, its second GEMM reads it into the expert's own output. */
+static const char *const MOE =
+    "pgcc 2;\n"
+    "kernel up symbol \"nvjet_up\" {\n  param 0 24 bytes ptrs [0, 8, 16] access [r, r, %s];\n}\n"
+    "kernel silu symbol \"triton_silu\" {\n  param 0 8 ptr access rw;\n}\n"
+    "kernel down symbol \"nvjet_down\" {\n  param 0 24 bytes ptrs [0, 8, 16] access [r, r, o];\n}\n"
+    "buffer x size 2048 role input;\nbuffer h size 4096 role intermediate;\n"
+    "buffer w0 size 8192 role weight;\nbuffer w1 size 8192 role weight;\nbuffer w2 size 8192 role weight;\n"
+    "buffer y0 size 2048 role output;\nbuffer y1 size 2048 role output;\nbuffer y2 size 2048 role output;\n"
+    "graph g {\n"
+    " node u0 kernel up args [[\"%048d\", w0, x, h]] gpu_us 10;\n node s0 kernel silu args [h] gpu_us 5;\n"
+    " node d0 kernel down args [[\"%048d\", w0, h, y0]] gpu_us 10;\n"
+    " node u1 kernel up args [[\"%048d\", w1, x, h]] gpu_us 10;\n node s1 kernel silu args [h] gpu_us 5;\n"
+    " node d1 kernel down args [[\"%048d\", w1, h, y1]] gpu_us 10;\n"
+    " node u2 kernel up args [[\"%048d\", w2, x, h]] gpu_us 10;\n node s2 kernel silu args [h] gpu_us 5;\n"
+    " node d2 kernel down args [[\"%048d\", w2, h, y2]] gpu_us 10;\n %s\n"
+    " u0 -> s0;\n s0 -> d0;\n d0 -> u1;\n u1 -> s1;\n s1 -> d1;\n d1 -> u2;\n u2 -> s2;\n s2 -> d2;\n%s}\n";
+
+static Parsed *moe(const char *up_access, const char *extra_node, const char *extra_edge) {
+  static char text[4096];
+  snprintf(text, sizeof text, MOE, up_access, 0, 0, 0, 0, 0, 0, extra_node, extra_edge);
+  return widened(text, NULL);
+}
+
+/* The buffer node `name`'s argument `arg` (pointer q of a struct, or -1) points into. */
+static const char *buffer_of(const PgProgram *p, const char *name, size_t arg, long q) {
+  const PgGraph *g = p->graphs.v[0];
+  for (size_t i = 0; i < g->nodes.n; i++)
+    if (strcmp(g->nodes.v[i]->name, name) == 0) {
+      const PgArg *a = &g->nodes.v[i]->u.kernel.args.v[arg];
+      return q < 0 ? a->ptr.buf->name : a->ptrs.v[q].buf->name;
+    }
+  return NULL;
+}
+
+START_TEST(rename_splits_a_reused_buffer_into_its_values) {
+  Parsed *p = moe("o", "", "");
+  ck_assert_int_eq(p->prog->rename.buffers, 1);
+  ck_assert_int_eq(p->prog->rename.values, 2);
+  /* each expert's nodes on a value of their own: the one its first GEMM wrote */
+  static const char *const want[3] = {"h", "h_v1", "h_v2"};
+  for (int e = 0; e < 3; e++) {
+    char u[8], s_[8], d[8];
+    snprintf(u, sizeof u, "u%d", e), snprintf(s_, sizeof s_, "s%d", e), snprintf(d, sizeof d, "d%d", e);
+    ck_assert_str_eq(buffer_of(p->prog, u, 0, 2), want[e]);
+    ck_assert_str_eq(buffer_of(p->prog, s_, 0, -1), want[e]);
+    ck_assert_str_eq(buffer_of(p->prog, d, 0, 1), want[e]);
+  }
+  /* and the experts side by side: nothing orders one expert's nodes after another's */
+  ck_assert(p->prog->widen.ran && p->prog->widen.own.width == 3);
+  ck_assert(!has_edge(p->prog, "d0", "u1") && !has_edge(p->prog, "d1", "u2"));
+  char *out = graph_text(p->prog);
+  ck_assert_ptr_nonnull(strstr(out, "buffer h_v1 size 4096 "));
+  Parsed *q = parse_text("t.graph", out); /* written out, read back */
+  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
+  free(out);
+  parsed_free(q);
+  parsed_free(p);
+}
+END_TEST
+
+START_TEST(rename_only_where_the_value_before_is_dead) {
+  /* the first GEMM only writes h (`w`: some bytes, maybe): the value before may live on */
+  Parsed *p = moe("w", "", "");
+  ck_assert_int_eq(p->prog->rename.buffers, 0);
+  ck_assert(has_edge(p->prog, "d0", "u1"));
+  parsed_free(p);
+  /* a copy out of h: h stays whole */
+  p = moe("o", "node c memcpy dir dtod src h dst y2 width 16 gpu_us 1;", " d2 -> c;\n");
+  ck_assert_int_eq(p->prog->rename.buffers, 0);
+  parsed_free(p);
+  /* a node that overwrites h through one pointer and reads it through another keeps h's value */
+  static char text[4096];
+  snprintf(text, sizeof text, MOE, "o", 0, 0, 0, 0, 0, 0, "", "");
+  char *u1 = strstr(text, "w1, x, h]]");
+  memcpy(u1, "w1, h, h]]", 10);
+  p = widened(text, NULL);
+  ck_assert_str_eq(buffer_of(p->prog, "u1", 0, 2), "h");
+  ck_assert_str_eq(buffer_of(p->prog, "u2", 0, 2), "h_v1");
+  ck_assert_int_eq(p->prog->rename.values, 1);
+  parsed_free(p);
+  /* not one chain: the order is not known, nothing split */
+  snprintf(text, sizeof text, MOE, "o", 0, 0, 0, 0, 0, 0, "", "");
+  char *edge = strstr(text, " d0 -> u1;\n");
+  memcpy(edge, "           ", 11);
+  p = widened(text, NULL);
+  ck_assert_int_eq(p->prog->rename.buffers, 0);
+  ck_assert_str_eq(p->prog->rename.why_not, "it is not one chain");
+  parsed_free(p);
 }
 END_TEST
 
@@ -747,6 +843,8 @@ Suite *widen_suite(void) {
   tcase_add_test(t, golden_qkv);
   tcase_add_test(t, access_on_a_struct_round_trips);
   tcase_add_test(t, access_per_pointer);
+  tcase_add_test(t, rename_splits_a_reused_buffer_into_its_values);
+  tcase_add_test(t, rename_only_where_the_value_before_is_dead);
   suite_add_tcase(s, t);
   return s;
 }
