@@ -26,7 +26,7 @@ Not probed, so read and written as before:
   whose parameter bytes the export fixed (host words: host_words.py);
 - a node whose buffers overlap one another, or hold a word that is an address of one of
   them (an array of pointers: filled, it would send the kernel anywhere);
-- more than PROBE_BYTES of buffers.
+- more than PROBE_BYTES of buffers, or more copies than PROBE_TOTAL for the export.
 A kernel's code decides which of its pointers it writes through, not its operands, so
 one answer holds for every node of the kernel: up to NODES_PER_KERNEL of its nodes are
 probed and their answers joined (a pointer only read in all is "r", overwritten in all
@@ -50,11 +50,15 @@ __all__ = ["Device", "FILLS", "GEMM_NAMES", "is_gemm", "join", "pointers", "prob
 
 GEMM_NAMES = re.compile(r"nvjet|gemm|gemv", re.I)
 # grouped and pointer-array GEMMs (device arrays of addresses or sizes), gather and scatter
-# GEMMs (device index arrays), attention kernels built on CUTLASS (sequence-length arrays)
-NOT_PROBED = re.compile(r"group|ptr_?array|array_of|gather|scatter|fmha|attention|flash|sdpa", re.I)
+# GEMMs (device index arrays), attention kernels built on CUTLASS (sequence-length arrays);
+# convolutions as implicit GEMMs (cuDNN's: their buffers are whole activation maps, the
+# largest copies a probe would make, and no branch this is for runs them)
+NOT_PROBED = re.compile(r"group|ptr_?array|array_of|gather|scatter|fmha|attention|flash|sdpa|conv|fprop|dgrad|wgrad|"
+                        r"implicit", re.I)
 FILLS = (0x3C, 0x41)  # (bf16 0x3c3c = 0.0115, fp16 1.06, fp32 0.0115; 0x4141: 12.1, 2.63, 12.1)
-NODES_PER_KERNEL = 4
-PROBE_BYTES = 1 << 30
+NODES_PER_KERNEL = 3
+PROBE_BYTES = 256 << 20  # a node's buffers, at most
+PROBE_TOTAL = 4 << 30    # bytes copied between host and device for one export, at most
 PROBED_ROLES = ("input", "output", "weight", "intermediate")
 
 
@@ -137,7 +141,7 @@ def probe_access(kernels, nodes, skip, device, log=None):
         k = kernels.get(n.func) if n.kind == "kernel" else None
         if k is not None and not k.access and is_gemm(k.symbol) and isinstance(n.index, int) and n.index not in skip:
             by_func.setdefault(n.func, []).append(n)
-    marked, why_not = 0, {}
+    marked, why_not, moved = 0, {}, 0
     for func, ns in by_func.items():
         k, answers = kernels[func], []
         for n in ns:
@@ -148,6 +152,11 @@ def probe_access(kernels, nodes, skip, device, log=None):
             if isinstance(spans, str):
                 why_not[k.symbol] = spans
                 continue
+            copies = 5 * sum(size for _a, size in spans.values())  # (saved, read after three runs, put back)
+            if moved + copies > PROBE_TOTAL:
+                why_not[k.symbol] = f"the export's {PROBE_TOTAL >> 30} GiB of probe copies spent"
+                continue
+            moved += copies
             saved = {key: device.read(a, size) for key, (a, size) in spans.items()}
             if any(holds_addresses(data, list(spans.values())) for data in saved.values()):
                 why_not[k.symbol] = "a buffer holds addresses of its buffers"

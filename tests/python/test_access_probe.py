@@ -121,6 +121,7 @@ def test_what_is_not_run():
     assert not is_gemm("cutlass_grouped_gemm_ptr_array") and is_gemm("_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm")
     assert not is_gemm("_Z39fmha_cutlassF_f32_aligned_64x64_rf_sm80N22PyTorchMemEffAttention15AttentionKernel")
     assert is_gemm("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x128x8_stage3_warpsize1x2x1_ffma_aligna4")
+    assert not is_gemm("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc")
     kernels[0x1].symbol = NVJET
     assert probe_access(kernels, nodes, {0}, dev) == 0  # a node whose bytes the export fixed
     # a workspace, host memory, buffers that overlap, one holding addresses of them: not run
@@ -134,6 +135,20 @@ def test_what_is_not_run():
     log = []
     assert probe_access(kernels, nodes, set(), dev, log.append) == 0 and dev.launched == []
     assert kernels[0x1].access == {} and "holds addresses" in log[0]
+
+
+def test_the_copies_have_a_budget(monkeypatch):
+    import pgcc.access_probe as probe
+    dev = Memory()
+    kernels, nodes, *_ = program(dev, 3)
+    monkeypatch.setattr(probe, "PROBE_TOTAL", 5 * 3 * 256 * 2)  # two nodes' copies: 5 x 3 buffers of 256
+    assert probe_access(kernels, nodes, set(), dev) == 1
+    assert sorted(set(dev.launched)) == [0, 1]  # (the third node's copies over the budget: not run)
+    dev, log = Memory(), []
+    kernels, nodes, *_ = program(dev, 3)
+    monkeypatch.setattr(probe, "PROBE_TOTAL", 100)
+    assert probe_access(kernels, nodes, set(), dev, log.append) == 0 and dev.launched == []
+    assert "probe copies spent" in log[0]
 
 
 def test_one_answer_for_every_node_of_a_kernel():
