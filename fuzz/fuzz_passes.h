@@ -31,8 +31,9 @@ static inline char *fuzz_text(const unsigned char *data, size_t size) {
 static inline void fuzz_passes(PgProgram *p, PgDiag *d, bool device_update) {
   pg_stage_collectives(p);
   pg_classify(p);
+  pg_rename(p);
   pg_schedule(p);
-  if (pg_verify(p, d) > 0) PG_BUG("schedule broke a verified program");
+  if (pg_verify(p, d) > 0) PG_BUG("rename or schedule broke a verified program");
   pg_partition(p);
   pg_verify_regions(p, d);
   pg_cost(p, &pg_profile_h200, 1000, device_update);

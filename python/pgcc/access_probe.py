@@ -9,7 +9,7 @@ measured: the node is launched alone with capture A's parameter bytes, every buf
 pointers point into filled with one byte pattern, then with another (FILLS); a buffer
 whose bytes changed in either run is written -- every pointer into it gets "rw" -- and
 one unchanged in both is only read ("r").  Two fills, because a GEMM of filled operands
-can write its fill back (alpha * K * v * v equals v for at most one v).  A third run
+can write its fill back (alpha * K * v * v equals v for at most one v).  One more run
 repeats the second with the written buffers filled as in the first: a written buffer
 that comes out byte for byte as in the second run does not depend on what it held, so
 the node wrote every byte of it and read none first -- "o", an overwrite, after which
@@ -44,6 +44,8 @@ import re
 import struct
 import time
 
+from .cuda import check, cu, read_device, stuck_error, write_device
+from .diagnose import launch
 from .errors import ExportError
 
 __all__ = ["Device", "FILLS", "GEMM_NAMES", "is_gemm", "join", "pointers", "probe_access", "regions", "verdict"]
@@ -193,8 +195,6 @@ class Device:
         self.capA = capA
 
     def launch(self, i, what):
-        from .cuda import check, cu, stuck_error
-        from .diagnose import launch
         node = self.capA.nodes[i]
         launch(node, node["bytes"])
         end = time.monotonic() + self.TIMEOUT
@@ -210,13 +210,10 @@ class Device:
             check(r, f"node {i} ({what[:80]}) run alone" + (f" (the context is stuck: {why})" if why else ""))
 
     def read(self, a, n):
-        from .cuda import read_device
         return read_device(a, n)
 
     def write(self, a, data):
-        from .cuda import write_device
         write_device(a, data)
 
     def fill(self, a, byte, n):
-        from .cuda import check, cu
         check(cu().MemsetD8(a, byte, n), "cuMemsetD8")

@@ -778,7 +778,7 @@ START_TEST(rename_splits_a_reused_buffer_into_its_values) {
   /* each expert's nodes on a value of their own: the one its first GEMM wrote */
   static const char *const want[3] = {"h", "h_v1", "h_v2"};
   for (int e = 0; e < 3; e++) {
-    char u[8], s_[8], d[8];
+    char u[16], s_[16], d[16];
     snprintf(u, sizeof u, "u%d", e), snprintf(s_, sizeof s_, "s%d", e), snprintf(d, sizeof d, "d%d", e);
     ck_assert_str_eq(buffer_of(p->prog, u, 0, 2), want[e]);
     ck_assert_str_eq(buffer_of(p->prog, s_, 0, -1), want[e]);
@@ -828,6 +828,145 @@ START_TEST(rename_only_where_the_value_before_is_dead) {
 }
 END_TEST
 
+/* Random programs with overwrites: what every node reads, run in any order the final
+ * root graph allows, with the intermediates where the memory plan put them (renamed
+ * values and buffers sharing arena bytes), is what it reads on the captured chain with
+ * every buffer its own.  Memory is simulated in 256-byte chunks, each holding the
+ * number of the node that wrote it last; `w` writes the first chunk of its buffer only
+ * (a write that need not cover the buffer), `rw` and `o` every chunk.  A chunk of an
+ * intermediate nothing wrote yet may read anything. */
+#define CHUNK 256
+enum { SIM_NODES = 24, SIM_BUFS = 8 };
+static const char *const ACC4[4] = {"r", "w", "rw", "o"};
+
+typedef struct {
+  int buf[2], acc[2]; /* per pointer: buffer index, index into ACC4 */
+} SimNode;
+
+/* Chunk values a node reads (pointers with r or rw, in order), into out; returns the count. */
+static size_t sim_reads(const int *const mem[2], const size_t size[2], const int acc[2], int *out) {
+  size_t n = 0;
+  for (int q = 0; q < 2; q++)
+    if (acc[q] == 0 || acc[q] == 2)
+      for (size_t c = 0; c < size[q] / CHUNK; c++) out[n++] = mem[q][c];
+  return n;
+}
+
+static void sim_writes(int *const mem[2], const size_t size[2], const int acc[2], int who) {
+  for (int q = 0; q < 2; q++) {
+    if (acc[q] == 0) continue;
+    size_t chunks = acc[q] == 1 ? 1 : size[q] / CHUNK;
+    for (size_t c = 0; c < chunks; c++) mem[q][c] = who;
+  }
+}
+
+START_TEST(random_programs_with_overwrites_read_what_the_chain_reads) {
+  unsigned seed = 20261127u;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  static char text[1 << 15];
+  size_t renamed = 0, widened_kept = 0;
+  for (int trial = 0; trial < 300; trial++) {
+    int nb = 3 + (int)(RND() % (SIM_BUFS - 2)), n = 4 + (int)(RND() % (SIM_NODES - 3));
+    size_t size[SIM_BUFS];
+    bool inter[SIM_BUFS];
+    int len = snprintf(text, sizeof text, "pgcc 2;\n");
+    for (int a = 0; a < 4; a++)
+      for (int b = 0; b < 4; b++)
+        len += snprintf(text + len, sizeof text - (size_t)len,
+                        "kernel k_%s_%s symbol \"k\" { param 0 16 bytes ptrs [0, 8] access [%s, %s]; }\n", ACC4[a],
+                        ACC4[b], ACC4[a], ACC4[b]);
+    for (int b = 0; b < nb; b++) {
+      size[b] = CHUNK * (1 + RND() % 4);
+      inter[b] = RND() % 4 != 0;
+      len += snprintf(text + len, sizeof text - (size_t)len, "buffer t%d size %zu role %s;\n", b, size[b],
+                      inter[b] ? "intermediate" : RND() % 2 ? "input" : "output");
+    }
+    SimNode m[SIM_NODES];
+    len += snprintf(text + len, sizeof text - (size_t)len, "graph g {\n");
+    for (int i = 0; i < n; i++) {
+      for (int q = 0; q < 2; q++) m[i].buf[q] = (int)(RND() % (unsigned)nb), m[i].acc[q] = (int)(RND() % 4);
+      if (m[i].buf[0] == m[i].buf[1] && m[i].acc[0] != m[i].acc[1]) m[i].acc[1] = m[i].acc[0];
+      unsigned grid = 1 + RND() % 132, us = 1 + RND() % 20;
+      len += snprintf(text + len, sizeof text - (size_t)len,
+                      " node n%d kernel k_%s_%s grid [%u] block [64] args [[\"%032d\", t%d, t%d]] gpu_us %u;\n", i,
+                      ACC4[m[i].acc[0]], ACC4[m[i].acc[1]], grid, 0, m[i].buf[0], m[i].buf[1], us);
+      if (i) len += snprintf(text + len, sizeof text - (size_t)len, " n%d -> n%d;\n", i - 1, i);
+    }
+    snprintf(text + len, sizeof text - (size_t)len, "}\n");
+
+    /* the reference: the chain, each buffer its own memory, nothing written yet (-1) */
+    static int ref_mem[SIM_BUFS][4], want[SIM_NODES][8];
+    size_t nwant[SIM_NODES];
+    for (int b = 0; b < nb; b++)
+      for (int c = 0; c < 4; c++) ref_mem[b][c] = inter[b] ? -1 : -2 - b;
+    for (int i = 0; i < n; i++) {
+      int *mem[2] = {ref_mem[m[i].buf[0]], ref_mem[m[i].buf[1]]};
+      size_t sz[2] = {size[m[i].buf[0]], size[m[i].buf[1]]};
+      nwant[i] = sim_reads((const int *const *)mem, sz, m[i].acc, want[i]);
+      sim_writes(mem, sz, m[i].acc, i);
+    }
+
+    Parsed *p = widened(text, NULL);
+    const PgProgram *pr = p->prog;
+    const PgGraph *g = pr->graphs.v[0];
+    renamed += pr->rename.values;
+    widened_kept += pr->widen.kept;
+    /* memory as planned: the arena's chunks, then each other buffer's own */
+    uint64_t arena = 0;
+    for (size_t b = 0; b < pr->buffers.n; b++) {
+      const PgBuffer *x = pr->buffers.v[b];
+      if (pg_in_arena(x) && x->planned) { /* (a buffer no node uses is not planned) */
+        ck_assert_int_eq(x->offset % CHUNK, 0);
+        if (x->offset + x->size > arena) arena = x->offset + x->size;
+      }
+    }
+    size_t total = arena / CHUNK + (size_t)nb * 4 + 1;
+    int *mem = malloc(total * sizeof *mem);
+    int *indeg = calloc((size_t)n, sizeof *indeg), *ready = malloc((size_t)n * sizeof *ready);
+    for (int order = 0; order < 4; order++) {
+      for (size_t c = 0; c < total; c++) mem[c] = -1;
+      for (int b = 0; b < nb; b++)
+        for (int c = 0; c < 4; c++) mem[arena / CHUNK + (size_t)b * 4 + (size_t)c] = inter[b] ? -1 : -2 - b;
+      for (int i = 0; i < n; i++) indeg[i] = (int)g->nodes.v[i]->npred;
+      int nready = 0, done = 0;
+      for (int i = 0; i < n; i++)
+        if (!indeg[i]) ready[nready++] = i;
+      while (nready) { /* any node whose predecessors have all run: a random one */
+        int pick = (int)(RND() % (unsigned)nready), i = ready[pick];
+        ready[pick] = ready[--nready];
+        const PgNode *node = g->nodes.v[i];
+        int k = atoi(node->name + 1); /* (n<k>: the model's node k) */
+        int *at[2];
+        size_t sz[2];
+        for (int q = 0; q < 2; q++) {
+          const PgBuffer *x = node->u.kernel.args.v[0].ptrs.v[q].buf;
+          sz[q] = x->size;
+          ck_assert(!pg_in_arena(x) || x->planned);
+          at[q] = pg_in_arena(x) ? mem + x->offset / CHUNK : mem + arena / CHUNK + (size_t)atoi(x->name + 1) * 4;
+        }
+        int got[8];
+        size_t ngot = sim_reads((const int *const *)at, sz, m[k].acc, got);
+        ck_assert_int_eq(ngot, nwant[k]);
+        for (size_t v = 0; v < ngot; v++)
+          ck_assert_msg(want[k][v] == -1 || got[v] == want[k][v],
+                        "trial %d, order %d: node n%d read %d where the chain reads %d\n%s", trial, order, k, got[v],
+                        want[k][v], text);
+        sim_writes(at, sz, m[k].acc, k);
+        done++;
+        for (uint32_t s = 0; s < node->nsucc; s++)
+          if (!--indeg[pg_succs(node)[s]->index]) ready[nready++] = (int)pg_succs(node)[s]->index;
+      }
+      ck_assert_int_eq(done, n);
+    }
+    free(mem), free(indeg), free(ready);
+    parsed_free(p);
+  }
+#undef RND
+  ck_assert_int_gt(renamed, 100);    /* values were split, often */
+  ck_assert_int_gt(widened_kept, 50); /* and widened graphs kept */
+}
+END_TEST
+
 Suite *widen_suite(void) {
   Suite *s = suite_create("widen");
   TCase *t = tcase_create("widen");
@@ -845,6 +984,7 @@ Suite *widen_suite(void) {
   tcase_add_test(t, access_per_pointer);
   tcase_add_test(t, rename_splits_a_reused_buffer_into_its_values);
   tcase_add_test(t, rename_only_where_the_value_before_is_dead);
+  tcase_add_test(t, random_programs_with_overwrites_read_what_the_chain_reads);
   suite_add_tcase(s, t);
   return s;
 }
