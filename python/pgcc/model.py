@@ -114,8 +114,10 @@ class Kernel:
     (replay.mark_dontcare); scalar_types: {parameter offset: type} of parameters that take
     scalars (hostvalues.py); name: its name in the .graph and valued: the parameter
     offsets some launch passes a value in (both set by graphfile.graph_text); access:
-    {parameter offset: "r" | "w" | "rw"}, what it does with the memory a pointer
-    parameter points into, where that is known (access_sets.py; none: read and written)."""
+    {parameter offset, or (parameter offset, byte inside) for a pointer inside a struct:
+    "r" | "w" | "rw" | "o"}, what it does with the memory a pointer points into, where that
+    is known (access_sets.py, access_probe.py; none: read and written; "o": overwritten
+    whole, none of it read first)."""
     symbol: str
     layout: list
     attrs: object = None
