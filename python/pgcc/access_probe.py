@@ -100,10 +100,18 @@ def regions(ptrs):
 
 
 def holds_addresses(data, spans):
-    """Whether bytes data hold an aligned 8-byte word inside one of spans [(address, bytes)]."""
-    words = struct.unpack_from(f"<{len(data) // 8}Q", data)
-    lo, hi = min(a for a, _n in spans), max(a + n for a, n in spans)
-    return any(lo <= w < hi and any(a <= w < a + n for a, n in spans) for w in words)
+    """Whether bytes data hold an aligned 8-byte word inside one of spans [(address, bytes)]:
+    found by the words' high halves (bytes.find, as fast on a weight of 256 MiB as on a
+    scalar), each such word then compared whole."""
+    for high in {h for a, n in spans for h in range(a >> 32, ((a + n - 1) >> 32) + 1)}:
+        pattern, at = struct.pack("<I", high), data.find(struct.pack("<I", high), 4)
+        while at >= 0:
+            if at % 8 == 4:
+                w = struct.unpack_from("<Q", data, at - 4)[0]
+                if any(a <= w < a + n for a, n in spans):
+                    return True
+            at = data.find(pattern, at + 1)
+    return False
 
 
 def run(device, i, what, spans, fills):
@@ -117,13 +125,8 @@ def run(device, i, what, spans, fills):
 
 def verdict(ptrs, written, whole=()):
     """{key: "o" | "rw" | "r"} for one node (written, whole: buffer ids): a pointer into a
-    buffer the node overwrote whole is "o", into one it wrote otherwise "rw", else "r"; a
-    key that points into two buffers takes the weaker of the two."""
-    out = {}
-    for key, b, _off in ptrs:
-        how = "o" if id(b) in whole else "rw" if id(b) in written else "r"
-        out[key] = how if out.get(key, how) == how else "rw"
-    return out
+    buffer the node overwrote whole is "o", into one it wrote otherwise "rw", else "r"."""
+    return {key: "o" if id(b) in whole else "rw" if id(b) in written else "r" for key, b, _off in ptrs}
 
 
 def join(answers):

@@ -151,6 +151,20 @@ def test_the_copies_have_a_budget(monkeypatch):
     assert "probe copies spent" in log[0]
 
 
+def test_addresses_found_in_a_buffer():
+    from pgcc.access_probe import holds_addresses
+    spans = [(BASE, 256), (BASE + (5 << 32), 512)]
+    data = bytearray(4096)
+    assert not holds_addresses(bytes(data), spans)
+    struct.pack_into("<Q", data, 1024, BASE + (5 << 32) + 100)  # inside the second span, aligned
+    assert holds_addresses(bytes(data), spans)
+    data = bytearray(4096)
+    struct.pack_into("<Q", data, 1028, BASE + 8)  # not aligned: a float's bytes, say
+    struct.pack_into("<Q", data, 2048, BASE + 256)  # one past the first span
+    struct.pack_into("<II", data, 3000, 0xFFFF_FFFF, BASE >> 32)  # a high half, the low one far off
+    assert not holds_addresses(bytes(data), spans)
+
+
 def test_one_answer_for_every_node_of_a_kernel():
     dev = Memory()
     kernels, nodes, x, ws, outs = program(dev, NODES_PER_KERNEL + 2)

@@ -660,6 +660,16 @@ START_TEST(golden_qkv) {
 }
 END_TEST
 
+/* A program's text as pgcc writes it, read back and written again: the same text. */
+static void reads_back_the_same(const char *out) {
+  Parsed *q = parse_text("t.graph", out);
+  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
+  char *again = graph_text(q->prog);
+  ck_assert_str_eq(again, out);
+  free(again);
+  parsed_free(q);
+}
+
 /* `access` on a struct's pointers: read, written back the same, and every pointer in it
  * counts so. */
 START_TEST(access_on_a_struct_round_trips) {
@@ -674,12 +684,8 @@ START_TEST(access_on_a_struct_round_trips) {
   ck_assert_ptr_nonnull(strstr(out, "  param 0 16 bytes ptrs [0, 8] access r;\n  param 16 8 ptr access w;\n"));
   ck_assert(!has_edge(p->prog, "a", "b"));                                     /* both only read x and u */
   ck_assert(has_edge(p->prog, "a", "c") && has_edge(p->prog, "b", "c"));      /* c reads y and writes u */
-  Parsed *q = parse_text("t.graph", out);
-  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
-  char *again = graph_text(q->prog);
-  ck_assert_str_eq(again, out);
-  free(again), free(out);
-  parsed_free(q);
+  reads_back_the_same(out);
+  free(out);
   parsed_free(p);
 }
 END_TEST
@@ -707,12 +713,8 @@ START_TEST(access_per_pointer) {
   ck_assert(has_edge(p->prog, "a", "c") && has_edge(p->prog, "b", "c")); /* c reads q and k */
   ck_assert(has_edge(p->prog, "c", "d"));                                 /* d reads y, writes x */
   ck_assert(!has_edge(p->prog, "a", "d") && !has_edge(p->prog, "b", "d")); /* (implied through c) */
-  Parsed *q = parse_text("t.graph", out);
-  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
-  char *again = graph_text(q->prog);
-  ck_assert_str_eq(again, out);
-  free(again), free(out);
-  parsed_free(q);
+  reads_back_the_same(out);
+  free(out);
   parsed_free(p);
   /* refused where it stands */
   static const struct {
@@ -789,10 +791,8 @@ START_TEST(rename_splits_a_reused_buffer_into_its_values) {
   ck_assert(!has_edge(p->prog, "d0", "u1") && !has_edge(p->prog, "d1", "u2"));
   char *out = graph_text(p->prog);
   ck_assert_ptr_nonnull(strstr(out, "buffer h_v1 size 4096 "));
-  Parsed *q = parse_text("t.graph", out); /* written out, read back */
-  ck_assert_msg(q->prog && q->diag.errors == 0, "%s", q->diags);
+  reads_back_the_same(out); /* written out, read back */
   free(out);
-  parsed_free(q);
   parsed_free(p);
 }
 END_TEST
