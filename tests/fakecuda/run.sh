@@ -148,6 +148,18 @@ gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime
   -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/chainwide"
 label="chain widened from access sets"; run "$F/chainwide" "$F/out"
 label="chain widened from access sets, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/chainwide" "$F/out/device"
+# one intermediate holding two values (reuse.graph): pgcc splits it where mul overwrites
+# it (compiler/rename.c) and runs the two halves side by side; the double's order finds a
+# value overwritten before its last reader
+"$B/pgcc" --report=json tests/gpu/codegen/reuse.graph >"$F/reuse.json"
+grep -q '"rename": {"buffers": 1, "values": 1,' "$F/reuse.json" &&
+  grep -q '"widen": {"ran": true, "kept": true, .*"width": 4,' "$F/reuse.json" ||
+  { "$B/pgcc" --report tests/gpu/codegen/reuse.graph; echo "FAIL: reuse: not renamed and widened"; exit 1; }
+"$B/pgcc" tests/gpu/codegen/reuse.graph -o "$F/reuse.c"
+gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/codegen/reuse_main.c "$F/reuse.c" "$B/libpgrt.a" -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/reuse"
+label="one buffer's two values renamed and run side by side"; run "$F/reuse"
+label="one buffer's two values renamed, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/reuse"
 label="relocs, PGRT_UPDATE=host"; PGRT_UPDATE=host run "$F/relocs" "$F/out/host"
 label="buckets as a switch"; PGRT_BUCKETS=switch run "$F/buckets" "$F/out"
 label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE=device run "$F/buckets" "$F/out/device"
@@ -241,4 +253,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: the double's audit, 9 code-generation test programs, chain from a library's fatbins, chain widened, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: the double's audit, 9 code-generation test programs, chain from a library's fatbins, chain widened, a buffer's values renamed, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
