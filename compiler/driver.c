@@ -551,7 +551,8 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   mark(&t, "stage");
   pg_classify(p);
   mark(&t, "classify");
-  if (!o.keep_order) {
+  if (o.keep_order) p->rename.why_not = "--keep-order";
+  else {
     size_t before = p->buffers.n;
     pg_rename(p);
     mark(&t, "rename");

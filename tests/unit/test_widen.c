@@ -793,6 +793,15 @@ START_TEST(rename_splits_a_reused_buffer_into_its_values) {
   ck_assert_ptr_nonnull(strstr(out, "buffer h_v1 size 4096 "));
   reads_back_the_same(out); /* written out, read back */
   free(out);
+  /* the report says it (text and JSON), for a program of the code-generation tests */
+  Run r = run_pgcc("--report", "tests/gpu/codegen/reuse.graph", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(
+      strstr(r.out, "values: 1 intermediate held several values one after another, split into 1 more buffer (rename.c)\n"));
+  run_free(&r);
+  r = run_pgcc("--report=json", "--keep-order", "tests/gpu/codegen/reuse.graph", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"rename\": {\"buffers\": 0, \"values\": 0, \"why_not\": \"--keep-order\"}"));
+  run_free(&r);
   parsed_free(p);
 }
 END_TEST
