@@ -121,7 +121,7 @@ FUZZ_LIB_SRCS = $(patsubst $(B)/%.o,compiler/%.c,$(COMPILER_OBJS)) \
 	grammar/gen/dot.tab.c grammar/gen/dot.lex.c grammar/gen/graph.tab.c grammar/gen/graph.lex.c
 FUZZ_TARGETS = build/fuzz/fuzz_dot build/fuzz/fuzz_graph build/fuzz/fuzz_pipeline
 FUZZ_SEEDS = $(wildcard tests/corpus/*/*.dot tests/malformed/*.dot tests/malformed/*.graph tests/partition/*.graph tests/fuzz/* \
-	examples/*.dot examples/*.graph tests/golden/*.graph)
+	examples/*.dot examples/*.graph tests/golden/*.graph tests/gpu/codegen/reuse.graph)
 
 build/fuzz/fuzz_dot: FUZZ_DIALECT = 1
 build/fuzz/fuzz_graph: FUZZ_DIALECT = 2
