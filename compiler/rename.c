@@ -55,47 +55,73 @@ static void note_use(void *ctx, PgBuffer *b) {
   if (b && !u->in_kernel) u->kept[index_of(u, b)] = true;
 }
 
-/* Whether kernel node n touches b, and whether every pointer it has into b overwrites it. */
-static void into(const PgNode *n, const PgBuffer *b, bool *touches, bool *overwrites) {
+/* One pass over the root graph: per buffer that may be split (by its index), the buffer
+ * its current value lives in and how many values it has had; per node, which of those
+ * the node touches and whether only by overwriting. */
+typedef struct {
+  const Uses *u;
+  PgProgram *p;
+  PgMap *names;     /* every buffer's name, the values' too */
+  PgBuffer **cur;   /* the buffer its current value lives in */
+  bool *used;       /* a node has touched it */
+  size_t *values;   /* values made after the first */
+  size_t *noted;    /* the node (1 + its index) whose pointers were last noted for it */
+  size_t *moved;    /* the node whose pointers were last moved to its current value */
+  bool *overwrites; /* every pointer of that node into it overwrites it */
+} Pass;
+
+typedef void PtrFn(Pass *s, PgBuffer **slot, PgAccess how, size_t node);
+
+/* Each of kernel node n's pointers with what the kernel does through it, to fn. */
+static void each_ptr(PgNode *n, PtrFn *fn, Pass *s, size_t node) {
   const PgKernel *k = n->u.kernel.kernel;
-  *touches = false, *overwrites = true;
   for (size_t i = 0; i < n->u.kernel.args.n && i < k->params.n; i++) {
-    const PgArg *a = &n->u.kernel.args.v[i];
-    const PgParam *pa = &k->params.v[i];
-    if (a->kind == PG_ARG_PTR && a->ptr.buf == b)
-      *touches = true, *overwrites &= pg_param_access(pa, -1) == PG_ACCESS_OVERWRITE;
+    PgArg *a = &n->u.kernel.args.v[i];
+    if (a->kind == PG_ARG_PTR && a->ptr.buf) fn(s, &a->ptr.buf, pg_param_access(&k->params.v[i], -1), node);
     if (a->kind == PG_ARG_BYTES)
       for (size_t q = 0; q < a->ptrs.n; q++)
-        if (a->ptrs.v[q].buf == b) *touches = true, *overwrites &= pg_param_access(pa, (long)q) == PG_ACCESS_OVERWRITE;
+        if (a->ptrs.v[q].buf) fn(s, &a->ptrs.v[q].buf, pg_param_access(&k->params.v[i], (long)q), node);
   }
 }
 
-static void point_to(PgNode *n, const PgBuffer *from, PgBuffer *to) {
-  for (size_t i = 0; i < n->u.kernel.args.n; i++) {
-    PgArg *a = &n->u.kernel.args.v[i];
-    if (a->kind == PG_ARG_PTR && a->ptr.buf == from) a->ptr.buf = to;
-    if (a->kind == PG_ARG_BYTES)
-      for (size_t q = 0; q < a->ptrs.n; q++)
-        if (a->ptrs.v[q].buf == from) a->ptrs.v[q].buf = to;
-  }
+static void note_ptr(Pass *s, PgBuffer **slot, PgAccess how, size_t node) {
+  size_t b = index_of(s->u, *slot);
+  if (s->u->kept[b]) return;
+  if (s->noted[b] != node) s->noted[b] = node, s->overwrites[b] = true;
+  s->overwrites[b] &= how == PG_ACCESS_OVERWRITE;
 }
 
 /* A new buffer like b for its value number k, under a name no buffer has. */
-static PgBuffer *value_of(PgProgram *p, PgMap *names, const PgBuffer *b, size_t k) {
-  PgBuffer *v = pg_arena_alloc(p->arena, sizeof *v);
+static PgBuffer *value_of(Pass *s, const PgBuffer *b, size_t k) {
+  PgBuffer *v = pg_arena_alloc(s->p->arena, sizeof *v);
   *v = *b;
   v->planned = false, v->offset = 0;
   size_t len = strlen(b->name) + 32;
-  char *name = pg_arena_alloc(p->arena, len);
+  char *name = pg_arena_alloc(s->p->arena, len);
   snprintf(name, len, "%s_v%zu", b->name, k);
-  while (pg_map_get(names, name)) { /* (NAME_vK taken: NAME_vK_, ...) */
-    char *longer = pg_arena_alloc(p->arena, strlen(name) + 2);
+  while (pg_map_get(s->names, name)) { /* (NAME_vK taken: NAME_vK_, ...) */
+    char *longer = pg_arena_alloc(s->p->arena, strlen(name) + 2);
     snprintf(longer, strlen(name) + 2, "%s_", name);
     name = longer;
   }
   v->name = name;
-  pg_map_put(names, name, v);
+  pg_map_put(s->names, name, v);
+  pg_vec_push(s->p->arena, s->p->buffers, v);
   return v;
+}
+
+/* The node's pointer into a buffer that may be split points into its current value; the
+ * node's first such pointer starts a new value where the node only overwrites it. */
+static void move_ptr(Pass *s, PgBuffer **slot, PgAccess how, size_t node) {
+  (void)how;
+  size_t b = index_of(s->u, *slot);
+  if (s->u->kept[b]) return;
+  if (s->moved[b] != node) {
+    s->moved[b] = node;
+    if (s->used[b] && s->overwrites[b]) s->cur[b] = value_of(s, *slot, ++s->values[b]);
+    s->used[b] = true;
+  }
+  *slot = s->cur[b];
 }
 
 void pg_rename(PgProgram *p) {
@@ -104,12 +130,21 @@ void pg_rename(PgProgram *p) {
   if ((p->rename.why_not = pg_not_a_chain(g)) != NULL) return;
   size_t nb = p->buffers.n;
   Uses u = {pg_map_new(p->arena), calloc(nb + 1, sizeof(bool)), false};
-  if (!u.kept) PG_BUG("out of memory");
-  PgMap *names = pg_map_new(p->arena);
+  Pass s = {&u,
+            p,
+            pg_map_new(p->arena),
+            calloc(nb + 1, sizeof(PgBuffer *)),
+            calloc(nb + 1, sizeof(bool)),
+            calloc(nb + 1, sizeof(size_t)),
+            calloc(nb + 1, sizeof(size_t)),
+            calloc(nb + 1, sizeof(size_t)),
+            calloc(nb + 1, sizeof(bool))};
+  if (!u.kept || !s.cur || !s.used || !s.values || !s.noted || !s.moved || !s.overwrites) PG_BUG("out of memory");
   for (size_t b = 0; b < nb; b++) {
     pg_map_put(u.index, p->buffers.v[b]->name, (void *)(uintptr_t)(b + 1));
-    pg_map_put(names, p->buffers.v[b]->name, p->buffers.v[b]);
+    pg_map_put(s.names, p->buffers.v[b]->name, p->buffers.v[b]);
     u.kept[b] = p->buffers.v[b]->role != PG_ROLE_INTERMEDIATE;
+    s.cur[b] = p->buffers.v[b];
   }
   for (size_t gi = 0; gi < p->graphs.n; gi++)
     for (size_t i = 0; i < p->graphs.v[gi]->nodes.n; i++) {
@@ -117,26 +152,16 @@ void pg_rename(PgProgram *p) {
       u.in_kernel = gi == 0 && n->kind == PG_KERNEL;
       pg_node_uses(n, note_use, &u);
     }
+  for (size_t i = 0; i < g->nodes.n; i++) { /* in the chain's order, which is the program's */
+    PgNode *n = g->nodes.v[i];
+    if (n->kind != PG_KERNEL) continue;
+    each_ptr(n, note_ptr, &s, i + 1);
+    each_ptr(n, move_ptr, &s, i + 1);
+  }
   for (size_t b = 0; b < nb; b++) {
-    if (u.kept[b]) continue;
-    PgBuffer *orig = p->buffers.v[b], *cur = orig;
-    bool used = false;
-    size_t values = 0;
-    for (size_t i = 0; i < g->nodes.n; i++) {
-      PgNode *n = g->nodes.v[i];
-      if (n->kind != PG_KERNEL) continue;
-      bool touches, overwrites;
-      into(n, orig, &touches, &overwrites);
-      if (!touches) continue;
-      if (used && overwrites) {
-        cur = value_of(p, names, orig, ++values);
-        pg_vec_push(p->arena, p->buffers, cur);
-      }
-      if (cur != orig) point_to(n, orig, cur);
-      used = true;
-    }
-    p->rename.buffers += values > 0;
-    p->rename.values += values;
+    p->rename.buffers += s.values[b] > 0;
+    p->rename.values += s.values[b];
   }
   free(u.kept);
+  free(s.cur), free(s.used), free(s.values), free(s.noted), free(s.moved), free(s.overwrites);
 }
