@@ -30,7 +30,11 @@ Not probed, so read and written as before:
 A kernel's code decides which of its pointers it writes through, not its operands, so
 one answer holds for every node of the kernel: up to NODES_PER_KERNEL of its nodes are
 probed and their answers joined (a pointer only read in all is "r", overwritten in all
-"o", else "rw"); a kernel none of whose nodes could be probed gets none.  An overwrite is
+"o", else "rw"); a kernel none of whose nodes could be probed gets none.  Whether a
+pointer overwrites its whole buffer is also the node's (a GEMM can write a slice of a
+concatenation's buffer): "o" stands only where every node of the kernel ran and said it,
+so a kernel with an overwrite has all its nodes probed, and one node not run makes it
+"rw".  An overwrite is
 of the buffer as probed, a slot (slot_layout.whole_regions takes "o" back where the
 regions are made whole again).
 
@@ -48,7 +52,8 @@ from .cuda import check, cu, read_device, stuck_error, write_device
 from .diagnose import launch
 from .errors import ExportError
 
-__all__ = ["Device", "FILLS", "GEMM_NAMES", "is_gemm", "join", "pointers", "probe_access", "regions", "verdict"]
+__all__ = ["Device", "FILLS", "GEMM_NAMES", "is_gemm", "join", "pointers", "probe_access", "probe_node", "regions",
+           "verdict"]
 
 GEMM_NAMES = re.compile(r"nvjet|gemm|gemv", re.I)
 # grouped and pointer-array GEMMs (device arrays of addresses or sizes), gather and scatter
@@ -138,55 +143,68 @@ def join(answers):
 
 
 def probe_access(kernels, nodes, skip, device, log=None):
-    """Sets k.access for the GEMM kernels of kernels ({func: Kernel}) that carry none, from
-    up to NODES_PER_KERNEL of their nodes each (model.Node; skip: node indices not to
-    launch); returns how many kernels got one."""
+    """Sets k.access for the GEMM kernels of kernels ({func: Kernel}) that carry none (model.Node
+    nodes; skip: node indices not to launch); returns how many kernels got one.  Whether a
+    pointer is written is the kernel's code's: NODES_PER_KERNEL nodes say it.  Whether it
+    overwrites its buffer whole is also its node's (a GEMM writing into a slice of a larger
+    buffer, a concatenation's, writes part of it): "o" stands only where every node of the
+    kernel was run and overwrote, else it is "rw"."""
     by_func = {}
     for n in nodes:
         k = kernels.get(n.func) if n.kind == "kernel" else None
-        if k is not None and not k.access and is_gemm(k.symbol) and isinstance(n.index, int) and n.index not in skip:
+        if k is not None and not k.access and is_gemm(k.symbol):
             by_func.setdefault(n.func, []).append(n)
     marked, why_not, moved = 0, {}, 0
     for func, ns in by_func.items():
-        k, answers = kernels[func], []
+        k, answers, every = kernels[func], [], True  # (every: each node so far run)
         for n in ns:
-            if len(answers) == NODES_PER_KERNEL:
+            if len(answers) >= NODES_PER_KERNEL and "o" not in join(answers).values():
+                every = False  # (nothing left to learn but overwrites, and there are none)
                 break
-            ptrs = pointers(n, k.layout)
-            spans = regions(ptrs)
-            if isinstance(spans, str):
-                why_not[k.symbol] = spans
+            why = probe_node(n, k, skip, device, PROBE_TOTAL - moved)
+            if isinstance(why, str):
+                why_not[k.symbol], every = why, False
                 continue
-            copies = 5 * sum(size for _a, size in spans.values())  # (saved, read after three runs, put back)
-            if moved + copies > PROBE_TOTAL:
-                why_not[k.symbol] = f"the export's {PROBE_TOTAL >> 30} GiB of probe copies spent"
-                continue
+            answer, copies = why
             moved += copies
-            saved = {key: device.read(a, size) for key, (a, size) in spans.items()}
-            if any(holds_addresses(data, list(spans.values())) for data in saved.values()):
-                why_not[k.symbol] = "a buffer holds addresses of its buffers"
-                continue
-            written, whole = set(), set()
-            try:
-                for fill in FILLS:
-                    after = run(device, n.index, k.symbol, spans, {key: fill for key in spans})
-                    written |= {key for key, (a, size) in spans.items() if after[key] != bytes([fill]) * size}
-                if written:  # the last run again, the written buffers filled as the first: the same bytes?
-                    again = run(device, n.index, k.symbol, spans,
-                                {key: FILLS[0] if key in written else FILLS[-1] for key in spans})
-                    whole = {key for key in written if again[key] == after[key]}
-            finally:
-                for key, (a, _size) in spans.items():
-                    device.write(a, saved[key])
-            answers.append(verdict(ptrs, written, whole))
+            answers.append(answer)
         if answers:
-            k.access = join(answers)
+            k.access = {key: "rw" if how == "o" and not every else how for key, how in join(answers).items()}
             marked += 1
             why_not.pop(k.symbol, None)
     if log and by_func:
         log(f"  access sets for {marked} of {len(by_func)} library GEMM kernels, each run alone with its buffers "
             "filled" + "".join(f"; {s[:60]}: none ({w})" for s, w in list(why_not.items())[:3]))
     return marked
+
+
+def probe_node(n, k, skip, device, budget):
+    """One node of kernel k run alone, its buffers filled: (its verdict, the bytes copied), or
+    why it was not run (skip: node indices not to launch; budget: bytes it may copy)."""
+    if not isinstance(n.index, int) or n.index in skip:
+        return "a node whose parameter bytes the export fixed, or one it added"
+    ptrs = pointers(n, k.layout)
+    spans = regions(ptrs)
+    if isinstance(spans, str):
+        return spans
+    copies = 5 * sum(size for _a, size in spans.values())  # (saved, read after three runs, put back)
+    if copies > budget:
+        return f"the export's {PROBE_TOTAL >> 30} GiB of probe copies spent"
+    saved = {key: device.read(a, size) for key, (a, size) in spans.items()}
+    if any(holds_addresses(data, list(spans.values())) for data in saved.values()):
+        return "a buffer holds addresses of its buffers"
+    written, whole = set(), set()
+    try:
+        for fill in FILLS:
+            after = run(device, n.index, k.symbol, spans, {key: fill for key in spans})
+            written |= {key for key, (a, size) in spans.items() if after[key] != bytes([fill]) * size}
+        if written:  # the last run again, the written buffers filled as the first: the same bytes?
+            again = run(device, n.index, k.symbol, spans, {key: FILLS[0] if key in written else FILLS[-1] for key in spans})
+            whole = {key for key in written if again[key] == after[key]}
+    finally:
+        for key, (a, _size) in spans.items():
+            device.write(a, saved[key])
+    return verdict(ptrs, written, whole), copies
 
 
 class Device:

@@ -48,6 +48,13 @@ def gemm(dev, w, x, out):
     dev.fill(out.ranges[0], v, out.size)
 
 
+def half_write(dev, w, x, out):
+    """A GEMM writing the first half of its buffer only (a slice of a concatenation's)."""
+    keep = dev.read(out.ranges[0] + out.size // 2, out.size // 2)
+    gemm(dev, w, x, out)
+    dev.write(out.ranges[0] + out.size // 2, keep)
+
+
 NVJET = "nvjet_sm90_tst_64x8_64x16_2x2_h_bz_TNT"
 # one 40-byte struct: w at 0, x at 8, out at 16, w again at 24 (as lo32 and hi32 halves), out at 32
 LAYOUT = [(0, 40)]
@@ -92,12 +99,7 @@ def test_read_and_written_where_the_output_depends_on_what_it_held():
         gemm(d, w, x, out)
         d.write(out.ranges[0], bytes((a + b) & 0xFF for a, b in zip(old, d.read(out.ranges[0], out.size))))
 
-    def half(d, w, x, out):  # writes the first half of its buffer only
-        keep = d.read(out.ranges[0] + out.size // 2, out.size // 2)
-        gemm(d, w, x, out)
-        d.write(out.ranges[0] + out.size // 2, keep)
-
-    for kernel in (accumulate, half):
+    for kernel in (accumulate, half_write):
         dev = Memory()
         kernels, nodes, x, ws, outs = program(dev, 1)
         dev.kernels[0] = lambda d, k=kernel: k(d, ws[0], x, outs[0])
@@ -169,7 +171,27 @@ def test_one_answer_for_every_node_of_a_kernel():
     dev = Memory()
     kernels, nodes, x, ws, outs = program(dev, NODES_PER_KERNEL + 2)
     assert probe_access(kernels, nodes, set(), dev) == 1
-    assert sorted(set(dev.launched)) == list(range(NODES_PER_KERNEL))
+    # an overwrite is each node's to say: every node run
+    assert sorted(set(dev.launched)) == list(range(NODES_PER_KERNEL + 2)) and kernels[0x1].access[(0, 16)] == "o"
+    # one node writing a slice of its buffer (a concatenation's): no overwrite for the kernel
+    dev = Memory()
+    kernels, nodes, x, ws, outs = program(dev, NODES_PER_KERNEL + 2)
+    last = NODES_PER_KERNEL + 1
+    dev.kernels[last] = lambda d: half_write(d, ws[last], x, outs[last])
+    probe_access(kernels, nodes, set(), dev)
+    assert kernels[0x1].access[(0, 16)] == "rw" and kernels[0x1].access[(0, 8)] == "r"
+    # one node not run (its bytes fixed): the others' overwrite is not its
+    dev = Memory()
+    kernels, nodes, *_ = program(dev, NODES_PER_KERNEL + 2)
+    probe_access(kernels, nodes, {2}, dev)
+    assert 2 not in dev.launched and kernels[0x1].access[(0, 16)] == "rw"
+    # no overwrite to learn: NODES_PER_KERNEL nodes say it all
+    dev = Memory()
+    kernels, nodes, x, ws, outs = program(dev, NODES_PER_KERNEL + 2)
+    for j in range(NODES_PER_KERNEL + 2):
+        dev.kernels[j] = lambda d, j=j: half_write(d, ws[j], x, outs[j])
+    probe_access(kernels, nodes, set(), dev)
+    assert sorted(set(dev.launched)) == list(range(NODES_PER_KERNEL)) and kernels[0x1].access[(0, 16)] == "rw"
     # a pointer written by some node, or missing from one, is read and written
     assert join([{1: "r", 2: "r"}, {1: "rw", 2: "r"}]) == {1: "rw", 2: "r"}
     assert join([{1: "r", 2: "r"}, {1: "r"}]) == {1: "r", 2: "rw"}
