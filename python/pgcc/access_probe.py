@@ -193,7 +193,7 @@ def probe_node(n, k, skip, device, budget):
     saved = {key: device.read(a, size) for key, (a, size) in spans.items()}
     if any(holds_addresses(data, list(spans.values())) for data in saved.values()):
         return "a buffer holds addresses of its buffers"
-    written, whole = set(), set()
+    written, whole, hung = set(), set(), False
     try:
         for fill in FILLS:
             after = run(device, n.index, k.symbol, spans, {key: fill for key in spans})
@@ -201,9 +201,13 @@ def probe_node(n, k, skip, device, budget):
         if written:  # the last run again, the written buffers filled as the first: the same bytes?
             again = run(device, n.index, k.symbol, spans, {key: FILLS[0] if key in written else FILLS[-1] for key in spans})
             whole = {key for key in written if again[key] == after[key]}
+    except ExportError:  # (a launch that never finished: a copy back would wait behind it for ever)
+        hung = True
+        raise
     finally:
         for key, (a, _size) in spans.items():
-            device.write(a, saved[key])
+            if not hung:
+                device.write(a, saved[key])
     return verdict(ptrs, written, whole), copies
 
 
@@ -222,9 +226,9 @@ class Device:
         while (r := cu().StreamQuery(None)) == 600:  # CUDA_ERROR_NOT_READY
             if time.monotonic() > end:
                 raise ExportError(f"cannot export: node {i} ({what[:80]}), run alone with its buffers "
-                                  f"filled to learn which it writes, did not finish in {self.TIMEOUT:.0f} s; this "
-                                  "process's CUDA context may be unusable from here (restart it; PGCC_PROBE=off skips "
-                                  "this step)")
+                                  f"filled to learn which it writes, did not finish in {self.TIMEOUT:.0f} s; its buffers "
+                                  "(inputs and weights among them) keep the fill, and this process's CUDA context may "
+                                  "be unusable from here (restart it; PGCC_PROBE=off skips this step)")
             time.sleep(0.0005)
         if r:
             why = stuck_error()

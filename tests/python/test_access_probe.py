@@ -153,6 +153,21 @@ def test_the_copies_have_a_budget(monkeypatch):
     assert "probe copies spent" in log[0]
 
 
+def test_a_launch_that_never_finishes_is_an_export_error_and_copies_nothing_back():
+    from pgcc.errors import ExportError
+    dev = Memory()
+    kernels, nodes, *_ = program(dev, 1)
+    events = []
+
+    def hang(i, what):
+        events.append("launch")
+        raise ExportError(f"cannot export: node {i} ({what}) did not finish")
+    dev.launch, dev.write = hang, lambda a, data: events.append("write")
+    with pytest.raises(ExportError, match="did not finish"):
+        probe_access(kernels, nodes, set(), dev)
+    assert events[-1] == "launch"  # nothing written after it (a copy would wait behind the kernel for ever)
+
+
 def test_addresses_found_in_a_buffer():
     from pgcc.access_probe import holds_addresses
     spans = [(BASE, 256), (BASE + (5 << 32), 512)]
