@@ -3,9 +3,10 @@
  *
  * A capture from one stream is one chain: each node waits for the one before, though
  * most of those edges order nothing.  pgcc knows every buffer a node touches, and,
- * where the .graph says so (`param ... access r|w|rw`, docs/graph-format.md), whether
- * a kernel reads or writes through each pointer; a memcpy reads its source's bytes and
- * writes its destination's, a memset writes its destination's.  This pass replaces the
+ * where the .graph says so (`param ... access r|w|rw|o`, or one per pointer of a struct:
+ * docs/graph-format.md), whether a kernel reads or writes through each pointer (`o`
+ * writes); a memcpy reads its source's bytes and writes its destination's, a memset
+ * writes its destination's.  This pass replaces the
  * chain's edges by the dependencies those sets imply, so that independent kernels (a
  * layer's q, k and v projections) may run at once.
  *
@@ -14,8 +15,10 @@
  * write-after-write.  A kernel's pointer covers its whole buffer (pgcc does not know
  * which elements a kernel indexes); a copy or memset covers the bytes its extent
  * reaches from its offset.  A pointer whose parameter has no access annotation is read
- * and written.  Kernels of a module with globals keep their order among themselves
- * (the globals are the module's state, no buffer's), as in schedule.c.  *Fixed* nodes
+ * and written.  An intermediate that held several values one after another was split
+ * before (rename.c), so that one value's nodes do not wait for another's.  Kernels of a
+ * module with globals keep their order among themselves (the globals are the module's
+ * state, no buffer's), as in schedule.c.  *Fixed* nodes
  * (schedule.c's pg_node_movable: host work, events, allocations, conditionals, child
  * graphs, library calls, kernels without a layout or taking a read scalar or a
  * conditional handle, copies on unknown addresses, anything not graphable) are
