@@ -213,22 +213,25 @@ def probe_node(n, k, skip, device, budget):
 
 class Device:
     """The GPU side of probe_access: capture A's nodes launched alone, on the legacy
-    default stream, each waited for at most TIMEOUT seconds."""
+    default stream, each waited for at most TIMEOUT seconds (doing: what a hung launch was
+    for, and what to do, for its message)."""
     TIMEOUT = 20.0
+    PROBING = ("run alone with its buffers filled to learn which it writes",
+               "its buffers (inputs and weights among them) keep the fill, and this process's CUDA context may be "
+               "unusable from here (restart it; PGCC_PROBE=off skips this step)")
 
-    def __init__(self, capA):
-        self.capA = capA
+    def __init__(self, capA, doing=PROBING):
+        self.capA, self.doing = capA, doing
 
-    def launch(self, i, what):
+    def launch(self, i, what, blob=None):
+        """Node i launched alone (with parameter bytes blob, else capture A's), waited for."""
         node = self.capA.nodes[i]
-        launch(node, node["bytes"])
+        launch(node, node["bytes"] if blob is None else blob)
         end = time.monotonic() + self.TIMEOUT
         while (r := cu().StreamQuery(None)) == 600:  # CUDA_ERROR_NOT_READY
             if time.monotonic() > end:
-                raise ExportError(f"cannot export: node {i} ({what[:80]}), run alone with its buffers "
-                                  f"filled to learn which it writes, did not finish in {self.TIMEOUT:.0f} s; its buffers "
-                                  "(inputs and weights among them) keep the fill, and this process's CUDA context may "
-                                  "be unusable from here (restart it; PGCC_PROBE=off skips this step)")
+                raise ExportError(f"cannot export: node {i} ({what[:80]}), {self.doing[0]}, did not finish in "
+                                  f"{self.TIMEOUT:.0f} s; {self.doing[1]}")
             time.sleep(0.0005)
         if r:
             why = stuck_error()

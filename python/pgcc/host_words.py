@@ -3,7 +3,8 @@ memory: cuBLAS and CUTLASS epilogues read alpha and beta where the caller left t
 and the proof by replay of every changing parameter byte (prove_suspects): a word a
 kernel reads through becomes a relocation to a copy of the bytes there (a static block
 of the weights); a word it takes as a value is kept as captured; bytes replays with
-them zeroed and poisoned show irrelevant are don't-care.
+them zeroed and poisoned show irrelevant (or, where the graph's replays are not
+deterministic, runs of their node alone: alone.py) are don't-care.
 
     prove_suspects(replayer, caps, host_maps(), bufs, nodes, kernels, suspects, report,
                    report_path, problems, prog, "mlp")
@@ -14,6 +15,8 @@ import contextlib
 import ctypes as C
 import struct
 
+from .access_probe import Device
+from .alone import ALONE, Alone
 from .cuda import placed
 from .errors import ExportError
 from .model import PtrWord, Relocation, write_report
@@ -59,11 +62,13 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
     problems += prove_irrelevant(replayer, suspects, lambda i: capA.nodes[i]["name"][:80],
                                  words=lambda i, at, n: " ".join(
                                      f"{'ABC'[c]} {words_hex(cap.nodes[i]['bytes'], at, n)}"
-                                     for c, cap in enumerate(caps)))
+                                     for c, cap in enumerate(caps)),
+                                 alone=(alone := Alone(Device(capA, ALONE), nodes, kernels)))
     at_launch = [a[0] for a in rescued if isinstance(a, tuple)]  # (read_host: bytes as the capture launched them)
     report["host_memory_read"] = [f"0x{a:x}" for a in rescued if not isinstance(a, tuple)]
     report["host_memory_read_at_launch"] = [f"0x{a:x}" for a in at_launch]
     report["host_like_values"] = [{"node": i, "at": at, "word": f"0x{w:x}"} for i, at, w in kept]
+    report["judged_alone"] = alone.proven  # (nodes whose bytes their runs alone proved: alone.py)
     write_report(report_path, report)
     if problems:
         raise ExportError("cannot export; what stands in the way:\n  " + "\n  ".join(problems))
@@ -85,7 +90,9 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
         mark_dontcare(kernels[capA.nodes[i]["func"]], r)
     log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
         "captures or hold this process's addresses, and replays with them zeroed and poisoned give the same "
-        "results bit for bit: written as don't-care")
+        "results bit for bit: written as don't-care" + (
+            f" ({len(alone.proven)} nodes judged run alone, the graph's replays not being deterministic: "
+            f"{', '.join(str(i) for i in alone.proven[:8])})" if alone.proven else ""))
 
 
 # What a library kernel that reads stale host bytes is, and the settings that avoid it,

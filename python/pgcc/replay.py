@@ -8,7 +8,8 @@ replay:
 - prove_irrelevant: which parameter bytes that change between the captures but are no
   address of the export's -- stack bytes in a field a kernel does not read, an address
   of memory the export does not own -- the kernels ignore (replays with them zeroed,
-  then poisoned).  (Words that point into host memory are told apart before, with
+  then poisoned; where the graph's replays are not deterministic, the node run alone
+  decides: alone.py).  (Words that point into host memory are told apart before, with
   copies placed at their low 32 bits: host_words.host_copy_check.)
 
 Each replay starts from the same state: the weights, the inputs and the static blocks
@@ -177,42 +178,84 @@ def narrow(replayer, i, ranges, fill, reference):
     return ranges
 
 
-def prove_irrelevant(replayer, suspects, name_of, words=None):
+NOISY = "noisy"  # changes(): the graph's replays differ among themselves
+
+
+def prove_irrelevant(replayer, suspects, name_of, words=None, alone=None):
     """suspects: {node index: [(byte offset in its parameters, length, why)]}.  Replays with
     all of them zeroed, then poisoned; where an output or weight changes, node by node to
     say which.  words(i, at, n): the bytes at a range in every capture, for messages.
-    Returns the problems (empty: every suspect is proven irrelevant); a problem names
-    the fewest ranges that change the results (narrow)."""
+    A replay that differs is made again: a change the second replay does not repeat is
+    the graph's own noise (a kernel that is not deterministic, as atomic adds make), and
+    where the graph is noisy a node's bytes are judged by running it alone (alone:
+    alone.Alone; without it, such bytes are problems).  Returns the problems (empty: every
+    suspect is proven irrelevant); a problem names the fewest ranges that change the
+    results (narrow)."""
     if not suspects:
         return []
     shown = (lambda i, at, n: f" [{words(i, at, n)}]") if words else (lambda i, at, n: "")
+    base = {i: replayer.base(i) for i in suspects}
+    filled = {how: {i: _filled(base[i], r, fill) for i, r in suspects.items()}
+              for fill, how in ((0x00, "zeroed"), (POISON, "poisoned"))}
+
+    def spans(i, r):
+        return ", ".join(f"bytes {a}..{a + n} ({why}){shown(i, a, n)}" for a, n, why in r[:8]) + \
+            (f", and {len(r) - 8} more" if len(r) > 8 else "")
+
+    def judged_alone(i):
+        why = alone.problem(i, base[i], {how: blobs[i] for how, blobs in filled.items()}, name_of(i)) if alone \
+            else "no node can be run alone here to judge them"
+        return None if why is None else f"node {i} ({name_of(i)}): {spans(i, suspects[i])}: the graph's replays " \
+            f"are not deterministic, and {why}"
+
     try:
         reference = replayer.replay_params({})
+
+        def changes(changed):
+            """None where a replay with changed gives the reference (a first replay that
+            differs and a second that does not: the first was noise); NOISY where two replays
+            differ from it and from each other; else the first result that changed."""
+            got = replayer.replay_params(changed)
+            if got == reference:
+                return None
+            again = replayer.replay_params(changed)
+            if again == reference:
+                return None
+            if again != got:
+                return NOISY
+            return next(k for k, (g, want) in enumerate(zip(got, reference)) if g != want)
+
         if replayer.replay_params({}) != reference:
-            return [f"{len(suspects)} kernel nodes have parameter bytes that change between the captures and are no "
-                    "address, but two plain replays of the graph already differ (a kernel that is not "
-                    "deterministic: atomic adds, as scatter_add and index_add make, or a library's reduction): "
-                    "they cannot be proven irrelevant; torch.use_deterministic_algorithms(True) before the "
-                    "callable first runs may make its replays agree (not tried by pgcc)"]
+            if alone is None:
+                return [f"{len(suspects)} kernel nodes have parameter bytes that change between the captures and are "
+                        "no address, but two plain replays of the graph already differ (a kernel that is not "
+                        "deterministic: atomic adds, as scatter_add and index_add make, or a library's reduction): "
+                        "they cannot be proven irrelevant; torch.use_deterministic_algorithms(True) before the "
+                        "callable first runs may make its replays agree (not tried by pgcc)"]
+            return [p for p in map(judged_alone, suspects) if p]
         bad = []
-        for fill, how in ((0x00, "zeroed"), (POISON, "poisoned")):
-            together = {i: _filled(replayer.base(i), r, fill) for i, r in suspects.items()}
-            if replayer.replay_params(together) == reference:
+        for (how, together), fill in zip(filled.items(), (0x00, POISON)):
+            seen = changes(together)
+            if seen is None:
                 continue
             for i, r in suspects.items():  # which nodes: one at a time
-                got = replayer.replay_params({i: together[i]})
-                if got != reference:
-                    which = next(k for k, (g, want) in enumerate(zip(got, reference)) if g != want)
-                    few = narrow(replayer, i, r, fill, reference)
-                    spans = ", ".join(f"bytes {a}..{a + n} ({why}){shown(i, a, n)}" for a, n, why in few)
-                    more = f" (of its {len(r)} such ranges; the others alone change nothing)" if len(few) < len(r) else ""
-                    bad.append(f"node {i} ({name_of(i)}): {spans}{more}: replaying with them {how} changes "
-                               f"result {which} ({replayer.labels[which]}): the kernel reads them")
-            if not bad:
+                which = changes({i: together[i]})
+                if which is None:
+                    continue
+                if which == NOISY:
+                    if (p := judged_alone(i)):
+                        bad.append(p)
+                    continue
+                few = narrow(replayer, i, r, fill, reference)
+                more = f" (of its {len(r)} such ranges; the others alone change nothing)" if len(few) < len(r) else ""
+                bad.append(f"node {i} ({name_of(i)}): {spans(i, few)}{more}: replaying with them {how} changes "
+                           f"result {which} ({replayer.labels[which]}): the kernel reads them")
+            if not bad and seen != NOISY:
                 bad.append(f"replaying with the suspect bytes of {len(suspects)} nodes {how} together changes the "
                            "results, with any one node's alone it does not: " + ", ".join(
                                f"node {i} ({name_of(i)[:50]})" for i in list(suspects)[:8]))
-            return bad
+            if bad:
+                return bad
         return []
     except RuntimeError as e:  # a CUDA error: a kernel read what a suspect pointed at
         raise ExportError(f"replaying with parameter bytes that are no address of the export's zeroed or poisoned "
@@ -226,7 +269,9 @@ def prove_irrelevant(replayer, suspects, name_of, words=None):
 def scratch_blocks(replayer, bufs, nodes, log):
     """Static blocks (memory from outside the captures, kept with their bytes) whose
     contents the graph does not depend on: a library's workspace (cuBLASLt's is 32 MiB).
-    Each is tried by replaying capture A with the block filled with 0xff, then with 0x00:
+    Each is tried by replaying capture A with the block filled with 0x00, then with 0xff
+    (where zeros changed nothing: a block of indices -- a graph's edges -- filled with
+    0xff would fail a bounds check, which leaves the process's CUDA context unusable):
     if the outputs are bit for bit those of a replay on its own bytes, what it holds does
     not matter, and it becomes a workspace in the arena, as large as the replays wrote
     into it (and its pointers reach), instead of a weight read from the file."""
@@ -245,12 +290,13 @@ def scratch_blocks(replayer, bufs, nodes, log):
     for b in [b for b in bufs.list if b.static and not b.host]:
         wrote = 0
         same = True
-        for fill in (0xFF, 0x00):
+        for fill in (0x00, 0xFF):  # (zeros first: a block of indices filled with 0xff fails a bounds check)
             def fill_block(fill=fill, b=b):
                 check(cu().MemsetD8(b.ranges[0], fill, b.size), "cuMemsetD8")
-            same = same and replayer.replay(fill_block)[:len(replayer.cap.outputs)] == \
-                reference[:len(replayer.cap.outputs)]
+            same = replayer.replay(fill_block)[:len(replayer.cap.outputs)] == reference[:len(replayer.cap.outputs)]
             wrote = max(wrote, len(read_device(b.ranges[0], b.size).rstrip(bytes([fill]))))
+            if not same:
+                break
         if not same:
             continue
         size = max(wrote, reach.get(id(b), 0), 1)

@@ -1,0 +1,103 @@
+"""Proofs by one node run alone: whether a kernel reads some of its parameter bytes,
+told from what it writes when it is launched by itself, outside any graph.
+
+replay.prove_irrelevant asks the whole graph: replayed with the bytes zeroed, then
+poisoned, are its outputs and weights those of a plain replay, bit for bit?  A graph
+with a kernel that is not deterministic -- atomic adds, as an embedding's backward or
+torch_geometric's scatter make -- gives other bits on some replays whatever the bytes,
+so that question has no answer there.  One node alone usually is deterministic: run
+from the same bytes in every buffer its pointers point into, with capture A's
+parameters twice and with the changed ones, it writes the same bytes into them or it
+does not.  A node whose runs with the same parameters already differ is not judged.
+
+    Alone(Device(capA, ALONE), nodes, kernels).problem(i, base, {"zeroed": blob, ...}, name)
+
+The buffers' bytes are saved before and written back after.  Pure but for the device
+(access_probe.Device: launch, read, write), which tests stand in for.
+"""
+import hashlib
+
+from .access_probe import pointers
+from .errors import ExportError
+
+__all__ = ["Alone", "ALONE", "LIMIT", "merged"]
+
+LIMIT = 512 << 20  # a node's buffers, at most (each run reads them all back)
+ALONE = ("run alone with some of its parameter bytes changed, to learn whether it reads them",
+         "the buffers it points into may hold what it wrote, and this process's CUDA context may be unusable from "
+         "here (restart it)")
+
+
+def merged(spans):
+    """[(address, bytes)] with overlapping or touching spans joined, sorted."""
+    out = []
+    for a, n in sorted(spans):
+        if out and a <= out[-1][0] + out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], a + n - out[-1][0]))
+        else:
+            out.append((a, n))
+    return out
+
+
+class Alone:
+    """Capture A's kernel nodes, each run alone on the buffers its pointers point into."""
+
+    def __init__(self, device, nodes, kernels):
+        self.device, self.kernels = device, kernels
+        self.proven = []  # the nodes whose bytes problem() found irrelevant
+        self.nodes = {n.index: n for n in nodes if n.kind == "kernel" and isinstance(n.index, int)}
+
+    def spans(self, i):
+        """[(address, bytes)] node i's pointers point into in capture A, or why it cannot be
+        run alone."""
+        n = self.nodes.get(i)
+        k = self.kernels.get(n.func) if n is not None else None
+        if k is None:
+            return "no kernel node of the captures"
+        out = []
+        for _key, b, _off in pointers(n, k.layout):
+            if b.host is not None or 0 not in (b.ranges or {}):
+                return f"a pointer into {b.name}, " + ("host memory" if b.host is not None else "no memory of capture A")
+            out.append((b.ranges[0], b.size))
+        out = merged(out)
+        if sum(n for _a, n in out) > LIMIT:
+            return f"its buffers are over {LIMIT >> 20} MiB"
+        return out
+
+    def writes(self, i, spans, blobs, name):
+        """A digest of the buffers' bytes after node i run once with each of blobs, every run
+        from the bytes they held before; those written back after."""
+        saved = [self.device.read(a, n) for a, n in spans]
+        out, hung = [], False
+        try:
+            for blob in blobs:
+                for (a, _n), data in zip(spans, saved):
+                    self.device.write(a, data)
+                self.device.launch(i, name, blob)
+                h = hashlib.sha256()
+                for a, n in spans:
+                    h.update(self.device.read(a, n))
+                out.append(h.digest())
+        except ExportError:  # (a launch that never finished: a copy would wait behind it for ever)
+            hung = True
+            raise
+        finally:
+            if not hung:
+                for (a, _n), data in zip(spans, saved):
+                    self.device.write(a, data)
+        return out
+
+    def problem(self, i, base, changed, name):
+        """None where node i, run alone with each of changed ({how: parameter bytes}) in
+        place of base, writes what it writes with base; else what stands in the way."""
+        spans = self.spans(i)
+        if isinstance(spans, str):
+            return f"it cannot be run alone ({spans})"
+        got = self.writes(i, spans, [base, base] + list(changed.values()), name)
+        if got[0] != got[1]:
+            return "run alone twice with the same parameters, it writes different bytes (it is not deterministic)"
+        for how, g in zip(changed, got[2:]):
+            if g != got[0]:
+                return f"run alone with them {how}, it writes other bytes: the kernel reads them"
+        self.proven.append(i)
+        return None

@@ -1,0 +1,173 @@
+"""alone.Alone -- a node's parameter bytes judged by running it alone -- over a stand-in
+device (a bytearray, kernels written in Python), and replay.prove_irrelevant on a graph
+whose replays are not deterministic (a stand-in replayer with noise), where the node run
+alone decides."""
+import itertools
+from types import SimpleNamespace
+
+from pgcc.alone import LIMIT, Alone, merged
+from pgcc.model import Buffer, Kernel, Node, Relocation
+from pgcc.replay import prove_irrelevant
+
+BASE = 0x7F00_0000_0000
+
+
+class Memory:
+    """Device memory from BASE on; kernels as Python functions (node index -> f(memory, blob))."""
+
+    def __init__(self, size=1 << 14):
+        self.mem = bytearray(size)
+        self.kernels, self.launched = {}, []
+
+    def read(self, a, n):
+        return bytes(self.mem[a - BASE:a - BASE + n])
+
+    def write(self, a, data):
+        self.mem[a - BASE:a - BASE + len(data)] = data
+
+    def launch(self, i, what, blob):
+        self.launched.append(blob)
+        self.kernels[i](self, blob)
+
+
+def buf(name, at, size=64, **kw):
+    return Buffer(name=name, size=size, role=kw.pop("role", "intermediate"), ranges={0: BASE + at}, **kw)
+
+
+def setup(kernel, out_kw=None):
+    """Node 0: x (an input) and out in a 24-byte struct with 8 bytes of its own at 16;
+    kernel(memory, blob, x, out) is what it does."""
+    dev = Memory()
+    x, out = buf("x", 0, role="input"), buf("out", 0x100, **(out_kw or {}))
+    dev.write(x.ranges[0], bytes(range(64)))
+    n = Node(kind="kernel", index=0, func=1,
+             args=[("bytes", bytes(24), [Relocation(0, x, 0, "abs64"), Relocation(8, out, 0, "abs64")])])
+    dev.kernels[0] = lambda d, blob: kernel(d, blob, x, out)
+    return dev, Alone(dev, [n], {1: Kernel(symbol="k", layout=[(0, 24)])}), x, out
+
+
+def blobs(at=16):
+    base = bytes(24)
+    return base, {"zeroed": base[:at] + bytes(8), "poisoned": base[:at] + b"\xa5" * 8}
+
+
+def double(d, blob, x, out):  # out = 2 x, whatever its own bytes hold
+    d.write(out.ranges[0], bytes((2 * v) & 0xFF for v in d.read(x.ranges[0], 64)))
+
+
+def test_bytes_the_kernel_ignores_are_proven_and_the_buffers_put_back():
+    dev, alone, x, out = setup(double)
+    dev.write(out.ranges[0], b"\x07" * 64)
+    base, changed = blobs()
+    assert alone.problem(0, base, changed, "k") is None and alone.proven == [0]
+    assert len(dev.launched) == 4 and dev.launched[2:] == list(changed.values())
+    assert dev.read(out.ranges[0], 64) == b"\x07" * 64  # as it was before
+    assert dev.read(x.ranges[0], 64) == bytes(range(64))
+
+
+def test_bytes_the_kernel_reads_are_named():
+    def scaled(d, blob, x, out):  # out = x times its byte 16
+        d.write(out.ranges[0], bytes((blob[16] * v) & 0xFF for v in d.read(x.ranges[0], 64)))
+    dev, alone, *_ = setup(scaled)
+    base, changed = blobs()
+    base = base[:16] + b"\x03" + base[17:]
+    why = alone.problem(0, base, changed, "k")
+    assert "with them zeroed, it writes other bytes" in why and alone.proven == []
+
+
+def test_each_run_starts_from_the_same_bytes():
+    def accumulate(d, blob, x, out):  # out += x: a second run from what the first left would differ
+        d.write(out.ranges[0], bytes((a + b) & 0xFF for a, b in zip(d.read(out.ranges[0], 64),
+                                                                       d.read(x.ranges[0], 64))))
+    dev, alone, *_ = setup(accumulate)
+    assert alone.problem(0, *blobs(), "k") is None
+
+
+def test_a_kernel_that_is_not_deterministic_alone_is_not_judged():
+    count = itertools.count()
+
+    def racy(d, blob, x, out):
+        d.write(out.ranges[0], bytes([next(count) & 0xFF]) * 64)
+    dev, alone, *_ = setup(racy)
+    assert "it is not deterministic" in alone.problem(0, *blobs(), "k")
+
+
+def test_nodes_that_cannot_run_alone_say_why():
+    dev, alone, *_ = setup(double, {"host": b"\x00" * 64})
+    assert "cannot be run alone (a pointer into out, host memory)" in alone.problem(0, *blobs(), "k")
+    dev, alone, *_ = setup(double, {"size": LIMIT + 1})
+    assert f"over {LIMIT >> 20} MiB" in alone.problem(0, *blobs(), "k")
+    assert "no kernel node" in alone.problem(5, *blobs(), "k")
+    assert dev.launched == []
+
+
+def test_merged_joins_overlapping_spans():
+    assert merged([(10, 5), (0, 4), (12, 10), (22, 1), (30, 2)]) == [(0, 4), (10, 13), (30, 2)]
+
+
+class NoisyReplayer:
+    """Results: the byte at offset 8 of node 0 (what node 0 reads) and a noisy result --
+    a sum of atomic adds whose order changes -- that differs on the replays noise() picks."""
+
+    def __init__(self, noise, reads=True):
+        self.cap = SimpleNamespace(nodes=[{"bytes": bytes(range(1, 65)), "name": "k0"},
+                                          {"bytes": bytes(range(65, 129)), "name": "k1"}])
+        self.noise, self.reads, self.calls = noise, reads, 0
+        self.labels = ["output 0", "weight embedding"]
+
+    def base(self, i):
+        return self.cap.nodes[i]["bytes"]
+
+    def replay_params(self, changed):
+        self.calls += 1
+        blob = changed.get(0, self.cap.nodes[0]["bytes"])
+        return [bytes([blob[8] if self.reads else 0]), bytes([self.noise(self.calls)])]
+
+
+class Judge:
+    """alone.Alone's stand-in: which nodes it was asked of, and what it says."""
+
+    def __init__(self, says=None):
+        self.asked, self.says = [], says
+
+    def problem(self, i, base, changed, name):
+        self.asked.append((i, sorted(changed)))
+        return self.says
+
+
+SUSPECTS = {0: [(40, 4, "changes between the captures")], 1: [(4, 2, "changes between the captures")]}
+
+
+def test_a_noisy_graph_is_judged_node_by_node_alone():
+    r = NoisyReplayer(lambda call: call)  # every replay differs
+    assert "two plain replays of the graph already differ" in prove_irrelevant(r, SUSPECTS, lambda i: f"k{i}")[0]
+    judge = Judge()
+    assert prove_irrelevant(r, SUSPECTS, lambda i: f"k{i}", alone=judge) == []
+    assert judge.asked == [(0, ["poisoned", "zeroed"]), (1, ["poisoned", "zeroed"])]
+    (bad,) = prove_irrelevant(r, {1: SUSPECTS[1]}, lambda i: f"k{i}", alone=Judge("it reads them"))
+    assert bad.startswith("node 1 (k1): bytes 4..6") and "not deterministic, and it reads them" in bad
+
+
+def test_one_noisy_replay_is_not_taken_for_a_read():
+    """The graph's noise on the poisoned replay only (plain replays agreed): that replay made
+    again gives the reference, so the bytes are irrelevant, with no node run alone."""
+    r = NoisyReplayer(lambda call: call == 4)  # 1, 2: plain; 3: zeroed together; 4: poisoned together
+    judge = Judge("it reads them")
+    assert prove_irrelevant(r, SUSPECTS, lambda i: f"k{i}", alone=judge) == [] and judge.asked == []
+
+
+def test_noise_on_repeated_replays_leaves_it_to_the_node_alone():
+    r = NoisyReplayer(lambda call: call if call > 3 else 0)
+    judge = Judge()
+    assert prove_irrelevant(r, SUSPECTS, lambda i: f"k{i}", alone=judge) == [] and len(judge.asked) == 2
+
+
+def test_a_read_the_replays_repeat_is_a_problem_though_alone_says_otherwise():
+    """Node 0's byte 8 changes the result the same way on both replays: a read, whatever the
+    node run alone would say (it is never asked)."""
+    r = NoisyReplayer(lambda call: 0)
+    judge = Judge()
+    bad = prove_irrelevant(r, {0: [(8, 4, "changes between the captures")]}, lambda i: f"k{i}", alone=judge)
+    assert len(bad) == 1 and "node 0 (k0): bytes 8..12" in bad[0] and "result 0 (output 0)" in bad[0]
+    assert judge.asked == []
+
