@@ -72,3 +72,18 @@ def test_copies_clone_tensors_and_keep_numbers():
     x = arr(np.ones(3))
     got = V.copies(type("T", (), {"Tensor": Detached}), [x, 2.5])
     assert got[1] == 2.5 and got[0] is not x and got[0].tobytes() == x.tobytes()
+
+
+def test_a_training_steps_errors_within_the_callables_own_spread_pass():
+    """verify_training's judgement where the callable is not deterministic (beyond_noise):
+    errors past the tolerance pass only within NOISE_FACTOR times the callable's error
+    against itself; against a deterministic callable (noise 0), never."""
+    from pgcc.verify_export import NOISE_FACTOR, beyond_noise
+    bad = [("state tensor w after 3 steps", False, 9e-4, 1e-5, "torch.float32"),
+           ("output 0 (out0) of step 3", False, 2e-5, 1e-5, "torch.float32")]
+    assert beyond_noise("m", bad, 3e-4) is None
+    assert beyond_noise("m", bad, 9e-4 / NOISE_FACTOR) is None
+    why = beyond_noise("m", bad, 9e-4 / NOISE_FACTOR / 1.01)
+    assert why.startswith("verify m: state tensor w after 3 steps differs") and "differs from itself" in why
+    why = beyond_noise("m", bad, 0.0)
+    assert "state tensor w" in why and "itself" not in why

@@ -56,10 +56,12 @@ def child(key, out, steps):
     rec = {"program": key, "torch": torch.__version__, "gpu": torch.cuda.get_device_name()}
     t_all = time.time()
     try:
-        mine, twin, eager = build(), build(), build()
+        # twin2: the reference again, to measure how far it differs from itself (a step
+        # that is not deterministic: atomic adds)
+        mine, twin, eager, twin2 = build(), build(), build(), build()
         example = mine.batch(1000)
         if mine.eager_first:  # (the user checks the step eagerly: the optimizer makes its state)
-            for p in (mine, twin, eager):
+            for p in (mine, twin, eager, twin2):
                 torch.manual_seed(1)
                 p.step(*twin.batch(1000))
         torch.cuda.synchronize()
@@ -75,38 +77,45 @@ def child(key, out, steps):
         r = pgcc.export(mine.step, example, out, quiet=True, **({"state": mine.state} if mine.state else {}))
         rec["export_s"], rec["verified"] = round(time.time() - t0, 1), r.verified
         prog = pgcc.load(out)
-        compiled = torch.compile(twin.step)
+        # the step as the export ran it: compiled, or eagerly where torch.compile cannot run it
+        rec["eager_export"] = r.report.get("eager")
+        rec["judged_alone"] = len(r.report.get("judged_alone", []))
+        compiled = twin.step if rec["eager_export"] else torch.compile(twin.step)
+        compiled2 = twin2.step if rec["eager_export"] else torch.compile(twin2.step)
         if first:  # (the step the export took: the twins take it too, on the same draws)
-            torch.manual_seed(2)
-            compiled(*twin.batch(1000))
+            for c in (compiled, compiled2):
+                torch.manual_seed(2)
+                c(*twin.batch(1000))
             torch.manual_seed(2)
             eager.step(*twin.batch(1000))
         # One state for all three: the twins get the program's, the state the export
         # started from.  The twins' own steps above need not agree with it (cuDNN's weight
         # gradients, say, are not deterministic by default), and a step that differs by
         # rounding would be judged as pgcc's error.
-        for other in (twin, eager):
+        for other in (twin, eager, twin2):
             with torch.no_grad():
                 for n, t in state_weights(torch, objs(other)).items():
                     try:
                         t.copy_(prog.weight(n, like=t))
                     except KeyError:
                         pass  # (a state tensor the step does not use)
-        worst = {"compiled": 0.0, "eager": 0.0}
+        worst = {"compiled": 0.0, "eager": 0.0, "itself": 0.0}
         identical = True
         tol = 1e-5
         for s in range(steps):
             outs = []
-            for who, fn in (("pgcc", prog), ("compiled", compiled), ("eager", eager.step)):
+            for who, fn in (("pgcc", prog), ("compiled", compiled), ("eager", eager.step), ("again", compiled2)):
                 torch.manual_seed(100 + s)
                 outs.append(fn(*mine.batch(s)))
-            got, ref_c, ref_e = (o if isinstance(o, torch.Tensor) else torch.as_tensor(o) for o in outs)
+            got, ref_c, ref_e, ref_2 = (o if isinstance(o, torch.Tensor) else torch.as_tensor(o) for o in outs)
+            worst["itself"] = max(worst["itself"], rel_err(torch, ref_2, ref_c))
             tol = max(tol, TOLERANCE.get(str(ref_c.dtype).replace("torch.", ""), 1e-5))
             identical = identical and torch.equal(got.detach().to(ref_c.dtype), ref_c.detach())
             worst["compiled"] = max(worst["compiled"], rel_err(torch, got, ref_c))
             worst["eager"] = max(worst["eager"], rel_err(torch, got, ref_e))
         names = state_weights(torch, objs(mine))
         theirs_c, theirs_e = state_weights(torch, objs(twin)), state_weights(torch, objs(eager))
+        theirs_2 = state_weights(torch, objs(twin2))
         rec["state_tensors"] = len(names)
         state_worst = {"compiled": 0.0, "eager": 0.0}
         for n in names:
@@ -118,14 +127,24 @@ def child(key, out, steps):
                 continue  # (a state tensor the step does not use)
             state_worst["compiled"] = max(state_worst["compiled"], rel_err(torch, mine_t, theirs_c[n]))
             state_worst["eager"] = max(state_worst["eager"], rel_err(torch, mine_t, theirs_e[n]))
+            if n in theirs_2:
+                worst["itself"] = max(worst["itself"], rel_err(torch, theirs_2[n], theirs_c[n]))
             identical = identical and torch.equal(mine_t, theirs_c[n].detach())
         rec.update(loss_err=worst, state_err=state_worst, identical=identical, steps=steps)
-        ok = max(worst["compiled"], state_worst["compiled"]) <= tol
+        # a reference that differs from itself (not deterministic) is matched within
+        # NOISE_FACTOR times that, as the export's verification judges it
+        from pgcc.verify_export import NOISE_FACTOR
+        err, noise = max(worst["compiled"], state_worst["compiled"]), worst["itself"]
+        rec["itself"] = noise
+        ok = err <= tol or (noise > 0 and err <= NOISE_FACTOR * noise)
         rec["status"] = "PASS" if ok else "WRONG"
         rec["detail"] = (f"{steps} steps: losses and {len(names)} state tensors "
-                         f"{'bit-identical to' if identical else 'within ' + format(tol, 'g') + ' of' if ok else 'differ from'}"
-                         f" the compiled step (max {max(worst['compiled'], state_worst['compiled']):.3g}); against eager "
-                         f"max {max(worst['eager'], state_worst['eager']):.3g}; export {rec['export_s']} s")
+                         f"{'bit-identical to' if identical else 'within ' + format(tol, 'g') + ' of' if err <= tol else f'within {NOISE_FACTOR}x its own spread of' if ok else 'differ from'}"
+                         f" the {'step run eagerly (as exported: torch.compile cannot run it)' if rec['eager_export'] else 'compiled step'}"
+                         f" (max {max(worst['compiled'], state_worst['compiled']):.3g}); against eager "
+                         f"max {max(worst['eager'], state_worst['eager']):.3g}"
+                         + (f"; the reference differs from itself by {noise:.3g} (not deterministic)" if noise else "")
+                         + f"; export {rec['export_s']} s")
     except Exception as e:  # noqa: BLE001 -- one line per program
         import traceback
         traceback.print_exc()
