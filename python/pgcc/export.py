@@ -51,7 +51,7 @@ from .replay import Replayer, close_unless_stuck, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
 from .train_state import capturable, discover, kind_of, needs_first_step, state_objects, state_weights
-from .warmup import on_capture_stream, restore_state, saved_state, training_step, warm_up
+from .warmup import compiled_or_eager, on_capture_stream, restore_state, saved_state, training_step, warm_up
 
 __all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured", "in_grad_mode",
            "join_other_path"]
@@ -173,7 +173,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     # (The copy costs what reading the weights for the weights file costs anyway.)
     original = saved_state(torch, weights, device="cpu")
     try:
-        run = FlatCall(torch, torch.compile(fn) if compile else fn, in_spec, weights)
+        call = compiled_or_eager(torch, fn, prog.warn) if compile else fn
+        run = FlatCall(torch, call, in_spec, weights)
         if watch and warmup:
             watch.paused = False  # the first runs load the libraries' modules
             forget_generated_kernels(torch.cuda.current_blas_handle(), prog.log)  # and make them again
@@ -196,6 +197,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
                             split=per_call > 0, rng_increment=drawn)
         report = a.report
+        if getattr(call, "why", None):
+            report["eager"] = call.why  # (torch.compile could not run it: exported as it runs eagerly)
     except BaseException:
         try:  # the caller's state back, where CUDA still works
             restore_state(original)

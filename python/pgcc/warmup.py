@@ -4,7 +4,9 @@ the values it reads back to the host per call, then, where a ModuleWatch is runn
 calls it once more in a fresh thread (in_fresh_thread: PyTorch keeps a cuDNN handle
 and its plans per thread, so cuDNN compiles its runtime-compiled kernels again there
 and loads them where the watch sees their images); saved_state()/restore_state() keep a
-training step's weights as they were; training_step() tells a training step.
+training step's weights as they were; training_step() tells a training step;
+compiled_or_eager() is torch.compile's callable, or the callable itself from the first
+call torch.compile cannot run on (AOTAutograd's double backward, EAGER_ONLY).
 
     state = saved_state(torch, weights)
     run(*inputs)                 # a call for real: the weights change
@@ -13,12 +15,41 @@ training step's weights as they were; training_step() tells a training step.
 Assumes PyTorch (passed in as `torch`: importing this module needs none).
 """
 import contextlib
+import re
 import threading
 
 from .hostreads import HostReads, perturbed
 from .random_state import philox_generator
 
-__all__ = ["in_fresh_thread", "on_capture_stream", "restore_state", "saved_state", "training_step", "warm_up"]
+__all__ = ["compiled_or_eager", "EAGER_ONLY", "in_fresh_thread", "on_capture_stream", "restore_state", "saved_state", "training_step", "warm_up"]
+
+
+# What torch.compile raises, at run time, for a program it cannot compile at all (PyTorch
+# 2.11): torch.autograd.grad(..., create_graph=True) through a compiled function's
+# backward, as a gradient penalty takes it.
+EAGER_ONLY = re.compile(r"does not currently support double backward")
+
+
+class compiled_or_eager:
+    """torch.compile(fn), until a call raises what EAGER_ONLY matches: from that call on
+    (the failed call made again) fn itself runs, eagerly, and `why` says so.  A training
+    step whose compiled call failed part way has changed what it changed before the
+    failure -- zero_grad(), a forward -- which a step does again anyway."""
+
+    def __init__(self, torch, fn, warn):
+        self.fn, self.call, self.warn, self.why = fn, torch.compile(fn), warn, None
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self.call(*args, **kwargs)
+        except RuntimeError as e:
+            if self.why is not None or not EAGER_ONLY.search(str(e)):
+                raise
+            self.why = " ".join(str(e).split())[:200]
+            self.call = self.fn
+            self.warn("torch.compile cannot run this callable; it is exported as it runs eagerly (its kernels "
+                      "captured as PyTorch launches them, verified against the callable run eagerly)", self.why)
+            return self.call(*args, **kwargs)
 
 
 def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original, fresh_thread=False):
