@@ -14,6 +14,7 @@ import contextlib
 from .capture import Capture
 from .collectives import Recorder
 from .errors import ExportError
+from .example_inputs import input_copy
 from .farmem import far
 from .hostreads import perturbed
 from .model import CaptureSet
@@ -54,7 +55,7 @@ def take_captures(torch, fn, inputs, weights, name, prog, watch, split, force):
         return cap
     capture(1, "thrown away", inputs).reset()
     capA = capture(2, "A, the example inputs", inputs, watch=watch)  # (its nodes placed in its trace: slots.py)
-    inputs_b = [x.clone() for x in inputs]  # the same values at other addresses
+    inputs_b = [input_copy(x) for x in inputs]  # the same values at other addresses
     capB = capture(3, "B, the inputs at other addresses", inputs_b)
     prog.status(f"{name}: capture 4/{count} (C, far away: other high address bits)")
     inputs_c, capC = recording(lambda: capture_far(torch, fn, inputs, prog, split, force))
@@ -86,7 +87,7 @@ def capture_far(torch, fn, inputs, prog, split=False, force=None):
     with far(torch) as where:
         if where.pool is None:
             prog.warn("PyTorch has no allocator setting for expandable segments", "capture C at ordinary addresses")
-        inputs_c = [x.clone() for x in inputs]
+        inputs_c = [input_copy(x) for x in inputs]
     cap = Capture(torch, fn, inputs_c, far=lambda: far(torch, pool=False), split=split, force=force)
     cap.inputs_memory = where  # as long as the capture
     return inputs_c, cap

@@ -18,7 +18,18 @@ from .aliases import describe, find
 from .errors import ExportError
 from .structure import flatten, leaf_paths, unflatten
 
-__all__ = ["as_exported", "check_inputs", "flat_inputs", "FlatCall", "layout", "overlapping", "record"]
+__all__ = ["as_exported", "check_inputs", "flat_inputs", "FlatCall", "input_copy", "layout", "overlapping", "record"]
+
+
+def input_copy(x, scale=None):
+    """A copy of input tensor x at another address (its values times scale, where given),
+    a leaf of autograd as x is: x.clone() of an x that requires grad -- a step that took
+    torch.autograd.grad with respect to its input set that, in place -- would be a node
+    of x's graph, whose backward runs on the stream the copy was made on; a capture of the
+    step with the copy then fails ("operation would make the legacy stream depend on a
+    capturing blocking stream")."""
+    y = x.detach().clone() if scale is None else x.detach() * scale
+    return y.requires_grad_() if x.requires_grad else y
 
 
 def layout(t):

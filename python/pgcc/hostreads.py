@@ -19,6 +19,8 @@ Imports torch only when entered.
 import os
 import traceback
 
+from .example_inputs import input_copy
+
 __all__ = ["flipped", "HostReads", "OPS", "perturbed", "user_line"]
 
 OPS = ("item", "__bool__", "__int__", "__float__", "__index__")
@@ -91,4 +93,4 @@ def perturbed(torch, inputs, scale=1.25):
     """The inputs at other values and other addresses: floating tensors scaled by `scale`,
     the others copied as they are (token ids, masks: changing them could change what the
     program does, not only the values it reads)."""
-    return [x * scale if x.is_floating_point() else x.clone() for x in inputs]
+    return [input_copy(x, scale if x.is_floating_point() else None) for x in inputs]

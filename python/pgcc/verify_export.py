@@ -22,6 +22,7 @@ import contextlib
 
 from .call_args import choose, pad_to
 from .errors import ExportError
+from .example_inputs import input_copy
 from .farmem import far
 from .hostreads import perturbed
 from .loader import load
@@ -88,7 +89,7 @@ def tensors(torch, xs):
 def copies(torch, xs):
     """The inputs again, each tensor cloned (its strides kept): the callable's own inputs
     beside the program's, since either may change its inputs in place (x.add_(1))."""
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+    return [input_copy(x) if isinstance(x, torch.Tensor) else x for x in xs]
 
 
 # Each call's floating inputs scaled by these, in turn, where not 1 also mirrored along
@@ -108,9 +109,10 @@ def other_values(torch, xs, scale):
     if scale != 1.0:
         for x in out:
             if isinstance(x, torch.Tensor) and x.is_floating_point():
-                if x.dim() and x.shape[-1] > 1:
-                    x.copy_(x.flip(-1))
-                x.mul_(scale)
+                with torch.no_grad():  # (a leaf that requires grad, as the input was: changed in place)
+                    if x.dim() and x.shape[-1] > 1:
+                        x.copy_(x.flip(-1))
+                    x.mul_(scale)
     return out
 
 

@@ -20,6 +20,8 @@ def np_compare(got, ref):
 
 
 class Detached(np.ndarray):
+    requires_grad = False
+
     def detach(self):
         return self
 
@@ -87,3 +89,32 @@ def test_a_training_steps_errors_within_the_callables_own_spread_pass():
     assert why.startswith("verify m: state tensor w after 3 steps differs") and "differs from itself" in why
     why = beyond_noise("m", bad, 0.0)
     assert "state tensor w" in why and "itself" not in why
+
+
+def test_an_input_copy_is_a_leaf_as_the_input_is():
+    """example_inputs.input_copy: a copy with no history back to its input (detached
+    first), requiring grad where the input does; scaled where asked."""
+    from pgcc.example_inputs import input_copy
+
+    class T:
+        def __init__(self, v, requires_grad=False, history=()):
+            self.v, self.requires_grad, self.history = v, requires_grad, history
+
+        def detach(self):
+            return T(self.v)
+
+        def clone(self):
+            return T(self.v, self.requires_grad, self.history + ("clone",))
+
+        def __mul__(self, k):
+            return T(self.v * k, self.requires_grad, self.history + ("mul",))
+
+        def requires_grad_(self, on=True):
+            self.requires_grad = on
+            return self
+    x = T(2.0, requires_grad=True, history=("made by the step",))
+    y = input_copy(x)
+    assert y is not x and y.requires_grad and y.history == ("clone",) and y.v == 2.0
+    z = input_copy(x, 1.5)
+    assert z.requires_grad and z.history == ("mul",) and z.v == 3.0
+    assert not input_copy(T(1.0)).requires_grad
