@@ -13,6 +13,7 @@ import contextlib
 
 from .capture import Capture
 from .collectives import Recorder
+from .cuda import NODE_NAMES
 from .errors import ExportError
 from .example_inputs import input_copy
 from .farmem import far
@@ -50,6 +51,9 @@ def take_captures(torch, fn, inputs, weights, name, prog, watch, split, force):
 
     def capture(i, what, xs, **kw):
         prog.status(f"{name}: capture {i}/{count} ({what})")
+        for x in xs:  # (each capture's inputs as fresh as B's copies: a step that differentiates with
+            if isinstance(x, torch.Tensor):  # respect to its input accumulates into x.grad, an add in
+                x.grad = None                # one capture and not in the next)
         cap = recording(lambda: Capture(torch, fn, xs, split=split, force=force, **kw))
         restore_state(state)
         return cap
@@ -64,7 +68,7 @@ def take_captures(torch, fn, inputs, weights, name, prog, watch, split, force):
     for c, cap in enumerate(caps[1:], 1):
         if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges or cap.edge_kinds != capA.edge_kinds:
             raise ExportError(f"captures A and {'ABC'[c]} differ in their nodes or edges: the callable is not "
-                              "deterministic")
+                              f"deterministic ({first_difference(capA, cap, 'ABC'[c])})")
         if [(x["fn"], x["count"], x["dtype"], x["op"]) for x in cap.collectives] != \
                 [(x["fn"], x["count"], x["dtype"], x["op"]) for x in capA.collectives]:
             raise ExportError(f"captures A and {'ABC'[c]} made other collectives")
@@ -110,3 +114,25 @@ def outputs_of(torch, fn, inputs, capA, comms):
         out = fn(*inputs)
         outputs = [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
     return outputs
+
+
+def first_difference(a, b, letter):
+    """Where two captures' graphs first differ, for a message: the node counts, the first
+    node whose kind or kernel differs, else the first edge."""
+    def what(n):
+        return n.get("name", "")[:60] or NODE_NAMES.get(n["type"], f"node type {n['type']}")
+    say = f"{len(a.nodes)} nodes in A, {len(b.nodes)} in {letter}"
+    for i, (x, y) in enumerate(zip(a.nodes, b.nodes)):
+        if x["type"] != y["type"] or x.get("name") != y.get("name"):
+            return f"{say}; node {i} is {what(x)} in A, {what(y)} in {letter}"
+    if len(a.nodes) != len(b.nodes):
+        i, (longer, other) = min(len(a.nodes), len(b.nodes)), (("A", letter) if len(a.nodes) > len(b.nodes)
+                                                              else (letter, "A"))
+        extra = (a.nodes if longer == "A" else b.nodes)[i]
+        return f"{say}; node {i}, {what(extra)}, is in {longer} only, after the nodes both have"
+    for i, (x, y) in enumerate(zip(a.edges, b.edges)):
+        if x != y:
+            return f"{say}; edge {i} is {x} in A, {y} in {letter}"
+    if len(a.edges) != len(b.edges):
+        return f"{say}; {len(a.edges)} edges in A, {len(b.edges)} in {letter}"
+    return f"{say}; the edges' kinds differ"

@@ -172,6 +172,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     # verification start from the state the caller gave, and the caller gets it back.
     # (The copy costs what reading the weights for the weights file costs anyway.)
     original = saved_state(torch, weights, device="cpu")
+    grads = [x.grad for x in inputs if isinstance(x, torch.Tensor)]  # (a step may accumulate into its inputs')
     try:
         call = compiled_or_eager(torch, fn, prog.warn) if compile else fn
         run = FlatCall(torch, call, in_spec, weights)
@@ -206,6 +207,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             pass
         raise
     finally:
+        for x, g in zip([x for x in inputs if isinstance(x, torch.Tensor)], grads):
+            x.grad = g  # (as the caller had it: the warm-ups and captures set it)
         if own_watch and watch:
             watch.close()
         prog.done()
@@ -278,6 +281,8 @@ def _export_buckets(torch, fn, fn_or_module, inputs, in_spec, out_dir, name, wei
         b = export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch,
                            buckets, dim, ident(dim_name), pad, warmup)
     finally:
+        for x, g in zip([x for x in inputs if isinstance(x, torch.Tensor)], grads):
+            x.grad = g  # (as the caller had it: the warm-ups and captures set it)
         if own_watch and watch:
             watch.close()
         prog.done()

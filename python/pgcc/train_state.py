@@ -24,7 +24,7 @@ import inspect
 
 from .errors import ExportError
 
-__all__ = ["capturable", "discover", "kind_of", "needs_first_step", "state_objects", "state_weights"]
+__all__ = ["capturable", "on_device_settings", "discover", "kind_of", "needs_first_step", "state_objects", "state_weights"]
 
 
 def kind_of(torch, obj):
@@ -117,8 +117,9 @@ def capturable(torch, objs):
     and their kin with capturable=False, not fused) capturable, as PyTorch's CUDA graphs
     require of an optimizer step: the counts moved to their parameters' devices, where
     the captured step advances them, instead of a count the capture would bake in.  The
-    update is the same computation, done on the device.  Returns the optimizers
-    changed."""
+    update is the same computation, done on the device; settings given as CPU tensors
+    go to the device too (on_device_settings).  Returns the optimizers changed (labels,
+    with the settings moved)."""
     changed = []
     for label, obj in objs:
         if kind_of(torch, obj) != "optimizer":
@@ -131,9 +132,29 @@ def capturable(torch, objs):
                 step = st.get("step")
                 if isinstance(step, torch.Tensor) and not step.is_cuda:
                     st["step"] = step.to(device=p.device, dtype=torch.float32)
-        if groups:
-            changed.append(label)
+        moved = on_device_settings(torch, obj)
+        if groups or moved:
+            changed.append(label + (f" (its {', '.join(sorted(moved))} moved to the GPU)" if moved else ""))
     return changed
+
+
+def on_device_settings(torch, opt):
+    """Moves an optimizer's settings given as CPU tensors (lr=torch.tensor(0.01), as
+    PyTorch's compiled-optimizer tutorial writes it; the initial_lr an LR scheduler keeps
+    beside it) to their parameters' device; returns their keys.  On the CPU, the
+    compiled step reads such a tensor with .item() into a kernel's argument, and a
+    scheduler stepped inside the step changes it with a CPU operation: neither is in a
+    CUDA graph, so the program would keep the captured rate for ever.  On the GPU, the
+    rate is a state tensor, and the scheduler's update a kernel of the step."""
+    moved = set()
+    for g in opt.param_groups:
+        device = next((p.device for p in g["params"] if p.is_cuda), None)
+        for key, v in list(g.items()):
+            if device is not None and isinstance(v, torch.Tensor) and not v.is_cuda and v.dim() == 0 \
+                    and v.is_floating_point():
+                g[key] = v.to(device)
+                moved.add(key)
+    return moved
 
 
 def state_weights(torch, objs):

@@ -171,3 +171,4 @@ def test_a_read_the_replays_repeat_is_a_problem_though_alone_says_otherwise():
     assert len(bad) == 1 and "node 0 (k0): bytes 8..12" in bad[0] and "result 0 (output 0)" in bad[0]
     assert judge.asked == []
 
+

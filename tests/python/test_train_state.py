@@ -109,3 +109,37 @@ def test_discover_a_steps_globals_closure_and_owner():
     def forward_only(x):
         return net(x)
     assert discover(torch, forward_only) == []  # no optimizer: no training step
+
+
+class Setting(Tensor):
+    """A 0-dimensional tensor that knows its device, as an optimizer's lr=torch.tensor(0.05)."""
+
+    def __init__(self, value, cuda=False, floating=True):
+        super().__init__(1, cuda)
+        self.value, self.floating, self.device = value, floating, "cuda:0" if cuda else "cpu"
+
+    def dim(self):
+        return 0
+
+    def is_floating_point(self):
+        return self.floating
+
+    def to(self, device):
+        return Setting(self.value, cuda=True, floating=self.floating)
+
+
+def test_settings_given_as_cpu_tensors_move_to_the_parameters_device():
+    from pgcc.train_state import capturable, on_device_settings
+    w = Tensor()
+    w.device = "cuda:0"
+    cpu_lr, on_gpu = Setting(0.05), Setting(0.9, cuda=True)
+    opt = Optimizer([w], lr=cpu_lr, initial_lr=Setting(0.05), momentum=on_gpu, nesterov=False,
+                    count=Setting(3, floating=False))
+    assert on_device_settings(torch, opt) == {"lr", "initial_lr"}
+    g = opt.param_groups[0]
+    assert g["lr"].is_cuda and g["lr"].value == 0.05 and g["lr"] is not cpu_lr and not cpu_lr.is_cuda
+    assert g["momentum"] is on_gpu and g["nesterov"] is False and not g["count"].is_cuda
+    assert on_device_settings(torch, opt) == set()  # (nothing left on the CPU)
+    opt2 = Optimizer([w], lr=Setting(0.1))
+    assert capturable(torch, [("optimizer", opt2)]) == ["optimizer (its lr moved to the GPU)"]
+    assert state_weights(torch, [("optimizer", opt2)])["optimizer.group0.lr"] is opt2.param_groups[0]["lr"]
