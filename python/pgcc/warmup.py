@@ -2,8 +2,8 @@
 (torch.compile compiles on the first call, libraries load their kernels) and counts
 the values it reads back to the host per call, then, where a ModuleWatch is running,
 calls it once more in a fresh thread (in_fresh_thread: PyTorch keeps a cuDNN handle
-and its plans per thread, so cuDNN compiles its runtime-compiled kernels again there
-and loads them where the watch sees their images); saved_state()/restore_state() keep a
+and its plans per thread, so cuDNN compiles its runtime-compiled kernels again there,
+a backward's too, and loads them where the watch sees their images); saved_state()/restore_state() keep a
 training step's weights as they were; training_step() tells a training step;
 compiled_or_eager() is torch.compile's callable, or the callable itself from the first
 call torch.compile cannot run on (AOTAutograd's double backward, EAGER_ONLY).
@@ -121,7 +121,11 @@ def on_capture_stream(torch):
 
 def in_fresh_thread(torch, run, inputs):
     """run(*inputs) in a new thread with the caller's grad mode, autocast and CUDA device
-    (thread-local state that the call's results depend on); its exception is raised here."""
+    (thread-local state that the call's results depend on); its exception is raised here.
+    Its backward runs in that thread too (autograd's multithreading off): the autograd
+    engine's own thread, where a training step's backward otherwise runs, keeps the
+    cuDNN plans of the user's steps before the export (a ViT's flash-attention backward,
+    compiled at run time), which it would never compile again."""
     grad, device = torch.is_grad_enabled(), torch.cuda.current_device()
     autocast = torch.is_autocast_enabled("cuda")
     dtype = torch.get_autocast_dtype("cuda")
@@ -130,7 +134,8 @@ def in_fresh_thread(torch, run, inputs):
     def call():
         try:
             with torch.cuda.device(device), torch.set_grad_enabled(grad), \
-                    torch.autocast("cuda", dtype=dtype, enabled=autocast), on_capture_stream(torch):
+                    torch.autocast("cuda", dtype=dtype, enabled=autocast), on_capture_stream(torch), \
+                    torch.autograd.set_multithreading_enabled(False):
                 run(*inputs)
                 torch.cuda.current_stream().synchronize()
         except BaseException as e:  # noqa: BLE001 -- raised again in the caller's thread

@@ -74,7 +74,9 @@ def child(key, out, steps):
         rec["state_given"], rec["first_step_by_export"] = mine.state is not None, first
         t0 = time.time()
         torch.manual_seed(2)
-        r = pgcc.export(mine.step, example, out, quiet=True, **({"state": mine.state} if mine.state else {}))
+        # (PGCC_TRAIN_VERBOSE=1: the export's account and status lines in the program's log)
+        r = pgcc.export(mine.step, example, out, quiet=not os.environ.get("PGCC_TRAIN_VERBOSE"),
+                        **({"state": mine.state} if mine.state else {}))
         rec["export_s"], rec["verified"] = round(time.time() - t0, 1), r.verified
         prog = pgcc.load(out)
         # the step as the export ran it: compiled, or eagerly where torch.compile cannot run it
