@@ -31,7 +31,8 @@ class Memory:
 
 
 def buf(name, at, size=64, **kw):
-    return Buffer(name=name, size=size, role=kw.pop("role", "intermediate"), ranges={0: BASE + at}, **kw)
+    ranges = kw.pop("ranges", {0: BASE + at})
+    return Buffer(name=name, size=size, role=kw.pop("role", "intermediate"), ranges=ranges, **kw)
 
 
 def setup(kernel, out_kw=None):
@@ -93,8 +94,10 @@ def test_a_kernel_that_is_not_deterministic_alone_is_not_judged():
 
 
 def test_nodes_that_cannot_run_alone_say_why():
-    dev, alone, *_ = setup(double, {"host": b"\x00" * 64})
-    assert "cannot be run alone (a pointer into out, host memory)" in alone.problem(0, *blobs(), "k")
+    dev, alone, *_ = setup(double, {"host": b"\x00" * 64})  # (a word into host memory: not compared)
+    assert alone.spans(0) == [(BASE, 64)]
+    dev, alone, *_ = setup(double, {"ranges": {1: BASE + 0x100}})
+    assert "cannot be run alone (a pointer into out, no memory of capture A)" in alone.problem(0, *blobs(), "k")
     dev, alone, *_ = setup(double, {"size": LIMIT + 1})
     assert f"over {LIMIT >> 20} MiB" in alone.problem(0, *blobs(), "k")
     assert "no kernel node" in alone.problem(5, *blobs(), "k")

@@ -82,6 +82,7 @@ def child(key, out, steps):
         # the step as the export ran it: compiled, or eagerly where torch.compile cannot run it
         rec["eager_export"] = r.report.get("eager")
         rec["judged_alone"] = len(r.report.get("judged_alone", []))
+        rec["export_time"] = r.report.get("time")  # (the export's total and its longest steps)
         compiled = twin.step if rec["eager_export"] else torch.compile(twin.step)
         compiled2 = twin2.step if rec["eager_export"] else torch.compile(twin2.step)
         if first:  # (the step the export took: the twins take it too, on the same draws)
