@@ -39,7 +39,7 @@ Q = $(if $(V),,@)
 COMPILER_OBJS = \
 	$(B)/arena.o $(B)/map.o $(B)/diag.o $(B)/ir.o $(B)/record.o $(B)/sha256.o $(B)/safetensors.o \
 	$(B)/detect.o $(B)/dot_read.o $(B)/graph_read.o $(B)/graph_write.o $(B)/dot_write.o \
-	$(B)/ir_verify.o $(B)/signatures.o $(B)/arch.o $(B)/stage.o $(B)/classify.o $(B)/rename.o $(B)/schedule.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/widen.o $(B)/report.o $(B)/emit_c.o \
+	$(B)/ir_verify.o $(B)/signatures.o $(B)/arch.o $(B)/stage.o $(B)/classify.o $(B)/rename.o $(B)/schedule.o $(B)/partition.o $(B)/cost.o $(B)/memplan.o $(B)/widen.o $(B)/priority.o $(B)/report.o $(B)/emit_c.o \
 	$(B)/driver.o
 GEN_OBJS = $(B)/dot.tab.o $(B)/dot.lex.o $(B)/graph.tab.o $(B)/graph.lex.o
 LIB_OBJS = $(COMPILER_OBJS) $(GEN_OBJS)

@@ -44,6 +44,7 @@ typedef struct {
   bool time_passes;
   bool device_update; /* --device-update: the cost model may choose device-side patching */
   bool keep_order;    /* --keep-order: no schedule pass */
+  bool priorities;    /* --priorities: the critical path's kernels launched first (priority.c) */
   const char *name; /* --name: the generated API's prefix */
   const char *modules[64]; /* --module: code to find kernels in by name */
   int nmodules;
@@ -97,6 +98,8 @@ static const char usage_text[] =
     "                     a node that frees memory and makes none runs as soon as it can,\n"
     "                     and a chain whose kernels carry access sets is rebuilt from its\n"
     "                     true dependencies where the cost model predicts a gain)\n"
+    "  --priorities       in a root graph so rebuilt, launch the critical path's kernels\n"
+    "                     first (a CUDA node priority; not measured on a GPU yet)\n"
     "  --stats            print 'nodes=N edges=E graphs=G kernels=K ' (and 'dims=D ')\n"
     "  --max-errors=N     stop after N errors (default 20; 0: no limit)\n"
     "  --time-passes      print the time each pass takes\n"
@@ -123,7 +126,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
       {"name", required_argument, 0, 'n'},   {"module", required_argument, 0, 'M'},
       {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
       {"arch", required_argument, 0, 'a'},     {"device-update", no_argument, 0, 'D'},
-      {"keep-order", no_argument, 0, 'K'},
+      {"keep-order", no_argument, 0, 'K'},   {"priorities", no_argument, 0, 'P'},
       {0, 0, 0, 0},
   };
   *o = (Options){.max_errors = 20, .calls = 1000};
@@ -154,6 +157,7 @@ static int parse_options(int argc, char **argv, Options *o, FILE *out, FILE *err
     case 't': o->time_passes = true; break;
     case 'D': o->device_update = true; break;
     case 'K': o->keep_order = true; break;
+    case 'P': o->priorities = true; break;
     case 'M':
       if (o->nmodules == 64) return usage_error(err, "more than 64 --module files (at '%s')", optarg);
       o->modules[o->nmodules++] = optarg;
@@ -580,6 +584,11 @@ int pgcc_main(int argc, char **argv, FILE *out, FILE *err) {
   if (p->widen.ran) { /* (nor did a widening that never ran: no access sets, --keep-order) */
     if (pg_verify(p, &diag) > 0) PG_BUG("widen broke the program");
     mark(&t, "verify");
+  }
+  if (!o.priorities) p->priority.why_not = "not asked for (--priorities)";
+  else {
+    pg_prioritize(p, profile);
+    mark(&t, "priority");
   }
 
   status = 0;

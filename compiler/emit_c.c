@@ -620,6 +620,7 @@ static void kernel_fields(W *w, const PgNode *n, int at) {
   ldims(w, "     .grid = {", n->u.kernel.grid), ldims(w, ", .block = {", n->u.kernel.block);
   if (n->u.kernel.smem) lput(w, ", .smem = "), lnum(w, n->u.kernel.smem);
   if (n->u.kernel.cluster[0]) ldims(w, ", .cluster = {", n->u.kernel.cluster);
+  if (n->u.kernel.priority) lput(w, ", .priority = "), lint(w, n->u.kernel.priority);
   if (!n->u.kernel.has_args) return;
   unsigned char *blk = calloc(param_bytes(n->u.kernel.kernel) + 1, 1);
   Strs rel = {0}, sc = {0}, cr = {0};

@@ -696,6 +696,20 @@ typedef struct {
   PG_VEC(PgEdge) edges; /* that graph's edges, kept or not (each node's in chain order) */
 } PgWiden;
 
+/* priority.c's account: the critical path's kernels of a widened root graph given a
+ * launch priority above the others' (--priorities). */
+typedef struct {
+  bool ran;            /* priorities were given (else why_not says why not) */
+  const char *why_not; /* NULL when ran */
+  size_t critical;     /* kernels of graph regions on the critical path, given PG_CRITICAL_PRIORITY */
+  size_t kernels;      /* kernels of graph regions in the root graph */
+  double path_us;      /* the critical path (cost.c's estimates) */
+} PgPriority;
+
+/* CUDA's launch priority (lower runs first; 0, the default, is the lowest) that
+ * priority.c gives the critical path's kernels: one step above the rest. */
+#define PG_CRITICAL_PRIORITY (-1)
+
 /* The arena a widened graph's own plan may take beyond the serial plan's, as a share of
  * it, without a gain beyond the cost model's error over the graph that keeps the serial
  * plan (widen.c). */
@@ -721,6 +735,7 @@ typedef struct {
   PgSchedule sched;
   PgMemPlan mem;
   PgWiden widen;
+  PgPriority priority;
 } PgProgram;
 
 /* ------------------------------------------------------------------------------ */
@@ -973,6 +988,11 @@ double pg_cost_occupancy(const PgProfile *pr, const PgNode *n);
  * kept where the cost model predicts a gain beyond its error.  Runs after memplan, and
  * plans the arena again (pg_memplan) for a widened graph over the buffers alone. */
 void pg_widen(PgProgram *p, const PgProfile *prof);
+
+/* priority.c: where widen.c kept a wider root graph, the kernels of graph regions on its
+ * critical path (cost.c's estimates) get PG_CRITICAL_PRIORITY, unless captured with a
+ * priority of their own (--priorities). */
+void pg_prioritize(PgProgram *p, const PgProfile *prof);
 
 /* memplan.c: intermediates into one arena */
 void pg_memplan(PgProgram *p);

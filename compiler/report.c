@@ -217,6 +217,10 @@ static void widen_text(const PgProgram *p, FILE *f) {
             w->serial_us, bytes(a, sizeof a, w->arena_bytes));
   else
     fprintf(f, "  the chain kept: %s\n", w->why_not);
+  if (p->priority.ran)
+    fprintf(f, "  priorities: %zu of the graph regions' %zu %s on the critical path (%.1f us) launched first "
+            "(priority %d; priority.c)\n", p->priority.critical, p->priority.kernels,
+            plural(p->priority.kernels, "kernel", "kernels"), p->priority.path_us, PG_CRITICAL_PRIORITY);
 }
 
 void pg_report_text(const PgProgram *p, const PgReportInfo *info, FILE *f) {
@@ -477,6 +481,12 @@ void pg_report_json(const PgProgram *p, const PgReportInfo *info, FILE *f) {
     }
   }
   fputc('}', f);
+  if (p->priority.ran) { /* (--priorities only) */
+    fprintf(f, ",\n  \"priority\": {\"critical\": %zu, \"kernels\": %zu, \"level\": %d, \"path_us\": ",
+            p->priority.critical, p->priority.kernels, PG_CRITICAL_PRIORITY);
+    jnum(f, p->priority.path_us);
+    fputc('}', f);
+  }
   fputs(",\n  \"collectives\": [", f);
   first = true;
   for (size_t i = 0; i < root->nodes.n; i++) {

@@ -41,6 +41,7 @@ static inline void fuzz_passes(PgProgram *p, PgDiag *d, bool device_update) {
   if (pg_verify(p, d) > 0) PG_BUG("a pass broke a verified program");
   pg_widen(p, &pg_profile_h200);
   if (pg_verify(p, d) > 0) PG_BUG("widen broke a verified program");
+  pg_prioritize(p, &pg_profile_h200); /* (--priorities: on every program here) */
 }
 
 #endif

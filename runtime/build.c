@@ -119,6 +119,12 @@ static pgrt_status add_kernel(pgrt_ctx *c, CUgraph g, int i, CUgraphNode *deps, 
                        n->cluster[2], n->grid[0], n->grid[1], n->grid[2], n->smem, s);
     }
   }
+  if (n->priority) {
+    CUkernelNodeAttrValue v;
+    memset(&v, 0, sizeof v);
+    v.priority = n->priority;
+    CU(pgrt_cu.cuGraphKernelNodeSetAttribute(c->gnodes[i], CU_LAUNCH_ATTRIBUTE_PRIORITY, &v), n->origin);
+  }
   if (c->devupd[i]) {
     CUkernelNodeAttrValue v;
     memset(&v, 0, sizeof v);
@@ -256,10 +262,16 @@ out:
 }
 
 /* PGRT_FAULT=instantiate makes every instantiation fail: how the tests reach the eager
- * fallback (tests/gpu/faults/). */
-static CUresult instantiate(CUgraphExec *exec, CUgraph g) {
+ * fallback (tests/gpu/faults/).  A region whose kernels carry priorities is instantiated
+ * to honour them (CUDA ignores node priorities otherwise). */
+static CUresult instantiate(const pgrt_ctx *c, int first, int count, CUgraphExec *exec, CUgraph g) {
   const char *fault = getenv("PGRT_FAULT");
-  return fault && strcmp(fault, "instantiate") == 0 ? CUDA_ERROR_NOT_SUPPORTED : pgrt_cu.cuGraphInstantiate(exec, g, 0);
+  if (fault && strcmp(fault, "instantiate") == 0) return CUDA_ERROR_NOT_SUPPORTED;
+  unsigned long long flags = 0;
+  for (int i = first; i < first + count; i++)
+    if (c->prog->nodes[i].kind == PGRT_NODE_KERNEL && c->prog->nodes[i].priority)
+      flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+  return pgrt_cu.cuGraphInstantiate(exec, g, flags);
 }
 
 pgrt_status pgrt_build_graph(pgrt_ctx *c, int r) {
@@ -268,7 +280,7 @@ pgrt_status pgrt_build_graph(pgrt_ctx *c, int r) {
   pgrt_status st = PGRT_OK;
   if (c->upd[r].count && (st = add_updater(c, r)) != PGRT_OK) goto out;
   if ((st = build_nodes(c, c->graphs[r], rg->first, rg->count)) != PGRT_OK) goto out;
-  CUresult ir = instantiate(&c->execs[r], c->graphs[r]);
+  CUresult ir = instantiate(c, rg->first, rg->count, &c->execs[r], c->graphs[r]);
   if (ir != CUDA_SUCCESS) {
     if (c->execs[r]) pgrt_cu.cuGraphExecDestroy(c->execs[r]);
     c->execs[r] = NULL;
@@ -350,7 +362,7 @@ pgrt_status pgrt_build_buckets(pgrt_ctx *c, int r) {
     const pgrt_body *b = &pr->bodies[sw->body + k];
     CU(pgrt_cu.cuGraphCreate(&c->bgraphs[r][k], 0), sw->origin);
     if ((st = build_nodes(c, c->bgraphs[r][k], b->first, b->count)) != PGRT_OK) goto out;
-    CUresult ir = instantiate(&c->bexecs[r][k], c->bgraphs[r][k]);
+    CUresult ir = instantiate(c, b->first, b->count, &c->bexecs[r][k], c->bgraphs[r][k]);
     if (ir != CUDA_SUCCESS) {
       fprintf(stderr, "pgrt: warning: bucket %d of '%s' (switch '%s') does not instantiate; its region runs the "
               "buckets eagerly\n", k, pr->name, sw->origin);

@@ -412,6 +412,8 @@ typedef struct {
   int kernel;
   unsigned grid[3], block[3], smem;
   unsigned cluster[3]; /* thread block cluster dimensions; all 0: none given */
+  int priority;        /* CUDA's launch priority (lower runs first); 0: none given.  A region's
+                          graph with one is instantiated to honour them */
   int caller_args; /* 1: the caller gives this node's arguments at init (DOT input: the
                       layout is unknown); params, offsets, relocs and scalars unused */
   const unsigned char *params; /* the constant bytes of the parameter block */

@@ -61,13 +61,17 @@ static pgrt_status launch_eager(pgrt_ctx *c, int i, CUstream s) {
   switch (n->kind) {
   case PGRT_NODE_KERNEL: {
     CUDA_KERNEL_NODE_PARAMS kp = pgrt_kernel_params(c, i);
-    CUlaunchAttribute cluster;
-    memset(&cluster, 0, sizeof cluster);
-    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster.value.clusterDim.x = n->cluster[0], cluster.value.clusterDim.y = n->cluster[1];
-    cluster.value.clusterDim.z = n->cluster[2];
+    CUlaunchAttribute attrs[2];
+    unsigned na = 0;
+    memset(attrs, 0, sizeof attrs);
+    if (pgrt_cluster_attr(c, n)) {
+      attrs[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[na].value.clusterDim.x = n->cluster[0], attrs[na].value.clusterDim.y = n->cluster[1];
+      attrs[na++].value.clusterDim.z = n->cluster[2];
+    }
+    if (n->priority) attrs[na].id = CU_LAUNCH_ATTRIBUTE_PRIORITY, attrs[na++].value.priority = n->priority;
     CUlaunchConfig cfg = {kp.gridDimX, kp.gridDimY, kp.gridDimZ, kp.blockDimX, kp.blockDimY, kp.blockDimZ,
-                          kp.sharedMemBytes, s, &cluster, pgrt_cluster_attr(c, n) ? 1u : 0u};
+                          kp.sharedMemBytes, s, attrs, na};
     CU(pgrt_cu.cuLaunchKernelEx(&cfg, kp.func, kp.kernelParams, NULL), n->origin);
     break;
   }

@@ -78,6 +78,7 @@ static struct CUctx_st the_ctx;
 static _Thread_local CUcontext current; /* per thread, as the driver's */
 static int initialized;
 static int loads_without_context; /* cuLibraryLoadData calls from a thread with no current context (atomic) */
+static int prioritized_graphs;    /* graphs instantiated with USE_NODE_PRIORITY (a priority on a kernel node) */
 static CUresult sticky; /* a fault in a kernel: every later call returns it, as on a GPU */
 static int skip_unknown; /* FAKECUDA_KERNELS=skip: a kernel without a host version does nothing */
 static int own_only;     /* FAKECUDA_KERNELS=own: as skip, and only libpgrt's own kernels (pgrt_*) have one */
@@ -422,6 +423,8 @@ __attribute__((destructor)) static void fake_exit(void) {
                        own_only ? "own" : "skip");
   if (loads_without_context)
     fprintf(stderr, "fakecuda: %d libraries loaded on threads with no current context\n", loads_without_context);
+  if (prioritized_graphs) /* (what tests/fakecuda/run.sh checks of a program given --priorities) */
+    fprintf(stderr, "fakecuda: %d graphs instantiated to honour their kernel nodes' priorities\n", prioritized_graphs);
   if (!n) return;
   fprintf(stderr, "fakecuda: at exit, %zu allocations (%zu bytes, device and pinned host) never freed\n", n, bytes);
   fflush(NULL);
@@ -1117,6 +1120,7 @@ struct CUgraphNode_st {
   unsigned grid[3], block[3];
   unsigned char *params;
   int device_updatable;
+  int priority; /* CU_LAUNCH_ATTRIBUTE_PRIORITY; 0: none */
   struct CUgraphDeviceUpdatableNode_st dev; /* its handle for device-side updates (a copy's) */
   struct CUgraphNode_st *last_copy;         /* its copy in the graph's latest instantiation */
   /* a copy, a memset, a host call */
@@ -1404,6 +1408,10 @@ CUresult cuGraphKernelNodeSetAttribute(CUgraphNode n, CUkernelNodeAttrID attr, c
     return CUDA_SUCCESS;
   }
   if (attr == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) return CUDA_SUCCESS; /* blocks run one after another here */
+  if (attr == CU_LAUNCH_ATTRIBUTE_PRIORITY) { /* (order changes nothing here; instantiation checks the flag) */
+    n->priority = v->priority;
+    return CUDA_SUCCESS;
+  }
   return refuse(CUDA_ERROR_NOT_SUPPORTED, "cuGraphKernelNodeSetAttribute", "attribute %d is not modelled", (int)attr);
 }
 
@@ -1502,7 +1510,15 @@ static const char *graph_refuses(CUgraph g) {
 
 CUresult cuGraphInstantiate(CUgraphExec *out, CUgraph g, unsigned long long flags) {
   NEED_CTX();
-  if (!out || !g || flags) return CUDA_ERROR_INVALID_VALUE;
+  if (!out || !g || (flags & ~(unsigned long long)CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
+    return CUDA_ERROR_INVALID_VALUE;
+  int prioritized = 0;
+  for (size_t i = 0; i < g->n; i++) prioritized = prioritized || g->nodes[i]->priority;
+  if (prioritized != !!(flags & CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)) /* (CUDA would ignore them) */
+    return refuse(CUDA_ERROR_INVALID_VALUE, "cuGraphInstantiate", "%s", prioritized
+                  ? "a kernel node has a priority, and the graph is not instantiated to honour it"
+                  : "USE_NODE_PRIORITY on a graph none of whose nodes has a priority");
+  prioritized_graphs += prioritized;
   const char *why = graph_refuses(g);
   if (why) return refuse(CUDA_ERROR_INVALID_VALUE, "cuGraphInstantiate", "a conditional body holds %s", why);
   CUgraphExec e = calloc(1, sizeof *e);

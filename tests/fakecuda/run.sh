@@ -160,6 +160,20 @@ gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime
   tests/gpu/codegen/reuse_main.c "$F/reuse.c" "$B/libpgrt.a" -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm -o "$F/reuse"
 label="one buffer's two values renamed and run side by side"; run "$F/reuse"
 label="one buffer's two values renamed, PGRT_UPDATE=device"; PGRT_UPDATE=device run "$F/reuse"
+# the same with --priorities (compiler/priority.c): its kernels on the critical path (both
+# halves' here: they are as long) carry a priority, and the double refuses a graph with one
+# that is not instantiated to honour it
+"$B/pgcc" --priorities --report=json tests/gpu/codegen/reuse.graph | grep -q '"priority": {"critical": 4, "kernels": 4,' ||
+  { "$B/pgcc" --priorities --report tests/gpu/codegen/reuse.graph; echo "FAIL: reuse --priorities: not 4 of 4"; exit 1; }
+"$B/pgcc" --priorities tests/gpu/codegen/reuse.graph -o "$F/reuse_prio.c"
+[ "$(grep -c '\.priority = -1' "$F/reuse_prio.c")" = 4 ] || { echo "FAIL: reuse --priorities: not 4 priorities emitted"; exit 1; }
+gcc -std=c11 -O2 ${SAN_FLAGS:-} -Wall -Wextra -Werror -pedantic -I"$F" -Iruntime -Itests/gpu -I"$CUDA_HOME/include" \
+  tests/gpu/codegen/reuse_main.c "$F/reuse_prio.c" "$B/libpgrt.a" -L"$CUDA_HOME/lib64/stubs" -lcuda -ldl -lm \
+  -o "$F/reuse_prio"
+label="one buffer's two values renamed, the critical path's kernels prioritized"; run "$F/reuse_prio"
+grep -q "^fakecuda: 1 graphs instantiated to honour their kernel nodes' priorities" "$F/run.log" ||
+  { cat "$F/run.log"; echo "FAIL: reuse --priorities: the graph was not instantiated with USE_NODE_PRIORITY"; exit 1; }
+label="the critical path prioritized, eagerly"; PGRT_FAULT=instantiate run "$F/reuse_prio"
 label="relocs, PGRT_UPDATE=host"; PGRT_UPDATE=host run "$F/relocs" "$F/out/host"
 label="buckets as a switch"; PGRT_BUCKETS=switch run "$F/buckets" "$F/out"
 label="buckets as a switch, PGRT_UPDATE=device"; PGRT_BUCKETS=switch PGRT_UPDATE=device run "$F/buckets" "$F/out/device"
@@ -253,4 +267,4 @@ label="chain, nothing prebuilt or cached"; PGRT_PREBUILT=off PGRT_CACHE=off PGRT
 read -r pre2 nv2 ca2 <<<"$(ways)"
 [ "$pre2" = 0 ] && [ "$nv2" = $((pre + 1)) ] && [ "$ca2" = 0 ] ||
   { echo "FAIL: chain's init: prebuilt $pre2, nvrtc $nv2, cached $ca2; expected 0, $((pre + 1)), 0"; exit 1; }
-echo "fake: the double's audit, 9 code-generation test programs, chain from a library's fatbins, chain widened, a buffer's values renamed, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"
+echo "fake: the double's audit, 9 code-generation test programs, chain from a library's fatbins, chain widened, a buffer's values renamed and its critical path prioritized, the faults program and an export pass over the CPU double of the driver ($(wc -l <"$F/fake.log") runs${SAN_FLAGS:+, under the sanitizers}; $F/fake.log)"

@@ -3,7 +3,8 @@
  * oracle written here (the dependencies the sets imply, their closure, the arena
  * bytes two unordered nodes may share); order independence; the cost decision; the
  * golden q/k/v program through --emit=graph and the report; rename.c's split of a
- * reused intermediate into its values, which widening then runs side by side. */
+ * reused intermediate into its values, which widening then runs side by side;
+ * priority.c's choice of the critical path's kernels. */
 #include <string.h>
 
 #include "../helpers.h"
@@ -353,6 +354,47 @@ START_TEST(the_cost_model_decides) {
   snprintf(text, sizeof text, fmt, 8, 10, 8);
   p = widened(text, &prof);
   ck_assert(p->prog->widen.ran && !p->prog->widen.kept);
+  parsed_free(p);
+}
+END_TEST
+
+/* priority.c: after widening, the kernels on the critical path (a then b, 80 us) get
+ * PG_CRITICAL_PRIORITY; c beside them (60 us) does not, nor does a kernel captured with a
+ * priority of its own; a chain kept gives none. */
+START_TEST(priorities_for_the_critical_path) {
+  const char *fmt = KERNELS "buffer t size 4096 role intermediate;\nbuffer v size 4096 role output;\n"
+                            "graph g {\n node a kernel rw args [x, t] grid [8] block [128]%s gpu_us 40;\n"
+                            " node b kernel rw args [t, y] grid [8] block [128] gpu_us 40;\n"
+                            " node c kernel rw args [x, v] grid [8] block [128] gpu_us %d;\n a -> b;\n b -> c;\n}\n";
+  char text[2048];
+  snprintf(text, sizeof text, fmt, "", 60);
+  Parsed *p = widened(text, NULL);
+  ck_assert(p->prog->widen.kept);
+  pg_prioritize(p->prog, &pg_profile_h200);
+  const PgGraph *g = p->prog->graphs.v[0];
+  ck_assert(p->prog->priority.ran);
+  ck_assert_uint_eq(p->prog->priority.critical, 2);
+  ck_assert_uint_eq(p->prog->priority.kernels, 3);
+  ck_assert_double_eq_tol(p->prog->priority.path_us, 80, 1e-9);
+  for (size_t i = 0; i < g->nodes.n; i++)
+    ck_assert_int_eq(g->nodes.v[i]->u.kernel.priority, strcmp(g->nodes.v[i]->name, "c") ? PG_CRITICAL_PRIORITY : 0);
+  parsed_free(p);
+  snprintf(text, sizeof text, fmt, " priority 2", 60); /* a's own priority stays */
+  p = widened(text, NULL);
+  pg_prioritize(p->prog, &pg_profile_h200);
+  g = p->prog->graphs.v[0];
+  ck_assert_uint_eq(p->prog->priority.critical, 1);
+  ck_assert_int_eq(g->nodes.v[0]->u.kernel.priority, 2);
+  ck_assert_int_eq(g->nodes.v[1]->u.kernel.priority, PG_CRITICAL_PRIORITY);
+  parsed_free(p);
+  snprintf(text, sizeof text, fmt, "", 5); /* 85 us against 80: within the cost model's error, the chain kept */
+  p = widened(text, NULL);
+  ck_assert(!p->prog->widen.kept);
+  pg_prioritize(p->prog, &pg_profile_h200);
+  ck_assert(!p->prog->priority.ran);
+  ck_assert_ptr_nonnull(strstr(p->prog->priority.why_not, "within the cost model's error"));
+  g = p->prog->graphs.v[0];
+  for (size_t i = 0; i < g->nodes.n; i++) ck_assert_int_eq(g->nodes.v[i]->u.kernel.priority, 0);
   parsed_free(p);
 }
 END_TEST
@@ -994,6 +1036,7 @@ Suite *widen_suite(void) {
   tcase_add_test(t, rename_splits_a_reused_buffer_into_its_values);
   tcase_add_test(t, rename_only_where_the_value_before_is_dead);
   tcase_add_test(t, random_programs_with_overwrites_read_what_the_chain_reads);
+  tcase_add_test(t, priorities_for_the_critical_path);
   suite_add_tcase(s, t);
   return s;
 }
