@@ -1,9 +1,10 @@
 """Widening timed: programs with parallel branches at batch 1, and two without
-(tests/models/branchy_models.py), each exported once by pgcc.export and run three ways
+(tests/models/branchy_models.py), each exported once by pgcc.export and run four ways
 side by side: torch.compile(mode="reduce-overhead") (CUDA Graph Trees); pgcc's floor,
 the export with its access sets taken off its .graph (pgcc then keeps the captured
-chain, as with --keep-order: no widening); and pgcc widened, the export as written
-(pgcc rebuilds the chain from the access sets where its cost model predicts a gain).
+chain, as with --keep-order: no widening); pgcc widened, the export as written (pgcc
+rebuilds the chain from the access sets where its cost model predicts a gain); and the
+same built with pgcc --priorities (the critical path's kernels launched first).
 
     PYTHONPATH=python:. python3 bench/widen_timing.py [--rounds 7] [--iters 50] [--out FILE] [--cache DIR] [MODEL ...]
 
@@ -38,7 +39,7 @@ import tempfile
 import time
 
 HOST_CALLS = 8  # host time: calls per timing, from an idle GPU (well inside the launch queue)
-WAYS = ("reduce-overhead", "pgcc floor", "pgcc widened")
+WAYS = ("reduce-overhead", "pgcc floor", "pgcc widened", "pgcc prioritized")
 ACCESS = re.compile(r" access (?:rw|r|w|o|\[[rwo, ]*\]);")  # (one access, or one per pointer of a struct)
 
 
@@ -54,13 +55,14 @@ def floor_copy(exp, dest, name):
     return len(ACCESS.findall(text))
 
 
-def pgcc_report(pgcc_bin, exp, name):
-    """pgcc --report=json on the export's .graph: its widen and memory figures."""
-    r = subprocess.run([pgcc_bin, "--report=json", name + ".graph"], cwd=exp, capture_output=True, text=True)
+def pgcc_report(pgcc_bin, exp, name, flags=()):
+    """pgcc --report=json on the export's .graph: its widen, priority and memory figures."""
+    r = subprocess.run([pgcc_bin, "--report=json", *flags, name + ".graph"], cwd=exp, capture_output=True, text=True)
     if r.returncode:
         return {"failed": r.stderr.strip()[-300:]}
     rep = json.loads(r.stdout)
-    return {"widen": rep.get("widen"), "arena_bytes": rep.get("arena_bytes"), "schedule": rep.get("schedule")}
+    return {"widen": rep.get("widen"), "priority": rep.get("priority"), "arena_bytes": rep.get("arena_bytes"),
+            "schedule": rep.get("schedule")}
 
 
 def leaves(torch, out):
@@ -96,6 +98,7 @@ def child(key, rounds, iters, work):
     rec["access_params"] = floor_copy(exp, floor, key)
     pgcc_bin = find_pgcc()
     rec["report_widened"], rec["report_floor"] = pgcc_report(pgcc_bin, exp, key), pgcc_report(pgcc_bin, floor, key)
+    rec["report_prioritized"] = pgcc_report(pgcc_bin, exp, key, ["--priorities"])
 
     steps, programs = {}, {}
 
@@ -107,10 +110,12 @@ def child(key, rounds, iters, work):
             return f(*pool[state["k"]])
         return step
 
-    for way, d in (("pgcc floor", floor), ("pgcc widened", exp)):
+    for way, d, kw in (("pgcc floor", floor, {}), ("pgcc widened", exp, {}),
+                       ("pgcc prioritized", exp, {"build_dir": os.path.join(exp, "build-prio"),
+                                                  "pgcc_flags": ["--priorities"]})):
         print(f"PHASE load of {way}", flush=True)
         t0 = time.perf_counter()
-        p = pgcc.load(d)
+        p = pgcc.load(d, **kw)
         setup[way] = time.perf_counter() - t0
         programs[way] = p
         outs = p.new_outputs()
@@ -128,23 +133,25 @@ def child(key, rounds, iters, work):
     steps["reduce-overhead"] = calls(ro)
 
     print("PHASE results compared", flush=True)
-    err, same, ref_err = 0.0, True, 0.0
+    err, same, ref_err, prio_same = 0.0, True, 0.0, True
     for xs in pool:
         got = {}
-        for way in ("pgcc floor", "pgcc widened"):
+        for way in ("pgcc floor", "pgcc widened", "pgcc prioritized"):
             outs = programs[way].new_outputs()
             programs[way](*xs, out=outs)
             got[way] = outs
         want = leaves(torch, compiled(*xs))
         torch.cuda.synchronize()
-        for a, b, c in zip(got["pgcc floor"], got["pgcc widened"], want):
+        for a, b, c, d in zip(got["pgcc floor"], got["pgcc widened"], want, got["pgcc prioritized"]):
             same &= bool(torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
+            prio_same &= bool(torch.equal(d.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
             if a.is_floating_point():
                 err = max(err, (b.double() - a.double()).abs().max().item())
                 scale = c.double().abs().max().item() or 1.0
                 ref_err = max(ref_err, (b.double() - c.double()).abs().max().item() / scale)
     rec["max_err_widened_vs_floor"], rec["bit_identical"] = err, same
     rec["max_rel_err_widened_vs_compiled"] = ref_err
+    rec["prioritized_bit_identical"] = prio_same
     print(f"max |widened - floor| = {err:g} ({'the same bits' if same else 'NOT the same bits'}); "
           f"max |widened - compiled| / max |compiled| = {ref_err:g}", flush=True)
 
@@ -178,20 +185,34 @@ def child(key, rounds, iters, work):
     rec["widened_over_floor"] = round(med([a / b for a, b in zip(gpu["pgcc widened"], gpu["pgcc floor"])]), 3)
     rec["widened_over_ro"] = round(med([a / b for a, b in zip(gpu["pgcc widened"], gpu["reduce-overhead"])]), 3)
     rec["floor_over_ro"] = round(med([a / b for a, b in zip(gpu["pgcc floor"], gpu["reduce-overhead"])]), 3)
+    rec["prioritized_over_widened"] = round(med([a / b for a, b in zip(gpu["pgcc prioritized"],
+                                                                        gpu["pgcc widened"])]), 3)
     print("BENCH " + json.dumps(rec), flush=True)
     for p in programs.values():
         p.close()
 
 
+def prioritized(r):
+    """The prioritized way's cell: GPU µs, its ratio to the widened way, and how many kernels
+    --priorities marked (none where the root graph was not widened)."""
+    w, pr = (r.get("ways") or {}).get("pgcc prioritized"), (r.get("report_prioritized") or {}).get("priority")
+    if not w:
+        return "—"
+    marked = f"{pr['critical']} of {pr['kernels']}" if pr else "none: not widened"
+    same = "" if r.get("prioritized_bit_identical", True) else ", DIFFERENT bits"
+    return f"{w['gpu_us']:.1f}, {r['prioritized_over_widened']:.3f}x ({marked}{same})"
+
+
 def table(recs):
     lines = ["| model | RO µs | floor µs | widened µs | widened / floor | widened / RO | spread RO, floor, widened | "
              "host µs/call RO, floor, widened | init ms floor, widened | arena floor, widened (plan) | width, "
-             "predicted path / serial µs | access params | widened vs floor | rel. err vs compiled |",
-             "|---" * 14 + "|"]
+             "predicted path / serial µs | access params | widened vs floor | rel. err vs compiled | "
+             "prioritized µs, / widened (critical kernels) |",
+             "|---" * 15 + "|"]
     for r in recs:
         w = r.get("ways")
         if not w:
-            lines.append(f"| {r['model']} | FAIL: {r.get('failed', '?')[:100]} |" + " |" * 12)
+            lines.append(f"| {r['model']} | FAIL: {r.get('failed', '?')[:100]} |" + " |" * 13)
             continue
         wid = (r.get("report_widened") or {}).get("widen") or {}
         kib = lambda n: f"{n / 1024:.0f} KiB" if isinstance(n, (int, float)) else "—"
@@ -207,7 +228,7 @@ def table(recs):
             f"{kib(r['pgcc floor']['arena_bytes'])}, {kib(r['pgcc widened']['arena_bytes'])} ({plan}) | {path} | "
             f"{r.get('access_params', '—')} | "
             f"{r['max_err_widened_vs_floor']:g}{' (same bits)' if r['bit_identical'] else ' (DIFFERENT bits)'} | "
-            f"{r['max_rel_err_widened_vs_compiled']:.1e} |")
+            f"{r['max_rel_err_widened_vs_compiled']:.1e} | {prioritized(r)} |")
     return "\n".join(lines)
 
 

@@ -580,10 +580,11 @@ class Program:
 
 
 def load(out_dir, *, name=None, device=None, build_dir=None, extra_sources=(), extra_flags=(), callbacks=None,
-         structured=False):
+         structured=False, pgcc_flags=()):
     """Builds the export in out_dir (pgcc, then its C with libpgrt, into out_dir/build or a
     cache directory; rebuilt only when an input changed), loads its weights and returns
-    a Program to call.  extra_sources/extra_flags: more C compiled into the same library.
+    a Program to call.  extra_sources/extra_flags: more C compiled into the same library;
+    pgcc_flags: options for pgcc (["--priorities"]).
     callbacks: {callback scalar name: function}, for a program that takes values its
     host computes from the values it read back (`scalar cb0 type f64 callback`): each
     function gets the values read so far and returns the scalar.  structured: the Program
@@ -591,5 +592,6 @@ def load(out_dir, *, name=None, device=None, build_dir=None, extra_sources=(), e
     default), not flat tensors (the export's own verification)."""
     out_dir = os.fspath(out_dir)
     name = export_name(out_dir, name)
-    so = build_program(out_dir, name, build_dir=build_dir, extra_sources=extra_sources, extra_flags=extra_flags)
+    so = build_program(out_dir, name, build_dir=build_dir, extra_sources=extra_sources, extra_flags=extra_flags,
+                       pgcc_flags=pgcc_flags)
     return Program(so, name, out_dir, device, callbacks, structured)

@@ -228,17 +228,17 @@ def _file_digest(h, path, head=None):
     h.update(os.path.basename(path).encode() + b"\0" + hashlib.sha256(data).digest())
 
 
-def build_program(export_dir, name, build_dir=None, toolchain=None, extra_sources=(), extra_flags=()):
-    """Compiles export_dir/NAME.graph with pgcc and builds the C with libpgrt into
-    build_dir/NAME.so (default export_dir/build, or a cache directory where that is not
-    writable).  Rebuilt only when an input changed: the .graph, the module files under
-    kernels/, the weights file's header, pgcc, libpgrt, extra sources and flags.
-    Returns the .so's path."""
+def build_program(export_dir, name, build_dir=None, toolchain=None, extra_sources=(), extra_flags=(), pgcc_flags=()):
+    """Compiles export_dir/NAME.graph with pgcc (and pgcc_flags: ["--priorities"]) and
+    builds the C with libpgrt into build_dir/NAME.so (default export_dir/build, or a cache
+    directory where that is not writable).  Rebuilt only when an input changed: the .graph,
+    the module files under kernels/, the weights file's header, pgcc, libpgrt, extra
+    sources and flags.  Returns the .so's path."""
     tc = toolchain or find()
     graph = os.path.join(export_dir, name + ".graph")
     if not os.path.isfile(graph):
         raise ExportError(f"no {graph}: not an export of a program named {name}")
-    h = hashlib.sha256(" ".join([cc(), cuda_home()] + list(extra_flags)).encode())
+    h = hashlib.sha256(" ".join([cc(), cuda_home()] + list(extra_flags) + (["pgcc"] + list(pgcc_flags) if pgcc_flags else [])).encode())
     for p in [graph, tc.pgcc, tc.libpgrt, os.path.join(tc.include, "pgrt.h")] + list(extra_sources):
         _file_digest(h, p)
     for p in sorted(glob.glob(os.path.join(export_dir, "kernels", "*"))):
@@ -262,7 +262,7 @@ def build_program(export_dir, name, build_dir=None, toolchain=None, extra_source
     if os.path.isfile(so) and os.path.isfile(stamp_file) and open(stamp_file).read() == stamp:
         return so
     c = os.path.join(build_dir, name + ".c")
-    run([tc.pgcc, graph, "-o", c], f"pgcc {name}.graph")
+    run([tc.pgcc, graph, "-o", c] + list(pgcc_flags), f"pgcc {name}.graph")
     cuda = cuda_home()
     tmp = so + f".tmp{os.getpid()}"
     run([cc(), "-std=c11", "-O2", "-fPIC", "-shared", f"-I{tc.include}", f"-I{cuda}/include"] + list(extra_flags)

@@ -12,6 +12,7 @@ import pytest
 from conftest import ROOT
 
 from pgcc import toolchain
+from pgcc.errors import ExportError
 
 CUDA = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 HAVE_CUDA = os.path.isfile(os.path.join(CUDA, "include", "cuda.h"))
@@ -102,6 +103,11 @@ def test_builds_an_export_with_libpgrt(tmp_path, pgcc_bin, monkeypatch):
         f.write("# changed\n")
     toolchain.build_program(str(export), "mlp_small", toolchain=tc)
     assert os.path.getmtime(so) != stamp
+    stamp = os.path.getmtime(so)  # pgcc's flags are an input: a build with others is made again, given to pgcc
+    toolchain.build_program(str(export), "mlp_small", toolchain=tc, pgcc_flags=["--priorities"])
+    assert os.path.getmtime(so) != stamp
+    with pytest.raises(ExportError, match="--no-such-option"):
+        toolchain.build_program(str(export), "mlp_small", toolchain=tc, pgcc_flags=["--no-such-option"])
     if "pgrt_program_info" not in open(os.path.join(inc, "pgrt.h")).read():
         pytest.skip("this pgcc does not emit NAME_info yet")
     # loading needs libcuda.so.1: the driver's stub stands in (its soname); nothing calls CUDA here

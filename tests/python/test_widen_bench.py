@@ -47,5 +47,9 @@ def test_the_table():
            "max_err_widened_vs_floor": 0.0, "bit_identical": True, "max_rel_err_widened_vs_compiled": 1e-6}
     t = widen_timing.table([rec, {"model": "mlp", "failed": "in the export"}]).splitlines()
     assert t[2].startswith("| moe | 12.0 | 10.0 | 7.5 | 0.750x | 0.625x |")
-    assert "4 KiB, 8 KiB (own plan) | 8, 7.0 / 10.0 | 12 | 0 (same bits) | 1.0e-06 |" in t[2]
-    assert t[3].startswith("| mlp | FAIL: in the export |")
+    assert "4 KiB, 8 KiB (own plan) | 8, 7.0 / 10.0 | 12 | 0 (same bits) | 1.0e-06 | — |" in t[2]
+    assert t[3].startswith("| mlp | FAIL: in the export |") and t[3].count("|") == t[0].count("|")
+    rec["ways"]["pgcc prioritized"] = dict(way, gpu_us=7.2)
+    rec.update(prioritized_over_widened=0.96, prioritized_bit_identical=False,
+               report_prioritized={"priority": {"critical": 5, "kernels": 9}})
+    assert widen_timing.table([rec]).splitlines()[2].endswith("| 7.2, 0.960x (5 of 9, DIFFERENT bits) |")
