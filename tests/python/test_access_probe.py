@@ -11,30 +11,7 @@ import pytest
 from pgcc.access_probe import FILLS, NODES_PER_KERNEL, is_gemm, join, pointers, probe_access, regions
 from pgcc.graphfile import access_text
 from pgcc.model import Buffer, Kernel, Node, Relocation
-
-BASE = 0x7F00_0000_0000
-
-
-class Memory:
-    """Device memory from BASE on, and kernels as Python functions of it (node index -> f(mem))."""
-
-    def __init__(self, size=1 << 16):
-        self.mem = bytearray(size)
-        self.kernels, self.launched = {}, []
-
-    def read(self, a, n):
-        return bytes(self.mem[a - BASE:a - BASE + n])
-
-    def write(self, a, data):
-        self.mem[a - BASE:a - BASE + len(data)] = data
-
-    def fill(self, a, byte, n):
-        self.write(a, bytes([byte]) * n)
-
-    def launch(self, i, what):
-        self.launched.append(i)
-        self.kernels[i](self)
-
+from standin_device import BASE, Memory
 
 def buf(name, at, size=256, role="intermediate", **kw):
     return Buffer(name=name, size=size, role=role, ranges={0: BASE + at}, **kw)
@@ -74,7 +51,7 @@ def program(dev, n=3):
     nodes = []
     for j in range(n):
         nodes.append(node(j, ws[j], x, outs[j]))
-        dev.kernels[j] = lambda d, w=ws[j], o=outs[j]: gemm(d, w, x, o)
+        dev.kernels[j] = lambda d, _blob, w=ws[j], o=outs[j]: gemm(d, w, x, o)
     return {0x1: Kernel(symbol=NVJET, layout=LAYOUT)}, nodes, x, ws, outs
 
 
@@ -102,7 +79,7 @@ def test_read_and_written_where_the_output_depends_on_what_it_held():
     for kernel in (accumulate, half_write):
         dev = Memory()
         kernels, nodes, x, ws, outs = program(dev, 1)
-        dev.kernels[0] = lambda d, k=kernel: k(d, ws[0], x, outs[0])
+        dev.kernels[0] = lambda d, _blob, k=kernel: k(d, ws[0], x, outs[0])
         assert probe_access(kernels, nodes, set(), dev) == 1
         assert kernels[0x1].access[(0, 16)] == "rw" and kernels[0x1].access[(0, 8)] == "r", kernel.__name__
 
@@ -192,7 +169,7 @@ def test_one_answer_for_every_node_of_a_kernel():
     dev = Memory()
     kernels, nodes, x, ws, outs = program(dev, NODES_PER_KERNEL + 2)
     last = NODES_PER_KERNEL + 1
-    dev.kernels[last] = lambda d: half_write(d, ws[last], x, outs[last])
+    dev.kernels[last] = lambda d, _blob: half_write(d, ws[last], x, outs[last])
     probe_access(kernels, nodes, set(), dev)
     assert kernels[0x1].access[(0, 16)] == "rw" and kernels[0x1].access[(0, 8)] == "r"
     # one node not run (its bytes fixed): the others' overwrite is not its
@@ -204,7 +181,7 @@ def test_one_answer_for_every_node_of_a_kernel():
     dev = Memory()
     kernels, nodes, x, ws, outs = program(dev, NODES_PER_KERNEL + 2)
     for j in range(NODES_PER_KERNEL + 2):
-        dev.kernels[j] = lambda d, j=j: half_write(d, ws[j], x, outs[j])
+        dev.kernels[j] = lambda d, _blob, j=j: half_write(d, ws[j], x, outs[j])
     probe_access(kernels, nodes, set(), dev)
     assert sorted(set(dev.launched)) == list(range(NODES_PER_KERNEL)) and kernels[0x1].access[(0, 16)] == "rw"
     # a pointer written by some node, or missing from one, is read and written

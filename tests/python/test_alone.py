@@ -8,27 +8,7 @@ from types import SimpleNamespace
 from pgcc.alone import LIMIT, Alone, merged
 from pgcc.model import Buffer, Kernel, Node, Relocation
 from pgcc.replay import prove_irrelevant
-
-BASE = 0x7F00_0000_0000
-
-
-class Memory:
-    """Device memory from BASE on; kernels as Python functions (node index -> f(memory, blob))."""
-
-    def __init__(self, size=1 << 14):
-        self.mem = bytearray(size)
-        self.kernels, self.launched = {}, []
-
-    def read(self, a, n):
-        return bytes(self.mem[a - BASE:a - BASE + n])
-
-    def write(self, a, data):
-        self.mem[a - BASE:a - BASE + len(data)] = data
-
-    def launch(self, i, what, blob):
-        self.launched.append(blob)
-        self.kernels[i](self, blob)
-
+from standin_device import BASE, Memory
 
 def buf(name, at, size=64, **kw):
     ranges = kw.pop("ranges", {0: BASE + at})
@@ -38,7 +18,7 @@ def buf(name, at, size=64, **kw):
 def setup(kernel, out_kw=None):
     """Node 0: x (an input) and out in a 24-byte struct with 8 bytes of its own at 16;
     kernel(memory, blob, x, out) is what it does."""
-    dev = Memory()
+    dev = Memory(1 << 14)
     x, out = buf("x", 0, role="input"), buf("out", 0x100, **(out_kw or {}))
     dev.write(x.ranges[0], bytes(range(64)))
     n = Node(kind="kernel", index=0, func=1,
@@ -61,7 +41,7 @@ def test_bytes_the_kernel_ignores_are_proven_and_the_buffers_put_back():
     dev.write(out.ranges[0], b"\x07" * 64)
     base, changed = blobs()
     assert alone.problem(0, base, changed, "k") is None and alone.proven == [0]
-    assert len(dev.launched) == 4 and dev.launched[2:] == list(changed.values())
+    assert len(dev.launched) == 4 and dev.blobs[2:] == list(changed.values())
     assert dev.read(out.ranges[0], 64) == b"\x07" * 64  # as it was before
     assert dev.read(x.ranges[0], 64) == bytes(range(64))
 
