@@ -198,7 +198,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
                             split=per_call > 0, rng_increment=drawn)
         report = a.report
-        if getattr(call, "why", None):
+        if isinstance(call, compiled_or_eager) and call.why:
             report["eager"] = call.why  # (torch.compile could not run it: exported as it runs eagerly)
     except BaseException:
         try:  # the caller's state back, where CUDA still works
