@@ -126,9 +126,8 @@ def first_difference(a, b, letter):
         if x["type"] != y["type"] or x.get("name") != y.get("name"):
             return f"{say}; node {i} is {what(x)} in A, {what(y)} in {letter}"
     if len(a.nodes) != len(b.nodes):
-        i, (longer, other) = min(len(a.nodes), len(b.nodes)), (("A", letter) if len(a.nodes) > len(b.nodes)
-                                                              else (letter, "A"))
-        extra = (a.nodes if longer == "A" else b.nodes)[i]
+        i = min(len(a.nodes), len(b.nodes))
+        longer, extra = ("A", a.nodes[i]) if len(a.nodes) > i else (letter, b.nodes[i])
         return f"{say}; node {i}, {what(extra)}, is in {longer} only, after the nodes both have"
     for i, (x, y) in enumerate(zip(a.edges, b.edges)):
         if x != y:

@@ -281,8 +281,6 @@ def _export_buckets(torch, fn, fn_or_module, inputs, in_spec, out_dir, name, wei
         b = export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch,
                            buckets, dim, ident(dim_name), pad, warmup)
     finally:
-        for x, g in zip([x for x in inputs if isinstance(x, torch.Tensor)], grads):
-            x.grad = g  # (as the caller had it: the warm-ups and captures set it)
         if own_watch and watch:
             watch.close()
         prog.done()

@@ -3,13 +3,13 @@
 #
 #   bash tests/python/run.sh [PYTEST ARGS...]      (-m "not slow" skips the builds and the install)
 #
-# Installs pytest, safetensors and numpy (and wheel, for the install test) with pip where missing, then runs
+# Installs pytest, safetensors, numpy and pyflakes (and wheel, for the install test) with pip where missing, then runs
 # pytest on tests/python and the wild suite runner's torch-free parts (tests/wild/test_runner.py); exits nonzero on a failure, and ends with pytest's summary line.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import pytest, safetensors, numpy" 2>/dev/null; then
-  "$PY" -m pip install --quiet --disable-pip-version-check pytest safetensors numpy
+if ! "$PY" -c "import pytest, safetensors, numpy, pyflakes" 2>/dev/null; then
+  "$PY" -m pip install --quiet --disable-pip-version-check pytest safetensors numpy pyflakes
 fi
 # pip install --no-build-isolation (test_install.py) needs bdist_wheel: in setuptools from 70.1, else `wheel`
 if ! "$PY" -c "import wheel" 2>/dev/null && ! "$PY" -c "import setuptools.command.bdist_wheel" 2>/dev/null; then

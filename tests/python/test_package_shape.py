@@ -4,7 +4,8 @@ cycle among its modules (imports at the top or inside functions, `from .x import
 the run side importing nothing from the export side, every module with an opening
 docstring and __all__, no import inside a function but torch's, and every module
 importing without torch (torch is imported where it is used, so that the package and
-its CPU tests need none)."""
+its CPU tests need none); and, in the package, the benchmarks and the tests, no name
+used that nothing binds (pyflakes)."""
 import ast
 import os
 import subprocess
@@ -154,3 +155,35 @@ def test_every_module_imports_without_torch():
 def test_the_tests_import_this_trees_package():
     import pgcc
     assert os.path.dirname(os.path.abspath(pgcc.__file__)) == PACKAGE, pgcc.__file__
+
+
+def undefined_names(paths):
+    """pyflakes' findings of names used and never bound (a NameError when the line runs:
+    code only a GPU reaches goes untested here), as 'file:line: message'."""
+    from pyflakes import api, messages, reporter
+
+    class Collect(reporter.Reporter):
+        def __init__(self):
+            super().__init__(sys.stderr, sys.stderr)
+            self.found = []
+
+        def flake(self, m):
+            if isinstance(m, (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)):
+                self.found.append(f"{m.filename}:{m.lineno}: {m.message % m.message_args}")
+
+    r = Collect()
+    for p in paths:
+        api.checkRecursive([p], r)
+    return r.found
+
+
+def test_the_undefined_name_finder_finds_one(tmp_path):
+    (tmp_path / "m.py").write_text("def f(xs):\n    try:\n        pass\n    finally:\n        for g in grads:\n"
+                                   "            pass\n")
+    assert undefined_names([str(tmp_path)]) == [f"{tmp_path / 'm.py'}:5: undefined name 'grads'"]
+
+
+def test_no_undefined_names():
+    """The package, the benchmarks and the tests' Python (an export step with buckets once
+    restored `grads` it never had: only a GPU run would have raised)."""
+    assert undefined_names([PACKAGE, os.path.join(ROOT, "bench"), os.path.join(ROOT, "tests")]) == []
