@@ -15,7 +15,7 @@ from .capture import Capture
 from .collectives import Recorder
 from .cuda import NODE_NAMES
 from .errors import ExportError
-from .example_inputs import input_copy
+from .example_inputs import input_copy, leaf_grads
 from .farmem import far
 from .hostreads import perturbed
 from .model import CaptureSet
@@ -51,9 +51,8 @@ def take_captures(torch, fn, inputs, weights, name, prog, watch, split, force):
 
     def capture(i, what, xs, **kw):
         prog.status(f"{name}: capture {i}/{count} ({what})")
-        for x in xs:  # (each capture's inputs as fresh as B's copies: a step that differentiates with
-            if isinstance(x, torch.Tensor):  # respect to its input accumulates into x.grad, an add in
-                x.grad = None                # one capture and not in the next)
+        for x, _ in leaf_grads(torch, xs):  # (each capture's inputs as fresh as B's copies: a step that
+            x.grad = None                     # accumulates into x.grad adds there in one capture, not the next)
         cap = recording(lambda: Capture(torch, fn, xs, split=split, force=force, **kw))
         restore_state(state)
         return cap

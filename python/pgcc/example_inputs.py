@@ -18,7 +18,7 @@ from .aliases import describe, find
 from .errors import ExportError
 from .structure import flatten, leaf_paths, unflatten
 
-__all__ = ["as_exported", "check_inputs", "flat_inputs", "FlatCall", "input_copy", "layout", "overlapping", "record"]
+__all__ = ["as_exported", "check_inputs", "flat_inputs", "FlatCall", "input_copy", "layout", "leaf_grads", "overlapping", "record"]
 
 
 def input_copy(x, scale=None):
@@ -30,6 +30,14 @@ def input_copy(x, scale=None):
     capturing blocking stream")."""
     y = x.detach().clone() if scale is None else x.detach() * scale
     return y.requires_grad_() if x.requires_grad else y
+
+
+def leaf_grads(torch, xs):
+    """[(x, x.grad)] of the input tensors that are autograd leaves: those a step that
+    differentiates with respect to its input accumulates into, once it has set
+    requires_grad on them (the export clears their .grad before each capture and puts the
+    caller's back after; a non-leaf gets no .grad, and reading it only warns)."""
+    return [(x, x.grad) for x in xs if isinstance(x, torch.Tensor) and x.is_leaf]
 
 
 def layout(t):

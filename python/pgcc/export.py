@@ -35,7 +35,7 @@ from .capture import host_maps
 from .capture_set import outputs_of, take_captures
 from .cuda import stuck_error
 from .errors import ExportError, entry_point
-from .example_inputs import FlatCall, flat_inputs
+from .example_inputs import FlatCall, flat_inputs, leaf_grads
 from .export_files import write_export
 from .graphfile import ident
 from .hostvalues import host_computed, host_values
@@ -172,7 +172,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     # verification start from the state the caller gave, and the caller gets it back.
     # (The copy costs what reading the weights for the weights file costs anyway.)
     original = saved_state(torch, weights, device="cpu")
-    grads = [x.grad for x in inputs if isinstance(x, torch.Tensor)]  # (a step may accumulate into its inputs')
+    grads = leaf_grads(torch, inputs)  # (a step may accumulate into its inputs': put back after)
     try:
         call = compiled_or_eager(torch, fn, prog.warn) if compile else fn
         run = FlatCall(torch, call, in_spec, weights)
@@ -207,7 +207,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             pass
         raise
     finally:
-        for x, g in zip([x for x in inputs if isinstance(x, torch.Tensor)], grads):
+        for x, g in grads:
             x.grad = g  # (as the caller had it: the warm-ups and captures set it)
         if own_watch and watch:
             watch.close()

@@ -195,8 +195,8 @@ def prove_irrelevant(replayer, suspects, name_of, words=None, alone=None):
         return []
     shown = (lambda i, at, n: f" [{words(i, at, n)}]") if words else (lambda i, at, n: "")
     base = {i: replayer.base(i) for i in suspects}
-    filled = {how: {i: _filled(base[i], r, fill) for i, r in suspects.items()}
-              for fill, how in ((0x00, "zeroed"), (POISON, "poisoned"))}
+    fills = {"zeroed": 0x00, "poisoned": POISON}
+    filled = {how: {i: _filled(base[i], r, fill) for i, r in suspects.items()} for how, fill in fills.items()}
 
     def spans(i, r):
         return ", ".join(f"bytes {a}..{a + n} ({why}){shown(i, a, n)}" for a, n, why in r[:8]) + \
@@ -234,7 +234,7 @@ def prove_irrelevant(replayer, suspects, name_of, words=None, alone=None):
                         "callable first runs may make its replays agree (not tried by pgcc)"]
             return [p for p in map(judged_alone, suspects) if p]
         bad = []
-        for (how, together), fill in zip(filled.items(), (0x00, POISON)):
+        for how, together in filled.items():
             seen = changes(together)
             if seen is None:
                 continue
@@ -246,7 +246,7 @@ def prove_irrelevant(replayer, suspects, name_of, words=None, alone=None):
                     if (p := judged_alone(i)):
                         bad.append(p)
                     continue
-                few = narrow(replayer, i, r, fill, reference)
+                few = narrow(replayer, i, r, fills[how], reference)
                 more = f" (of its {len(r)} such ranges; the others alone change nothing)" if len(few) < len(r) else ""
                 bad.append(f"node {i} ({name_of(i)}): {spans(i, few)}{more}: replaying with them {how} changes "
                            f"result {which} ({replayer.labels[which]}): the kernel reads them")
@@ -289,7 +289,6 @@ def scratch_blocks(replayer, bufs, nodes, log):
     reference = replayer.replay()
     for b in [b for b in bufs.list if b.static and not b.host]:
         wrote = 0
-        same = True
         for fill in (0x00, 0xFF):  # (zeros first: a block of indices filled with 0xff fails a bounds check)
             def fill_block(fill=fill, b=b):
                 check(cu().MemsetD8(b.ranges[0], fill, b.size), "cuMemsetD8")

@@ -238,7 +238,8 @@ def build_program(export_dir, name, build_dir=None, toolchain=None, extra_source
     graph = os.path.join(export_dir, name + ".graph")
     if not os.path.isfile(graph):
         raise ExportError(f"no {graph}: not an export of a program named {name}")
-    h = hashlib.sha256(" ".join([cc(), cuda_home()] + list(extra_flags) + (["pgcc"] + list(pgcc_flags) if pgcc_flags else [])).encode())
+    given = [cc(), cuda_home()] + list(extra_flags) + (["pgcc"] + list(pgcc_flags) if pgcc_flags else [])
+    h = hashlib.sha256(" ".join(given).encode())
     for p in [graph, tc.pgcc, tc.libpgrt, os.path.join(tc.include, "pgrt.h")] + list(extra_sources):
         _file_digest(h, p)
     for p in sorted(glob.glob(os.path.join(export_dir, "kernels", "*"))):

@@ -263,13 +263,12 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
         return found
 
     try:
-        with torch.no_grad():
-            for w_name, w, _ in held:  # the same state to start from
-                same, err, tol = compare(p.weight(w_name, w), w.detach())
-                if not same and not err <= tol:
-                    raise ExportError(f"verify {name}: weight {w_name} before the first step differs from the "
-                                      f"callable's: max error {err:.3g} relative to its largest value, tolerance "
-                                      f"{tol:g} for {w.dtype}")
+        with torch.no_grad():  # the same state to start from (no noise yet: outside tolerance fails at once)
+            start = [(f"weight {w_name} before the first step",) + compare(p.weight(w_name, w), w.detach()) +
+                     (w.dtype,) for w_name, w, _ in held]
+        bad = [f for f in start if not f[1] and not f[2] <= f[3]]
+        if bad:
+            raise ExportError(beyond_noise(name, bad, 0.0))
         mine, ref_outs, draws = [], [], []
         for step, xs in enumerate(batches):
             prog.status(f"verify: training step {step + 1}/{steps}")
@@ -285,6 +284,7 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
         ref_state = {w_name: w.detach().clone() for w_name, w, _ in held}
         found = judged(mine, mine_state, ref_outs, ref_state)
         bad = [f for f in found if not f[1] and not f[2] <= f[3]]
+        found += start
         noise = None
         if bad:
             prog.status("verify: the callable's steps again, from the same state (is it deterministic?)")

@@ -118,3 +118,15 @@ def test_an_input_copy_is_a_leaf_as_the_input_is():
     z = input_copy(x, 1.5)
     assert z.requires_grad and z.history == ("mul",) and z.v == 3.0
     assert not input_copy(T(1.0)).requires_grad
+
+
+def test_leaf_grads_are_the_leaves_grads():
+    """example_inputs.leaf_grads: (tensor, its .grad) of the leaves among the inputs, numbers
+    and non-leaves left out."""
+    from pgcc.example_inputs import leaf_grads
+
+    class T:
+        def __init__(self, leaf, grad=None):
+            self.is_leaf, self.grad = leaf, grad
+    a, b, c = T(True, "g"), T(False), T(True)
+    assert leaf_grads(type("torch", (), {"Tensor": T}), [a, 3, b, c]) == [(a, "g"), (c, None)]
