@@ -17,7 +17,7 @@ __all__ = ["Progress", "Quiet"]
 class Progress:
     """log(msg): a line of the export's account (plain); status(msg): the current step of a
     long one (rewritten in place on a TTY, rate-limited to a plain line every few seconds
-    otherwise); warn(kind, example): a warning, grouped by kind; flush(): prints the
+    otherwise, each with the seconds since the start); warn(kind, example): a warning, grouped by kind; flush(): prints the
     grouped warnings; done(): clears the status line."""
 
     EXAMPLES = 3
@@ -29,6 +29,7 @@ class Progress:
         self.warnings = {}  # kind -> [count, examples]
         self._line, self._last = False, None
         self.steps = []  # (clock, status message): where the time goes (time_by_step), quiet or not
+        self.started = clock()
 
     def _clear(self):
         if self._line:
@@ -57,8 +58,8 @@ class Progress:
         else:
             now = self.clock()
             if self._last is None or now - self._last >= self.EVERY:  # plain output: a line now and then
-                self._last = now
-                self.stream.write(f"{self.prefix}: {msg}\n")
+                self._last = now  # (with the seconds since the start: a log says where the time went)
+                self.stream.write(f"{self.prefix}: [{now - self.started:.0f} s] {msg}\n")
                 self.stream.flush()
 
     def done(self):

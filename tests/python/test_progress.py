@@ -41,18 +41,18 @@ def test_status_rewrites_one_line_on_a_tty():
 
 def test_status_off_a_tty_is_plain_and_rate_limited():
     """A plain line at most every Progress.EVERY seconds, on a clock of the test's own (the
-    machine's speed does not matter)."""
+    machine's speed does not matter), each with the seconds since the start."""
     now = [100.0]
     out = io.StringIO()
     p = Progress(stream=out, tty=False, prefix="x", clock=lambda: now[0])
     for i in range(100):
         p.status(f"step {i}")
-    assert out.getvalue() == "x: step 0\n"
+    assert out.getvalue() == "x: [0 s] step 0\n"
     now[0] += Progress.EVERY - 0.1
     p.status("too soon")
     now[0] += 0.1
     p.status("step 100")
-    assert out.getvalue() == "x: step 0\nx: step 100\n"
+    assert out.getvalue() == "x: [0 s] step 0\nx: [5 s] step 100\n"
 
 
 def test_time_by_step_sums_steps_that_differ_in_their_numbers():
