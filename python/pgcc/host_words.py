@@ -24,8 +24,9 @@ from .module_watch import HOST_WINDOW  # bytes of host memory copied where a ker
 from .relocate import u64
 from .replay import mark_dontcare, prove_irrelevant
 
-__all__ = ["FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "holds_word", "host_copy_check", "launch_time_bytes",
-           "library_hint", "prove_suspects", "read_host", "words_hex"]
+__all__ = ["FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "holds_word", "host_copy_check", "host_found",
+           "launch_time_bytes", "library_hint", "MANY_COPIES", "prove_suspects", "read_host", "values_together",
+           "words_hex"]
 
 
 def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, report, report_path, problems, prog,
@@ -47,8 +48,22 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
     # never writes this process's addresses), so those are proven irrelevant by
     # replays with them zeroed and poisoned.
     rescued, kept, check, launched = {}, [], host_copy_check(replayer), []
+    # Most such words are values (a multi-tensor table's unused slots hold hundreds), and
+    # each replay costs a whole step: they are proven together first, all nodes', then
+    # each node's, and one by one only where a group is not all values (values_together).
+    host = {}  # node index -> its words into host memory (host_found)
+    for i, ranges in suspects.items():
+        blob = capA.nodes[i]["bytes"]
+        if (found := host_found(blob, [r for r in ranges if host_found(blob, [r], maps)], maps)):
+            host[i] = found
+    values = values_together(check, host)
     for i in list(suspects):
         first = len(launched)
+        if i in values:  # (proven values together: kept as captured, as read_host keeps each)
+            together = {at for at, _, _ in host[i]}
+            read_host(i, [r for r in suspects[i] if r[0] in together], capA, maps, bufs, nodes, kernels, rescued,
+                      lambda *_: "value", kept, problems, launched)
+            suspects[i] = [r for r in suspects[i] if r[0] not in together]
         suspects[i] = [r for r in suspects[i] if not read_host(i, [r], capA, maps, bufs, nodes, kernels,
                                                                 rescued, check, kept, problems, launched)]
         if len(launched) > first:  # later replays read what the launch read, not what lies there now
@@ -120,6 +135,7 @@ def library_hint(symbol):
 
 
 FILLS = (0x00, 0xA5)  # what the copies hold instead of the host bytes, to tell a word read through
+MANY_COPIES = 256  # host addresses copied for one replay, at most (values_together)
 
 
 def host_copy_check(replayer):
@@ -132,29 +148,42 @@ def host_copy_check(replayer):
     a plain replay's with the host bytes copied and differ with the copies filled
     (FILLS): the kernel reads through the words; "value" where they are the same either
     way: the high halves and what they point at do not matter, the words are kept as
-    captured; None where even faithful copies change the results."""
+    captured; None where even faithful copies change the results.  check.many({node
+    index: found}) asks the same of several nodes' words at once."""
     state = {}
 
-    def replay_with(i, found, fill):
+    def replay_with(by_node, fill):
         with contextlib.ExitStack() as stack:
-            blob = bytearray(replayer.base(i))
-            for at, addr, size in found:
-                data = C.string_at(addr, size) if fill is None else bytes([fill]) * size
-                struct.pack_into("<Q", blob, at, stack.enter_context(placed(data, addr & 0xFFFFFFFF)))
-            return replayer.replay_params({i: bytes(blob)})
+            changed, copies = {}, {}  # (one copy per address: stale words repeat)
+            for i, found in by_node.items():
+                blob = bytearray(replayer.base(i))
+                for at, addr, size in found:
+                    if addr not in copies:
+                        data = C.string_at(addr, size) if fill is None else bytes([fill]) * size
+                        copies[addr] = stack.enter_context(placed(data, addr & 0xFFFFFFFF))
+                    struct.pack_into("<Q", blob, at, copies[addr])
+                changed[i] = bytes(blob)
+            return replayer.replay_params(changed)
 
-    def check(i, found):
+    def many(by_node):
+        """check for the words of several nodes ({node index: found}) at once."""
         try:
             if "reference" not in state:
                 state["reference"] = replayer.replay_params({})
-            if replay_with(i, found, None) != state["reference"]:
+            if replay_with(by_node, None) != state["reference"]:
                 return None
-            return "read" if any(replay_with(i, found, f) != state["reference"] for f in FILLS) else "value"
+            return "read" if any(replay_with(by_node, f) != state["reference"] for f in FILLS) else "value"
         except RuntimeError as e:  # a fault: the kernel reads further than the copy, or otherwise
-            raise ExportError(f"node {i} ({replayer.cap.nodes[i]['name'][:80]}): replaying with " + ", ".join(
-                f"bytes {at}..{at + 8} (0x{addr:x}, host memory of this process)" for at, addr, _ in found) +
+            raise ExportError("; ".join(f"node {i} ({replayer.cap.nodes[i]['name'][:80]})" for i in by_node) +
+                              ": replaying with " + ", ".join(
+                f"bytes {at}..{at + 8} (0x{addr:x}, host memory of this process)"
+                for found in by_node.values() for at, addr, _ in found[:8]) +
                 f" pointed at device copies of the bytes there failed ({e}): the kernel reads memory it was not "
                 "given (this process's CUDA context may now be unusable)") from e
+
+    def check(i, found):
+        return many({i: found})
+    check.many = many
     check.forget = state.clear  # (the replays' bytes changed: a new reference)
     return check
 
@@ -174,13 +203,9 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
     (each listed in launched [(node, offset, address, bytes)]), else add a problem.
     Returns True."""
     blob = cap.nodes[i]["bytes"]
-    found = []
-    for a, n, _ in ranges:
-        addr = u64(blob, a) if n == 8 and a % 4 == 0 else 0
-        where = next(((lo, hi) for lo, hi, _ in maps if lo <= addr < hi), None)
-        if where is None:
-            return False
-        found.append((a, addr, min(HOST_WINDOW, where[1] - addr)))
+    found = host_found(blob, ranges, maps)
+    if found is None:
+        return False
     node = next(n for n in nodes if n.index == i)
     k = kernels[cap.nodes[i]["func"]]
     what = check(i, found)
@@ -228,6 +253,33 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
                                                                 key=lambda r: r[0]))
                     k.ptr_words.add(PtrWord(off, a - off, "abs64"))
     return True
+
+
+def host_found(blob, ranges, maps):
+    """[(offset, host address, bytes to copy)] of ranges [(offset, length, why)] of a
+    parameter blob where every one is an 8-byte word pointing into host memory (maps:
+    [(low, high, name)], module_watch.host_maps), else None."""
+    found = []
+    for a, n, _ in ranges:
+        addr = u64(blob, a) if n == 8 and a % 4 == 0 else 0
+        where = next(((lo, hi) for lo, hi, _ in maps if lo <= addr < hi), None)
+        if where is None:
+            return None
+        found.append((a, addr, min(HOST_WINDOW, where[1] - addr)))
+    return found or None
+
+
+def values_together(check, host):
+    """The nodes of host ({node index: found, as host_found gives}) whose host words
+    check proves values all at once: every node's together where there are several
+    (check.many), else, or where that is not all values, each node's with several words
+    alone.  The rest are judged word by word (read_host): a group that is not all values
+    says nothing of any one word."""
+    def fits(groups):  # (each address is a copy of 4 MiB or more, in 4 GiB of address space)
+        return len({addr for found in groups for _, addr, _ in found}) <= MANY_COPIES
+    if len(host) > 1 and fits(host.values()) and check.many(host) == "value":
+        return set(host)
+    return {i for i, found in host.items() if len(found) > 1 and fits([found]) and check(i, found) == "value"}
 
 
 def launch_time_bytes(cap, i, found):

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pgcc.host_words import HOST_WINDOW, holds_word, launch_time_bytes, library_hint, read_host, words_hex
+from pgcc.host_words import (HOST_WINDOW, MANY_COPIES, holds_word, host_found, launch_time_bytes, library_hint,
+                             read_host, values_together, words_hex)
 from pgcc.model import Kernel, Node
 from pgcc.relocate import Buffers
 from pgcc.replay import POISON, close_unless_stuck, narrow, prove_irrelevant
@@ -255,3 +256,54 @@ def test_after_a_fault_the_error_that_says_where_is_the_one_raised():
             raise ExportError("replaying ... failed: a kernel reads memory it was not given")
         finally:
             close_unless_stuck(r, stuck=lambda: "CUDA error 700")  # (a plain r.close() here raised its own)
+
+
+def test_host_found_only_where_every_range_is_a_host_word():
+    alpha, addr, cap, node, kernel, maps = host_word_node()
+    blob = cap.nodes[0]["bytes"]
+    assert host_found(blob, [(8, 8, "changes")], maps) == [(8, addr, min(HOST_WINDOW, addr + 4096 - addr))]
+    assert host_found(blob, [(0, 8, "changes"), (8, 8, "changes")], maps) is None  # (word 0 is 0: no host address)
+    assert host_found(blob, [(8, 4, "changes")], maps) is None  # (half a word)
+    assert host_found(blob, [], maps) is None
+
+
+class GroupCheck:
+    """check(i, found) and check.many(by_node) over words whose kind is known: "value",
+    "read" where any word is read through; each call counted (a replay each)."""
+
+    def __init__(self, read=()):
+        self.read, self.calls = set(read), []
+        self.many = self._many
+
+    def _many(self, by_node):
+        self.calls.append(sorted(by_node))
+        return "read" if any(addr in self.read for f in by_node.values() for _, addr, _ in f) else "value"
+
+    def __call__(self, i, found):
+        return self._many({i: found})
+
+
+def words(*addrs):
+    return [(8 * k, a, 64) for k, a in enumerate(addrs)]
+
+
+def test_values_together_proves_every_node_at_once_where_all_are_values():
+    check = GroupCheck()
+    host = {3: words(0x10, 0x20), 7: words(0x30), 9: words(0x40, 0x50, 0x60)}
+    assert values_together(check, host) == {3, 7, 9} and check.calls == [[3, 7, 9]]
+
+
+def test_values_together_falls_back_to_each_node_then_leaves_single_words():
+    check = GroupCheck(read={0x50})
+    host = {3: words(0x10, 0x20), 7: words(0x30), 9: words(0x40, 0x50, 0x60)}
+    # node 9 holds a word read through: not grouped; node 7's single word is left to read_host
+    assert values_together(check, host) == {3} and check.calls == [[3, 7, 9], [3], [9]]
+
+
+def test_values_together_bounds_the_copies_one_replay_makes():
+    check = GroupCheck()
+    many = words(*range(0x1000, 0x1000 + 8 * (MANY_COPIES + 1), 8))
+    host = {1: many, 2: words(0x10, 0x20)}
+    assert values_together(check, host) == {2} and check.calls == [[2]]
+    same = words(*([0x10] * (MANY_COPIES + 1)))  # (one address many times: one copy)
+    assert values_together(GroupCheck(), {1: same, 2: words(0x20)}) == {1, 2}
