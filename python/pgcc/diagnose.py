@@ -189,7 +189,8 @@ def describe_node(n, cap_node, bufs, blocks):
         for at, b, o, kind in relocs:
             covered.update(range(off + at, off + at + (8 if kind == "abs64" else 4)))
             was = u64(blob, off + at) if kind == "abs64" else int.from_bytes(blob[off + at:off + at + 4], "little")
-            lines.append(f"param {off}+{at} {kind} -> {b.name}+{o} ({b.role}); captured 0x{was:x}")
+            lines.append(f"param {off}+{at} {kind} -> {b.name}+{o} ({b.role}{f', {b.size} bytes' if b.size else ''}); "
+                         f"captured 0x{was:x}")
             if b.host:  # host memory the kernel reads: the export's copy against what is there now
                 shown = min(len(b.host), 32)
                 mapped = any(lo <= b.ranges[0] and b.ranges[0] + shown <= hi for lo, hi, _ in host_maps())
@@ -231,7 +232,7 @@ class Harness:
     """The nodes of an export and capture A's, ready to run one by one side by side."""
 
     def __init__(self, torch, cap, bufs, nodes, edges):
-        self.torch, self.cap, self.bufs = torch, cap, bufs
+        self.torch, self.cap, self.bufs, self.running = torch, cap, bufs, None
         # (a host read's copy and sync are left out: the values read are capture A's, baked
         # in; so is a collective, which no capture ran)
         self.by_index = {n.index: n for n in nodes if n.kind in ("kernel", "memset", "memcpy")}
@@ -272,12 +273,14 @@ class Harness:
         torch.cuda.synchronize()
         first = None
         for i in self.seq:
+            self.running = i  # (the node a fault stopped at: kernel_code.prove_code describes it)
             n = self.by_index[i]
             mine = list({id(b): b for b in node_buffers(n) if not b.host}.values())
             before = [ref.bytes_of(b).clone() for b in mine]
             ref.run(n, captured[i])
+            check(cu().CtxSynchronize(), _where(n, captured[i]) + ", as captured")  # (a fault: which side)
             exp.run(n, captured[i])
-            check(cu().CtxSynchronize(), _where(n, captured[i]))
+            check(cu().CtxSynchronize(), _where(n, captured[i]) + ", as exported")
             for b in mine:
                 x, y = ref.bytes_of(b), exp.bytes_of(b)
                 if id(b) in self.masks:
@@ -304,6 +307,7 @@ class Harness:
                 break
             if first:
                 break
+        self.running = None
         equal = all(torch.equal(ref.bytes_of(b), exp.bytes_of(b)) for b in self.blist if b.role == "output")
         return first, equal
 

@@ -190,6 +190,21 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
     left as found, with a warning: verify.py has the last word."""
     judged = {f: k for f, k in kernels.items() if k.module["kind"] == "library" or k.image is not None}
     h = Harness(torch, cap, bufs, nodes, edges)
+    try:
+        _prove_code(torch, h, bufs, nodes, kernels, judged, replayer, log, warn, out_dir, watch)
+    except RuntimeError as e:  # a fault or a refused launch: the node it stopped at (from host memory)
+        if h.running is not None:
+            n = h.by_index[h.running]
+            c = h.captured[h.running]
+            log(f"  the run node by node stopped at node {h.running} ({str(e)[-60:]})" + (
+                f"; grid {c['grid']}, block {c['block']}" if "grid" in c else "") + "; its parameters:")
+            for line in describe_node(n, c, bufs, cap.blocks()):
+                log("    " + line)
+        raise
+
+
+def _prove_code(torch, h, bufs, nodes, kernels, judged, replayer, log, warn, out_dir, watch):
+    cap = h.cap
     replayer.restore()
     first, _ = h.compare()
     if first:  # the arguments already differ: no run can judge the code (PGCC_DIAGNOSE tells more)

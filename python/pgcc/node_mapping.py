@@ -20,6 +20,7 @@ from .collectives import kernel_collective, libcall
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES
 from .errors import ExportError
 from .graphfile import ident
+from .library_structs import value_ranges
 from .model import Kernel, Node
 from .relocate import Allocations, Buffers, Relocator
 from .weights import dtype_of
@@ -137,7 +138,8 @@ def map_nodes(torch, captures, rel, bufs, suspects):
                                              ptr_words=set())
             k = kernels[na["func"]]
             sus = []
-            args = rel.kernel_args(na["layout"], [na["bytes"], nb["bytes"], nc["bytes"]], where, k.ptr_words, sus)
+            args = rel.kernel_args(na["layout"], [na["bytes"], nb["bytes"], nc["bytes"]], where, k.ptr_words, sus,
+                                   values=value_ranges(na["name"], na["layout"]))
             if sus:
                 suspects[i] = sus
             k.packed = k.packed or bool(na.get("packed"))

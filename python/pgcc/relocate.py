@@ -279,7 +279,7 @@ class Relocator:
                 return b, o
         return None
 
-    def kernel_args(self, layout, blobs, where, ptr_words, suspects=None):
+    def kernel_args(self, layout, blobs, where, ptr_words, suspects=None, values=()):
         """One kernel node's arguments.  layout: its parameters' (offset, size); blobs: its
         parameter bytes in each capture.  Returns, one per parameter, ("ptr", buffer, offset)
         for an 8-byte parameter that is one whole address, ("bytes", raw, [model.Relocation
@@ -289,9 +289,14 @@ class Relocator:
         suspects, a list, gets (offset, length, why) for the bytes that change between the
         captures but no relocation explains, and for constant words that are addresses this
         process owns but the export does not; their bytes are zero in raw.  Without it (the
-        two-capture behaviour) those are problems, and foreign words are written as null."""
+        two-capture behaviour) those are problems, and foreign words are written as null.
+        values: byte ranges [(from, to)] that hold no address (library_structs.value_ranges):
+        no word overlapping one is taken for an address, however it reads."""
         args = []
         blob = bytearray(blobs[0])
+
+        def free(w, n):  # (no byte of w..w+n in a range of values)
+            return not any(lo < w + n and w < hi for lo, hi in values)
         for off, size in layout:
             end = off + size
             relocs = {}  # at (from the blob's start) -> (buffer, offset, kind)
@@ -304,6 +309,8 @@ class Relocator:
             changed = {i for i in range(off, end) if any(b[i] != blobs[0][i] for b in blobs[1:])}
             # whole addresses at 8-byte-aligned words: pointers, constants, foreign words
             for w in range(off + (-off % 8), end - 7, 8):
+                if not free(w, 8):
+                    continue
                 vals = [u64(b, w) for b in blobs]
                 seen = len(self.foreign_words)
                 r = self.resolve(vals, f"{where}, parameter bytes {w}..{w + 8}", nowhere=suspects is None)
@@ -317,14 +324,14 @@ class Relocator:
             if suspects is not None:
                 # whole addresses at 4-byte-aligned words, then truncated ones, where bytes change
                 for w in range(off + (-off % 4), end - 7, 4):
-                    if w % 8 and not covered & set(range(w, w + 8)) and changed & set(range(w, w + 8)):
+                    if w % 8 and free(w, 8) and not covered & set(range(w, w + 8)) and changed & set(range(w, w + 8)):
                         r = self.probe([u64(b, w) for b in blobs])
                         if r:
                             take(w, r, "abs64", 8)
                 for kind in ("lo32", "hi32"):
                     pairs = [(b, o) for b, o, _ in relocs.values()]
                     for w in range(off + (-off % 4), end - 3, 4):
-                        if not covered & set(range(w, w + 4)) and changed & set(range(w, w + 4)):
+                        if free(w, 4) and not covered & set(range(w, w + 4)) and changed & set(range(w, w + 4)):
                             r = self.truncated([u32(b, w) for b in blobs], kind, pairs)
                             if r:
                                 take(w, r, kind, 4)

@@ -52,7 +52,7 @@ def test_describe_node_names_each_relocation_and_a_pointer_missed():
     n = Node(kind="kernel", index=4, args=[("ptr", x, 16), ("value", struct.pack("<I", 6)), ("value", bytes(4)),
                                            ("value", blob[16:])])
     lines = describe_node(n, cap_node, bufs, [])
-    assert lines == ["param 0+0 abs64 -> in0+16 (input); captured 0x10000010",
+    assert lines == ["param 0+0 abs64 -> in0+16 (input, 1024 bytes); captured 0x10000010",
                      "param 8 (4 bytes): exported 06000000, captured 05000000",
                      "byte 16: 0x20000040 is t0+64 (intermediate) in capture A, but no relocation"]
     assert describe_node(Node(kind="memset", index=5, dst=(t, 0), value=0, elem=4, width=1), {}, bufs, []) == []
