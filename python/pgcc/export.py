@@ -193,6 +193,9 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                      + (", ..." if len(weights) > 6 else ""))
         per_call, drawn = warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original,
                                   fresh_thread=watch is not None)
+        if per_call and compile and not training and os.environ.get("PGCC_SCALARS_ON_DEVICE") != "0":
+            call, run, per_call, drawn = scalars_on_device(torch, fn, in_spec, inputs, weights, warmup, name, prog,
+                                                           original, watch, (call, run, per_call, drawn))
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
         a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
@@ -200,6 +203,8 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         report = a.report
         if isinstance(call, compiled_or_eager) and call.why:
             report["eager"] = call.why  # (torch.compile could not run it: exported as it runs eagerly)
+        if isinstance(call, compiled_or_eager) and call.scalars_on_device:
+            report["scalars_on_device"] = True  # (compiled with capture_scalar_outputs: verify it so too)
     except BaseException:
         try:  # the caller's state back, where CUDA still works
             restore_state(original)
@@ -253,6 +258,35 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     finally:
         prog.flush()
     return result
+
+
+def scalars_on_device(torch, fn, in_spec, inputs, weights, warmup, name, prog, original, watch, plain):
+    """An inference callable that reads values back to the host, compiled again with its
+    scalars traced (compiled_or_eager's scalars_on_device): where that call reads fewer
+    values (a scale computed from .item(), fused by Inductor into the kernel that uses
+    it: a read less, and a program that serves every value instead of a guarded one),
+    (call, run, reads per call, random draws) of it; else plain, those of the compile
+    as it was.  A compile that fails with the setting keeps plain, with a warning."""
+    prog.status(f"{name}: compiling again with the values read traced (capture_scalar_outputs)")
+    call = compiled_or_eager(torch, fn, prog.warn, scalars_on_device=True)
+    run = FlatCall(torch, call, in_spec, weights)
+    try:
+        per_call, drawn = warm_up(torch, run, inputs, weights, warmup, True, name, prog, original,
+                                  fresh_thread=watch is not None)
+    except Exception as e:  # (torch.compile's own errors, of any class) pylint: disable=broad-except
+        if stuck_error():
+            raise
+        restore_state(original)
+        prog.warn("compiled with capture_scalar_outputs, the callable failed: exported as torch.compile compiles it "
+                  "by default", f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")
+        return plain
+    if per_call >= plain[2]:
+        prog.log(f"  compiled with capture_scalar_outputs, a call still reads {per_call} values back: exported as "
+                 "torch.compile compiles it by default")
+        return plain
+    prog.log(f"  compiled with capture_scalar_outputs (the values read and the arithmetic on them traced), a call "
+             f"reads {per_call} values back instead of {plain[2]}: exported so (the report's scalars_on_device)")
+    return call, run, per_call, drawn
 
 
 def in_grad_mode(torch, fn, enabled):

@@ -15,13 +15,16 @@ call torch.compile cannot run on (AOTAutograd's double backward, EAGER_ONLY).
 Assumes PyTorch (passed in as `torch`: importing this module needs none).
 """
 import contextlib
+import functools
 import re
 import threading
+import types
 
 from .hostreads import HostReads, perturbed
 from .random_state import philox_generator
 
-__all__ = ["compiled_or_eager", "EAGER_ONLY", "in_fresh_thread", "on_capture_stream", "restore_state", "saved_state", "training_step", "warm_up"]
+__all__ = ["compiled_or_eager", "EAGER_ONLY", "in_fresh_thread", "on_capture_stream", "own_code", "restore_state",
+           "saved_state", "training_step", "warm_up"]
 
 
 # What torch.compile raises, at run time, for a program it cannot compile at all (PyTorch
@@ -34,14 +37,24 @@ class compiled_or_eager:
     """torch.compile(fn), until a call raises what EAGER_ONLY matches: from that call on
     (the failed call made again) fn itself runs, eagerly, and `why` says so.  A training
     step whose compiled call failed part way has changed what it changed before the
-    failure -- zero_grad(), a forward -- which a step does again anyway."""
+    failure -- zero_grad(), a forward -- which a step does again anyway.
 
-    def __init__(self, torch, fn, warn):
-        self.fn, self.call, self.warn, self.why = fn, torch.compile(fn), warn, None
+    scalars_on_device: compiled, and called, with TorchDynamo's capture_scalar_outputs,
+    so that a value read with .item() and the host arithmetic on it are traced into the
+    graph, where Inductor may keep them on the GPU (no read at all); a function is
+    compiled from a copy of its code, whose compiled graphs are its own (TorchDynamo
+    keeps them per code object, beside those of a compile without the setting)."""
+
+    def __init__(self, torch, fn, warn, scalars_on_device=False):
+        self.fn, self.warn, self.why, self.scalars_on_device = fn, warn, None, scalars_on_device
+        self.call = torch.compile(own_code(fn) if scalars_on_device else fn)
+        self.config = (lambda: torch._dynamo.config.patch(capture_scalar_outputs=True)) if scalars_on_device \
+            else contextlib.nullcontext
 
     def __call__(self, *args, **kwargs):
         try:
-            return self.call(*args, **kwargs)
+            with self.config():
+                return self.call(*args, **kwargs)
         except RuntimeError as e:
             if self.why is not None or not EAGER_ONLY.search(str(e)):
                 raise
@@ -50,6 +63,16 @@ class compiled_or_eager:
             self.warn("torch.compile cannot run this callable; it is exported as it runs eagerly (its kernels "
                       "captured as PyTorch launches them, verified against the callable run eagerly)", self.why)
             return self.call(*args, **kwargs)
+
+
+def own_code(fn):
+    """fn, where it is a plain function, as a function of the same globals, closure and
+    defaults whose code object is a copy of its own; anything else as it is."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    g = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    g.__kwdefaults__, g.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+    return functools.update_wrapper(g, fn, assigned=("__module__", "__doc__"), updated=())
 
 
 def warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original, fresh_thread=False):

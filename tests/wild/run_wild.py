@@ -337,12 +337,15 @@ def child(key, out_dir):
         torch.manual_seed(1)  # (a program that draws random numbers: the same draws as the compiled call's below)
         got = f(*got_inputs)
         torch.cuda.synchronize()
-        rec["stage"] = "compiled"  # (the callable as pgcc.export compiles it: in eval mode, under no_grad)
-        compiled = torch.compile(model)
+        rec["stage"] = "compiled"  # (the callable as pgcc.export compiles it: in eval mode, under no_grad,
+        compiled = torch.compile(model)  # with its scalars traced where the export's report says so)
         comp_inputs = copy_inputs(torch, pristine)
         inference = isinstance(model, torch.nn.Module) and not model.training
+        traced = (res.report or {}).get("scalars_on_device")
+        rec["scalars_on_device"] = bool(traced)
         torch.manual_seed(1)
-        with torch.no_grad() if inference else contextlib.nullcontext():
+        with torch.no_grad() if inference else contextlib.nullcontext(), \
+                torch._dynamo.config.patch(capture_scalar_outputs=True) if traced else contextlib.nullcontext():
             comp = compiled(*comp_inputs)
         torch.cuda.synchronize()
         rec["stage"] = "compare"
