@@ -8,7 +8,7 @@ loads it until cu() is first called, so importing this module needs no GPU.
 import contextlib
 import ctypes as C
 
-__all__ = ["ATTR_CLUSTER_DIMENSION", "ATTR_COOPERATIVE", "ATTR_PRIORITY", "ATTR_VALUE_BYTES", "check", "cu",
+__all__ = ["allocation_span", "ATTR_CLUSTER_DIMENSION", "ATTR_COOPERATIVE", "ATTR_PRIORITY", "ATTR_VALUE_BYTES", "check", "cu",
            "device_bytes", "FUNC_MAX_DYNAMIC_SHARED_SIZE", "FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED",
            "FUNC_REQUIRED_CLUSTER_WIDTH", "kernel_argv", "KernelNodeParams", "LAUNCH_PARAM_BUFFER_POINTER",
            "LAUNCH_PARAM_BUFFER_SIZE", "LAUNCH_PARAM_END", "LaunchAttribute", "LaunchConfig", "Memcpy3D",
@@ -112,6 +112,14 @@ def stuck_error():
     (an illegal address, a trap) every later call of the process on it fails so."""
     r = cu().CtxSynchronize()
     return None if r == 0 else error_text(r)
+
+
+def allocation_span(addr):
+    """(base, size) of the device allocation holding addr, or None where none does."""
+    base, size = C.c_uint64(), C.c_size_t()
+    if cu().MemGetAddressRange(C.byref(base), C.byref(size), C.c_uint64(addr)) != 0:
+        return None
+    return base.value, size.value
 
 
 def read_device(addr, size):

@@ -17,14 +17,14 @@ import struct
 
 from .access_probe import Device
 from .alone import ALONE, Alone
-from .cuda import placed
+from .cuda import allocation_span, placed, read_device
 from .errors import ExportError
 from .model import PtrWord, Relocation, write_report
 from .module_watch import HOST_WINDOW  # bytes of host memory copied where a kernel reads through a host address
-from .relocate import u64
+from .relocate import FOREIGN, u64
 from .replay import mark_dontcare, prove_irrelevant
 
-__all__ = ["FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "holds_word", "host_copy_check", "host_found",
+__all__ = ["device_values", "FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "holds_word", "host_copy_check", "keep_as_captured", "host_found",
            "launch_time_bytes", "library_hint", "MANY_COPIES", "prove_suspects", "read_host", "values_together",
            "words_hex"]
 
@@ -40,32 +40,32 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
     log = prog.log
     prog.status(f"{name}: replaying to prove {sum(map(len, suspects.values()))} changing parameter words "
                 "irrelevant")
-    # Words that point into host memory first, each on its own: the kernels may read
+    # Words that point into host memory first: the kernels may read
     # through them (cuBLAS's alpha and beta), or take them as values (CUTLASS SGEMM's
     # float bound beside stale stack bytes).  read_host tells which with copies that
     # keep their low 32 bits, where zeroing or poisoning such a word could make a
     # kernel fault.  The exported bytes hold the other suspects zeroed (relocate.py
     # never writes this process's addresses), so those are proven irrelevant by
     # replays with them zeroed and poisoned.
-    rescued, kept, check, launched = {}, [], host_copy_check(replayer), []
+    rescued, kept, kept_device, check, launched = {}, [], [], host_copy_check(replayer), []
     # Most such words are values (a multi-tensor table's unused slots hold hundreds), and
-    # each replay costs a whole step: they are proven together first, all nodes', then
-    # each node's, and one by one only where a group is not all values (values_together).
-    host = {}  # node index -> its words into host memory (host_found)
-    for i, ranges in suspects.items():
-        blob = capA.nodes[i]["bytes"]
-        if (found := host_found(blob, [r for r in ranges if host_found(blob, [r], maps)], maps)):
-            host[i] = found
-    values = values_together(check, host)
+    # each replay costs a whole step: a node's are proven together first, and one by one
+    # only where they are not all values (values_together).  Node by node, in order: a
+    # node whose host bytes are fixed (as launched) makes the later replays' reference.
     for i in list(suspects):
         first = len(launched)
-        if i in values:  # (proven values together: kept as captured, as read_host keeps each)
-            together = {at for at, _, _ in host[i]}
+        blob = capA.nodes[i]["bytes"]
+        host = host_found(blob, [r for r in suspects[i] if host_found(blob, [r], maps)], maps)
+        if host and values_together(check, i, host):  # (kept as captured, as read_host keeps each value)
+            together = {at for at, _, _ in host}
             read_host(i, [r for r in suspects[i] if r[0] in together], capA, maps, bufs, nodes, kernels, rescued,
                       lambda *_: "value", kept, problems, launched)
             suspects[i] = [r for r in suspects[i] if r[0] not in together]
         suspects[i] = [r for r in suspects[i] if not read_host(i, [r], capA, maps, bufs, nodes, kernels,
                                                                 rescued, check, kept, problems, launched)]
+        if any(why == FOREIGN for _, _, why in suspects[i]):
+            gone = device_values(i, suspects[i], capA, nodes, kernels, check, allocation_span, kept_device)
+            suspects[i] = [r for r in suspects[i] if r not in gone]
         if len(launched) > first:  # later replays read what the launch read, not what lies there now
             blob = bytearray(replayer.base(i))
             for _, at, addr, data in launched[first:]:
@@ -83,6 +83,7 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
     report["host_memory_read"] = [f"0x{a:x}" for a in rescued if not isinstance(a, tuple)]
     report["host_memory_read_at_launch"] = [f"0x{a:x}" for a in at_launch]
     report["host_like_values"] = [{"node": i, "at": at, "word": f"0x{w:x}"} for i, at, w in kept]
+    report["device_like_values"] = [{"node": i, "at": at, "word": f"0x{w:x}"} for i, at, w in kept_device]
     report["judged_alone"] = alone.proven  # (nodes whose bytes their runs alone proved: alone.py)
     write_report(report_path, report)
     if problems:
@@ -101,6 +102,10 @@ def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, rep
             "with the same low 32 bits compute the same: a float beside stale stack bytes, an unused slot): "
             "kept as captured, listed in the report's host_like_values; e.g. " + ", ".join(
                 f"node {i} bytes {a}..{a + 8} 0x{w:x} ({capA.nodes[i]['name'][:40]})" for i, a, w in kept[:3]))
+    if kept_device:
+        log(f"  {len(kept_device)} constant parameter words that read as addresses of device memory the export does "
+            "not own are taken as values (replays with them pointed at copies of the bytes there, or of other bytes, "
+            "with the same low 32 bits compute the same): kept as captured, listed in the report's device_like_values")
     for i, r in suspects.items():
         mark_dontcare(kernels[capA.nodes[i]["func"]], r)
     log(f"  {sum(map(len, suspects.values()))} parameter byte ranges in {len(suspects)} nodes change between "
@@ -148,42 +153,35 @@ def host_copy_check(replayer):
     a plain replay's with the host bytes copied and differ with the copies filled
     (FILLS): the kernel reads through the words; "value" where they are the same either
     way: the high halves and what they point at do not matter, the words are kept as
-    captured; None where even faithful copies change the results.  check.many({node
-    index: found}) asks the same of several nodes' words at once."""
+    captured; None where even faithful copies change the results.  check(i, found,
+    device=True): the same of words into device memory (device_values)."""
     state = {}
 
-    def replay_with(by_node, fill):
+    def replay_with(i, found, fill, device):
         with contextlib.ExitStack() as stack:
-            changed, copies = {}, {}  # (one copy per address: stale words repeat)
-            for i, found in by_node.items():
-                blob = bytearray(replayer.base(i))
-                for at, addr, size in found:
-                    if addr not in copies:
-                        data = C.string_at(addr, size) if fill is None else bytes([fill]) * size
-                        copies[addr] = stack.enter_context(placed(data, addr & 0xFFFFFFFF))
-                    struct.pack_into("<Q", blob, at, copies[addr])
-                changed[i] = bytes(blob)
-            return replayer.replay_params(changed)
+            blob, copies = bytearray(replayer.base(i)), {}  # (one copy per address: stale words repeat)
+            for at, addr, size in found:
+                if addr not in copies:
+                    data = bytes([fill]) * size if fill is not None else \
+                        read_device(addr, size) if device else C.string_at(addr, size)
+                    copies[addr] = stack.enter_context(placed(data, addr & 0xFFFFFFFF))
+                struct.pack_into("<Q", blob, at, copies[addr])
+            return replayer.replay_params({i: bytes(blob)})
 
-    def many(by_node):
-        """check for the words of several nodes ({node index: found}) at once."""
+    def check(i, found, device=False):
         try:
             if "reference" not in state:
                 state["reference"] = replayer.replay_params({})
-            if replay_with(by_node, None) != state["reference"]:
+            if replay_with(i, found, None, device) != state["reference"]:
                 return None
-            return "read" if any(replay_with(by_node, f) != state["reference"] for f in FILLS) else "value"
+            return "read" if any(replay_with(i, found, f, device) != state["reference"] for f in FILLS) else "value"
         except RuntimeError as e:  # a fault: the kernel reads further than the copy, or otherwise
-            raise ExportError("; ".join(f"node {i} ({replayer.cap.nodes[i]['name'][:80]})" for i in by_node) +
-                              ": replaying with " + ", ".join(
-                f"bytes {at}..{at + 8} (0x{addr:x}, host memory of this process)"
-                for found in by_node.values() for at, addr, _ in found[:8]) +
+            where = "device memory the export does not own" if device else "host memory of this process"
+            raise ExportError(f"node {i} ({replayer.cap.nodes[i]['name'][:80]}): replaying with " + ", ".join(
+                f"bytes {at}..{at + 8} (0x{addr:x}, {where})" for at, addr, _ in found[:8]) +
+                (f", and {len(found) - 8} more" if len(found) > 8 else "") +
                 f" pointed at device copies of the bytes there failed ({e}): the kernel reads memory it was not "
                 "given (this process's CUDA context may now be unusable)") from e
-
-    def check(i, found):
-        return many({i: found})
-    check.many = many
     check.forget = state.clear  # (the replays' bytes changed: a new reference)
     return check
 
@@ -222,14 +220,7 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
             "bits, changes the results: the kernel takes them neither as addresses of what is there nor as values"
             + library_hint(cap.nodes[i]["name"]))
     elif what == "value":
-        for a, addr, _ in found:
-            for p, (off, size_) in enumerate(k.layout):
-                if off <= a < off + size_ and node.args[p][0] in ("value", "bytes"):
-                    arg = node.args[p]
-                    raw = bytearray(arg[1])
-                    raw[a - off:a - off + 8] = blob[a:a + 8]
-                    node.args[p] = (arg[0], bytes(raw)) + tuple(arg[2:])
-            kept.append((i, a, addr))
+        keep_as_captured(i, found, blob, node, k, kept)
     else:
         for a, addr, size in found:
             data = at_launch[addr] if at_launch is not None else C.string_at(addr, size)
@@ -255,6 +246,43 @@ def read_host(i, ranges, cap, maps, bufs, nodes, kernels, done, check, kept, pro
     return True
 
 
+def keep_as_captured(i, found, blob, node, k, kept):
+    """Node i's words at found [(offset, address, size)] written back as capture A had
+    them (the relocator zeroed them: it never writes this process's addresses), each
+    listed in kept [(node, offset, word)]."""
+    for a, addr, _ in found:
+        for p, (off, size_) in enumerate(k.layout):
+            if off <= a < off + size_ and node.args[p][0] in ("value", "bytes"):
+                arg = node.args[p]
+                raw = bytearray(arg[1])
+                raw[a - off:a - off + 8] = blob[a:a + 8]
+                node.args[p] = (arg[0], bytes(raw)) + tuple(arg[2:])
+        kept.append((i, a, addr))
+
+
+def device_values(i, ranges, cap, nodes, kernels, check, span_of, kept):
+    """Those of node i's ranges that are constant words into device memory the export
+    does not own (FOREIGN: a library's own allocation, in this process only) which check
+    (host_copy_check, device=True) proves values -- an int beside stale bytes of an old
+    pointer, as CUTLASS's split-K reduction's partition count (0x00007f19_00000001),
+    where the stale half happened to fall in such an allocation -- kept as captured
+    (keep_as_captured, into kept).  Returns the ranges proven so.  span_of(address):
+    (base, size) of its allocation, or None."""
+    blob, proven = cap.nodes[i]["bytes"], []
+    for r in ranges:
+        a, n, why = r
+        addr = u64(blob, a) if n == 8 and why == FOREIGN else 0
+        span = span_of(addr) if addr else None
+        if span is None:
+            continue
+        found = [(a, addr, max(1, min(HOST_WINDOW, span[0] + span[1] - addr)))]
+        if check(i, found, device=True) == "value":
+            keep_as_captured(i, found, blob, next(x for x in nodes if x.index == i), kernels[cap.nodes[i]["func"]],
+                             kept)
+            proven.append(r)
+    return proven
+
+
 def host_found(blob, ranges, maps):
     """[(offset, host address, bytes to copy)] of ranges [(offset, length, why)] of a
     parameter blob where every one is an 8-byte word pointing into host memory (maps:
@@ -269,17 +297,15 @@ def host_found(blob, ranges, maps):
     return found or None
 
 
-def values_together(check, host):
-    """The nodes of host ({node index: found, as host_found gives}) whose host words
-    check proves values all at once: every node's together where there are several
-    (check.many), else, or where that is not all values, each node's with several words
-    alone.  The rest are judged word by word (read_host): a group that is not all values
-    says nothing of any one word."""
-    def fits(groups):  # (each address is a copy of 4 MiB or more, in 4 GiB of address space)
-        return len({addr for found in groups for _, addr, _ in found}) <= MANY_COPIES
-    if len(host) > 1 and fits(host.values()) and check.many(host) == "value":
-        return set(host)
-    return {i for i, found in host.items() if len(found) > 1 and fits([found]) and check(i, found) == "value"}
+def values_together(check, i, found):
+    """Whether check proves node i's several host words (found, as host_found gives)
+    values all at once.  Where it does not, they are judged word by word (read_host): a
+    group that is not all values says nothing of any one word.  (Not several nodes' at
+    once: a node whose host bytes must be fixed as launched -- cuBLASLt's split-K alpha --
+    changes what later nodes compute, and a reference made before that fix can hide
+    what a word does.)"""
+    copies = len({addr for _, addr, _ in found})  # (each a copy of 4 MiB or more, in 4 GiB of address space)
+    return len(found) > 1 and copies <= MANY_COPIES and check(i, found) == "value"
 
 
 def launch_time_bytes(cap, i, found):

@@ -35,7 +35,9 @@ import struct
 
 from .model import Buffer, PtrWord, Relocation
 
-__all__ = ["Allocations", "block_of", "Buffers", "Relocator", "u32", "u64", "used_extent"]
+__all__ = ["FOREIGN", "Allocations", "block_of", "Buffers", "Relocator", "u32", "u64", "used_extent"]
+
+FOREIGN = "an address this process owns, not the export's"  # (a suspect's why: host_words judges such words)
 
 
 class Buffers:
@@ -319,7 +321,7 @@ class Relocator:
                 elif len(self.foreign_words) > seen:
                     struct.pack_into("<Q", blob, w, 0)  # never the process's own address
                     if suspects is not None:
-                        suspects.append((w, 8, "an address this process owns, not the export's"))
+                        suspects.append((w, 8, FOREIGN))
                         covered.update(range(w, w + 8))
             if suspects is not None:
                 # whole addresses at 4-byte-aligned words, then truncated ones, where bytes change

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pgcc.host_words import (HOST_WINDOW, MANY_COPIES, holds_word, host_found, launch_time_bytes, library_hint,
-                             read_host, values_together, words_hex)
+from pgcc.host_words import (HOST_WINDOW, MANY_COPIES, device_values, holds_word, host_found, launch_time_bytes,
+                             library_hint, read_host, values_together, words_hex)
 from pgcc.model import Kernel, Node
-from pgcc.relocate import Buffers
+from pgcc.relocate import FOREIGN, Buffers
 from pgcc.replay import POISON, close_unless_stuck, narrow, prove_irrelevant
 
 
@@ -268,42 +268,57 @@ def test_host_found_only_where_every_range_is_a_host_word():
 
 
 class GroupCheck:
-    """check(i, found) and check.many(by_node) over words whose kind is known: "value",
-    "read" where any word is read through; each call counted (a replay each)."""
+    """check(i, found) over words whose kind is known: "value", "read" where any word
+    is read through; each call counted (a replay each)."""
 
     def __init__(self, read=()):
         self.read, self.calls = set(read), []
-        self.many = self._many
-
-    def _many(self, by_node):
-        self.calls.append(sorted(by_node))
-        return "read" if any(addr in self.read for f in by_node.values() for _, addr, _ in f) else "value"
 
     def __call__(self, i, found):
-        return self._many({i: found})
+        self.calls.append(i)
+        return "read" if any(addr in self.read for _, addr, _ in found) else "value"
 
 
 def words(*addrs):
     return [(8 * k, a, 64) for k, a in enumerate(addrs)]
 
 
-def test_values_together_proves_every_node_at_once_where_all_are_values():
-    check = GroupCheck()
-    host = {3: words(0x10, 0x20), 7: words(0x30), 9: words(0x40, 0x50, 0x60)}
-    assert values_together(check, host) == {3, 7, 9} and check.calls == [[3, 7, 9]]
-
-
-def test_values_together_falls_back_to_each_node_then_leaves_single_words():
+def test_values_together_proves_a_nodes_words_at_once_where_all_are_values():
     check = GroupCheck(read={0x50})
-    host = {3: words(0x10, 0x20), 7: words(0x30), 9: words(0x40, 0x50, 0x60)}
-    # node 9 holds a word read through: not grouped; node 7's single word is left to read_host
-    assert values_together(check, host) == {3} and check.calls == [[3, 7, 9], [3], [9]]
+    assert values_together(check, 3, words(0x10, 0x20, 0x30)) and check.calls == [3]
+    assert not values_together(check, 9, words(0x40, 0x50, 0x60)) and check.calls == [3, 9]  # (word by word then)
+    assert not values_together(check, 7, words(0x30)) and check.calls == [3, 9]  # (one word: read_host's alone)
 
 
 def test_values_together_bounds_the_copies_one_replay_makes():
     check = GroupCheck()
-    many = words(*range(0x1000, 0x1000 + 8 * (MANY_COPIES + 1), 8))
-    host = {1: many, 2: words(0x10, 0x20)}
-    assert values_together(check, host) == {2} and check.calls == [[2]]
-    same = words(*([0x10] * (MANY_COPIES + 1)))  # (one address many times: one copy)
-    assert values_together(GroupCheck(), {1: same, 2: words(0x20)}) == {1, 2}
+    assert not values_together(check, 1, words(*range(0x1000, 0x1000 + 8 * (MANY_COPIES + 1), 8)))
+    assert check.calls == []
+    assert values_together(check, 1, words(*([0x10] * (MANY_COPIES + 1))))  # (one address many times: one copy)
+
+
+def test_a_constant_word_into_foreign_device_memory_proven_a_value_is_kept():
+    """CUTLASS's split-K reduction: an int (1) beside stale bytes of an old pointer read
+    0x00007f1900000001, inside a library's own device allocation; the relocator zeroed it
+    as an address the export does not own.  Where the check calls it a value, the word is
+    written back as captured and listed; a word it calls read stays a suspect, and so do
+    words in no allocation and words of another kind."""
+    word = 0x7F19_0000_0001
+    blob = struct.pack("<QQQ", 5, word, word + 8)
+    cap = SimpleNamespace(nodes=[{"name": "ReduceSplitK", "func": 7, "bytes": blob}])
+    node = Node(kind="kernel", index=0, func=7, args=[("value", blob[:8]), ("value", bytes(8)), ("value", bytes(8))])
+    kernel = Kernel(symbol="ReduceSplitK", layout=[(0, 8), (8, 8), (16, 8)])
+    asked = []
+
+    def check(i, found, device=False):
+        asked.append((i, found, device))
+        return "value" if found[0][0] == 8 else "read"
+    spans = {word: (0x7F19_0000_0000, 1 << 21), word + 8: (0x7F19_0000_0000, 1 << 21)}
+    kept = []
+    ranges = [(8, 8, FOREIGN), (16, 8, FOREIGN), (0, 8, "changes between the captures")]
+    proven = device_values(0, ranges, cap, [node], {7: kernel}, check, spans.get, kept)
+    assert proven == [(8, 8, FOREIGN)] and kept == [(0, 8, word)]
+    assert node.args[1] == ("value", struct.pack("<Q", word)) and node.args[2] == ("value", bytes(8))
+    assert [(f[0][:2], d) for _, f, d in asked] == [((8, word), True), ((16, word + 8), True)]
+    assert asked[0][1][0][2] == min(HOST_WINDOW, (1 << 21) - 1)  # (the copy stays inside the allocation)
+    assert device_values(0, ranges, cap, [node], {7: kernel}, check, lambda a: None, []) == []
