@@ -338,11 +338,12 @@ def child(key, out_dir):
         got = f(*got_inputs)
         torch.cuda.synchronize()
         rec["stage"] = "compiled"  # (the callable as pgcc.export compiles it: in eval mode, under no_grad,
-        compiled = torch.compile(model)  # with its scalars traced where the export's report says so)
+        traced = (res.report or {}).get("scalars_on_device")  # with its scalars traced where the report says so,
+        rec["scalars_on_device"] = bool(traced)  # from a copy of its code: the export compiled it without too)
+        from pgcc.warmup import own_code
+        compiled = torch.compile(own_code(model) if traced else model)
         comp_inputs = copy_inputs(torch, pristine)
         inference = isinstance(model, torch.nn.Module) and not model.training
-        traced = (res.report or {}).get("scalars_on_device")
-        rec["scalars_on_device"] = bool(traced)
         torch.manual_seed(1)
         with torch.no_grad() if inference else contextlib.nullcontext(), \
                 torch._dynamo.config.patch(capture_scalar_outputs=True) if traced else contextlib.nullcontext():
