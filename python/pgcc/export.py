@@ -199,7 +199,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
         a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
-                            split=per_call > 0, rng_increment=drawn)
+                            split=per_call > 0, rng_increment=drawn, storages=not training)
         report = a.report
         if isinstance(call, compiled_or_eager) and call.why:
             report["eager"] = call.why  # (torch.compile could not run it: exported as it runs eagerly)
@@ -353,7 +353,7 @@ def export_buckets(fn, run, inputs, weights, out_dir, name, prog, watch, buckets
 
 
 def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=None, diagnose=False, split=False,
-                    rng_increment=None):
+                    rng_increment=None, storages=True):
     """The export proper, of a callable that has run (warmed up) already.  watch: a
     ModuleWatch started before fn first ran, for library kernels that are in no fatbin of
     their library (their images are then written beside the .graph).  diagnose: run the
@@ -366,17 +366,20 @@ def export_captured(fn, inputs, weights, out_dir, name, progress=None, watch=Non
     flipped), and where the two share what came before the read, the program holds both,
     chosen on the device.  rng_increment: how far a call advances PyTorch's Philox offset
     (warmup.py; None: not measured, and a call that draws random numbers is refused).
+    storages: weights that are views of one storage kept as one block
+    (node_mapping.flat_groups; a training step's state keeps its names instead).
     Returns the analysis (analyse(); its report is the export's)."""
     prog = progress or Progress(prefix="pgcc-export")
-    a = analyse(fn, inputs, weights, out_dir, name, prog, watch, split, rng_increment=rng_increment)
+    a = analyse(fn, inputs, weights, out_dir, name, prog, watch, split, rng_increment=rng_increment,
+                storages=storages)
     if split:
-        join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a)
+        join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a, storages)
     write_export(a, inputs, out_dir, name, prog, diagnose)
     keep_smaller_layout(a, out_dir, name, prog.log)
     return a
 
 
-def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
+def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a, storages=True):
     """If analysis `a` holds exactly one guarded read and it is the call's last, exports
     the other path and joins it into `a` as a conditional node (in place); a loop of
     guarded reads becomes a WHILE node; else, or if the paths cannot be joined, leaves `a`
@@ -389,7 +392,7 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
     try:
         warm_other_path(fn, inputs, weights, k)
         b = analyse(fn, inputs, weights, out_dir, name, prog, watch, True, force={k: True},
-                    rng_increment=(a.report.get("random") or {}).get("increment"))
+                    rng_increment=(a.report.get("random") or {}).get("increment"), storages=storages)
         join(a, b, k, out_dir)
     except ExportError as e:
         prog.warn(f"the other side of the branch at {where} could not be joined as a conditional node: the read "
@@ -399,11 +402,11 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a):
     prog.log(f"  the value read at {where}: both paths exported, an IF/ELSE node chooses on the device")
 
 
-def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, rng_increment=None):
+def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, rng_increment=None, storages=True):
     """Captures, relocations, the kernels' code, replays: everything an export holds, in
     memory (a model.Analysis), step by step.  force: {read index: True}, reads whose
     value the program is given flipped (the other path of a branch, branches.py); its
-    report is not written.  rng_increment: export_captured's."""
+    report is not written.  rng_increment, storages: export_captured's."""
     import torch  # (imported when called: the package imports without torch)
     log = prog.log
     if watch:
@@ -414,7 +417,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, 
     caps = take_captures(torch, fn, inputs, weights, name, prog, watch, split, force)
     capA = caps.capA
     maps = host_maps()
-    bufs = tensor_buffers(inputs, caps, weights)
+    bufs = tensor_buffers(inputs, caps, weights, storages)
     philox = find_philox(torch, caps)
     if philox:  # (before the relocator: the generator's tensors are the program's random-number state)
         rng = rng_buffer(bufs, philox, rng_increment)

@@ -25,15 +25,16 @@ from .model import Kernel, Node
 from .relocate import Allocations, Buffers, Relocator
 from .weights import dtype_of
 
-__all__ = ["address_spread", "copy_aliased_outputs", "map_nodes", "mark_views", "relocation_counts", "relocator", "reused",
-           "tensor_buffers"]
+__all__ = ["address_spread", "copy_aliased_outputs", "flat_groups", "map_nodes", "mark_views", "relocation_counts",
+           "relocator", "reused", "tensor_buffers"]
 
 
-def tensor_buffers(inputs, captures, weights):
+def tensor_buffers(inputs, captures, weights, storages=True):
     """The buffers known by tensor (relocate.Buffers): inputs in0.., outputs out0.. (an
     output whose memory held other tensors earlier in capture A is "aliased"), and the
     weights w_NAME (tied weights once), each with its address in captures 0 (A), 1 (B)
-    and 2 (C)."""
+    and 2 (C).  storages: weights that are views of one storage (flat_groups) are one
+    static block over all of them, w_FIRST_flat, their layout kept."""
     capA, caps = captures.capA, captures.caps
     inputs_b, inputs_c = captures.inputs_b, captures.inputs_c
     # buffers known by tensor: inputs, outputs, weights (captures: 0 is A, 1 is B, 2 is C)
@@ -47,10 +48,14 @@ def tensor_buffers(inputs, captures, weights):
         bufs.add(name=f"out{i}", size=size, role="output", dtype=dtype_of(os_[0]),
                  shape=list(os_[0].shape), ranges={c: o.data_ptr() for c, o in enumerate(os_)})
     seen_w = set()
+    for k, (first, lo, hi, members) in enumerate(flat_groups(weights) if storages else []):
+        bufs.add(name="w_" + ident(first) + "_flat", size=hi - lo, role="weight", static=True,
+                 tensor=f"__flat_{k}", ranges={c: lo for c in range(len(caps))})
+        seen_w.update(members)
     for wname, t in weights.items():
         a, size = tensor_span(t)
         if a in seen_w or size == 0:
-            continue  # tied weights: one buffer
+            continue  # tied weights: one buffer (or in a flat block)
         seen_w.add(a)
         bufs.add(name="w_" + ident(wname), size=size, role="weight", dtype=dtype_of(t),
                  shape=list(t.shape), tensor=wname, value=t, ranges={c: a for c in range(len(caps))})
@@ -59,6 +64,27 @@ def tensor_buffers(inputs, captures, weights):
             b.aliased = True
     mark_views(bufs.list)
     return bufs
+
+
+def flat_groups(weights):
+    """[(first name, low address, high address, {addresses})]: the weights that are views
+    of one storage at two or more places, as cuDNN's RNN weights are (PyTorch's
+    flatten_parameters packs an LSTM's into one buffer, and cuDNN's persistent kernels
+    take one pointer and read its neighbours: the bias b_hh right after b_ih).  Apart,
+    each in a buffer of its own, the export would break that layout; a group is kept as
+    one block, from its lowest weight's first byte to its highest's last."""
+    by_storage = {}
+    for wname, t in weights.items():
+        a, size = tensor_span(t)
+        if size:
+            by_storage.setdefault(t.untyped_storage().data_ptr(), []).append((wname, a, size))
+    out = []
+    for members in by_storage.values():
+        if len({a for _, a, _ in members}) < 2:
+            continue
+        out.append((members[0][0], min(a for _, a, _ in members), max(a + n for _, a, n in members),
+                    {a for _, a, _ in members}))
+    return out
 
 
 def mark_views(buffers):

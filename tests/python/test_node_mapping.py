@@ -136,3 +136,50 @@ def test_outputs_apart_from_every_other_buffer_are_not_views():
     bufs.add(name="out1", size=0, role="output", ranges=dict(enumerate(OUT)))  # no elements: no memory
     bufs.add(name="out2", size=64, role="output", ranges={c: a + 32 for c, a in enumerate(OUT)})  # overlaps, not in
     assert mark_views(bufs.list) == [] and not any(b.aliased for b in bufs.list)
+
+
+class _Storage:
+    def __init__(self, at):
+        self.at = at
+
+    def data_ptr(self):
+        return self.at
+
+
+class _Tensor:
+    """What tensor_span and flat_groups read of a tensor: a 1-d float32 view."""
+
+    def __init__(self, storage, at, n):
+        self.storage, self.at, self.n = storage, at, n
+        self.shape = (n,)
+
+    def data_ptr(self):
+        return self.at
+
+    def untyped_storage(self):
+        return _Storage(self.storage)
+
+    def numel(self):
+        return self.n
+
+    def stride(self):
+        return (1,)
+
+    def element_size(self):
+        return 4
+
+
+def test_flat_groups_keep_views_of_one_storage_together():
+    """An LSTM's weights after flatten_parameters: views of one flat buffer (cuDNN's
+    persistent kernel reads b_hh right after the b_ih it is given); a weight alone in its
+    storage, and one tied twice (the same view), are no group."""
+    from pgcc.node_mapping import flat_groups
+    flat = 0x7000_0000
+    weights = {"lstm.weight_ih_l0": _Tensor(flat, flat, 1024), "lstm.weight_hh_l0": _Tensor(flat, flat + 4096, 4096),
+               "lstm.bias_ih_l0": _Tensor(flat, flat + 20480, 256), "lstm.bias_hh_l0": _Tensor(flat, flat + 21504, 256),
+               "head.weight": _Tensor(0x9000_0000, 0x9000_0000, 64), "tied": _Tensor(0xA000_0000, 0xA000_0000, 8)}
+    weights["tied_again"] = weights["tied"]
+    ((first, lo, hi, members),) = flat_groups(weights)
+    assert (first, lo, hi) == ("lstm.weight_ih_l0", flat, flat + 21504 + 1024)
+    assert members == {flat, flat + 4096, flat + 20480, flat + 21504}
+    assert flat_groups({"a": _Tensor(flat, flat, 8), "b": _Tensor(flat, flat, 8)}) == []  # (one place: tied)
