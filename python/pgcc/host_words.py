@@ -24,9 +24,9 @@ from .module_watch import HOST_WINDOW  # bytes of host memory copied where a ker
 from .relocate import FOREIGN, u64
 from .replay import mark_dontcare, prove_irrelevant
 
-__all__ = ["device_values", "FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "holds_word", "host_copy_check", "keep_as_captured", "host_found",
-           "launch_time_bytes", "library_hint", "MANY_COPIES", "prove_suspects", "read_host", "values_together",
-           "words_hex"]
+__all__ = ["device_values", "FILLS", "HOST_WINDOW", "LIBRARY_HINTS", "holds_word", "host_copy_check", "host_found",
+           "keep_as_captured", "launch_time_bytes", "library_hint", "MANY_COPIES", "prove_suspects", "read_host",
+           "values_together", "words_hex"]
 
 
 def prove_suspects(replayer, captures, maps, bufs, nodes, kernels, suspects, report, report_path, problems, prog,
