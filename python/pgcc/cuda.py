@@ -8,8 +8,8 @@ loads it until cu() is first called, so importing this module needs no GPU.
 import contextlib
 import ctypes as C
 
-__all__ = ["allocation_span", "ATTR_CLUSTER_DIMENSION", "ATTR_COOPERATIVE", "ATTR_PRIORITY", "ATTR_VALUE_BYTES", "check", "cu",
-           "device_bytes", "FUNC_MAX_DYNAMIC_SHARED_SIZE", "FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED",
+__all__ = ["allocation_span", "ATTR_CLUSTER_DIMENSION", "ATTR_COOPERATIVE", "ATTR_PRIORITY", "ATTR_VALUE_BYTES",
+           "check", "cu", "device_bytes", "FUNC_MAX_DYNAMIC_SHARED_SIZE", "FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED",
            "FUNC_REQUIRED_CLUSTER_WIDTH", "kernel_argv", "KernelNodeParams", "LAUNCH_PARAM_BUFFER_POINTER",
            "LAUNCH_PARAM_BUFFER_SIZE", "LAUNCH_PARAM_END", "LaunchAttribute", "LaunchConfig", "Memcpy3D",
            "MemsetParams", "NODE_EMPTY", "NODE_KERNEL", "NODE_MEMCPY", "NODE_MEMSET", "NODE_NAMES", "placed",

@@ -18,7 +18,8 @@ from .aliases import describe, find
 from .errors import ExportError
 from .structure import flatten, leaf_paths, unflatten
 
-__all__ = ["as_exported", "check_inputs", "flat_inputs", "FlatCall", "input_copy", "layout", "leaf_grads", "overlapping", "record"]
+__all__ = ["as_exported", "check_inputs", "flat_inputs", "FlatCall", "input_copy", "layout", "leaf_grads",
+           "overlapping", "record"]
 
 
 def input_copy(x, scale=None):

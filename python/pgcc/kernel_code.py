@@ -196,7 +196,10 @@ def prove_code(torch, cap, bufs, nodes, edges, kernels, replayer, log, warn, out
         if h.running is not None:
             n = h.by_index[h.running]
             c = h.captured[h.running]
-            log(f"  the run node by node stopped at node {h.running} ({str(e)[-60:]})" + (
+            msg = str(e)  # ("node N (kernel: NAME), as exported: CUDA error ...": the side and the error)
+            if msg.startswith(f"node {h.running} (") and "), " in msg:
+                msg = msg.split("), ", 1)[1]
+            log(f"  the run node by node stopped at node {h.running} ({msg[:160]})" + (
                 f"; grid {c['grid']}, block {c['block']}" if "grid" in c else "") + "; its parameters:")
             for line in describe_node(n, c, bufs, cap.blocks()):
                 log("    " + line)

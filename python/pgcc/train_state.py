@@ -24,7 +24,8 @@ import inspect
 
 from .errors import ExportError
 
-__all__ = ["capturable", "on_device_settings", "discover", "kind_of", "needs_first_step", "state_objects", "state_weights"]
+__all__ = ["capturable", "discover", "kind_of", "needs_first_step", "on_device_settings", "state_objects",
+           "state_weights"]
 
 
 def kind_of(torch, obj):

@@ -29,7 +29,8 @@ from .loader import load
 from .progress import Progress
 from .random_state import rewound
 
-__all__ = ["beyond_noise", "NOISE_FACTOR", "TOL", "compare", "copies", "judge", "judge_call", "outputs", "rel_err", "verify", "verify_buckets", "verify_training"]
+__all__ = ["beyond_noise", "compare", "copies", "judge", "judge_call", "NOISE_FACTOR", "outputs", "rel_err", "TOL",
+           "verify", "verify_buckets", "verify_training"]
 
 TOL = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-3, "float64": 1e-12}
 
