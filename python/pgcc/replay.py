@@ -14,7 +14,11 @@ replay:
 
 Each replay starts from the same state: the weights, the inputs and the static blocks
 are saved once and written back before every replay and at the end, so the caller's
-model is as it was.  Parameter changes are made on an executable graph of our own,
+model is as it was; and it draws the same random numbers: PyTorch's generator is set
+back to its offset before each replay of torch's executable (whose replay writes the
+generator's seed and offset where the graph's random kernels read them, and advances
+the offset), and at the end.  Without that every replay of a graph with dropout gives
+other results, and nothing can be proven by replaying it.  Parameter changes are made on an executable graph of our own,
 instantiated from capture A's graph (one per stretch between host reads: hostreads.py),
 through cuGraphExecKernelNodeSetParams; torch's
 own executable is not touched.
@@ -32,6 +36,7 @@ import ctypes as C
 from .capture import tensor_span
 from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, stuck_error, write_device
 from .errors import ExportError
+from .random_state import philox_generator
 
 __all__ = ["close_unless_stuck", "mark_dontcare", "narrow", "POISON", "prove_irrelevant", "Replayer", "scratch_blocks"]
 
@@ -56,6 +61,20 @@ class Replayer:
         # (fix): host words pointed at copies of what the kernel read at its launch
         self.fixed = {}
         self._held = contextlib.ExitStack()  # (hold: what fixed bytes point at, until close)
+        self.generator = philox_generator(torch)
+        self.offset = self.generator.get_offset()  # (the generator's, before any replay: set back to it)
+        self.primed = False  # (torch's executable replayed once: the graph's seed and offset written)
+
+    def rewind(self):
+        """PyTorch's generator back to its offset before the first replay."""
+        self.generator.set_offset(self.offset)
+
+    def torch_replay(self):
+        """Capture A replayed by torch's executable, drawing the same random numbers as
+        every replay before it."""
+        self.rewind()
+        self.cap.replay()
+        self.primed = True
 
     def hold(self, context):
         """Enters context (cuda.placed: a device copy) until close; returns what it gives."""
@@ -88,7 +107,7 @@ class Replayer:
         self.restore()
         if before:
             before()
-        self.cap.replay()
+        self.torch_replay()
         return self.results()
 
     def own_execs(self):
@@ -109,6 +128,8 @@ class Replayer:
         """Replays our executable with the kernel nodes in changed ({node index: parameter
         bytes}) set to those bytes, then sets them back to capture A's (or fixed)."""
         execs, stream = self.own_execs(), C.c_void_p(self.torch.cuda.current_stream().cuda_stream)
+        if not self.primed:  # (our executable reads the seed and offset torch's replay writes: written once first)
+            self.torch_replay()
         self.restore()
         if before:
             before()
@@ -133,6 +154,7 @@ class Replayer:
 
     def close(self):
         self.restore()
+        self.rewind()
         self.torch.cuda.synchronize()
         for e in self.execs or []:
             check(cu().GraphExecDestroy(e), "cuGraphExecDestroy")
