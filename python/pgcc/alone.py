@@ -51,15 +51,20 @@ class Alone:
         """[(address, bytes)] node i's pointers point into in capture A, or why it cannot be
         run alone.  Words into host memory are left out: those a suspect is are stale stack
         bytes that looked like an address in capture A (an ATen lambda's padding), and
-        what a kernel would write through one is not compared."""
+        what a kernel would write through one is not compared.  A pointer into the
+        random-number state (random_state.rng_buffer) is one of the two 8-byte tensors
+        capture A's kernels read the generator's seed and offset from."""
         n = self.nodes.get(i)
         k = self.kernels.get(n.func) if n is not None else None
         if k is None:
             return "no kernel node of the captures"
         out = []
-        for _key, b, _off in pointers(n, k.layout):
+        for _key, b, off in pointers(n, k.layout):
             if b.host is not None:
                 continue  # (a word that looked like a host address in capture A: stale stack bytes, mostly)
+            if b.role == "rng" and (at := [a for a, o in ((b.places or {}).get(0) or {}).items() if o == off]):
+                out.append((at[0], 8))  # (the generator's seed or offset tensor, which capture A's kernels read)
+                continue
             if 0 not in (b.ranges or {}):
                 return f"a pointer into {b.name}, no memory of capture A"
             out.append((b.ranges[0], b.size))

@@ -155,3 +155,30 @@ def test_a_read_the_replays_repeat_is_a_problem_though_alone_says_otherwise():
     assert judge.asked == []
 
 
+
+
+def test_a_random_kernel_runs_alone_on_the_generators_seed_and_offset():
+    """A node drawing random numbers points into the buffer rng, which has no memory of its
+    own in capture A: its two words are the generator's seed and offset tensors there
+    (random_state.rng_buffer's places), run alone like any buffer (a dropout kernel beside
+    stale padding bytes, in a graph whose replays are not deterministic)."""
+    dev = Memory(1 << 14)
+    out = buf("out", 0x100)
+    rng = Buffer(name="rng", size=16, role="rng", places={0: {BASE + 0x40: 0, BASE + 0x80: 8}, 1: {BASE: 0}})
+    dev.write(BASE + 0x40, (1234).to_bytes(8, "little"))
+    dev.write(BASE + 0x80, (5).to_bytes(8, "little"))
+    n = Node(kind="kernel", index=0, func=1,
+             args=[("bytes", bytes(32), [Relocation(0, rng, 0, "abs64"), Relocation(8, rng, 8, "abs64"),
+                                        Relocation(16, out, 0, "abs64")])])
+
+    def draw(d, blob):  # out = a hash of the seed and offset it reads, whatever its bytes 24.. hold
+        seed, offset = (int.from_bytes(d.read(a, 8), "little") for a in (BASE + 0x40, BASE + 0x80))
+        d.write(out.ranges[0], bytes(((seed * 31 + offset) >> k) & 0xFF for k in range(64)))
+    dev.kernels[0] = draw
+    alone = Alone(dev, [n], {1: Kernel(symbol="k", layout=[(0, 32)])})
+    assert alone.spans(0) == [(BASE + 0x40, 8), (BASE + 0x80, 8), (BASE + 0x100, 64)]
+    assert alone.problem(0, bytes(32), {"zeroed": bytes(32), "poisoned": bytes(24) + b"\xa5" * 8}, "k") is None
+    assert int.from_bytes(dev.read(BASE + 0x80, 8), "little") == 5  # (put back)
+    stray = Buffer(name="rng", size=16, role="rng", places={1: {BASE: 0}})  # (none in capture A)
+    n.args = [("bytes", bytes(32), [Relocation(0, stray, 0, "abs64")])]
+    assert alone.spans(0) == "a pointer into rng, no memory of capture A"
