@@ -8,7 +8,12 @@ GradScaler's found_inf), and join() merges the two analyses.  Before the read, b
 have run the same nodes on the same buffers: captures on fresh private pools, on one
 side stream, lay out the same allocations the same way; join checks it node by node
 (kernels, launch shapes, buffers and offsets; constants are not compared, as both
-paths ran the same code there).  The read's copy, sync and guard are replaced by a
+paths ran the same code there).  Where the other path's allocations before the read lie
+elsewhere in its pool (the same tensors, other blocks or offsets: seen with a ViT step
+under a GradScaler), each of its intermediate buffers that the nodes before the read use
+is moved onto this path's memory by the one shift those nodes agree on (shifted), and
+its intermediates used only after the read get buffers of their own; where no such
+shift exists, the paths differ.  The read's copy, sync and guard are replaced by a
 small kernel that compares the value on the device with the one read at export and
 sets the condition, and an IF/ELSE node whose bodies are what each path ran after the
 read.  Buffers only the other path uses keep their own names (`f_`).
@@ -34,7 +39,7 @@ import os
 from dataclasses import replace
 
 from .errors import ExportError
-from .graphfile import remap
+from .graphfile import map_places, node_refs
 from .hostreads import HostReads, flipped, perturbed
 from .model import Kernel, Node, PtrWord
 from .warmup import restore_state, saved_state
@@ -259,6 +264,60 @@ def _difference(nt, nf, fmap, kernels):
     return "?"
 
 
+def shifted(pre_a, pre_b, nodes_b, fmap, bufs):
+    """The other path's places moved onto this one's where its allocations before the read
+    lie elsewhere: a function (buffer, offset, bytes) -> (buffer, offset) for map_places,
+    or None where there is no such move.  Each of the other path's intermediate buffers
+    that pre_b (its nodes up to the read) points into goes to the one buffer of this path,
+    at the one shift, that the pairs of nodes (pre_a, pre_b) point at in the same places;
+    the shifted buffers must not overlap one another in a buffer of this path, nor start
+    before it (this path's buffer grows where one ends after it).  Its intermediates used
+    only after the read get buffers of their own: new in bufs where fmap had matched them
+    to one of this path's by name (an `f_` name; a match by name holds only where the two
+    layouts are the same).  Other buffers go as fmap says."""
+    shifts = {}
+    for nt, nf in zip(pre_a, pre_b):
+        ra, rb = node_refs(nt), node_refs(nf)
+        if len(ra) != len(rb):
+            return None
+        for (ta, oa, _), (tb, ob, _) in zip(ra, rb):
+            if tb.role != "intermediate":
+                continue
+            if ta.role != "intermediate" or shifts.setdefault(id(tb), (ta, oa - ob)) != (ta, oa - ob):
+                return None
+    lowest = {}  # the other path's intermediates: the lowest offset any of its nodes uses
+    for n in nodes_b:
+        for x, off, _w in node_refs(n):
+            if x.role == "intermediate":
+                lowest[id(x)] = min(off, lowest.get(id(x), off))
+    spans = {}  # this path's buffer -> [(start, end)] of the other path's shifted onto it
+    for xb in {id(x): x for n in nodes_b for x, _o, _w in node_refs(n) if id(x) in shifts}.values():
+        ta, d = shifts[id(xb)]
+        start, end = d + lowest.get(id(xb), 0), d + xb.size
+        if start < 0:
+            return None
+        spans.setdefault(id(ta), []).append((start, end))
+        ta.size = max(ta.size, end)
+    for got in spans.values():
+        got.sort()
+        if any(s2 < e1 for (_s1, e1), (s2, _e2) in zip(got, got[1:])):
+            return None
+    own = {}
+    for n in nodes_b:
+        for x, _o, _w in node_refs(n):
+            if x.role == "intermediate" and id(x) in fmap and id(x) not in shifts and id(x) not in own:
+                own[id(x)] = bufs.add(name=f"f_{x.name}", size=x.size, role="intermediate", ranges=dict(x.ranges or {}))
+
+    def move(x, off, _w):
+        if id(x) in shifts:
+            ta, d = shifts[id(x)]
+            return ta, off + d
+        if id(x) in own:
+            return own[id(x)], off
+        return fmap.get(id(x), x), off
+    return move
+
+
 def join(a, b, k, out_dir):
     """Joins analysis b (the program given read k's value flipped) into analysis a (the
     path the example inputs took) as a conditional node, in place: a.nodes, a.edges,
@@ -309,8 +368,16 @@ def join(a, b, k, out_dir):
             kt.scalar_types.update(kf.scalar_types)
     if len(pre_a) != len(pre_b):
         raise ExportError(f"before the read the paths ran {len(pre_a)} and {len(pre_b)} nodes")
-    for nt, nf in zip(pre_a, pre_b):
-        if not _same_node(nt, nf, fmap, kernels):
+    move = lambda x, off, _w: (fmap.get(id(x), x), off)  # noqa: E731 -- the other path's places in this one's
+    differ = next(((nt, nf) for nt, nf in zip(pre_a, pre_b) if not _same_node(nt, nf, fmap, kernels)), None)
+    if differ is not None:
+        reads = [next(n for n in x.nodes if n.index == r) for x, r in ((a, ra), (b, rb))]
+        move = shifted(pre_a + reads[:1], pre_b + reads[1:], [n for n in b.nodes if n.index not in (rb, rb + 1)],
+                       fmap, a.bufs)
+        same = {id(x): x for x in a.bufs.list}
+        if move is None or not all(_same_node(nt, map_places(nf, move), same, kernels)
+                                   for nt, nf in zip(pre_a + reads[:1], pre_b + reads[1:])):
+            nt, nf = differ
             raise ExportError(f"before the read the paths differ at node {nt.index} ({nt.kind}"
                               f"{': ' + kernels[nt.func].symbol[:60] if nt.kind == 'kernel' else ''}): "
                               f"{_difference(nt, nf, fmap, kernels)}")
@@ -323,7 +390,7 @@ def join(a, b, k, out_dir):
     kernels["pgcc_cond"] = cond_kernel(out_dir)
     setter = set_condition(f"c{k}", cond, read, expect)
     then_ids = {n.index for n in post_a}
-    else_nodes = [remap(replace(n, index=f"f{n.index}"), fmap) for n in post_b]
+    else_nodes = [map_places(replace(n, index=f"f{n.index}"), move) for n in post_b]
     else_ids = {n.index for n in post_b}
     branch = Node(kind="if", index=f"if{k}", condition=cond, where=read.where,
                   bodies=[(f"then{k}", post_a, [(x, y) for x, y in a.edges if x in then_ids and y in then_ids]),

@@ -169,3 +169,73 @@ def test_passes_in_other_memory_are_no_loop(tmp_path):
     from pgcc.branches import join_loop
     with pytest.raises(ExportError, match="pass 4 of the loop differs"):
         join_loop(loop(tmp_path, moved=True), str(tmp_path))
+
+
+def moved(tmp_path, shift=1024):
+    """Paths a and b where b's pool laid t0 out `shift` bytes further on (the same tensor,
+    elsewhere): b's kernel n0 writes, and its read reads, t0 + shift; after the read, b's
+    n3 reads t0 + shift + 8 into t1, an intermediate of its own (a has a t1 too, which
+    it uses before the read)."""
+    a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
+    b.capA.reads[0]["forced"] = True
+    t0b = next(x for x in b.bufs.list if x.name == "t0")
+    b.nodes[0].args[0] = ("ptr", t0b, shift)
+    b.nodes[1].src = (t0b, shift)
+    for x in (a, b):
+        x.bufs.add(name="t1", size=512, role="intermediate", ranges={0: 0x80000})
+    t1a = a.bufs.list[-1]
+    a.nodes[0].args.append(("ptr", t1a, 0))  # (each kernel 0 writes its t1 too: its bytes live past the read)
+    b.nodes[0].args.append(("ptr", b.bufs.list[-1], 0))
+    b.nodes[3].args.append(("ptr", t0b, shift + 8))
+    b.nodes[3].args.append(("ptr", b.bufs.list[-1], 16))
+    a.nodes[3].args.append(("ptr", next(x for x in a.bufs.list if x.name == "t0"), 8))
+    a.nodes[3].args.append(("ptr", t1a, 16))
+    return a, b
+
+
+def test_paths_whose_memory_before_the_read_lies_elsewhere_join_moved(tmp_path):
+    a, b = moved(tmp_path)
+    join(a, b, 0, str(tmp_path))
+    (_, _, _), (_, else_nodes, _) = a.nodes[2].bodies
+    t0a = next(x for x in a.bufs.list if x.name == "t0")
+    t1a = next(x for x in a.bufs.list if x.name == "t1")
+    args = else_nodes[0].args
+    assert args[3][1] is t0a and args[3][2] == 8  # (b's t0 + 1032 is a's t0 + 8)
+    assert args[4][1] is t1a and args[4][2] == 16  # (b's t1, used before the read: a's, not moved)
+    assert t0a.size == 2048 + 0 and not any(x.name.startswith("f_t0") for x in a.bufs.list)
+
+
+def test_an_intermediate_the_other_path_uses_only_after_the_read_gets_its_own_buffer(tmp_path, pgcc_bin):
+    a, b = moved(tmp_path)
+    t2b = b.bufs.add(name="t2", size=256, role="intermediate", ranges={0: 0x90000})
+    a.bufs.add(name="t2", size=256, role="intermediate", ranges={0: 0x90000})
+    b.nodes[3].args.append(("ptr", t2b, 0))
+    a.nodes[3].args.append(("ptr", a.bufs.list[-1], 0))
+    join(a, b, 0, str(tmp_path))
+    (_, _, _), (_, else_nodes, _) = a.nodes[2].bodies
+    mine = else_nodes[0].args[-1][1]
+    assert mine.name == "f_t2" and mine is not a.bufs.list[-2] and mine in a.bufs.list
+    used = {id(x) for n in a.nodes for x in node_buffers(n)}
+    (tmp_path / "j.graph").write_text(graph_text("j", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90",
+                                                 conditions=a.conditions))
+    write_safetensors(tmp_path / "j.safetensors", [])
+    r = subprocess.run([pgcc_bin, str(tmp_path / "j.graph"), "-o", str(tmp_path / "j.c")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert "f_t2" in (tmp_path / "j.c").read_text()
+
+
+def test_paths_moved_by_no_one_shift_are_not_joined(tmp_path):
+    a, b = moved(tmp_path)
+    b.nodes[1].src = (b.nodes[1].src[0], 512)  # (the read: another shift of b's t0 than kernel 0's)
+    with pytest.raises(ExportError, match="differ at node 0"):
+        join(a, b, 0, str(tmp_path))
+
+
+def test_two_moved_buffers_that_would_overlap_are_not_joined(tmp_path):
+    a, b = moved(tmp_path)
+    t0a = next(x for x in a.bufs.list if x.name == "t0")
+    a.nodes[0].args[-1] = ("ptr", t0a, 512)  # (a keeps its "t1" tensor in t0, 512 bytes on: b's t1 lands
+    a.nodes[3].args[-1] = ("ptr", t0a, 528)  # there, over b's t0 moved to 0..1024 of it)
+    with pytest.raises(ExportError, match="differ at node 0"):
+        join(a, b, 0, str(tmp_path))
