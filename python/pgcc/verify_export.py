@@ -21,7 +21,7 @@ Assumes a GPU, PyTorch, and a toolchain (toolchain.py).  compare() is pure over 
 import contextlib
 
 from .call_args import choose, pad_to
-from .errors import ExportError
+from .errors import ExportError, RunError
 from .example_inputs import input_copy
 from .farmem import far
 from .hostreads import perturbed
@@ -275,8 +275,16 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
             prog.status(f"verify: training step {step + 1}/{steps}")
             draws.append(torch.cuda.get_rng_state())
             p.fill_arena(0xFF)
-            with rewound(p):
-                got = p(*xs)
+            try:
+                with rewound(p):
+                    got = p(*xs)
+            except RunError as e:
+                if "guard" not in str(e):
+                    raise
+                raise ExportError(f"cannot export {name}: on training step {step + 1} of the verification (a fresh "
+                                  f"batch) the program stopped at a guard: {e}.  Such steps stop every call of "
+                                  "this program; the export's warnings say why that read's other path was not "
+                                  "exported beside it") from e
             got, ref = outputs(name, got, fn(*xs))
             mine.append([g.detach().clone() for g in got])
             ref_outs.append([r.detach().clone() for r in ref])
