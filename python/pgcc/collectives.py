@@ -122,3 +122,4 @@ class Recorder:
         stream = torch.cuda.current_stream().cuda_stream
         check(cu().MemsetD8Async(self.marker + k, k + 1, 1, stream), "cuMemsetD8Async (a collective's marker)")
         return out
+

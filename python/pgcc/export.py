@@ -50,7 +50,7 @@ from .random_state import find_philox, rng_buffer
 from .replay import Replayer, close_unless_stuck, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
-from .train_state import capturable, discover, kind_of, needs_first_step, state_objects, state_weights
+from .train_state import capturable, discover, kind_of, needs_first_step, rates_kept, state_objects, state_weights
 from .warmup import compiled_or_eager, on_capture_stream, restore_state, saved_state, training_step, warm_up
 
 __all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured", "in_grad_mode",
@@ -183,6 +183,9 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             made = capturable(torch, objs)
             if made:
                 prog.log(f"  {', '.join(made)}: made capturable (its step counts on the GPU, as CUDA graphs need)")
+            for kept in rates_kept(torch, objs):
+                prog.warn("an LR scheduler drives a learning rate given as a Python float, which the program keeps as "
+                          "exported (give it as a tensor, lr=torch.tensor(...), to change it between calls)", kept)
             if needs_first_step(torch, objs):
                 prog.status(f"{name}: the first training step (the optimizer makes its state)")
                 with on_capture_stream(torch):

@@ -11,6 +11,7 @@ import ctypes as C
 import os
 import struct
 import time
+from math import prod
 
 from .aliases import rebuild, recorded
 from .call_args import (FORMATS, as_number, choose, contiguous_strides, layouts, packed_layout, pad_to, same_layout,
@@ -18,6 +19,7 @@ from .call_args import (FORMATS, as_number, choose, contiguous_strides, layouts,
 from .cuda import cu, device_bytes
 from .errors import ArgumentError, ExportError, RunError
 from .fastcall import caller_for
+from .nccl_id import nccl_id
 from .program_info import (PGRT_FIELD_HOST_FN, PGRT_FIELD_INOUT, PGRT_FIELD_INPUT, PGRT_FIELD_OUTPUT, PGRT_FIELD_SCALAR,
                            PGRT_FIELD_WEIGHT, ROLE_NAMES, Dim, Field, PgrtComm, PgrtDim, PgrtField, PgrtInitStats,
                            PgrtProgramInfo, PgrtRunStats, export_name, read_info, read_report, stats)
@@ -114,7 +116,7 @@ class Program:
             comm = ()
             if self.comms:  # (NCCL: one id for every rank, made by rank 0)
                 init.argtypes += [C.c_void_p, C.c_int]
-                comm = self._nccl_id() + (self.rank,)
+                comm = nccl_id(self) + (self.rank,)
             if init(C.byref(self.ctx), self._weights, None, self.arena.data_ptr(), *comm) != 0:
                 raise ExportError(f"{name}_init: {self.err()}")
             torch.cuda.synchronize()
@@ -171,25 +173,6 @@ class Program:
         if self.lib.pgrt_rng_get(self.ctx, C.byref(seed), C.byref(offset)) != 0:
             raise ArgumentError(f"{self.name}: {self.err()}")
         return seed.value, offset.value
-
-    def _nccl_id(self):
-        """(the NCCL id for NAME_init, as a ctypes buffer): rank 0 makes it with libpgrt and
-        torch.distributed gives it to the others; self.rank is this process's rank."""
-        dist = self.torch.distributed
-        if not (dist.is_available() and dist.is_initialized()):
-            raise ExportError(f"{self.name}: the program runs NCCL collectives on comm {self.comms[0][0]} of "
-                              f"{self.comms[0][1]} ranks: initialise torch.distributed first (one process per rank)")
-        if dist.get_world_size() != self.comms[0][1]:
-            raise ExportError(f"{self.name}: exported for {self.comms[0][1]} ranks, running on "
-                              f"{dist.get_world_size()}")
-        self.rank = dist.get_rank()
-        idbuf = C.create_string_buffer(128)
-        if self.rank == 0 and self.lib.pgrt_nccl_unique_id(idbuf) != 0:
-            raise ExportError(f"pgrt_nccl_unique_id: {self.err()}")
-        box = [bytes(idbuf.raw)]
-        dist.broadcast_object_list(box, src=0)
-        self._id = C.create_string_buffer(box[0], 128)
-        return (C.addressof(self._id),)
 
     def __repr__(self):
         return (f"<pgcc.Program {self.name}: inputs {[f.name for f in self.inputs]}, outputs "
@@ -562,6 +545,17 @@ class Program:
             return raw[:n].view(like.dtype).view(like.shape)
         # (its layout as like's: the weights file holds a channels_last weight's bytes as they lie in memory)
         return raw[:f.size - f.size % like.element_size()].view(like.dtype).as_strided(like.shape, like.stride())
+
+    def weight_tensor(self, name):
+        """The program's own copy of a weight or state tensor (by field or tensor name) as a
+        tensor of its recorded dtype and shape over the program's memory (no copy), to read
+        or write between calls: prog.weight_tensor("optimizer.group0.lr").fill_(lr)."""
+        f = self.weight_field(name)
+        dt = torch_dtype(f.dtype) if f.dtype else None
+        n = dt.itemsize * prod(f.shape) if dt is not None and f.shape is not None else f.size + 1
+        if n > f.size:
+            raise KeyError(f"{self.name}: weight {name!r} records no dtype and shape that fit ({f}): weight(name, like=)")
+        return self.weight(name)[:n].view(dt).view(tuple(f.shape))
 
     def close(self):
         self._caller = None  # (it holds the context's address)

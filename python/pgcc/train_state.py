@@ -9,7 +9,8 @@ discover) -- makes the export's weights from them (state_weights):
 - the gradients a parameter holds (a step that zeroes them in place, or accumulates);
 - an optimizer's per-parameter state (momentum buffers, Adam's moments and step
   counts) and any tensor among its param groups' settings (a learning rate given as a
-  tensor, which an LR scheduler then changes in place);
+  tensor, or given as a float that an LR scheduler drives, which the export makes a
+  tensor: on_device_settings; the scheduler then changes it in place);
 - a GradScaler's scale and growth tracker.
 
 Names are the objects' labels (the variable names discovery found them under; else
@@ -24,8 +25,8 @@ import inspect
 
 from .errors import ExportError
 
-__all__ = ["capturable", "discover", "kind_of", "needs_first_step", "on_device_settings", "state_objects",
-           "state_weights"]
+__all__ = ["capturable", "discover", "kind_of", "needs_first_step", "on_device_settings", "rates_kept",
+           "state_objects", "state_weights"]
 
 
 def kind_of(torch, obj):
@@ -139,23 +140,51 @@ def capturable(torch, objs):
     return changed
 
 
+# Optimizers whose update takes a learning rate given as a CUDA tensor (torch.optim's own, in
+# every implementation: for-loop, foreach, fused, capturable), and which a float rate a
+# scheduler changes is turned into
+TENSOR_LR = ("SGD", "Adam", "AdamW")
+
+
 def on_device_settings(torch, opt):
     """Moves an optimizer's settings given as CPU tensors (lr=torch.tensor(0.01), as
     PyTorch's compiled-optimizer tutorial writes it; the initial_lr an LR scheduler keeps
-    beside it) to their parameters' device; returns their keys.  On the CPU, the
-    compiled step reads such a tensor with .item() into a kernel's argument, and a
-    scheduler stepped inside the step changes it with a CPU operation: neither is in a
-    CUDA graph, so the program would keep the captured rate for ever.  On the GPU, the
-    rate is a state tensor, and the scheduler's update a kernel of the step."""
+    beside it) to their parameters' device, and makes a learning rate given as a Python
+    float a CUDA tensor of its value where an LR scheduler drives it (the scheduler put
+    its initial_lr in the group); returns their keys.  On the CPU, the compiled step
+    reads such a tensor with .item() into a kernel's argument, and a scheduler stepped
+    inside the step changes it with a CPU operation; a float is a constant of the
+    compiled code: neither is in a CUDA graph, so the program would keep the captured
+    rate for ever.  On the GPU, the rate is a state tensor (optimizer.group0.lr) that a
+    scheduler stepped inside the step changes with a kernel of the step, and that the
+    caller writes where the scheduler runs between calls (Program.weight_tensor).  A
+    float rate of another optimizer stays a float (rates_kept says so)."""
     moved = set()
     for g in opt.param_groups:
         device = next((p.device for p in g["params"] if p.is_cuda), None)
+        if device is None:
+            continue
         for key, v in list(g.items()):
-            if device is not None and isinstance(v, torch.Tensor) and not v.is_cuda and v.dim() == 0 \
-                    and v.is_floating_point():
+            if isinstance(v, torch.Tensor) and not v.is_cuda and v.dim() == 0 and v.is_floating_point():
                 g[key] = v.to(device)
                 moved.add(key)
+        if (type(opt).__name__ in TENSOR_LR and "initial_lr" in g and isinstance(g.get("lr"), float)
+                and not g.get("differentiable")):
+            g["lr"] = torch.tensor(g["lr"], dtype=torch.float32, device=device)
+            moved.add("lr")
     return moved
+
+
+def rates_kept(torch, objs):
+    """The labels of objs' optimizers (with the group) whose learning rate an LR scheduler
+    drives but is still a Python float after on_device_settings: the program keeps the
+    rate it was exported with, whatever the scheduler does later."""
+    out = []
+    for label, obj in objs:
+        if kind_of(torch, obj) == "optimizer":
+            out += [f"{label}.group{i}.lr ({type(obj).__name__})" for i, g in enumerate(obj.param_groups)
+                    if "initial_lr" in g and isinstance(g.get("lr"), float)]
+    return out
 
 
 def state_weights(torch, objs):

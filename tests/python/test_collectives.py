@@ -87,3 +87,30 @@ def test_a_collective_on_an_output_is_written_as_is_and_pgcc_stages_it(tmp_path,
     assert ('  node n3 libcall fn "ncclAllReduce" comm world send out0 recv out0 count 2048 dtype f32 op sum;'
             in text)
     assert "staged through 8.00 KiB of arena (in place on 'out0', a per-call buffer)" in report, report
+
+
+def test_nccl_id_comes_from_rank_0_and_needs_torch_distributed():
+    import ctypes
+    from types import SimpleNamespace
+
+    from pgcc.nccl_id import nccl_id
+    sent = []
+
+    def dist(init=True, world=2, rank=0):
+        return SimpleNamespace(is_available=lambda: True, is_initialized=lambda: init, get_world_size=lambda: world,
+                               get_rank=lambda: rank, broadcast_object_list=lambda box, src: sent.append((box[0], src)))
+
+    def unique_id(buf):
+        buf.raw = b"\x07" * 128
+        return 0
+    prog = SimpleNamespace(name="tp", comms=[("c0", 2)], err=lambda: "?",
+                           lib=SimpleNamespace(pgrt_nccl_unique_id=unique_id))
+    prog.torch = SimpleNamespace(distributed=dist())
+    (addr,) = nccl_id(prog)
+    assert prog.rank == 0 and sent == [(b"\x07" * 128, 0)] and ctypes.string_at(addr, 128) == b"\x07" * 128
+    prog.torch = SimpleNamespace(distributed=dist(init=False))
+    with pytest.raises(ExportError, match="initialise torch.distributed first"):
+        nccl_id(prog)
+    prog.torch = SimpleNamespace(distributed=dist(world=4))
+    with pytest.raises(ExportError, match="exported for 2 ranks, running on 4"):
+        nccl_id(prog)

@@ -17,7 +17,8 @@ PACKAGE = os.path.join(ROOT, "python", "pgcc")
 MAX_LINES = 600
 # What a deployment imports to load and call an export (pgcc.load): these import only
 # each other -- never the exporter's modules, nor torch at their top.
-RUN_SIDE = {"loader", "toolchain", "call_args", "errors", "cuda", "structure", "aliases", "program_info", "fastcall"}
+RUN_SIDE = {"loader", "toolchain", "call_args", "errors", "cuda", "structure", "aliases", "program_info", "fastcall",
+            "nccl_id"}
 
 
 def sources(root=PACKAGE):

@@ -143,3 +143,40 @@ def test_settings_given_as_cpu_tensors_move_to_the_parameters_device():
     opt2 = Optimizer([w], lr=Setting(0.1))
     assert capturable(torch, [("optimizer", opt2)]) == ["optimizer (its lr moved to the GPU)"]
     assert state_weights(torch, [("optimizer", opt2)])["optimizer.group0.lr"] is opt2.param_groups[0]["lr"]
+
+
+class SGD(Optimizer):
+    """An optimizer of a kind whose update takes a CUDA tensor for its rate."""
+
+
+class Adagrad(Optimizer):
+    """One the export leaves a float rate to (not known to take a tensor)."""
+
+
+def with_tensor(ns):
+    made = []
+
+    def tensor(value, dtype=None, device=None):
+        made.append((value, dtype, device))
+        return Setting(value, cuda=True)
+    return types.SimpleNamespace(**vars(ns), tensor=tensor, float32="f32"), made
+
+
+def test_a_float_rate_a_scheduler_drives_becomes_a_tensor_where_the_optimizer_takes_one():
+    from pgcc.train_state import capturable, on_device_settings, rates_kept
+    t, made = with_tensor(torch)
+    w = Tensor()
+    w.device = "cuda:0"
+    opt = SGD([w], lr=0.1, initial_lr=0.1, momentum=0.9)  # (StepLR put its initial_lr in the group)
+    assert on_device_settings(t, opt) == {"lr"}
+    assert made == [(0.1, "f32", "cuda:0")] and opt.param_groups[0]["lr"].is_cuda
+    assert opt.param_groups[0]["momentum"] == 0.9 and opt.param_groups[0]["initial_lr"] == 0.1  # (floats kept)
+    assert state_weights(t, [("optimizer", opt)])["optimizer.group0.lr"] is opt.param_groups[0]["lr"]
+    assert rates_kept(t, [("optimizer", opt)]) == []
+    plain = SGD([w], lr=0.1)  # no scheduler: the float stays, and nothing is said
+    assert on_device_settings(t, plain) == set() and plain.param_groups[0]["lr"] == 0.1
+    assert rates_kept(t, [("optimizer", plain)]) == []
+    other = Adagrad([w], lr=0.1, initial_lr=0.1)  # a scheduler, an optimizer not known to take a tensor
+    assert capturable(t, [("opt", other)]) == [] and other.param_groups[0]["lr"] == 0.1
+    assert rates_kept(t, [("opt", other)]) == ["opt.group0.lr (Adagrad)"]
+    assert len(made) == 1
