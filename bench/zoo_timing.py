@@ -137,7 +137,15 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
         for _ in range(3):
             compiled(*inputs)
         return calls(compiled)
-    timed_setup("compile", make_compiled)
+    try:
+        timed_setup("compile", make_compiled)
+    except Exception as e:  # noqa: BLE001 -- a step torch.compile cannot run (a double backward): pgcc
+        import traceback  # exports it as it runs eagerly, and the floor is that step captured
+        traceback.print_exc()
+        rec["compile_failed"] = f"{type(e).__name__}: {e}"[:300]
+        steps.pop("compile", None)
+        compiled = fn
+        torch.cuda.synchronize()
 
     def make_pgcc():
         name = key.replace(":", "_")
@@ -212,7 +220,7 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
     watch.close()
     if setup_only:  # (the caches warmed: reduce-overhead's compile too; nothing timed)
         ro = torch.compile(fn, mode="reduce-overhead")
-        for _ in range(3):
+        for _ in range(3 if "compile_failed" not in rec else 0):
             if train:
                 torch.compiler.cudagraph_mark_step_begin()
             ro(*inputs)
@@ -228,7 +236,7 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
     # copy to give: its ways share its state (its gradients accumulate across them, which
     # changes the values, not the work)
     own = (lambda: fn.fresh()) if train and hasattr(fn, "fresh") else (lambda: fn)
-    compiled_m = torch.compile(own()) if train else compiled
+    compiled_m = (own() if train else fn) if "compile_failed" in rec else torch.compile(own()) if train else compiled
 
     def make_manual():  # (before reduce-overhead, whose trees keep a training step's autograd nodes alive)
         # warmed up and captured on one side stream: a training step's AccumulateGrad nodes
@@ -276,7 +284,14 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
         for _ in range(3):
             ro_step(*inputs)
         return calls(ro_step)
-    timed_setup("reduce-overhead", make_ro)
+    try:
+        timed_setup("reduce-overhead", make_ro)
+    except Exception as e:  # noqa: BLE001 -- the same step: reduce-overhead compiles it too
+        import traceback
+        traceback.print_exc()
+        rec["ro_failed"] = f"{type(e).__name__}: {e}"[:300]
+        steps.pop("reduce-overhead", None)
+        torch.cuda.synchronize()
     rec["ro_pool_bytes"] = sum(n for a, n in pool_segments(torch).items() if a not in pools_before)
 
     # eager, last (an eager call makes cuDNN compile variants of the compiled program's
@@ -354,7 +369,9 @@ class SuiteStep:
     manual capture nor reduce-overhead graphs the update, and pgcc's export makes them so
     anyway), so that every way runs the same update.  `state`: the objects for
     pgcc.export's state=; `weights`: every state tensor; fresh(): another at the state
-    this one was built with."""
+    this one was built with.  A step whose batch is one dict of tensors is called with
+    the dict's values in its order (the bench's ways take tensors), and the dict made
+    again inside the call."""
 
     train = True
 
@@ -366,9 +383,12 @@ class SuiteStep:
         self.name = name
         torch.manual_seed(0)
         self.program = PROGRAMS[name]()
-        self.inputs = self.program.batch(1000)
+        self.inputs, self.keys = self.program.batch(1000), None
+        if isinstance(self.inputs, tuple) and len(self.inputs) == 1 and isinstance(self.inputs[0], dict):
+            self.keys = list(self.inputs[0])
+            self.inputs = tuple(self.inputs[0].values())
         if not isinstance(self.inputs, tuple) or not all(isinstance(x, torch.Tensor) for x in self.inputs):
-            raise TypeError(f"training:{name}: the bench takes steps whose arguments are tensors")
+            raise TypeError(f"training:{name}: the bench takes steps whose arguments are tensors, or one dict of them")
         torch.manual_seed(1)
         self.program.step(*self.program.batch(1000))
         objs = (state_objects(torch, self.program.state) if self.program.state is not None
@@ -379,6 +399,8 @@ class SuiteStep:
         torch.cuda.synchronize()
 
     def __call__(self, *xs):
+        if self.keys is not None:
+            return self.program.step(dict(zip(self.keys, xs)))
         return self.program.step(*xs)
 
     def fresh(self):

@@ -107,9 +107,12 @@ def child(key, out, steps):
         tol = 1e-5
         for s in range(steps):
             outs = []
-            for who, fn in (("pgcc", prog), ("compiled", compiled), ("eager", eager.step), ("again", compiled2)):
+            for who, fn, p in (("pgcc", prog, mine), ("compiled", compiled, twin), ("eager", eager.step, eager),
+                               ("again", compiled2, twin2)):
                 torch.manual_seed(100 + s)
                 outs.append(fn(*mine.batch(s)))
+                if p.between is not None:  # (the user's own code between steps: a scheduler's epoch)
+                    p.between(prog if who == "pgcc" else None)
             got, ref_c, ref_e, ref_2 = (o if isinstance(o, torch.Tensor) else torch.as_tensor(o) for o in outs)
             worst["itself"] = max(worst["itself"], rel_err(torch, ref_2, ref_c))
             tol = max(tol, TOLERANCE.get(str(ref_c.dtype).replace("torch.", ""), 1e-5))

@@ -5,7 +5,9 @@ to None), runs the forward and the loss, calls backward() and steps -- none writ
 pgcc.  Each builder returns a Program: the step, a function making a batch from a seed
 (fresh batches: inputs at new addresses, other values), the objects holding the state
 (as state= takes them), and whether the user ran the step eagerly before exporting it
-(else the optimizer has no state yet, and the export takes the first step itself).
+(else the optimizer has no state yet, and the export takes the first step itself), and
+what the user does between steps (an LR scheduler stepped per epoch, outside the step:
+given the loaded program where the step runs as one, else None).
 
 Builders import torch and the model libraries when called; this module imports without
 them (tests/training/run_training.py lists the keys on the CPU).
@@ -18,6 +20,7 @@ class Program(NamedTuple):
     batch: Callable      # seed -> the step's arguments (a tuple)
     state: tuple         # the modules, optimizers and GradScalers (state=); None: let the export find them
     eager_first: bool    # the user ran a step eagerly before exporting
+    between: Callable = None  # (loaded program or None) -> None: after each step, outside it
 
 
 def _cls_batch(shape, classes):
@@ -200,6 +203,25 @@ def lr_scheduler_tensor_lr():
     return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
 
 
+def step_lr_per_epoch():
+    """SGD with a float learning rate and StepLR stepped after every step, outside it (as
+    the tutorials step a scheduler once an epoch; an epoch is one step here, so that the
+    rate changes within the suite's steps): the loaded program's rate is a state tensor the
+    user sets from the scheduler's."""
+    import torch
+    import torch.nn.functional as F
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+    def epoch_end(prog=None):
+        sched.step()
+        if prog is not None:  # (the program keeps its own copy of the state, the rate in it)
+            prog.weight_tensor("optimizer.group0.lr").fill_(sched.get_last_lr()[0])
+    return Program(_plain_step(model, opt, F.cross_entropy), _cls_batch((16, 128), 10), (model, opt), True,
+                   epoch_end)
+
+
 def grad_accumulation():
     """Gradient accumulation over two micro-batches, then one Adam step."""
     import torch
@@ -310,5 +332,5 @@ def adam_for_loop():
 
 PROGRAMS = {f.__name__: f for f in (resnet18_bn_sgd, llama_adamw_fused, gpt2_adamw_foreach, vit_gradscaler_fp16,
                                     bert_mlm_bf16, mlp_dropout_dict, clip_grad_norm_adamw, lr_scheduler_tensor_lr,
-                                    grad_accumulation, gcn_pyg, activation_checkpointing, autograd_grad_penalty,
+                                    step_lr_per_epoch, grad_accumulation, gcn_pyg, activation_checkpointing, autograd_grad_penalty,
                                     adam_for_loop)}
