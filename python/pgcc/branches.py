@@ -267,7 +267,7 @@ def _difference(nt, nf, fmap, kernels):
 def shifted(pre_a, pre_b, nodes_b, fmap, bufs):
     """The other path's places moved onto this one's where its allocations before the read
     lie elsewhere: a function (buffer, offset, bytes) -> (buffer, offset) for map_places,
-    or None where there is no such move.  Each of the other path's intermediate buffers
+    or a string saying why there is no such move.  Each of the other path's intermediate buffers
     that pre_b (its nodes up to the read) points into goes to the one buffer of this path,
     at the one shift, that the pairs of nodes (pre_a, pre_b) point at in the same places;
     the shifted buffers must not overlap one another in a buffer of this path, nor start
@@ -279,12 +279,16 @@ def shifted(pre_a, pre_b, nodes_b, fmap, bufs):
     for nt, nf in zip(pre_a, pre_b):
         ra, rb = node_refs(nt), node_refs(nf)
         if len(ra) != len(rb):
-            return None
+            return f"node {nt.index} points at {len(ra)} and {len(rb)} places"
         for (ta, oa, _), (tb, ob, _) in zip(ra, rb):
             if tb.role != "intermediate":
                 continue
-            if ta.role != "intermediate" or shifts.setdefault(id(tb), (ta, oa - ob)) != (ta, oa - ob):
-                return None
+            if ta.role != "intermediate":
+                return f"node {nt.index}: the other path's {tb.name} is this path's {ta.role} {ta.name}"
+            got = shifts.setdefault(id(tb), (ta, oa - ob))
+            if got != (ta, oa - ob):
+                return (f"node {nt.index}: the other path's {tb.name} + {ob} is this path's {ta.name} + {oa}, where an "
+                        f"earlier node had it {got[0].name} + {ob + got[1]}")
     lowest = {}  # the other path's intermediates: the lowest offset any of its nodes uses
     for n in nodes_b:
         for x, off, _w in node_refs(n):
@@ -295,13 +299,13 @@ def shifted(pre_a, pre_b, nodes_b, fmap, bufs):
         ta, d = shifts[id(xb)]
         start, end = d + lowest.get(id(xb), 0), d + xb.size
         if start < 0:
-            return None
+            return f"the other path's {xb.name} moved onto {ta.name} would start {-start} bytes before it"
         spans.setdefault(id(ta), []).append((start, end))
         ta.size = max(ta.size, end)
     for got in spans.values():
         got.sort()
         if any(s2 < e1 for (_s1, e1), (s2, _e2) in zip(got, got[1:])):
-            return None
+            return "two of the other path's buffers would overlap, moved onto one of this path's"
     own = {}
     for n in nodes_b:
         for x, _o, _w in node_refs(n):
@@ -375,12 +379,13 @@ def join(a, b, k, out_dir):
         move = shifted(pre_a + reads[:1], pre_b + reads[1:], [n for n in b.nodes if n.index not in (rb, rb + 1)],
                        fmap, a.bufs)
         same = {id(x): x for x in a.bufs.list}
-        if move is None or not all(_same_node(nt, map_places(nf, move), same, kernels)
-                                   for nt, nf in zip(pre_a + reads[:1], pre_b + reads[1:])):
+        if isinstance(move, str) or not all(_same_node(nt, map_places(nf, move), same, kernels)
+                                            for nt, nf in zip(pre_a + reads[:1], pre_b + reads[1:])):
             nt, nf = differ
             raise ExportError(f"before the read the paths differ at node {nt.index} ({nt.kind}"
                               f"{': ' + kernels[nt.func].symbol[:60] if nt.kind == 'kernel' else ''}): "
-                              f"{_difference(nt, nf, fmap, kernels)}")
+                              f"{_difference(nt, nf, fmap, kernels)}; nor are they the same moved ("
+                              f"{move if isinstance(move, str) else 'moved, their nodes still differ'})")
 
     # the condition, the kernel that sets it, the IF/ELSE node
     read = next(n for n in a.nodes if n.index == ra)
