@@ -12,6 +12,11 @@ does not.  A node whose runs with the same parameters already differ is not judg
 
     Alone(Device(capA, ALONE), nodes, kernels).problem(i, base, {"zeroed": blob, ...}, name)
 
+The same runs judge a block of memory from outside the captures where the graph's replays
+are not deterministic (block_ignored: replay.scratch_blocks' workspaces): each node that
+points into it, run with the block as it is, with its bytes all 0x00 and then all 0xff,
+writes the same.
+
 The buffers' bytes are saved before and written back after.  Pure but for the device
 (access_probe.Device: launch, read, write), which tests stand in for.
 """
@@ -95,6 +100,45 @@ class Alone:
                 for (a, _n), data in zip(spans, saved):
                     self.device.write(a, data)
         return out
+
+    def block_ignored(self, i, block, name):
+        """(None, bytes written) where node i, run alone with block (address, size: memory
+        from outside the captures) as it is, again, then with its bytes all 0x00, then all
+        0xff, writes the same into the other memory it points into each time (what it
+        writes into the block itself is not compared: a workspace it fills and reads
+        back) -- its results do not depend on what the block held -- and the furthest
+        byte it wrote there; else (why, 0).  Zeros first: where they change what it
+        writes it is not run on 0xff (a block of indices would send it out of bounds).
+        The buffers' bytes are written back after."""
+        spans = self.spans(i)
+        if isinstance(spans, str):
+            return f"it cannot be run alone ({spans})", 0
+        at, size = block
+        others = [p for a, n in spans for p in ((a, min(n, at - a)), (max(a, at + size), a + n - max(a, at + size)))
+                  if p[1] > 0]
+        saved = [self.device.read(a, n) for a, n in spans]
+        got, wrote = [], 0
+        try:
+            for fill in (None, None, 0x00, 0xFF):
+                for (a, _n), data in zip(spans, saved):
+                    self.device.write(a, data)
+                if fill is not None:
+                    self.device.write(at, bytes([fill]) * size)
+                self.device.launch(i, name)
+                h = hashlib.sha256()
+                for a, n in others:
+                    h.update(self.device.read(a, n))
+                got.append(h.digest())
+                if fill is not None:
+                    wrote = max(wrote, len(self.device.read(at, size).rstrip(bytes([fill]))))
+                if len(got) == 2 and got[1] != got[0]:
+                    return "run alone twice on the same bytes, it writes different bytes (it is not deterministic)", 0
+                if fill is not None and got[-1] != got[0]:
+                    return f"run alone with the block's bytes all 0x{fill:02x}, it writes other bytes: it reads them", 0
+        finally:
+            for (a, _n), data in zip(spans, saved):
+                self.device.write(a, data)
+        return None, wrote
 
     def problem(self, i, base, changed, name):
         """None where node i, run alone with each of changed ({how: parameter bytes}) in

@@ -29,6 +29,7 @@ import time
 
 from . import verify_export
 from .access_probe import Device, is_gemm, probe_access
+from .alone import ALONE, Alone
 from .access_sets import mark_access, triton_signatures
 from .branches import branch_to_export, join, warm_other_path
 from .capture import host_maps
@@ -456,7 +457,8 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, 
             host_computed(replayer, capA, nodes, kernels, computed, scalars, report, log)
             write_report(report_path, report)
         prog.status(f"{name}: replaying to tell workspaces from data")
-        scratch_blocks(replayer, bufs, nodes, log)
+        scratch_blocks(replayer, bufs, nodes, log, alone=Alone(Device(capA, ALONE), nodes, kernels),
+                       name_of=lambda i: capA.nodes[i]["name"][:80])
         if any(k.module["kind"] == "library" or k.image is not None for k in kernels.values()):
             prog.status(f"{name}: running the library kernels' code found, node by node")
             try:

@@ -34,6 +34,7 @@ import contextlib
 import ctypes as C
 
 from .capture import tensor_span
+from .graphfile import node_refs
 from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, stuck_error, write_device
 from .errors import ExportError
 from .random_state import philox_generator
@@ -288,7 +289,7 @@ def prove_irrelevant(replayer, suspects, name_of, words=None, alone=None):
                               for i, r in suspects.items())) from e
 
 
-def scratch_blocks(replayer, bufs, nodes, log):
+def scratch_blocks(replayer, bufs, nodes, log, alone=None, name_of=str):
     """Static blocks (memory from outside the captures, kept with their bytes) whose
     contents the graph does not depend on: a library's workspace (cuBLASLt's is 32 MiB).
     Each is tried by replaying capture A with the block filled with 0x00, then with 0xff
@@ -296,7 +297,11 @@ def scratch_blocks(replayer, bufs, nodes, log):
     0xff would fail a bounds check, which leaves the process's CUDA context unusable):
     if the outputs are bit for bit those of a replay on its own bytes, what it holds does
     not matter, and it becomes a workspace in the arena, as large as the replays wrote
-    into it (and its pointers reach), instead of a weight read from the file."""
+    into it (and its pointers reach), instead of a weight read from the file.  Where two
+    plain replays differ (atomic adds: a GCN's scatter), whole replays prove nothing:
+    each kernel that points into the block is run alone instead (alone: alone.Alone's
+    block_ignored; without it, or where one reads the block, it stays a weight).
+    name_of(i): node i's kernel, for messages."""
     reach = {}  # block id -> the furthest byte its pointers reach
     for n in nodes:
         if n.kind == "kernel":
@@ -309,15 +314,33 @@ def scratch_blocks(replayer, bufs, nodes, log):
         for b, o in refs:
             reach[id(b)] = max(reach.get(id(b), 0), o + 1)
     reference = replayer.replay()
-    for b in [b for b in bufs.list if b.static and not b.host]:
+    outputs = len(replayer.cap.outputs)
+    noisy = replayer.replay()[:outputs] != reference[:outputs]  # (the graph's own noise: atomic adds)
+
+    def by_replays(b):
+        """(whether no output changed, the bytes the replays wrote into b)."""
         wrote = 0
         for fill in (0x00, 0xFF):  # (zeros first: a block of indices filled with 0xff fails a bounds check)
-            def fill_block(fill=fill, b=b):
+            def fill_block(fill=fill):
                 check(cu().MemsetD8(b.ranges[0], fill, b.size), "cuMemsetD8")
-            same = replayer.replay(fill_block)[:len(replayer.cap.outputs)] == reference[:len(replayer.cap.outputs)]
+            same = replayer.replay(fill_block)[:outputs] == reference[:outputs]
             wrote = max(wrote, len(read_device(b.ranges[0], b.size).rstrip(bytes([fill]))))
             if not same:
-                break
+                return False, wrote
+        return True, wrote
+
+    def by_nodes(b):
+        """The same, each kernel that points into b run alone."""
+        users = [n.index for n in nodes if n.kind == "kernel" and any(x is b for x, _o, _w in node_refs(n))]
+        wrote = 0
+        for i in users if alone is not None else ():
+            why, w = alone.block_ignored(i, (b.ranges[0], b.size), name_of(i))
+            if why is not None:
+                return False, 0
+            wrote = max(wrote, w)
+        return alone is not None and bool(users), wrote
+    for b in [b for b in bufs.list if b.static and not b.host]:
+        same, wrote = by_nodes(b) if noisy else by_replays(b)
         if not same:
             continue
         size = max(wrote, reach.get(id(b), 0), 1)

@@ -182,3 +182,58 @@ def test_a_random_kernel_runs_alone_on_the_generators_seed_and_offset():
     stray = Buffer(name="rng", size=16, role="rng", places={1: {BASE: 0}})  # (none in capture A)
     n.args = [("bytes", bytes(32), [Relocation(0, stray, 0, "abs64")])]
     assert alone.spans(0) == "a pointer into rng, no memory of capture A"
+
+
+def ws_setup(kernel):
+    """Node 0 points at x (an input), out and ws, a block from outside the captures;
+    kernel(memory, x, out, ws) is what it does."""
+    dev = Memory(1 << 14)
+    x, out = buf("x", 0, role="input"), buf("out", 0x100)
+    ws = buf("ws", 0x200, size=256, role="weight", static=True)
+    dev.write(x.ranges[0], bytes(range(64)))
+    dev.write(ws.ranges[0], b"\x11" * 256)
+    n = Node(kind="kernel", index=0, func=1, args=[("ptr", x, 0), ("ptr", out, 0), ("ptr", ws, 0)])
+    dev.kernels[0] = lambda d, blob: kernel(d, x, out, ws)
+    return dev, Alone(dev, [n], {1: Kernel(symbol="gemm", layout=[(0, 8), (8, 8), (16, 8)])}), ws
+
+
+def test_a_workspace_the_kernel_fills_before_reading_is_ignored():
+    def gemm(d, x, out, ws):  # partial sums into 40 bytes of ws, then out from them
+        d.write(ws.ranges[0], bytes((2 * v) & 0xFF for v in d.read(x.ranges[0], 40)))
+        d.write(out.ranges[0], d.read(ws.ranges[0], 40) + bytes(24))
+    dev, alone, ws = ws_setup(gemm)
+    why, wrote = alone.block_ignored(0, (ws.ranges[0], ws.size), "gemm")
+    assert why is None and wrote == 40 and len(dev.launched) == 4
+    assert dev.read(ws.ranges[0], 256) == b"\x11" * 256  # (put back)
+
+
+def test_a_block_the_kernel_reads_is_not_ignored_and_an_index_block_never_sees_0xff():
+    def offsets(d, x, out, ws):  # out[k] = x[ws[k]]: ws holds indices; 0xff would be out of bounds
+        idx = d.read(ws.ranges[0], 64)
+        assert 0xFF not in idx, "ran out of bounds"
+        d.write(out.ranges[0], bytes(d.read(x.ranges[0], 64)[k % 64] for k in idx))
+    dev, alone, ws = ws_setup(offsets)
+    why, _ = alone.block_ignored(0, (ws.ranges[0], ws.size), "gather")
+    assert why.endswith("all 0x00, it writes other bytes: it reads them") and len(dev.launched) == 3
+
+
+def test_a_noisy_graphs_workspace_is_judged_by_its_kernels_alone():
+    from pgcc.replay import scratch_blocks
+
+    def gemm(d, x, out, ws):
+        d.write(ws.ranges[0], b"\x05" * 100)
+        d.write(out.ranges[0], bytes(64))
+    dev, alone, ws = ws_setup(gemm)
+    noise = itertools.count()
+    replayer = SimpleNamespace(cap=SimpleNamespace(outputs=[0]), replay=lambda: [bytes([next(noise)])])
+    nodes = list(alone.nodes.values())
+    logged = []
+    scratch_blocks(replayer, SimpleNamespace(list=[ws]), nodes, logged.append, alone=alone)
+    assert ws.role == "workspace" and ws.size == 256 and not ws.static  # (100 bytes written, rounded to 256)
+    assert "a workspace" in logged[0]
+    dev2, alone2, ws2 = ws_setup(lambda d, x, out, ws: d.write(out.ranges[0], d.read(ws.ranges[0], 64)))
+    scratch_blocks(replayer, SimpleNamespace(list=[ws2]), list(alone2.nodes.values()), logged.append, alone=alone2)
+    assert ws2.role == "weight" and ws2.static  # (read by its kernel: kept with its bytes)
+    _, alone3, ws3 = ws_setup(gemm)
+    scratch_blocks(replayer, SimpleNamespace(list=[ws3]), list(alone3.nodes.values()), logged.append, alone=None)
+    assert ws3.role == "weight"  # (no node may be run alone: nothing proven)
