@@ -13,9 +13,9 @@ does not.  A node whose runs with the same parameters already differ is not judg
     Alone(Device(capA, ALONE), nodes, kernels).problem(i, base, {"zeroed": blob, ...}, name)
 
 The same runs judge a block of memory from outside the captures where the graph's replays
-are not deterministic (block_ignored: replay.scratch_blocks' workspaces): each node that
-points into it, run with the block as it is, with its bytes all 0x00 and then all 0xff,
-writes the same.
+are not deterministic (block_ignored: replay.scratch_blocks' workspaces): the nodes that
+point into it, run one after another with the block as it is, with its bytes all 0x00 and
+then all 0xff, write the same.
 
 The buffers' bytes are saved before and written back after.  Pure but for the device
 (access_probe.Device: launch, read, write), which tests stand in for.
@@ -101,18 +101,26 @@ class Alone:
                     self.device.write(a, data)
         return out
 
-    def block_ignored(self, i, block, name):
-        """(None, bytes written) where node i, run alone with block (address, size: memory
-        from outside the captures) as it is, again, then with its bytes all 0x00, then all
-        0xff, writes the same into the other memory it points into each time (what it
-        writes into the block itself is not compared: a workspace it fills and reads
-        back) -- its results do not depend on what the block held -- and the furthest
-        byte it wrote there; else (why, 0).  Zeros first: where they change what it
-        writes it is not run on 0xff (a block of indices would send it out of bounds).
-        The buffers' bytes are written back after."""
-        spans = self.spans(i)
-        if isinstance(spans, str):
-            return f"it cannot be run alone ({spans})", 0
+    def block_ignored(self, order, block, name_of):
+        """(None, bytes written) where the nodes of `order` (indices, in the graph's order:
+        those that point into block), run alone one after another with block (address,
+        size: memory from outside the captures) as it is, again, then with its bytes all
+        0x00, then all 0xff, write the same into the other memory they point into each
+        time -- what they write into the block itself is not compared: a workspace one
+        fills and it or a later one reads back (cuBLASLt's split-K partial sums, written by
+        the GEMM and summed by its reduction kernel) -- and the furthest byte written
+        there; else (why, 0).  Zeros first: where they change what is written, the nodes
+        are not run on 0xff (a block of indices would send them out of bounds).  The
+        buffers' bytes are written back after.  name_of(i): node i's kernel."""
+        spans = []
+        for i in order:
+            got = self.spans(i)
+            if isinstance(got, str):
+                return f"node {i} cannot be run alone ({got})", 0
+            spans += got
+        spans = merged(spans)
+        if sum(n for _a, n in spans) > LIMIT:
+            return f"the nodes' buffers are over {LIMIT >> 20} MiB", 0
         at, size = block
         others = [p for a, n in spans for p in ((a, min(n, at - a)), (max(a, at + size), a + n - max(a, at + size)))
                   if p[1] > 0]
@@ -124,7 +132,8 @@ class Alone:
                     self.device.write(a, data)
                 if fill is not None:
                     self.device.write(at, bytes([fill]) * size)
-                self.device.launch(i, name)
+                for i in order:
+                    self.device.launch(i, name_of(i))
                 h = hashlib.sha256()
                 for a, n in others:
                     h.update(self.device.read(a, n))
@@ -132,9 +141,9 @@ class Alone:
                 if fill is not None:
                     wrote = max(wrote, len(self.device.read(at, size).rstrip(bytes([fill]))))
                 if len(got) == 2 and got[1] != got[0]:
-                    return "run alone twice on the same bytes, it writes different bytes (it is not deterministic)", 0
+                    return "run alone twice on the same bytes, they write different bytes (not deterministic)", 0
                 if fill is not None and got[-1] != got[0]:
-                    return f"run alone with the block's bytes all 0x{fill:02x}, it writes other bytes: it reads them", 0
+                    return f"run alone with the block's bytes all 0x{fill:02x}, they write other bytes: they read them", 0
         finally:
             for (a, _n), data in zip(spans, saved):
                 self.device.write(a, data)

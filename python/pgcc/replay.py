@@ -299,8 +299,9 @@ def scratch_blocks(replayer, bufs, nodes, log, alone=None, name_of=str):
     not matter, and it becomes a workspace in the arena, as large as the replays wrote
     into it (and its pointers reach), instead of a weight read from the file.  Where two
     plain replays differ (atomic adds: a GCN's scatter), whole replays prove nothing:
-    each kernel that points into the block is run alone instead (alone: alone.Alone's
-    block_ignored; without it, or where one reads the block, it stays a weight).
+    the kernels that point into the block are run alone instead, one after another
+    (alone: alone.Alone's block_ignored; without it, where a copy or memset points into
+    it, or where they read it, it stays a weight).
     name_of(i): node i's kernel, for messages."""
     reach = {}  # block id -> the furthest byte its pointers reach
     for n in nodes:
@@ -330,15 +331,12 @@ def scratch_blocks(replayer, bufs, nodes, log, alone=None, name_of=str):
         return True, wrote
 
     def by_nodes(b):
-        """The same, each kernel that points into b run alone."""
-        users = [n.index for n in nodes if n.kind == "kernel" and any(x is b for x, _o, _w in node_refs(n))]
-        wrote = 0
-        for i in users if alone is not None else ():
-            why, w = alone.block_ignored(i, (b.ranges[0], b.size), name_of(i))
-            if why is not None:
-                return False, 0
-            wrote = max(wrote, w)
-        return alone is not None and bool(users), wrote
+        """The same, the kernels that point into b run alone, in the graph's order."""
+        using = [n for n in nodes if any(x is b for x, _o, _w in node_refs(n))]
+        if alone is None or not using or any(n.kind != "kernel" for n in using):
+            return False, 0
+        why, wrote = alone.block_ignored([n.index for n in using], (b.ranges[0], b.size), name_of)
+        return why is None, wrote
     for b in [b for b in bufs.list if b.static and not b.host]:
         same, wrote = by_nodes(b) if noisy else by_replays(b)
         if not same:

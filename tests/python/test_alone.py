@@ -202,7 +202,7 @@ def test_a_workspace_the_kernel_fills_before_reading_is_ignored():
         d.write(ws.ranges[0], bytes((2 * v) & 0xFF for v in d.read(x.ranges[0], 40)))
         d.write(out.ranges[0], d.read(ws.ranges[0], 40) + bytes(24))
     dev, alone, ws = ws_setup(gemm)
-    why, wrote = alone.block_ignored(0, (ws.ranges[0], ws.size), "gemm")
+    why, wrote = alone.block_ignored([0], (ws.ranges[0], ws.size), str)
     assert why is None and wrote == 40 and len(dev.launched) == 4
     assert dev.read(ws.ranges[0], 256) == b"\x11" * 256  # (put back)
 
@@ -213,8 +213,8 @@ def test_a_block_the_kernel_reads_is_not_ignored_and_an_index_block_never_sees_0
         assert 0xFF not in idx, "ran out of bounds"
         d.write(out.ranges[0], bytes(d.read(x.ranges[0], 64)[k % 64] for k in idx))
     dev, alone, ws = ws_setup(offsets)
-    why, _ = alone.block_ignored(0, (ws.ranges[0], ws.size), "gather")
-    assert why.endswith("all 0x00, it writes other bytes: it reads them") and len(dev.launched) == 3
+    why, _ = alone.block_ignored([0], (ws.ranges[0], ws.size), str)
+    assert why.endswith("all 0x00, they write other bytes: they read them") and len(dev.launched) == 3
 
 
 def test_a_noisy_graphs_workspace_is_judged_by_its_kernels_alone():
@@ -237,3 +237,23 @@ def test_a_noisy_graphs_workspace_is_judged_by_its_kernels_alone():
     _, alone3, ws3 = ws_setup(gemm)
     scratch_blocks(replayer, SimpleNamespace(list=[ws3]), list(alone3.nodes.values()), logged.append, alone=None)
     assert ws3.role == "weight"  # (no node may be run alone: nothing proven)
+
+
+def test_a_split_k_workspace_one_kernel_fills_and_the_next_reads_is_ignored():
+    """cuBLASLt's split-K: the GEMM (node 0) writes partial sums into the workspace, its
+    reduction (node 1) sums them into out.  Alone, node 1 reads the block; run after node
+    0, what it reads is node 0's, whatever the block held."""
+    dev = Memory(1 << 14)
+    x, out = buf("x", 0, role="input"), buf("out", 0x100)
+    ws = buf("ws", 0x200, size=256, role="weight", static=True)
+    dev.write(x.ranges[0], bytes(range(64)))
+    dev.write(ws.ranges[0], b"\x11" * 256)
+    gemm = Node(kind="kernel", index=0, func=1, args=[("ptr", x, 0), ("ptr", ws, 0)])
+    reduce = Node(kind="kernel", index=1, func=1, args=[("ptr", ws, 0), ("ptr", out, 0)])
+    dev.kernels[0] = lambda d, blob: d.write(ws.ranges[0], bytes((3 * v) & 0xFF for v in d.read(x.ranges[0], 64)))
+    dev.kernels[1] = lambda d, blob: d.write(out.ranges[0], bytes((v + 1) & 0xFF for v in d.read(ws.ranges[0], 64)))
+    alone = Alone(dev, [gemm, reduce], {1: Kernel(symbol="k", layout=[(0, 8), (8, 8)])})
+    assert alone.block_ignored([0, 1], (ws.ranges[0], ws.size), str) == (None, 64)
+    assert "they read them" in alone.block_ignored([1], (ws.ranges[0], ws.size), str)[0]
+    assert "they read them" in alone.block_ignored([1, 0], (ws.ranges[0], ws.size), str)[0]  # (order matters)
+    assert dev.read(ws.ranges[0], 256) == b"\x11" * 256 and dev.read(out.ranges[0], 64) == bytes(64)
