@@ -173,9 +173,9 @@ def test_passes_in_other_memory_are_no_loop(tmp_path):
 
 def moved(tmp_path, shift=1024):
     """Paths a and b where b's pool laid t0 out `shift` bytes further on (the same tensor,
-    elsewhere): b's kernel n0 writes, and its read reads, t0 + shift; after the read, b's
-    n3 reads t0 + shift + 8 into t1, an intermediate of its own (a has a t1 too, which
-    it uses before the read)."""
+    elsewhere): b's kernel n0 writes, and its read reads, t0 + shift.  Each path's kernel
+    n0 also writes its t1 (at the same place in both), and after the read each n3 reads
+    t0 + 8 (b's: + shift) and t1 + 16."""
     a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
     b.capA.reads[0]["forced"] = True
     t0b = next(x for x in b.bufs.list if x.name == "t0")
