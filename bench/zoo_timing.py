@@ -236,7 +236,10 @@ def child(key, rounds, iters, out_dir, kernels=False, pdl=False, setup_only=Fals
     # copy to give: its ways share its state (its gradients accumulate across them, which
     # changes the values, not the work)
     own = (lambda: fn.fresh()) if train and hasattr(fn, "fresh") else (lambda: fn)
-    compiled_m = (own() if train else fn) if "compile_failed" in rec else torch.compile(own()) if train else compiled
+    if "compile_failed" in rec:  # (the step as pgcc exported it: eagerly)
+        compiled_m = own() if train else fn
+    else:
+        compiled_m = torch.compile(own()) if train else compiled
 
     def make_manual():  # (before reduce-overhead, whose trees keep a training step's autograd nodes alive)
         # warmed up and captured on one side stream: a training step's AccumulateGrad nodes

@@ -25,7 +25,7 @@ import hashlib
 from .access_probe import pointers
 from .errors import ExportError
 
-__all__ = ["Alone", "ALONE", "LIMIT", "merged"]
+__all__ = ["Alone", "ALONE", "LIMIT", "merged", "outside"]
 
 LIMIT = 512 << 20  # a node's buffers, at most (each run reads them all back)
 ALONE = ("run alone with some of its parameter bytes changed, to learn whether it reads them",
@@ -41,6 +41,14 @@ def merged(spans):
             out[-1] = (out[-1][0], max(out[-1][1], a + n - out[-1][0]))
         else:
             out.append((a, n))
+    return out
+
+
+def outside(spans, at, size):
+    """[(address, bytes)]: the parts of spans outside the size bytes at `at`."""
+    out = []
+    for a, n in spans:
+        out += [p for p in ((a, min(n, at - a)), (max(a, at + size), a + n - max(a, at + size))) if p[1] > 0]
     return out
 
 
@@ -122,8 +130,7 @@ class Alone:
         if sum(n for _a, n in spans) > LIMIT:
             return f"the nodes' buffers are over {LIMIT >> 20} MiB", 0
         at, size = block
-        others = [p for a, n in spans for p in ((a, min(n, at - a)), (max(a, at + size), a + n - max(a, at + size)))
-                  if p[1] > 0]
+        others = outside(spans, at, size)
         saved = [self.device.read(a, n) for a, n in spans]
         got, wrote = [], 0
         try:

@@ -29,8 +29,8 @@ import time
 
 from . import verify_export
 from .access_probe import Device, is_gemm, probe_access
-from .alone import ALONE, Alone
 from .access_sets import mark_access, triton_signatures
+from .alone import ALONE, Alone
 from .branches import branch_to_export, join, warm_other_path
 from .capture import host_maps
 from .capture_set import outputs_of, take_captures

@@ -18,10 +18,10 @@ model is as it was; and it draws the same random numbers: PyTorch's generator is
 back to its offset before each replay of torch's executable (whose replay writes the
 generator's seed and offset where the graph's random kernels read them, and advances
 the offset), and at the end.  Without that every replay of a graph with dropout gives
-other results, and nothing can be proven by replaying it.  Parameter changes are made on an executable graph of our own,
-instantiated from capture A's graph (one per stretch between host reads: hostreads.py),
-through cuGraphExecKernelNodeSetParams; torch's
-own executable is not touched.
+other results, and nothing can be proven by replaying it.  Parameter changes are made
+on an executable graph of our own, instantiated from capture A's graph (one per stretch
+between host reads: hostreads.py), through cuGraphExecKernelNodeSetParams; torch's own
+executable is not touched.
 
 A kernel that dereferences a poisoned word as an address faults, and a fault leaves
 the process's CUDA context unusable.  The bytes replayed here are only those that no
@@ -34,9 +34,9 @@ import contextlib
 import ctypes as C
 
 from .capture import tensor_span
-from .graphfile import node_refs
 from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, stuck_error, write_device
 from .errors import ExportError
+from .graphfile import node_refs
 from .random_state import philox_generator
 
 __all__ = ["close_unless_stuck", "mark_dontcare", "narrow", "POISON", "prove_irrelevant", "Replayer", "scratch_blocks"]

@@ -141,9 +141,15 @@ def capturable(torch, objs):
 
 
 # Optimizers whose update takes a learning rate given as a CUDA tensor (torch.optim's own, in
-# every implementation: for-loop, foreach, fused, capturable), and which a float rate a
-# scheduler changes is turned into
+# every implementation: for-loop, foreach, fused, capturable): a float rate an LR scheduler
+# drives is made one for them
 TENSOR_LR = ("SGD", "Adam", "AdamW")
+
+
+def scheduled_float(group):
+    """Whether a param group's learning rate is a Python float an LR scheduler drives (the
+    scheduler put its initial_lr in the group)."""
+    return "initial_lr" in group and isinstance(group.get("lr"), float)
 
 
 def on_device_settings(torch, opt):
@@ -168,8 +174,7 @@ def on_device_settings(torch, opt):
             if isinstance(v, torch.Tensor) and not v.is_cuda and v.dim() == 0 and v.is_floating_point():
                 g[key] = v.to(device)
                 moved.add(key)
-        if (type(opt).__name__ in TENSOR_LR and "initial_lr" in g and isinstance(g.get("lr"), float)
-                and not g.get("differentiable")):
+        if type(opt).__name__ in TENSOR_LR and scheduled_float(g) and not g.get("differentiable"):
             g["lr"] = torch.tensor(g["lr"], dtype=torch.float32, device=device)
             moved.add("lr")
     return moved
@@ -183,7 +188,7 @@ def rates_kept(torch, objs):
     for label, obj in objs:
         if kind_of(torch, obj) == "optimizer":
             out += [f"{label}.group{i}.lr ({type(obj).__name__})" for i, g in enumerate(obj.param_groups)
-                    if "initial_lr" in g and isinstance(g.get("lr"), float)]
+                    if scheduled_float(g)]
     return out
 
 

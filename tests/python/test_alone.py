@@ -5,7 +5,7 @@ alone decides."""
 import itertools
 from types import SimpleNamespace
 
-from pgcc.alone import LIMIT, Alone, merged
+from pgcc.alone import LIMIT, Alone, merged, outside
 from pgcc.model import Buffer, Kernel, Node, Relocation
 from pgcc.replay import prove_irrelevant
 from standin_device import BASE, Memory
@@ -86,6 +86,12 @@ def test_nodes_that_cannot_run_alone_say_why():
 
 def test_merged_joins_overlapping_spans():
     assert merged([(10, 5), (0, 4), (12, 10), (22, 1), (30, 2)]) == [(0, 4), (10, 13), (30, 2)]
+
+
+def test_outside_cuts_a_block_out_of_spans():
+    assert outside([(0, 100)], 40, 20) == [(0, 40), (60, 40)]
+    assert outside([(0, 10), (50, 10)], 20, 5) == [(0, 10), (50, 10)]
+    assert outside([(0, 100), (200, 8)], 0, 100) == [(200, 8)]
 
 
 class NoisyReplayer:
