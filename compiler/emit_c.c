@@ -475,6 +475,23 @@ static void encode(const char *lit, PgType t, unsigned size, unsigned char *out)
   }
 }
 
+/* len bytes as the initializer of an unsigned char array of exactly len: string literals
+   of 96 source characters or so a line, printable bytes as they are and the rest (with '"',
+   '\\' and '?', which could begin a trigraph under -std=c11) as three-digit octal escapes,
+   which no digit after them can extend.  A compiler reads such a literal several times
+   faster than a list of numbers (a 1.9 MB module: 0.3 s against 2.7 s with gcc 13); the
+   array has no room for the literal's terminating null, which C leaves out then. */
+static void emit_byte_string(FILE *f, const unsigned char *data, size_t len) {
+  size_t col = 0;
+  for (size_t k = 0; k < len; k++) {
+    if (col == 0) fputs("\n    \"", f);
+    unsigned char c = data[k];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '?') fputc(c, f), col++;
+    else fprintf(f, "\\%03o", c), col += 4;
+    if (col >= 96 || k + 1 == len) fputc('"', f), col = 0;
+  }
+}
+
 static void emit_module(W *w, size_t i) {
   const PgModule *m = w->p->modules.v[i];
   FILE *f = w->f;
@@ -501,10 +518,12 @@ static void emit_module(W *w, size_t i) {
     fprintf(f, "static const char %s_module_%zu[] =\n    ", w->name, i);
     cstring(f, data);
     fputs(";\n\n", f);
+  } else if (len) {
+    fprintf(f, "static const unsigned char %s_module_%zu[%zu] =", w->name, i, len);
+    emit_byte_string(f, (const unsigned char *)data, len);
+    fputs(";\n\n", f);
   } else {
-    fprintf(f, "static const unsigned char %s_module_%zu[%zu] = {", w->name, i, len);
-    for (size_t k = 0; k < len; k++) fprintf(f, "%s0x%02x,", k % 16 ? " " : "\n    ", (unsigned char)data[k]);
-    fputs("\n};\n\n", f);
+    fprintf(f, "static const unsigned char %s_module_%zu[1] = {0};\n\n", w->name, i);
   }
   free(data);
   if (!m->globals.n) return;
@@ -1273,6 +1292,8 @@ void pg_emit_c(const PgProgram *p, const char *name, const char *input, FILE *f)
           graph_regions);
   fprintf(f, " *   cc -c %s.c $(pkg-config --cflags pgrt) && cc ... $(pkg-config --libs pgrt)\n */\n", name);
   fputs("#include \"pgrt.h\"\n\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n", f);
+  fputs("#ifdef __GNUC__ /* the modules' bytes are string literals longer than ISO C's 4095 (gcc, clang) */\n"
+        "#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n#endif\n\n", f);
   emit_api(&w, false);
   fputc('\n', f);
 

@@ -476,6 +476,48 @@ START_TEST(module_globals_round_trip) {
 }
 END_TEST
 
+/* A module's bytes as the generated C holds them (emit_c.c, string literals): decoded as C
+ * reads them -- adjacent literals joined, three-digit octal escapes, every other byte as
+ * it stands -- they are the module file's bytes, and no "??" appears in them (a trigraph
+ * under -std=c11).  The module holds every byte value and those that need escaping
+ * (tests/codegen/module_bytes.graph; check-codegen compiles its C with gcc and clang). */
+START_TEST(module_bytes_literal) {
+  size_t want_n;
+  unsigned char *want = (unsigned char *)slurp("tests/modules/escapes.cubin", &want_n);
+  ck_assert_ptr_nonnull(want);
+  Run r = run_pgcc("-o", "-", "tests/codegen/module_bytes.graph", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  char decl[64];
+  snprintf(decl, sizeof decl, "module_bytes_module_0[%zu] =", want_n);
+  const char *at = strstr(r.out, decl);
+  ck_assert_msg(at, "no '%s' in the C", decl);
+  at += strlen(decl);
+  unsigned char *got = malloc(want_n + 16);
+  size_t n = 0;
+  for (; *at && *at != ';'; at++) {
+    if (*at != '"') continue; /* (between literals: white space) */
+    for (at++; *at != '"'; at++) {
+      ck_assert_msg(!(at[0] == '?' && at[1] == '?'), "a trigraph could begin at byte %zu", n);
+      ck_assert_msg(*at != '\n' && *at, "a literal is not closed");
+      ck_assert_uint_lt(n, want_n + 16);
+      if (*at == '\\') {
+        ck_assert_msg(at[1] >= '0' && at[1] <= '3' && at[2] >= '0' && at[2] <= '7' && at[3] >= '0' && at[3] <= '7',
+                      "byte %zu: an escape other than three octal digits: %.6s", n, at);
+        got[n++] = (unsigned char)((at[1] - '0') * 64 + (at[2] - '0') * 8 + (at[3] - '0'));
+        at += 3;
+      } else {
+        got[n++] = (unsigned char)*at;
+      }
+    }
+  }
+  ck_assert_uint_eq(n, want_n);
+  ck_assert_msg(memcmp(got, want, n) == 0, "the literal's bytes are not the module's");
+  free(got);
+  free(want);
+  run_free(&r);
+}
+END_TEST
+
 /* Staging (compiler/stage.c; tests/codegen/staged_*.graph, whose C make check-codegen
  * builds against libpgrt): a collective on a per-call buffer goes through arena buffers
  * of its own.  For each program: the report's line says it is staged, through how many
@@ -761,6 +803,7 @@ Suite *corpus_suite(void) {
   tcase_add_test(t, driver_built_pitched_copy_and_host_node);
   tcase_add_test(t, collectives_round_trip);
   tcase_add_test(t, module_globals_round_trip);
+  tcase_add_test(t, module_bytes_literal);
   tcase_add_test(t, staged_collectives);
   tcase_add_test(t, captured_dot_lists_kernel_origins);
   tcase_add_test(t, exported_fixtures_read);
