@@ -30,12 +30,14 @@ sorted (address, size) lists, the parameter bytes); the one question about the
 process -- what a constant word that is no buffer points at -- is a callable given
 in (`foreign`).  No torch, no CUDA.
 """
+import bisect
 import difflib
 import struct
 
 from .model import Buffer, PtrWord, Relocation
 
-__all__ = ["FOREIGN", "Allocations", "block_of", "Buffers", "Relocator", "u32", "u64", "used_extent"]
+__all__ = ["FOREIGN", "Allocations", "block_of", "BufferIndex", "Buffers", "Relocator", "Spans", "u32", "u64",
+           "used_extent"]
 
 FOREIGN = "an address this process owns, not the export's"  # (a suspect's why: host_words judges such words)
 
@@ -54,18 +56,75 @@ class Buffers:
         return b
 
     def find(self, cap, addr):
-        for b in self.list:
-            if b.aliased:  # (an output whose memory held other tensors first: node_mapping.py)
-                continue
-            if b.places is not None:  # (bytes apart: the random-number state)
-                off = b.places.get(cap, {}).get(addr)
-                if off is not None:
-                    return b, off
-                continue
-            base = b.ranges.get(cap)
-            if base is not None and base <= addr < base + b.size:
-                return b, addr - base
+        """(buffer, offset) of the first buffer whose bytes in capture cap hold addr, or
+        (None, 0).  Skipped: aliased outputs (whose memory held other tensors first:
+        node_mapping.py); a buffer with places (bytes apart: the random-number state)
+        holds only the addresses listed there."""
+        return _find_in(self.list, cap, addr)
+
+
+class BufferIndex:
+    """Buffers.find by bisection, for the Relocator, which asks it for every word of every
+    node (a linear search made a training step's mapping take tens of seconds).  Each
+    capture's address space is cut at every buffer's ends into pieces, each with the
+    buffers that cover it in list order; a lookup tests only those, with find's own test,
+    so it gives what find gives.  Buffers added since the index was built (the
+    Relocator's intermediates and static blocks) are searched one by one after it, and
+    the index is built again once there are many of them.  Valid while no buffer's size,
+    ranges or places change (none does while the Relocator maps nodes)."""
+
+    REBUILD = 64  # buffers added since the index was built, searched one by one
+
+    def __init__(self, bufs):
+        self.bufs, self.built, self.pieces = bufs, 0, {}
+
+    def _piece(self, cap):
+        if cap not in self.pieces:
+            spans = []
+            for b in self.bufs.list[:self.built]:
+                if b.places is not None:
+                    spans += [(a, a + 1, b) for a in b.places.get(cap, {})]
+                elif b.ranges.get(cap) is not None and b.size > 0:
+                    spans.append((b.ranges[cap], b.ranges[cap] + b.size, b))
+            cuts = sorted({x for lo, hi, _ in spans for x in (lo, hi)})
+            starts, ends = {}, {}
+            for k, (lo, hi, _) in enumerate(spans):
+                starts.setdefault(lo, []).append(k)
+                ends.setdefault(hi, []).append(k)
+            active, covering = set(), []
+            for x in cuts:
+                active.difference_update(ends.get(x, ()))
+                active.update(starts.get(x, ()))
+                covering.append([spans[k][2] for k in sorted(active)])
+            self.pieces[cap] = (cuts, covering)
+        return self.pieces[cap]
+
+    def find(self, cap, addr):
+        if len(self.bufs.list) - self.built > self.REBUILD or len(self.bufs.list) < self.built:
+            self.built, self.pieces = len(self.bufs.list), {}
+        cuts, covering = self._piece(cap)
+        k = bisect.bisect_right(cuts, addr) - 1
+        for part in (covering[k] if k >= 0 else (), self.bufs.list[self.built:]):
+            b, off = _find_in(part, cap, addr)
+            if b is not None:
+                return b, off
         return None, 0
+
+
+def _find_in(buffers, cap, addr):
+    """Buffers.find over the buffers given."""
+    for b in buffers:
+        if b.aliased:
+            continue
+        if b.places is not None:
+            off = b.places.get(cap, {}).get(addr)
+            if off is not None:
+                return b, off
+            continue
+        base = b.ranges.get(cap)
+        if base is not None and base <= addr < base + b.size:
+            return b, addr - base
+    return None, 0
 
 
 def used_extent(base, size, allocs, refs):
@@ -98,6 +157,27 @@ def block_of(blocks, addr):
     return None
 
 
+class Spans:
+    """block_of by bisection over a fixed sorted list of (address, size): the first pair
+    (in the list's order) that holds an address.  The end of the longest reach so far
+    (ends[k]: the furthest a + s among the first k + 1) rises past addr first at the
+    first pair reaching beyond it; that pair holds addr if it starts at or below it."""
+
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+        self.starts = [a for a, _ in self.blocks]
+        self.ends, reach = [], None
+        for a, s in self.blocks:
+            reach = a + s if reach is None else max(reach, a + s)
+            self.ends.append(reach)
+
+    def holding(self, addr):
+        k = bisect.bisect_right(self.ends, addr)  # (the first whose reach is beyond addr)
+        if k < len(self.blocks) and self.starts[k] <= addr:
+            return self.blocks[k]
+        return None
+
+
 def u32(blob, at):
     return struct.unpack_from("<I", blob, at)[0]
 
@@ -127,6 +207,18 @@ class Allocations:
         # ((address, size) here, (address, size) in capture 0)
         self.pairs = [(mine[i + k], first[j + k]) for i, j, n in sm.get_matching_blocks() for k in range(n)]
         self.unpaired = len(mine) - len(self.pairs)
+        # by start address on each side, and the largest size: the pairs that can hold an
+        # address start no further below it than that
+        self.side = [self._sorted(0), self._sorted(1)]
+
+    def _sorted(self, side):
+        pairs = sorted(self.pairs, key=lambda p: p[side][0])
+        return [p[side][0] for p in pairs], pairs, max((p[side][1] for p in pairs), default=0)
+
+    def _holding(self, side, v):
+        starts, pairs, longest = self.side[side]
+        lo, hi = bisect.bisect_left(starts, v - longest), bisect.bisect_right(starts, v)
+        return [p for p in pairs[lo:hi] if p[side][0] <= v <= p[side][0] + p[side][1]]
 
     @staticmethod
     def pairable(mine, first):
@@ -134,10 +226,10 @@ class Allocations:
         return mine is not None and first is not None and len(Allocations(mine, first).pairs) >= 0.9 * len(mine)
 
     def to_first(self, v):
-        return {f[0] + (v - m[0]) for m, f in self.pairs if m[0] <= v <= m[0] + m[1]}
+        return {f[0] + (v - m[0]) for m, f in self._holding(0, v)}
 
     def from_first(self, a):
-        return {m[0] + (a - f[0]) for m, f in self.pairs if f[0] <= a <= f[0] + f[1]}
+        return {m[0] + (a - f[0]) for m, f in self._holding(1, a)}
 
 
 class Relocator:
@@ -156,11 +248,12 @@ class Relocator:
     in the order they are first met."""
 
     def __init__(self, bufs, blocks, regions=None, foreign=None, paired=None):
-        self.bufs, self.blocks = bufs, list(blocks)
+        self.bufs, self.blocks = bufs, [Spans(b) for b in blocks]
+        self.index = BufferIndex(bufs)
         self.paired = dict(paired or {})
         self.direct = [c for c in range(len(self.blocks)) if c not in self.paired]
         regions = None if regions is None else [regions[c] for c in self.direct]
-        self.regions = None if regions is None or any(r is None for r in regions) else regions
+        self.regions = None if regions is None or any(r is None for r in regions) else [Spans(r) for r in regions]
         self.foreign = foreign or (lambda addr: None)
         self.pairs = {}  # ("region" or "static", address in capture 0) -> buffer, checked against the others
         self.problems, self.foreign_words = [], []
@@ -184,7 +277,7 @@ class Relocator:
         it as a suspect, to be proven irrelevant by replay."""
         vals = list(vals)
         d = self.direct
-        found = {c: self.bufs.find(c, vals[c]) for c in d}
+        found = {c: self.index.find(c, vals[c]) for c in d}
         words = " / ".join(f"0x{v:x}" for v in vals)
         same = all(v == vals[0] for v in vals)
         if same and found[0][0] and found[0][0].role == "intermediate":
@@ -204,7 +297,7 @@ class Relocator:
                     + "".join(f", 0x{vals[c]:x} in capture {_label(c)}" for c in self.paired))
                 return None
             return b0, o0
-        bl = {c: block_of(self.blocks[c], vals[c]) for c in d}
+        bl = {c: self.blocks[c].holding(vals[c]) for c in d}
         if same and not bl[0]:
             m = self.foreign(vals[0])
             if m:  # a kernel that reads it would read something else, or nothing, at run time
@@ -217,7 +310,7 @@ class Relocator:
             return None
         static = same  # memory from outside the captures (a workspace, a constant): its bytes are kept
         if not static and self.regions is not None:  # memory of the captures: the region of allocations it is in
-            bl = {c: block_of(r, vals[c]) for c, r in zip(d, self.regions)}
+            bl = {c: r.holding(vals[c]) for c, r in zip(d, self.regions)}
             if (not all(bl.values()) or any(b[1] != bl[0][1] for b in bl.values())) and not nowhere:
                 return None
             if not all(bl.values()) or any(b[1] != bl[0][1] for b in bl.values()):
@@ -256,7 +349,7 @@ class Relocator:
         """(buffer, offset) if every capture's word is the same place of one buffer the
         export already knows, else None; silent (a window across two fields may hit a
         buffer by chance in one capture: that is no problem, only not an address)."""
-        b0, o0 = self.bufs.find(0, vals[0])
+        b0, o0 = self.index.find(0, vals[0])
         if b0 and all(vals[c] in self.at(c, b0, o0) for c in range(1, len(vals))):
             return b0, o0
         return None

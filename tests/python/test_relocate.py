@@ -384,3 +384,46 @@ def test_allocations_outside_the_region_do_not_count():
     allocs = [(REGION - 8192, 8192), (REGION + 512, 512)]  # (one ends where the region starts)
     assert used_extent(REGION, 8192, allocs, [(600, 0)]) == 1024
     assert used_extent(REGION, 8192, [(REGION + 8192, 4096)], [(0, 0)]) == 8192  # (after it: no allocation holds it)
+
+
+def _linear_pairs(alloc, side, v):  # (Allocations' lookups as they were: a scan of every pair)
+    return {(m, f) for m, f in alloc.pairs if (m, f)[side][0] <= v <= (m, f)[side][0] + (m, f)[side][1]}
+
+
+def test_indexes_give_what_the_linear_searches_give():
+    """BufferIndex, Spans and Allocations' lookups are searches by bisection that stand in
+    for scans of every buffer, block and pair: on random layouts with overlapping
+    buffers, aliased outputs, buffers whose bytes lie apart, buffers added after the
+    index was built and allocations reused in turn, each answers every address as the
+    scan does (the first match in list order)."""
+    import random
+    from pgcc.relocate import BufferIndex, Spans, block_of
+    rng = random.Random(7)
+    for trial in range(40):
+        bufs, index = Buffers(), None
+        for k in range(rng.randrange(1, 120)):
+            base = 0x1000 * rng.randrange(64)
+            if rng.random() < 0.05:  # bytes apart: only the addresses listed
+                b = bufs.add(name=f"r{k}", size=16, role="rng", ranges={})
+                b.places = {0: {base + 8: 0, base + 0x40: 8}, 1: {base: 0}}
+            else:
+                b = bufs.add(name=f"b{k}", size=rng.choice([0, 16, 0x800, 0x1000, 0x5000]), role="weight",
+                             ranges={0: base + rng.randrange(0, 64, 8), 1: base})
+            b.aliased = rng.random() < 0.1
+            if k == 30:
+                index = BufferIndex(bufs)  # built before the rest are added
+        index = index or BufferIndex(bufs)
+        for _ in range(300):
+            cap, addr = rng.randrange(2), rng.randrange(-0x100, 66 * 0x1000)
+            assert index.find(cap, addr) == bufs.find(cap, addr), (trial, cap, hex(addr))
+        blocks = sorted((0x100 * rng.randrange(400), rng.choice([0x10, 0x100, 0x800])) for _ in range(rng.randrange(60)))
+        spans = Spans(blocks)
+        for addr in range(-0x10, 0x100 * 410, 0x3f):
+            assert spans.holding(addr) == block_of(blocks, addr), (trial, hex(addr))
+        first = [(0x100 * rng.randrange(200), 0x100 * rng.randrange(1, 8)) for _ in range(rng.randrange(1, 80))]
+        mine = [(a + 0x10000, s) for a, s in first]
+        alloc = Allocations(mine, first)
+        for v in range(0, 0x100 * 210, 0x40):
+            assert alloc.from_first(v) == {m[0] + (v - f[0]) for m, f in _linear_pairs(alloc, 1, v)}
+            assert alloc.to_first(v + 0x10000) == {f[0] + (v + 0x10000 - m[0]) for m, f in
+                                                   _linear_pairs(alloc, 0, v + 0x10000)}
