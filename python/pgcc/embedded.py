@@ -19,12 +19,14 @@ import ctypes.util
 import mmap
 import struct
 
+from .fatbin import elf_sections
+
 try:
     import zstandard  # the fallback where the system has no libzstd
 except ImportError:
     zstandard = None
 
-__all__ = ["ZSTD_MAGIC", "Zstd", "cubin_sm", "data_sections", "embedded_cubins"]
+__all__ = ["ZSTD_MAGIC", "Zstd", "cubin_sm", "data_sections", "embedded_cubins", "holds_symbol"]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ELF_MAGIC = b"\x7fELF"
@@ -94,6 +96,17 @@ def cubin_sm(image):
     return (flags >> 8) & 0xff if image[8] >= 8 else flags & 0xff
 
 
+def holds_symbol(image, names):
+    """Whether a cubin's symbol names (its .strtab, split at its nulls) include one of names
+    (a set of bytes); where it has no .strtab, whether one of them is anywhere in its
+    bytes.  A set's lookup, not a search of the whole image for each name: cuBLASLt's
+    frames hold hundreds of MB of code, searched for every kernel an export looks for."""
+    strtab = elf_sections(image).get(".strtab")
+    if strtab is None:
+        return any(s in image for s in names)
+    return not names.isdisjoint(strtab.split(b"\0"))
+
+
 def data_sections(head):
     """[(name, file offset, size)] of the sections of an ELF file (given as bytes or an mmap)
     that hold data on disk and no code: where a library could keep compressed images."""
@@ -124,7 +137,7 @@ def embedded_cubins(path, sm, symbols, zstd=None, skip=(".nv_fatbin",)):
     zstd = zstd if zstd is not None else Zstd()
     if not zstd:
         return
-    names = [s.encode() for s in symbols]
+    names = {s.encode() for s in symbols}
     with open(path, "rb") as f:
         try:
             m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -142,6 +155,6 @@ def embedded_cubins(path, sm, symbols, zstd=None, skip=(".nv_fatbin",)):
                     at = sec.find(ZSTD_MAGIC, at + 4)
                     continue
                 image, n = got
-                if cubin_sm(image) == sm and any(s in image for s in names):
+                if cubin_sm(image) == sm and holds_symbol(image, names):
                     yield name, off + at, image
                 at = sec.find(ZSTD_MAGIC, at + n)
