@@ -203,13 +203,28 @@ def find_in_libraries(wanted, log, sm=None, progress=None):
     given a short status line while a library is searched.  With the environment
     variable PGCC_FIND_ALL=1 the search goes on through every fatbin and counts, in
     find_in_libraries.candidates, how many hold each kernel (a name found in several is
-    taken from the first: a diagnosis of wrong results, not a fix)."""
+    taken from the first: a diagnosis of wrong results, not a fix).
+
+    What a library was searched for is remembered for the process (SEARCHED): a kernel
+    searched for before, with the same attributes, is not searched for in that library
+    again, and a library with nothing new to search for is not opened (an export of a
+    branch searches for its other path's kernels, most of them the first path's: every
+    library's fatbins were loaded again, 8 s for a ViT training step)."""
     found = {}
     every = os.environ.get("PGCC_FIND_ALL") == "1"
     find_in_libraries.candidates = counts = {}
     for path in loaded_libraries():
         if len(found) == len(wanted) and not every:
             break
+        memo = SEARCHED.setdefault((path, sm), {})
+        for sym, attrs in wanted.items():
+            hit = memo.get((sym, tuple(attrs)), False)
+            if hit and not every and sym not in found:
+                found[sym] = hit
+        todo = {sym: attrs for sym, attrs in wanted.items()
+                if every or (sym not in found and (sym, tuple(attrs)) not in memo)}
+        if not todo:
+            continue
         t0 = time.perf_counter()
         sec = read_section(path)
         base = C.cast(C.c_char_p(sec), C.c_void_p).value
@@ -218,22 +233,32 @@ def find_in_libraries(wanted, log, sm=None, progress=None):
         if sm is not None and blobs and not any(ok for _, ok in blobs):  # headers not as expected: load them all
             log(f"  no fatbin of {os.path.basename(path)} lists a cubin for sm_{sm}: searching all of them")
             blobs = [(at, True) for at, _ in blobs]
+        here = {}
         for n, (at, ok) in enumerate(blobs):
-            if len(found) == len(wanted) and not every:
+            if len(here) == len(todo) and not every:
                 break
             if not ok:
                 continue
             if progress and n % 64 == 0:
                 progress(f"searching {os.path.basename(path)}: fatbin {n}/{len(blobs)}, "
-                         f"{len(found)}/{len(wanted)} kernels found")
+                         f"{len(found) + len(here)}/{len(wanted)} kernels found")
             loaded += 1
-            for sym in list(matching_kernels(C.c_void_p(base + at), wanted, skip=() if every else found)):
+            for sym in list(matching_kernels(C.c_void_p(base + at), todo, skip=() if every else here)):
                 counts[sym] = counts.get(sym, 0) + 1
-                found.setdefault(sym, (path, at))
+                here.setdefault(sym, (path, at))
+        for sym, attrs in todo.items():
+            memo[(sym, tuple(attrs))] = here.get(sym)  # (None: not in this library)
+            if sym in here:
+                found.setdefault(sym, here[sym])
         log(f"  {os.path.basename(path)}: {len(blobs)} fatbins, {loaded} with a cubin for "
             f"{'this GPU' if sm is not None else 'any GPU'} loaded, {len(found) - before} kernels found "
             f"({len(found)}/{len(wanted)} so far), {time.perf_counter() - t0:.1f} s")
     return found
+
+
+# {(library path, sm): {(symbol, attributes): (path, fatbin offset), or None where that library
+# does not hold it}}: what find_in_libraries searched for in this process
+SEARCHED = {}
 
 
 def library_candidates(symbol, attrs, sm, paths):
