@@ -34,10 +34,11 @@ import contextlib
 import ctypes as C
 
 from .capture import tensor_span
-from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, stuck_error, write_device
+from .cuda import KernelNodeParams, check, cu, kernel_argv, read_device, stuck_error
 from .errors import ExportError
 from .graphfile import node_refs
 from .random_state import philox_generator
+from .snapshots import Snapshot
 
 __all__ = ["close_unless_stuck", "mark_dontcare", "narrow", "POISON", "prove_irrelevant", "Replayer", "scratch_blocks"]
 
@@ -51,7 +52,7 @@ class Replayer:
         self.torch, self.cap = torch, cap
         state = [(b.ranges[0], b.size) for b in bufs.list if b.role == "weight" and not b.host]
         state += [tensor_span(x) for x in cap.inputs]
-        self.saved = [(a, read_device(a, n)) for a, n in state]
+        self.saved = Snapshot.take(torch, state)  # (on the device where it has room: snapshots.py)
         self.watched = [tensor_span(o) for o in cap.outputs]
         self.watched += [(b.ranges[0], b.size) for b in bufs.list if b.role == "weight" and not b.static]
         self.labels = [f"output {k}" for k in range(len(cap.outputs))]  # what each result is, for messages
@@ -93,12 +94,12 @@ class Replayer:
             self.set_params(self.execs[self.cap.segment_of[i]], i, blob)
 
     def restore(self):
-        for a, data in self.saved:
-            write_device(a, data)
+        self.saved.restore()
 
     def results(self):
-        self.torch.cuda.synchronize()
-        return [read_device(a, n) for a, n in self.watched]
+        """The outputs' and the weights' bytes now: a snapshots.Snapshot, compared with
+        another replay's range by range."""
+        return Snapshot.take(self.torch, self.watched)
 
     def replay(self, before=None):
         """Replays torch's own executable graph (ours where nodes are fixed) after before()
