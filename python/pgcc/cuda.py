@@ -36,6 +36,7 @@ def cu():
 
     n = NS()
     n.GetErrorString = fn("cuGetErrorString", I, C.POINTER(C.c_char_p))
+    n.DriverGetVersion = fn("cuDriverGetVersion", C.POINTER(I))
     n.GraphGetNodes = fn("cuGraphGetNodes", P, C.POINTER(P), C.POINTER(S))
     n.GraphGetEdges = fn("cuGraphGetEdges_v2", P, C.POINTER(P), C.POINTER(P), P, C.POINTER(S))
     n.GraphNodeGetType = fn("cuGraphNodeGetType", P, C.POINTER(I))

@@ -26,7 +26,7 @@ try:
 except ImportError:
     zstandard = None
 
-__all__ = ["ZSTD_MAGIC", "Zstd", "cubin_sm", "data_sections", "embedded_cubins", "holds_symbol"]
+__all__ = ["ZSTD_MAGIC", "Zstd", "cubin_sm", "data_sections", "embedded_cubins", "holds_symbol", "symbol_names"]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ELF_MAGIC = b"\x7fELF"
@@ -130,10 +130,15 @@ def data_sections(head):
     return out
 
 
-def embedded_cubins(path, sm, symbols, zstd=None, skip=(".nv_fatbin",)):
+def embedded_cubins(path, sm, symbols, zstd=None, skip=(".nv_fatbin",), index=None):
     """Yields (section, offset, cubin) for each zstd frame in the data sections of the ELF
     file at path (less skip: .nv_fatbin is the driver's, searched by its own fatbin reader)
-    that decompresses to a cubin for SM version sm holding one of symbols' names."""
+    that decompresses to a cubin for SM version sm holding one of symbols' names.
+
+    index: a dict the caller keeps for this file and GPU between searches
+    (search_cache.py).  Empty, it is filled by a whole search: index["frames"], one
+    [section, file offset, compressed length, [symbol names], or None where the cubin has no
+    symbol table] per frame that holds a cubin for sm.  Filled, only the frames that name a wanted symbol are read and decompressed."""
     zstd = zstd if zstd is not None else Zstd()
     if not zstd:
         return
@@ -144,6 +149,16 @@ def embedded_cubins(path, sm, symbols, zstd=None, skip=(".nv_fatbin",)):
         except ValueError:  # an empty file
             return
     with m:
+        if index is not None and "frames" in index:
+            wanted = set(symbols)
+            for name, at, n, held in index["frames"]:
+                if held is not None and wanted.isdisjoint(held):
+                    continue
+                got = zstd.frame(m[at:at + n], 0)
+                if got is not None and cubin_sm(got[0]) == sm and holds_symbol(got[0], names):
+                    yield name, at, got[0]
+            return
+        frames = []
         for name, off, size in data_sections(m):
             if name in skip:
                 continue
@@ -155,6 +170,19 @@ def embedded_cubins(path, sm, symbols, zstd=None, skip=(".nv_fatbin",)):
                     at = sec.find(ZSTD_MAGIC, at + 4)
                     continue
                 image, n = got
-                if cubin_sm(image) == sm and holds_symbol(image, names):
-                    yield name, off + at, image
+                if cubin_sm(image) == sm:
+                    frames.append([name, off + at, n, symbol_names(image)])
+                    if holds_symbol(image, names):
+                        yield name, off + at, image
                 at = sec.find(ZSTD_MAGIC, at + n)
+        if index is not None:
+            index["frames"] = frames
+
+
+def symbol_names(image):
+    """A cubin's symbol names: its .strtab's strings but section names (those that begin
+    with a dot); None where it has no .strtab."""
+    strtab = elf_sections(image).get(".strtab")
+    if strtab is None:
+        return None
+    return [x.decode(errors="replace") for x in strtab.split(b"\0") if x and not x.startswith(b".")]

@@ -24,9 +24,10 @@ from .diagnose import Harness, describe_node
 from .embedded import embedded_cubins
 from .fatbin import image_kind, same_kernel_code
 from .graphfile import ident
-from .kernel_search import (LibraryFunctions, cache_roots, find_in_images, find_in_libraries, library_candidates,
-                            loaded_libraries, same_kernel, triton_cubins, triton_images)
+from .kernel_search import (LibraryFunctions, cache_roots, driver_version, find_in_images, find_in_libraries,
+                            library_candidates, loaded_libraries, same_kernel, triton_cubins, triton_images)
 from .module_watch import ModuleFingerprints
+from .search_cache import library_facts
 
 __all__ = ["find_in_embedded", "find_kernel_code", "own_images", "prove_code", "set_image"]
 
@@ -111,7 +112,11 @@ def find_in_embedded(kernels, wanted, sm, log, problems, out_dir):
     """Kernels of wanted ({symbol: attrs}) found in the cubins for this GPU (sm) that the
     loaded libraries keep compressed in their data sections: each written as an image of
     its own; a name held there by several cubins with different code is a problem."""
-    images = [image for path in loaded_libraries() for _, _, image in embedded_cubins(path, sm, wanted)]
+    images = []
+    for path in loaded_libraries():
+        facts = library_facts(path, sm, driver_version())  # (the frames' names, from an earlier search)
+        images += [image for _, _, image in embedded_cubins(path, sm, wanted, index=facts.frames)]
+        facts.save()
     found = find_in_images(wanted, images, log, problems)
     for k in kernels.values():
         if k.module is not None or k.symbol not in found:

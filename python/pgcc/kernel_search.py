@@ -25,8 +25,9 @@ from collections.abc import Mapping
 
 from .cuda import check, cu, write_device
 from .fatbin import fatbin_section, fatbins, read_section, same_kernel_code
+from .search_cache import library_facts, memo_key
 
-__all__ = ["FUNC_ATTRS", "LibraryFunctions", "cache_index", "cache_roots", "cached_cubin", "find_in_images",
+__all__ = ["FUNC_ATTRS", "LibraryFunctions", "cache_index", "cache_roots", "cached_cubin", "driver_version", "find_in_images",
            "find_in_libraries", "forget_generated_kernels", "func_attrs", "library_candidates", "loaded_libraries",
            "matching_kernels", "same_kernel", "triton_cubins", "triton_images"]
 
@@ -205,24 +206,26 @@ def find_in_libraries(wanted, log, sm=None, progress=None):
     find_in_libraries.candidates, how many hold each kernel (a name found in several is
     taken from the first: a diagnosis of wrong results, not a fix).
 
-    What a library was searched for is remembered for the process (SEARCHED): a kernel
-    searched for before, with the same attributes, is not searched for in that library
-    again, and a library with nothing new to search for is not opened (an export of a
-    branch searches for its other path's kernels, most of them the first path's: every
-    library's fatbins were loaded again, 8 s for a ViT training step)."""
+    What a library was searched for is remembered (search_cache.py: for the process, and
+    on disk for later ones): a kernel searched for before, with the same attributes, is
+    not searched for in that library again, and a library with nothing new to search for
+    is not opened (an export of a branch searches for its other path's kernels, most of
+    them the first path's: every library's fatbins were loaded again, 8 s for a ViT
+    training step; and every export searched the same libraries for the same GEMMs)."""
     found = {}
     every = os.environ.get("PGCC_FIND_ALL") == "1"
     find_in_libraries.candidates = counts = {}
     for path in loaded_libraries():
         if len(found) == len(wanted) and not every:
             break
-        memo = SEARCHED.setdefault((path, sm), {})
+        facts = library_facts(path, sm, driver_version())
+        memo = facts.fatbins
         for sym, attrs in wanted.items():
-            hit = memo.get((sym, tuple(attrs)), False)
-            if hit and not every and sym not in found:
-                found[sym] = hit
+            hit = memo.get(memo_key(sym, attrs))
+            if hit is not None and not every and sym not in found:
+                found[sym] = (path, hit)
         todo = {sym: attrs for sym, attrs in wanted.items()
-                if every or (sym not in found and (sym, tuple(attrs)) not in memo)}
+                if every or (sym not in found and memo_key(sym, attrs) not in memo)}
         if not todo:
             continue
         t0 = time.perf_counter()
@@ -247,18 +250,23 @@ def find_in_libraries(wanted, log, sm=None, progress=None):
                 counts[sym] = counts.get(sym, 0) + 1
                 here.setdefault(sym, (path, at))
         for sym, attrs in todo.items():
-            memo[(sym, tuple(attrs))] = here.get(sym)  # (None: not in this library)
+            memo[memo_key(sym, attrs)] = here[sym][1] if sym in here else None  # (None: not in this library)
             if sym in here:
                 found.setdefault(sym, here[sym])
+        facts.save()
         log(f"  {os.path.basename(path)}: {len(blobs)} fatbins, {loaded} with a cubin for "
             f"{'this GPU' if sm is not None else 'any GPU'} loaded, {len(found) - before} kernels found "
             f"({len(found)}/{len(wanted)} so far), {time.perf_counter() - t0:.1f} s")
     return found
 
 
-# {(library path, sm): {(symbol, attributes): (path, fatbin offset), or None where that library
-# does not hold it}}: what find_in_libraries searched for in this process
-SEARCHED = {}
+def driver_version():
+    """The CUDA driver's version (13000 for 13.0), or None where it cannot be read."""
+    v = C.c_int()
+    try:
+        return v.value if cu().DriverGetVersion(C.byref(v)) == 0 else None
+    except (OSError, AttributeError):
+        return None
 
 
 def library_candidates(symbol, attrs, sm, paths):

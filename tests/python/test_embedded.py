@@ -88,3 +88,32 @@ def test_not_an_elf_and_empty_files(tmp_path):
     (tmp_path / "b").write_bytes(b"hello" * 100)
     assert list(embedded_cubins(str(tmp_path / "a"), 90, ["k"])) == []
     assert list(embedded_cubins(str(tmp_path / "b"), 90, ["k"])) == []
+
+
+def test_an_index_from_a_whole_search_reads_only_the_frames_naming_a_wanted_kernel(tmp_path):
+    want = "_ZN7cutlass7Kernel2I41cutlass_80_simt_sgemm_64x64_8x5_tn_align1EEvNT_6ParamsE"
+    with_strtab = elf([(".strtab", 3, 0, b"\0.text.x\0" + want.encode() + b"\0other\0")])
+    with_strtab = with_strtab[:18] + struct.pack("<H", 190) + with_strtab[20:]  # (EM_CUDA: a cubin)
+    struct.pack_into("<I", (b := bytearray(with_strtab)), 48, 90 | 0x500 << 8)
+    b[5] = 1  # (little-endian, as fatbin.elf_sections reads only such)
+    with_strtab = bytes(b)
+    assert cubin_sm(with_strtab) == 90
+    frames = [compress(cubin(80, [want])), compress(with_strtab), compress(cubin(90, ["other_kernel"])),
+              compress(cubin(90, [want]))]  # (the last has no symbol table: always read)
+    path = tmp_path / "liblt.so"
+    path.write_bytes(elf([(".ldata", 1, 0x3, b"".join(f + b"\0" * 5 for f in frames))]))
+    index = {}
+    whole = list(embedded_cubins(str(path), 90, [want], index=index))
+    assert [img for _, _, img in whole] == [with_strtab, cubin(90, [want])]
+    assert [(held) for _, _, _, held in index["frames"]] == [[want, "other"], None, None]
+    read = []
+
+    class Counting(Zstd):
+        def frame(self, data, at):
+            read.append(len(data))
+            return super().frame(data, at)
+    again = list(embedded_cubins(str(path), 90, [want], zstd=Counting(), index=index))
+    assert again == whole and len(read) == 3  # (the two without a table, and the one naming it)
+    read.clear()
+    assert list(embedded_cubins(str(path), 90, ["nothing_here"], zstd=Counting(), index=index)) == []
+    assert len(read) == 2  # (only the frames without a symbol table)
