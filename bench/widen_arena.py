@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What widening costs in arena memory (docs/compiler.md, "Widening"): for each export's
+"""What widening costs in arena memory (docs/compiler.md, "Planning"): for each export's
 .graph, `pgcc --report=json` as pgcc plans it by default (the root graph widened where
 the cost model keeps it) and with --keep-order (the captured chain: the serial plan),
 side by side -- whether widening was kept, its width, the root graph's predicted time widened
