@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What widening costs in arena memory (docs/compiler.md, "Planning"): for each export's
 .graph, `pgcc --report=json` as pgcc plans it by default (the root graph widened where
-the cost model keeps it) and with --keep-order (the captured chain: the serial plan),
+the cost model keeps it) and with --keep-order (the captured chain: the serial plan; it
+skips the rename and the schedule too, so the JSON also keeps widening's own two plans),
 side by side -- whether widening was kept, its width, the root graph's predicted time widened
 and serial, both arenas and their ratio.  Bytes and predictions, not timings: the
 same on every machine, no GPU needed, only the exports (tests/gpu/zoo_export.py
@@ -39,7 +40,9 @@ def row(graph, pgcc=PGCC):
             "widen_kept": kept, "why_not": None if kept else w.get("why_not"), "width": w.get("width"),
             "arena_serial": serial["arena_bytes"], "arena_default": wide["arena_bytes"],
             "ratio": wide["arena_bytes"] / serial["arena_bytes"] if serial["arena_bytes"] else 1.0,
-            "path_us": w.get("predicted_us"), "serial_us": w.get("serial_us")}
+            "path_us": w.get("predicted_us"), "serial_us": w.get("serial_us"),
+            # widening's own two plans (after the rename and the schedule, which --keep-order also skips)
+            "widen_serial_arena": w.get("serial_arena_bytes"), "widen_arena": w.get("arena_bytes")}
 
 
 def graphs_of(paths):

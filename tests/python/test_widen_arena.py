@@ -16,6 +16,7 @@ def test_widened_against_the_serial_plan(pgcc_bin):
     assert qkv["path_us"] < qkv["serial_us"]
     reuse = widen_arena.row(os.path.join(ROOT, "tests", "gpu", "codegen", "reuse.graph"), pgcc_bin)
     assert reuse["widen_kept"] and reuse["arena_default"] == 2 * reuse["arena_serial"] and reuse["ratio"] == 2.0
+    assert reuse["widen_arena"] == reuse["arena_default"] and reuse["widen_serial_arena"] == reuse["arena_serial"]
     chain = widen_arena.row(os.path.join(ROOT, "tests", "golden", "qkv_widened.graph"), pgcc_bin)
     assert not chain["widen_kept"] and chain["why_not"] and chain["ratio"] == 1.0
 
