@@ -5,8 +5,9 @@ output a user wants (`lambda ids, mask: model(input_ids=ids, attention_mask=mask
 and some handed over as they are, returning a ModelOutput (with its cache object, where
 the model makes one).  Architectures: BERT (with a padding mask), DistilBERT, RoBERTa,
 GPT-NeoX, Mistral (sliding window), Qwen2 (left-padded batch), Mixtral (mixture of
-experts), Llama, T5 and BART (encoder-decoder), Whisper and Wav2Vec2 (speech), CLIP
-(text and vision towers).  Each build() returns (model_or_callable, example_inputs).
+experts, as it comes and in bf16 with the batched_mm experts backend), Llama, T5 and BART
+(encoder-decoder), Whisper and Wav2Vec2 (speech), CLIP (text and vision towers, fp32 and
+fp16).  Each build() returns (model_or_callable, example_inputs).
 """
 import torch
 
@@ -104,6 +105,18 @@ def mixtral_moe():
     return (lambda ids: model(input_ids=ids).logits), (tokens(1, 16),)
 
 
+def mixtral_bf16_batched_mm():
+    """Mixtral in bf16 with the experts backend transformers' docs give for CUDA graphs and
+    small batches ("batched_mm": each token's chosen experts' weights gathered, one batched
+    GEMM, no host read), as a deployment would set it."""
+    from transformers import MixtralConfig, MixtralForCausalLM
+    config = MixtralConfig(vocab_size=VOCAB, max_position_embeddings=128, num_key_value_heads=2,
+                           num_local_experts=4, num_experts_per_tok=2, **TINY)
+    model = MixtralForCausalLM(config).cuda().eval().to(torch.bfloat16)
+    model.set_experts_implementation("batched_mm")
+    return (lambda ids: model(input_ids=ids).logits), (tokens(2, 16),)
+
+
 def llama_as_is():
     """LlamaForCausalLM handed over as it is, on (input_ids,): it returns a
     CausalLMOutputWithPast, logits and a fresh KV cache."""
@@ -171,6 +184,16 @@ def clip():
         (tokens(2, 12), torch.randn(2, 3, 32, 32, device=DEV), padding_mask(2, 12, [12, 7]))
 
 
+def clip_fp16():
+    """CLIP in fp16, both towers: the image-text similarity logits."""
+    from transformers import CLIPConfig, CLIPModel
+    config = CLIPConfig(text_config=dict(vocab_size=VOCAB, max_position_embeddings=32, **TINY),
+                        vision_config=dict(image_size=32, patch_size=8, **TINY), projection_dim=32)
+    model = CLIPModel(config).cuda().eval().half()
+    return (lambda ids, pixels, mask: model(input_ids=ids, pixel_values=pixels, attention_mask=mask).logits_per_image), \
+        (tokens(2, 12), torch.randn(2, 3, 32, 32, device=DEV, dtype=torch.float16), padding_mask(2, 12, [12, 7]))
+
+
 PROGRAMS = {
     "hf:bert_padding_mask": bert_padding_mask,
     "hf:bert_as_is": bert_as_is,
@@ -180,10 +203,12 @@ PROGRAMS = {
     "hf:mistral_sliding_window": mistral_sliding_window,
     "hf:qwen2_bf16_left_padded": qwen2_bf16_left_padded,
     "hf:mixtral_moe": mixtral_moe,
+    "hf:mixtral_bf16_batched_mm": mixtral_bf16_batched_mm,
     "hf:llama_as_is": llama_as_is,
     "hf:t5": t5,
     "hf:bart_model_output": bart_model_output,
     "hf:whisper": whisper,
     "hf:wav2vec2": wav2vec2,
     "hf:clip": clip,
+    "hf:clip_fp16": clip_fp16,
 }
