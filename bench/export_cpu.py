@@ -16,7 +16,7 @@ before, on this machine, no GPU (docs/training.md, "Export"; docs/benchmarks.md)
              literals (now) against the same C with them as lists of numbers (before),
              compiled by $CC (default cc) -O2 -c; the two objects' .rodata compared
 
-    python3 bench/export_cpu.py [--runs 3] [--nodes 651] [--weights 600] [--graph G.graph] [WHAT ...]
+    PYTHONPATH=python:. python3 bench/export_cpu.py [--runs 3] [--nodes 651] [--weights 600] [--graph G.graph] [WHAT ...]
 
 Median of --runs of each way, the ratio, and a check that both ways give the same
 (the relocations, the cubins found, the bytes compiled); exits 1 where they do not.
@@ -33,11 +33,10 @@ import sys
 import tempfile
 import time
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "python"))
+from pgcc import embedded
+from pgcc.relocate import Allocations, Buffers, Relocator, Spans, block_of
 
-from pgcc import embedded  # noqa: E402  (the tree's package, as tests/python/run.sh has it)
-from pgcc.relocate import Allocations, Buffers, Relocator, Spans, block_of  # noqa: E402
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PGCC = os.path.join(TOP, "build", "pgcc")
 GRAPH = os.path.join(TOP, "tests", "corpus", "export", "llama_tiny_bf16", "llama_tiny_bf16.graph")
