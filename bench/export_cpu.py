@@ -16,7 +16,8 @@ before, on this machine, no GPU (docs/training.md, "Export"; docs/benchmarks.md)
              literals (now) against the same C with them as lists of numbers (before),
              compiled by $CC (default cc) -O2 -c; the two objects' .rodata compared
 
-    PYTHONPATH=python:. python3 bench/export_cpu.py [--runs 3] [--nodes 651] [--weights 600] [--graph G.graph] [WHAT ...]
+    PYTHONPATH=python:. python3 bench/export_cpu.py [--runs 3] [--nodes 651] [--weights 600]
+        [--graph G.graph] [WHAT ...]
 
 Median of --runs of each way, the ratio, and a check that both ways give the same
 (the relocations, the cubins found, the bytes compiled); exits 1 where they do not.

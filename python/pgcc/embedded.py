@@ -138,7 +138,8 @@ def embedded_cubins(path, sm, symbols, zstd=None, skip=(".nv_fatbin",), index=No
     index: a dict the caller keeps for this file and GPU between searches
     (search_cache.py).  Empty, it is filled by a whole search: index["frames"], one
     [section, file offset, compressed length, [symbol names], or None where the cubin has no
-    symbol table] per frame that holds a cubin for sm.  Filled, only the frames that name a wanted symbol are read and decompressed."""
+    symbol table] per frame that holds a cubin for sm.  Filled, only the frames that name a
+    wanted symbol are read and decompressed."""
     zstd = zstd if zstd is not None else Zstd()
     if not zstd:
         return

@@ -27,9 +27,9 @@ from .cuda import check, cu, write_device
 from .fatbin import fatbin_section, fatbins, read_section, same_kernel_code
 from .search_cache import library_facts, memo_key
 
-__all__ = ["FUNC_ATTRS", "LibraryFunctions", "cache_index", "cache_roots", "cached_cubin", "driver_version", "find_in_images",
-           "find_in_libraries", "forget_generated_kernels", "func_attrs", "library_candidates", "loaded_libraries",
-           "matching_kernels", "same_kernel", "triton_cubins", "triton_images"]
+__all__ = ["FUNC_ATTRS", "LibraryFunctions", "cache_index", "cache_roots", "cached_cubin", "driver_version",
+           "find_in_images", "find_in_libraries", "forget_generated_kernels", "func_attrs", "library_candidates",
+           "loaded_libraries", "matching_kernels", "same_kernel", "triton_cubins", "triton_images"]
 
 # max threads, shared, const, local, registers, PTX and binary version: what tells compiled kernels apart
 FUNC_ATTRS = (0, 1, 2, 3, 4, 5, 6)

@@ -25,10 +25,10 @@ import os
 
 from .toolchain import cache_root
 
-__all__ = ["LibraryFacts", "library_facts", "memo_key"]
+__all__ = ["LibraryFacts", "library_facts", "memo_key", "well_formed"]
 
 VERSION = 1  # of the file's layout: a file of another version is not read
-_FACTS = {}  # (path, sm, driver) -> LibraryFacts, for the process
+_FACTS = {}  # (path, sm, driver, cache root) -> LibraryFacts, for the process
 
 
 def memo_key(symbol, attrs):
@@ -50,15 +50,14 @@ class LibraryFacts:
         if ident is None:
             return
         self.ident = ident
-        self.file = os.path.join(root or cache_root(), "search",
-                                 os.path.basename(path) + "-" + hashlib.sha256(ident.encode()).hexdigest()[:20] + ".json")
+        digest = hashlib.sha256(ident.encode()).hexdigest()[:20]
+        self.file = os.path.join(root or cache_root(), "search", f"{os.path.basename(path)}-{digest}.json")
         try:
             with open(self.file) as f:
                 data = json.load(f)
-            if data.get("ident") == ident:
-                self.fatbins = dict(data.get("fatbins") or {})
-                self.frames = dict(data.get("frames") or {})
-        except (OSError, ValueError, AttributeError, TypeError):
+            if well_formed(data) and data["ident"] == ident:
+                self.fatbins, self.frames = dict(data["fatbins"]), dict(data["frames"])
+        except (OSError, ValueError):
             pass  # (no file, or not one of ours: searched anew)
         self.saved = (len(self.fatbins), bool(self.frames))
 
@@ -79,6 +78,26 @@ class LibraryFacts:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def well_formed(data):
+    """Whether data read from a cache file is what save() writes: an ident, fatbin offsets
+    (or None) by kernel key, and an index of frames as embedded.embedded_cubins fills it
+    ([section, offset, length, names or None]).  A file damaged or written by something
+    else is searched anew, never followed into a bad read."""
+    if not isinstance(data, dict) or not isinstance(data.get("ident"), str):
+        return False
+    fatbins, frames = data.get("fatbins"), data.get("frames")
+    if not isinstance(fatbins, dict) or not isinstance(frames, dict):
+        return False
+    if not all(isinstance(k, str) and (v is None or type(v) is int) for k, v in fatbins.items()):
+        return False
+    index = frames.get("frames", [])
+    def frame(f):
+        return (isinstance(f, list) and len(f) == 4 and isinstance(f[0], str) and type(f[1]) is int and f[1] >= 0
+                and type(f[2]) is int and f[2] > 0
+                and (f[3] is None or isinstance(f[3], list) and all(isinstance(x, str) for x in f[3])))
+    return isinstance(index, list) and all(map(frame, index))
 
 
 def library_facts(path, sm, driver=None, root=None):

@@ -5,6 +5,7 @@ the cache on disk (search_cache.py) -- does not open a library again; a new kern
 searched for where it has not been; a library file that changed is searched anew; the
 answers are those of a search from scratch."""
 import ctypes as C
+import json
 import os
 
 import pytest
@@ -98,3 +99,21 @@ def test_remembered_answers_are_a_fresh_search_answers(stand_in, monkeypatch, tm
         fresh_process()
         fresh.append(search(w))
     assert remembered == fresh
+
+
+def test_a_damaged_cache_file_is_searched_anew(stand_in, tmp_path):
+    """Files that parse as JSON but are not what save() writes -- a frame index of the wrong
+    shape, an offset that is no number -- are not followed: the library is searched again."""
+    opened, (a, b) = stand_in
+    search({"ka": [1, 2]})
+    (f,) = (tmp_path / "cache" / "search").iterdir()
+    good = json.loads(f.read_text())
+    assert search_cache.well_formed(good)
+    bad = [dict(good, fatbins={k: "0" for k in good["fatbins"]}), dict(good, frames={"frames": [[".ldata", 1]]}),
+           dict(good, frames={"frames": [[".ldata", -1, 5, None]]}), [good]]
+    for data in bad:
+        assert not search_cache.well_formed(data)
+        f.write_text(json.dumps(data))
+        fresh_process()
+        opened.clear()
+        assert search({"ka": [1, 2]}) == {"ka": (a, 0)} and opened == [a]

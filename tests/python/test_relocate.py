@@ -416,7 +416,8 @@ def test_indexes_give_what_the_linear_searches_give():
         for _ in range(300):
             cap, addr = rng.randrange(2), rng.randrange(-0x100, 66 * 0x1000)
             assert index.find(cap, addr) == bufs.find(cap, addr), (trial, cap, hex(addr))
-        blocks = sorted((0x100 * rng.randrange(400), rng.choice([0x10, 0x100, 0x800])) for _ in range(rng.randrange(60)))
+        blocks = sorted((0x100 * rng.randrange(400), rng.choice([0x10, 0x100, 0x800]))
+                        for _ in range(rng.randrange(60)))
         spans = Spans(blocks)
         for addr in range(-0x10, 0x100 * 410, 0x3f):
             assert spans.holding(addr) == block_of(blocks, addr), (trial, hex(addr))
