@@ -6,7 +6,8 @@ chain, as with --keep-order: no widening); pgcc widened, the export as written (
 rebuilds the chain from the access sets where its cost model predicts a gain); and the
 same built with pgcc --priorities (the critical path's kernels launched first).
 
-    PYTHONPATH=python:. python3 bench/widen_timing.py [--rounds 7] [--iters 50] [--out FILE] [--cache DIR] [MODEL ...]
+    PYTHONPATH=python:. python3 bench/widen_timing.py [--rounds 7] [--iters 50] [--out FILE] [--cache DIR]
+        [--work DIR] [MODEL ...]
 
 MODEL: names of branchy_models.MODELS (default: all, the branchy ones first).  Each
 model runs in a child process of its own (bench/children.py), one after another.  In
@@ -241,7 +242,8 @@ def main():
     ap.add_argument("--out", help="a JSON file for the records")
     ap.add_argument("--cache", help="a folder for the models' Inductor caches, kept between runs")
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--work", help=argparse.SUPPRESS)
+    ap.add_argument("--work", help="a folder for the exports (MODEL, MODEL_floor) and the children's logs "
+                    "(default: a new temporary folder)")
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.rounds, args.iters, args.work)
@@ -251,7 +253,8 @@ def main():
     unknown = [k for k in keys if k not in branchy_models.MODELS]
     if unknown:
         ap.error(f"no such models: {unknown} (there are {sorted(branchy_models.MODELS)})")
-    work = tempfile.mkdtemp(prefix="pgcc-widen-")
+    work = os.path.abspath(args.work) if args.work else tempfile.mkdtemp(prefix="pgcc-widen-")
+    os.makedirs(work, exist_ok=True)
     cache = os.path.abspath(args.cache) if args.cache else os.path.join(work, "inductor")
     recs = []
     for key in keys:  # (one child each, its own Inductor cache)

@@ -16,19 +16,28 @@ inputs), built from random weights with a fixed seed -- nothing is downloaded:
   bfloat16;
 - inception: torchvision's GoogLeNet Inception block (four branches of convolutions
   concatenated), batch 1 at 28 x 28;
+- qwen2_moe_bf16: transformers' Qwen2-MoE sparse block as it comes (a router choosing 2
+  of 8 experts per token, the experts run by transformers' "batched_mm" backend -- the
+  one its docs give for CUDA graphs, no host read -- and a shared expert beside them,
+  gated), batch 1 x 4 tokens, bfloat16;
+- clip_fp16: transformers' CLIPModel, both towers (a 4-layer text encoder on 16 tokens,
+  a 4-layer vision encoder on a 64 x 64 image), the image-text logit, batch 1, float16;
+- googlenet: torchvision's whole GoogLeNet (nine Inception blocks), batch 1 at 224 x 224;
 - mlp: a stack of Linear and GELU layers, batch 1 (no branches);
 - convnet: a stack of 3x3 convolutions, batch norms and ReLUs, batch 1 at 32 x 32 (no
   branches).
 
-BRANCHY names the branchy ones, CHAINS the last two; MODELS maps every name to its
-builder.  Needs PyTorch with CUDA, transformers (llama_layer) and torchvision
-(inception), imported when a builder runs.
+The first five are our own compositions (the MoE layer) or single blocks (one Llama
+layer, one Inception block); REAL names the three taken whole from the libraries as users
+get them.  BRANCHY names the branchy ones, CHAINS the last two; MODELS maps every name to
+its builder.  Needs PyTorch with CUDA, transformers (llama_layer, qwen2_moe_bf16,
+clip_fp16) and torchvision (inception, googlenet), imported when a builder runs.
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ["BRANCHY", "CHAINS", "MODELS", "build"]
+__all__ = ["BRANCHY", "CHAINS", "MODELS", "REAL", "build"]
 
 
 def _weights(model):
@@ -113,6 +122,38 @@ def inception():
     return _inference(block, [torch.randn(1, 192, 28, 28)])
 
 
+def qwen2_moe_bf16():
+    from transformers import Qwen2MoeConfig
+    from transformers.models.qwen2_moe.modeling_qwen2_moe import Qwen2MoeSparseMoeBlock
+    torch.manual_seed(36)
+    config = Qwen2MoeConfig(hidden_size=256, moe_intermediate_size=256, shared_expert_intermediate_size=512,
+                            num_experts=8, num_experts_per_tok=2, hidden_act="silu")
+    config._experts_implementation = "batched_mm"  # (what model.set_experts_implementation sets)
+    block = Qwen2MoeSparseMoeBlock(config)
+    with torch.no_grad():  # (the block alone: the model's _init_weights does this, the router starts at zero)
+        for p in block.parameters():
+            p.normal_(0, 0.02)
+    return _inference(block, [torch.randn(1, 4, 256)], dtype=torch.bfloat16)
+
+
+def clip_fp16():
+    from transformers import CLIPConfig, CLIPModel
+    torch.manual_seed(37)
+    tower = dict(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4)
+    config = CLIPConfig(text_config=dict(vocab_size=1000, max_position_embeddings=16, **tower),
+                        vision_config=dict(image_size=64, patch_size=16, **tower), projection_dim=128)
+    return _inference(CLIPModel(config), [torch.randint(3, 1000, (1, 16)), torch.randn(1, 3, 64, 64)],
+                      call=lambda m, ids, pixels: m(input_ids=ids, pixel_values=pixels).logits_per_image,
+                      dtype=torch.float16)
+
+
+def googlenet():
+    from torchvision.models import googlenet as build_googlenet
+    torch.manual_seed(38)
+    return _inference(build_googlenet(weights=None, aux_logits=False, init_weights=True),
+                      [torch.randn(1, 3, 224, 224)])
+
+
 def mlp():
     torch.manual_seed(34)
     layers = []
@@ -130,10 +171,12 @@ def convnet():
     return _inference(nn.Sequential(*layers), [torch.randn(1, 3, 32, 32)])
 
 
-BRANCHY = ("llama_layer", "llama_layer_bf16", "moe", "moe_bf16", "inception")
+REAL = ("qwen2_moe_bf16", "clip_fp16", "googlenet")
+BRANCHY = ("llama_layer", "llama_layer_bf16", "moe", "moe_bf16", "inception") + REAL
 CHAINS = ("mlp", "convnet")
 MODELS = {"llama_layer": llama_layer, "llama_layer_bf16": lambda: llama_layer(torch.bfloat16), "moe": moe,
-          "moe_bf16": lambda: moe(torch.bfloat16), "inception": inception, "mlp": mlp, "convnet": convnet}
+          "moe_bf16": lambda: moe(torch.bfloat16), "inception": inception, "qwen2_moe_bf16": qwen2_moe_bf16,
+          "clip_fp16": clip_fp16, "googlenet": googlenet, "mlp": mlp, "convnet": convnet}
 
 
 def build(name):

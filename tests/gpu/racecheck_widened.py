@@ -1,0 +1,80 @@
+"""compute-sanitizer over exported programs, widened ones among them: each export folder's
+program loaded by pgcc.load and called on its example inputs (NAME.io.safetensors) in a
+child process run under `compute-sanitizer --tool TOOL`.
+
+    PYTHONPATH=python:. python3 tests/gpu/racecheck_widened.py [--tool racecheck] [--calls 2] EXPORT ...
+
+EXPORT: export folders (bench/widen_timing.py --work DIR leaves MODEL and MODEL_floor
+there).  What racecheck checks is each kernel's *shared* memory (hazards between a
+block's threads, inside one kernel), for every kernel the graphs launch; two kernels of
+a widened graph touching the same global memory at once is not among what it can see
+(that is proven by the verification against the compiled callable and by the CPU
+tests, docs/compiler.md).  memcheck (--tool memcheck) checks every access is inside an
+allocation.  Prints one line per export with the tool's summary; exits nonzero where a
+run reports an error or fails.  Needs a GPU, PyTorch, safetensors and compute-sanitizer
+on PATH or under CUDA_HOME.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+SUMMARY = re.compile(r"(RACECHECK SUMMARY|ERROR SUMMARY): .*")
+
+
+def child(folder, calls):
+    import torch
+    from safetensors.torch import load_file
+
+    import pgcc
+    graph, = glob.glob(os.path.join(folder, "*.graph"))
+    name = os.path.basename(graph)[:-len(".graph")]
+    io = load_file(os.path.join(folder, name + ".io.safetensors"), device="cuda")
+    inputs = [io[f"in{i}"] for i in range(sum(k.startswith("in") for k in io))]
+    prog = pgcc.load(folder)
+    for _ in range(calls):
+        prog(*inputs)
+    torch.cuda.synchronize()
+    print(f"CALLED {name}: {calls} calls", flush=True)
+
+
+def sanitizer():
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    path = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "compute-sanitizer")
+    if not os.path.exists(path):
+        sys.exit("no compute-sanitizer on PATH or under CUDA_HOME")
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("exports", nargs="+")
+    ap.add_argument("--tool", default="racecheck", choices=("racecheck", "memcheck", "synccheck", "initcheck"))
+    ap.add_argument("--calls", type=int, default=2)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args.exports[0], args.calls)
+    bad = 0
+    for folder in args.exports:
+        cmd = [sanitizer(), "--tool", args.tool, "--error-exitcode", "9", "--target-processes", "all",
+               sys.executable, os.path.abspath(__file__), "--child", "--calls", str(args.calls), folder]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        text = r.stdout + r.stderr
+        called = "CALLED" in text
+        summary = "; ".join(m.group(0) for m in SUMMARY.finditer(text)) or "no summary"
+        ok = r.returncode == 0 and called
+        bad += not ok
+        print(f"{'CLEAN' if ok else 'FAIL '} {args.tool} {folder}: exit {r.returncode}, {summary}", flush=True)
+        if not ok:
+            print("\n".join(text.splitlines()[-40:]))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
