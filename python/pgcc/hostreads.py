@@ -16,8 +16,9 @@ capture tells which kernel arguments follow the values read (hostvalues.py).
 
 Imports torch only when entered.
 """
+import linecache
 import os
-import traceback
+import sys
 
 from .example_inputs import input_copy
 
@@ -29,13 +30,39 @@ OPS = ("item", "__bool__", "__int__", "__float__", "__index__")
 def user_line(frames=None):
     """"file:line: code" of the innermost of frames (traceback's FrameSummary list;
     default: this call's stack) outside torch, pgcc and Python's own machinery -- the
-    user's line that made a read, or raised -- or "" if none."""
-    import torch
-    ours = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torch.__file__)))
-    for f in reversed(traceback.extract_stack() if frames is None else frames):
-        if not os.path.abspath(f.filename).startswith(ours) and "<" not in f.filename:
+    user's line that made a read, or raised -- or "" if none.  This call's stack is walked
+    frame by frame, each file judged once per process: a read hook calls it for every read
+    (a tensor's repr reads each element it prints: Dynamo's guards print the optimizer's
+    state, hundreds of thousands of reads, each of which traceback.extract_stack took half a
+    millisecond over)."""
+    if frames is None:
+        f = sys._getframe(1)
+        while f is not None:
+            name = f.f_code.co_filename
+            if _outside(name):
+                return f"{name}:{f.f_lineno}: {linecache.getline(name, f.f_lineno).strip()}"
+            f = f.f_back
+        return ""
+    for f in reversed(frames):
+        if _outside(f.filename):
             return f"{f.filename}:{f.lineno}: {(f.line or '').strip()}"
     return ""
+
+
+_OURS = []      # (pgcc's folder and torch's, once known)
+_OUTSIDE = {}   # file name -> whether it is outside them
+
+
+def _outside(filename):
+    """Whether a frame's file is the user's: not pgcc's, not torch's, not Python's own
+    ("<frozen ...>", "<string>")."""
+    got = _OUTSIDE.get(filename)
+    if got is None:
+        if not _OURS:
+            import torch
+            _OURS.extend((os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torch.__file__))))
+        got = _OUTSIDE[filename] = "<" not in filename and not os.path.abspath(filename).startswith(tuple(_OURS))
+    return got
 
 
 class HostReads:
