@@ -10,8 +10,11 @@ before, on this machine, no GPU (docs/training.md, "Export"; docs/benchmarks.md)
              against a scan of every one (before)
   embedded   embedded.embedded_cubins over a library's compressed cubins (cuBLASLt's, in
              $CUDA_HOME/lib64, where it is there) for 42 kernel names: matched by each
-             cubin's symbol table (now), by a search of its bytes for each name
-             (before), and from the index the first search leaves (search_cache.py)
+             cubin's symbol table against a search of its bytes for each name (every frame
+             decompressed whole, one after another, both); each frame's header read first
+             and only a cubin for this GPU decompressed whole, on threads, against every
+             frame decompressed whole in turn; and from the index the first search leaves
+             (search_cache.py)
   c          the C that pgcc generates for an export with its modules' bytes as string
              literals (now) against the same C with them as lists of numbers (before),
              compiled by $CC (default cc) -O2 -c; the two objects' .rodata compared
@@ -146,17 +149,23 @@ def bench_embedded(args):
     names = ["_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm_128x64_8x5_nn_align1EEvNT_6ParamsE"] + \
             [f"_Z14not_a_kernel_{i}v" for i in range(41)]
     run = lambda **kw: [(s, at, len(img)) for s, at, img in embedded.embedded_cubins(path, 90, names, **kw)]
-    now_s, now = timed(run, args.runs)
+
+    class OneByOne(embedded.Zstd):
+        peeks = False  # (every frame decompressed whole, in turn: the search before its threads)
+    one_by_one_s, one_by_one = timed(lambda: run(zstd=OneByOne()), args.runs)
     own = embedded.holds_symbol
     embedded.holds_symbol = lambda image, wanted: any(s in image for s in wanted)
     try:
-        before_s, before = timed(run, args.runs)
+        bytes_s, by_bytes = timed(lambda: run(zstd=OneByOne()), args.runs)
     finally:
         embedded.holds_symbol = own
+    now_s, now = timed(run, args.runs)
     index = {}
     run(index=index)
     indexed_s, indexed = timed(lambda: run(index=index), args.runs)
-    return [("embedded: cuBLASLt 13's compressed cubins, 42 names", before_s, now_s, now == before and len(now) == 1),
+    return [("embedded: cuBLASLt 13's compressed cubins, 42 names, by symbol table", bytes_s, one_by_one_s,
+             one_by_one == by_bytes and len(one_by_one) == 1),
+            ("embedded: the same, frames' headers first, on threads", one_by_one_s, now_s, now == one_by_one),
             ("embedded: the same from the index a search left", now_s, indexed_s, indexed == now)]
 
 

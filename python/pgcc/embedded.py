@@ -7,16 +7,21 @@ driver never sees them as part of a fatbin, so a search of .nv_fatbin does not f
 them, and a ModuleWatch started after they were loaded has not seen them either.  This
 module finds such frames in an ELF file's sections, decompresses them with the
 system's libzstd (ctypes; the `zstandard` package where libzstd is missing) and keeps
-the cubins built for one GPU architecture that hold one of the wanted kernel names.
+the cubins built for one GPU architecture that hold one of the wanted kernel names.  With
+libzstd, a frame's first bytes (its ELF header) are decompressed first and only a cubin
+for that architecture is decompressed whole, on several threads (ctypes lets go of the
+GIL while libzstd works): most of cuBLASLt's frames are for other GPUs.
 
 Pure: file bytes in, images out (no CUDA, no torch).  Which of the images holds the
 very kernel that ran is for the caller to prove (kernels.find_in_images compares the
 loaded functions' attributes and refuses a name held by several images with different
 code).
 """
+import concurrent.futures
 import ctypes as C
 import ctypes.util
 import mmap
+import os
 import struct
 
 from .fatbin import elf_sections
@@ -34,6 +39,15 @@ SHT_PROGBITS = 1
 SHF_EXECINSTR = 0x4
 # A frame that says it holds more than this is not a cubin (the bytes only looked like a frame).
 MAX_IMAGE = 256 << 20
+HEAD = 64  # bytes of a frame decompressed to read its ELF header (cubin_sm needs 52)
+
+
+class _InBuffer(C.Structure):
+    _fields_ = [("src", C.c_void_p), ("size", C.c_size_t), ("pos", C.c_size_t)]
+
+
+class _OutBuffer(C.Structure):
+    _fields_ = [("dst", C.c_void_p), ("size", C.c_size_t), ("pos", C.c_size_t)]
 
 
 class Zstd:
@@ -52,12 +66,56 @@ class Zstd:
             lib.ZSTD_decompress.argtypes = [C.c_void_p, C.c_size_t, C.c_void_p, C.c_size_t]
             lib.ZSTD_isError.restype = C.c_uint
             lib.ZSTD_isError.argtypes = [C.c_size_t]
+            lib.ZSTD_createDCtx.restype = C.c_void_p
+            lib.ZSTD_createDCtx.argtypes = []
+            lib.ZSTD_freeDCtx.restype = C.c_size_t
+            lib.ZSTD_freeDCtx.argtypes = [C.c_void_p]
+            lib.ZSTD_decompressStream.restype = C.c_size_t
+            lib.ZSTD_decompressStream.argtypes = [C.c_void_p, C.POINTER(_OutBuffer), C.POINTER(_InBuffer)]
             self.lib = lib
         except OSError:
             self.module = zstandard
 
     def __bool__(self):
         return self.lib is not None or self.module is not None
+
+    @property
+    def peeks(self):
+        """Whether a frame's length and first bytes can be had without decompressing it
+        whole (libzstd; not the `zstandard` package)."""
+        return self.lib is not None
+
+    def length(self, data, at):
+        """The compressed length of the frame at data[at:] (data: bytes), or None where the
+        bytes there are no complete frame; None too without libzstd (the `zstandard`
+        package tells a frame's length only by decompressing it)."""
+        if self.lib is None:
+            return None
+        n = self.lib.ZSTD_findFrameCompressedSize(C.cast(C.c_char_p(data), C.c_void_p).value + at, len(data) - at)
+        return None if self.lib.ZSTD_isError(n) else n
+
+    def head(self, data, size=HEAD):
+        """The first `size` bytes data (one whole frame, bytes) decompresses to (fewer where
+        it holds fewer), or None where it is no frame or libzstd is missing.  Decoding stops
+        once they are out: the frame's first block, not the whole frame."""
+        if self.lib is None:
+            return None
+        ctx = self.lib.ZSTD_createDCtx()
+        if not ctx:
+            return None
+        try:
+            out = C.create_string_buffer(size)
+            ob = _OutBuffer(C.cast(out, C.c_void_p).value, size, 0)
+            ib = _InBuffer(C.cast(C.c_char_p(data), C.c_void_p).value, len(data), 0)
+            while ob.pos < size and ib.pos < ib.size:
+                r = self.lib.ZSTD_decompressStream(ctx, C.byref(ob), C.byref(ib))
+                if self.lib.ZSTD_isError(r):
+                    return None
+                if r == 0:  # (the frame ended)
+                    break
+            return out.raw[:ob.pos]
+        finally:
+            self.lib.ZSTD_freeDCtx(ctx)
 
     def frame(self, data, at):
         """(decompressed bytes, compressed length) of the frame at data[at:] (data: bytes), or
@@ -159,25 +217,64 @@ def embedded_cubins(path, sm, symbols, zstd=None, skip=(".nv_fatbin",), index=No
                 if got is not None and cubin_sm(got[0]) == sm and holds_symbol(got[0], names):
                     yield name, at, got[0]
             return
-        frames = []
-        for name, off, size in data_sections(m):
-            if name in skip:
-                continue
-            sec = m[off:off + size]
-            at = sec.find(ZSTD_MAGIC)
-            while at >= 0:
+        frames, search = [], _whole_search(m, sm, names, zstd, skip)
+        try:
+            for name, at, n, held, image in search:
+                frames.append([name, at, n, held])
+                if image is not None:
+                    yield name, at, image
+        finally:  # (a caller that stops early: the threads finish before the file is closed)
+            search.close()
+        if index is not None:
+            index["frames"] = frames
+
+
+def _whole_search(m, sm, names, zstd, skip):
+    """(section, file offset, compressed length, symbol names, the cubin where it holds one
+    of names else None) of each frame of the mapped file m that holds a cubin for sm, in
+    file order.  With libzstd the frames are found first (their lengths), then each one's
+    header is read and a cubin for sm decompressed, on threads; else one after another."""
+    spans = []
+    for name, off, size in data_sections(m):
+        if name in skip:
+            continue
+        sec = m[off:off + size]
+        at = sec.find(ZSTD_MAGIC)
+        while at >= 0:
+            if not zstd.peeks:  # (the zstandard package: a frame's length is known once decompressed)
                 got = zstd.frame(sec, at)
                 if got is None:
                     at = sec.find(ZSTD_MAGIC, at + 4)
                     continue
                 image, n = got
                 if cubin_sm(image) == sm:
-                    frames.append([name, off + at, n, symbol_names(image)])
-                    if holds_symbol(image, names):
-                        yield name, off + at, image
+                    yield name, off + at, n, symbol_names(image), image if holds_symbol(image, names) else None
                 at = sec.find(ZSTD_MAGIC, at + n)
-        if index is not None:
-            index["frames"] = frames
+                continue
+            n = zstd.length(sec, at)
+            if n is None:
+                at = sec.find(ZSTD_MAGIC, at + 4)
+                continue
+            spans.append((name, off + at, n))
+            at = sec.find(ZSTD_MAGIC, at + n)
+    if not spans:
+        return
+
+    def look(span):
+        name, at, n = span
+        data = m[at:at + n]
+        head = zstd.head(data)
+        if head is None or (len(head) >= HEAD and cubin_sm(head) != sm):
+            return None  # (no frame, or a cubin for another GPU: not decompressed whole)
+        got = zstd.frame(data, 0)
+        if got is None or cubin_sm(got[0]) != sm:
+            return None
+        image = got[0]
+        return name, at, n, symbol_names(image), image if holds_symbol(image, names) else None
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        for got in pool.map(look, spans):
+            if got is not None:
+                yield got
 
 
 def symbol_names(image):

@@ -1,6 +1,7 @@
 """pgcc.embedded: cubins kept as zstd frames in a library's data sections, found by
 architecture and kernel name (pure: synthetic ELF files, compressed with libzstd)."""
 import ctypes as C
+import random
 import struct
 
 from pgcc.embedded import Zstd, cubin_sm, data_sections, embedded_cubins
@@ -117,3 +118,48 @@ def test_an_index_from_a_whole_search_reads_only_the_frames_naming_a_wanted_kern
     read.clear()
     assert list(embedded_cubins(str(path), 90, ["nothing_here"], zstd=Counting(), index=index)) == []
     assert len(read) == 2  # (only the frames without a symbol table)
+
+
+def test_a_frames_head_and_length_without_decompressing_it_whole():
+    z = Zstd()
+    big = cubin(90, ["k"]) + bytes(random.Random(1).getrandbits(8) for _ in range(300_000))
+    frame = compress(big)
+    assert z.length(frame + b"tail", 0) == len(frame)
+    assert z.length(b"xx" + frame, 2) == len(frame)
+    assert z.length(b"\x28\xb5\x2f\xfd" + b"\x01" * 13, 0) is None  # (a magic that starts no frame)
+    assert z.head(frame) == big[:64] and cubin_sm(z.head(frame)) == 90
+    assert z.head(compress(b"short")) == b"short"
+    assert z.head(b"not a frame at all") is None
+
+
+def test_only_frames_for_this_gpu_are_decompressed_whole_and_the_threads_agree_with_one_by_one(tmp_path):
+    rng = random.Random(7)
+    want = ["_Z4wantv", "_Z5want2v"]
+    images = []
+    for i in range(40):  # frames for three architectures, some naming a wanted kernel, some junk between
+        sm = rng.choice((80, 90, 100))
+        names = [rng.choice(want)] if rng.random() < 0.3 else [f"_Z5other{i}v"]
+        images.append(cubin(sm, names, new_abi=rng.random() < 0.5))
+    ldata = b"".join(compress(im) + (b"\x28\xb5\x2f\xfd" + b"\x02" * 9 if i % 7 == 0 else b"\0" * 3)
+                     for i, im in enumerate(images))
+    path = tmp_path / "liblt.so"
+    path.write_bytes(elf([(".ldata", 1, 0x3, ldata)]))
+    whole = []
+
+    class Counting(Zstd):
+        def frame(self, data, at):
+            got = super().frame(data, at)
+            if got is not None:
+                whole.append(cubin_sm(got[0]))
+            return got
+
+    class OneByOne(Zstd):
+        peeks = False  # (the path the zstandard package takes: every frame decompressed in turn)
+    index_a, index_b = {}, {}
+    threaded = list(embedded_cubins(str(path), 90, want, zstd=Counting(), index=index_a))
+    sequential = list(embedded_cubins(str(path), 90, want, zstd=OneByOne(), index=index_b))
+    expect = [im for im in images if cubin_sm(im) == 90 and any(w.encode() in im for w in want)]
+    assert [im for _, _, im in threaded] == expect and expect
+    assert threaded == sequential and index_a == index_b
+    assert len(index_a["frames"]) == sum(cubin_sm(im) == 90 for im in images)
+    assert whole and set(whole) == {90}  # (the other architectures' frames: their heads only)
