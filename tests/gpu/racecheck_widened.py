@@ -10,8 +10,8 @@ block's threads, inside one kernel), for every kernel the graphs launch; two ker
 a widened graph touching the same global memory at once is not among what it can see
 (that is proven by the verification against the compiled callable and by the CPU
 tests, docs/compiler.md).  memcheck (--tool memcheck) checks every access is inside an
-allocation.  Prints one line per export with the tool's summary; exits nonzero where a
-run reports an error or fails.  Needs a GPU, PyTorch, safetensors and compute-sanitizer
+allocation.  Prints one line per export with the tool's summary and the kernels its
+hazards are in; exits nonzero where a run reports an error or fails.  Needs a GPU, PyTorch, safetensors and compute-sanitizer
 on PATH or under CUDA_HOME.
 """
 import argparse
@@ -23,6 +23,13 @@ import subprocess
 import sys
 
 SUMMARY = re.compile(r"(RACECHECK SUMMARY|ERROR SUMMARY): .*")
+RACE = re.compile(r"Race reported between \w+ access at (\S+?)\+0x[0-9a-f]+")
+
+
+def hazard_kernels(text):
+    """The kernels compute-sanitizer's report names a race in (racecheck reports hazards
+    inside one kernel), each once, in the order first named."""
+    return list(dict.fromkeys(m.group(1) for m in RACE.finditer(text)))
 
 
 def child(folder, calls):
@@ -68,6 +75,9 @@ def main():
         text = r.stdout + r.stderr
         called = "CALLED" in text
         summary = "; ".join(m.group(0) for m in SUMMARY.finditer(text)) or "no summary"
+        kernels = hazard_kernels(text)
+        if kernels:
+            summary += f"; in {len(kernels)} kernel(s): {', '.join(kernels)}"
         ok = r.returncode == 0 and called
         bad += not ok
         print(f"{'CLEAN' if ok else 'FAIL '} {args.tool} {folder}: exit {r.returncode}, {summary}", flush=True)
