@@ -2,7 +2,7 @@
 program loaded by pgcc.load and called on its example inputs (NAME.io.safetensors) in a
 child process run under `compute-sanitizer --tool TOOL`.
 
-    PYTHONPATH=python:. python3 tests/gpu/racecheck_widened.py [--tool racecheck] [--calls 2] EXPORT ...
+    PYTHONPATH=python:. python3 tests/gpu/racecheck_widened.py [--tool racecheck] [--calls 2] [--timeout 600] EXPORT ...
 
 EXPORT: export folders (bench/widen_timing.py --work DIR leaves MODEL and MODEL_floor
 there).  What racecheck checks is each kernel's *shared* memory (hazards between a
@@ -63,6 +63,7 @@ def main():
     ap.add_argument("exports", nargs="+")
     ap.add_argument("--tool", default="racecheck", choices=("racecheck", "memcheck", "synccheck", "initcheck"))
     ap.add_argument("--calls", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per export under the tool")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -71,7 +72,12 @@ def main():
     for folder in args.exports:
         cmd = [sanitizer(), "--tool", args.tool, "--error-exitcode", "9", "--target-processes", "all",
                sys.executable, os.path.abspath(__file__), "--child", "--calls", str(args.calls), folder]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            bad += 1
+            print(f"FAIL  {args.tool} {folder}: over {args.timeout} s under the tool", flush=True)
+            continue
         text = r.stdout + r.stderr
         called = "CALLED" in text
         summary = "; ".join(m.group(0) for m in SUMMARY.finditer(text)) or "no summary"
