@@ -11,8 +11,9 @@ a widened graph touching the same global memory at once is not among what it can
 (that is proven by the verification against the compiled callable and by the CPU
 tests, docs/compiler.md).  memcheck (--tool memcheck) checks every access is inside an
 allocation.  Prints one line per export with the tool's summary and the kernels its
-hazards are in; exits nonzero where a run reports an error or fails.  Needs a GPU, PyTorch, safetensors and compute-sanitizer
-on PATH or under CUDA_HOME.
+hazards are in; exits nonzero where a run reports an error, fails or runs past
+--timeout.  Needs a GPU, PyTorch, safetensors and compute-sanitizer on PATH or under
+CUDA_HOME.
 """
 import argparse
 import glob
