@@ -196,19 +196,24 @@ def verify(result, fn, inputs, calls=3, progress=None, build_dir=None, callbacks
 
 
 NOISE_FACTOR = 4  # a step whose callable is not deterministic: the program's error at most this times its spread
+# runs of the callable beside the first, at most, to measure its spread: one pair of runs of a step
+# with atomic adds may happen to agree far better than most (BERT's twins: 3.9e-5 in one run, 0.0114
+# in another), and a spread from one pair refused correct programs
+AGAIN = 3
 
 
-def beyond_noise(name, bad, noise):
+def beyond_noise(name, bad, noise, runs=2):
     """What fails, for the worst of bad [(what, bit-identical, error, tolerance, dtype)]
-    (the results outside their tolerance), or None where noise -- the callable's largest
-    error against itself over the same steps -- covers every one: at most NOISE_FACTOR
-    times it.  A deterministic callable (noise 0) covers nothing."""
+    (the results outside their tolerance), or None where noise -- the largest error
+    between two of the callable's `runs` runs of the same steps -- covers every one: at
+    most NOISE_FACTOR times it.  A deterministic callable (noise 0) covers nothing."""
     what, _same, err, tol, dtype = max(bad, key=lambda f: f[2] / max(f[3], 1e-30))
     if noise and max(f[2] for f in bad) <= NOISE_FACTOR * noise:
         return None
     return (f"verify {name}: {what} differs from the callable's: max error {err:.3g} relative to its largest value, "
-            f"tolerance {tol:g} for {dtype}" + (f" (the callable differs from itself by {noise:.3g} over the same "
-                                                f"steps: more than {NOISE_FACTOR}x that is pgcc's)" if noise else ""))
+            f"tolerance {tol:g} for {dtype}" + (f" (the callable differs from itself by up to {noise:.3g} over "
+                                                f"{runs} runs of the same steps: more than {NOISE_FACTOR}x that is "
+                                                "pgcc's)" if noise else ""))
 
 
 def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_dir=None):
@@ -218,10 +223,11 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
     new addresses; the program's arena poisoned before each); each step's outputs, then
     every state tensor the program holds, must be bit-identical or within the dtype's
     tolerance.  Where some are not, fn takes the same steps again from the same state and
-    draws: a callable that is not deterministic (atomic adds: an embedding's backward)
-    differs from itself, and its updates carry the difference into every later step.
-    The program then passes where its largest error is at most NOISE_FACTOR times fn's
-    against itself, and the PASS line says so.  fn's state is restored afterwards.
+    draws (up to AGAIN times, until its spread covers the program's error): a callable that
+    is not deterministic (atomic adds: an embedding's backward) differs from itself, and its
+    updates carry the difference into every later step.  The program then passes where its
+    largest error is at most NOISE_FACTOR times the largest difference between two of fn's
+    runs, and the PASS line says so.  fn's state is restored afterwards.
     Returns the PASS line."""
     import torch
 
@@ -295,11 +301,17 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
         bad = [f for f in found if not f[1] and not f[2] <= f[3]]
         found += start
         noise = None
-        if bad:
-            prog.status("verify: the callable's steps again, from the same state (is it deterministic?)")
-            again = reference()
-            noise = max((f[2] for f in judged(*again, ref_outs, ref_state)), default=0.0)
-            why = beyond_noise(name, bad, noise)
+        if bad:  # fn again, up to AGAIN times: its spread is the largest difference between two of its runs
+            runs, noise = [(ref_outs, ref_state)], 0.0
+            for k in range(AGAIN):
+                prog.status(f"verify: the callable's steps again ({k + 1} of at most {AGAIN}), from the same state "
+                            "(is it deterministic?)")
+                again = reference()
+                noise = max([noise] + [max((f[2] for f in judged(*again, *r)), default=0.0) for r in runs])
+                runs.append(again)
+                if not noise or beyond_noise(name, bad, noise) is None:
+                    break  # (deterministic: no run will differ; or the spread covers the program's error)
+            why = beyond_noise(name, bad, noise, len(runs))
             if why:
                 raise ExportError(why)
         worst = max((f[2] for f in found), default=0.0)
@@ -312,7 +324,7 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
         prog.done()
         p.close()
     how = "bit-identical" if identical else "within tol" if noise is None else \
-        f"the callable not deterministic: it differs from itself by {noise:.3g} over the same steps, pgcc within " \
+        f"the callable not deterministic: its runs of the same steps differ by up to {noise:.3g}, pgcc within " \
         f"{NOISE_FACTOR}x that"
     line = (f"PASS {name}: max error {worst:.3g} ({how}; {steps} training steps on fresh batches (other values) at "
             f"new addresses, the outputs of each and {len(held)} state tensors after the last)")

@@ -5,7 +5,9 @@ child process run under `compute-sanitizer --tool TOOL`.
     PYTHONPATH=python:. python3 tests/gpu/racecheck_widened.py [--tool racecheck] [--calls 2] [--timeout 600] EXPORT ...
 
 EXPORT: export folders (bench/widen_timing.py --work DIR leaves MODEL and MODEL_floor
-there).  What racecheck checks is each kernel's *shared* memory (hazards between a
+there), or eager:MODEL for a model of tests/models/branchy_models.py run by PyTorch eagerly
+(the same kernels' report without pgcc: a hazard inside a library's kernel that eager
+PyTorch's run reports too is the library's, not the widening's).  What racecheck checks is each kernel's *shared* memory (hazards between a
 block's threads, inside one kernel), for every kernel the graphs launch; two kernels of
 a widened graph touching the same global memory at once is not among what it can see
 (that is proven by the verification against the compiled callable and by the CPU
@@ -35,6 +37,14 @@ def hazard_kernels(text):
 
 def child(folder, calls):
     import torch
+    if folder.startswith("eager:"):
+        from tests.models.branchy_models import build
+        fn, inputs, _ = build(folder[len("eager:"):])
+        for _ in range(calls):
+            fn(*inputs)
+        torch.cuda.synchronize()
+        print(f"CALLED {folder}: {calls} calls", flush=True)
+        return
     from safetensors.torch import load_file
 
     import pgcc

@@ -87,6 +87,7 @@ def test_a_training_steps_errors_within_the_callables_own_spread_pass():
     assert beyond_noise("m", bad, 9e-4 / NOISE_FACTOR) is None
     why = beyond_noise("m", bad, 9e-4 / NOISE_FACTOR / 1.01)
     assert why.startswith("verify m: state tensor w after 3 steps differs") and "differs from itself" in why
+    assert "over 2 runs" in why and "over 4 runs" in beyond_noise("m", bad, 1e-5, 4)
     why = beyond_noise("m", bad, 0.0)
     assert "state tensor w" in why and "itself" not in why
 
