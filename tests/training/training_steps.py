@@ -203,6 +203,27 @@ def lr_scheduler_tensor_lr():
     return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
 
 
+def step_lr_in_step():
+    """SGD whose learning rate is a tensor with StepLR (step size 2, gamma 0.5) stepped
+    inside the step, as PyTorch's tutorial on the compiled optimizer with an LR scheduler
+    writes it: the rate halves every second step, by the scheduler's Python count
+    (`last_epoch % step_size`), which the C program cannot keep."""
+    import torch
+    import torch.nn.functional as F
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=torch.tensor(0.1), momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss
+    return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
+
+
 def step_lr_per_epoch():
     """SGD with a float learning rate and StepLR stepped after every step, outside it (as
     the tutorials step a scheduler once an epoch; an epoch is one step here, so that the
@@ -332,5 +353,5 @@ def adam_for_loop():
 
 PROGRAMS = {f.__name__: f for f in (resnet18_bn_sgd, llama_adamw_fused, gpt2_adamw_foreach, vit_gradscaler_fp16,
                                     bert_mlm_bf16, mlp_dropout_dict, clip_grad_norm_adamw, lr_scheduler_tensor_lr,
-                                    step_lr_per_epoch, grad_accumulation, gcn_pyg, activation_checkpointing, autograd_grad_penalty,
-                                    adam_for_loop)}
+                                    step_lr_per_epoch, step_lr_in_step, grad_accumulation, gcn_pyg,
+                                    activation_checkpointing, autograd_grad_penalty, adam_for_loop)}
