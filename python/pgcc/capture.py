@@ -48,6 +48,20 @@ class Capture:
         # long as the capture) and the memory capture C's inputs live in (farmem.far)
         self.recorder, self.collectives, self.inputs_memory = None, [], None
         self.segments, self.reads, self.stream = [self.graph], [], None
+        # Python's cycle collector off while capturing: a collection in the middle frees the
+        # tensors a cycle held back to the pool at a moment no other capture shares, and the
+        # allocator then lays out what follows otherwise (the two paths of a branch must
+        # agree on their layout before the read to be joined; branches.py)
+        collecting = gc.isenabled()
+        gc.collect()
+        gc.disable()
+        try:
+            self._capture(torch, fn, inputs, far, split, force, watch)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _capture(self, torch, fn, inputs, far, split, force, watch):
         torch.cuda.synchronize()
         traced = record_allocations(torch, True)
         counts = allocator_counts(torch)
@@ -101,7 +115,6 @@ class Capture:
                     return flipped(value)
                 return value
             return capture_on
-        gc.collect()
         # On the one side stream torch.cuda.graph captures on: libraries keep workspaces
         # per stream (cuBLAS's is 32 MiB), made at the first capture on it.  With a new
         # stream per capture, some captures made them and others did not (seen: a 32 MiB

@@ -14,7 +14,7 @@ import contextlib
 from .capture import Capture
 from .collectives import Recorder
 from .cuda import NODE_NAMES
-from .errors import ExportError
+from .errors import CapturesDiffer
 from .example_inputs import input_copy, leaf_grads
 from .farmem import far
 from .hostreads import perturbed
@@ -28,8 +28,8 @@ def take_captures(torch, fn, inputs, weights, name, prog, watch, split, force):
     """The captures (model.CaptureSet) of fn on inputs, the weights' state put back after
     each where split (the callable reads values back, and capture D is taken too); force:
     {read index: True}, reads whose value the program is given flipped (branches.py).
-    Raises ExportError where B or C differ from A in their nodes, edges, collectives or
-    values read."""
+    Raises CapturesDiffer where B or C differ from A in their nodes (kinds, kernels),
+    edges, collectives or values read."""
     # A first capture, thrown away: libraries allocate what they keep (cuBLASLt's
     # workspace) the first time they are captured, which would shift every later
     # allocation of capture A against capture B (seen with GPT-2).
@@ -65,15 +65,16 @@ def take_captures(torch, fn, inputs, weights, name, prog, watch, split, force):
     restore_state(state)
     caps = [capA, capB, capC]
     for c, cap in enumerate(caps[1:], 1):
-        if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges or cap.edge_kinds != capA.edge_kinds:
-            raise ExportError(f"captures A and {'ABC'[c]} differ in their nodes or edges: the callable is not "
-                              f"deterministic ({first_difference(capA, cap, 'ABC'[c])})")
+        if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges or cap.edge_kinds != capA.edge_kinds or \
+                [(n["type"], n.get("name")) for n in cap.nodes] != [(n["type"], n.get("name")) for n in capA.nodes]:
+            raise CapturesDiffer(f"captures A and {'ABC'[c]} differ in their nodes or edges: the callable is not "
+                                 f"deterministic ({first_difference(capA, cap, 'ABC'[c])})")
         if [(x["fn"], x["count"], x["dtype"], x["op"]) for x in cap.collectives] != \
                 [(x["fn"], x["count"], x["dtype"], x["op"]) for x in capA.collectives]:
-            raise ExportError(f"captures A and {'ABC'[c]} made other collectives")
+            raise CapturesDiffer(f"captures A and {'ABC'[c]} made other collectives")
         if [r["value"] for r in cap.reads] != [r["value"] for r in capA.reads]:
-            raise ExportError(f"captures A and {'ABC'[c]} read other values back to the host on the same inputs: "
-                              "the callable is not deterministic")
+            raise CapturesDiffer(f"captures A and {'ABC'[c]} read other values back to the host on the same inputs: "
+                                 "the callable is not deterministic")
     capD = capture(5, "D, the inputs at other values", perturbed(torch, inputs)) if split else None
     if capA.special_edges:
         prog.warn("edges that are not full dependencies, of a kind not known, are exported as full ones",

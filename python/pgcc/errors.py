@@ -1,5 +1,6 @@
 """The exception the package raises for what stands in the way of an export, a build
-or a load: ExportError, whose message names the node, kernel or argument -- and, for a
+or a load: ExportError, whose message names the node, kernel or argument (CapturesDiffer:
+the export's captures of one call ran different GPU work) -- and, for a
 loaded program's call (loader.Program), its kinds CallError: ArgumentError (arguments
 the program does not take: their count, structure, dtype, shape, device, a scalar that
 does not fit; also a TypeError and a ValueError, as Python's own for such arguments)
@@ -17,7 +18,7 @@ import os
 import sysconfig
 import traceback
 
-__all__ = ["ArgumentError", "CallError", "ExportError", "RunError", "entry_point", "located", "step", "where_raised"]
+__all__ = ["ArgumentError", "CallError", "CapturesDiffer", "ExportError", "RunError", "entry_point", "located", "step", "where_raised"]
 
 PKG = os.path.dirname(os.path.abspath(__file__))
 _step = contextvars.ContextVar("pgcc_step", default=None)  # (the step an entry point's work is in: step())
@@ -31,6 +32,11 @@ def step(what):
 
 class ExportError(Exception):
     pass
+
+
+class CapturesDiffer(ExportError):
+    """The export's captures of one call ran different GPU work: the callable is not
+    deterministic, or a Python value it changes from call to call decides its work."""
 
 
 class CallError(ExportError):

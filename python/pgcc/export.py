@@ -35,7 +35,8 @@ from .branches import branch_to_export, join, warm_other_path
 from .capture import host_maps
 from .capture_set import outputs_of, take_captures
 from .cuda import stuck_error
-from .errors import ExportError, entry_point
+from .errors import CapturesDiffer, ExportError, entry_point
+from .recompiles import explain, mark, since
 from .example_inputs import FlatCall, flat_inputs, leaf_grads
 from .export_files import write_export
 from .graphfile import ident
@@ -51,7 +52,7 @@ from .random_state import find_philox, rng_buffer
 from .replay import Replayer, close_unless_stuck, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
-from .train_state import capturable, discover, kind_of, needs_first_step, rates_kept, state_objects, state_weights
+from .train_state import capturable, counted_schedulers, discover, kind_of, needs_first_step, rates_kept, state_objects, state_weights
 from .warmup import compiled_or_eager, on_capture_stream, restore_state, saved_state, training_step, warm_up
 
 __all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured", "in_grad_mode",
@@ -150,6 +151,14 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
     objs = state_objects(torch, state) if state is not None else (
         discover(torch, fn_or_module) if weights is None and not isinstance(fn_or_module, torch.nn.Module) else [])
     training = training_step(fn_or_module) or any(kind_of(torch, o) == "optimizer" for _, o in objs)
+    for label, cls, at in counted_schedulers(torch, fn_or_module)[:1]:
+        raise ExportError(f"cannot export: the step steps the LR scheduler '{label}' ({cls})"
+                          + (f" at {at}" if at else "") + ": its learning rate follows its step count, a Python "
+                          "number the compiled step reads as a constant (StepLR: `last_epoch % step_size`), which the "
+                          "program does not have: it would keep the rate of the calls it captured.  Step the "
+                          "scheduler outside the exported step, between calls, and give the program its rate: "
+                          "prog.weight_tensor(\"optimizer.group0.lr\").fill_(scheduler.get_last_lr()[0]) "
+                          "(docs/guide.md); ExponentialLR may stay inside")
     if objs and buckets is not None:
         raise ExportError("buckets of a training step are not exported (a step changes its state; buckets are "
                           "for inference)")
@@ -195,6 +204,7 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
             original = saved_state(torch, weights, device="cpu")
             prog.log(f"  {len(weights)} state tensors: {', '.join(list(weights)[:6])}"
                      + (", ..." if len(weights) > 6 else ""))
+        seen = mark(torch)  # (Dynamo's failed guards so far: those of the export's calls explain captures that differ)
         per_call, drawn = warm_up(torch, run, inputs, weights, warmup, compile, name, prog, original,
                                   fresh_thread=watch is not None)
         if per_call and compile and not training and os.environ.get("PGCC_SCALARS_ON_DEVICE") != "0":
@@ -202,8 +212,14 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
                                                            original, watch, (call, run, per_call, drawn))
         if diagnose is None:
             diagnose = os.environ.get("PGCC_DIAGNOSE", "") not in ("", "0")
-        a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
-                            split=per_call > 0, rng_increment=drawn, storages=not training)
+        try:
+            a = export_captured(run, inputs, weights, out_dir, name, progress=prog, watch=watch, diagnose=diagnose,
+                                split=per_call > 0, rng_increment=drawn, storages=not training)
+        except CapturesDiffer as e:
+            why = explain(since(torch, seen))
+            if not why:
+                raise
+            raise CapturesDiffer(f"{e}.  {why}") from e
         report = a.report
         if isinstance(call, compiled_or_eager) and call.why:
             report["eager"] = call.why  # (torch.compile could not run it: exported as it runs eagerly)

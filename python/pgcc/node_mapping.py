@@ -18,7 +18,7 @@ scalar_types.  Assumes PyTorch (passed in as `torch`) for map_nodes' collectives
 from .capture import foreign_memory, tensor_span
 from .collectives import kernel_collective, libcall
 from .cuda import NODE_EMPTY, NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_NAMES
-from .errors import ExportError
+from .errors import CapturesDiffer, ExportError
 from .graphfile import ident
 from .library_structs import value_ranges
 from .model import Kernel, Node
@@ -147,7 +147,7 @@ def map_nodes(torch, captures, rel, bufs, suspects):
     for i, (na, nb, nc) in enumerate(zip(capA.nodes, capB.nodes, capC.nodes)):
         where = f"node {i}"
         if not na["type"] == nb["type"] == nc["type"]:
-            raise ExportError(f"{where}: the captures differ in its kind")
+            raise CapturesDiffer(f"{where}: the captures differ in its kind")
         kind = NODE_NAMES.get(na["type"], str(na["type"]))
         if na["type"] == NODE_KERNEL:
             where = f"node {i} ({na['name'][:80]})"

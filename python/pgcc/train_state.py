@@ -25,8 +25,8 @@ import inspect
 
 from .errors import ExportError
 
-__all__ = ["capturable", "discover", "kind_of", "needs_first_step", "on_device_settings", "rates_kept",
-           "state_objects", "state_weights"]
+__all__ = ["capturable", "counted_schedulers", "discover", "kind_of", "needs_first_step", "on_device_settings",
+           "rates_kept", "referenced", "state_objects", "state_weights"]
 
 
 def kind_of(torch, obj):
@@ -54,10 +54,9 @@ def unwrapped(fn):
     return fn
 
 
-def discover(torch, fn):
-    """[(label, object)]: the modules, optimizers and GradScalers fn's code refers to by
-    name (a function's globals and closure; a bound method's or a callable object's
-    attributes), modules first; [] where fn refers to no optimizer (no training step)."""
+def referenced(fn):
+    """({label: object} fn's code refers to by name -- a function's globals and closure; a
+    bound method's or a callable object's attributes --, the function or None)."""
     fn = unwrapped(fn)
     found = {}
     if inspect.ismethod(fn) or (not inspect.isfunction(fn) and not inspect.isbuiltin(fn)):
@@ -72,6 +71,14 @@ def discover(torch, fn):
         if cv is not None:
             found.update(cv.globals)
             found.update(cv.nonlocals)
+    return found, func
+
+
+def discover(torch, fn):
+    """[(label, object)]: the modules, optimizers and GradScalers fn's code refers to by
+    name (referenced()), modules first; [] where fn refers to no optimizer (no training
+    step)."""
+    found, _ = referenced(fn)
     objs = [(label, obj, kind_of(torch, obj)) for label, obj in found.items()]
     objs = [(label, obj, k) for label, obj, k in objs if k]
     if not any(k == "optimizer" for _, _, k in objs):
@@ -232,4 +239,37 @@ def state_weights(torch, objs):
         elif k == "scaler":
             add(f"{label}.scale", getattr(obj, "_scale", None))
             add(f"{label}.growth_tracker", getattr(obj, "_growth_tracker", None))
+    return out
+
+
+# LR schedulers whose rate, after their first step, does not follow their Python step count:
+# ExponentialLR multiplies the rate by gamma at every step (a kernel of the step where the
+# rate is a tensor), so a program that captured it stepping follows it for ever.  Every other
+# one computes the rate from its count (StepLR: `last_epoch % step_size`; cosine, linear,
+# one-cycle, lambda schedules; ReduceLROnPlateau from a metric read on the host).
+COUNT_FREE = ("ExponentialLR",)
+
+
+def counted_schedulers(torch, fn):
+    """[(label, class name, "file:line" or None)]: the LR schedulers fn's code refers to
+    by name and steps (`label.step(` in its source) whose rate follows their step count, a
+    Python number the compiled code reads as a constant: the program, which replays the
+    GPU work of the calls it captured, would keep their rate of those calls."""
+    base = getattr(getattr(getattr(torch, "optim", None), "lr_scheduler", None), "LRScheduler", None) or \
+        getattr(getattr(getattr(torch, "optim", None), "lr_scheduler", None), "_LRScheduler", None)
+    if not isinstance(base, type):
+        return []
+    found, func = referenced(fn)
+    try:
+        lines, first = inspect.getsourcelines(func) if func is not None else ([], 0)
+        path = inspect.getsourcefile(func) if func is not None else None
+    except (OSError, TypeError):
+        lines, first, path = [], 0, None
+    out = []
+    for label, obj in found.items():
+        if not isinstance(obj, base) or type(obj).__name__ in COUNT_FREE:
+            continue
+        at = next((k for k, ln in enumerate(lines) if f"{label}.step(" in ln.split("#")[0]), None)
+        if at is not None:
+            out.append((label, type(obj).__name__, f"{path}:{first + at}" if path else None))
     return out

@@ -180,3 +180,40 @@ def test_a_float_rate_a_scheduler_drives_becomes_a_tensor_where_the_optimizer_ta
     assert capturable(t, [("opt", other)]) == [] and other.param_groups[0]["lr"] == 0.1
     assert rates_kept(t, [("opt", other)]) == ["opt.group0.lr (Adagrad)"]
     assert len(made) == 1
+
+
+class LRScheduler:
+    def step(self):
+        pass
+
+
+class StepLR(LRScheduler):
+    pass
+
+
+class ExponentialLR(LRScheduler):
+    pass
+
+
+def test_a_scheduler_stepped_by_its_count_inside_the_step_is_named():
+    """counted_schedulers: a scheduler the step refers to and steps, whose rate follows its
+    Python count (StepLR), is named with the line that steps it; ExponentialLR (the rate
+    times gamma every step), a scheduler the step does not step, and one stepped in a
+    comment are not."""
+    from pgcc.train_state import counted_schedulers
+    t = types.SimpleNamespace(**vars(torch))
+    t.optim = types.SimpleNamespace(Optimizer=Optimizer, lr_scheduler=types.SimpleNamespace(LRScheduler=LRScheduler))
+    sched, expo, unused = StepLR(), ExponentialLR(), StepLR()
+
+    def step():
+        expo.step()
+        unused.get_last_lr = None  # (referred to, not stepped: unused.step( only in this comment)
+        sched.step()
+    found = counted_schedulers(t, step)
+    assert [(label, cls) for label, cls, _ in found] == [("sched", "StepLR")]
+    assert found[0][2].endswith(f"test_train_state.py:{step.__code__.co_firstlineno + 3}")
+
+    def no_scheduler_stepped():
+        return expo.step()
+    assert counted_schedulers(t, no_scheduler_stepped) == []
+    assert counted_schedulers(torch, step) == []  # (a torch without lr_scheduler: nothing to judge)
