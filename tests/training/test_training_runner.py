@@ -18,8 +18,10 @@ def test_an_unknown_key_exits_2(capsys):
 def test_markdown_counts_and_errors():
     recs = [{"program": "a", "status": "PASS", "export_s": 3.5, "detail": "ok",
              "loss_err": {"compiled": 0.0, "eager": 1e-6}, "state_err": {"compiled": 0.0, "eager": 2e-6}},
-            {"program": "b", "status": "REFUSED", "detail": "cannot export | here"}]
+            {"program": "b", "status": "REFUSED", "detail": "cannot export | here"},
+            {"program": "c", "status": "REFUSED", "expected": True, "detail": "an LR scheduler"}]
     md = run_training.markdown(recs, "cmd")
-    assert "| 1 | 0 | 1 | 0 | 0 | 0 | 2 |" in md
+    assert "| 1 | 0 | 2 | 0 | 0 | 0 | 3 |" in md
+    assert "| `c` | REFUSED (as it must) |" in md and "| `b` | REFUSED |" in md
     assert "| `a` | PASS | 3.5 | 0 | 0 | 2e-06 | ok |" in md
     assert "cannot export \\| here" in md  # (a table cell's bar escaped)

@@ -7,7 +7,8 @@ pgcc.  Each builder returns a Program: the step, a function making a batch from 
 (as state= takes them), and whether the user ran the step eagerly before exporting it
 (else the optimizer has no state yet, and the export takes the first step itself), and
 what the user does between steps (an LR scheduler stepped per epoch, outside the step:
-given the loaded program where the step runs as one, else None).
+given the loaded program where the step runs as one, else None), and, for a step the C
+program cannot follow, the words its refusal must hold.
 
 Builders import torch and the model libraries when called; this module imports without
 them (tests/training/run_training.py lists the keys on the CPU).
@@ -21,6 +22,7 @@ class Program(NamedTuple):
     state: tuple         # the modules, optimizers and GradScalers (state=); None: let the export find them
     eager_first: bool    # the user ran a step eagerly before exporting
     between: Callable = None  # (loaded program or None) -> None: after each step, outside it
+    refuses: str = None  # words the export's refusal must hold: a step the C program cannot follow
 
 
 def _cls_batch(shape, classes):
@@ -207,7 +209,8 @@ def step_lr_in_step():
     """SGD whose learning rate is a tensor with StepLR (step size 2, gamma 0.5) stepped
     inside the step, as PyTorch's tutorial on the compiled optimizer with an LR scheduler
     writes it: the rate halves every second step, by the scheduler's Python count
-    (`last_epoch % step_size`), which the C program cannot keep."""
+    (`last_epoch % step_size`), which the C program cannot keep: the export must refuse
+    it, naming the scheduler."""
     import torch
     import torch.nn.functional as F
     model = _mlp()
@@ -221,7 +224,7 @@ def step_lr_in_step():
         opt.step()
         sched.step()
         return loss
-    return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
+    return Program(step, _cls_batch((16, 128), 10), (model, opt), True, refuses="LR scheduler 'sched' (StepLR)")
 
 
 def step_lr_per_epoch():
