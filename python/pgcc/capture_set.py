@@ -28,8 +28,8 @@ def take_captures(torch, fn, inputs, weights, name, prog, watch, split, force):
     """The captures (model.CaptureSet) of fn on inputs, the weights' state put back after
     each where split (the callable reads values back, and capture D is taken too); force:
     {read index: True}, reads whose value the program is given flipped (branches.py).
-    Raises CapturesDiffer where B or C differ from A in their nodes (kinds, kernels),
-    edges, collectives or values read."""
+    Raises CapturesDiffer where B or C differ from A in their nodes (count, kinds), edges,
+    collectives or values read."""
     # A first capture, thrown away: libraries allocate what they keep (cuBLASLt's
     # workspace) the first time they are captured, which would shift every later
     # allocation of capture A against capture B (seen with GPT-2).
@@ -66,7 +66,7 @@ def take_captures(torch, fn, inputs, weights, name, prog, watch, split, force):
     caps = [capA, capB, capC]
     for c, cap in enumerate(caps[1:], 1):
         if len(cap.nodes) != len(capA.nodes) or cap.edges != capA.edges or cap.edge_kinds != capA.edge_kinds or \
-                [(n["type"], n.get("name")) for n in cap.nodes] != [(n["type"], n.get("name")) for n in capA.nodes]:
+                [n["type"] for n in cap.nodes] != [n["type"] for n in capA.nodes]:
             raise CapturesDiffer(f"captures A and {'ABC'[c]} differ in their nodes or edges: the callable is not "
                                  f"deterministic ({first_difference(capA, cap, 'ABC'[c])})")
         if [(x["fn"], x["count"], x["dtype"], x["op"]) for x in cap.collectives] != \
