@@ -112,16 +112,17 @@ def two_sided(read):
             "other values take which side of the branch cannot be told")
 
 
-def warm_other_path(fn, inputs, weights, k):
-    """Runs fn with read k's value flipped, on the inputs and on other values of them, so
-    that torch.compile has compiled what runs after the read on that path before it is
-    captured (compiling inside a capture fails); the state is put back."""
+def warm_other_path(fn, inputs, weights, k, flip=True):
+    """Runs fn with read k's value flipped (flip=False: as read), on the inputs and on
+    other values of them, so that torch.compile has compiled what runs after the read on
+    that path before it is captured (compiling inside a capture fails); the state is put
+    back."""
     import torch
     seen = []
 
     def hook(t, op, where):
         seen.append(op)
-        return (lambda v: flipped(v) if v is not None else v) if len(seen) - 1 == k else None
+        return (lambda v: flipped(v) if v is not None else v) if flip and len(seen) - 1 == k else None
     state = saved_state(torch, weights)
     try:
         for xs in (inputs, perturbed(torch, inputs, 1.25), perturbed(torch, inputs, 1.5), inputs):
@@ -346,9 +347,11 @@ def join(a, b, k, out_dir):
     if any(n.kind in ("read", "sync") for n in post_a + post_b):
         raise ExportError("a value is read back after the branch")
 
-    # buffers: the other path's, mapped to this one's by name where they are the same thing
+    # buffers: the other path's, mapped to this one's by name where they are the same thing;
+    # the others join this path's, named apart, once the paths are found to join (a join that
+    # fails leaves b as it was: it may be tried again against this path captured again)
     byname = {x.name: x for x in a.bufs.list}
-    fmap = {}
+    fmap, others = {}, []
     for fb in b.bufs.list:
         tb = byname.get(fb.name)
         same = tb is not None and tb.role == fb.role and (
@@ -359,10 +362,7 @@ def join(a, b, k, out_dir):
             if fb.role == "intermediate" and fb.size > tb.size:
                 tb.size = fb.size
         else:
-            fb.name = "f_" + fb.name
-            if fb.tensor is not None:
-                fb.tensor = "__f_" + fb.tensor
-            a.bufs.list.append(fb)
+            others.append(fb)
     kernels = dict(a.kernels)
     for func, kf in b.kernels.items():
         kt = kernels.setdefault(func, kf)
@@ -386,6 +386,12 @@ def join(a, b, k, out_dir):
                               f"{': ' + kernels[nt.func].symbol[:60] if nt.kind == 'kernel' else ''}): "
                               f"{_difference(nt, nf, fmap, kernels)}; nor are they the same moved ("
                               f"{move if isinstance(move, str) else 'moved, their nodes still differ'})")
+
+    for fb in others:
+        fb.name = "f_" + fb.name
+        if fb.tensor is not None:
+            fb.tensor = "__f_" + fb.tensor
+        a.bufs.list.append(fb)
 
     # the condition, the kernel that sets it, the IF/ELSE node
     read = next(n for n in a.nodes if n.index == ra)

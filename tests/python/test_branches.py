@@ -90,6 +90,22 @@ def test_paths_that_differ_before_the_read_are_not_joined(tmp_path):
         join(a, b, 0, str(tmp_path))
 
 
+def test_a_join_that_fails_leaves_both_paths_as_they_were(tmp_path):
+    """join: paths that do not join change neither analysis' buffers, so that the other
+    path may be joined to this path captured once more (export.join_other_path)."""
+    a, b = path(tmp_path, 2.0), path(tmp_path, -3.0, offset=1024)
+    b.capA.reads[0]["forced"] = True
+    b.bufs.add(name="t9", size=64, role="intermediate", ranges={0: 0x50000})
+    names_a, names_b = [x.name for x in a.bufs.list], [x.name for x in b.bufs.list]
+    with pytest.raises(ExportError, match="differ at node 0"):
+        join(a, b, 0, str(tmp_path))
+    assert [x.name for x in a.bufs.list] == names_a and [x.name for x in b.bufs.list] == names_b
+    again = path(tmp_path, 2.0, offset=1024)  # (this path captured again, laid out as the other)
+    join(again, b, 0, str(tmp_path))
+    assert [n.kind for n in again.nodes] == ["kernel", "kernel", "if"]
+    assert "f_t9" in [x.name for x in again.bufs.list] and "f_t0" not in [x.name for x in again.bufs.list]
+
+
 def test_a_number_that_read_other_than_zero_is_not_joined(tmp_path):
     """A float that read 0.73 may have met `if m > 0.5`; comparing with 0.73 would send
     0.9 to the other side.  A zero flag (GradScaler's found_inf) is joined."""
