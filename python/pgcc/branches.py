@@ -112,17 +112,16 @@ def two_sided(read):
             "other values take which side of the branch cannot be told")
 
 
-def warm_other_path(fn, inputs, weights, k, flip=True):
-    """Runs fn with read k's value flipped (flip=False: as read), on the inputs and on
-    other values of them, so that torch.compile has compiled what runs after the read on
-    that path before it is captured (compiling inside a capture fails); the state is put
-    back."""
+def warm_other_path(fn, inputs, weights, k):
+    """Runs fn with read k's value flipped, on the inputs and on other values of them, so
+    that torch.compile has compiled what runs after the read on that path before it is
+    captured (compiling inside a capture fails); the state is put back."""
     import torch
     seen = []
 
     def hook(t, op, where):
         seen.append(op)
-        return (lambda v: flipped(v) if v is not None else v) if flip and len(seen) - 1 == k else None
+        return (lambda v: flipped(v) if v is not None else v) if len(seen) - 1 == k else None
     state = saved_state(torch, weights)
     try:
         for xs in (inputs, perturbed(torch, inputs, 1.25), perturbed(torch, inputs, 1.5), inputs):

@@ -48,20 +48,6 @@ class Capture:
         # long as the capture) and the memory capture C's inputs live in (farmem.far)
         self.recorder, self.collectives, self.inputs_memory = None, [], None
         self.segments, self.reads, self.stream = [self.graph], [], None
-        # Python's cycle collector off while capturing: a collection in the middle frees the
-        # tensors a cycle held back to the pool at a moment no other capture shares, and the
-        # allocator then lays out what follows otherwise (the two paths of a branch must
-        # agree on their layout before the read to be joined; branches.py)
-        collecting = gc.isenabled()
-        gc.collect()
-        gc.disable()
-        try:
-            self._capture(torch, fn, inputs, far, split, force, watch)
-        finally:
-            if collecting:
-                gc.enable()
-
-    def _capture(self, torch, fn, inputs, far, split, force, watch):
         torch.cuda.synchronize()
         traced = record_allocations(torch, True)
         counts = allocator_counts(torch)
@@ -115,6 +101,7 @@ class Capture:
                     return flipped(value)
                 return value
             return capture_on
+        gc.collect()
         # On the one side stream torch.cuda.graph captures on: libraries keep workspaces
         # per stream (cuBLAS's is 32 MiB), made at the first capture on it.  With a new
         # stream per capture, some captures made them and others did not (seen: a 32 MiB
@@ -415,6 +402,21 @@ def allocator_blocks(snapshot):
             out.append((a, b["size"]))
             addr = a + b["size"]
     return sorted(out)
+
+
+def first_trace_difference(a, b):
+    """Where two captures' allocator traces (Capture.trace) first differ, in words: the
+    event's index, each side's (action, size) there and the two events before it; the
+    addresses are left out (they differ between any two captures)."""
+    if a.trace is None or b.trace is None:
+        return "allocator traces: not recorded"
+    ea, eb = [(act, size) for act, _addr, size in a.trace], [(act, size) for act, _addr, size in b.trace]
+    i = next((j for j, (x, y) in enumerate(zip(ea, eb)) if x != y), min(len(ea), len(eb)))
+    if i == len(ea) == len(eb):
+        return f"allocator traces: the same {len(ea)} events (actions and sizes)"
+    return (f"allocator traces ({len(ea)} and {len(eb)} events): first differ at event {i}: "
+            f"{ea[i] if i < len(ea) else 'none'} against the other's {eb[i] if i < len(eb) else 'none'}, "
+            f"after {ea[max(0, i - 2):i]}")
 
 
 def record_allocations(torch, start):

@@ -26,14 +26,13 @@ docs/e2e.md explains each step and why.
 """
 import os
 import time
-from dataclasses import fields
 
 from . import verify_export
 from .access_probe import Device, is_gemm, probe_access
 from .access_sets import mark_access, triton_signatures
 from .alone import ALONE, Alone
 from .branches import branch_to_export, join, warm_other_path
-from .capture import host_maps
+from .capture import first_trace_difference, host_maps
 from .capture_set import outputs_of, take_captures
 from .cuda import stuck_error
 from .errors import CapturesDiffer, ExportError, entry_point
@@ -410,8 +409,6 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a, storages
         return
     k, where = found
     prog.status(f"{name}: the other side of the branch at {where[:60]}")
-    import torch
-    seen = mark(torch)
     increment = (a.report.get("random") or {}).get("increment")
     try:
         warm_other_path(fn, inputs, weights, k)
@@ -419,21 +416,9 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a, storages
                     rng_increment=increment, storages=storages)
         try:
             join(a, b, k, out_dir)
-        except ExportError as first:
-            # This path was captured before the other path's warm-up, which may have made
-            # torch.compile compile the code before the read again (seen: a GradScaler step
-            # whose two paths' allocations then lay out otherwise): this path once more,
-            # captured from the code as it is now, then joined again.
-            again = since(torch, seen)
-            prog.log(f"  the paths did not join ({' '.join(str(first).split())[:300]}); this path captured again"
-                     + (f" (torch.compile compiled again meanwhile: {'; '.join(f'{w}: {r}' for w, r in again[:3])})"
-                        if again else " (torch.compile compiled nothing again meanwhile)"))
-            warm_other_path(fn, inputs, weights, k, flip=False)
-            a2 = analyse(fn, inputs, weights, out_dir, name, prog, watch, True, rng_increment=increment,
-                         storages=storages)
-            join(a2, b, k, out_dir)
-            for f in fields(a):
-                setattr(a, f.name, getattr(a2, f.name))
+        except ExportError:
+            prog.log("  " + first_trace_difference(a.capA, b.capA))
+            raise
     except ExportError as e:
         prog.warn(f"the other side of the branch at {where} could not be joined as a conditional node: the read "
                   "stays guarded", str(e))
