@@ -18,7 +18,8 @@ import os
 import sysconfig
 import traceback
 
-__all__ = ["ArgumentError", "CallError", "CapturesDiffer", "ExportError", "RunError", "entry_point", "located", "step", "where_raised"]
+__all__ = ["ArgumentError", "CallError", "CapturesDiffer", "ExportError", "RunError", "entry_point", "located", "step",
+           "where_raised"]
 
 PKG = os.path.dirname(os.path.abspath(__file__))
 _step = contextvars.ContextVar("pgcc_step", default=None)  # (the step an entry point's work is in: step())

@@ -36,7 +36,6 @@ from .capture import first_trace_difference, host_maps
 from .capture_set import outputs_of, take_captures
 from .cuda import stuck_error
 from .errors import CapturesDiffer, ExportError, entry_point
-from .recompiles import explain, mark, since
 from .example_inputs import FlatCall, flat_inputs, leaf_grads
 from .export_files import write_export
 from .graphfile import ident
@@ -49,10 +48,12 @@ from .module_watch import ModuleWatch
 from .node_mapping import address_spread, copy_aliased_outputs, map_nodes, relocation_counts, relocator, tensor_buffers
 from .progress import Progress
 from .random_state import find_philox, rng_buffer
+from .recompiles import explain, mark, since
 from .replay import Replayer, close_unless_stuck, scratch_blocks
 from .shape_buckets import bucket_examples, merge, setter_kernel
 from .slot_layout import keep_smaller_layout, place_intermediates, whole_regions
-from .train_state import capturable, counted_schedulers, discover, kind_of, needs_first_step, rates_kept, state_objects, state_weights
+from .train_state import (capturable, counted_schedulers, discover, kind_of, needs_first_step, rates_kept, state_objects,
+                          state_weights)
 from .warmup import compiled_or_eager, on_capture_stream, restore_state, saved_state, training_step, warm_up
 
 __all__ = ["ExportResult", "analyse", "analysis_report", "export", "export_buckets", "export_captured", "in_grad_mode",

@@ -5,9 +5,10 @@ reasons, each naming the Python value the guard checked: `L['sched'].last_epoch 
 A guard that fails between two of the export's calls names a Python value the
 callable changes from call to call and its compiled code depends on -- an LR
 scheduler's step count, say.  The C program replays the GPU work of the calls it
-captured, so where such a value decides that work it cannot follow it: captures that
-differ are refused with these reasons, and captures that agree are exported with a
-warning naming them.
+captured, so where such a value decides that work it cannot follow it: the refusal of
+captures that differ (errors.CapturesDiffer) names these reasons.  (Captures that agree
+are not judged by them: the other path of a branch on a value read back recompiles too,
+on purpose -- branches.warm_other_path.)
 
     seen = mark(torch)       # before the export's first call
     ...
@@ -54,7 +55,8 @@ def since(torch, marked):
 
 
 def explain(found, limit=3):
-    """The words an error or a warning adds for found (since()'s answer): '' where empty."""
+    """The words the refusal of captures that differ adds for found (since()'s answer): ''
+    where empty."""
     if not found:
         return ""
     said = "; ".join(f"{w}: {r}" for w, r in found[:limit]) + (f"; and {len(found) - limit} more"
