@@ -13,6 +13,7 @@ cuFuncGetParamInfo and cuGraphGetEdges_v2 (CUDA 12.4 or later).
 """
 import contextlib
 import ctypes as C
+import difflib
 import gc
 import traceback
 
@@ -404,19 +405,25 @@ def allocator_blocks(snapshot):
     return sorted(out)
 
 
-def first_trace_difference(a, b):
-    """Where two captures' allocator traces (Capture.trace) first differ, in words: the
-    event's index, each side's (action, size) there and the two events before it; the
-    addresses are left out (they differ between any two captures)."""
+def first_trace_difference(a, b, limit=4):
+    """Where two captures' allocator traces (Capture.trace) differ, in words: the first
+    `limit` stretches of events (action, size) one has and the other has not, or has
+    otherwise, each with its event indices, as difflib aligns them; the addresses are left
+    out (they differ between any two captures)."""
     if a.trace is None or b.trace is None:
         return "allocator traces: not recorded"
     ea, eb = [(act, size) for act, _addr, size in a.trace], [(act, size) for act, _addr, size in b.trace]
-    i = next((j for j, (x, y) in enumerate(zip(ea, eb)) if x != y), min(len(ea), len(eb)))
-    if i == len(ea) == len(eb):
+    ops = [op for op in difflib.SequenceMatcher(None, ea, eb, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not ops:
         return f"allocator traces: the same {len(ea)} events (actions and sizes)"
-    return (f"allocator traces ({len(ea)} and {len(eb)} events): first differ at event {i}: "
-            f"{ea[i] if i < len(ea) else 'none'} against the other's {eb[i] if i < len(eb) else 'none'}, "
-            f"after {ea[max(0, i - 2):i]}")
+
+    def show(events):
+        return ", ".join(f"{act} {size}" for act, size in events[:3]) + (f", ... ({len(events)})" if len(events) > 3
+                                                                         else "")
+    said = "; ".join(f"{tag} at {i1}/{j1}: [{show(ea[i1:i2])}] against [{show(eb[j1:j2])}]"
+                     for tag, i1, i2, j1, j2 in ops[:limit])
+    return (f"allocator traces ({len(ea)} and {len(eb)} events) differ in {len(ops)} places: {said}"
+            + ("; ..." if len(ops) > limit else ""))
 
 
 def record_allocations(torch, start):

@@ -17,18 +17,20 @@ def test_two_captures_first_difference_is_named():
         "edge 0 is (0, 1) in A, (0, 2) in B")
 
 
-def test_two_captures_allocator_traces_first_difference_is_named():
-    """capture.first_trace_difference: the first event whose action or size differs,
-    addresses aside, for the log of paths that do not join."""
+def test_two_captures_allocator_traces_differences_are_named():
+    """capture.first_trace_difference: the stretches of events whose actions or sizes
+    differ, aligned, addresses aside, for the log of paths that do not join."""
     from pgcc.capture import first_trace_difference
 
     def cap(events, base):
         return SimpleNamespace(trace=[(act, base + k * 4096, size) for k, (act, size) in enumerate(events)])
-    a = cap([("alloc", 512), ("alloc", 1024), ("free_requested", 512), ("alloc", 256)], 0x1000)
-    b = cap([("alloc", 512), ("alloc", 1024), ("alloc", 2048)], 0x9000)
+    common = [("alloc", 512), ("alloc", 1024), ("free_requested", 512), ("alloc", 256)]
+    a = cap(common + [("alloc", 64)], 0x1000)
+    b = cap([("free_requested", 768)] + common + [("alloc", 128)], 0x9000)
     said = first_trace_difference(a, b)
-    assert "(4 and 3 events): first differ at event 2: ('free_requested', 512) against the other's ('alloc', 2048)" \
-        in said and "after [('alloc', 512), ('alloc', 1024)]" in said
+    assert said.startswith("allocator traces (5 and 6 events) differ in 2 places: ")
+    assert "insert at 0/0: [] against [free_requested 768]" in said
+    assert "replace at 4/5: [alloc 64] against [alloc 128]" in said
     assert first_trace_difference(a, cap([e[::2] for e in a.trace], 0)) == \
-        "allocator traces: the same 4 events (actions and sizes)"
+        "allocator traces: the same 5 events (actions and sizes)"
     assert first_trace_difference(a, SimpleNamespace(trace=None)) == "allocator traces: not recorded"
