@@ -15,6 +15,7 @@ import contextlib
 import ctypes as C
 import difflib
 import gc
+import os
 import traceback
 
 from .cuda import (ATTR_CLUSTER_DIMENSION, ATTR_COOPERATIVE, ATTR_PRIORITY, ATTR_VALUE_BYTES, LAUNCH_PARAM_BUFFER_POINTER, LAUNCH_PARAM_BUFFER_SIZE, LAUNCH_PARAM_END, NODE_KERNEL,
@@ -69,7 +70,9 @@ class Capture:
         torch.cuda.synchronize()
         # the allocator's trace: allocations and frees, in order (slots.py); allocs the allocations'
         # (address, size), in the order made
-        self.trace = record_allocations(torch, False) if traced else None
+        # (PGCC_TRACE_STACKS=1: where each event was made, for first_trace_difference's words)
+        self.trace_where = [] if traced and STACKS else None
+        self.trace = record_allocations(torch, False, self.trace_where) if traced else None
         self.allocs = None if self.trace is None else [(a, s) for act, a, s in self.trace if act == "alloc"]
         self.node_clock = None if seen is None else [(a - at_start[0], f - at_start[1]) for (a, f), _ in seen]
         self.node_clock_kinds = None if seen is None else [kind for _, kind in seen]
@@ -417,31 +420,38 @@ def first_trace_difference(a, b, limit=4):
     if not ops:
         return f"allocator traces: the same {len(ea)} events (actions and sizes)"
 
-    def show(events):
-        return ", ".join(f"{act} {size}" for act, size in events[:3]) + (f", ... ({len(events)})" if len(events) > 3
-                                                                         else "")
-    said = "; ".join(f"{tag} at {i1}/{j1}: [{show(ea[i1:i2])}] against [{show(eb[j1:j2])}]"
+    def show(cap, events, first):
+        where = getattr(cap, "trace_where", None)  # (PGCC_TRACE_STACKS=1: where each was made)
+        at = [f" at {where[first + k]}" if where and first + k < len(where) and where[first + k] else ""
+              for k in range(min(3, len(events)))]
+        return ", ".join(f"{act} {size}{w}" for (act, size), w in zip(events, at)) + (
+            f", ... ({len(events)})" if len(events) > 3 else "")
+    said = "; ".join(f"{tag} at {i1}/{j1}: [{show(a, ea[i1:i2], i1)}] against [{show(b, eb[j1:j2], j1)}]"
                      for tag, i1, i2, j1, j2 in ops[:limit])
     return (f"allocator traces ({len(ea)} and {len(eb)} events) differ in {len(ops)} places: {said}"
             + ("; ..." if len(ops) > limit else ""))
 
 
-def record_allocations(torch, start):
+def record_allocations(torch, start, where=None):
     """The caching allocator's trace around a capture: start=True turns it on (False if this
-    torch cannot); start=False turns it off and returns what was allocated and freed since,
-    in order: (action, address, size), action "alloc", "free_requested" or
-    "free_completed"."""
+    torch cannot; with the Python stack of each event where PGCC_TRACE_STACKS=1); start=False
+    turns it off and returns what was allocated and freed since, in order: (action, address,
+    size), action "alloc", "free_requested" or "free_completed" -- and, where `where` is a
+    list, extends it with each event's place (trace_where)."""
     mem = torch.cuda.memory
     if start:
         try:
-            mem._record_memory_history(enabled="all", context=None, stacks="python", max_entries=1 << 20,
-                                       clear_history=True)
+            mem._record_memory_history(enabled="all", context="all" if STACKS else None, stacks="python",
+                                       max_entries=1 << 20, clear_history=True)
             return True
         except (AttributeError, TypeError, RuntimeError):
             return False
     snap = mem._snapshot()
     mem._record_memory_history(enabled=None)
-    return trace_events(snap.get("device_traces", [[]])[torch.cuda.current_device()])
+    entries = snap.get("device_traces", [[]])[torch.cuda.current_device()]
+    if where is not None:
+        where.extend(trace_where(entries))
+    return trace_events(entries)
 
 
 def allocator_counts(torch):
@@ -457,10 +467,30 @@ def allocator_counts(torch):
     return counts
 
 
+TRACE_KEPT = ("alloc", "free_requested", "free_completed")
+STACKS = os.environ.get("PGCC_TRACE_STACKS") == "1"
+
+
 def trace_events(entries):
     """record_allocations over plain data: the entries of a snapshot's device trace."""
-    keep = ("alloc", "free_requested", "free_completed")
-    return [(e["action"], e["addr"], e["size"]) for e in entries if e["action"] in keep]
+    return [(e["action"], e["addr"], e["size"]) for e in entries if e["action"] in TRACE_KEPT]
+
+
+def trace_where(entries):
+    """Where each event trace_events keeps was made, from the entry's Python frames
+    (innermost first): `file:line` of the innermost frame, and of the innermost outside
+    torch's own files where that is another (Inductor's generated code and the user's are
+    outside); None where the entry has no frames."""
+    out = []
+    for e in entries:
+        if e["action"] not in TRACE_KEPT:
+            continue
+        frames = [f"{os.path.basename(f.get('filename', '?'))}:{f.get('line', '?')}" for f in e.get("frames") or []]
+        outside = next((f"{os.path.basename(f.get('filename', '?'))}:{f.get('line', '?')}"
+                        for f in e.get("frames") or [] if f"{os.sep}torch{os.sep}" not in f.get("filename", "")),
+                       None)
+        out.append(None if not frames else frames[0] if outside in (None, frames[0]) else f"{frames[0]} < {outside}")
+    return out
 
 
 def host_maps():

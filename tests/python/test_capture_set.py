@@ -34,3 +34,22 @@ def test_two_captures_allocator_traces_differences_are_named():
     assert first_trace_difference(a, cap([e[::2] for e in a.trace], 0)) == \
         "allocator traces: the same 5 events (actions and sizes)"
     assert first_trace_difference(a, SimpleNamespace(trace=None)) == "allocator traces: not recorded"
+
+
+def test_where_each_allocator_event_was_made_is_named():
+    """capture.trace_where: each kept event's innermost frame, and the innermost outside
+    torch's files where that is another; first_trace_difference shows them where a
+    capture has them (PGCC_TRACE_STACKS=1)."""
+    from pgcc.capture import first_trace_difference, trace_where
+    torch_file = "/venv/lib/python3.12/site-packages/torch/amp/grad_scaler.py".replace("/", __import__("os").sep)
+    entries = [{"action": "alloc", "addr": 1, "size": 8,
+                "frames": [{"filename": torch_file, "line": 290, "name": "unscale_"},
+                           {"filename": "/work/steps.py", "line": 124, "name": "step"}]},
+               {"action": "segment_alloc", "addr": 0, "size": 2 << 20},
+               {"action": "free_requested", "addr": 1, "size": 8,
+                "frames": [{"filename": "/tmp/torchinductor_u/ab/cabc.py", "line": 77, "name": "call"}]},
+               {"action": "alloc", "addr": 2, "size": 16}]
+    assert trace_where(entries) == ["grad_scaler.py:290 < steps.py:124", "cabc.py:77", None]
+    a = SimpleNamespace(trace=[("alloc", 1, 8), ("alloc", 2, 16)], trace_where=["steps.py:3", None])
+    b = SimpleNamespace(trace=[("alloc", 9, 16)], trace_where=[None])
+    assert "delete at 0/0: [alloc 8 at steps.py:3] against []" in first_trace_difference(a, b)
