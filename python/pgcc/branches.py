@@ -13,7 +13,9 @@ elsewhere in its pool (the same tensors, other blocks or offsets: seen with a Vi
 under a GradScaler), each of its intermediate buffers that the nodes before the read use
 is moved onto this path's memory by the one shift those nodes agree on (shifted), and
 its intermediates used only after the read get buffers of their own; where no such
-shift exists, the paths differ.  The read's copy, sync and guard are replaced by a
+shift exists, the paths differ -- unless, with PGCC_JOIN_BY_TRACE=1 (not yet run on a
+GPU, so off by default), the two captures' allocator traces pair their allocations
+before the read one by one (trace_pairs.py: by_traces).  The read's copy, sync and guard are replaced by a
 small kernel that compares the value on the device with the one read at export and
 sets the condition, and an IF/ELSE node whose bodies are what each path ran after the
 read.  Buffers only the other path uses keep their own names (`f_`).
@@ -34,6 +36,7 @@ drives them (branch_to_export, warm_other_path: torch, passed in or imported whe
 
     join(a, b, k, "out")     # b: the analysis with read k's value flipped, joined into a
 """
+import bisect
 import hashlib
 import os
 from dataclasses import replace
@@ -41,7 +44,8 @@ from dataclasses import replace
 from .errors import ExportError
 from .graphfile import map_places, node_refs
 from .hostreads import HostReads, flipped, perturbed
-from .model import Kernel, Node, PtrWord
+from .model import Buffer, Kernel, Node, PtrWord
+from .trace_pairs import Pairing, read_index
 from .warmup import restore_state, saved_state
 
 __all__ = ["COND_SOURCE", "COND_SYMBOL", "branch_to_export", "cond_kernel", "join", "join_loop", "set_condition",
@@ -322,6 +326,52 @@ def shifted(pre_a, pre_b, nodes_b, fmap, bufs):
     return move
 
 
+def by_traces(a, b, k, pre_a, pre_b, fmap):
+    """The other path's places moved onto this one's allocation by allocation
+    (trace_pairs.Pairing over the two captures A's allocator traces, cut at read k): a
+    function (buffer, offset, bytes) -> (buffer, offset) for map_places, with `.own` the
+    buffers of their own it made (for memory the other path took only after the read,
+    named `f_`; not yet in a.bufs), or a string saying why not.  Every place pre_b (the
+    other path's nodes up to the read) points at must be pre_a's under the pairing; the
+    function raises ValueError for a place after the read the pairing cannot move."""
+    ca, cb = a.capA, b.capA
+    try:
+        pairing = Pairing(ca.trace, read_index(ca.trace, ca.read_clock[k]),
+                          cb.trace, read_index(cb.trace, cb.read_clock[k]))
+    except (AttributeError, IndexError, TypeError, ValueError) as e:
+        return f"no allocator traces to pair ({e})"
+    for nt, nf in zip(pre_a, pre_b):
+        ra, rb = node_refs(nt), node_refs(nf)
+        if len(ra) != len(rb):
+            return f"node {nt.index} points at {len(ra)} and {len(rb)} places"
+        for (xa, oa, _), (xb, ob, _) in zip(ra, rb):
+            if xb.role != "intermediate":
+                if fmap.get(id(xb)) is not xa or oa != ob:
+                    return f"node {nt.index}: the other path's {xb.name} + {ob} is this path's {xa.name} + {oa}"
+            elif xa.role != "intermediate" or not pairing.agrees(xb.ranges[0] + ob, xa.ranges[0] + oa):
+                return (f"node {nt.index}: the other path's {xb.name} + {ob} is no allocation the traces pair with "
+                        f"this path's {xa.name} + {oa}")
+    inter = sorted((x for x in a.bufs.list if x.role == "intermediate" and x.ranges.get(0) is not None),
+                   key=lambda x: x.ranges[0])
+    starts = [x.ranges[0] for x in inter]
+    own = {}
+
+    def move(x, off, _w):
+        if x.role != "intermediate":
+            return fmap.get(id(x), x), off
+        how, pa = pairing.at_read(x.ranges[0] + off)
+        if how == "own":
+            if id(x) not in own:
+                own[id(x)] = Buffer(name=f"f_{x.name}", size=x.size, role="intermediate", ranges=dict(x.ranges or {}))
+            return own[id(x)], off
+        i = bisect.bisect_right(starts, pa) - 1
+        if i < 0 or pa >= starts[i] + inter[i].size:
+            raise ValueError(f"the other path's {x.name} + {off} is moved to 0x{pa:x}, in no buffer of this path")
+        return inter[i], pa - starts[i]
+    move.own = own
+    return move
+
+
 def join(a, b, k, out_dir):
     """Joins analysis b (the program given read k's value flipped) into analysis a (the
     path the example inputs took) as a conditional node, in place: a.nodes, a.edges,
@@ -381,10 +431,22 @@ def join(a, b, k, out_dir):
         if isinstance(move, str) or not all(_same_node(nt, map_places(nf, move), same, kernels)
                                             for nt, nf in zip(pre_a + reads[:1], pre_b + reads[1:])):
             nt, nf = differ
-            raise ExportError(f"before the read the paths differ at node {nt.index} ({nt.kind}"
-                              f"{': ' + kernels[nt.func].symbol[:60] if nt.kind == 'kernel' else ''}): "
-                              f"{_difference(nt, nf, fmap, kernels)}; nor are they the same moved ("
-                              f"{move if isinstance(move, str) else 'moved, their nodes still differ'})")
+            why = (f"before the read the paths differ at node {nt.index} ({nt.kind}"
+                   f"{': ' + kernels[nt.func].symbol[:60] if nt.kind == 'kernel' else ''}): "
+                   f"{_difference(nt, nf, fmap, kernels)}; nor are they the same moved ("
+                   f"{move if isinstance(move, str) else 'moved, their nodes still differ'})")
+            if os.environ.get("PGCC_JOIN_BY_TRACE") != "1":
+                raise ExportError(why)
+            move = by_traces(a, b, k, pre_a + reads[:1], pre_b + reads[1:], fmap)
+            try:
+                if not isinstance(move, str):
+                    for n in post_b:  # (every place after the read moved, before anything is changed)
+                        map_places(n, move)
+            except ValueError as e:
+                move = str(e)
+            if isinstance(move, str):
+                raise ExportError(f"{why}; nor paired by their allocator traces ({move})")
+            a.bufs.list.extend(move.own.values())
 
     for fb in others:
         fb.name = "f_" + fb.name

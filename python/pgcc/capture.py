@@ -54,12 +54,16 @@ class Capture:
         traced = record_allocations(torch, True)
         counts = allocator_counts(torch)
         at_start = counts()
+        # at each read of a capture in stretches: the allocator's counts since the capture began
+        # (allocations, frees), where its trace reached (trace_pairs.read_index)
+        self.read_clock = []
         clocked = watch.node_clock(counts, host_maps()) if watch is not None and traced and not split else None
         pool = torch.cuda.graph_pool_handle()  # (a pool of its own, as by default, but known if the capture fails)
         try:
             with far() if far else contextlib.nullcontext(), clocked or contextlib.nullcontext() as seen:
                 if split:
-                    out = self.capture_split(torch, fn, inputs, pool, force)
+                    out = self.capture_split(torch, fn, inputs, pool, force,
+                                             clock=lambda: tuple(x - y for x, y in zip(counts(), at_start)))
                 else:
                     with torch.cuda.graph(self.graph, pool=pool):
                         out = fn(*inputs)
@@ -84,12 +88,14 @@ class Capture:
         self.snapshot = torch.cuda.memory_snapshot()
         self.walk_all()
 
-    def capture_split(self, torch, fn, inputs, pool, force=None):
+    def capture_split(self, torch, fn, inputs, pool, force=None, clock=None):
         """fn(*inputs) captured in stretches between its host reads (self.segments), the
         reads in self.reads: where each read (its address, bytes, dtype), the bytes it
         read, the operation and the user's line."""
 
         def at_read(t, op, where):
+            if clock is not None:
+                self.read_clock.append(clock())
             self.segments[-1].capture_end()
             self.segments[-1].replay()
             torch.cuda.current_stream().synchronize()

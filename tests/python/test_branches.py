@@ -241,6 +241,51 @@ def test_an_intermediate_the_other_path_uses_only_after_the_read_gets_its_own_bu
     assert "f_t2" in (tmp_path / "j.c").read_text()
 
 
+def crossed(tmp_path):
+    """Paths a and b whose allocations before the read lie crosswise: kernel n0 writes P
+    and Q, the read reads Q, n3 reads P after it; a put P at t0 + 0 and Q at t0 + 512, b
+    put P at t0 + 1024 and Q at t0 + 0 -- no one shift moves b's t0 onto a's.  Their
+    captures' traces say so (t0 at 0x40000 in both)."""
+    a, b = path(tmp_path, 2.0), path(tmp_path, -3.0)
+    b.capA.reads[0]["forced"] = True
+    for x, (p, q) in ((a, (0, 512)), (b, (1024, 0))):
+        t0 = next(y for y in x.bufs.list if y.name == "t0")
+        x.nodes[0].args[0] = ("ptr", t0, p)
+        x.nodes[0].args.append(("ptr", t0, q))
+        x.nodes[1].src = (t0, q)
+        x.nodes[3].args.append(("ptr", t0, p))
+        x.capA.trace = [("alloc", 0x40000 + p, 512), ("alloc", 0x40000 + q, 512)]
+        x.capA.read_clock = [(2, 0)]
+    return a, b
+
+
+def test_paths_laid_out_crosswise_join_by_their_allocator_traces(tmp_path, monkeypatch):
+    """join: paths no shift joins are joined, with PGCC_JOIN_BY_TRACE=1, by pairing their
+    captures' allocations through their traces: b's P (t0 + 1024) is a's (t0 + 0)."""
+    a, b = crossed(tmp_path)
+    with pytest.raises(ExportError, match="nor are they the same moved"):
+        join(*crossed(tmp_path), 0, str(tmp_path))
+    monkeypatch.setenv("PGCC_JOIN_BY_TRACE", "1")
+    join(a, b, 0, str(tmp_path))
+    (_, _, _), (_, else_nodes, _) = a.nodes[2].bodies
+    t0a = next(x for x in a.bufs.list if x.name == "t0")
+    assert else_nodes[0].args[-1][1] is t0a and else_nodes[0].args[-1][2] == 0
+
+
+def test_paths_whose_traces_do_not_pair_their_places_are_not_joined(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGCC_JOIN_BY_TRACE", "1")
+    a, b = crossed(tmp_path)
+    b.capA.trace = [("alloc", 0x40000, 512), ("alloc", 0x40400, 512)]  # (the other order: P' would be Q)
+    names = [x.name for x in a.bufs.list]
+    with pytest.raises(ExportError, match="nor paired by their allocator traces .*is no allocation the traces pair"):
+        join(a, b, 0, str(tmp_path))
+    assert [x.name for x in a.bufs.list] == names
+    a, b = crossed(tmp_path)
+    del b.capA.read_clock
+    with pytest.raises(ExportError, match="no allocator traces to pair"):
+        join(a, b, 0, str(tmp_path))
+
+
 def test_paths_moved_by_no_one_shift_are_not_joined(tmp_path):
     a, b = moved(tmp_path)
     b.nodes[1].src = (b.nodes[1].src[0], 512)  # (the read: another shift of b's t0 than kernel 0's)
