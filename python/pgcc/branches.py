@@ -268,6 +268,19 @@ def _difference(nt, nf, fmap, kernels):
     return "?"
 
 
+def _place_pairs(pre_a, pre_b):
+    """(node index, this path's buffer and offset, the other's) for every place each pair
+    of nodes (pre_a, pre_b) points at, in order; or a string naming a pair of nodes that
+    point at different numbers of places."""
+    out = []
+    for nt, nf in zip(pre_a, pre_b):
+        ra, rb = node_refs(nt), node_refs(nf)
+        if len(ra) != len(rb):
+            return f"node {nt.index} points at {len(ra)} and {len(rb)} places"
+        out += [(nt.index, xa, oa, xb, ob) for (xa, oa, _), (xb, ob, _) in zip(ra, rb)]
+    return out
+
+
 def shifted(pre_a, pre_b, nodes_b, fmap, bufs):
     """The other path's places moved onto this one's where its allocations before the read
     lie elsewhere: a function (buffer, offset, bytes) -> (buffer, offset) for map_places,
@@ -280,19 +293,18 @@ def shifted(pre_a, pre_b, nodes_b, fmap, bufs):
     to one of this path's by name (an `f_` name; a match by name holds only where the two
     layouts are the same).  Other buffers go as fmap says."""
     shifts = {}
-    for nt, nf in zip(pre_a, pre_b):
-        ra, rb = node_refs(nt), node_refs(nf)
-        if len(ra) != len(rb):
-            return f"node {nt.index} points at {len(ra)} and {len(rb)} places"
-        for (ta, oa, _), (tb, ob, _) in zip(ra, rb):
-            if tb.role != "intermediate":
-                continue
-            if ta.role != "intermediate":
-                return f"node {nt.index}: the other path's {tb.name} is this path's {ta.role} {ta.name}"
-            got = shifts.setdefault(id(tb), (ta, oa - ob))
-            if got != (ta, oa - ob):
-                return (f"node {nt.index}: the other path's {tb.name} + {ob} is this path's {ta.name} + {oa}, where an "
-                        f"earlier node had it {got[0].name} + {ob + got[1]}")
+    places = _place_pairs(pre_a, pre_b)
+    if isinstance(places, str):
+        return places
+    for i, ta, oa, tb, ob in places:
+        if tb.role != "intermediate":
+            continue
+        if ta.role != "intermediate":
+            return f"node {i}: the other path's {tb.name} is this path's {ta.role} {ta.name}"
+        got = shifts.setdefault(id(tb), (ta, oa - ob))
+        if got != (ta, oa - ob):
+            return (f"node {i}: the other path's {tb.name} + {ob} is this path's {ta.name} + {oa}, where an "
+                    f"earlier node had it {got[0].name} + {ob + got[1]}")
     lowest = {}  # the other path's intermediates: the lowest offset any of its nodes uses
     for n in nodes_b:
         for x, off, _w in node_refs(n):
@@ -340,17 +352,16 @@ def by_traces(a, b, k, pre_a, pre_b, fmap):
                           cb.trace, read_index(cb.trace, cb.read_clock[k]))
     except (AttributeError, IndexError, TypeError, ValueError) as e:
         return f"no allocator traces to pair ({e})"
-    for nt, nf in zip(pre_a, pre_b):
-        ra, rb = node_refs(nt), node_refs(nf)
-        if len(ra) != len(rb):
-            return f"node {nt.index} points at {len(ra)} and {len(rb)} places"
-        for (xa, oa, _), (xb, ob, _) in zip(ra, rb):
-            if xb.role != "intermediate":
-                if fmap.get(id(xb)) is not xa or oa != ob:
-                    return f"node {nt.index}: the other path's {xb.name} + {ob} is this path's {xa.name} + {oa}"
-            elif xa.role != "intermediate" or not pairing.agrees(xb.ranges[0] + ob, xa.ranges[0] + oa):
-                return (f"node {nt.index}: the other path's {xb.name} + {ob} is no allocation the traces pair with "
-                        f"this path's {xa.name} + {oa}")
+    places = _place_pairs(pre_a, pre_b)
+    if isinstance(places, str):
+        return places
+    for i, xa, oa, xb, ob in places:
+        if xb.role != "intermediate":
+            if fmap.get(id(xb)) is not xa or oa != ob:
+                return f"node {i}: the other path's {xb.name} + {ob} is this path's {xa.name} + {oa}"
+        elif xa.role != "intermediate" or not pairing.agrees(xb.ranges[0] + ob, xa.ranges[0] + oa):
+            return (f"node {i}: the other path's {xb.name} + {ob} is no allocation the traces pair with "
+                    f"this path's {xa.name} + {oa}")
     inter = sorted((x for x in a.bufs.list if x.role == "intermediate" and x.ranges.get(0) is not None),
                    key=lambda x: x.ranges[0])
     starts = [x.ranges[0] for x in inter]

@@ -487,15 +487,16 @@ def trace_where(entries):
     (innermost first): `file:line` of the innermost frame, and of the innermost outside
     torch's own files where that is another (Inductor's generated code and the user's are
     outside); None where the entry has no frames."""
+    def place(f):
+        return f"{os.path.basename(f.get('filename', '?'))}:{f.get('line', '?')}"
     out = []
     for e in entries:
         if e["action"] not in TRACE_KEPT:
             continue
-        frames = [f"{os.path.basename(f.get('filename', '?'))}:{f.get('line', '?')}" for f in e.get("frames") or []]
-        outside = next((f"{os.path.basename(f.get('filename', '?'))}:{f.get('line', '?')}"
-                        for f in e.get("frames") or [] if f"{os.sep}torch{os.sep}" not in f.get("filename", "")),
-                       None)
-        out.append(None if not frames else frames[0] if outside in (None, frames[0]) else f"{frames[0]} < {outside}")
+        frames = e.get("frames") or []
+        outside = next((f for f in frames if f"{os.sep}torch{os.sep}" not in f.get("filename", "")), None)
+        out.append(None if not frames else place(frames[0]) if outside in (None, frames[0])
+                   else f"{place(frames[0])} < {place(outside)}")
     return out
 
 

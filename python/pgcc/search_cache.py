@@ -93,6 +93,7 @@ def well_formed(data):
     if not all(isinstance(k, str) and (v is None or type(v) is int) for k, v in fatbins.items()):
         return False
     index = frames.get("frames", [])
+
     def frame(f):
         return (isinstance(f, list) and len(f) == 4 and isinstance(f[0], str) and type(f[1]) is int and f[1] >= 0
                 and type(f[2]) is int and f[2] > 0

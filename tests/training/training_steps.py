@@ -186,14 +186,9 @@ def clip_grad_norm_adamw():
     return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
 
 
-def lr_scheduler_tensor_lr():
-    """SGD whose learning rate is a tensor (as PyTorch's compiled-optimizer tutorial
-    writes it) with a scheduler stepped inside the step."""
-    import torch
+def _scheduled_step(model, opt, sched):
+    """A classifier's step that steps its LR scheduler after the optimizer, inside it."""
     import torch.nn.functional as F
-    model = _mlp()
-    opt = torch.optim.SGD(model.parameters(), lr=torch.tensor(0.05), momentum=0.9)
-    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
 
     def step(x, y):
         opt.zero_grad()
@@ -202,7 +197,17 @@ def lr_scheduler_tensor_lr():
         opt.step()
         sched.step()
         return loss
-    return Program(step, _cls_batch((16, 128), 10), (model, opt), True)
+    return step
+
+
+def lr_scheduler_tensor_lr():
+    """SGD whose learning rate is a tensor (as PyTorch's compiled-optimizer tutorial
+    writes it) with a scheduler stepped inside the step."""
+    import torch
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=torch.tensor(0.05), momentum=0.9)
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+    return Program(_scheduled_step(model, opt, sched), _cls_batch((16, 128), 10), (model, opt), True)
 
 
 def step_lr_in_step():
@@ -212,19 +217,11 @@ def step_lr_in_step():
     (`last_epoch % step_size`), which the C program cannot keep: the export must refuse
     it, naming the scheduler."""
     import torch
-    import torch.nn.functional as F
     model = _mlp()
     opt = torch.optim.SGD(model.parameters(), lr=torch.tensor(0.1), momentum=0.9)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        sched.step()
-        return loss
-    return Program(step, _cls_batch((16, 128), 10), (model, opt), True, refuses="LR scheduler 'sched' (StepLR)")
+    return Program(_scheduled_step(model, opt, sched), _cls_batch((16, 128), 10), (model, opt), True,
+                   refuses="LR scheduler 'sched' (StepLR)")
 
 
 def step_lr_per_epoch():
