@@ -13,9 +13,10 @@ elsewhere in its pool (the same tensors, other blocks or offsets: seen with a Vi
 under a GradScaler), each of its intermediate buffers that the nodes before the read use
 is moved onto this path's memory by the one shift those nodes agree on (shifted), and
 its intermediates used only after the read get buffers of their own; where no such
-shift exists, the paths differ -- unless, with PGCC_JOIN_BY_TRACE=1 (not yet run on a
-GPU, so off by default), the two captures' allocator traces pair their allocations
-before the read one by one (trace_pairs.py: by_traces).  The read's copy, sync and guard are replaced by a
+shift exists, the two captures' allocator traces pair their allocations before the read
+one by one (trace_pairs.py: by_traces; the ViT step's two paths, whose traces differ by
+two 8-byte allocations at the start of one, join this way; PGCC_JOIN_BY_TRACE=0 turns it
+off), else the paths differ.  The read's copy, sync and guard are replaced by a
 small kernel that compares the value on the device with the one read at export and
 sets the condition, and an IF/ELSE node whose bodies are what each path ran after the
 read.  Buffers only the other path uses keep their own names (`f_`).
@@ -388,7 +389,9 @@ def join(a, b, k, out_dir):
     path the example inputs took) as a conditional node, in place: a.nodes, a.edges,
     a.bufs, a.kernels, a.scalars, a.conditions, a.report.  Raises ExportError where the
     two paths differ before the read, or the read is not where join expects it.  Writes
-    the condition kernel's source under out_dir/kernels."""
+    the condition kernel's source under out_dir/kernels.  Returns how the other path's
+    memory was put on this one's: "as captured", "by one shift of whole buffers" or
+    "allocation by allocation through the captures' allocator traces"."""
     def read_at(x):
         i = next((n.index for n in x.nodes if n.kind == "read" and n.read == k), None)
         if i is None:
@@ -434,7 +437,9 @@ def join(a, b, k, out_dir):
         raise ExportError(f"before the read the paths ran {len(pre_a)} and {len(pre_b)} nodes")
     move = lambda x, off, _w: (fmap.get(id(x), x), off)  # noqa: E731 -- the other path's places in this one's
     differ = next(((nt, nf) for nt, nf in zip(pre_a, pre_b) if not _same_node(nt, nf, fmap, kernels)), None)
+    how = "as captured"
     if differ is not None:
+        how = "by one shift of whole buffers"
         reads = [next(n for n in x.nodes if n.index == r) for x, r in ((a, ra), (b, rb))]
         move = shifted(pre_a + reads[:1], pre_b + reads[1:], [n for n in b.nodes if n.index not in (rb, rb + 1)],
                        fmap, a.bufs)
@@ -446,8 +451,9 @@ def join(a, b, k, out_dir):
                    f"{': ' + kernels[nt.func].symbol[:60] if nt.kind == 'kernel' else ''}): "
                    f"{_difference(nt, nf, fmap, kernels)}; nor are they the same moved ("
                    f"{move if isinstance(move, str) else 'moved, their nodes still differ'})")
-            if os.environ.get("PGCC_JOIN_BY_TRACE") != "1":
+            if os.environ.get("PGCC_JOIN_BY_TRACE") == "0":
                 raise ExportError(why)
+            how = "allocation by allocation through the captures' allocator traces"
             move = by_traces(a, b, k, pre_a + reads[:1], pre_b + reads[1:], fmap)
             try:
                 if not isinstance(move, str):
@@ -490,4 +496,5 @@ def join(a, b, k, out_dir):
     a.scalars += [s for s in b.scalars if s["name"] not in names]
     a.conditions = [cond]
     if k < len(a.report.get("host_reads", [])):
-        a.report["host_reads"][k].update(guarded=False, conditional=True)
+        a.report["host_reads"][k].update(guarded=False, conditional=True, joined=how)
+    return how

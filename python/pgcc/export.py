@@ -416,7 +416,7 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a, storages
         b = analyse(fn, inputs, weights, out_dir, name, prog, watch, True, force={k: True},
                     rng_increment=increment, storages=storages)
         try:
-            join(a, b, k, out_dir)
+            how = join(a, b, k, out_dir)
         except ExportError:
             prog.log("  " + first_trace_difference(a.capA, b.capA))
             raise
@@ -425,7 +425,8 @@ def join_other_path(fn, inputs, weights, out_dir, name, prog, watch, a, storages
                   "stays guarded", str(e))
         return
     a.write_report()
-    prog.log(f"  the value read at {where}: both paths exported, an IF/ELSE node chooses on the device")
+    prog.log(f"  the value read at {where}: both paths exported, an IF/ELSE node chooses on the device "
+             f"(the other path's memory put on this one's {how})")
 
 
 def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, rng_increment=None, storages=True):

@@ -52,7 +52,7 @@ def test_two_paths_join_as_an_if_else_node(tmp_path, pgcc_bin):
     assert [n.index for n in then_nodes] == [3] and [n.index for n in else_nodes] == ["f3"]
     # the other path's nodes use this path's buffers
     assert else_nodes[0].args[0][1] is next(x for x in a.bufs.list if x.name == "out0")
-    assert a.report["host_reads"][0] == {"guarded": False, "conditional": True}
+    assert a.report["host_reads"][0] == {"guarded": False, "conditional": True, "joined": "as captured"}
     used = {id(x) for n in a.nodes for x in node_buffers(n)}
     text = graph_text("j", a.kernels, a.bufs, used, a.nodes, a.edges, "sm_90", conditions=a.conditions)
     assert "condition c0 default 0;" in text
@@ -211,7 +211,7 @@ def moved(tmp_path, shift=1024):
 
 def test_paths_whose_memory_before_the_read_lies_elsewhere_join_moved(tmp_path):
     a, b = moved(tmp_path)
-    join(a, b, 0, str(tmp_path))
+    assert join(a, b, 0, str(tmp_path)) == "by one shift of whole buffers"
     (_, _, _), (_, else_nodes, _) = a.nodes[2].bodies
     t0a = next(x for x in a.bufs.list if x.name == "t0")
     t1a = next(x for x in a.bufs.list if x.name == "t1")
@@ -260,20 +260,21 @@ def crossed(tmp_path):
 
 
 def test_paths_laid_out_crosswise_join_by_their_allocator_traces(tmp_path, monkeypatch):
-    """join: paths no shift joins are joined, with PGCC_JOIN_BY_TRACE=1, by pairing their
-    captures' allocations through their traces: b's P (t0 + 1024) is a's (t0 + 0)."""
+    """join: paths no shift joins are joined by pairing their captures' allocations through
+    their traces: b's P (t0 + 1024) is a's (t0 + 0); PGCC_JOIN_BY_TRACE=0 turns it off."""
     a, b = crossed(tmp_path)
+    monkeypatch.setenv("PGCC_JOIN_BY_TRACE", "0")
     with pytest.raises(ExportError, match="nor are they the same moved"):
         join(*crossed(tmp_path), 0, str(tmp_path))
-    monkeypatch.setenv("PGCC_JOIN_BY_TRACE", "1")
-    join(a, b, 0, str(tmp_path))
+    monkeypatch.delenv("PGCC_JOIN_BY_TRACE")
+    assert join(a, b, 0, str(tmp_path)) == "allocation by allocation through the captures' allocator traces"
+    assert a.report["host_reads"][0]["joined"].startswith("allocation by allocation")
     (_, _, _), (_, else_nodes, _) = a.nodes[2].bodies
     t0a = next(x for x in a.bufs.list if x.name == "t0")
     assert else_nodes[0].args[-1][1] is t0a and else_nodes[0].args[-1][2] == 0
 
 
-def test_paths_whose_traces_do_not_pair_their_places_are_not_joined(tmp_path, monkeypatch):
-    monkeypatch.setenv("PGCC_JOIN_BY_TRACE", "1")
+def test_paths_whose_traces_do_not_pair_their_places_are_not_joined(tmp_path):
     a, b = crossed(tmp_path)
     b.capA.trace = [("alloc", 0x40000, 512), ("alloc", 0x40400, 512)]  # (the other order: P' would be Q)
     names = [x.name for x in a.bufs.list]
