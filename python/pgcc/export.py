@@ -27,7 +27,7 @@ docs/e2e.md explains each step and why.
 import os
 import time
 
-from . import verify_export
+from . import verify_branches, verify_export
 from .access_probe import Device, is_gemm, probe_access
 from .access_sets import mark_access, triton_signatures
 from .alone import ALONE, Alone
@@ -249,9 +249,13 @@ def export(fn_or_module, example_inputs, out_dir, *, name=None, weights=None, co
         verify = False
     def check(build_dir=None):
         if training:
-            return verify_export.verify_training(result, run, inputs, weights, progress=prog, build_dir=build_dir)
-        return verify_export.verify(result, in_grad_mode(torch, run, grad), inputs, progress=prog,
-                                    callbacks=callbacks, build_dir=build_dir)
+            line = verify_export.verify_training(result, run, inputs, weights, progress=prog, build_dir=build_dir)
+        else:
+            line = verify_export.verify(result, in_grad_mode(torch, run, grad), inputs, progress=prog,
+                                        callbacks=callbacks, build_dir=build_dir)
+        verify_branches.other_sides(result, run if training else in_grad_mode(torch, run, grad), inputs, weights,
+                                    training, prog, callbacks)  # (the side of each IF the calls did not take)
+        return line
     try:
         if verify:
             try:
