@@ -186,7 +186,7 @@ class Capture:
         n = C.c_size_t(0)
         check(d.GraphGetNodes(g, None, C.byref(n)), "cuGraphGetNodes")
         if n.value == 0:  # (an empty stretch: two reads in a row)
-            return [], [], 0, []
+            return [], [], 0, [], {}
         arr = (C.c_void_p * n.value)()
         check(d.GraphGetNodes(g, arr, C.byref(n)), "cuGraphGetNodes")
         handles = [arr[i] for i in range(n.value)]

@@ -53,3 +53,23 @@ def test_where_each_allocator_event_was_made_is_named():
     a = SimpleNamespace(trace=[("alloc", 1, 8), ("alloc", 2, 16)], trace_where=["steps.py:3", None])
     b = SimpleNamespace(trace=[("alloc", 9, 16)], trace_where=[None])
     assert "delete at 0/0: [alloc 8 at steps.py:3] against []" in first_trace_difference(a, b)
+
+
+def test_an_empty_stretch_between_two_reads_walks(monkeypatch):
+    """Capture.walk_all over stretches with no nodes (two reads in a row, as a generation
+    loop's capture has): read, sync, read, sync, each waiting for the one before."""
+    import pgcc.capture as capture
+
+    class Driver:
+        def GraphGetNodes(self, _g, arr, n):  # noqa: N802 -- (the driver's name)
+            assert arr is None  # (an empty graph: the count alone is asked for)
+            n._obj.value = 0
+            return 0
+    monkeypatch.setattr(capture, "cu", Driver)
+    cap = capture.Capture.__new__(capture.Capture)
+    cap.segments = [SimpleNamespace(raw_cuda_graph=lambda: 0x1000) for _ in range(3)]
+    cap.reads = [{"op": "item"}, {"op": "item"}]
+    assert cap.walk(0x1000) == ([], [], 0, [], {})
+    cap.walk_all()
+    assert [n["type"] for n in cap.nodes] == ["read", "sync", "read", "sync"]
+    assert cap.edges == [(0, 1), (1, 2), (2, 3)]
