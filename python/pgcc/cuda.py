@@ -83,6 +83,7 @@ def cu():
     n.GraphLaunch = fn("cuGraphLaunch", P, P)
     n.GraphExecDestroy = fn("cuGraphExecDestroy", P)
     n.GraphExecKernelNodeSetParams = fn("cuGraphExecKernelNodeSetParams_v2", P, P, P)
+    n.GraphNodeSetEnabled = fn("cuGraphNodeSetEnabled", P, P, U)
     n.StreamSynchronize = fn("cuStreamSynchronize", P)
     n.StreamQuery = fn("cuStreamQuery", P)
     n.GraphKernelNodeGetAttribute = fn("cuGraphKernelNodeGetAttribute", P, I, P)

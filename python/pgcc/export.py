@@ -43,6 +43,7 @@ from .hostvalues import host_computed, host_values
 from .host_words import prove_suspects
 from .kernel_code import find_kernel_code, prove_code
 from .kernel_search import find_in_libraries, forget_generated_kernels
+from .kernel_times import measure
 from .model import Analysis, BucketExport, WholeLayout, write_report
 from .module_watch import ModuleWatch
 from .node_mapping import address_spread, copy_aliased_outputs, map_nodes, relocation_counts, relocator, tensor_buffers
@@ -497,6 +498,10 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, 
                                       "tried, reads memory it was not given; this process's CUDA context is "
                                       "unusable from here (restart it)") from e
                 prog.warn("the library kernels' code could not be run node by node", str(e))
+        prog.status(f"{name}: timing each node alone in its graph")
+        times = measure(torch, replayer, log)
+        for n in nodes:
+            n.gpu_us = times.get(n.index) if isinstance(n.index, int) else None
         # the replay's updates to the weights (a training step's) are undone when the replayer closes
         outputs = outputs_of(torch, fn, inputs, capA, comms)
     finally:

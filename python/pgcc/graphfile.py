@@ -50,6 +50,11 @@ def literal(raw, dtype):
     return str(int(v))
 
 
+def measured(n):
+    """A node's measured GPU time as the .graph writes it (` gpu_us T`), or nothing."""
+    return f" gpu_us {n.gpu_us:g}" if n.gpu_us else ""
+
+
 def text(s):
     """s as a .graph string's contents: printable ASCII, no quotes or backslashes."""
     return "".join(c if " " <= c <= "~" and c not in "\\\"" else "'" if c == '"' else "?" for c in s)
@@ -349,15 +354,17 @@ def graph_text(name, kernels, bufs, used, nodes, edges, arch, origin="a capture"
             extra = f' cluster [{cl[0]}, {cl[1]}, {cl[2]}]' if cl else ""
             extra += f' priority {n.priority}' if n.priority else ""
             out.append(f'  node n{i} kernel {k.name} grid [{g[0]}, {g[1]}, {g[2]}] block [{bl[0]}, {bl[1]}, {bl[2]}] '
-                       f'smem {n.smem}{extra} args [{", ".join(args)}];')
+                       f'smem {n.smem}{extra} args [{", ".join(args)}]{measured(n)};')
         elif n.kind == "libcall":
             op = f' op {n.op}' if n.op else ""
             out.append(f'  node n{i} libcall fn "{n.fn}" comm {n.comm["name"]} send {ref(*n.send)} '
                        f'recv {ref(*n.recv)} count {n.count} dtype {n.dtype}{op};')
         elif n.kind == "memset":
-            out.append(f'  node n{i} memset dst {ref(*n.dst)} value {n.value} elem {n.elem} width {n.width};')
+            out.append(f'  node n{i} memset dst {ref(*n.dst)} value {n.value} elem {n.elem} width {n.width}'
+                       f'{measured(n)};')
         elif n.kind == "memcpy":
-            out.append(f'  node n{i} memcpy dir dtod src {ref(*n.src)} dst {ref(*n.dst)} width {n.width};')
+            out.append(f'  node n{i} memcpy dir dtod src {ref(*n.src)} dst {ref(*n.dst)} width {n.width}'
+                       f'{measured(n)};')
         elif n.kind == "read":
             out.append(f'  node n{i} memcpy dir dtoh src {ref(*n.src)} dst {ref(*n.dst)} width {n.width};')
         elif n.kind in ("if", "while", "switch"):

@@ -160,7 +160,8 @@ class Node:
     recv (places), count, dtype, op (reductions; else None).
     if, while, switch (conditional nodes: branches.py, shape_buckets.py): condition
     ({"name"}), bodies [(graph name, [Node], edges)], where (if, while: the read's source
-    line), bucket (switch: the dimension's name)."""
+    line), bucket (switch: the dimension's name).
+    gpu_us: a kernel's, memset's or copy's GPU time as measured (kernel_times.py), or None."""
     kind: str
     index: object = None
     func: object = None
@@ -188,6 +189,7 @@ class Node:
     condition: dict = None
     bodies: list = None
     bucket: str = None
+    gpu_us: float = None  # (kernel, memset, memcpy: the GPU time measured in capture A, kernel_times.py)
 
 
 @dataclass

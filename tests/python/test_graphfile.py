@@ -379,3 +379,25 @@ def test_a_refusal_without_located_diagnostics_keeps_pgccs_words(tmp_path):
     msg = refusal(str(tmp_path / "m.graph"), many)
     assert msg.count("m.graph:1: error: e") == 8 and msg.endswith("... and 2 more")
     assert "\n      pgcc 1;" in msg  # (each error shows its line)
+
+
+def test_measured_times_are_written_and_pgcc_costs_with_them(tmp_path, pgcc_bin):
+    """A node's gpu_us (kernel_times.py) reaches the .graph, pgcc reads it back, and its
+    cost model takes it: the graph region's predicted time grows by what was measured."""
+    kernels, bufs, used, nodes, edges = program(tmp_path)
+    write_graph(tmp_path / "p.graph", "p", kernels, bufs, used, nodes, edges, "sm_90", origin="a test")
+    nodes = [replace(n, gpu_us=100.0) if n.index in (1, 3) else n for n in nodes]
+    write_graph(tmp_path / "t.graph", "p", kernels, bufs, used, nodes, edges, "sm_90", origin="a test")
+    text = (tmp_path / "t.graph").read_text()
+    assert "  node n1 kernel scale grid [1, 1, 1] block [256, 1, 1] smem 0 args [t0, 1073741824, 256] gpu_us 100;" \
+        in text
+    assert "  node n3 memcpy dir dtod src in0 dst t0 width 1024 gpu_us 100;" in text
+    assert text.count("gpu_us") == 2
+    pgcc(pgcc_bin, "--emit=graph", "-o", tmp_path / "again.graph", tmp_path / "t.graph")
+    assert (tmp_path / "again.graph").read_text().count("gpu_us 100") == 2
+
+    def predicted(path):
+        out = pgcc(pgcc_bin, "--report", path)
+        line = next(x for x in out.splitlines() if x.startswith("predicted per call"))
+        return float(line.split(",")[1].split()[0])  # ("..., T us as planned")
+    assert predicted(tmp_path / "t.graph") >= predicted(tmp_path / "p.graph") + 190

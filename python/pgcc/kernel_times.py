@@ -1,0 +1,89 @@
+"""Each kernel, copy and memset node's GPU time, measured in capture A's own graphs: the
+.graph's `gpu_us`, which pgcc's cost model takes for the node's time in place of its
+profile's one kernel time (compiler/cost.c).  What widening a graph is predicted to save
+depends on it: GoogLeNet's kernels take 3.4 us on average where the profile says 0.7, and
+its widened graph was refused on the profile's figure (docs/compiler.md).
+
+Our executable of each of capture A's stretches (replay.Replayer.own_execs) is replayed
+with every such node disabled (cuGraphNodeSetEnabled: it runs as an empty node, its edges
+kept) -- the baseline -- and then with one node enabled at a time.  A node's time is its
+replays' time less the baseline's, each the GPU time of REPEAT replays back to back (CUDA
+events; one replay first, untimed, so that the host is ahead of the GPU), the baseline
+taken before, between and after the nodes (their median).  A stretch is replayed whole
+first, so that the buffers every node reads hold what the call computes.  Running a node
+again in place changes what it writes: the caller's Replayer puts the weights and inputs
+back.  PGCC_TIMES=off leaves the times out.
+
+node_times is pure: the times from the raw replay timings.
+
+    times = measure(torch, replayer, log)        # {node index: us}
+"""
+import ctypes as C
+import os
+import statistics
+
+from .cuda import NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, check, cu
+
+__all__ = ["measure", "node_times", "REPEAT"]
+
+REPEAT = 5  # replays timed together, per node and per baseline
+TIMED = (NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET)  # (the node types a graph executable can disable)
+
+
+def node_times(baselines, with_node):
+    """{node: us} from the baseline replays' times (us) and each node's {node: us}: the
+    node's replay less the baselines' median, never below zero (a node as short as the
+    timing's noise), rounded to 0.01 us."""
+    base = statistics.median(baselines)
+    return {i: round(max(0.0, t - base), 2) for i, t in with_node.items()}
+
+
+def measure(torch, replayer, log):
+    """{capture A node index: its GPU time in us} for the kernel, copy and memset nodes of
+    replayer's capture A, as above; {} where PGCC_TIMES=off."""
+    if os.environ.get("PGCC_TIMES") == "off":
+        return {}
+    cap, d = replayer.cap, cu()
+    execs = replayer.own_execs()
+    stream = torch.cuda.current_stream()
+    s = C.c_void_p(stream.cuda_stream)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = {}
+    for k, e in enumerate(execs):
+        mine = [i for i, seg in enumerate(cap.segment_of) if seg == k and cap.nodes[i]["type"] in TIMED]
+        if not mine:
+            continue
+
+        def timed():
+            check(d.GraphLaunch(e, s), "cuGraphLaunch")  # (untimed: the host gets ahead of the GPU)
+            start.record(stream)
+            for _ in range(REPEAT):
+                check(d.GraphLaunch(e, s), "cuGraphLaunch")
+            end.record(stream)
+            end.synchronize()
+            return start.elapsed_time(end) * 1000.0 / REPEAT
+
+        def enable(i, on):
+            check(d.GraphNodeSetEnabled(e, C.c_void_p(cap.handles[i]), 1 if on else 0), "cuGraphNodeSetEnabled")
+        replayer.replay_params({})  # (every buffer as the call leaves it)
+        try:
+            for i in mine:
+                enable(i, False)
+            baselines, raw = [timed()], {}
+            for j, i in enumerate(mine):
+                enable(i, True)
+                raw[i] = timed()
+                enable(i, False)
+                if j == len(mine) // 2:
+                    baselines.append(timed())
+            baselines.append(timed())
+        finally:
+            for i in mine:
+                enable(i, True)
+            check(d.StreamSynchronize(s), "cuStreamSynchronize")
+        times.update(node_times(baselines, raw))
+    replayer.replay_params({})  # (the outputs as the whole call leaves them, for what reads them next)
+    if times:
+        log(f"  the GPU time of {len(times)} nodes, each run alone in its graph: {sum(times.values()):.1f} us in all, "
+            f"{statistics.median(times.values()):.2f} us the median (the .graph's gpu_us)")
+    return times
