@@ -498,8 +498,7 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, 
                                       "tried, reads memory it was not given; this process's CUDA context is "
                                       "unusable from here (restart it)") from e
                 prog.warn("the library kernels' code could not be run node by node", str(e))
-        prog.status(f"{name}: timing each node alone in its graph")
-        times = measure(torch, replayer, log)
+        times = measure(torch, replayer, log, lambda what: prog.status(f"{name}: {what}"))
         for n in nodes:
             n.gpu_us = times.get(n.index) if isinstance(n.index, int) else None
         # the replay's updates to the weights (a training step's) are undone when the replayer closes

@@ -8,15 +8,20 @@ Our executable of each of capture A's stretches (replay.Replayer.own_execs) is r
 with every such node disabled (cuGraphNodeSetEnabled: it runs as an empty node, its edges
 kept) -- the baseline -- and then with one node enabled at a time.  A node's time is its
 replays' time less the baseline's, each the GPU time of REPEAT replays back to back (CUDA
-events; one replay first, untimed, so that the host is ahead of the GPU), the baseline
-taken before, between and after the nodes (their median).  A stretch is replayed whole
-first, so that the buffers every node reads hold what the call computes.  Running a node
-again in place changes what it writes: the caller's Replayer puts the weights and inputs
-back.  PGCC_TIMES=off leaves the times out.
+events), queued behind a kernel that keeps the GPU busy (torch.cuda._sleep) while the host
+launches them: a graph's launch costs the host tens of microseconds, and without the wait
+the events time the host (the first version did: GoogLeNet's kernels came out at 26 us,
+not 3).  The baseline is taken before, between and after the nodes (their median).  A
+stretch is replayed whole first, so that the buffers every node reads hold what the call
+computes, and timed whole too: where the nodes' times add up to more than SANE times the
+whole stretch's, the timing is not trusted and no time is kept.  Running a node again in
+place changes what it writes: the caller's Replayer puts the weights and inputs back.
+
+Not on by default: PGCC_TIMES=on measures (docs/compiler.md says what it changed).
 
 node_times is pure: the times from the raw replay timings.
 
-    times = measure(torch, replayer, log)        # {node index: us}
+        # {node index: us}
 """
 import ctypes as C
 import os
@@ -27,6 +32,8 @@ from .cuda import NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, check, cu
 __all__ = ["measure", "node_times", "REPEAT"]
 
 REPEAT = 5  # replays timed together, per node and per baseline
+HOLD_CYCLES = 4_000_000  # the GPU's wait before each timed batch, while the host queues it (2 ms at 2 GHz)
+SANE = 1.5  # the nodes' times may add up to at most this times their stretch's
 TIMED = (NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET)  # (the node types a graph executable can disable)
 
 
@@ -38,24 +45,26 @@ def node_times(baselines, with_node):
     return {i: round(max(0.0, t - base), 2) for i, t in with_node.items()}
 
 
-def measure(torch, replayer, log):
+def measure(torch, replayer, log, status=None):
     """{capture A node index: its GPU time in us} for the kernel, copy and memset nodes of
-    replayer's capture A, as above; {} where PGCC_TIMES=off."""
-    if os.environ.get("PGCC_TIMES") == "off":
+    replayer's capture A, as above; {} unless PGCC_TIMES=on.  status(text): the step shown."""
+    if os.environ.get("PGCC_TIMES") != "on":
         return {}
+    if status:
+        status("timing each node alone in its graph")
     cap, d = replayer.cap, cu()
     execs = replayer.own_execs()
     stream = torch.cuda.current_stream()
     s = C.c_void_p(stream.cuda_stream)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = {}
+    times, wholes = {}, 0.0
     for k, e in enumerate(execs):
         mine = [i for i, seg in enumerate(cap.segment_of) if seg == k and cap.nodes[i]["type"] in TIMED]
         if not mine:
             continue
 
         def timed():
-            check(d.GraphLaunch(e, s), "cuGraphLaunch")  # (untimed: the host gets ahead of the GPU)
+            torch.cuda._sleep(HOLD_CYCLES)  # (the GPU busy while the host queues the replays)
             start.record(stream)
             for _ in range(REPEAT):
                 check(d.GraphLaunch(e, s), "cuGraphLaunch")
@@ -67,6 +76,8 @@ def measure(torch, replayer, log):
             check(d.GraphNodeSetEnabled(e, C.c_void_p(cap.handles[i]), 1 if on else 0), "cuGraphNodeSetEnabled")
         replayer.replay_params({})  # (every buffer as the call leaves it)
         try:
+            whole = timed()
+            wholes += whole
             for i in mine:
                 enable(i, False)
             baselines, raw = [timed()], {}
@@ -81,9 +92,15 @@ def measure(torch, replayer, log):
             for i in mine:
                 enable(i, True)
             check(d.StreamSynchronize(s), "cuStreamSynchronize")
-        times.update(node_times(baselines, raw))
+        got = node_times(baselines, raw)
+        if sum(got.values()) > SANE * whole:
+            log(f"  the GPU times of stretch {k}'s nodes add up to {sum(got.values()):.1f} us, its whole replay takes "
+                f"{whole:.1f}: not trusted, not kept")
+            continue
+        times.update(got)
     replayer.replay_params({})  # (the outputs as the whole call leaves them, for what reads them next)
     if times:
         log(f"  the GPU time of {len(times)} nodes, each run alone in its graph: {sum(times.values()):.1f} us in all, "
-            f"{statistics.median(times.values()):.2f} us the median (the .graph's gpu_us)")
+            f"{statistics.median(times.values()):.2f} us the median, the graph whole {wholes:.1f} us (the .graph's "
+            "gpu_us)")
     return times
