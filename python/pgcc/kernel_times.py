@@ -10,8 +10,7 @@ kept) -- the baseline -- and then with one node enabled at a time.  A node's tim
 replays' time less the baseline's, each the GPU time of REPEAT replays back to back (CUDA
 events), queued behind a kernel that keeps the GPU busy (torch.cuda._sleep) while the host
 launches them: a graph's launch costs the host tens of microseconds, and without the wait
-the events time the host (the first version did: GoogLeNet's kernels came out at 26 us,
-not 3).  The baseline is taken before, between and after the nodes (their median).  A
+the events time the host (GoogLeNet's kernels then came out at 26 us, not 3).  The baseline is taken before, between and after the nodes (their median).  A
 stretch is replayed whole first, so that the buffers every node reads hold what the call
 computes, and timed whole too: where the nodes' times add up to more than SANE times the
 whole stretch's, the timing is not trusted and no time is kept.  Running a node again in
