@@ -28,15 +28,7 @@
 #include <utility>
 #include <vector>
 
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    cudaError_t err_ = (call);                                                                  \
-    if (err_ != cudaSuccess) {                                                                  \
-      fprintf(stderr, "launch_cost: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(err_), \
-              __FILE__, __LINE__);                                                              \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#include "rt_check.h"
 
 __global__ void tiny(int *p) {
   if (p && threadIdx.x == 1024) *p = 0;  // never true

@@ -26,15 +26,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                              \
-  do {                                                                                           \
-    cudaError_t err_ = (call);                                                                   \
-    if (err_ != cudaSuccess) {                                                                   \
-      fprintf(stderr, "patch_upload: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(err_), \
-              __FILE__, __LINE__);                                                               \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
+#include "rt_check.h"
 
 // Spins for `cycles` clock cycles and writes one word where it is pointed: a pointer
 // that must be right (the check at the end reads what each buffer got).

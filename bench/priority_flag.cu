@@ -24,15 +24,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t err_ = (call);                                                                     \
-    if (err_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "priority_flag: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(err_), \
-              __FILE__, __LINE__);                                                                 \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "rt_check.h"
 
 __global__ void spin(long long cycles, int *p) {
   long long t0 = clock64();
