@@ -18,7 +18,8 @@ place changes what it writes: the caller's Replayer puts the weights and inputs 
 
 Not on by default: PGCC_TIMES=on measures (docs/compiler.md says what it changed).
 
-node_times is pure: the times from the raw replay timings.
+node_times and one_by_one are pure: the times from the raw replay timings, and the order
+of the replays and of the nodes disabled and enabled, given the timing and the switch.
 
         # {node index: us}
 """
@@ -28,7 +29,7 @@ import statistics
 
 from .cuda import NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, check, cu
 
-__all__ = ["measure", "node_times", "REPEAT"]
+__all__ = ["measure", "node_times", "one_by_one", "REPEAT"]
 
 REPEAT = 5  # replays timed together, per node and per baseline
 HOLD_CYCLES = 4_000_000  # the GPU's wait before each timed batch, while the host queues it (2 ms at 2 GHz)
@@ -42,6 +43,29 @@ def node_times(baselines, with_node):
     timing's noise), rounded to 0.01 us."""
     base = statistics.median(baselines)
     return {i: round(max(0.0, t - base), 2) for i, t in with_node.items()}
+
+
+def one_by_one(nodes, timed, enable):
+    """The replays' order: timed() the graph whole, then with every node of `nodes`
+    disabled (enable(i, False)), then with each enabled alone, the baseline again between
+    and after; every node enabled again at the end, also where a call fails.  Returns
+    (the whole graph's time, [baselines], {node: time with it alone})."""
+    try:
+        whole = timed()
+        for i in nodes:
+            enable(i, False)
+        baselines, raw = [timed()], {}
+        for j, i in enumerate(nodes):
+            enable(i, True)
+            raw[i] = timed()
+            enable(i, False)
+            if j == len(nodes) // 2:
+                baselines.append(timed())
+        baselines.append(timed())
+        return whole, baselines, raw
+    finally:
+        for i in nodes:
+            enable(i, True)
 
 
 def measure(torch, replayer, log, status=None):
@@ -75,22 +99,10 @@ def measure(torch, replayer, log, status=None):
             check(d.GraphNodeSetEnabled(e, C.c_void_p(cap.handles[i]), 1 if on else 0), "cuGraphNodeSetEnabled")
         replayer.replay_params({})  # (every buffer as the call leaves it)
         try:
-            whole = timed()
-            wholes += whole
-            for i in mine:
-                enable(i, False)
-            baselines, raw = [timed()], {}
-            for j, i in enumerate(mine):
-                enable(i, True)
-                raw[i] = timed()
-                enable(i, False)
-                if j == len(mine) // 2:
-                    baselines.append(timed())
-            baselines.append(timed())
+            whole, baselines, raw = one_by_one(mine, timed, enable)
         finally:
-            for i in mine:
-                enable(i, True)
             check(d.StreamSynchronize(s), "cuStreamSynchronize")
+        wholes += whole
         got = node_times(baselines, raw)
         if sum(got.values()) > SANE * whole:
             log(f"  the GPU times of stretch {k}'s nodes add up to {sum(got.values()):.1f} us, its whole replay takes "
