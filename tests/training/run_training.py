@@ -244,6 +244,8 @@ def run_one(key, args, work):
 
 
 def markdown(recs, command):
+    """The suite's table: the counts, then a row a program; the repository's own paths in a
+    detail made relative to it (the same table from any checkout)."""
     counts = {s: sum(r["status"] == s for r in recs) for s in ("PASS", "WRONG", "REFUSED", "ERROR", "TIMEOUT", "CRASH")}
     out = [command, "", "| " + " | ".join(counts) + " | total |", "|" + "---|" * (len(counts) + 1),
            "| " + " | ".join(str(v) for v in counts.values()) + f" | {len(recs)} |", "",
@@ -256,7 +258,7 @@ def markdown(recs, command):
         cells = [f"`{r['program']}`", status, str(r.get("export_s", "-")),
                  f"{le['compiled']:.3g}" if le else "-", f"{se['compiled']:.3g}" if se else "-",
                  f"{eager:.3g}" if eager is not None else "-",
-                 str(r.get("detail", "")).replace("|", "\\|").replace("\n", " ")[:300]]
+                 str(r.get("detail", "")).replace(ROOT + os.sep, "").replace("|", "\\|").replace("\n", " ")[:300]]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 

@@ -1,5 +1,7 @@
 """run_training.py's pure parts on the CPU (no torch): the program list, a key it does
 not know, and the table it writes from the children's records."""
+import os
+
 from tests.training import run_training
 from tests.training.training_steps import PROGRAMS
 
@@ -25,3 +27,10 @@ def test_markdown_counts_and_errors():
     assert "| `c` | REFUSED (as it must) |" in md and "| `b` | REFUSED |" in md
     assert "| `a` | PASS | 3.5 | 0 | 0 | 2e-06 | ok |" in md
     assert "cannot export \\| here" in md  # (a table cell's bar escaped)
+
+
+def test_markdown_makes_the_repositorys_paths_relative():
+    where = os.path.join(run_training.ROOT, "tests", "training", "training_steps.py")
+    md = run_training.markdown([{"program": "s", "status": "REFUSED", "expected": True,
+                                 "detail": f"the step steps 'sched' at {where}:198: its rate"}], "cmd")
+    assert "at tests/training/training_steps.py:198: its rate |" in md and run_training.ROOT not in md
