@@ -201,7 +201,8 @@ def markdown(recs, header=""):
     for r in recs:
         out.append(f"| `{r['key']}` | {r['status']} | {r.get('stage') or '-'} | {r['seconds']:.1f} | "
                    f"{fmt_error(r.get('max_error'))} | {fmt_error(r.get('pgcc_vs_eager'))} | "
-                   f"{fmt_error(r.get('compiled_vs_eager'))} | {md_cell(str(r.get('detail', ''))[:300])} |")
+                   f"{fmt_error(r.get('compiled_vs_eager'))} | "
+                   f"{md_cell(str(r.get('detail', '')).replace(ROOT + os.sep, '')[:300])} |")  # (paths relative)
     return "\n".join(out) + "\n"
 
 

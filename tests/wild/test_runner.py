@@ -284,3 +284,10 @@ def test_the_childs_process_group_is_killed(stand_ins, tmp_path, key, status):
     if alive:
         os.kill(pid, 9)  # (the test's own grandchild)
     assert not alive, "the child's grandchild still runs"
+
+
+def test_markdown_makes_the_repositorys_paths_relative():
+    where = os.path.join(run_wild.ROOT, "tests", "wild", "wild_pyg.py")
+    md = run_wild.markdown([{"key": "pyg:gcn", "status": "REFUSED", "stage": "export", "seconds": 2.0,
+                             "detail": f"the callable waits (at {where}:26: x = conv(x))"}], "torch 9.9")
+    assert "(at tests/wild/wild_pyg.py:26: x = conv(x)) |" in md and run_wild.ROOT not in md
