@@ -1,8 +1,8 @@
 """Each kernel, copy and memset node's GPU time, measured in capture A's own graphs: the
 .graph's `gpu_us`, which pgcc's cost model takes for the node's time in place of its
-profile's one kernel time (compiler/cost.c).  What widening a graph is predicted to save
-depends on it: GoogLeNet's kernels take 3.4 us on average where the profile says 0.7, and
-its widened graph was refused on the profile's figure (docs/compiler.md).
+profile's one kernel time (compiler/cost.c), when it decides whether a widened graph is
+worth its width.  GoogLeNet's kernels take 3.4 us on average where the profile says 0.7:
+without the times its chain is predicted at a fifth of what it takes (docs/compiler.md).
 
 Our executable of each of capture A's stretches (replay.Replayer.own_execs) is replayed
 with every such node disabled (cuGraphNodeSetEnabled: it runs as an empty node, its edges
@@ -10,18 +10,19 @@ kept) -- the baseline -- and then with one node enabled at a time.  A node's tim
 replays' time less the baseline's, each the GPU time of REPEAT replays back to back (CUDA
 events), queued behind a kernel that keeps the GPU busy (torch.cuda._sleep) while the host
 launches them: a graph's launch costs the host tens of microseconds, and without the wait
-the events time the host (GoogLeNet's kernels then came out at 26 us, not 3).  The baseline is taken before, between and after the nodes (their median).  A
-stretch is replayed whole first, so that the buffers every node reads hold what the call
-computes, and timed whole too: where the nodes' times add up to more than SANE times the
-whole stretch's, the timing is not trusted and no time is kept.  Running a node again in
-place changes what it writes: the caller's Replayer puts the weights and inputs back.
+the events time the host (GoogLeNet's kernels then came out at 26 us, not 3).  The
+baseline is taken before, between and after the nodes (their median).  A stretch is
+replayed whole first, so that the buffers every node reads hold what the call computes,
+and timed whole too: where the nodes' times add up to more than SANE times the whole
+stretch's, the timing is not trusted and no time is kept.  Running a node again in place
+changes what it writes: the caller's Replayer puts the weights and inputs back.
 
 Not on by default: PGCC_TIMES=on measures (docs/compiler.md says what it changed).
 
 node_times and one_by_one are pure: the times from the raw replay timings, and the order
 of the replays and of the nodes disabled and enabled, given the timing and the switch.
 
-        # {node index: us}
+    times = measure(torch, replayer, log)        # {capture A node index: us}
 """
 import ctypes as C
 import os
