@@ -44,7 +44,7 @@ from dataclasses import replace
 
 from .errors import ExportError
 from .graphfile import map_places, node_refs
-from .hostreads import HostReads, flipped, perturbed
+from .hostreads import FlipRead, HostReads, perturbed
 from .model import Buffer, Kernel, Node, PtrWord
 from .trace_pairs import Pairing, read_index
 from .warmup import restore_state, saved_state
@@ -122,16 +122,10 @@ def warm_other_path(fn, inputs, weights, k):
     that torch.compile has compiled what runs after the read on that path before it is
     captured (compiling inside a capture fails); the state is put back."""
     import torch
-    seen = []
-
-    def hook(t, op, where):
-        seen.append(op)
-        return (lambda v: flipped(v) if v is not None else v) if len(seen) - 1 == k else None
     state = saved_state(torch, weights)
     try:
         for xs in (inputs, perturbed(torch, inputs, 1.25), perturbed(torch, inputs, 1.5), inputs):
-            seen.clear()
-            with HostReads(hook):
+            with HostReads(FlipRead(k)):
                 fn(*xs)
         torch.cuda.synchronize()
     finally:

@@ -498,7 +498,13 @@ def analyse(fn, inputs, weights, out_dir, name, prog, watch, split, force=None, 
                                       "tried, reads memory it was not given; this process's CUDA context is "
                                       "unusable from here (restart it)") from e
                 prog.warn("the library kernels' code could not be run node by node", str(e))
-        times = measure(torch, replayer, log, lambda what: prog.status(f"{name}: {what}"))
+        try:
+            times = measure(torch, replayer, log, lambda what: prog.status(f"{name}: {what}"))
+        except RuntimeError as e:  # (the times only inform pgcc's cost model: the export goes on without them)
+            if stuck_error():
+                raise
+            prog.warn("the nodes' GPU times could not be measured (PGCC_TIMES=on): none written", str(e))
+            times = {}
         for n in nodes:
             n.gpu_us = times.get(n.index) if isinstance(n.index, int) else None
         # the replay's updates to the weights (a training step's) are undone when the replayer closes

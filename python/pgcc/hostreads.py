@@ -22,7 +22,7 @@ import sys
 
 from .example_inputs import input_copy
 
-__all__ = ["flipped", "HostReads", "OPS", "perturbed", "user_line"]
+__all__ = ["FlipRead", "flipped", "HostReads", "OPS", "perturbed", "user_line"]
 
 OPS = ("item", "__bool__", "__int__", "__float__", "__index__")
 
@@ -114,6 +114,25 @@ def flipped(v):
     if isinstance(v, bool):
         return not v
     return type(v)(0 if v else 1)
+
+
+class FlipRead:
+    """A HostReads hook that gives the program the k-th value it reads back in a call
+    flipped (the other side of a branch), and keeps the value it read there (`value`; None
+    until then).  One per call: it counts the call's reads."""
+
+    def __init__(self, k):
+        self.k, self.reads, self.value = k, 0, None
+
+    def __call__(self, _t, _op, _where):
+        self.reads += 1
+        if self.reads - 1 != self.k:
+            return None
+
+        def after(v):
+            self.value = v
+            return flipped(v) if v is not None else v
+        return after
 
 
 def perturbed(torch, inputs, scale=1.25):

@@ -82,35 +82,38 @@ def measure(torch, replayer, log, status=None):
     s = C.c_void_p(stream.cuda_stream)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times, wholes = {}, 0.0
-    for k, e in enumerate(execs):
-        mine = [i for i, seg in enumerate(cap.segment_of) if seg == k and cap.nodes[i]["type"] in TIMED]
-        if not mine:
-            continue
+    try:
+        for k, e in enumerate(execs):
+            mine = [i for i, seg in enumerate(cap.segment_of) if seg == k and cap.nodes[i]["type"] in TIMED]
+            if not mine:
+                continue
 
-        def timed():
-            torch.cuda._sleep(HOLD_CYCLES)  # (the GPU busy while the host queues the replays)
-            start.record(stream)
-            for _ in range(REPEAT):
-                check(d.GraphLaunch(e, s), "cuGraphLaunch")
-            end.record(stream)
-            end.synchronize()
-            return start.elapsed_time(end) * 1000.0 / REPEAT
+            def timed():
+                torch.cuda._sleep(HOLD_CYCLES)  # (the GPU busy while the host queues the replays)
+                start.record(stream)
+                for _ in range(REPEAT):
+                    check(d.GraphLaunch(e, s), "cuGraphLaunch")
+                end.record(stream)
+                end.synchronize()
+                return start.elapsed_time(end) * 1000.0 / REPEAT
 
-        def enable(i, on):
-            check(d.GraphNodeSetEnabled(e, C.c_void_p(cap.handles[i]), 1 if on else 0), "cuGraphNodeSetEnabled")
-        replayer.replay_params({})  # (every buffer as the call leaves it)
-        try:
-            whole, baselines, raw = one_by_one(mine, timed, enable)
-        finally:
-            check(d.StreamSynchronize(s), "cuStreamSynchronize")
-        wholes += whole
-        got = node_times(baselines, raw)
-        if sum(got.values()) > SANE * whole:
-            log(f"  the GPU times of stretch {k}'s nodes add up to {sum(got.values()):.1f} us, its whole replay takes "
-                f"{whole:.1f}: not trusted, not kept")
-            continue
-        times.update(got)
-    replayer.replay_params({})  # (the outputs as the whole call leaves them, for what reads them next)
+            def enable(i, on):
+                check(d.GraphNodeSetEnabled(e, C.c_void_p(cap.handles[i]), 1 if on else 0),
+                      "cuGraphNodeSetEnabled")
+            replayer.replay_params({})  # (every buffer as the call leaves it)
+            try:
+                whole, baselines, raw = one_by_one(mine, timed, enable)
+            finally:
+                check(d.StreamSynchronize(s), "cuStreamSynchronize")
+            wholes += whole
+            got = node_times(baselines, raw)
+            if sum(got.values()) > SANE * whole:
+                log(f"  the GPU times of stretch {k}'s nodes add up to {sum(got.values()):.1f} us, its whole "
+                    f"replay takes {whole:.1f}: not trusted, not kept")
+                continue
+            times.update(got)
+    finally:
+        replayer.replay_params({})  # (the outputs as the whole call leaves them, for what reads them next)
     if times:
         log(f"  the GPU time of {len(times)} nodes, each run alone in its graph: {sum(times.values()):.1f} us in all, "
             f"{statistics.median(times.values()):.2f} us the median, the graph whole {wholes:.1f} us (the .graph's "

@@ -26,11 +26,11 @@ import shutil
 import tempfile
 
 from .errors import ExportError
-from .hostreads import HostReads, flipped
+from .hostreads import FlipRead, HostReads
 from .loader import load
 from .progress import Progress
 from .random_state import rewound
-from .verify_export import AGAIN, beyond_noise, compare, copies, outputs
+from .verify_export import beyond_noise, compare, copies, outputs, spread
 
 __all__ = ["conditional_reads", "other_sides", "swapped_graph"]
 
@@ -50,24 +50,6 @@ def swapped_graph(text, k):
     if len(found) != 1:
         raise ValueError(f"{len(found)} IF nodes of read {k} with two bodies (node nif{k}) in the .graph")
     return pat.sub(r"\1\3, \2\4", text)
-
-
-def _flipped_call(fn, xs, k):
-    """fn(*xs) with the k-th value it reads back flipped: (its result, the value read)."""
-    seen, values = [], []
-
-    def hook(_t, op, _where):
-        seen.append(op)
-        if len(seen) - 1 != k:
-            return None
-
-        def after(v):
-            values.append(v)
-            return flipped(v) if v is not None else v
-        return after
-    with HostReads(hook):
-        out = fn(*xs)
-    return out, (values[0] if values else None)
 
 
 def other_sides(result, fn, inputs, weights, training, progress=None, callbacks=None):
@@ -91,7 +73,11 @@ def other_sides(result, fn, inputs, weights, training, progress=None, callbacks=
         tmp = tempfile.mkdtemp(prefix="pgcc-other-side-")
         try:
             with open(os.path.join(result.out_dir, name + ".graph")) as f:
-                text = swapped_graph(f.read(), k)
+                try:
+                    text = swapped_graph(f.read(), k)
+                except ValueError as e:
+                    raise ExportError(f"verify {name}: the other side of the branch at {where} cannot be run: "
+                                      f"{e}") from e
             for entry in os.listdir(result.out_dir):  # (the export's files, not its builds)
                 src = os.path.join(result.out_dir, entry)
                 if entry.startswith(name + ".") or entry == "kernels":
@@ -151,9 +137,10 @@ def _check_side(torch, p, fn, inputs, weights, saved, k, where, training):
                 for n, w in weights.items() if training else ():
                     w.detach().copy_(saved[n])
             torch.cuda.set_rng_state(rng)
-            with contextlib.nullcontext() if training else torch.no_grad():
-                out, value = _flipped_call(fn, copies(torch, inputs), k)
-            if value is None:
+            flip = FlipRead(k)
+            with contextlib.nullcontext() if training else torch.no_grad(), HostReads(flip):
+                out = fn(*copies(torch, inputs))
+            if flip.value is None:
                 raise ExportError(f"verify {p.name}: the callable made no read {k} ({where}) on the example inputs")
             _, ref = outputs(p.name, mine, out)
             return [r.detach().clone() for r in ref], {n: w.detach().clone() for n, w, _ in held}
@@ -163,16 +150,10 @@ def _check_side(torch, p, fn, inputs, weights, saved, k, where, training):
                                                                                                           ref_outs))]
             return found + [(f"state tensor {n} after the step",) + compare(state[n], ref_state[n]) +
                             (ref_state[n].dtype,) for n in state]
-        runs = [reference()]
-        found = judged(mine, mine_state, *runs[0])
-        noise = 0.0
-        if any(not f[1] and not f[2] <= f[3] for f in found):
-            for _ in range(AGAIN):  # (is the callable deterministic? its spread over runs of the same call)
-                again = reference()
-                noise = max([noise] + [max((f[2] for f in judged(*again, *r)), default=0.0) for r in runs])
-                runs.append(again)
-                if not noise:
-                    break
-        return found, noise, len(runs)
+        first = reference()
+        found = judged(mine, mine_state, *first)
+        bad = [f for f in found if not f[1] and not f[2] <= f[3]]
+        noise, runs = spread(p.name, bad, first, reference, judged) if bad else (0.0, 1)
+        return found, noise, runs
     finally:
         p.close()

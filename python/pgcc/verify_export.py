@@ -29,8 +29,8 @@ from .loader import load
 from .progress import Progress
 from .random_state import rewound
 
-__all__ = ["beyond_noise", "compare", "copies", "judge", "judge_call", "NOISE_FACTOR", "outputs", "rel_err", "TOL",
-           "verify", "verify_buckets", "verify_training"]
+__all__ = ["beyond_noise", "compare", "copies", "judge", "judge_call", "NOISE_FACTOR", "outputs", "rel_err", "spread",
+           "TOL", "verify", "verify_buckets", "verify_training"]
 
 TOL = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-3, "float64": 1e-12}
 
@@ -216,6 +216,24 @@ def beyond_noise(name, bad, noise, runs=2):
                                                 "pgcc's)" if noise else ""))
 
 
+def spread(name, bad, first, reference, judged, status=None):
+    """How far the callable differs from itself: reference() run again (up to AGAIN times)
+    after its first run `first`, until two runs agree exactly (deterministic: no run will
+    differ) or their largest difference covers bad (beyond_noise).  judged(run, run) lists
+    (what, bit-identical, error, ...) between two runs.  Returns (the spread, how many runs
+    were counted, the first among them)."""
+    runs, noise = [first], 0.0
+    for k in range(AGAIN):
+        if status:
+            status(k)
+        again = reference()
+        noise = max([noise] + [max((f[2] for f in judged(*again, *r)), default=0.0) for r in runs])
+        runs.append(again)
+        if not noise or beyond_noise(name, bad, noise) is None:
+            break
+    return noise, len(runs)
+
+
 def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_dir=None):
     """A training step: result is its export, fn the callable as exported (compiled, if it
     was), weights {name: tensor} its state, which the export left as it wrote it.  The
@@ -302,16 +320,10 @@ def verify_training(result, fn, inputs, weights, steps=3, progress=None, build_d
         found += start
         noise = None
         if bad:  # fn again, up to AGAIN times: its spread is the largest difference between two of its runs
-            runs, noise = [(ref_outs, ref_state)], 0.0
-            for k in range(AGAIN):
-                prog.status(f"verify: the callable's steps again ({k + 1} of at most {AGAIN}), from the same state "
-                            "(is it deterministic?)")
-                again = reference()
-                noise = max([noise] + [max((f[2] for f in judged(*again, *r)), default=0.0) for r in runs])
-                runs.append(again)
-                if not noise or beyond_noise(name, bad, noise) is None:
-                    break  # (deterministic: no run will differ; or the spread covers the program's error)
-            why = beyond_noise(name, bad, noise, len(runs))
+            noise, runs = spread(name, bad, (ref_outs, ref_state), reference, judged, lambda k: prog.status(
+                f"verify: the callable's steps again ({k + 1} of at most {AGAIN}), from the same state "
+                "(is it deterministic?)"))
+            why = beyond_noise(name, bad, noise, runs)
             if why:
                 raise ExportError(why)
         worst = max((f[2] for f in found), default=0.0)

@@ -79,3 +79,16 @@ def test_user_line_is_cheap_per_read(tmp_path, monkeypatch):
     for _ in range(100):
         read(hostreads.user_line)
     assert calls == [] and hostreads._OUTSIDE == judged  # pylint: disable=protected-access
+
+
+def test_flip_read_flips_the_kth_read_and_keeps_its_value():
+    from pgcc.hostreads import FlipRead
+    flip = FlipRead(1)
+    assert flip(None, "item", "a.py:1") is None  # (read 0: as it is)
+    after = flip(None, "item", "a.py:2")
+    assert after(0.0) == 1.0 and flip.value == 0.0  # (a zero flag: found_inf)
+    assert flip(None, "__bool__", "a.py:3") is None and flip.reads == 3
+    bools = FlipRead(0)
+    assert bools(None, "__bool__", "b.py:1")(True) is False and bools.value is True
+    failed = FlipRead(0)
+    assert failed(None, "item", "c.py:1")(None) is None and failed.value is None

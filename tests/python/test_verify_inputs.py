@@ -131,3 +131,21 @@ def test_leaf_grads_are_the_leaves_grads():
             self.is_leaf, self.grad = leaf, grad
     a, b, c = T(True, "g"), T(False), T(True)
     assert leaf_grads(type("torch", (), {"Tensor": T}), [a, 3, b, c]) == [(a, "g"), (c, None)]
+
+
+def test_spread_runs_the_callable_again_until_its_runs_cover_the_error_or_agree():
+    """verify_export.spread: a deterministic callable is run once more (two runs alike);
+    a noisy one until the largest difference between two runs covers the error, at most
+    AGAIN more times."""
+    from pgcc.verify_export import AGAIN, NOISE_FACTOR, spread
+    bad = [("state tensor w", False, 1.0, 1e-5, "bfloat16")]
+
+    def judged(x, _sx, y, _sy):
+        return [("out", x == y, abs(x - y), 1e-5, "bfloat16")]
+    runs = iter([(5.0, None)] * 9)
+    assert spread("m", bad, (5.0, None), lambda: next(runs), judged) == (0.0, 2)
+    wide = iter([(5.0 + 1.0 / NOISE_FACTOR, None), (5.0, None)])
+    assert spread("m", bad, (5.0, None), lambda: next(wide), judged) == (1.0 / NOISE_FACTOR, 2)
+    close = iter([(5.0 + 1e-6 * k, None) for k in range(1, 9)])
+    noise, n = spread("m", bad, (5.0, None), lambda: next(close), judged)
+    assert n == AGAIN + 1 and noise > 0  # (never enough: every run made, the largest spread kept)
